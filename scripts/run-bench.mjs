@@ -1,0 +1,19 @@
+#!/usr/bin/env node
+// Runs every benchmark under bench/ (files named *.bench.ts), one process each, in order.
+// Each benchmark prints its figures as JSON lines on stdout.
+// Usage: npm run bench [-- <name-substring> ...]
+import { spawnSync } from "node:child_process";
+import { readdirSync } from "node:fs";
+
+const filters = process.argv.slice(2);
+const files = readdirSync("bench")
+  .filter((f) => f.endsWith(".bench.ts"))
+  .filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)))
+  .sort();
+let failed = 0;
+for (const file of files) {
+  console.error(`# bench/${file}`);
+  const r = spawnSync(process.execPath, ["--import", "tsx", `bench/${file}`], { stdio: "inherit" });
+  if (r.status !== 0) failed++;
+}
+process.exit(failed ? 1 : 0);

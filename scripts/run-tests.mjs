@@ -1,0 +1,31 @@
+#!/usr/bin/env node
+// Runs every test file under test/ with node:test through tsx.
+// Node 20's runner does not expand globs, so we collect the files ourselves.
+// Usage: npm test [-- <path-substring> ...]   (filters the files by substring)
+import { spawn } from "node:child_process";
+import { readdirSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+
+function collect(dir) {
+  const out = [];
+  for (const name of readdirSync(dir).sort()) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...collect(path));
+    else if (name.endsWith(".test.ts")) out.push(relative(process.cwd(), path));
+  }
+  return out;
+}
+
+const filters = process.argv.slice(2);
+const files = collect("test").filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)));
+if (files.length === 0) {
+  console.error(`no test files match ${filters.join(" ")}`);
+  process.exit(1);
+}
+const concurrency = process.env.TEST_CONCURRENCY ?? "2";
+const child = spawn(
+  process.execPath,
+  ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...files],
+  { stdio: "inherit" },
+);
+child.on("exit", (code, signal) => process.exit(signal ? 1 : (code ?? 1)));

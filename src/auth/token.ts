@@ -1,0 +1,219 @@
+import { createPublicKey, type KeyObject, verify as nativeVerify } from "node:crypto";
+import { secp256k1 } from "@noble/curves/secp256k1.js";
+import { LRUCache } from "lru-cache";
+import { decodeBase64Std, decodeHex, encodeBase64Std } from "../core/encoding.ts";
+import { FredError } from "../core/errors.ts";
+import { parseStrictJson } from "../core/strict-json.ts";
+import { addressFromPubkey, DEFAULT_BECH32_PREFIX } from "./address.ts";
+import { adr036SignDoc } from "./adr036.ts";
+import { compressedPubkey } from "./keys.ts";
+
+/**
+ * Tenant bearer tokens: base64(JSON envelope) signed with ADR-036 by the tenant's
+ * account key. Two kinds share the envelope: the access token for the lease API, and
+ * the payload-upload token that additionally binds the manifest's SHA-256 (`meta_hash`).
+ */
+export type TokenKind = "access" | "payload";
+
+export const TOKEN_MAX_AGE_SECONDS = 30;
+export const TOKEN_MAX_FUTURE_SKEW_SECONDS = 10;
+/** Far larger than any honest token (~400 characters); refused before decoding. */
+export const TOKEN_MAX_CHARS = 4096;
+
+export type TokenErrorCode =
+  | "ERR_TOKEN_MALFORMED"
+  | "ERR_TOKEN_EXPIRED"
+  | "ERR_TOKEN_FROM_FUTURE"
+  | "ERR_TOKEN_BAD_PUBKEY"
+  | "ERR_TOKEN_BAD_SIGNATURE"
+  | "ERR_TOKEN_TENANT_MISMATCH"
+  | "ERR_TOKEN_LEASE_MISMATCH";
+
+export class TokenError extends FredError {
+  declare readonly code: TokenErrorCode;
+  constructor(code: TokenErrorCode, message: string) {
+    super(code, message);
+    this.name = "TokenError";
+  }
+}
+
+export interface TokenClaims {
+  kind: TokenKind;
+  tenant: string;
+  leaseUuid: string;
+  /** Unix seconds. */
+  timestamp: number;
+  /** The meta_hash text exactly as signed (payload tokens only). */
+  metaHash?: string;
+  /** base64 of the low-S signature: the key for replay protection. */
+  replayKey: string;
+}
+
+export interface VerifyTokenOptions {
+  nowMs: number;
+  prefix?: string;
+  /** When set, the token's lease must equal it exactly. */
+  leaseUuid?: string;
+}
+
+/** The message the tenant signs, per token kind. */
+export function tokenSignData(
+  kind: TokenKind,
+  tenant: string,
+  leaseUuid: string,
+  timestamp: number,
+  metaHash = "",
+) {
+  return kind === "access"
+    ? `${tenant}:${leaseUuid}:${timestamp}`
+    : `manifest lease data ${leaseUuid} ${metaHash} ${timestamp}`;
+}
+
+export interface MintTokenInput {
+  privateKey: Uint8Array;
+  leaseUuid: string;
+  /** Unix seconds. */
+  timestamp: number;
+  prefix?: string;
+  /** 64 hex characters: makes a payload-upload token. */
+  metaHash?: string;
+}
+
+export function mintTenantToken(input: MintTokenInput): string {
+  const pub = compressedPubkey(input.privateKey);
+  const tenant = addressFromPubkey(pub, input.prefix ?? DEFAULT_BECH32_PREFIX);
+  if (input.metaHash !== undefined) decodeHex(input.metaHash, "meta_hash", 32);
+  const kind: TokenKind = input.metaHash === undefined ? "access" : "payload";
+  const data = tokenSignData(kind, tenant, input.leaseUuid, input.timestamp, input.metaHash);
+  // noble hashes the message with SHA-256 (prehash) and returns 64-byte low-S r‖s.
+  const signature = secp256k1.sign(Buffer.from(adr036SignDoc(tenant, data)), input.privateKey);
+  const envelope: Record<string, unknown> = {
+    tenant,
+    lease_uuid: input.leaseUuid,
+    timestamp: input.timestamp,
+    pub_key: encodeBase64Std(pub),
+    signature: encodeBase64Std(signature),
+  };
+  if (input.metaHash !== undefined) envelope.meta_hash = input.metaHash;
+  return Buffer.from(JSON.stringify(envelope)).toString("base64");
+}
+
+const CURVE_ORDER = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+const HALF_ORDER = CURVE_ORDER >> 1n;
+// DER SubjectPublicKeyInfo prefix for an id-ecPublicKey on secp256k1 with a 33-byte point.
+const SPKI_PREFIX = Buffer.from("3036301006072a8648ce3d020106052b8104000a032200", "hex");
+
+interface CachedKey {
+  key: KeyObject;
+  addresses: Map<string, string>;
+}
+
+/** Parsed public keys by their base64 text: tenants reuse one key across many requests. */
+const keyCache = new LRUCache<string, CachedKey>({ max: 4096 });
+
+function parsePubkey(b64: string): CachedKey {
+  const hit = keyCache.get(b64);
+  if (hit) return hit;
+  const raw = decodeBase64Std(b64, "pub_key", 64);
+  if (raw.length !== 33)
+    throw new TokenError("ERR_TOKEN_BAD_PUBKEY", "pub_key must be a 33-byte compressed key");
+  let key: KeyObject;
+  try {
+    key = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, raw]), format: "der", type: "spki" });
+  } catch {
+    throw new TokenError("ERR_TOKEN_BAD_PUBKEY", "pub_key is not a point on secp256k1");
+  }
+  const entry = { key, addresses: new Map<string, string>() };
+  keyCache.set(b64, entry);
+  return entry;
+}
+
+function addressOf(entry: CachedKey, pubB64: string, prefix: string): string {
+  let address = entry.addresses.get(prefix);
+  if (address === undefined) {
+    address = addressFromPubkey(Buffer.from(pubB64, "base64"), prefix);
+    entry.addresses.set(prefix, address);
+  }
+  return address;
+}
+
+/** Replaces a high S with n − S, so both encodings of one signature verify alike. */
+export function normalizeLowS(sig: Uint8Array): Buffer {
+  const out = Buffer.from(sig);
+  const s = BigInt(`0x${out.subarray(32).toString("hex")}`);
+  if (s > HALF_ORDER) out.write((CURVE_ORDER - s).toString(16).padStart(64, "0"), 32, "hex");
+  return out;
+}
+
+function requireString(obj: Record<string, unknown>, field: string): string {
+  const v = obj[field];
+  if (typeof v !== "string" || v === "") throw new TokenError("ERR_TOKEN_MALFORMED", `${field} is required`);
+  return v;
+}
+
+const malformed = (message: string) => new TokenError("ERR_TOKEN_MALFORMED", message);
+
+/** Verifies a tenant token and returns its claims; every failure is a TokenError. */
+export function verifyTenantToken(token: string, opts: VerifyTokenOptions): TokenClaims {
+  if (token.length > TOKEN_MAX_CHARS) throw malformed("token is too long");
+  let json: Buffer;
+  try {
+    json = decodeBase64Std(token, "token");
+  } catch {
+    throw malformed("token is not standard base64");
+  }
+  let envelope: unknown;
+  try {
+    envelope = parseStrictJson(json, TOKEN_MAX_CHARS);
+  } catch (err) {
+    throw malformed(`token is not a JSON envelope: ${(err as Error).message}`);
+  }
+  if (typeof envelope !== "object" || envelope === null || Array.isArray(envelope)) {
+    throw malformed("token is not a JSON object");
+  }
+  const fields = envelope as Record<string, unknown>;
+  const leaseUuid = requireString(fields, "lease_uuid");
+  let metaHash: string | undefined;
+  if (fields.meta_hash !== undefined) {
+    if (typeof fields.meta_hash !== "string" || !/^[0-9a-fA-F]{64}$/.test(fields.meta_hash)) {
+      throw malformed("meta_hash must be 64 hex characters");
+    }
+    metaHash = fields.meta_hash;
+  }
+  const tenant = requireString(fields, "tenant");
+  const timestamp = fields.timestamp;
+  if (typeof timestamp !== "number" || !Number.isSafeInteger(timestamp)) {
+    throw malformed("timestamp must be an integer of Unix seconds");
+  }
+  const ageMs = opts.nowMs - timestamp * 1000;
+  if (ageMs > TOKEN_MAX_AGE_SECONDS * 1000) throw new TokenError("ERR_TOKEN_EXPIRED", "token has expired");
+  if (-ageMs > TOKEN_MAX_FUTURE_SKEW_SECONDS * 1000) {
+    throw new TokenError("ERR_TOKEN_FROM_FUTURE", "token timestamp is in the future");
+  }
+  const pubB64 = requireString(fields, "pub_key");
+  const sigB64 = requireString(fields, "signature");
+  const key = parsePubkey(pubB64);
+  let rawSig: Buffer;
+  try {
+    rawSig = decodeBase64Std(sigB64, "signature", 128);
+  } catch {
+    throw new TokenError("ERR_TOKEN_BAD_SIGNATURE", "signature is not standard base64");
+  }
+  if (rawSig.length !== 64) throw new TokenError("ERR_TOKEN_BAD_SIGNATURE", "signature must be 64 bytes");
+  const sig = normalizeLowS(rawSig);
+  const prefix = opts.prefix ?? DEFAULT_BECH32_PREFIX;
+  // The address check is a cache hit for known keys, so it runs before the costly verify.
+  if (addressOf(key, pubB64, prefix) !== tenant) {
+    throw new TokenError("ERR_TOKEN_TENANT_MISMATCH", "pub_key does not belong to tenant");
+  }
+  const kind: TokenKind = metaHash === undefined ? "access" : "payload";
+  const doc = adr036SignDoc(tenant, tokenSignData(kind, tenant, leaseUuid, timestamp, metaHash));
+  const ok = nativeVerify("sha256", Buffer.from(doc), { key: key.key, dsaEncoding: "ieee-p1363" }, sig);
+  if (!ok) throw new TokenError("ERR_TOKEN_BAD_SIGNATURE", "signature does not verify");
+  if (opts.leaseUuid !== undefined && opts.leaseUuid !== leaseUuid) {
+    throw new TokenError("ERR_TOKEN_LEASE_MISMATCH", "token is for another lease");
+  }
+  const claims: TokenClaims = { kind, tenant, leaseUuid, timestamp, replayKey: sig.toString("base64") };
+  if (metaHash !== undefined) claims.metaHash = metaHash;
+  return claims;
+}

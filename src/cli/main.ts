@@ -1,0 +1,47 @@
+import { Command, CommanderError } from "commander";
+import { isFredError } from "../core/errors.ts";
+import { ExitCode, say } from "./output.ts";
+import { registerTokenCommands } from "./token.ts";
+import { registerUpCommand } from "./up.ts";
+
+export function buildProgram(): Command {
+  const program = new Command("fred")
+    .description("Provider daemon and tools for the Manifest Network compute marketplace.")
+    .showHelpAfterError()
+    .addHelpText(
+      "after",
+      `
+Examples:
+  $ fred up                                   # devnet, backend and providerd on loopback
+  $ fred token mint --key-hex <hex> --lease <uuid>
+  $ fred manifest validate manifest.json --items '[{"sku_uuid":"…","quantity":1}]'
+
+Every command logs to stderr; stdout carries only its machine-readable output.`,
+    );
+  registerUpCommand(program);
+  registerTokenCommands(program);
+  return program;
+}
+
+/** Runs the CLI and returns the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  const override = (cmd: Command): void => {
+    cmd.exitOverride();
+    for (const sub of cmd.commands) override(sub);
+  };
+  override(program);
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (err) {
+    if (err instanceof ExitCode) return err.code;
+    if (err instanceof CommanderError) return err.exitCode;
+    if (isFredError(err)) {
+      say(`fred: ${err.message}`);
+      return 1;
+    }
+    say(`fred: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    return 1;
+  }
+}

@@ -1,0 +1,23 @@
+import { randomUUID } from "node:crypto";
+
+/**
+ * UUID rules at our edges. Operation and maintenance ids are ours and must be canonical
+ * lowercase RFC 4122 version 4. Lease, SKU and provider UUIDs come from the chain, which
+ * mints version 7, so for those we require only the canonical lowercase form.
+ */
+const CANONICAL = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** Canonical lowercase v4 (version nibble 4, RFC 4122 variant). */
+export function isUuidV4(value: unknown): value is string {
+  return typeof value === "string" && value.length === 36 && V4.test(value);
+}
+
+/** Canonical lowercase 8-4-4-4-12 hex of any version (chain-minted ids). */
+export function isCanonicalUuid(value: unknown): value is string {
+  return typeof value === "string" && value.length === 36 && CANONICAL.test(value);
+}
+
+export function newUuidV4(): string {
+  return randomUUID();
+}
