@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds the Docker backend's test images from the static busybox binary with `docker
+# import` (no registry is reachable in CI). Every image is a tiny rootfs: /bin/busybox plus
+# an applet symlink farm, /etc/passwd with root and an unprivileged "app" user (uid 1000).
+# Idempotent: an image that already exists with the current recipe hash is kept.
+#
+#   fred-test/httpd:1       busybox httpd serving /www on 8080 (index.html = "fred-test-httpd")
+#   fred-test/crashloop:1   prints a line, then exits 3 about half a second later
+#   fred-test/unhealthy:1   idles forever; its readiness file never appears, so a manifest
+#                           health check on /tmp/ready never passes
+#   fred-test/volume:1      idles forever and declares VOLUME /data (owned by root)
+set -euo pipefail
+SELF="$(realpath "$0")"
+
+BUSYBOX="${BUSYBOX:-/bin/busybox}"
+[ -x "$BUSYBOX" ] || { echo "build.sh: $BUSYBOX missing (apt-get install busybox-static)" >&2; exit 1; }
+RECIPE_HASH="$(cat "$SELF" "$BUSYBOX" | sha256sum | cut -c1-16)"
+
+workdir="$(mktemp -d)"
+trap 'rm -rf "$workdir"' EXIT
+
+make_rootfs() {
+  local root="$1"
+  mkdir -p "$root/bin" "$root/etc" "$root/tmp" "$root/run" "$root/www" "$root/data" "$root/proc" \
+    "$root/sys" "$root/dev"
+  cp "$BUSYBOX" "$root/bin/busybox"
+  for applet in $("$BUSYBOX" --list); do
+    [ "$applet" = busybox ] || ln -sf busybox "$root/bin/$applet"
+  done
+  printf 'root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/home/app:/bin/sh\n' >"$root/etc/passwd"
+  printf 'root:x:0:\napp:x:1000:\n' >"$root/etc/group"
+  echo "fred-test-httpd" >"$root/www/index.html"
+  chmod 1777 "$root/tmp"
+}
+
+build() {
+  local tag="$1"
+  shift
+  if [ "$(docker image inspect --format '{{ index .Config.Labels "fred.test.recipe" }}' "$tag" 2>/dev/null)" \
+    = "$RECIPE_HASH" ]; then
+    echo "== images: $tag up to date"
+    return
+  fi
+  echo "== images: building $tag"
+  tar -C "$workdir/rootfs" -c . | docker import "$@" \
+    --change "LABEL fred.test.recipe=$RECIPE_HASH" --change 'ENV PATH=/bin' - "$tag" >/dev/null
+}
+
+make_rootfs "$workdir/rootfs"
+
+build fred-test/httpd:1 --change 'EXPOSE 8080/tcp' \
+  --change 'CMD ["/bin/httpd", "-f", "-v", "-p", "8080", "-h", "/www"]'
+build fred-test/crashloop:1 \
+  --change 'CMD ["/bin/sh", "-c", "echo crashloop starting; sleep 0.5; echo crashloop giving up; exit 3"]'
+build fred-test/unhealthy:1 \
+  --change 'CMD ["/bin/sh", "-c", "echo waiting forever; exec sleep 2147483647"]'
+build fred-test/volume:1 --change 'VOLUME /data' \
+  --change 'CMD ["/bin/sh", "-c", "echo volume ready; exec sleep 2147483647"]'
