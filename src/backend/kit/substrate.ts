@@ -1,0 +1,226 @@
+import { FredError } from "../../core/errors.ts";
+
+/**
+ * The one seam a backend kind implements. The kit owns HTTP, the journal, accounting and
+ * callbacks; a substrate only turns a frozen workload description into running things
+ * (containers, volumes, networks for Docker; records in memory for the mock) and reports
+ * what exists. Every method may be called again after a crash with the same arguments, so
+ * each one is idempotent as documented below.
+ *
+ * Error contract for every method: throw `SubstrateError`.
+ * - `outcome: "definite"` — the call is known not to have taken effect beyond what
+ *   `destroy` removes (e.g. image missing, start refused). The kit settles the operation
+ *   as failed with the error's tenant-safe `reason`/`message`.
+ * - `outcome: "ambiguous"` — the effect may or may not have happened (timeout, daemon
+ *   gone, lost response). The kit leaves the intent pending and settles it later from
+ *   `inventory()`; it never guesses.
+ * Any other thrown value is treated as ambiguous. Messages are logged for operators only;
+ * tenants see `reason` and `message`, which must not contain host paths or daemon text.
+ */
+
+/** A lease item as the chain records it (the backend wire calls the SKU field `sku`). */
+export interface LeaseItem {
+  sku: string;
+  quantity: number;
+  service_name?: string;
+  custom_domain?: string;
+}
+
+/** Sizing of one instance of a SKU, frozen at admission (renaming a SKU never re-prices a lease). */
+export interface SkuProfile {
+  cpu_cores: number;
+  memory_mb: number;
+  disk_mb: number;
+}
+
+/** One unit of accounting: a single instance of a service (for Docker, one container). */
+export interface InstanceSpec {
+  /** Pool allocation key `<lease>-<service>-<index>`. */
+  key: string;
+  service: string;
+  /** 0-based per service. */
+  index: number;
+  sku: string;
+  profile: SkuProfile;
+}
+
+/**
+ * A parsed manifest, structurally: service name → service spec with at least `image`.
+ * Shaped so the typed form of `src/core/manifest` is assignable to it; the kit reads only
+ * images (for the registry allowlist), a substrate reads whatever it needs.
+ */
+export interface ParsedManifest {
+  services: Record<string, { image: string } & Record<string, unknown>>;
+}
+
+/** Everything a substrate needs to materialise one release of a lease. Immutable. */
+export interface WorkloadSpec {
+  leaseUuid: string;
+  tenant: string;
+  providerUuid: string;
+  /** The operation (provision) that created this lineage; label it on every resource. */
+  operationId: string;
+  /** Release version this workload belongs to (1 for the first provision). */
+  release: number;
+  backendName: string;
+  storageId: string;
+  items: readonly LeaseItem[];
+  /** One entry per instance, services sorted by name, indexes ascending. */
+  instances: readonly InstanceSpec[];
+  /** Raw payload bytes as uploaded (absent when the lease has none). */
+  payload: Uint8Array | undefined;
+  /** Parsed payload, when the backend's manifest parser accepted one. */
+  manifest: ParsedManifest | undefined;
+  /** Milliseconds since the epoch, from the kit's clock. */
+  createdAtMs: number;
+}
+
+/** What exists for one lease on the substrate, as observed now. */
+export type WorkloadState =
+  /** Every instance exists and runs (or passed verification). */
+  | "running"
+  /** Resources exist but are not all running yet (created, starting, stopped). */
+  | "partial"
+  /** Something exists and has failed (exited, unhealthy). */
+  | "failed";
+
+export interface InstanceObservation {
+  service: string;
+  index: number;
+  /** Substrate-specific state text, e.g. "running", "exited". */
+  status: string;
+  image?: string;
+}
+
+export interface WorkloadObservation {
+  leaseUuid: string;
+  /** Operation id and release read back from the resources' labels, when present. */
+  operationId?: string;
+  release?: number;
+  state: WorkloadState;
+  instances: InstanceObservation[];
+  /** Tenant-safe failure reason and message when `state` is "failed". */
+  reason?: string;
+  message?: string;
+}
+
+/** `GET /info` body; the kit serves it verbatim for a ready lease. */
+export interface ConnectionInfo {
+  host: string;
+  fqdn?: string;
+  ports?: Record<string, { host_ip: string; host_port: string }>;
+  instances?: unknown[];
+  services?: Record<string, unknown>;
+  protocol?: string;
+  metadata?: Record<string, string>;
+}
+
+/** An autonomous observation: a running workload died without anyone asking. */
+export interface RuntimeEvent {
+  leaseUuid: string;
+  /** The operation id labelled on the dead resource, to ignore stale generations. */
+  operationId?: string;
+  reason: string;
+  message: string;
+}
+
+export interface Substrate {
+  /** Short kind name for logs and metrics, e.g. "docker" or "mock". */
+  readonly kind: string;
+
+  /**
+   * Checks a spec against substrate-only rules before anything is reserved or created
+   * (e.g. images present/pullable policy, VOLUME rules). Throws `SubstrateError` with
+   * `validationCode` for a refusal the tenant must see as 400. Must have no side effects.
+   */
+  validate?(spec: WorkloadSpec, signal: AbortSignal): Promise<void>;
+
+  /**
+   * Creates every resource of the workload without starting it. Idempotent: resources
+   * already present with the same lease, operation and release labels are reused; a
+   * resource of the same name from another operation is a definite failure (never adopted).
+   */
+  create(spec: WorkloadSpec, signal: AbortSignal): Promise<void>;
+
+  /**
+   * Starts the created workload and verifies startup (health checks or a grace window).
+   * Resolves only when every instance is up. Idempotent: starting a running workload is a
+   * no-op. A definite startup failure (exited, unhealthy) throws `outcome: "definite"`.
+   */
+  start(spec: WorkloadSpec, signal: AbortSignal): Promise<void>;
+
+  /** Stops every instance of the lease, keeping resources. Absent lease = success. */
+  stop(leaseUuid: string, signal: AbortSignal): Promise<void>;
+
+  /**
+   * Removes every resource labelled with the lease (instances, volumes, and networks no
+   * longer used). Idempotent; an absent lease is success. Before removing, a substrate
+   * confirms the resource's labels name this lease and storage id (stale-handle safety).
+   */
+  destroy(leaseUuid: string, signal: AbortSignal): Promise<void>;
+
+  /** Observes one lease; `undefined` when nothing of it exists. Read-only. */
+  inspect(leaseUuid: string, signal: AbortSignal): Promise<WorkloadObservation | undefined>;
+
+  /**
+   * Every lease with resources on this substrate (labelled with our storage id). Must be
+   * complete: throw (ambiguous) rather than return a partial list, because recovery
+   * treats absence from the inventory as proof that nothing exists.
+   */
+  inventory(signal: AbortSignal): Promise<WorkloadObservation[]>;
+
+  /** Log text per instance key `<service>/<index>`, at most `tail` lines each. */
+  logs(leaseUuid: string, tail: number, signal: AbortSignal): Promise<Record<string, string>>;
+
+  /** Connection details of a running lease; `undefined` when it is not running. */
+  connection(leaseUuid: string, signal: AbortSignal): Promise<ConnectionInfo | undefined>;
+
+  /**
+   * Optional supervision: the kit subscribes once after recovery; the substrate calls the
+   * listener when a running workload dies. Returns an unsubscribe function.
+   */
+  subscribe?(listener: (event: RuntimeEvent) => void): () => void;
+
+  /** Releases clients and watchers. Called once, after the kit stopped calling in. */
+  close(): Promise<void>;
+}
+
+export type SubstrateOutcome = "definite" | "ambiguous";
+
+/** The only error type a substrate throws on purpose; see the contract at the top. */
+export class SubstrateError extends FredError {
+  readonly outcome: SubstrateOutcome;
+  /** Tenant-safe failure reason code, e.g. "ContainerExited", "ImagePullFailed". */
+  readonly reason: string;
+  /** Tenant-safe message (also the callback `error`). */
+  readonly tenantMessage: string;
+  /** Set for pre-admission refusals served as 400 `validation_code`. */
+  readonly validationCode: "invalid_manifest" | "image_not_allowed" | "unknown_sku" | undefined;
+
+  constructor(
+    outcome: SubstrateOutcome,
+    reason: string,
+    tenantMessage: string,
+    opts: {
+      cause?: unknown;
+      operatorMessage?: string;
+      validationCode?: SubstrateError["validationCode"];
+    } = {},
+  ) {
+    super(
+      outcome === "definite" ? "ERR_SUBSTRATE_FAILED" : "ERR_SUBSTRATE_AMBIGUOUS",
+      opts.operatorMessage ?? tenantMessage,
+      { retryable: outcome === "ambiguous", cause: opts.cause },
+    );
+    this.name = "SubstrateError";
+    this.outcome = outcome;
+    this.reason = reason;
+    this.tenantMessage = tenantMessage;
+    this.validationCode = opts.validationCode;
+  }
+}
+
+/** Classifies anything a substrate threw: only an explicit definite SubstrateError is definite. */
+export function substrateOutcomeOf(err: unknown): SubstrateOutcome {
+  return err instanceof SubstrateError ? err.outcome : "ambiguous";
+}
