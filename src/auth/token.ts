@@ -114,7 +114,12 @@ const keyCache = new LRUCache<string, CachedKey>({ max: 4096 });
 function parsePubkey(b64: string): CachedKey {
   const hit = keyCache.get(b64);
   if (hit) return hit;
-  const raw = decodeBase64Std(b64, "pub_key", 64);
+  let raw: Buffer;
+  try {
+    raw = decodeBase64Std(b64, "pub_key", 64);
+  } catch {
+    throw new TokenError("ERR_TOKEN_BAD_PUBKEY", "pub_key is not standard base64");
+  }
   if (raw.length !== 33)
     throw new TokenError("ERR_TOKEN_BAD_PUBKEY", "pub_key must be a 33-byte compressed key");
   let key: KeyObject;

@@ -2,7 +2,8 @@ import { FredError } from "./errors.ts";
 
 /**
  * Strict standard base64 (RFC 4648 §4: `+/` alphabet, `=` padding required), as Go's
- * StdEncoding expects. URL-safe, unpadded or whitespace-bearing input is refused.
+ * StdEncoding expects. URL-safe, unpadded, whitespace-bearing or non-canonical input
+ * (non-zero bits before the padding) is refused.
  */
 const STD_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
@@ -17,7 +18,12 @@ export function decodeBase64Std(
     throw new FredError("ERR_BASE64", `${what} is too large`);
   }
   if (!STD_BASE64.test(text)) throw new FredError("ERR_BASE64", `${what} is not standard padded base64`);
-  return Buffer.from(text, "base64");
+  const bytes = Buffer.from(text, "base64");
+  // Unused low bits before the padding must be zero: one byte string, one spelling.
+  if (text.endsWith("=") && bytes.toString("base64") !== text) {
+    throw new FredError("ERR_BASE64", `${what} is not canonical base64`);
+  }
+  return bytes;
 }
 
 export function encodeBase64Std(bytes: Uint8Array): string {
