@@ -1,0 +1,104 @@
+import { BaseAccount } from "cosmjs-types/cosmos/auth/v1beta1/auth";
+import {
+  QueryAccountInfoRequest,
+  QueryAccountInfoResponse,
+  QueryAccountRequest,
+  QueryAccountResponse,
+} from "cosmjs-types/cosmos/auth/v1beta1/query";
+import { PubKey } from "cosmjs-types/cosmos/crypto/secp256k1/keys";
+import type { Any } from "cosmjs-types/google/protobuf/any";
+import { decodeAddress, moduleAddress } from "../../address.ts";
+import { ChainError, sdkErrors } from "../../errors.ts";
+import type { AppHandle, DevnetModule, ExecContext, KVStore, QueryContext } from "../../module.ts";
+import { type AccountInfo, AUTH, type AuthKeeper } from "./types.ts";
+
+export const SECP256K1_PUBKEY_URL = "/cosmos.crypto.secp256k1.PubKey";
+export const BASE_ACCOUNT_URL = "/cosmos.auth.v1beta1.BaseAccount";
+
+const NEXT_NUMBER_KEY = "next_account_number";
+const accountKey = (address: string) => `acc/${address}`;
+
+function encodeAccount(a: AccountInfo): Uint8Array {
+  const pubKey: Any | undefined = a.pubKey
+    ? { typeUrl: SECP256K1_PUBKEY_URL, value: PubKey.encode({ key: a.pubKey }).finish() }
+    : undefined;
+  return BaseAccount.encode({
+    address: a.address,
+    pubKey,
+    accountNumber: a.accountNumber,
+    sequence: a.sequence,
+  }).finish();
+}
+
+function decodeAccount(bytes: Uint8Array): AccountInfo {
+  const b = BaseAccount.decode(bytes);
+  const info: AccountInfo = { address: b.address, accountNumber: b.accountNumber, sequence: b.sequence };
+  if (b.pubKey) info.pubKey = PubKey.decode(b.pubKey.value).key;
+  return info;
+}
+
+function readAccount(store: KVStore, address: string): AccountInfo | undefined {
+  const raw = store.get(accountKey(address));
+  return raw === undefined ? undefined : decodeAccount(raw);
+}
+
+/** The query side checks addresses the way the gRPC server does: code 18, invalid request. */
+function queryAddress(address: string, prefix: string): void {
+  try {
+    decodeAddress(address, prefix);
+  } catch (err) {
+    const text = err instanceof ChainError ? err.log.replace(/^invalid address: /, "") : String(err);
+    throw sdkErrors.invalidRequest.wrap(text.replace(/: invalid address$/, ""));
+  }
+}
+
+function notFound(address: string): ChainError {
+  return new ChainError(
+    "sdk",
+    22,
+    `rpc error: code = NotFound desc = account ${address} not found: key not found`,
+  );
+}
+
+/** x/auth: account numbers, sequences and public keys; the Account queries cosmjs uses. */
+export function authModule(app: AppHandle): DevnetModule {
+  const keeper: AuthKeeper = {
+    getAccount: (ctx: ExecContext | QueryContext, address) => readAccount(ctx.store(AUTH), address),
+    ensureAccount(ctx, address) {
+      const store = ctx.store(AUTH);
+      const existing = readAccount(store, address);
+      if (existing) return existing;
+      const raw = store.get(NEXT_NUMBER_KEY);
+      const accountNumber = raw === undefined ? 0n : BigInt(new TextDecoder().decode(raw));
+      store.set(NEXT_NUMBER_KEY, new TextEncoder().encode((accountNumber + 1n).toString()));
+      const account: AccountInfo = { address, accountNumber, sequence: 0n };
+      store.set(accountKey(address), encodeAccount(account));
+      return account;
+    },
+    setAccount(ctx, account) {
+      ctx.store(AUTH).set(accountKey(account.address), encodeAccount(account));
+    },
+    moduleAddress: (name) => moduleAddress(name, app.bech32Prefix),
+  };
+
+  return {
+    name: AUTH,
+    keeper,
+    queries: {
+      "/cosmos.auth.v1beta1.Query/Account"(ctx, request) {
+        const { address } = QueryAccountRequest.decode(request);
+        queryAddress(address, app.bech32Prefix);
+        const raw = ctx.store(AUTH).get(accountKey(address));
+        if (raw === undefined) throw notFound(address);
+        return QueryAccountResponse.encode({ account: { typeUrl: BASE_ACCOUNT_URL, value: raw } }).finish();
+      },
+      "/cosmos.auth.v1beta1.Query/AccountInfo"(ctx, request) {
+        const { address } = QueryAccountInfoRequest.decode(request);
+        queryAddress(address, app.bech32Prefix);
+        const raw = ctx.store(AUTH).get(accountKey(address));
+        if (raw === undefined) throw notFound(address);
+        return QueryAccountInfoResponse.encode({ info: BaseAccount.decode(raw) }).finish();
+      },
+    },
+  };
+}
