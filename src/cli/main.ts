@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { isFredError } from "../core/errors.ts";
 import { ExitCode, say } from "./output.ts";
+import { registerProviderdCommand } from "./providerd.ts";
 import { registerTokenCommands } from "./token.ts";
 import { registerUpCommand } from "./up.ts";
 
@@ -20,6 +21,7 @@ Every command logs to stderr; stdout carries only its machine-readable output.`,
     );
   registerUpCommand(program);
   registerTokenCommands(program);
+  registerProviderdCommand(program);
   return program;
 }
 
