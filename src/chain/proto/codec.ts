@@ -1,0 +1,228 @@
+/**
+ * A tiny schema-driven protobuf codec in the shape cosmjs expects from ts-proto 2 output
+ * (`encode(msg, writer?)`, `decode(bytes | reader, length?)`, `fromPartial`, `typeUrl`), built on
+ * @bufbuild/protobuf's wire reader/writer. Each message is declared once as a field table
+ * (number + kind), and its TypeScript type is inferred from that table, so field numbers live in
+ * exactly one place. Proto3 rules: default scalars are not written, unknown fields are skipped.
+ */
+import { BinaryReader, BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+
+type ScalarKind = "string" | "bytes" | "bool" | "uint64" | "uint32" | "enum";
+
+interface ScalarValue {
+  string: string;
+  bytes: Uint8Array;
+  bool: boolean;
+  uint64: bigint;
+  uint32: number;
+  enum: number;
+}
+
+/** One field of a message table; `T` is the TypeScript type of the field's value. */
+export interface FieldSpec<T> {
+  readonly no: number;
+  readonly kind: ScalarKind | "message";
+  readonly repeated: boolean;
+  readonly codec?: MessageCodec<unknown>;
+  /** Phantom marker so `Infer` can read the value type. */
+  readonly _type?: T;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: field tables mix value types.
+export type Fields = Record<string, FieldSpec<any>>;
+export type Infer<F extends Fields> = { [K in keyof F]: F[K] extends FieldSpec<infer V> ? V : never };
+export type DeepPartial<T> = T extends bigint | Uint8Array | string | number | boolean
+  ? T
+  : T extends readonly (infer E)[]
+    ? DeepPartial<E>[]
+    : T extends object
+      ? { [K in keyof T]?: DeepPartial<T[K]> | undefined }
+      : T;
+
+export interface MessageCodec<T> {
+  readonly typeUrl: string;
+  readonly fields: Fields;
+  encode(message: T, writer?: BinaryWriter): BinaryWriter;
+  decode(input: Uint8Array | BinaryReader, length?: number): T;
+  fromPartial(object: DeepPartial<T>): T;
+}
+
+function scalar<K extends ScalarKind>(kind: K) {
+  return (no: number): FieldSpec<ScalarValue[K]> => ({ no, kind, repeated: false });
+}
+
+/** Field constructors used by the message tables. */
+export const f = {
+  string: scalar("string"),
+  bytes: scalar("bytes"),
+  bool: scalar("bool"),
+  uint64: scalar("uint64"),
+  uint32: scalar("uint32"),
+  enum: scalar("enum"),
+  repeatedString: (no: number): FieldSpec<string[]> => ({ no, kind: "string", repeated: true }),
+  /** A singular sub-message; absent (undefined) when not set, as in cosmjs-types. */
+  message: <M>(no: number, codec: MessageCodec<M>): FieldSpec<M | undefined> => ({
+    no,
+    kind: "message",
+    repeated: false,
+    codec: codec as MessageCodec<unknown>,
+  }),
+  repeatedMessage: <M>(no: number, codec: MessageCodec<M>): FieldSpec<M[]> => ({
+    no,
+    kind: "message",
+    repeated: true,
+    codec: codec as MessageCodec<unknown>,
+  }),
+};
+
+function defaultOf(spec: FieldSpec<unknown>): unknown {
+  if (spec.repeated) return [];
+  switch (spec.kind) {
+    case "string":
+      return "";
+    case "bytes":
+      return new Uint8Array(0);
+    case "bool":
+      return false;
+    case "uint64":
+      return 0n;
+    case "uint32":
+    case "enum":
+      return 0;
+    case "message":
+      return undefined;
+  }
+}
+
+function isDefault(spec: FieldSpec<unknown>, value: unknown): boolean {
+  switch (spec.kind) {
+    case "string":
+      return value === "";
+    case "bytes":
+      return (value as Uint8Array).length === 0;
+    case "bool":
+      return value === false;
+    case "uint64":
+      return value === 0n;
+    case "uint32":
+    case "enum":
+      return value === 0;
+    case "message":
+      return value === undefined || value === null;
+  }
+}
+
+function writeOne(writer: BinaryWriter, spec: FieldSpec<unknown>, value: unknown): void {
+  switch (spec.kind) {
+    case "string":
+      writer.tag(spec.no, WireType.LengthDelimited).string(value as string);
+      return;
+    case "bytes":
+      writer.tag(spec.no, WireType.LengthDelimited).bytes(value as Uint8Array);
+      return;
+    case "bool":
+      writer.tag(spec.no, WireType.Varint).bool(value as boolean);
+      return;
+    case "uint64":
+      writer.tag(spec.no, WireType.Varint).uint64(value as bigint);
+      return;
+    case "uint32":
+      writer.tag(spec.no, WireType.Varint).uint32(value as number);
+      return;
+    case "enum":
+      writer.tag(spec.no, WireType.Varint).int32(value as number);
+      return;
+    case "message":
+      writer.tag(spec.no, WireType.LengthDelimited).fork();
+      spec.codec!.encode(value, writer);
+      writer.join();
+      return;
+  }
+}
+
+function readOne(reader: BinaryReader, spec: FieldSpec<unknown>): unknown {
+  switch (spec.kind) {
+    case "string":
+      return reader.string();
+    case "bytes":
+      return reader.bytes();
+    case "bool":
+      return reader.bool();
+    case "uint64":
+      return BigInt(reader.uint64());
+    case "uint32":
+      return reader.uint32();
+    case "enum":
+      return reader.int32();
+    case "message":
+      return spec.codec!.decode(reader, reader.uint32());
+  }
+}
+
+function partialOne(spec: FieldSpec<unknown>, value: unknown): unknown {
+  if (spec.kind === "message") return spec.codec!.fromPartial(value as never);
+  if (spec.kind === "uint64") return BigInt(value as bigint);
+  if (spec.kind === "bytes") return Uint8Array.from(value as Uint8Array);
+  return value;
+}
+
+/** Declares a message: `typeUrl` is `/` + the full proto name. */
+export function message<F extends Fields>(typeUrl: string, fields: F): MessageCodec<Infer<F>> {
+  const entries = Object.entries(fields) as [string, FieldSpec<unknown>][];
+  const byNumber = new Map(entries.map(([name, spec]) => [spec.no, [name, spec] as const]));
+  const create = (): Record<string, unknown> => {
+    const out: Record<string, unknown> = {};
+    for (const [name, spec] of entries) out[name] = defaultOf(spec);
+    return out;
+  };
+  return {
+    typeUrl,
+    fields,
+    encode(msg, writer = new BinaryWriter()) {
+      const record = msg as Record<string, unknown>;
+      for (const [name, spec] of entries) {
+        const value = record[name];
+        if (spec.repeated) {
+          for (const item of (value as unknown[] | undefined) ?? []) writeOne(writer, spec, item);
+        } else if (value !== undefined && !isDefault(spec, value)) {
+          writeOne(writer, spec, value);
+        }
+      }
+      return writer;
+    },
+    decode(input, length) {
+      const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const out = create();
+      while (reader.pos < end) {
+        const [no, wireType] = reader.tag();
+        const hit = byNumber.get(no);
+        if (hit === undefined) {
+          reader.skip(wireType, no);
+          continue;
+        }
+        const [name, spec] = hit;
+        if (spec.repeated) (out[name] as unknown[]).push(readOne(reader, spec));
+        else out[name] = readOne(reader, spec);
+      }
+      return out as Infer<F>;
+    },
+    fromPartial(object) {
+      const out = create();
+      const source = (object ?? {}) as Record<string, unknown>;
+      for (const [name, spec] of entries) {
+        const value = source[name];
+        if (value === undefined || value === null) continue;
+        out[name] = spec.repeated
+          ? (value as unknown[]).map((item) => partialOne(spec, item))
+          : partialOne(spec, value);
+      }
+      return out as Infer<F>;
+    },
+  };
+}
+
+/** Encodes a message to bytes (shorthand for `codec.encode(msg).finish()`). */
+export function toBytes<T>(codec: MessageCodec<T>, value: T): Uint8Array {
+  return codec.encode(value).finish();
+}

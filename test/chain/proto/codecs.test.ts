@@ -1,0 +1,96 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { Registry } from "@cosmjs/proto-signing";
+import { AminoTypes, createDefaultAminoConverters, defaultRegistryTypes } from "@cosmjs/stargate";
+import { PageRequest as CosmjsPageRequest } from "cosmjs-types/cosmos/base/query/v1beta1/pagination";
+import { Coin as CosmjsCoin } from "cosmjs-types/cosmos/base/v1beta1/coin";
+import {
+  billingAminoConverters,
+  billingRegistryTypes,
+  Lease,
+  LeaseState,
+  MsgCreateLease,
+  MsgWithdraw,
+  MsgWithdrawResponse,
+  QueryProviderWithdrawableRequest,
+  toBytes,
+} from "../../../src/chain/proto/index.ts";
+
+const tenant = "manifest1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc57qwfj5";
+const sku = "0190d4a0-0000-7000-8000-000000000001";
+
+describe("billing codecs", () => {
+  it("round-trips a lease with every field kind", () => {
+    const lease = Lease.fromPartial({
+      uuid: "0190d4a0-0000-7001-8000-000000000002",
+      tenant,
+      providerUuid: "0190d4a0-0000-7000-8000-0000000000aa",
+      items: [
+        { skuUuid: sku, quantity: 3n, lockedPrice: { denom: "upwr", amount: "1000" }, serviceName: "web" },
+      ],
+      state: LeaseState.LEASE_STATE_ACTIVE,
+      createdAt: { seconds: 1_700_000_000n, nanos: 5 },
+      metaHash: new Uint8Array([1, 2, 3]),
+      minLeaseDurationAtCreation: 3600n,
+      reservation: { remainingAmounts: [{ denom: "upwr", amount: "10800000" }] },
+    });
+    const back = Lease.decode(toBytes(Lease, lease));
+    assert.deepEqual(back, lease);
+    assert.equal(back.closedAt, undefined);
+    assert.equal(back.items[0]!.customDomain, "");
+  });
+
+  it("writes the exact proto3 bytes for a known message", () => {
+    const bytes = toBytes(
+      MsgWithdraw,
+      MsgWithdraw.fromPartial({ sender: "ab", limit: 5n, key: new Uint8Array([9]) }),
+    );
+    // field 1 string "ab", field 4 varint 5, field 5 bytes [9]; empty fields omitted
+    assert.deepEqual([...bytes], [0x0a, 2, 0x61, 0x62, 0x20, 5, 0x2a, 1, 9]);
+  });
+
+  it("skips unknown fields and reads the newer-line withdraw response", () => {
+    const resp = MsgWithdrawResponse.fromPartial({
+      withdrawalCount: 2n,
+      hasMore: true,
+      nextKey: new Uint8Array([1]),
+    });
+    const bytes = toBytes(MsgWithdrawResponse, resp);
+    const withUnknown = new Uint8Array([...bytes, 0xb8, 0x01, 7]); // field 23 varint 7
+    assert.deepEqual(MsgWithdrawResponse.decode(withUnknown), resp);
+  });
+
+  it("embeds Coin and PageRequest bytes identical to cosmjs-types", () => {
+    const page = { key: new Uint8Array([1, 2]), offset: 0n, limit: 100n, countTotal: true, reverse: false };
+    const ours = toBytes(QueryProviderWithdrawableRequest, { providerUuid: "p", pagination: page });
+    const theirs = CosmjsPageRequest.encode(CosmjsPageRequest.fromPartial(page)).finish();
+    assert.deepEqual(ours.slice(ours.length - theirs.length), theirs);
+    const coin = toBytes(MsgCreateLease, { tenant: "", items: [], metaHash: new Uint8Array() });
+    assert.equal(coin.length, 0);
+    const c = CosmjsCoin.encode({ denom: "upwr", amount: "7" }).finish();
+    assert.deepEqual(
+      Lease.fields.items!.codec!.fields.lockedPrice!.codec!.encode({ denom: "upwr", amount: "7" }).finish(),
+      c,
+    );
+  });
+
+  it("plugs into a cosmjs Registry and amino types", () => {
+    const registry = new Registry([...defaultRegistryTypes, ...billingRegistryTypes]);
+    const value = MsgCreateLease.fromPartial({ tenant, items: [{ skuUuid: sku, quantity: 1n }] });
+    const any = registry.encodeAsAny({ typeUrl: MsgCreateLease.typeUrl, value });
+    assert.equal(any.typeUrl, "/liftedinit.billing.v1.MsgCreateLease");
+    assert.deepEqual(registry.decode(any), value);
+    const amino = new AminoTypes({ ...createDefaultAminoConverters(), ...billingAminoConverters });
+    const json = amino.toAmino({ typeUrl: MsgCreateLease.typeUrl, value });
+    assert.deepEqual(json, {
+      type: "lifted/billing/MsgCreateLease",
+      value: { tenant, items: [{ sku_uuid: sku, quantity: "1" }] },
+    });
+    assert.deepEqual(amino.fromAmino(json).value, value);
+  });
+
+  it("gives every Msg and response a type URL in the liftedinit packages", () => {
+    assert.ok(billingRegistryTypes.length >= 34);
+    for (const [url] of billingRegistryTypes) assert.match(url, /^\/liftedinit\.(billing|sku)\.v1\.Msg\w+$/);
+  });
+});
