@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { isFredError } from "../core/errors.ts";
+import { registerManifestCommands } from "./manifest.ts";
 import { ExitCode, say } from "./output.ts";
 import { registerProviderdCommand } from "./providerd.ts";
 import { registerTokenCommands } from "./token.ts";
@@ -21,6 +22,7 @@ Every command logs to stderr; stdout carries only its machine-readable output.`,
     );
   registerUpCommand(program);
   registerTokenCommands(program);
+  registerManifestCommands(program);
   registerProviderdCommand(program);
   return program;
 }

@@ -1,0 +1,20 @@
+/**
+ * Tenant manifests (fred-wire §3): parse, validate and normalise both document shapes.
+ *
+ *   const result = parseManifest(bytes);            // never throws for bad input
+ *   if (!result.ok) return reject(result.problems); // [{ path: "/services/web/image", message }]
+ *   for (const [name, spec] of Object.entries(result.manifest.services)) …
+ *
+ * Lease items and the 1:1 service ↔ item match live in `../lease-items.ts`.
+ */
+export { formatManifest } from "./format.ts";
+export { DEFAULT_SERVICE_NAME, MANIFEST_LIMITS } from "./limits.ts";
+export {
+  type Manifest,
+  type ParseManifestOptions,
+  type ParseManifestResult,
+  parseManifest,
+} from "./parse.ts";
+export { type Problem, toPointer } from "./problems.ts";
+export { manifestDocumentSchema } from "./schema.ts";
+export type { ServiceSpec } from "./service-schema.ts";
