@@ -1,0 +1,15 @@
+export { GroupCommitter } from "./group-commit.ts";
+export { PayloadStore, type PutResult, type StoredPayload, sha256Hex } from "./payload-store.ts";
+export {
+  type Attempt,
+  type AttemptKind,
+  type BackendPin,
+  type InventoryBaseline,
+  type InventoryOutcome,
+  type NewBackendPin,
+  type Placement,
+  PlacementStore,
+  type RecordResult,
+  type SettleResult,
+} from "./placement-store.ts";
+export { TokenTracker } from "./token-tracker.ts";

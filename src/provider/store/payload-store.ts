@@ -1,0 +1,109 @@
+import { createHash } from "node:crypto";
+import type { Statement } from "better-sqlite3";
+import { FredError } from "../../core/errors.ts";
+import { isCanonicalUuid } from "../../core/uuid.ts";
+import { type Db, openStore } from "./sqlite.ts";
+
+/**
+ * Uploaded manifests, keyed by lease, stored with the SHA-256 computed at write time.
+ * Reads re-hash the bytes, so a corrupted row is reported instead of provisioned.
+ */
+const SPEC = {
+  kind: "payload",
+  migrations: [
+    `CREATE TABLE payloads (
+       lease_uuid TEXT PRIMARY KEY,
+       sha256     TEXT NOT NULL,
+       payload    BLOB NOT NULL,
+       stored_at  INTEGER NOT NULL
+     ) STRICT;`,
+  ],
+};
+
+export interface StoredPayload {
+  leaseUuid: string;
+  payload: Buffer;
+  /** Lowercase hex SHA-256 of `payload`. */
+  sha256: string;
+  storedAt: number;
+}
+
+export type PutResult = "stored" | "duplicate";
+
+export function sha256Hex(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+export class PayloadStore {
+  readonly #db: Db;
+  readonly #put: Statement;
+  readonly #get: Statement;
+  readonly #delete: Statement;
+
+  private constructor(db: Db) {
+    this.#db = db;
+    this.#put = db.prepare(
+      "INSERT INTO payloads (lease_uuid, sha256, payload, stored_at) VALUES (?, ?, ?, ?)",
+    );
+    this.#get = db.prepare("SELECT * FROM payloads WHERE lease_uuid = ?");
+    this.#delete = db.prepare("DELETE FROM payloads WHERE lease_uuid = ?");
+  }
+
+  /** Opens the store, creating it (mode 0600) on first use. */
+  static open(path: string): PayloadStore {
+    return new PayloadStore(openStore(path, SPEC, { create: "if-missing" }));
+  }
+
+  close(): void {
+    if (this.#db.open) this.#db.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  /**
+   * Stores a lease's payload once. The same bytes again are a harmless duplicate; other
+   * bytes for a lease that already has a payload are refused (ERR_PAYLOAD_CONFLICT).
+   * `expectedSha256` (the lease's meta_hash, hex) must match when given.
+   */
+  put(leaseUuid: string, payload: Uint8Array, now: number, expectedSha256?: string): PutResult {
+    if (!isCanonicalUuid(leaseUuid)) throw new FredError("ERR_PAYLOAD_LEASE", "lease UUID must be canonical");
+    const sha256 = sha256Hex(payload);
+    if (expectedSha256 !== undefined && expectedSha256.toLowerCase() !== sha256) {
+      throw new FredError("ERR_PAYLOAD_HASH_MISMATCH", "payload does not match the lease's meta_hash");
+    }
+    return this.#db.transaction((): PutResult => {
+      const existing = this.#get.get(leaseUuid) as { sha256: string } | undefined;
+      if (existing !== undefined) {
+        if (existing.sha256 === sha256) return "duplicate";
+        throw new FredError("ERR_PAYLOAD_CONFLICT", "a different payload is already stored for this lease");
+      }
+      this.#put.run(leaseUuid, sha256, Buffer.from(payload), now);
+      return "stored";
+    })();
+  }
+
+  /** The stored payload, verified against its recorded hash; undefined when none. */
+  get(leaseUuid: string): StoredPayload | undefined {
+    const row = this.#get.get(leaseUuid) as
+      | { lease_uuid: string; sha256: string; payload: Buffer; stored_at: number }
+      | undefined;
+    if (row === undefined) return undefined;
+    if (sha256Hex(row.payload) !== row.sha256) {
+      throw new FredError(
+        "ERR_PAYLOAD_CORRUPTED",
+        `stored payload for lease ${leaseUuid} fails its hash check`,
+      );
+    }
+    return { leaseUuid: row.lease_uuid, payload: row.payload, sha256: row.sha256, storedAt: row.stored_at };
+  }
+
+  has(leaseUuid: string): boolean {
+    return this.#get.get(leaseUuid) !== undefined;
+  }
+
+  delete(leaseUuid: string): boolean {
+    return this.#delete.run(leaseUuid).changes === 1;
+  }
+}

@@ -1,0 +1,383 @@
+import type { Statement } from "better-sqlite3";
+import { FredError } from "../../core/errors.ts";
+import { isCanonicalUuid, isUuidV4 } from "../../core/uuid.ts";
+import { PLACEMENT_MIGRATIONS } from "./placement-schema.ts";
+import { type Db, openStore, readMeta, writeMeta } from "./sqlite.ts";
+
+/**
+ * providerd's authority on *where* each lease was placed. Bound to one provider UUID.
+ * The safety rule: an attempt row is committed before any backend call and disappears
+ * only on positive evidence (the exact operation's callback, a positive inventory
+ * report) or a definite synchronous refusal. Nothing here ever infers from absence.
+ */
+export type AttemptKind = "provision" | "restore";
+
+export interface Attempt {
+  leaseUuid: string;
+  backend: string;
+  operationId: string;
+  kind: AttemptKind;
+  createdAt: number;
+}
+
+export interface Placement {
+  leaseUuid: string;
+  state: "confirmed" | "conflict";
+  owner: string | undefined;
+  /** For a conflict: every backend that claimed the lease. */
+  candidates: string[];
+  updatedAt: number;
+}
+
+export interface InventoryBaseline {
+  provisions: number;
+  retentions: number;
+  at: number;
+}
+
+export interface BackendPin {
+  name: string;
+  storageId: string;
+  pinnedAt: number;
+  baseline: InventoryBaseline | undefined;
+}
+
+export type RecordResult = "recorded" | "lease-busy";
+
+export type SettleResult =
+  | { kind: "unknown-operation" }
+  | { kind: "settled"; attempt: Attempt; placement: Placement | undefined };
+
+export interface InventoryOutcome {
+  confirmed: string[];
+  conflicts: string[];
+  /** Leases the backend reports that we have no record of (the reconciler decides). */
+  unrecorded: string[];
+}
+
+const SPEC = { kind: "placement", migrations: PLACEMENT_MIGRATIONS };
+
+interface PlacementRow {
+  lease_uuid: string;
+  state: "confirmed" | "conflict";
+  owner: string | null;
+  candidates: string;
+  updated_at: number;
+}
+interface AttemptRow {
+  operation_id: string;
+  lease_uuid: string;
+  backend: string;
+  kind: AttemptKind;
+  created_at: number;
+}
+
+function toPlacement(r: PlacementRow): Placement {
+  return {
+    leaseUuid: r.lease_uuid,
+    state: r.state,
+    owner: r.owner ?? undefined,
+    candidates: JSON.parse(r.candidates) as string[],
+    updatedAt: r.updated_at,
+  };
+}
+function toAttempt(r: AttemptRow): Attempt {
+  return {
+    operationId: r.operation_id,
+    leaseUuid: r.lease_uuid,
+    backend: r.backend,
+    kind: r.kind,
+    createdAt: r.created_at,
+  };
+}
+
+export interface NewBackendPin {
+  name: string;
+  storageId: string;
+  baseline: Omit<InventoryBaseline, "at">;
+}
+
+export class PlacementStore {
+  readonly #db: Db;
+  readonly providerUuid: string;
+  readonly #stmt: Record<string, Statement>;
+
+  private constructor(db: Db, providerUuid: string) {
+    this.#db = db;
+    this.providerUuid = providerUuid;
+    this.#stmt = {
+      insertAttempt: db.prepare(
+        "INSERT OR IGNORE INTO attempts (operation_id, lease_uuid, backend, kind, created_at) VALUES (?, ?, ?, ?, ?)",
+      ),
+      attemptByOp: db.prepare("SELECT * FROM attempts WHERE operation_id = ?"),
+      attemptByLease: db.prepare("SELECT * FROM attempts WHERE lease_uuid = ?"),
+      deleteAttempt: db.prepare("DELETE FROM attempts WHERE operation_id = ?"),
+      placement: db.prepare("SELECT * FROM placements WHERE lease_uuid = ?"),
+      upsertPlacement: db.prepare(
+        `INSERT INTO placements (lease_uuid, state, owner, candidates, updated_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT(lease_uuid) DO UPDATE SET state = excluded.state, owner = excluded.owner,
+           candidates = excluded.candidates, updated_at = excluded.updated_at`,
+      ),
+      knownBackend: db.prepare("SELECT 1 FROM backends WHERE name = ?").pluck(),
+    };
+  }
+
+  /**
+   * Creates a fresh store (used only by `fred placement init`): the file must not exist.
+   * Pins each backend's storage identity and records its empty-inventory baseline.
+   */
+  static create(
+    path: string,
+    providerUuid: string,
+    backends: readonly NewBackendPin[],
+    now: number,
+  ): PlacementStore {
+    if (!isCanonicalUuid(providerUuid)) {
+      throw new FredError("ERR_PLACEMENT_PROVIDER", "provider UUID must be canonical");
+    }
+    for (const b of backends) {
+      if (!isUuidV4(b.storageId)) {
+        throw new FredError(
+          "ERR_PLACEMENT_STORAGE_ID",
+          `backend ${b.name}: storage ID must be a canonical UUIDv4`,
+        );
+      }
+    }
+    const db = openStore(path, SPEC, { create: "must-not-exist" });
+    try {
+      db.transaction(() => {
+        writeMeta(db, "provider_uuid", providerUuid);
+        const pin = db.prepare(
+          `INSERT INTO backends (name, storage_id, pinned_at, baseline_at, baseline_provisions, baseline_retentions)
+           VALUES (?, ?, ?, ?, ?, ?)`,
+        );
+        for (const b of backends)
+          pin.run(b.name, b.storageId, now, now, b.baseline.provisions, b.baseline.retentions);
+      })();
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    return new PlacementStore(db, providerUuid);
+  }
+
+  /** Opens an existing store; never creates one. Refuses another provider's file. */
+  static open(path: string, providerUuid: string): PlacementStore {
+    const db = openStore(path, SPEC, { create: "never" });
+    const bound = readMeta(db, "provider_uuid");
+    if (bound !== providerUuid) {
+      db.close();
+      throw new FredError(
+        "ERR_PLACEMENT_PROVIDER",
+        `placement store ${path} belongs to provider ${bound ?? "(none)"}, not ${providerUuid}`,
+      );
+    }
+    return new PlacementStore(db, providerUuid);
+  }
+
+  close(): void {
+    if (this.#db.open) this.#db.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  /**
+   * Commits a batch of attempts in ONE transaction (group commit): each is on disk when
+   * this returns. A lease that already has an unresolved attempt is left untouched.
+   */
+  recordAttempts(attempts: readonly Attempt[]): RecordResult[] {
+    for (const a of attempts) this.#checkAttempt(a);
+    return this.#db.transaction((list: readonly Attempt[]) =>
+      list.map((a): RecordResult => {
+        const r = this.#stmt.insertAttempt!.run(a.operationId, a.leaseUuid, a.backend, a.kind, a.createdAt);
+        return r.changes === 1 ? "recorded" : "lease-busy";
+      }),
+    )(attempts);
+  }
+
+  recordAttempt(attempt: Attempt): RecordResult {
+    return this.recordAttempts([attempt])[0]!;
+  }
+
+  #checkAttempt(a: Attempt): void {
+    if (!isUuidV4(a.operationId)) {
+      throw new FredError("ERR_PLACEMENT_ATTEMPT", "operation id must be a canonical UUIDv4");
+    }
+    if (!isCanonicalUuid(a.leaseUuid))
+      throw new FredError("ERR_PLACEMENT_ATTEMPT", "lease UUID must be canonical");
+    if (this.#stmt.knownBackend!.get(a.backend) === undefined) {
+      throw new FredError(
+        "ERR_PLACEMENT_UNKNOWN_BACKEND",
+        `backend ${a.backend} is not pinned in the placement store`,
+      );
+    }
+  }
+
+  /**
+   * Applies the exact operation's callback. `success` confirms the attempted backend
+   * as owner (or records a conflict when another backend already owns the lease);
+   * `failed` clears the attempt. An unknown or already settled id changes nothing.
+   */
+  settleOperation(operationId: string, outcome: "success" | "failed", now: number): SettleResult {
+    return this.#db.transaction((): SettleResult => {
+      const row = this.#stmt.attemptByOp!.get(operationId) as AttemptRow | undefined;
+      if (row === undefined) return { kind: "unknown-operation" };
+      const attempt = toAttempt(row);
+      this.#stmt.deleteAttempt!.run(operationId);
+      const placement =
+        outcome === "success"
+          ? this.#claim(attempt.leaseUuid, attempt.backend, now)
+          : this.placement(attempt.leaseUuid);
+      return { kind: "settled", attempt, placement };
+    })();
+  }
+
+  /** A definite synchronous refusal from the attempted backend: the attempt never took. */
+  clearRefusedAttempt(operationId: string): Attempt | undefined {
+    return this.#db.transaction(() => {
+      const row = this.#stmt.attemptByOp!.get(operationId) as AttemptRow | undefined;
+      if (row !== undefined) this.#stmt.deleteAttempt!.run(operationId);
+      return row === undefined ? undefined : toAttempt(row);
+    })();
+  }
+
+  /**
+   * A backend's complete inventory positively reports these leases. Attempts at that
+   * backend are confirmed; a report contradicting another owner or attempt becomes a
+   * durable conflict. Leases it does not report are not touched (silence proves nothing).
+   */
+  applyPositiveInventory(backend: string, leaseUuids: readonly string[], now: number): InventoryOutcome {
+    const out: InventoryOutcome = { confirmed: [], conflicts: [], unrecorded: [] };
+    this.#db.transaction(() => {
+      for (const lease of leaseUuids) {
+        const attemptRow = this.#stmt.attemptByLease!.get(lease) as AttemptRow | undefined;
+        const existing = this.placement(lease);
+        if (attemptRow === undefined && existing === undefined) {
+          out.unrecorded.push(lease);
+          continue;
+        }
+        if (attemptRow !== undefined && attemptRow.backend === backend) {
+          this.#stmt.deleteAttempt!.run(attemptRow.operation_id);
+        }
+        const candidates = new Set<string>([backend]);
+        if (attemptRow !== undefined && attemptRow.backend !== backend) candidates.add(attemptRow.backend);
+        const result = this.#claim(lease, backend, now, candidates);
+        (result.state === "confirmed" ? out.confirmed : out.conflicts).push(lease);
+      }
+    })();
+    return out;
+  }
+
+  #claim(lease: string, backend: string, now: number, extra: Set<string> = new Set([backend])): Placement {
+    const existing = this.placement(lease);
+    const candidates = new Set<string>(extra);
+    if (existing?.owner !== undefined) candidates.add(existing.owner);
+    for (const c of existing?.candidates ?? []) candidates.add(c);
+    const next: Placement =
+      candidates.size === 1 && existing?.state !== "conflict"
+        ? { leaseUuid: lease, state: "confirmed", owner: backend, candidates: [], updatedAt: now }
+        : {
+            leaseUuid: lease,
+            state: "conflict",
+            owner: undefined,
+            candidates: [...candidates].sort(),
+            updatedAt: now,
+          };
+    if (
+      existing !== undefined &&
+      existing.state === next.state &&
+      existing.owner === next.owner &&
+      JSON.stringify(existing.candidates) === JSON.stringify(next.candidates)
+    ) {
+      return existing;
+    }
+    this.#stmt.upsertPlacement!.run(
+      lease,
+      next.state,
+      next.owner ?? null,
+      JSON.stringify(next.candidates),
+      now,
+    );
+    return next;
+  }
+
+  placement(leaseUuid: string): Placement | undefined {
+    const row = this.#stmt.placement!.get(leaseUuid) as PlacementRow | undefined;
+    return row === undefined ? undefined : toPlacement(row);
+  }
+
+  attemptFor(leaseUuid: string): Attempt | undefined {
+    const row = this.#stmt.attemptByLease!.get(leaseUuid) as AttemptRow | undefined;
+    return row === undefined ? undefined : toAttempt(row);
+  }
+
+  unresolvedAttempts(): Attempt[] {
+    return (
+      this.#db.prepare("SELECT * FROM attempts ORDER BY created_at, operation_id").all() as AttemptRow[]
+    ).map(toAttempt);
+  }
+
+  placements(): Placement[] {
+    return (this.#db.prepare("SELECT * FROM placements ORDER BY lease_uuid").all() as PlacementRow[]).map(
+      toPlacement,
+    );
+  }
+
+  backends(): BackendPin[] {
+    const rows = this.#db.prepare("SELECT * FROM backends ORDER BY name").all() as {
+      name: string;
+      storage_id: string;
+      pinned_at: number;
+      baseline_at: number | null;
+      baseline_provisions: number | null;
+      baseline_retentions: number | null;
+    }[];
+    return rows.map((r) => ({
+      name: r.name,
+      storageId: r.storage_id,
+      pinnedAt: r.pinned_at,
+      baseline:
+        r.baseline_at === null
+          ? undefined
+          : {
+              at: r.baseline_at,
+              provisions: r.baseline_provisions ?? 0,
+              retentions: r.baseline_retentions ?? 0,
+            },
+    }));
+  }
+
+  /** The pinned storage ID per backend name. */
+  pins(): Map<string, string> {
+    return new Map(this.backends().map((b) => [b.name, b.storageId]));
+  }
+
+  /** Records a complete inventory projection for one backend. */
+  recordBaseline(backend: string, counts: Omit<InventoryBaseline, "at">, now: number): void {
+    const r = this.#db
+      .prepare(
+        "UPDATE backends SET baseline_at = ?, baseline_provisions = ?, baseline_retentions = ? WHERE name = ?",
+      )
+      .run(now, counts.provisions, counts.retentions, backend);
+    if (r.changes !== 1)
+      throw new FredError("ERR_PLACEMENT_UNKNOWN_BACKEND", `backend ${backend} is not pinned`);
+  }
+
+  /** True when every configured backend (and no other) is pinned with a baseline. */
+  baselineMatches(configured: readonly string[]): boolean {
+    const pinned = this.backends();
+    const names = new Set(configured);
+    return pinned.length === names.size && pinned.every((b) => names.has(b.name) && b.baseline !== undefined);
+  }
+
+  counts(): { placements: number; conflicts: number; attempts: number } {
+    const one = (sql: string) => this.#db.prepare(sql).pluck().get() as number;
+    return {
+      placements: one("SELECT count(*) FROM placements WHERE state = 'confirmed'"),
+      conflicts: one("SELECT count(*) FROM placements WHERE state = 'conflict'"),
+      attempts: one("SELECT count(*) FROM attempts"),
+    };
+  }
+}

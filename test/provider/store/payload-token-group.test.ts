@@ -1,0 +1,147 @@
+import assert from "node:assert/strict";
+import { chmodSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import Database from "better-sqlite3";
+import { isFredError } from "../../../src/core/errors.ts";
+import {
+  GroupCommitter,
+  PayloadStore,
+  PlacementStore,
+  sha256Hex,
+  TokenTracker,
+} from "../../../src/provider/store/index.ts";
+
+const root = mkdtempSync(join(tmpdir(), "fred-stores-"));
+after(() => rmSync(root, { recursive: true, force: true }));
+const LEASE = "0190f3a2-7c1e-7000-8000-000000000001";
+const MANIFEST = Buffer.from('{"image":"nginx:1.27"}');
+
+function code(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(isFredError(err), String(err));
+    return err.code;
+  }
+  assert.fail("expected a FredError");
+}
+
+describe("payload store", () => {
+  it("stores once with its SHA-256; same bytes are a duplicate, other bytes a conflict", () => {
+    const path = join(root, "payloads.db");
+    {
+      using store = PayloadStore.open(path);
+      assert.equal(store.put(LEASE, MANIFEST, 1, sha256Hex(MANIFEST)), "stored");
+      assert.equal(store.put(LEASE, MANIFEST, 2), "duplicate");
+      assert.equal(
+        code(() => store.put(LEASE, Buffer.from("{}"), 3)),
+        "ERR_PAYLOAD_CONFLICT",
+      );
+    }
+    assert.equal(statSync(path).mode & 0o777, 0o600);
+    using store = PayloadStore.open(path);
+    const got = store.get(LEASE);
+    assert.deepEqual(got?.payload, MANIFEST);
+    assert.equal(got?.sha256, sha256Hex(MANIFEST));
+    assert.equal(got?.storedAt, 1);
+    assert.equal(store.delete(LEASE), true);
+    assert.equal(store.get(LEASE), undefined);
+  });
+
+  it("refuses bytes that do not match the expected hash, and bad lease ids", () => {
+    using store = PayloadStore.open(join(root, "payloads-2.db"));
+    assert.equal(
+      code(() => store.put(LEASE, MANIFEST, 1, "00".repeat(32))),
+      "ERR_PAYLOAD_HASH_MISMATCH",
+    );
+    assert.equal(
+      code(() => store.put("not-a-uuid", MANIFEST, 1)),
+      "ERR_PAYLOAD_LEASE",
+    );
+    assert.equal(store.has(LEASE), false);
+  });
+
+  it("detects a corrupted row on read", () => {
+    const path = join(root, "payloads-3.db");
+    PayloadStore.open(path).put(LEASE, MANIFEST, 1);
+    const db = new Database(path);
+    db.prepare("UPDATE payloads SET payload = ?").run(Buffer.from("tampered"));
+    db.close();
+    using store = PayloadStore.open(path);
+    assert.equal(
+      code(() => store.get(LEASE)),
+      "ERR_PAYLOAD_CORRUPTED",
+    );
+  });
+
+  it("is not interchangeable with another store kind", () => {
+    const path = join(root, "tokens-as-payloads.db");
+    TokenTracker.open(path).close();
+    chmodSync(path, 0o600);
+    assert.equal(
+      code(() => PayloadStore.open(path)),
+      "ERR_STORE_KIND",
+    );
+    assert.equal(
+      code(() => PlacementStore.open(path, "0190f3a2-7c1e-7000-8000-0000000000aa")),
+      "ERR_STORE_KIND",
+    );
+  });
+});
+
+describe("token tracker", () => {
+  it("accepts the first use, refuses replays until expiry, then sweeps", () => {
+    const path = join(root, "tokens.db");
+    {
+      using t = TokenTracker.open(path);
+      assert.equal(t.tryUse("sig-a", 1_000, 0), true);
+      assert.equal(t.tryUse("sig-a", 1_000, 500), false);
+    }
+    using t = TokenTracker.open(path);
+    assert.equal(t.tryUse("sig-a", 1_000, 999), false, "replay rows survive a restart");
+    assert.equal(t.tryUse("sig-a", 2_000, 1_000), true, "an expired row no longer blocks");
+    t.tryUse("sig-b", 1_500, 1_000);
+    assert.equal(t.sweep(1_500), 1);
+    assert.equal(t.size(), 1);
+    assert.equal(
+      code(() => t.tryUse("", 1, 0)),
+      "ERR_TOKEN_KEY",
+    );
+  });
+});
+
+describe("group committer", () => {
+  it("serves all callers of one turn with one flush and resolves each with its own result", async () => {
+    const flushed: number[][] = [];
+    const g = new GroupCommitter<number, number>((items) => {
+      flushed.push([...items]);
+      return items.map((i) => i * 10);
+    });
+    const results = await Promise.all([1, 2, 3].map((i) => g.submit(i)));
+    assert.deepEqual(results, [10, 20, 30]);
+    assert.deepEqual(flushed, [[1, 2, 3]]);
+    assert.equal(g.batches, 1);
+  });
+
+  it("splits at maxBatch and rejects every caller of a failed batch", async () => {
+    let calls = 0;
+    const g = new GroupCommitter<number, number>(
+      (items) => {
+        calls++;
+        if (items.includes(4)) throw new Error("disk full");
+        return items;
+      },
+      { maxBatch: 3 },
+    );
+    const settled = await Promise.allSettled([1, 2, 3, 4, 5].map((i) => g.submit(i)));
+    assert.deepEqual(
+      settled.map((s) => s.status),
+      ["fulfilled", "fulfilled", "fulfilled", "rejected", "rejected"],
+    );
+    assert.equal(calls, 2);
+    g.close();
+    await assert.rejects(g.submit(6), /closed/);
+  });
+});
