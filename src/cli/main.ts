@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { isFredError } from "../core/errors.ts";
+import { registerKeysCommands } from "./keys.ts";
 import { registerManifestCommands } from "./manifest.ts";
 import { ExitCode, say } from "./output.ts";
 import { registerProviderdCommand } from "./providerd.ts";
@@ -24,6 +25,7 @@ Every command logs to stderr; stdout carries only its machine-readable output.`,
   registerTokenCommands(program);
   registerManifestCommands(program);
   registerProviderdCommand(program);
+  registerKeysCommands(program);
   return program;
 }
 
