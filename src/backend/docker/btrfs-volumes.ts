@@ -1,0 +1,171 @@
+import { execFile } from "node:child_process";
+import { chown, mkdir, readdir, readFile, stat, statfs, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { FredError } from "../../core/errors.ts";
+
+/**
+ * Durable instance volumes with an enforced size: one btrfs subvolume per service
+ * instance under `volume_data_path`, limited by a qgroup to the SKU's `disk_mb`, with one
+ * sub-directory per image VOLUME path (those are what containers see). The subvolume root
+ * holds an owner file naming the storage id and lease, checked before anything is deleted,
+ * so two deployments pointed at one directory can never delete each other's data.
+ */
+
+const BTRFS_MAGIC = 0x9123683e;
+const OWNER_FILE = ".fred-owner.json";
+const BTRFS_CALL_TIMEOUT_MS = 60_000;
+
+export interface VolumeOwner {
+  storageId: string;
+  leaseUuid: string;
+}
+
+function run(args: string[], signal?: AbortSignal): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      "btrfs",
+      args,
+      { timeout: BTRFS_CALL_TIMEOUT_MS, ...(signal ? { signal } : {}), maxBuffer: 1 << 20 },
+      (err, stdout, stderr) => {
+        if (err) {
+          const detail = String(stderr || err.message)
+            .trim()
+            .split("\n")[0];
+          reject(new FredError("ERR_BTRFS", `btrfs ${args[0]} ${args[1] ?? ""}: ${detail}`, { cause: err }));
+        } else resolve(stdout);
+      },
+    );
+  });
+}
+
+/**
+ * Refuses a data path that cannot enforce sizes: it must be on btrfs with quotas enabled.
+ * Creates the directory when missing (its parent must already be the btrfs mount).
+ */
+export async function assertBtrfsWithQuotas(root: string): Promise<void> {
+  await mkdir(root, { recursive: true, mode: 0o700 });
+  const fs = await statfs(root);
+  if (fs.type !== BTRFS_MAGIC) {
+    throw new FredError(
+      "ERR_VOLUME_FILESYSTEM",
+      `volume_data_path ${root} is not on btrfs (filesystem magic 0x${fs.type.toString(16)}); ` +
+        "disk sizes cannot be enforced. Mount a btrfs file system there with quotas enabled " +
+        "(btrfs quota enable <mount>), or set volume_filesystem: none to refuse disk-bearing SKUs",
+    );
+  }
+  try {
+    await run(["qgroup", "show", root]);
+  } catch (err) {
+    throw new FredError(
+      "ERR_VOLUME_FILESYSTEM",
+      `volume_data_path ${root} is on btrfs but quotas are not enabled; run: btrfs quota enable <mount>`,
+      { cause: err },
+    );
+  }
+}
+
+export class BtrfsVolumes {
+  readonly root: string;
+  readonly #storageId: string;
+
+  constructor(root: string, storageId: string) {
+    this.root = root;
+    this.#storageId = storageId;
+  }
+
+  pathOf(name: string): string {
+    return join(this.root, name);
+  }
+
+  async #owner(name: string): Promise<VolumeOwner | undefined> {
+    try {
+      const parsed = JSON.parse(await readFile(join(this.pathOf(name), OWNER_FILE), "utf8")) as VolumeOwner;
+      return typeof parsed.storageId === "string" && typeof parsed.leaseUuid === "string"
+        ? parsed
+        : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async #exists(name: string): Promise<boolean> {
+    try {
+      return (await stat(this.pathOf(name))).isDirectory();
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Creates (or re-uses, after a crash) the instance's subvolume with a `diskMb` limit and
+   * one directory per VOLUME path; `chownTo` hands them to a numeric container user.
+   * Returns the host directory for each VOLUME path. A same-named volume owned by another
+   * lease or deployment is never adopted.
+   */
+  async ensure(
+    name: string,
+    owner: VolumeOwner,
+    diskMb: number,
+    dirs: readonly string[],
+    chownTo: { uid: number; gid: number } | undefined,
+    signal?: AbortSignal,
+  ): Promise<Map<string, string>> {
+    const path = this.pathOf(name);
+    if (await this.#exists(name)) {
+      const found = await this.#owner(name);
+      if (found && (found.storageId !== owner.storageId || found.leaseUuid !== owner.leaseUuid)) {
+        throw new FredError("ERR_VOLUME_FOREIGN", `volume ${name} belongs to another lease or deployment`);
+      }
+    } else {
+      await run(["subvolume", "create", path], signal);
+    }
+    await run(["qgroup", "limit", `${diskMb}M`, path], signal);
+    await writeFile(join(path, OWNER_FILE), JSON.stringify(owner), { mode: 0o600 });
+    const out = new Map<string, string>();
+    for (const dir of dirs) {
+      const hostDir = join(path, dir);
+      await mkdir(hostDir, { recursive: true, mode: 0o755 });
+      if (chownTo) await chown(hostDir, chownTo.uid, chownTo.gid);
+      out.set(dir, hostDir);
+    }
+    return out;
+  }
+
+  /**
+   * Deletes the instance's subvolume and its qgroup. Absent = done. A subvolume whose owner
+   * file names another storage id or lease is left alone and reported (returns false).
+   */
+  async destroy(name: string, expected: VolumeOwner, signal?: AbortSignal): Promise<boolean> {
+    if (!(await this.#exists(name))) return true;
+    const found = await this.#owner(name);
+    if (!found || found.storageId !== expected.storageId || found.leaseUuid !== expected.leaseUuid)
+      return false;
+    const id = await this.#subvolumeId(name, signal);
+    await run(["subvolume", "delete", "--commit-after", this.pathOf(name)], signal);
+    // The kernel usually drops the qgroup with the subvolume; clear it explicitly when not.
+    if (id !== undefined) await run(["qgroup", "destroy", `0/${id}`, this.root], signal).catch(() => {});
+    return true;
+  }
+
+  async #subvolumeId(name: string, signal?: AbortSignal): Promise<number | undefined> {
+    const text = await run(["subvolume", "show", this.pathOf(name)], signal).catch(() => "");
+    const m = /Subvolume ID:\s+(\d+)/.exec(text);
+    return m ? Number(m[1]) : undefined;
+  }
+
+  /** Names of `fred-*` volumes owned by this deployment, with their lease. */
+  async list(): Promise<{ name: string; leaseUuid: string }[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.root);
+    } catch {
+      return [];
+    }
+    const out: { name: string; leaseUuid: string }[] = [];
+    for (const name of names.filter((n) => n.startsWith("fred-")).sort()) {
+      const owner = await this.#owner(name);
+      if (owner?.storageId === this.#storageId) out.push({ name, leaseUuid: owner.leaseUuid });
+    }
+    return out;
+  }
+}

@@ -1,0 +1,335 @@
+import { readFileSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { parseDurationMs } from "../../core/duration.ts";
+import { FredError } from "../../core/errors.ts";
+import { isCanonicalUuid } from "../../core/uuid.ts";
+
+/**
+ * `fred backend docker -c docker-backend.yaml`: the operator's file, validated once into a
+ * frozen object. Keys follow the reference docker-backend (snake_case, Go durations);
+ * durations become `…Ms`. Unknown keys are refused, and keys the reference has but this
+ * backend does not (separate *_db_path files, retention, ingress, v0.13 migration) get a
+ * refusal that says why, so an operator porting a reference file learns what to change.
+ */
+
+const REFUSED_KEYS: Record<string, string> = {
+  callback_db_path: "this backend keeps one SQLite journal: set db_path instead",
+  diagnostics_db_path: "this backend keeps one SQLite journal: set db_path instead",
+  releases_db_path: "this backend keeps one SQLite journal: set db_path instead",
+  retention_db_path: "this backend keeps one SQLite journal: set db_path instead",
+  retain_on_close: "retention on close is not available yet; volumes are destroyed on deprovision",
+  retention_max_age: "retention is not available yet",
+  retention_reap_interval: "retention is not available yet",
+  retention_orphan_confirmations: "retention is not available yet",
+  retention_partition_source: "retention is not available yet",
+  retention_tenant_budgets: "retention is not available yet",
+  max_retained_leases_per_tenant: "retention is not available yet",
+  max_retained_disk_mb: "retention is not available yet",
+  max_retained_disk_mb_per_tenant: "retention is not available yet",
+  ingress: "ingress (Traefik routes, custom domains) is not available yet",
+  migration_ready_timeout: "v0.13 migration is not supported by this backend",
+  migration_grace_period: "v0.13 migration is not supported by this backend",
+  network_isolation: "tenant network isolation is always on in this backend",
+  min_avg_file_bytes: "XFS project quotas are not supported; disk limits use btrfs qgroups",
+};
+
+const duration = (name: string) =>
+  z.string().transform((text, ctx) => {
+    try {
+      const ms = parseDurationMs(text);
+      if (ms < 0) throw new Error("negative");
+      return ms;
+    } catch {
+      ctx.addIssue({ code: "custom", message: `${name}: ${JSON.stringify(text)} is not a Go duration ≥ 0` });
+      return z.NEVER;
+    }
+  });
+
+const positiveDuration = (name: string) =>
+  duration(name).refine((ms) => ms > 0, { message: `${name} must be greater than zero` });
+
+const profileSchema = z.strictObject({
+  cpu_cores: z.number().positive().max(1024),
+  memory_mb: z
+    .number()
+    .int()
+    .min(6)
+    .max(16 * 1024 * 1024),
+  disk_mb: z.number().int().min(0).default(0),
+});
+
+const quotaSchema = z.strictObject({
+  max_cpu_cores: z.number().positive(),
+  max_memory_mb: z.number().int().positive(),
+  max_disk_mb: z.number().int().positive(),
+});
+
+const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"] as const;
+
+const fileSchema = z.strictObject({
+  log_level: z.enum(LOG_LEVELS).default("info"),
+  name: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, "name: lowercase letters, digits, '.', '_' or '-', ≤ 63 chars")
+    .default("docker"),
+  listen_addr: z.string().min(1).default(":9001"),
+  max_request_body_size: z
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024)
+    .default(2 * 1024 * 1024),
+  tls_cert_file: z.string().min(1).optional(),
+  tls_key_file: z.string().min(1).optional(),
+  tls_client_ca_file: z.string().min(1).optional(),
+  tls_client_allowed_names: z.array(z.string().min(1)).default([]),
+  docker_host: z.string().min(1).default("unix:///var/run/docker.sock"),
+  host_address: z.string().min(1, "host_address is required (what tenants connect to)"),
+  host_bind_ip: z.union([z.ipv4(), z.ipv6()]).default("0.0.0.0"),
+  total_cpu_cores: z.number().positive().default(8),
+  total_memory_mb: z.number().int().positive().default(16384),
+  total_disk_mb: z.number().int().min(0).default(102400),
+  sku_mapping: z.record(z.string(), z.string().min(1)),
+  sku_profiles: z.record(z.string().min(1), profileSchema),
+  tenant_quota: quotaSchema.optional(),
+  allowed_registries: z.array(z.string().min(1)).min(1).default(["docker.io", "ghcr.io"]),
+  callback_secret: z.string().refine((s) => Buffer.byteLength(s) >= 32, {
+    message: "callback_secret must be at least 32 bytes",
+  }),
+  production_mode: z.boolean().default(false),
+  db_path: z.string().min(1).default("docker-backend.db"),
+  volume_data_path: z.string().min(1).default("/var/lib/fred/volumes"),
+  volume_filesystem: z.enum(["btrfs", "none"]).default("btrfs"),
+  container_pids_limit: z.number().int().min(16).max(1_000_000).default(256),
+  container_tmpfs_size_mb: z.number().int().min(1).max(65536).default(64),
+  container_readonly_rootfs: z.boolean().default(true),
+  provision_timeout: positiveDuration("provision_timeout").default(600_000),
+  image_pull_timeout: positiveDuration("image_pull_timeout").default(300_000),
+  container_create_timeout: positiveDuration("container_create_timeout").default(30_000),
+  container_start_timeout: positiveDuration("container_start_timeout").default(30_000),
+  container_stop_timeout: positiveDuration("container_stop_timeout").default(30_000),
+  startup_verify_duration: duration("startup_verify_duration").default(5_000),
+  reconcile_interval: positiveDuration("reconcile_interval").default(300_000),
+  reservation_ttl: positiveDuration("reservation_ttl").default(600_000),
+});
+
+type FileConfig = z.output<typeof fileSchema>;
+
+export interface SkuProfile {
+  readonly cpuCores: number;
+  readonly memoryMb: number;
+  readonly diskMb: number;
+}
+
+export interface DockerBackendConfig {
+  readonly logLevel: (typeof LOG_LEVELS)[number];
+  readonly name: string;
+  readonly listenHost: string;
+  readonly listenPort: number;
+  readonly maxRequestBodySize: number;
+  readonly tls?: {
+    readonly certFile: string;
+    readonly keyFile: string;
+    readonly clientCaFile?: string;
+    readonly clientAllowedNames: readonly string[];
+  };
+  readonly dockerHost: string;
+  readonly hostAddress: string;
+  readonly hostBindIp: string;
+  readonly totalCpuCores: number;
+  readonly totalMemoryMb: number;
+  readonly totalDiskMb: number;
+  /** chain SKU UUID → profile name */
+  readonly skuMapping: Readonly<Record<string, string>>;
+  readonly skuProfiles: Readonly<Record<string, SkuProfile>>;
+  readonly tenantQuota?: {
+    readonly maxCpuCores: number;
+    readonly maxMemoryMb: number;
+    readonly maxDiskMb: number;
+  };
+  readonly allowedRegistries: readonly string[];
+  readonly callbackSecret: string;
+  readonly productionMode: boolean;
+  readonly dbPath: string;
+  readonly volumeDataPath: string;
+  readonly volumeFilesystem: "btrfs" | "none";
+  readonly containerPidsLimit: number;
+  readonly containerTmpfsSizeMb: number;
+  readonly containerReadonlyRootfs: boolean;
+  readonly provisionTimeoutMs: number;
+  readonly imagePullTimeoutMs: number;
+  readonly containerCreateTimeoutMs: number;
+  readonly containerStartTimeoutMs: number;
+  readonly containerStopTimeoutMs: number;
+  readonly startupVerifyDurationMs: number;
+  readonly reconcileIntervalMs: number;
+  readonly reservationTtlMs: number;
+}
+
+/** Environment variables that override a file key (the reference's names). */
+export const ENV_OVERRIDES: Readonly<Record<string, keyof FileConfig>> = {
+  DOCKER_BACKEND_ADDR: "listen_addr",
+  DOCKER_BACKEND_CALLBACK_SECRET: "callback_secret",
+  DOCKER_BACKEND_HOST_ADDRESS: "host_address",
+  DOCKER_HOST: "docker_host",
+  DOCKER_BACKEND_MAX_REQUEST_BODY_SIZE: "max_request_body_size",
+};
+
+function configError(message: string): FredError {
+  return new FredError("ERR_CONFIG", `docker backend config: ${message}`);
+}
+
+/** "host:port", ":port" or "[v6]:port" → listen host (empty = all interfaces) and port. */
+export function splitListenAddr(addr: string): { host: string; port: number } {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(addr);
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || !(port >= 0 && port <= 65535))
+    throw configError(`listen_addr ${JSON.stringify(addr)} is not host:port`);
+  return { host: m[1] ?? m[2] ?? "", port };
+}
+
+function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): void {
+  for (const [variable, key] of Object.entries(ENV_OVERRIDES)) {
+    const value = env[variable];
+    if (value === undefined || value === "") continue;
+    raw[key] = key === "max_request_body_size" ? Number(value) : value;
+  }
+}
+
+function crossCheck(file: FileConfig): void {
+  for (const [sku, profile] of Object.entries(file.sku_mapping)) {
+    if (!isCanonicalUuid(sku))
+      throw configError(`sku_mapping key ${JSON.stringify(sku)} is not a lowercase UUID`);
+    if (!(profile in file.sku_profiles))
+      throw configError(`sku_mapping[${sku}] names unknown profile ${JSON.stringify(profile)}`);
+  }
+  const reachable = new Set(Object.values(file.sku_mapping));
+  for (const name of Object.keys(file.sku_profiles)) {
+    if (!reachable.has(name))
+      throw configError(`sku_profiles.${name} is not referenced by any sku_mapping entry`);
+  }
+  if ((file.tls_cert_file === undefined) !== (file.tls_key_file === undefined))
+    throw configError("tls_cert_file and tls_key_file must be set together");
+  if (file.tls_client_ca_file !== undefined && file.tls_cert_file === undefined)
+    throw configError("tls_client_ca_file needs tls_cert_file and tls_key_file");
+  if (file.tls_client_allowed_names.length > 0 && file.tls_client_ca_file === undefined)
+    throw configError("tls_client_allowed_names needs tls_client_ca_file");
+  if (file.production_mode) {
+    if (file.tls_cert_file === undefined)
+      throw configError("production_mode requires tls_cert_file and tls_key_file");
+    if (file.volume_filesystem !== "btrfs")
+      throw configError("production_mode requires volume_filesystem: btrfs (enforced disk sizes)");
+  }
+}
+
+/** Validates a parsed YAML document (plus env overrides) into the frozen config. */
+export function parseDockerBackendConfig(
+  doc: unknown,
+  opts: { env?: NodeJS.ProcessEnv; baseDir?: string } = {},
+): DockerBackendConfig {
+  if (doc === null || typeof doc !== "object" || Array.isArray(doc))
+    throw configError("the file must hold a YAML mapping of keys");
+  const raw: Record<string, unknown> = { ...(doc as Record<string, unknown>) };
+  for (const key of Object.keys(raw)) {
+    const why = REFUSED_KEYS[key];
+    if (why !== undefined) throw configError(`key ${key} is not accepted: ${why}`);
+  }
+  applyEnv(raw, opts.env ?? {});
+  const parsed = fileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    const where = first?.path.length ? `${first.path.join(".")}: ` : "";
+    throw configError(`${where}${first?.message ?? "invalid"}`);
+  }
+  const file = parsed.data;
+  crossCheck(file);
+  const baseDir = opts.baseDir ?? process.cwd();
+  const abs = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
+  const { host, port } = splitListenAddr(file.listen_addr);
+  const config: DockerBackendConfig = {
+    logLevel: file.log_level,
+    name: file.name,
+    listenHost: host,
+    listenPort: port,
+    maxRequestBodySize: file.max_request_body_size,
+    ...(file.tls_cert_file !== undefined && file.tls_key_file !== undefined
+      ? {
+          tls: {
+            certFile: abs(file.tls_cert_file),
+            keyFile: abs(file.tls_key_file),
+            ...(file.tls_client_ca_file !== undefined ? { clientCaFile: abs(file.tls_client_ca_file) } : {}),
+            clientAllowedNames: Object.freeze([...file.tls_client_allowed_names]),
+          },
+        }
+      : {}),
+    dockerHost: file.docker_host,
+    hostAddress: file.host_address,
+    hostBindIp: file.host_bind_ip,
+    totalCpuCores: file.total_cpu_cores,
+    totalMemoryMb: file.total_memory_mb,
+    totalDiskMb: file.total_disk_mb,
+    skuMapping: Object.freeze({ ...file.sku_mapping }),
+    skuProfiles: Object.freeze(
+      Object.fromEntries(
+        Object.entries(file.sku_profiles).map(([name, p]) => [
+          name,
+          Object.freeze({ cpuCores: p.cpu_cores, memoryMb: p.memory_mb, diskMb: p.disk_mb }),
+        ]),
+      ),
+    ),
+    ...(file.tenant_quota
+      ? {
+          tenantQuota: Object.freeze({
+            maxCpuCores: file.tenant_quota.max_cpu_cores,
+            maxMemoryMb: file.tenant_quota.max_memory_mb,
+            maxDiskMb: file.tenant_quota.max_disk_mb,
+          }),
+        }
+      : {}),
+    allowedRegistries: Object.freeze([...file.allowed_registries]),
+    callbackSecret: file.callback_secret,
+    productionMode: file.production_mode,
+    dbPath: abs(file.db_path),
+    volumeDataPath: abs(file.volume_data_path),
+    volumeFilesystem: file.volume_filesystem,
+    containerPidsLimit: file.container_pids_limit,
+    containerTmpfsSizeMb: file.container_tmpfs_size_mb,
+    containerReadonlyRootfs: file.container_readonly_rootfs,
+    provisionTimeoutMs: file.provision_timeout,
+    imagePullTimeoutMs: file.image_pull_timeout,
+    containerCreateTimeoutMs: file.container_create_timeout,
+    containerStartTimeoutMs: file.container_start_timeout,
+    containerStopTimeoutMs: file.container_stop_timeout,
+    startupVerifyDurationMs: file.startup_verify_duration,
+    reconcileIntervalMs: file.reconcile_interval,
+    reservationTtlMs: file.reservation_ttl,
+  };
+  return Object.freeze(config);
+}
+
+/** Reads and validates the YAML file; relative paths in it resolve against its directory. */
+export function loadDockerBackendConfig(
+  path: string,
+  env: NodeJS.ProcessEnv = process.env,
+): DockerBackendConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw configError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text, { uniqueKeys: true });
+  } catch (err) {
+    throw configError(`${path} is not valid YAML: ${(err as Error).message.split("\n")[0]}`);
+  }
+  return parseDockerBackendConfig(doc ?? {}, { env, baseDir: dirname(resolve(path)) });
+}
+
+/** The config as it may appear in logs: the callback secret never does. */
+export function redactedConfig(config: DockerBackendConfig): Record<string, unknown> {
+  return { ...config, callbackSecret: "[redacted]" };
+}

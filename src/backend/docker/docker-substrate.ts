@@ -1,0 +1,520 @@
+import type Docker from "dockerode";
+import type { Clock } from "../../core/clock.ts";
+import type { Logger } from "../../log.ts";
+import {
+  type ConnectionInfo,
+  type RuntimeEvent,
+  type Substrate,
+  SubstrateError,
+  type WorkloadObservation,
+  type WorkloadSpec,
+} from "../kit/substrate.ts";
+import type { BtrfsVolumes } from "./btrfs-volumes.ts";
+import type { DockerBackendConfig } from "./config.ts";
+import { buildContainerSpec, type InstanceMounts, numericOwner } from "./container-spec.ts";
+import { ambiguous, definite, engineMessage, engineStatus, isNotFound, withPhase } from "./engine.ts";
+import { type ContainerDeath, EventSupervisor } from "./event-supervisor.ts";
+import { ensureImage, type ImageFacts } from "./images.ts";
+import { applyLogBudget, demuxLogStream, LOG_UNAVAILABLE } from "./logs.ts";
+import { instanceKey, instanceName, LABEL, volumeDirName } from "./names.ts";
+import { type ContainerRow, connectionInfo, groupByLease, observeLease } from "./observe.ts";
+import { type ServiceModel, serviceModels } from "./service-model.ts";
+import { startAndVerify } from "./startup.ts";
+import { TenantNetworks } from "./tenant-networks.ts";
+
+/**
+ * The Docker substrate: the kit's `Substrate` on a real engine. Every resource carries
+ * `fred.*` labels naming lease, storage id, operation and release; lookups go by label,
+ * and before anything is stopped or removed it is re-inspected and its labels compared
+ * with what we mean to act on (stale-handle safety). A mismatch is left alone, logged
+ * and counted in `staleHandles`.
+ */
+
+export interface DockerSubstrateOptions {
+  config: DockerBackendConfig;
+  storageId: string;
+  docker: Docker;
+  clock: Clock;
+  log: Logger;
+  /** Absent when `volume_filesystem: none` (no durable disk is offered). */
+  volumes: BtrfsVolumes | undefined;
+}
+
+const INVALID_MANIFEST = "invalid_manifest" as const;
+
+export class DockerSubstrate implements Substrate {
+  readonly kind = "docker";
+  readonly #config: DockerBackendConfig;
+  readonly #storageId: string;
+  readonly #docker: Docker;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #volumes: BtrfsVolumes | undefined;
+  readonly #networks: TenantNetworks;
+  /** Leases under our own create/start/stop/destroy: their deaths are expected. */
+  readonly #busy = new Map<string, number>();
+  /** Containers we stopped or removed ourselves (bounded), so late die events are ignored. */
+  readonly #expectedDeaths = new Set<string>();
+  /** Containers already reported dead, so a resync does not report them twice. */
+  readonly #reported = new Set<string>();
+  readonly #listeners = new Set<(event: RuntimeEvent) => void>();
+  #supervisor: EventSupervisor | undefined;
+  /** Resources found under a lease's name or label that were not ours to touch. */
+  staleHandles = 0;
+
+  constructor(opts: DockerSubstrateOptions) {
+    this.#config = opts.config;
+    this.#storageId = opts.storageId;
+    this.#docker = opts.docker;
+    this.#clock = opts.clock;
+    this.#log = opts.log.child({ substrate: "docker" });
+    this.#volumes = opts.volumes;
+    this.#networks = new TenantNetworks(opts.docker, this.#log, opts.storageId);
+  }
+
+  get supervisor(): EventSupervisor | undefined {
+    return this.#supervisor;
+  }
+
+  async #during<T>(lease: string, work: () => Promise<T>): Promise<T> {
+    this.#busy.set(lease, (this.#busy.get(lease) ?? 0) + 1);
+    try {
+      return await work();
+    } finally {
+      const left = (this.#busy.get(lease) ?? 1) - 1;
+      if (left <= 0) this.#busy.delete(lease);
+      else this.#busy.set(lease, left);
+    }
+  }
+
+  #models(spec: WorkloadSpec): ServiceModel[] {
+    if (!spec.manifest) {
+      throw new SubstrateError("definite", "Internal", "a manifest is required to run containers", {
+        validationCode: INVALID_MANIFEST,
+      });
+    }
+    return serviceModels(spec.manifest);
+  }
+
+  async validate(spec: WorkloadSpec): Promise<void> {
+    const models = this.#models(spec);
+    const names = new Set(models.map((m) => m.name));
+    for (const instance of spec.instances) {
+      if (!names.has(instance.service)) {
+        throw new SubstrateError(
+          "definite",
+          "Internal",
+          `lease item ${instance.service} has no manifest service`,
+          {
+            validationCode: INVALID_MANIFEST,
+          },
+        );
+      }
+    }
+    if (!this.#volumes && spec.instances.some((i) => i.profile.disk_mb > 0)) {
+      throw new SubstrateError(
+        "definite",
+        "Internal",
+        "this provider offers no durable disk on this backend",
+        {
+          validationCode: "unknown_sku",
+          operatorMessage: "disk-bearing SKU refused: volume_filesystem is none",
+        },
+      );
+    }
+  }
+
+  /** Our containers of one lease (or all leases), by label. */
+  async #list(signal: AbortSignal, lease?: string): Promise<ContainerRow[]> {
+    const label = [`${LABEL.managed}=true`, `${LABEL.storageId}=${this.#storageId}`];
+    if (lease) label.push(`${LABEL.leaseUuid}=${lease}`);
+    try {
+      return await this.#docker.listContainers({
+        all: true,
+        filters: JSON.stringify({ label }),
+        abortSignal: signal,
+      } as Docker.ContainerListOptions);
+    } catch (err) {
+      throw ambiguous("list containers", err);
+    }
+  }
+
+  async create(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
+    await this.#during(spec.leaseUuid, async () => {
+      const models = this.#models(spec);
+      const byName = new Map(models.map((m) => [m.name, m]));
+      const images = new Map<string, ImageFacts>();
+      for (const model of models) {
+        if (images.has(model.image)) continue;
+        const facts = await ensureImage({
+          docker: this.#docker,
+          clock: this.#clock,
+          log: this.#log,
+          ref: model.image,
+          pullTimeoutMs: this.#config.imagePullTimeoutMs,
+          signal,
+        });
+        images.set(model.image, facts);
+      }
+      await this.#networks.withTenant(spec.tenant, async () => {
+        const network = await this.#networks.ensure(spec.tenant, signal);
+        for (const instance of spec.instances) {
+          const model = byName.get(instance.service);
+          const facts = model ? images.get(model.image) : undefined;
+          if (!model || !facts)
+            throw definite("Internal", "internal error while provisioning", "service missing");
+          const mounts = await this.#mounts(
+            spec,
+            instance.service,
+            instance.index,
+            instance.profile.disk_mb,
+            facts,
+            model,
+            signal,
+          );
+          const opts = buildContainerSpec({ spec, instance, model, config: this.#config, network, mounts });
+          await this.#createOrAdopt(spec, opts, signal);
+        }
+      });
+    });
+  }
+
+  async #mounts(
+    spec: WorkloadSpec,
+    service: string,
+    index: number,
+    diskMb: number,
+    facts: ImageFacts,
+    model: ServiceModel,
+    signal: AbortSignal,
+  ): Promise<InstanceMounts> {
+    if (diskMb <= 0 || facts.volumes.length === 0 || !this.#volumes) {
+      return { durable: new Map(), ephemeral: facts.volumes };
+    }
+    const dirs = facts.volumes.map(volumeDirName);
+    try {
+      const hostDirs = await this.#volumes.ensure(
+        instanceName(spec.leaseUuid, service, index),
+        { storageId: this.#storageId, leaseUuid: spec.leaseUuid },
+        diskMb,
+        dirs,
+        numericOwner(model.user),
+        signal,
+      );
+      const durable = new Map<string, string>();
+      for (const [i, path] of facts.volumes.entries())
+        durable.set(path, hostDirs.get(dirs[i] as string) as string);
+      return { durable, ephemeral: [] };
+    } catch (err) {
+      throw ambiguous(`volume for ${service}/${index}`, err);
+    }
+  }
+
+  async #createOrAdopt(
+    spec: WorkloadSpec,
+    opts: Docker.ContainerCreateOptions,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const name = opts.name as string;
+    try {
+      await withPhase(this.#clock, "container create", this.#config.containerCreateTimeoutMs, signal, (s) =>
+        this.#docker.createContainer({ ...opts, abortSignal: s } as Docker.ContainerCreateOptions),
+      );
+      return;
+    } catch (err) {
+      if (engineStatus(err) !== 409) {
+        const status = engineStatus(err);
+        if (status !== undefined && status >= 400 && status < 500) {
+          throw definite("ContainerStartFailed", "a container could not be created", `create ${name}`, err);
+        }
+        throw ambiguous(`create ${name}`, err);
+      }
+    }
+    // The name exists: re-use it only when it is exactly this lease's operation and release.
+    let labels: Record<string, string>;
+    try {
+      labels = (await this.#docker.getContainer(name).inspect({ abortSignal: signal })).Config.Labels ?? {};
+    } catch (err) {
+      throw ambiguous(`inspect ${name}`, err);
+    }
+    const same =
+      labels[LABEL.leaseUuid] === spec.leaseUuid &&
+      labels[LABEL.storageId] === this.#storageId &&
+      labels[LABEL.operationId] === spec.operationId &&
+      labels[LABEL.release] === String(spec.release);
+    if (!same) {
+      this.#reportStale(name, spec.leaseUuid, labels, "create found a same-named container");
+      throw definite(
+        "Internal",
+        "internal error while provisioning",
+        `container ${name} exists and is not ours`,
+      );
+    }
+  }
+
+  #reportStale(container: string, lease: string, labels: Record<string, string>, why: string): void {
+    this.staleHandles++;
+    this.#log.warn(
+      {
+        lease_uuid: lease,
+        container,
+        found_lease: labels[LABEL.leaseUuid],
+        found_storage_id: labels[LABEL.storageId],
+        found_release: labels[LABEL.release],
+      },
+      `stale handle left in place: ${why}`,
+    );
+  }
+
+  async start(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
+    await this.#during(spec.leaseUuid, () =>
+      startAndVerify(
+        {
+          docker: this.#docker,
+          clock: this.#clock,
+          list: (s) => this.#list(s, spec.leaseUuid),
+          startTimeoutMs: this.#config.containerStartTimeoutMs,
+          verifyMs: this.#config.startupVerifyDurationMs,
+          deadlineMs: this.#clock.now() + this.#config.provisionTimeoutMs,
+        },
+        this.#models(spec),
+        signal,
+      ),
+    );
+  }
+
+  /**
+   * The lease's containers that pass the stale-handle check: found by lease label, then
+   * re-inspected by id and kept only when lease and storage id still match.
+   */
+  async #owned(
+    lease: string,
+    signal: AbortSignal,
+  ): Promise<{ id: string; labels: Record<string, string> }[]> {
+    let rows: ContainerRow[];
+    try {
+      rows = await this.#docker.listContainers({
+        all: true,
+        filters: JSON.stringify({ label: [`${LABEL.leaseUuid}=${lease}`] }),
+        abortSignal: signal,
+      } as Docker.ContainerListOptions);
+    } catch (err) {
+      throw ambiguous("list containers", err);
+    }
+    const out: { id: string; labels: Record<string, string> }[] = [];
+    for (const row of rows) {
+      let labels: Record<string, string>;
+      try {
+        labels =
+          (await this.#docker.getContainer(row.Id).inspect({ abortSignal: signal })).Config.Labels ?? {};
+      } catch (err) {
+        if (isNotFound(err)) continue;
+        throw ambiguous(`inspect ${row.Id}`, err);
+      }
+      if (labels[LABEL.leaseUuid] !== lease || labels[LABEL.storageId] !== this.#storageId) {
+        this.#reportStale(row.Id, lease, labels, "labels name another lease or deployment");
+        continue;
+      }
+      out.push({ id: row.Id, labels });
+    }
+    return out;
+  }
+
+  /** Adds to a bounded set of container ids, forgetting the oldest past 10,000. */
+  #remember(set: Set<string>, id: string): void {
+    set.add(id);
+    if (set.size > 10_000) {
+      const oldest = set.values().next().value;
+      if (oldest !== undefined) set.delete(oldest);
+    }
+  }
+
+  #expectDeath(id: string): void {
+    this.#remember(this.#expectedDeaths, id);
+  }
+
+  async stop(leaseUuid: string, signal: AbortSignal): Promise<void> {
+    await this.#during(leaseUuid, async () => {
+      for (const { id } of await this.#owned(leaseUuid, signal)) {
+        this.#expectDeath(id);
+        try {
+          await withPhase(this.#clock, "container stop", this.#config.containerStopTimeoutMs, signal, (s) =>
+            this.#docker.getContainer(id).stop({ abortSignal: s }),
+          );
+        } catch (err) {
+          if (isNotFound(err) || engineStatus(err) === 304) continue;
+          throw ambiguous(`stop ${id}`, err);
+        }
+      }
+    });
+  }
+
+  async destroy(leaseUuid: string, signal: AbortSignal): Promise<void> {
+    await this.#during(leaseUuid, async () => {
+      const owned = await this.#owned(leaseUuid, signal);
+      const tenants = new Set(owned.map((c) => c.labels[LABEL.tenant]).filter((t): t is string => !!t));
+      for (const { id } of owned) {
+        this.#expectDeath(id);
+        try {
+          await withPhase(this.#clock, "container remove", this.#config.containerStopTimeoutMs, signal, (s) =>
+            this.#docker.getContainer(id).remove({ force: true, abortSignal: s }),
+          );
+        } catch (err) {
+          if (isNotFound(err)) continue;
+          throw ambiguous(`remove ${id}`, err);
+        }
+      }
+      if (this.#volumes) {
+        for (const volume of (await this.#volumes.list()).filter((v) => v.leaseUuid === leaseUuid)) {
+          const removed = await this.#volumes
+            .destroy(volume.name, { storageId: this.#storageId, leaseUuid }, signal)
+            .catch((err) => {
+              throw ambiguous(`delete volume ${volume.name}`, err);
+            });
+          if (!removed)
+            this.#reportStale(volume.name, leaseUuid, {}, "volume owner file names another owner");
+        }
+      }
+      for (const tenant of tenants) {
+        await this.#networks
+          .withTenant(tenant, () => this.#networks.removeIfUnused(tenant, signal))
+          .catch((err) => this.#log.warn({ tenant, err: engineMessage(err) }, "tenant network not removed"));
+      }
+    });
+  }
+
+  async inspect(leaseUuid: string, signal: AbortSignal): Promise<WorkloadObservation | undefined> {
+    const rows = await this.#list(signal, leaseUuid);
+    if (rows.length > 0) return observeLease(leaseUuid, rows);
+    const volumes = this.#volumes ? await this.#volumes.list() : [];
+    return volumes.some((v) => v.leaseUuid === leaseUuid)
+      ? { leaseUuid, state: "partial", instances: [] }
+      : undefined;
+  }
+
+  async inventory(signal: AbortSignal): Promise<WorkloadObservation[]> {
+    const byLease = groupByLease(await this.#list(signal));
+    const out = [...byLease].map(([lease, rows]) => observeLease(lease, rows));
+    if (this.#volumes) {
+      let volumes: { leaseUuid: string }[];
+      try {
+        volumes = await this.#volumes.list();
+      } catch (err) {
+        throw ambiguous("list volumes", err);
+      }
+      for (const lease of new Set(volumes.map((v) => v.leaseUuid))) {
+        if (!byLease.has(lease)) out.push({ leaseUuid: lease, state: "partial", instances: [] });
+      }
+    }
+    return out.sort((a, b) => a.leaseUuid.localeCompare(b.leaseUuid));
+  }
+
+  async logs(leaseUuid: string, tail: number, signal: AbortSignal): Promise<Record<string, string>> {
+    const rows = groupByLease(await this.#list(signal, leaseUuid)).get(leaseUuid) ?? [];
+    const entries: [string, string][] = [];
+    for (const row of rows) {
+      const key = instanceKey(
+        row.Labels?.[LABEL.serviceName] ?? "",
+        Number(row.Labels?.[LABEL.instanceIndex] ?? 0),
+      );
+      try {
+        const raw = (await this.#docker.getContainer(row.Id).logs({
+          stdout: true,
+          stderr: true,
+          follow: false,
+          tail,
+          abortSignal: signal,
+        })) as unknown as Buffer;
+        entries.push([key, demuxLogStream(Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw)))]);
+      } catch (err) {
+        this.#log.warn({ lease_uuid: leaseUuid, key, err: engineMessage(err) }, "container logs unavailable");
+        entries.push([key, LOG_UNAVAILABLE]);
+      }
+    }
+    return applyLogBudget(entries);
+  }
+
+  async connection(leaseUuid: string, signal: AbortSignal): Promise<ConnectionInfo | undefined> {
+    const rows = groupByLease(await this.#list(signal, leaseUuid)).get(leaseUuid) ?? [];
+    if (rows.length === 0 || observeLease(leaseUuid, rows).state !== "running") return undefined;
+    return connectionInfo(rows, {
+      hostAddress: this.#config.hostAddress,
+      bindIp: this.#config.hostBindIp,
+      backendName: this.#config.name,
+    });
+  }
+
+  subscribe(listener: (event: RuntimeEvent) => void): () => void {
+    this.#listeners.add(listener);
+    if (!this.#supervisor) {
+      this.#supervisor = new EventSupervisor({
+        docker: this.#docker,
+        clock: this.#clock,
+        log: this.#log,
+        storageId: this.#storageId,
+        onDeath: (death) => this.#onDeath(death),
+        onResync: () => this.#resync(),
+      });
+      this.#supervisor.start();
+    }
+    return () => this.#listeners.delete(listener);
+  }
+
+  #emit(event: RuntimeEvent): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.#log.error({ err: engineMessage(err) }, "runtime event listener threw");
+      }
+    }
+  }
+
+  #onDeath(death: ContainerDeath): void {
+    const lease = death.labels[LABEL.leaseUuid];
+    if (!lease || this.#busy.has(lease) || this.#expectedDeaths.has(death.containerId)) return;
+    if (this.#reported.has(death.containerId)) return;
+    this.#remember(this.#reported, death.containerId);
+    const code = death.exitCode === undefined ? "" : ` with code ${death.exitCode}`;
+    const event: RuntimeEvent = {
+      leaseUuid: lease,
+      reason: "ContainerExited",
+      message: `service ${death.labels[LABEL.serviceName]} instance ${death.labels[LABEL.instanceIndex]} exited unexpectedly${code}`,
+    };
+    if (death.labels[LABEL.operationId]) event.operationId = death.labels[LABEL.operationId];
+    this.#log.warn({ lease_uuid: lease, container: death.containerId }, "container died");
+    this.#emit(event);
+  }
+
+  /** After (re)connecting to the engine: report every failed lease we have not reported. */
+  async #resync(): Promise<void> {
+    const timeout = new AbortController();
+    const cancel = this.#clock.setTimer(60_000, () => timeout.abort(new Error("resync timed out")));
+    let rows: ContainerRow[];
+    try {
+      rows = await this.#list(timeout.signal);
+    } finally {
+      cancel();
+    }
+    for (const [lease, leaseRows] of groupByLease(rows)) {
+      if (this.#busy.has(lease)) continue;
+      const obs = observeLease(lease, leaseRows);
+      if (obs.state !== "failed") continue;
+      const fresh = leaseRows.filter((r) => !this.#reported.has(r.Id) && !this.#expectedDeaths.has(r.Id));
+      if (fresh.length === 0) continue;
+      for (const r of leaseRows) this.#remember(this.#reported, r.Id);
+      const event: RuntimeEvent = {
+        leaseUuid: lease,
+        reason: obs.reason ?? "ContainerExited",
+        message: obs.message ?? "a container exited unexpectedly",
+      };
+      if (obs.operationId) event.operationId = obs.operationId;
+      this.#emit(event);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#supervisor?.stop();
+    this.#listeners.clear();
+  }
+}

@@ -1,0 +1,105 @@
+import Docker from "dockerode";
+import type { Clock } from "../../core/clock.ts";
+import { FredError } from "../../core/errors.ts";
+import { SubstrateError } from "../kit/substrate.ts";
+
+/**
+ * The dockerode client and the two habits every engine call shares: a named timeout phase
+ * driven by the injected clock (so the work is really cancelled, not just abandoned), and
+ * one mapping from engine failures to the kit's definite/ambiguous contract. Engine text
+ * stays in operator logs; tenants get the curated message passed by the caller.
+ */
+
+/** `unix:///path`, `tcp://host:port` or `http(s)://host:port` → dockerode options. */
+export function dockerOptions(dockerHost: string): Docker.DockerOptions {
+  if (dockerHost.startsWith("unix://")) return { socketPath: dockerHost.slice("unix://".length) };
+  const m = /^(tcp|http|https):\/\/([^:/]+|\[[^\]]+\]):(\d+)\/?$/.exec(dockerHost);
+  if (!m)
+    throw new FredError("ERR_CONFIG", `docker_host ${JSON.stringify(dockerHost)} is not unix:// or tcp://`);
+  return { host: m[2] as string, port: Number(m[3]), protocol: m[1] === "https" ? "https" : "http" };
+}
+
+export function connectDocker(dockerHost: string): Docker {
+  return new Docker(dockerOptions(dockerHost));
+}
+
+/** HTTP status the engine answered with, when it answered at all. */
+export function engineStatus(err: unknown): number | undefined {
+  const code = (err as { statusCode?: unknown } | null)?.statusCode;
+  return typeof code === "number" ? code : undefined;
+}
+
+export function isNotFound(err: unknown): boolean {
+  return engineStatus(err) === 404;
+}
+
+/** The engine's own message, for operator logs only. */
+export function engineMessage(err: unknown): string {
+  const json = (err as { json?: { message?: unknown } } | null)?.json;
+  if (json && typeof json.message === "string") return json.message;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Runs `work` with a signal that aborts when the parent does or when `ms` elapse on the
+ * clock; a timeout surfaces as FredError `ERR_DOCKER_<PHASE>_TIMEOUT` (retryable).
+ */
+export async function withPhase<T>(
+  clock: Clock,
+  phase: string,
+  ms: number,
+  parent: AbortSignal,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  const timeoutError = new FredError(
+    `ERR_DOCKER_${phase.toUpperCase().replace(/[^A-Z0-9]+/g, "_")}_TIMEOUT`,
+    `docker ${phase} did not finish within ${ms} ms`,
+    { retryable: true },
+  );
+  const cancel = clock.setTimer(ms, () => controller.abort(timeoutError));
+  const onParent = () => controller.abort(parent.reason);
+  if (parent.aborted) onParent();
+  else parent.addEventListener("abort", onParent, { once: true });
+  try {
+    const result = await Promise.race([
+      work(controller.signal),
+      new Promise<never>((_, reject) => {
+        if (controller.signal.aborted) reject(controller.signal.reason);
+        controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true });
+      }),
+    ]);
+    return result;
+  } finally {
+    cancel();
+    parent.removeEventListener("abort", onParent);
+  }
+}
+
+/** The effect may or may not have happened (timeout, engine unreachable, lost reply). */
+export function ambiguous(what: string, err: unknown): SubstrateError {
+  return new SubstrateError("ambiguous", "Internal", "internal error while provisioning", {
+    cause: err,
+    operatorMessage: `${what}: ${engineMessage(err)}`,
+  });
+}
+
+/** A definite refusal with a tenant-safe reason/message; engine text goes to the operator. */
+export function definite(reason: string, tenantMessage: string, what: string, err?: unknown): SubstrateError {
+  return new SubstrateError("definite", reason, tenantMessage, {
+    cause: err,
+    operatorMessage: err === undefined ? what : `${what}: ${engineMessage(err)}`,
+  });
+}
+
+/**
+ * Classifies an engine failure of a call that creates or starts something: an answer in
+ * the 4xx range is a definite refusal; no answer, a 5xx or a timeout may hide an effect.
+ */
+export function classify(err: unknown, what: string, reason: string, tenantMessage: string): SubstrateError {
+  if (err instanceof SubstrateError) return err;
+  const status = engineStatus(err);
+  if (status !== undefined && status >= 400 && status < 500)
+    return definite(reason, tenantMessage, what, err);
+  return ambiguous(what, err);
+}

@@ -1,0 +1,112 @@
+import type Docker from "dockerode";
+import type { Clock } from "../../core/clock.ts";
+import { SubstrateError } from "../kit/substrate.ts";
+import { ambiguous, definite, engineStatus, withPhase } from "./engine.ts";
+import { LABEL } from "./names.ts";
+import { type ContainerRow, failureOf, instancePhase, isUp } from "./observe.ts";
+import { type ServiceModel, startOrder } from "./service-model.ts";
+
+/**
+ * Starting a lease and proving it came up. Services start in `depends_on` order (a
+ * `service_healthy` dependency is waited for first). Verification then polls the engine:
+ * health-checked instances must report healthy, the others must still run once
+ * `startup_verify_duration` has passed since the first start (0 = check once, at once).
+ * An exit or an unhealthy report is a definite failure with a curated message.
+ */
+
+const POLL_MS = 250;
+
+export interface StartupDeps {
+  docker: Docker;
+  clock: Clock;
+  /** Current rows of the lease's containers (ours only). */
+  list: (signal: AbortSignal) => Promise<ContainerRow[]>;
+  startTimeoutMs: number;
+  verifyMs: number;
+  /** Absolute deadline (clock ms) for the whole start, from `provision_timeout`. */
+  deadlineMs: number;
+}
+
+function rowsOf(rows: readonly ContainerRow[], service: string): ContainerRow[] {
+  return rows.filter((r) => r.Labels?.[LABEL.serviceName] === service);
+}
+
+function where(row: ContainerRow): string {
+  return `service ${row.Labels?.[LABEL.serviceName]} instance ${row.Labels?.[LABEL.instanceIndex]}`;
+}
+
+function failIfBroken(rows: readonly ContainerRow[]): void {
+  for (const row of rows) {
+    const failure = failureOf(row);
+    if (failure) throw definite(failure.reason, failure.message, `startup of ${row.Names?.[0] ?? row.Id}`);
+  }
+}
+
+async function startOne(deps: StartupDeps, row: ContainerRow, signal: AbortSignal): Promise<void> {
+  try {
+    await withPhase(deps.clock, "container start", deps.startTimeoutMs, signal, (s) =>
+      deps.docker.getContainer(row.Id).start({ abortSignal: s }),
+    );
+  } catch (err) {
+    const status = engineStatus(err);
+    if (status === 304) return; // already running
+    if (status !== undefined && status >= 400 && status < 500) {
+      throw definite("ContainerStartFailed", `${where(row)} could not be started`, `start ${row.Id}`, err);
+    }
+    throw ambiguous(`start ${row.Id}`, err);
+  }
+}
+
+/** Waits until every instance of `service` reports healthy (or fails definitively). */
+async function waitHealthy(deps: StartupDeps, service: string, signal: AbortSignal): Promise<void> {
+  for (;;) {
+    const rows = rowsOf(await deps.list(signal), service);
+    failIfBroken(rows);
+    if (rows.length > 0 && rows.every(isUp)) return;
+    await pause(deps, signal, `service ${service} did not become healthy before the startup deadline`);
+  }
+}
+
+async function pause(deps: StartupDeps, signal: AbortSignal, onDeadline: string): Promise<void> {
+  if (deps.clock.now() >= deps.deadlineMs) {
+    throw definite("HealthCheckFailed", onDeadline, "startup deadline reached");
+  }
+  await deps.clock.sleep(POLL_MS, signal);
+}
+
+export async function startAndVerify(
+  deps: StartupDeps,
+  models: readonly ServiceModel[],
+  signal: AbortSignal,
+): Promise<void> {
+  const begun = deps.clock.now();
+  for (const model of startOrder(models)) {
+    for (const [target, condition] of Object.entries(model.dependsOn)) {
+      if (condition === "service_healthy") await waitHealthy(deps, target, signal);
+    }
+    const rows = rowsOf(await deps.list(signal), model.name);
+    if (rows.length === 0) throw ambiguous(`start ${model.name}`, new Error("no containers were created"));
+    for (const row of rows) {
+      if (row.State === "running") continue;
+      if (row.State !== "created") failIfBroken([row]);
+      await startOne(deps, row, signal);
+    }
+  }
+  for (;;) {
+    const rows = await deps.list(signal);
+    failIfBroken(rows);
+    const ready = rows.every(isUp);
+    const graceOver = deps.clock.now() - begun >= deps.verifyMs;
+    if (ready && graceOver) return;
+    const pending = rows.find((r) => instancePhase(r) === "starting");
+    await pause(
+      deps,
+      signal,
+      pending
+        ? `${where(pending)} did not become healthy before the startup deadline`
+        : "startup did not complete in time",
+    ).catch((err) => {
+      throw err instanceof SubstrateError ? err : ambiguous("startup verification", err);
+    });
+  }
+}

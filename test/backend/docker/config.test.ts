@@ -1,0 +1,176 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import {
+  loadDockerBackendConfig,
+  parseDockerBackendConfig,
+  redactedConfig,
+  splitListenAddr,
+} from "../../../src/backend/docker/config.ts";
+import { isFredError } from "../../../src/core/errors.ts";
+
+const SKU = "01900000-0000-7000-8000-000000000001";
+const SECRET = "0123456789abcdef0123456789abcdef";
+
+function minimal(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    host_address: "10.0.0.5",
+    callback_secret: SECRET,
+    sku_mapping: { [SKU]: "small" },
+    sku_profiles: { small: { cpu_cores: 0.5, memory_mb: 512 } },
+    ...extra,
+  };
+}
+
+function refusal(doc: unknown, env: NodeJS.ProcessEnv = {}): string {
+  try {
+    parseDockerBackendConfig(doc, { env, baseDir: "/etc/fred" });
+  } catch (err) {
+    assert.ok(isFredError(err, "ERR_CONFIG"), String(err));
+    return err.message;
+  }
+  assert.fail("config was accepted");
+}
+
+describe("docker backend config", () => {
+  it("fills the reference defaults and freezes the result", () => {
+    const c = parseDockerBackendConfig(minimal(), { baseDir: "/etc/fred" });
+    assert.equal(c.name, "docker");
+    assert.equal(c.listenHost, "");
+    assert.equal(c.listenPort, 9001);
+    assert.equal(c.dockerHost, "unix:///var/run/docker.sock");
+    assert.equal(c.hostBindIp, "0.0.0.0");
+    assert.deepEqual([c.totalCpuCores, c.totalMemoryMb, c.totalDiskMb], [8, 16384, 102400]);
+    assert.deepEqual(c.allowedRegistries, ["docker.io", "ghcr.io"]);
+    assert.equal(c.containerPidsLimit, 256);
+    assert.equal(c.containerTmpfsSizeMb, 64);
+    assert.equal(c.containerReadonlyRootfs, true);
+    assert.equal(c.provisionTimeoutMs, 600_000);
+    assert.equal(c.imagePullTimeoutMs, 300_000);
+    assert.equal(c.containerCreateTimeoutMs, 30_000);
+    assert.equal(c.startupVerifyDurationMs, 5_000);
+    assert.equal(c.reconcileIntervalMs, 300_000);
+    assert.equal(c.reservationTtlMs, 600_000);
+    assert.equal(c.maxRequestBodySize, 2 * 1024 * 1024);
+    assert.equal(c.volumeFilesystem, "btrfs");
+    assert.equal(c.dbPath, "/etc/fred/docker-backend.db");
+    assert.deepEqual(c.skuProfiles.small, { cpuCores: 0.5, memoryMb: 512, diskMb: 0 });
+    assert.ok(Object.isFrozen(c));
+    assert.ok(Object.isFrozen(c.skuProfiles));
+    assert.equal(redactedConfig(c).callbackSecret, "[redacted]");
+  });
+
+  it("parses Go durations, and 0s verification means no wait", () => {
+    const c = parseDockerBackendConfig(
+      minimal({ startup_verify_duration: "0s", provision_timeout: "1m30s", image_pull_timeout: "500ms" }),
+    );
+    assert.equal(c.startupVerifyDurationMs, 0);
+    assert.equal(c.provisionTimeoutMs, 90_000);
+    assert.equal(c.imagePullTimeoutMs, 500);
+    assert.match(refusal(minimal({ provision_timeout: "0s" })), /provision_timeout/);
+    assert.match(refusal(minimal({ reconcile_interval: "5d" })), /reconcile_interval/);
+  });
+
+  it("applies the environment overrides over the file", () => {
+    const c = parseDockerBackendConfig(minimal({ listen_addr: "127.0.0.1:1" }), {
+      env: {
+        DOCKER_BACKEND_ADDR: "127.0.0.1:9555",
+        DOCKER_BACKEND_CALLBACK_SECRET: "z".repeat(40),
+        DOCKER_BACKEND_HOST_ADDRESS: "203.0.113.9",
+        DOCKER_HOST: "tcp://127.0.0.1:2375",
+        DOCKER_BACKEND_MAX_REQUEST_BODY_SIZE: "4096",
+      },
+    });
+    assert.equal(c.listenHost, "127.0.0.1");
+    assert.equal(c.listenPort, 9555);
+    assert.equal(c.callbackSecret, "z".repeat(40));
+    assert.equal(c.hostAddress, "203.0.113.9");
+    assert.equal(c.dockerHost, "tcp://127.0.0.1:2375");
+    assert.equal(c.maxRequestBodySize, 4096);
+  });
+
+  it("refuses the reference's separate database keys, pointing at db_path", () => {
+    for (const key of ["callback_db_path", "releases_db_path", "diagnostics_db_path", "retention_db_path"]) {
+      assert.match(refusal(minimal({ [key]: "x.db" })), new RegExp(`${key}.*db_path`));
+    }
+  });
+
+  it("refuses keys of later issues with the reason", () => {
+    assert.match(refusal(minimal({ retain_on_close: true })), /retention/);
+    assert.match(refusal(minimal({ retention_max_age: "1h" })), /retention/);
+    assert.match(refusal(minimal({ ingress: { enabled: true } })), /ingress/);
+    assert.match(refusal(minimal({ migration_ready_timeout: "90s" })), /migration/);
+  });
+
+  it("refuses unknown keys, bad values and broken cross references", () => {
+    assert.match(refusal(minimal({ colour: "blue" })), /colour|Unrecognized/i);
+    assert.match(refusal(minimal({ callback_secret: "short" })), /32 bytes/);
+    assert.match(refusal({ ...minimal(), host_address: undefined }), /host_address/);
+    assert.match(refusal(minimal({ sku_mapping: { SMALL: "small" } })), /lowercase UUID/);
+    assert.match(refusal(minimal({ sku_mapping: { [SKU]: "large" } })), /unknown profile/);
+    assert.match(
+      refusal(
+        minimal({
+          sku_profiles: { small: { cpu_cores: 1, memory_mb: 64 }, big: { cpu_cores: 2, memory_mb: 64 } },
+        }),
+      ),
+      /big is not referenced/,
+    );
+    assert.match(refusal(minimal({ volume_filesystem: "xfs" })), /volume_filesystem/);
+    assert.match(refusal(minimal({ host_bind_ip: "localhost" })), /host_bind_ip/);
+    assert.match(refusal(minimal({ listen_addr: "9001" })), /listen_addr/);
+    assert.match(refusal(minimal({ tls_cert_file: "/c.pem" })), /together/);
+    assert.match(
+      refusal(minimal({ tenant_quota: { max_cpu_cores: 1, max_memory_mb: 0, max_disk_mb: 1 } })),
+      /max_memory_mb/,
+    );
+    assert.match(refusal([1, 2]), /mapping/);
+  });
+
+  it("production mode demands TLS and enforced disk sizes", () => {
+    assert.match(refusal(minimal({ production_mode: true })), /tls_cert_file/);
+    assert.match(
+      refusal(
+        minimal({ production_mode: true, tls_cert_file: "c", tls_key_file: "k", volume_filesystem: "none" }),
+      ),
+      /btrfs/,
+    );
+    const c = parseDockerBackendConfig(
+      minimal({ production_mode: true, tls_cert_file: "c.pem", tls_key_file: "k.pem" }),
+      { baseDir: "/etc/fred" },
+    );
+    assert.deepEqual(c.tls, {
+      certFile: "/etc/fred/c.pem",
+      keyFile: "/etc/fred/k.pem",
+      clientAllowedNames: [],
+    });
+  });
+
+  it("splits listen addresses", () => {
+    assert.deepEqual(splitListenAddr(":9001"), { host: "", port: 9001 });
+    assert.deepEqual(splitListenAddr("[::1]:0"), { host: "::1", port: 0 });
+    assert.throws(() => splitListenAddr("host:70000"));
+  });
+
+  it("loads the documented example file as is", () => {
+    const c = loadDockerBackendConfig(join(import.meta.dirname, "../../../examples/docker-backend.yaml"), {});
+    assert.equal(c.productionMode, false);
+    assert.equal(c.tls, undefined);
+    assert.equal(c.tenantQuota, undefined);
+    assert.equal(c.volumeFilesystem, "btrfs");
+    assert.equal(Object.keys(c.skuMapping).length, 3);
+  });
+
+  it("reports unreadable files and YAML errors with the path", () => {
+    const dir = mkdtempSync(join(tmpdir(), "fred-docker-config-"));
+    try {
+      assert.throws(() => loadDockerBackendConfig(join(dir, "missing.yaml"), {}), /cannot read/);
+      writeFileSync(join(dir, "dup.yaml"), "name: a\nname: b\n");
+      assert.throws(() => loadDockerBackendConfig(join(dir, "dup.yaml"), {}), /not valid YAML/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
