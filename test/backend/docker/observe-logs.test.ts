@@ -106,7 +106,7 @@ describe("observing containers", () => {
     const info = connectionInfo([r], { hostAddress: "10.0.0.5", bindIp: "0.0.0.0", backendName: "docker" });
     assert.equal(info.host, "10.0.0.5");
     assert.deepEqual(info.ports, { "8080/tcp": { host_ip: "0.0.0.0", host_port: "49153" } });
-    assert.equal((info.instances?.[0] as { container_id: string }).container_id.length, 12);
+    assert.equal((info.instances?.[0] as { container_id?: string } | undefined)?.container_id?.length, 12);
     assert.deepEqual(Object.keys(info.services ?? {}), ["web"]);
     const two = connectionInfo([row("db", 0, "running", "Up"), r], {
       hostAddress: "h",
