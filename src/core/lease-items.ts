@@ -32,8 +32,9 @@ export function isValidCustomDomain(domain: string): boolean {
 }
 
 /** uint64 on chain: JSON integers from our tools, decimal strings from cosmos REST/amino JSON. */
+const WHOLE = "quantity must be a whole number";
 const quantitySchema = z
-  .union([z.int(), z.string().regex(/^[0-9]+$/)], { error: "quantity must be a whole number" })
+  .union([z.int({ error: WHOLE }), z.string().regex(/^[0-9]+$/, { error: WHOLE })], { error: WHOLE })
   .transform((value) => Number(value))
   .refine((n) => Number.isInteger(n) && n >= 1 && n <= MAX_ITEM_QUANTITY, {
     error: `quantity must be between 1 and ${MAX_ITEM_QUANTITY}`,

@@ -33,6 +33,7 @@ function describeValue(value: unknown): string {
 
 const EXPECTED: Record<string, string> = {
   object: "an object",
+  record: "an object",
   array: "an array",
   string: "a string",
   boolean: "true or false",

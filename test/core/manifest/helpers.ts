@@ -8,7 +8,10 @@ import {
 
 /** Parses a document given as a value (serialised here) or as raw text. */
 export function parse(doc: unknown, options?: ParseManifestOptions) {
-  return parseManifest(typeof doc === "string" ? doc : JSON.stringify(doc), options);
+  return parseManifest(
+    typeof doc === "string" || doc instanceof Uint8Array ? doc : JSON.stringify(doc),
+    options,
+  );
 }
 
 export function expectValid(doc: unknown, options?: ParseManifestOptions): Manifest {
