@@ -1,0 +1,104 @@
+import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import type Docker from "dockerode";
+import { connectDocker } from "../../../src/backend/docker/engine.ts";
+import type { InstanceSpec, SkuProfile, WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
+
+/**
+ * Shared plumbing of the Docker backend tests: is an engine there (and must it be), a
+ * fresh directory on the test btrfs, `docker exec` for checks from inside a container,
+ * and workload specs for the substrate-level tests.
+ */
+
+export const BTRFS_ROOT = process.env.FRED_TEST_BTRFS ?? "/var/lib/fred-test-btrfs";
+export const REQUIRE_DOCKER = process.env.REQUIRE_DOCKER === "1";
+
+export async function engineAnswers(
+  docker: Docker = connectDocker("unix:///var/run/docker.sock"),
+): Promise<boolean> {
+  try {
+    await Promise.race([
+      docker.ping(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error("ping timeout")), 3000).unref()),
+    ]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `skip` option for a Docker describe: false when the engine answers. Without an engine,
+ * REQUIRE_DOCKER=1 (CI) makes this throw so the run fails instead of skipping.
+ */
+export async function dockerSkip(): Promise<false | string> {
+  if (await engineAnswers()) return false;
+  if (REQUIRE_DOCKER)
+    throw new Error("REQUIRE_DOCKER=1 but no Docker engine answers on /var/run/docker.sock");
+  return "no Docker engine (set REQUIRE_DOCKER=1 to make this a failure)";
+}
+
+/** A fresh directory under the test btrfs mount; the returned function removes it. */
+export function scratchVolumeRoot(tag: string): { path: string; remove: () => void } {
+  const path = join(BTRFS_ROOT, `t-${tag}-${randomUUID().slice(0, 8)}`);
+  mkdirSync(path, { recursive: true });
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/** `docker <args>` → exit code and combined output (never throws). */
+export function dockerCli(args: string[], timeoutMs = 30_000): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile("docker", args, { timeout: timeoutMs }, (err, stdout, stderr) => {
+      const code = err
+        ? typeof (err as { code?: unknown }).code === "number"
+          ? (err as { code: number }).code
+          : 1
+        : 0;
+      resolve({ code, out: `${stdout}${stderr}` });
+    });
+  });
+}
+
+/** Runs `sh -c script` inside a container. */
+export function execIn(container: string, script: string): Promise<{ code: number; out: string }> {
+  return dockerCli(["exec", container, "sh", "-c", script]);
+}
+
+export const TEST_SKU = "01900000-0000-7000-8000-00000000d0c1";
+
+export function workloadSpec(opts: {
+  storageId: string;
+  tenant?: string;
+  services: Record<string, Record<string, unknown> & { image: string }>;
+  profile?: SkuProfile;
+  quantity?: Record<string, number>;
+}): WorkloadSpec {
+  const lease = randomUUID();
+  const profile = opts.profile ?? { cpu_cores: 0.25, memory_mb: 64, disk_mb: 0 };
+  const instances: InstanceSpec[] = [];
+  for (const service of Object.keys(opts.services).sort()) {
+    for (let index = 0; index < (opts.quantity?.[service] ?? 1); index++) {
+      instances.push({ key: `${lease}-${service}-${index}`, service, index, sku: TEST_SKU, profile });
+    }
+  }
+  return {
+    leaseUuid: lease,
+    tenant: opts.tenant ?? `manifest1${randomUUID().replaceAll("-", "").slice(0, 20)}`,
+    providerUuid: "01900000-0000-7000-8000-0000000000ff",
+    operationId: randomUUID(),
+    release: 1,
+    backendName: "docker-test",
+    storageId: opts.storageId,
+    items: Object.keys(opts.services).map((s) => ({
+      sku: TEST_SKU,
+      quantity: opts.quantity?.[s] ?? 1,
+      service_name: s,
+    })),
+    instances,
+    payload: undefined,
+    manifest: { services: opts.services },
+    createdAtMs: Date.now(),
+  };
+}
