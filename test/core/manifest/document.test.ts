@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { formatManifest, MANIFEST_LIMITS, parseManifest } from "../../../src/core/manifest/index.ts";
 import { expectProblem, expectValid, flat, problemsOf } from "./helpers.ts";
@@ -163,5 +164,14 @@ describe("typed internal form", () => {
     const again = expectValid(document);
     assert.deepEqual(again.services, manifest.services);
     assert.equal(again.format, "stack");
+  });
+});
+
+describe("tenant guide examples", () => {
+  it("every JSON example in docs/manifest.md is a valid manifest", () => {
+    const guide = readFileSync(new URL("../../../docs/manifest.md", import.meta.url), "utf8");
+    const examples = [...guide.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => m[1] as string);
+    assert.ok(examples.length >= 2);
+    for (const example of examples) expectValid(example);
   });
 });
