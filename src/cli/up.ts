@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { mockBackendUpComponent } from "./backend.ts";
 import { say } from "./output.ts";
 
 /**
@@ -24,7 +25,7 @@ export interface RunningComponent {
   stop(): Promise<void>;
 }
 
-export const upComponents: UpComponent[] = [];
+export const upComponents: UpComponent[] = [mockBackendUpComponent];
 
 const TOOLS = [
   "fred token mint|verify      mint and check ADR-036 tenant tokens",

@@ -1,0 +1,161 @@
+import type { Clock } from "../../core/clock.ts";
+import { badRequest, conflict, insufficientResources } from "./errors.ts";
+import type { Journal, LeaseRecord } from "./journal/journal.ts";
+import { imageRefusal } from "./registry.ts";
+import type { ResourcePool } from "./resources.ts";
+import type { InstanceSpec, ParsedManifest, SkuProfile, WorkloadSpec } from "./substrate.ts";
+import { buildInstances, DEFAULT_SERVICE, type ProvisionRequest, WireError } from "./wire.ts";
+
+/**
+ * Provision admission: everything decided before the 202. Order matters — redelivery
+ * probe first (an identical retry is acknowledged without re-validating), then
+ * tombstone and head, then validation, then capacity — and the final check + reserve +
+ * persist runs synchronously, so no other request can slip in between.
+ */
+export interface AdmissionConfig {
+  journal: Journal;
+  pool: ResourcePool;
+  clock: Clock;
+  backendName: string;
+  resolveSku(sku: string): SkuProfile | undefined;
+  /** Parses payload bytes; throws WireError("…", "invalid_manifest") on a bad manifest. */
+  parseManifest?: (payload: Uint8Array) => ParsedManifest;
+  /** Refuse provisions without a payload (backends that run manifests). */
+  requirePayload: boolean;
+  /** Registry domains images may come from; undefined = no allowlist. */
+  allowedRegistries: readonly string[] | undefined;
+  reservationTtlMs: number;
+}
+
+export type Admission =
+  | { kind: "acknowledged"; lease: LeaseRecord | undefined; operationId: string }
+  | { kind: "admitted"; lease: LeaseRecord };
+
+export interface Prepared {
+  req: ProvisionRequest;
+  instances: InstanceSpec[];
+  manifest: ParsedManifest | undefined;
+  image: string;
+}
+
+/** Sync checks that may end the request early (redelivery ack, closed, busy). */
+export function probe(cfg: AdmissionConfig, req: ProvisionRequest): Admission | undefined {
+  const existing = cfg.journal.getLease(req.leaseUuid);
+  if (existing?.operationId === req.operationId) {
+    return { kind: "acknowledged", lease: existing, operationId: req.operationId };
+  }
+  if (cfg.journal.hasReceipt(req.leaseUuid, req.operationId)) {
+    return { kind: "acknowledged", lease: existing, operationId: req.operationId };
+  }
+  if (cfg.journal.isTombstoned(req.leaseUuid))
+    throw conflict("lease is closed and cannot be provisioned again");
+  if (existing && !(existing.head === "none" && existing.status === "failed")) {
+    throw conflict("lease is already provisioned", "already_provisioned");
+  }
+  return undefined;
+}
+
+/** Validation that needs no lock: SKUs, manifest, images, service names. */
+export function prepare(cfg: AdmissionConfig, req: ProvisionRequest): Prepared {
+  try {
+    const instances = buildInstances(req.leaseUuid, req.items, cfg.resolveSku);
+    let manifest: ParsedManifest | undefined;
+    if (req.payload !== undefined && cfg.parseManifest) manifest = cfg.parseManifest(req.payload);
+    if (manifest === undefined && cfg.requirePayload) {
+      throw new WireError("payload (the lease manifest) is required", "invalid_manifest");
+    }
+    let image = "";
+    if (manifest) {
+      const services = Object.keys(manifest.services).sort();
+      const itemNames = req.items.map((i) => i.service_name ?? DEFAULT_SERVICE).sort();
+      if (services.join("\n") !== itemNames.join("\n")) {
+        throw new WireError(
+          `manifest services [${services.join(", ")}] do not match lease items [${itemNames.join(", ")}]`,
+          "invalid_manifest",
+        );
+      }
+      for (const name of services) {
+        const svcImage = manifest.services[name]?.image ?? "";
+        if (cfg.allowedRegistries !== undefined) {
+          const refusal = imageRefusal(svcImage, cfg.allowedRegistries);
+          if (refusal !== undefined) throw new WireError(`service ${name}: ${refusal}`, "image_not_allowed");
+        }
+      }
+      image = services.length === 1 ? (manifest.services[services[0] as string]?.image ?? "") : "stack";
+    }
+    return { req, instances, manifest, image };
+  } catch (err) {
+    if (err instanceof WireError) throw badRequest(err.message, err.validationCode);
+    throw err;
+  }
+}
+
+/** The atomic part: re-probe, reserve capacity, persist the intent. */
+export function admit(cfg: AdmissionConfig, p: Prepared): Admission {
+  const early = probe(cfg, p.req);
+  if (early) return early;
+  if (cfg.journal.leaseCount() >= cfg.journal.maxLeases) {
+    throw insufficientResources("backend journal is at its lease capacity");
+  }
+  const now = cfg.clock.now();
+  const refusal = cfg.pool.allocate(
+    p.req.leaseUuid,
+    p.req.tenant,
+    p.instances,
+    "reserved",
+    now + cfg.reservationTtlMs,
+  );
+  if (refusal === "duplicate") throw conflict("lease is already provisioned", "already_provisioned");
+  if (refusal !== undefined) throw insufficientResources(`insufficient resources (${refusal})`);
+  try {
+    const lease = cfg.journal.admitOperation({
+      leaseUuid: p.req.leaseUuid,
+      tenant: p.req.tenant,
+      providerUuid: p.req.providerUuid,
+      operationId: p.req.operationId,
+      callbackUrl: p.req.callbackUrl,
+      lifecycleUrl: p.req.lifecycleUrl,
+      items: p.req.items,
+      instances: p.instances,
+      payload: p.req.payload,
+      payloadHash: p.req.payloadHash,
+      image: p.image,
+      nowMs: now,
+    });
+    return { kind: "admitted", lease };
+  } catch (err) {
+    cfg.pool.release(p.req.leaseUuid);
+    throw err;
+  }
+}
+
+/** The immutable workload description handed to the substrate for a lease's current release. */
+export function workloadSpec(
+  lease: LeaseRecord,
+  backendName: string,
+  storageId: string,
+  parseManifest: AdmissionConfig["parseManifest"],
+): WorkloadSpec {
+  let manifest: ParsedManifest | undefined;
+  if (lease.payload !== undefined && parseManifest) {
+    try {
+      manifest = parseManifest(lease.payload);
+    } catch {
+      manifest = undefined;
+    }
+  }
+  return {
+    leaseUuid: lease.leaseUuid,
+    tenant: lease.tenant,
+    providerUuid: lease.providerUuid,
+    operationId: lease.operationId,
+    release: lease.release,
+    backendName,
+    storageId,
+    items: lease.items,
+    instances: lease.instances,
+    payload: lease.payload,
+    manifest,
+    createdAtMs: lease.createdAtMs,
+  };
+}

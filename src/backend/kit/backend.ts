@@ -1,0 +1,164 @@
+import type { FastifyInstance } from "fastify";
+import { Agent } from "undici";
+import { hmacSecret } from "../../auth/hmac.ts";
+import { type Clock, systemClock } from "../../core/clock.ts";
+import type { Logger } from "../../log.ts";
+import type { AdmissionConfig } from "./admission.ts";
+import { BackendEngine } from "./engine.ts";
+import { openJournalDatabase } from "./journal/identity.ts";
+import { Journal } from "./journal/journal.ts";
+import { createKitMetrics } from "./metrics.ts";
+import { OutboxSender } from "./outbox-sender.ts";
+import { type PoolOptions, ResourcePool } from "./resources.ts";
+import { buildContractServer } from "./server.ts";
+import type { Substrate } from "./substrate.ts";
+
+/**
+ * `startBackend` is the kit's composition root: it opens and verifies the journal, rebuilds
+ * the books, runs a first recovery pass, starts the single outbox replay loop and only
+ * then listens. A backend kind supplies its substrate and config; everything else is here.
+ */
+export interface BackendKitOptions {
+  /** Backend name (callback `backend` field; must match providerd's backends[].name). */
+  name: string;
+  substrate: Substrate;
+  /** Journal file path or ":memory:"; mode "verify" for a normal start. */
+  journal: { path: string; mode: "verify" | "bind-or-verify"; storageId?: string; maxLeases?: number };
+  logger: Logger;
+  clock?: Clock;
+  /** HMAC key (≥ 32 bytes) for requests in and callbacks out. */
+  secret: string;
+  /** Verify-only previous key during rotation. */
+  previousSecret?: string;
+  listen: { host: string; port: number };
+  https?: { cert: Buffer; key: Buffer };
+  resolveSku: AdmissionConfig["resolveSku"];
+  pool: PoolOptions;
+  allowedRegistries?: readonly string[];
+  parseManifest?: AdmissionConfig["parseManifest"];
+  requirePayload?: boolean;
+  reservationTtlMs?: number;
+  reconcileIntervalMs?: number;
+  bodyLimitBytes?: number;
+  readTimeoutMs?: number;
+  idleTimeoutMs?: number;
+  callbacks?: {
+    attemptTimeoutMs?: number;
+    tlsSkipVerify?: boolean;
+    backoffMs?: readonly number[];
+    chainDeadlineMs?: number;
+    replayIntervalMs?: number;
+  };
+}
+
+export interface RunningBackend {
+  url: string;
+  storageId: string;
+  engine: BackendEngine;
+  journal: Journal;
+  sender: OutboxSender;
+  server: FastifyInstance;
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export const DEFAULT_RESERVATION_TTL_MS = 10 * 60_000;
+export const DEFAULT_RECONCILE_INTERVAL_MS = 5 * 60_000;
+export const DEFAULT_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
+
+/** `--initialize-storage-identity new`: binds a fresh id into a new, empty journal and returns it. */
+export function initializeStorageIdentity(path: string, storageId?: string): string {
+  const opened = openJournalDatabase({ path, mode: "initialize", storageId });
+  opened.db.close();
+  return opened.storageId;
+}
+
+export async function startBackend(o: BackendKitOptions): Promise<RunningBackend> {
+  const clock = o.clock ?? systemClock;
+  const logger = o.logger;
+  const secrets = [hmacSecret(o.secret), ...(o.previousSecret ? [hmacSecret(o.previousSecret)] : [])];
+  const journal = new Journal({ ...o.journal, backendName: o.name });
+  const dispatcher = new Agent({
+    connect: { rejectUnauthorized: !(o.callbacks?.tlsSkipVerify ?? false) },
+    connections: 64,
+  });
+  let sender: OutboxSender | undefined;
+  let engine: BackendEngine | undefined;
+  try {
+    const pool = new ResourcePool(o.pool);
+    const metrics = createKitMetrics(journal, pool);
+    sender = new OutboxSender({
+      journal,
+      secret: secrets[0] as Buffer,
+      clock,
+      logger: logger.child({ component: "outbox" }),
+      dispatcher,
+      ...o.callbacks,
+      onDelivered: (row) => metrics.callbacksDelivered.inc({ kind: row.kind }),
+      onAttemptFailed: (row) => metrics.callbackAttemptsFailed.inc({ kind: row.kind }),
+    });
+    const wake = sender.wake.bind(sender);
+    engine = new BackendEngine({
+      journal,
+      pool,
+      clock,
+      backendName: o.name,
+      substrate: o.substrate,
+      logger,
+      resolveSku: o.resolveSku,
+      parseManifest: o.parseManifest,
+      requirePayload: o.requirePayload ?? false,
+      allowedRegistries: o.allowedRegistries,
+      reservationTtlMs: o.reservationTtlMs ?? DEFAULT_RESERVATION_TTL_MS,
+      reconcileIntervalMs: o.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS,
+      wakeOutbox: wake,
+    });
+    const server = buildContractServer({
+      engine,
+      substrate: o.substrate,
+      metrics,
+      logger,
+      secrets,
+      nowMs: () => clock.now(),
+      bodyLimitBytes: o.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+      readTimeoutMs: o.readTimeoutMs ?? 15_000,
+      idleTimeoutMs: o.idleTimeoutMs ?? 60_000,
+      https: o.https,
+    });
+    await engine.start();
+    sender.start();
+    await server.listen({ host: o.listen.host, port: o.listen.port });
+    const addr = server.server.address();
+    const port = typeof addr === "object" && addr ? addr.port : o.listen.port;
+    const host = o.listen.host.includes(":") ? `[${o.listen.host}]` : o.listen.host;
+    let closing: Promise<void> | undefined;
+    const running: RunningBackend = {
+      url: `${o.https ? "https" : "http"}://${host}:${port}`,
+      storageId: journal.storageId,
+      engine,
+      journal,
+      sender,
+      server,
+      close: () => {
+        closing ??= (async () => {
+          await server.close();
+          await engine?.stop();
+          await sender?.stop();
+          await o.substrate.close();
+          await dispatcher.close();
+          journal.close();
+        })();
+        return closing;
+      },
+      [Symbol.asyncDispose]: () => running.close(),
+    };
+    logger.info({ url: running.url, storage_id: journal.storageId, backend: o.name }, "backend listening");
+    return running;
+  } catch (err) {
+    await engine?.stop().catch(() => {});
+    await sender?.stop().catch(() => {});
+    await dispatcher.close().catch(() => {});
+    journal.close();
+    throw err;
+  }
+}

@@ -1,0 +1,414 @@
+import type { Logger } from "../../log.ts";
+import { type AdmissionConfig, admit, prepare, probe, workloadSpec } from "./admission.ts";
+import { badRequest } from "./errors.ts";
+import type { Failure, Journal, LeaseRecord } from "./journal/journal.ts";
+import { LeaseGate } from "./lease-gate.ts";
+import type { ResourcePool } from "./resources.ts";
+import { type RuntimeEvent, type Substrate, SubstrateError, substrateOutcomeOf } from "./substrate.ts";
+import type { ProvisionRequest } from "./wire.ts";
+
+/**
+ * The kit's workflows around one substrate: provision workers (intent → started →
+ * substrate → settle), closes, the recovery pass that settles ambiguous intents from
+ * what the substrate reports, reservation expiry, and runtime failure observations.
+ * HTTP lives elsewhere; this is what the routes call.
+ */
+export interface EngineConfig extends AdmissionConfig {
+  substrate: Substrate;
+  logger: Logger;
+  reconcileIntervalMs: number;
+  /** Called after every commit that appended an outbox row. */
+  wakeOutbox(): void;
+}
+
+export type EngineEvent = "recovery:done" | "operation:settled" | "close:done";
+
+const INTERRUPTED: Failure = { reason: "Interrupted", message: "provisioning was interrupted" };
+const EXPIRED: Failure = { reason: "ProvisionTimeout", message: "provisioning did not complete in time" };
+const VANISHED: Failure = { reason: "Unknown", message: "workload is no longer running" };
+
+type EngineState = { kind: "new" } | { kind: "running"; stopTimers: () => void } | { kind: "stopped" };
+
+export class BackendEngine {
+  readonly #c: EngineConfig;
+  readonly #gate = new LeaseGate();
+  /** Abort handles of in-flight provision workers, by lease. */
+  readonly #live = new Map<string, AbortController>();
+  readonly #shutdown = new AbortController();
+  readonly #listeners = new Set<(e: EngineEvent, lease?: string) => void>();
+  #state: EngineState = { kind: "new" };
+  #recovering: Promise<void> | undefined;
+
+  constructor(config: EngineConfig) {
+    this.#c = config;
+  }
+
+  get journal(): Journal {
+    return this.#c.journal;
+  }
+
+  get pool(): ResourcePool {
+    return this.#c.pool;
+  }
+
+  /** Typed lifecycle events, so tests wait for "recovery:done" instead of sleeping. */
+  on(listener: (e: EngineEvent, lease?: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #emit(e: EngineEvent, lease?: string): void {
+    for (const l of this.#listeners) l(e, lease);
+  }
+
+  /** Rebuilds the books from the journal, runs a first recovery pass, then schedules the loops. */
+  async start(): Promise<void> {
+    if (this.#state.kind !== "new") throw new Error("engine already started");
+    this.#rebuildPool();
+    const unsubscribe = this.#c.substrate.subscribe?.((e) => this.#onRuntimeEvent(e)) ?? (() => {});
+    let cancelTimer = () => {};
+    const schedule = () => {
+      cancelTimer = this.#c.clock.setTimer(this.#tickMs(), () => {
+        void this.#tick().finally(() => {
+          if (this.#state.kind === "running") schedule();
+        });
+      });
+    };
+    this.#state = {
+      kind: "running",
+      stopTimers: () => {
+        cancelTimer();
+        unsubscribe();
+      },
+    };
+    await this.recover();
+    schedule();
+  }
+
+  async stop(): Promise<void> {
+    const s = this.#state;
+    this.#state = { kind: "stopped" };
+    if (s.kind === "running") s.stopTimers();
+    this.#shutdown.abort(new Error("backend stopping"));
+    for (const c of this.#live.values()) c.abort(new Error("backend stopping"));
+    await this.#recovering?.catch(() => {});
+    await this.#gate.drain();
+  }
+
+  // ---- provision ----
+
+  async provision(req: ProvisionRequest): Promise<{ operationId: string }> {
+    const early = probe(this.#c, req);
+    if (early?.kind === "acknowledged") return { operationId: early.operationId };
+    const prepared = prepare(this.#c, req);
+    if (this.#c.substrate.validate) {
+      const spec = workloadSpec(
+        { ...syntheticLease(req, prepared.instances), image: prepared.image },
+        this.#c.backendName,
+        this.#c.journal.storageId,
+        this.#c.parseManifest,
+      );
+      try {
+        await this.#c.substrate.validate(spec, this.#shutdown.signal);
+      } catch (err) {
+        if (err instanceof SubstrateError && err.validationCode !== undefined) {
+          throw badRequest(err.tenantMessage, err.validationCode);
+        }
+        throw err;
+      }
+    }
+    const result = admit(this.#c, prepared);
+    if (result.kind === "admitted") this.#dispatch(result.lease);
+    return { operationId: result.kind === "admitted" ? result.lease.operationId : result.operationId };
+  }
+
+  #dispatch(lease: LeaseRecord): void {
+    const controller = new AbortController();
+    this.#live.set(lease.leaseUuid, controller);
+    void this.#gate
+      .run(lease.leaseUuid, () => this.#runOperation(lease, controller.signal))
+      .catch((err) => this.#c.logger.error({ err, lease_uuid: lease.leaseUuid }, "provision worker crashed"))
+      .finally(() => {
+        if (this.#live.get(lease.leaseUuid) === controller) this.#live.delete(lease.leaseUuid);
+      });
+  }
+
+  async #runOperation(admitted: LeaseRecord, signal: AbortSignal): Promise<void> {
+    const log = this.#c.logger.child({ lease_uuid: admitted.leaseUuid, operation_id: admitted.operationId });
+    const lease = this.#c.journal.markStarted(admitted.leaseUuid, admitted.generation);
+    if (!lease) return; // the head moved (closed or expired) before any effect
+    const spec = workloadSpec(lease, this.#c.backendName, this.#c.journal.storageId, this.#c.parseManifest);
+    const { substrate } = this.#c;
+    try {
+      // A re-provision after a failure starts from nothing: leftovers of the failed release go first.
+      if (lease.release > 1) await substrate.destroy(lease.leaseUuid, signal);
+      await substrate.create(spec, signal);
+      await substrate.start(spec, signal);
+      if (this.#c.journal.settleSuccess(lease.leaseUuid, lease.generation, this.#c.clock.now())) {
+        this.#c.pool.markRunning(lease.leaseUuid);
+        this.#settled(lease.leaseUuid);
+        return;
+      }
+    } catch (err) {
+      if (substrateOutcomeOf(err) === "definite" && !signal.aborted) {
+        const e = err as SubstrateError;
+        log.warn({ reason: e.reason, err: e.message }, "provision failed");
+        if (
+          this.#c.journal.settleFailure(lease.leaseUuid, lease.generation, failureOf(e), this.#c.clock.now())
+        ) {
+          this.#c.pool.release(lease.leaseUuid);
+          this.#settled(lease.leaseUuid);
+          return;
+        }
+      } else {
+        // Ambiguous: leave the intent pending; recovery classifies it from the substrate.
+        log.warn({ err: (err as Error).message }, "provision outcome ambiguous; left for recovery");
+        if (this.#stillOurs(lease)) return;
+      }
+    }
+    // The head moved while we worked (expired or closed): never leave what we made running.
+    await this.#cleanupIfStale(lease, log);
+  }
+
+  #stillOurs(lease: LeaseRecord): boolean {
+    const now = this.#c.journal.getLease(lease.leaseUuid);
+    return now?.head === "operation" && now.generation === lease.generation;
+  }
+
+  async #cleanupIfStale(lease: LeaseRecord, log: Logger): Promise<void> {
+    const current = this.#c.journal.getLease(lease.leaseUuid);
+    if (current?.head === "close") return; // the close destroys under the same gate
+    if (current?.status === "ready") return;
+    await this.#c.substrate.destroy(lease.leaseUuid, this.#shutdown.signal).catch((err) => {
+      log.warn({ err: (err as Error).message }, "cleanup of a superseded provision failed; recovery retries");
+    });
+  }
+
+  #settled(lease: string): void {
+    this.#c.wakeOutbox();
+    this.#emit("operation:settled", lease);
+  }
+
+  // ---- close ----
+
+  /** Starts a close and returns once it is durable; teardown continues in the background. */
+  deprovision(leaseUuid: string): void {
+    const r = this.#c.journal.beginClose(leaseUuid, this.#c.clock.now());
+    if (r.kind === "tombstoned") return;
+    if (r.kind !== "closing") {
+      // Nothing known here; remove anything labelled with it anyway (no callback).
+      void this.#gate
+        .run(leaseUuid, () => this.#c.substrate.destroy(leaseUuid, this.#shutdown.signal))
+        .catch(() => {});
+      return;
+    }
+    if (r.preempted) {
+      this.#c.wakeOutbox();
+      this.#live.get(leaseUuid)?.abort(new Error("lease closed"));
+    }
+    void this.#runClose(leaseUuid);
+  }
+
+  async #runClose(leaseUuid: string): Promise<void> {
+    await this.#gate.run(leaseUuid, async () => {
+      const lease = this.#c.journal.getLease(leaseUuid);
+      if (lease?.head !== "close") return;
+      try {
+        await this.#c.substrate.destroy(leaseUuid, this.#shutdown.signal);
+      } catch (err) {
+        this.#c.logger.warn(
+          { lease_uuid: leaseUuid, err: (err as Error).message },
+          "teardown failed; will retry",
+        );
+        return;
+      }
+      if (this.#c.journal.completeClose(leaseUuid, lease.generation, this.#c.clock.now())) {
+        this.#c.pool.release(leaseUuid);
+        this.#c.wakeOutbox();
+        this.#emit("close:done", leaseUuid);
+      }
+    });
+  }
+
+  // ---- recovery, expiry, supervision ----
+
+  /** One level-triggered pass; concurrent callers share the pass in progress. */
+  recover(): Promise<void> {
+    this.#recovering ??= this.#recoverOnce().finally(() => {
+      this.#recovering = undefined;
+      this.#emit("recovery:done");
+    });
+    return this.#recovering;
+  }
+
+  async #recoverOnce(): Promise<void> {
+    const signal = this.#shutdown.signal;
+    const { journal, substrate, logger } = this.#c;
+    for (const lease of journal.leasesWithHead("operation")) {
+      if (this.#live.has(lease.leaseUuid) || signal.aborted) continue;
+      if (lease.phase === "before_effects") {
+        this.#dispatch(lease); // nothing happened yet: simply run it
+        continue;
+      }
+      await this.#gate.tryRun(lease.leaseUuid, () => this.#classifyStarted(lease.leaseUuid, signal));
+    }
+    for (const lease of journal.leasesWithHead("close")) {
+      if (signal.aborted) return;
+      if (!this.#gate.isBusy(lease.leaseUuid)) await this.#runClose(lease.leaseUuid);
+    }
+    let inventory: Awaited<ReturnType<Substrate["inventory"]>>;
+    try {
+      inventory = await substrate.inventory(signal);
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, "substrate inventory unavailable; skipping orphan sweep");
+      return;
+    }
+    const seen = new Set<string>();
+    for (const obs of inventory) {
+      seen.add(obs.leaseUuid);
+      if (this.#gate.isBusy(obs.leaseUuid) || signal.aborted) continue;
+      const lease = journal.getLease(obs.leaseUuid);
+      const stale =
+        obs.operationId !== undefined && lease !== undefined && obs.operationId !== lease.operationId;
+      if (lease === undefined || (stale && lease.head === "none")) {
+        await this.#gate.tryRun(obs.leaseUuid, async () => {
+          if (journal.getLease(obs.leaseUuid)?.head === "operation") return;
+          logger.info({ lease_uuid: obs.leaseUuid }, "removing an orphaned workload");
+          await substrate.destroy(obs.leaseUuid, signal).catch(() => {});
+        });
+      } else if (lease.status === "ready" && lease.head === "none" && obs.state === "failed") {
+        this.#onRuntimeEvent({
+          leaseUuid: obs.leaseUuid,
+          operationId: obs.operationId,
+          reason: obs.reason ?? VANISHED.reason,
+          message: obs.message ?? VANISHED.message,
+        });
+      }
+    }
+    for (const lease of journal.listLeases(undefined, undefined)) {
+      if (lease.status === "ready" && lease.head === "none" && !seen.has(lease.leaseUuid)) {
+        if (!this.#gate.isBusy(lease.leaseUuid))
+          this.#onRuntimeEvent({ leaseUuid: lease.leaseUuid, ...VANISHED });
+      }
+    }
+  }
+
+  /** Settles a started intent whose worker is gone, from what the substrate shows now. */
+  async #classifyStarted(leaseUuid: string, signal: AbortSignal): Promise<void> {
+    const { journal, substrate, clock, logger } = this.#c;
+    const lease = journal.getLease(leaseUuid);
+    if (lease?.head !== "operation" || lease.phase !== "started") return;
+    let obs: Awaited<ReturnType<Substrate["inspect"]>>;
+    try {
+      obs = await substrate.inspect(leaseUuid, signal);
+    } catch {
+      return; // still ambiguous: next pass
+    }
+    const ours =
+      obs !== undefined && (obs.operationId === undefined || obs.operationId === lease.operationId);
+    if (ours && obs?.state === "running") {
+      if (journal.settleSuccess(leaseUuid, lease.generation, clock.now())) {
+        this.#c.pool.markRunning(leaseUuid);
+        this.#settled(leaseUuid);
+      }
+      return;
+    }
+    if (obs !== undefined) {
+      try {
+        await substrate.destroy(leaseUuid, signal);
+      } catch {
+        return;
+      }
+    }
+    logger.info({ lease_uuid: leaseUuid }, "settling an interrupted provision as failed");
+    const failure =
+      obs?.state === "failed" && obs.reason
+        ? { reason: obs.reason, message: obs.message ?? "" }
+        : INTERRUPTED;
+    if (journal.settleFailure(leaseUuid, lease.generation, failure, clock.now())) {
+      this.#c.pool.release(leaseUuid);
+      this.#settled(leaseUuid);
+    }
+  }
+
+  /** Releases reservations that did not become running in time and fails their intents. */
+  expireReservations(): string[] {
+    const { journal, pool, clock } = this.#c;
+    const expired = pool.expireReservations(clock.now());
+    for (const leaseUuid of expired) {
+      const lease = journal.getLease(leaseUuid);
+      if (lease?.head !== "operation") continue;
+      this.#live.get(leaseUuid)?.abort(new Error("reservation expired"));
+      if (journal.settleFailure(leaseUuid, lease.generation, EXPIRED, clock.now())) this.#settled(leaseUuid);
+    }
+    return expired;
+  }
+
+  #onRuntimeEvent(e: RuntimeEvent): void {
+    const failure = { reason: e.reason, message: e.message };
+    if (this.#c.journal.recordRuntimeFailure(e.leaseUuid, e.operationId, failure, this.#c.clock.now())) {
+      this.#c.pool.release(e.leaseUuid);
+      this.#c.wakeOutbox();
+    }
+  }
+
+  #tickMs(): number {
+    return Math.max(10, Math.min(this.#c.reconcileIntervalMs, this.#c.reservationTtlMs / 4, 30_000));
+  }
+
+  #lastRecoveryMs = 0;
+  async #tick(): Promise<void> {
+    this.expireReservations();
+    const now = this.#c.clock.now();
+    if (now - this.#lastRecoveryMs >= this.#c.reconcileIntervalMs) {
+      this.#lastRecoveryMs = now;
+      await this.recover().catch((err) => this.#c.logger.error({ err }, "recovery pass failed"));
+    }
+  }
+
+  #rebuildPool(): void {
+    const { journal, pool, reservationTtlMs } = this.#c;
+    for (const lease of journal.listLeases(undefined, undefined)) {
+      if (lease.status === "failed") continue;
+      const reserved = lease.head === "operation";
+      pool.allocate(
+        lease.leaseUuid,
+        lease.tenant,
+        lease.instances,
+        reserved ? "reserved" : "running",
+        reserved ? lease.admittedAtMs + reservationTtlMs : Number.POSITIVE_INFINITY,
+      );
+    }
+    this.#lastRecoveryMs = this.#c.clock.now();
+  }
+}
+
+function failureOf(e: SubstrateError): Failure {
+  return { reason: e.reason, message: e.tenantMessage };
+}
+
+function syntheticLease(req: ProvisionRequest, instances: LeaseRecord["instances"]): LeaseRecord {
+  return {
+    leaseUuid: req.leaseUuid,
+    tenant: req.tenant,
+    providerUuid: req.providerUuid,
+    operationId: req.operationId,
+    callbackUrl: req.callbackUrl,
+    lifecycleUrl: req.lifecycleUrl,
+    items: req.items,
+    instances,
+    payload: req.payload,
+    payloadHash: req.payloadHash,
+    image: "",
+    release: 1,
+    head: "operation",
+    phase: "before_effects",
+    status: "provisioning",
+    failCount: 0,
+    reason: undefined,
+    message: undefined,
+    createdAtMs: 0,
+    admittedAtMs: 0,
+    generation: 0,
+  };
+}

@@ -1,0 +1,37 @@
+import { type BackendErrorBody, backendError, type ValidationCode } from "../../core/envelope.ts";
+import { FredError } from "../../core/errors.ts";
+
+/**
+ * A refusal the contract server answers with a documented status and envelope. Created
+ * where the decision is made; mapped to HTTP in exactly one place (the server's error
+ * handler). Messages are tenant-safe by construction.
+ */
+export class ContractError extends FredError {
+  readonly status: number;
+  readonly body: BackendErrorBody;
+
+  constructor(
+    status: number,
+    message: string,
+    extra: { code?: string; validation_code?: ValidationCode } = {},
+  ) {
+    super(`ERR_CONTRACT_${status}`, message, { retryable: status === 503 });
+    this.name = "ContractError";
+    this.status = status;
+    this.body = backendError(message, extra);
+  }
+}
+
+export const badRequest = (message: string, validation_code?: ValidationCode) =>
+  new ContractError(400, message, validation_code === undefined ? {} : { validation_code });
+export const notFound = (message = "lease is not provisioned") => new ContractError(404, message);
+export const conflict = (message: string, code?: string) =>
+  new ContractError(409, message, code === undefined ? {} : { code });
+export const insufficientResources = (message: string) =>
+  new ContractError(503, message, { code: "insufficient_resources" });
+export const unsupported = (op: string) =>
+  new ContractError(501, `${op} is not supported by this backend yet`, { code: "unsupported" });
+export const storageMismatch = () =>
+  new ContractError(409, "request names another backend storage identity", {
+    code: "storage_identity_mismatch",
+  });

@@ -1,0 +1,17 @@
+/** Public surface of the backend kit: what a backend kind (mock, Docker, …) builds on. */
+export {
+  type BackendKitOptions,
+  DEFAULT_RECONCILE_INTERVAL_MS,
+  DEFAULT_RESERVATION_TTL_MS,
+  initializeStorageIdentity,
+  type RunningBackend,
+  startBackend,
+} from "./backend.ts";
+export { BackendEngine, type EngineEvent } from "./engine.ts";
+export { openJournalDatabase } from "./journal/identity.ts";
+export { Journal, type LeaseRecord } from "./journal/journal.ts";
+export { parseTenantManifest } from "./manifest.ts";
+export { imageRefusal, isImageAllowed, parseRegistry } from "./registry.ts";
+export { type PoolOptions, type PoolStats, ResourcePool, type TenantQuota } from "./resources.ts";
+export * from "./substrate.ts";
+export { WireError } from "./wire.ts";

@@ -1,0 +1,476 @@
+import type Database from "better-sqlite3";
+import { newUuidV4 } from "../../../core/uuid.ts";
+import type { InstanceSpec, LeaseItem } from "../substrate.ts";
+import { type OpenJournalOptions, openJournalDatabase } from "./identity.ts";
+
+/**
+ * The backend's durable journal: one mutation head per lease, write-ahead operation
+ * intents, release history, closed-lease tombstones and the callback outbox, all in one
+ * SQLite file so "settle the intent + write the release + append the callback" is one
+ * transaction. Every method is synchronous and runs in its own transaction; heads move by
+ * compare-and-swap on `generation`, so a stale worker can never settle a newer intent.
+ */
+export type LeaseHead = "operation" | "close" | "none";
+export type LeasePhase = "before_effects" | "started";
+export type LeaseStatus = "provisioning" | "ready" | "failed" | "deprovisioning";
+
+export interface LeaseRecord {
+  leaseUuid: string;
+  tenant: string;
+  providerUuid: string;
+  operationId: string;
+  callbackUrl: string;
+  lifecycleUrl: string;
+  items: LeaseItem[];
+  instances: InstanceSpec[];
+  payload: Buffer | undefined;
+  payloadHash: string | undefined;
+  image: string;
+  release: number;
+  head: LeaseHead;
+  phase: LeasePhase | undefined;
+  status: LeaseStatus;
+  failCount: number;
+  reason: string | undefined;
+  message: string | undefined;
+  createdAtMs: number;
+  admittedAtMs: number;
+  generation: number;
+}
+
+export interface ReleaseRecord {
+  version: number;
+  operationId: string;
+  image: string;
+  status: "deploying" | "active" | "failed" | "superseded";
+  manifest: Buffer | undefined;
+  reason: string | undefined;
+  message: string | undefined;
+  createdAtMs: number;
+}
+
+export interface OutboxRow {
+  seq: number;
+  deliveryId: string;
+  leaseUuid: string;
+  kind: "operation" | "close" | "lifecycle";
+  url: string;
+  body: string;
+  storageId: string;
+  createdAtMs: number;
+}
+
+export interface CallbackFacts {
+  status: "success" | "failed" | "deprovisioned";
+  error: string;
+  retained?: boolean;
+}
+
+export interface AdmitInput {
+  leaseUuid: string;
+  tenant: string;
+  providerUuid: string;
+  operationId: string;
+  callbackUrl: string;
+  lifecycleUrl: string;
+  items: LeaseItem[];
+  instances: InstanceSpec[];
+  payload: Buffer | undefined;
+  payloadHash: string | undefined;
+  image: string;
+  nowMs: number;
+}
+
+export type Failure = { reason: string; message: string };
+
+type Row = Record<string, unknown>;
+
+export interface JournalOptions extends OpenJournalOptions {
+  /** Our backend name, stamped into every callback body. */
+  backendName: string;
+  /** Maximum number of live leases plus tombstones (a definite capacity refusal beyond it). */
+  maxLeases?: number;
+}
+
+export class Journal {
+  readonly db: Database.Database;
+  readonly storageId: string;
+  readonly backendName: string;
+  readonly maxLeases: number;
+  readonly #s: ReturnType<typeof prepare>;
+
+  constructor(opts: JournalOptions) {
+    const opened = openJournalDatabase(opts);
+    this.db = opened.db;
+    this.storageId = opened.storageId;
+    this.backendName = opts.backendName;
+    this.maxLeases = opts.maxLeases ?? 100_000;
+    this.#s = prepare(this.db);
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  // ---- reads ----
+
+  getLease(leaseUuid: string): LeaseRecord | undefined {
+    const row = this.#s.getLease.get(leaseUuid) as Row | undefined;
+    return row === undefined ? undefined : toLease(row);
+  }
+
+  isTombstoned(leaseUuid: string): boolean {
+    return this.#s.getTombstone.get(leaseUuid) !== undefined;
+  }
+
+  hasReceipt(leaseUuid: string, operationId: string): boolean {
+    return this.#s.getReceipt.get(leaseUuid, operationId) !== undefined;
+  }
+
+  /** Live leases in UUID order, starting after `after`, at most `limit` (all when undefined). */
+  listLeases(after: string | undefined, limit: number | undefined): LeaseRecord[] {
+    const rows = this.#s.listLeases.all(after ?? "", limit ?? -1) as Row[];
+    return rows.map(toLease);
+  }
+
+  leasesWithHead(head: Exclude<LeaseHead, "none">): LeaseRecord[] {
+    return (this.#s.leasesWithHead.all(head) as Row[]).map(toLease);
+  }
+
+  releases(leaseUuid: string): ReleaseRecord[] {
+    return (this.#s.releases.all(leaseUuid) as Row[]).map((r) => ({
+      version: r.version as number,
+      operationId: r.operation_id as string,
+      image: r.image as string,
+      status: r.status as ReleaseRecord["status"],
+      manifest: (r.manifest as Buffer | null) ?? undefined,
+      reason: (r.reason as string | null) ?? undefined,
+      message: (r.message as string | null) ?? undefined,
+      createdAtMs: r.created_at as number,
+    }));
+  }
+
+  leaseCount(): number {
+    return (
+      (this.#s.countLeases.get() as { n: number }).n + (this.#s.countTombstones.get() as { n: number }).n
+    );
+  }
+
+  // ---- operation intents ----
+
+  /**
+   * Persists a provision intent (phase before_effects) with its deploying release. A
+   * failed lease may be provisioned again under a new operation: the next release
+   * version is written and the fail count kept. The caller has checked the head.
+   */
+  admitOperation(input: AdmitInput): LeaseRecord {
+    return this.db.transaction(() => {
+      const prev = this.getLease(input.leaseUuid);
+      const release = prev === undefined ? 1 : prev.release + 1;
+      const generation = (prev?.generation ?? 0) + 1;
+      this.#s.upsertLease.run({
+        lease_uuid: input.leaseUuid,
+        tenant: input.tenant,
+        provider_uuid: input.providerUuid,
+        operation_id: input.operationId,
+        callback_url: input.callbackUrl,
+        lifecycle_url: input.lifecycleUrl,
+        items: JSON.stringify(input.items),
+        instances: JSON.stringify(input.instances),
+        payload: input.payload ?? null,
+        payload_hash: input.payloadHash ?? null,
+        image: input.image,
+        release,
+        fail_count: prev?.failCount ?? 0,
+        created_at: prev?.createdAtMs ?? input.nowMs,
+        admitted_at: input.nowMs,
+        generation,
+      });
+      this.#s.insertRelease.run(
+        input.leaseUuid,
+        release,
+        input.operationId,
+        input.image,
+        input.payload ?? null,
+        input.nowMs,
+      );
+      return this.getLease(input.leaseUuid) as LeaseRecord;
+    })();
+  }
+
+  /** The irreversible-effect boundary: flips before_effects → started. Undefined if the head moved. */
+  markStarted(leaseUuid: string, generation: number): LeaseRecord | undefined {
+    const changed = this.#s.markStarted.run(leaseUuid, generation).changes;
+    return changed === 1 ? this.getLease(leaseUuid) : undefined;
+  }
+
+  /** Settles an operation as success: active release, receipt and success callback in one transaction. */
+  settleSuccess(leaseUuid: string, generation: number, nowMs: number): boolean {
+    return this.db.transaction(() => {
+      const lease = this.#currentOperation(leaseUuid, generation);
+      if (!lease) return false;
+      this.#s.supersedeActive.run(leaseUuid, lease.release);
+      this.#s.setReleaseStatus.run("active", null, null, leaseUuid, lease.release);
+      this.#s.settleLease.run("ready", null, null, 0, leaseUuid);
+      this.#s.insertReceipt.run(leaseUuid, lease.operationId, "success");
+      this.#enqueue(lease, "operation", lease.callbackUrl, { status: "success", error: "" }, nowMs);
+      return true;
+    })();
+  }
+
+  /** Settles an operation as failed: failed release, receipt and failure callback in one transaction. */
+  settleFailure(leaseUuid: string, generation: number, failure: Failure, nowMs: number): boolean {
+    return this.db.transaction(() => {
+      const lease = this.#currentOperation(leaseUuid, generation);
+      if (!lease) return false;
+      this.#s.setReleaseStatus.run("failed", failure.reason, failure.message, leaseUuid, lease.release);
+      this.#s.settleLease.run("failed", failure.reason, failure.message, 1, leaseUuid);
+      this.#s.insertReceipt.run(leaseUuid, lease.operationId, "failed");
+      this.#enqueue(
+        lease,
+        "operation",
+        lease.callbackUrl,
+        { status: "failed", error: failure.message },
+        nowMs,
+      );
+      return true;
+    })();
+  }
+
+  #currentOperation(leaseUuid: string, generation: number): LeaseRecord | undefined {
+    const lease = this.getLease(leaseUuid);
+    if (lease?.head !== "operation" || lease.generation !== generation) return undefined;
+    return lease;
+  }
+
+  /**
+   * An autonomous failure of a ready lease (its workload died). Publishes a coalescible
+   * lifecycle observation unless the lease is busy or the observation is stale.
+   */
+  recordRuntimeFailure(
+    leaseUuid: string,
+    operationId: string | undefined,
+    failure: Failure,
+    nowMs: number,
+  ): boolean {
+    return this.db.transaction(() => {
+      const lease = this.getLease(leaseUuid);
+      if (lease?.head !== "none" || lease.status !== "ready") return false;
+      if (operationId !== undefined && operationId !== lease.operationId) return false;
+      this.#s.settleLease.run("failed", failure.reason, failure.message, 1, leaseUuid);
+      this.#s.bumpGeneration.run(leaseUuid);
+      // Drop the observation while a result is still queued for this lease; else coalesce.
+      const pendingResult = this.#s.pendingResult.get(leaseUuid) !== undefined;
+      if (!pendingResult) {
+        this.#s.deleteLifecycle.run(leaseUuid);
+        this.#enqueue(
+          lease,
+          "lifecycle",
+          lease.lifecycleUrl,
+          { status: "failed", error: failure.message },
+          nowMs,
+        );
+      }
+      return true;
+    })();
+  }
+
+  // ---- close ----
+
+  /**
+   * Starts a close. Returns "tombstoned" (already closed), "absent" (never known here: a
+   * tombstone is written so the UUID can never be provisioned later) or the closing lease.
+   * A close pre-empts an unresolved operation in the same transaction: that operation is
+   * settled failed (its callback queued first, keeping results in order).
+   */
+  beginClose(
+    leaseUuid: string,
+    nowMs: number,
+  ): { kind: "tombstoned" | "absent" } | { kind: "closing"; lease: LeaseRecord; preempted: boolean } {
+    return this.db.transaction(() => {
+      if (this.isTombstoned(leaseUuid)) return { kind: "tombstoned" as const };
+      const lease = this.getLease(leaseUuid);
+      if (!lease) {
+        this.#s.insertTombstone.run(leaseUuid, "", nowMs);
+        return { kind: "absent" as const };
+      }
+      if (lease.head === "close") return { kind: "closing" as const, lease, preempted: false };
+      const preempted = lease.head === "operation";
+      if (preempted) {
+        const message = "lease was closed before provisioning completed";
+        this.#s.setReleaseStatus.run("failed", "Closed", message, leaseUuid, lease.release);
+        this.#s.insertReceipt.run(leaseUuid, lease.operationId, "failed");
+        this.#enqueue(lease, "operation", lease.callbackUrl, { status: "failed", error: message }, nowMs);
+      }
+      this.#s.beginClose.run(leaseUuid);
+      return { kind: "closing" as const, lease: this.getLease(leaseUuid) as LeaseRecord, preempted };
+    })();
+  }
+
+  /** Completes a close: history removed, tombstone written, deprovisioned callback queued. */
+  completeClose(leaseUuid: string, generation: number, nowMs: number): boolean {
+    return this.db.transaction(() => {
+      const lease = this.getLease(leaseUuid);
+      if (lease?.head !== "close" || lease.generation !== generation) return false;
+      this.#s.deleteLifecycle.run(leaseUuid);
+      this.#enqueue(
+        lease,
+        "close",
+        lease.lifecycleUrl,
+        { status: "deprovisioned", error: "", retained: false },
+        nowMs,
+      );
+      this.#s.deleteReleases.run(leaseUuid);
+      this.#s.deleteLease.run(leaseUuid);
+      this.#s.insertTombstone.run(leaseUuid, lease.tenant, nowMs);
+      return true;
+    })();
+  }
+
+  // ---- outbox ----
+
+  #enqueue(
+    lease: LeaseRecord,
+    kind: OutboxRow["kind"],
+    url: string,
+    facts: CallbackFacts,
+    nowMs: number,
+  ): void {
+    const body: Record<string, unknown> = {
+      lease_uuid: lease.leaseUuid,
+      status: facts.status,
+      error: facts.error,
+      backend: this.backendName,
+      backend_storage_id: this.storageId,
+    };
+    if (facts.status === "deprovisioned") body.retained = facts.retained ?? false;
+    this.#s.insertOutbox.run(
+      newUuidV4(),
+      lease.leaseUuid,
+      kind,
+      url,
+      JSON.stringify(body),
+      this.storageId,
+      nowMs,
+    );
+  }
+
+  /** Leases with undelivered callbacks, oldest first. */
+  outboxLeases(): string[] {
+    return (this.#s.outboxLeases.all() as { lease_uuid: string }[]).map((r) => r.lease_uuid);
+  }
+
+  outboxHead(leaseUuid: string): OutboxRow | undefined {
+    const r = this.#s.outboxHead.get(leaseUuid) as Row | undefined;
+    if (!r) return undefined;
+    return {
+      seq: r.seq as number,
+      deliveryId: r.delivery_id as string,
+      leaseUuid: r.lease_uuid as string,
+      kind: r.kind as OutboxRow["kind"],
+      url: r.url as string,
+      body: r.body as string,
+      storageId: r.storage_id as string,
+      createdAtMs: r.created_at as number,
+    };
+  }
+
+  /** Removes exactly the delivered row (seq + delivery id), never a replacement. */
+  removeDelivered(row: OutboxRow): boolean {
+    return this.#s.deleteOutbox.run(row.seq, row.deliveryId).changes === 1;
+  }
+
+  outboxSize(): number {
+    return (this.#s.countOutbox.get() as { n: number }).n;
+  }
+}
+
+function toLease(r: Row): LeaseRecord {
+  return {
+    leaseUuid: r.lease_uuid as string,
+    tenant: r.tenant as string,
+    providerUuid: r.provider_uuid as string,
+    operationId: r.operation_id as string,
+    callbackUrl: r.callback_url as string,
+    lifecycleUrl: r.lifecycle_url as string,
+    items: JSON.parse(r.items as string) as LeaseItem[],
+    instances: JSON.parse(r.instances as string) as InstanceSpec[],
+    payload: (r.payload as Buffer | null) ?? undefined,
+    payloadHash: (r.payload_hash as string | null) ?? undefined,
+    image: r.image as string,
+    release: r.release as number,
+    head: r.head as LeaseHead,
+    phase: (r.phase as LeasePhase | null) ?? undefined,
+    status: r.status as LeaseStatus,
+    failCount: r.fail_count as number,
+    reason: (r.reason as string | null) ?? undefined,
+    message: (r.message as string | null) ?? undefined,
+    createdAtMs: r.created_at as number,
+    admittedAtMs: r.admitted_at as number,
+    generation: r.generation as number,
+  };
+}
+
+function prepare(db: Database.Database) {
+  return {
+    getLease: db.prepare("SELECT * FROM leases WHERE lease_uuid = ?"),
+    getTombstone: db.prepare("SELECT 1 FROM tombstones WHERE lease_uuid = ?"),
+    getReceipt: db.prepare("SELECT outcome FROM receipts WHERE lease_uuid = ? AND operation_id = ?"),
+    listLeases: db.prepare("SELECT * FROM leases WHERE lease_uuid > ? ORDER BY lease_uuid LIMIT ?"),
+    leasesWithHead: db.prepare("SELECT * FROM leases WHERE head = ? ORDER BY admitted_at"),
+    countLeases: db.prepare("SELECT count(*) AS n FROM leases"),
+    countTombstones: db.prepare("SELECT count(*) AS n FROM tombstones"),
+    releases: db.prepare("SELECT * FROM releases WHERE lease_uuid = ? ORDER BY version"),
+    upsertLease: db.prepare(`
+      INSERT INTO leases (lease_uuid, tenant, provider_uuid, operation_id, callback_url, lifecycle_url, items,
+        instances, payload, payload_hash, image, release, head, phase, status, fail_count, reason, message,
+        created_at, admitted_at, generation)
+      VALUES (@lease_uuid, @tenant, @provider_uuid, @operation_id, @callback_url, @lifecycle_url, @items,
+        @instances, @payload, @payload_hash, @image, @release, 'operation', 'before_effects', 'provisioning',
+        @fail_count, NULL, NULL, @created_at, @admitted_at, @generation)
+      ON CONFLICT (lease_uuid) DO UPDATE SET tenant = excluded.tenant, provider_uuid = excluded.provider_uuid,
+        operation_id = excluded.operation_id, callback_url = excluded.callback_url,
+        lifecycle_url = excluded.lifecycle_url, items = excluded.items, instances = excluded.instances,
+        payload = excluded.payload, payload_hash = excluded.payload_hash, image = excluded.image,
+        release = excluded.release, head = 'operation', phase = 'before_effects', status = 'provisioning',
+        reason = NULL, message = NULL, admitted_at = excluded.admitted_at, generation = excluded.generation`),
+    insertRelease: db.prepare(
+      "INSERT INTO releases (lease_uuid, version, operation_id, image, status, manifest, created_at) VALUES (?, ?, ?, ?, 'deploying', ?, ?)",
+    ),
+    markStarted: db.prepare(
+      "UPDATE leases SET phase = 'started', generation = generation + 1 WHERE lease_uuid = ? AND generation = ? AND head = 'operation' AND phase = 'before_effects'",
+    ),
+    supersedeActive: db.prepare(
+      "UPDATE releases SET status = 'superseded' WHERE lease_uuid = ? AND status = 'active' AND version <> ?",
+    ),
+    setReleaseStatus: db.prepare(
+      "UPDATE releases SET status = ?, reason = ?, message = ? WHERE lease_uuid = ? AND version = ?",
+    ),
+    settleLease: db.prepare(
+      "UPDATE leases SET head = 'none', phase = NULL, status = ?, reason = ?, message = ?, fail_count = fail_count + ?, generation = generation + 1 WHERE lease_uuid = ?",
+    ),
+    bumpGeneration: db.prepare("UPDATE leases SET generation = generation + 1 WHERE lease_uuid = ?"),
+    insertReceipt: db.prepare(
+      "INSERT OR REPLACE INTO receipts (lease_uuid, operation_id, outcome) VALUES (?, ?, ?)",
+    ),
+    beginClose: db.prepare(
+      "UPDATE leases SET head = 'close', phase = 'started', status = 'deprovisioning', generation = generation + 1 WHERE lease_uuid = ?",
+    ),
+    deleteReleases: db.prepare("DELETE FROM releases WHERE lease_uuid = ?"),
+    deleteLease: db.prepare("DELETE FROM leases WHERE lease_uuid = ?"),
+    insertTombstone: db.prepare(
+      "INSERT OR IGNORE INTO tombstones (lease_uuid, tenant, closed_at) VALUES (?, ?, ?)",
+    ),
+    insertOutbox: db.prepare(
+      "INSERT INTO outbox (delivery_id, lease_uuid, kind, url, body, storage_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    ),
+    pendingResult: db.prepare("SELECT 1 FROM outbox WHERE lease_uuid = ? AND kind <> 'lifecycle' LIMIT 1"),
+    deleteLifecycle: db.prepare("DELETE FROM outbox WHERE lease_uuid = ? AND kind = 'lifecycle'"),
+    outboxLeases: db.prepare(
+      "SELECT lease_uuid, min(seq) AS first FROM outbox GROUP BY lease_uuid ORDER BY first",
+    ),
+    outboxHead: db.prepare("SELECT * FROM outbox WHERE lease_uuid = ? ORDER BY seq LIMIT 1"),
+    deleteOutbox: db.prepare("DELETE FROM outbox WHERE seq = ? AND delivery_id = ?"),
+    countOutbox: db.prepare("SELECT count(*) AS n FROM outbox"),
+  };
+}

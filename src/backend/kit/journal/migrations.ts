@@ -1,0 +1,81 @@
+/**
+ * Numbered, append-only schema migrations of the backend journal. Never edit a shipped
+ * entry: add the next one. `PRAGMA user_version` records how many have run, and a
+ * journal whose version is newer than this list is refused (it was written by newer code).
+ */
+export const MIGRATIONS: readonly string[] = [
+  // 1: identity, lease heads, release history, tombstones, operation receipts, outbox.
+  `
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+
+  -- One row per live lease. head = 'operation' | 'close' | 'none' is the single mutation
+  -- head; phase = 'before_effects' | 'started' for an operation or close in progress.
+  CREATE TABLE leases (
+    lease_uuid    TEXT PRIMARY KEY,
+    tenant        TEXT NOT NULL,
+    provider_uuid TEXT NOT NULL,
+    operation_id  TEXT NOT NULL,
+    callback_url  TEXT NOT NULL,
+    lifecycle_url TEXT NOT NULL,
+    items         TEXT NOT NULL,
+    instances     TEXT NOT NULL,
+    payload       BLOB,
+    payload_hash  TEXT,
+    image         TEXT NOT NULL,
+    release       INTEGER NOT NULL,
+    head          TEXT NOT NULL,
+    phase         TEXT,
+    status        TEXT NOT NULL,
+    fail_count    INTEGER NOT NULL DEFAULT 0,
+    reason        TEXT,
+    message       TEXT,
+    created_at    INTEGER NOT NULL,
+    admitted_at   INTEGER NOT NULL,
+    generation    INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX leases_head ON leases(head) WHERE head <> 'none';
+
+  CREATE TABLE releases (
+    lease_uuid   TEXT NOT NULL,
+    version      INTEGER NOT NULL,
+    operation_id TEXT NOT NULL,
+    image        TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    manifest     BLOB,
+    reason       TEXT,
+    message      TEXT,
+    created_at   INTEGER NOT NULL,
+    PRIMARY KEY (lease_uuid, version)
+  ) STRICT;
+
+  -- Permanent: a closed lease UUID is never provisioned again.
+  CREATE TABLE tombstones (
+    lease_uuid TEXT PRIMARY KEY,
+    tenant     TEXT NOT NULL,
+    closed_at  INTEGER NOT NULL
+  ) STRICT;
+
+  -- Compact replay fences: the outcome of each settled operation, so a redelivered
+  -- provision with the same operation id is acknowledged without new work.
+  CREATE TABLE receipts (
+    lease_uuid   TEXT NOT NULL,
+    operation_id TEXT NOT NULL,
+    outcome      TEXT NOT NULL,
+    PRIMARY KEY (lease_uuid, operation_id)
+  ) STRICT;
+
+  -- The callback outbox. seq orders rows (per lease FIFO); body is the exact JSON sent.
+  -- kind = 'operation' | 'close' (results: never coalesced) | 'lifecycle' (observation).
+  CREATE TABLE outbox (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    delivery_id TEXT NOT NULL,
+    lease_uuid  TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    url         TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    storage_id  TEXT NOT NULL,
+    created_at  INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX outbox_lease ON outbox(lease_uuid, seq);
+  `,
+];

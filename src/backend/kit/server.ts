@@ -1,0 +1,235 @@
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { HmacError, verifyRequest } from "../../auth/hmac.ts";
+import { backendError } from "../../core/envelope.ts";
+import { isFredError } from "../../core/errors.ts";
+import { parseStrictJson } from "../../core/strict-json.ts";
+import { isCanonicalUuid } from "../../core/uuid.ts";
+import type { Logger } from "../../log.ts";
+import type { BackendEngine } from "./engine.ts";
+import { badRequest, ContractError, notFound, storageMismatch, unsupported } from "./errors.ts";
+import type { KitMetrics } from "./metrics.ts";
+import type { Substrate } from "./substrate.ts";
+import { provisionInfo, releaseInfo } from "./views.ts";
+import {
+  parseDeprovisionRequest,
+  parseLeaseUuid,
+  parseProvisionRequest,
+  parseReconcileCustomDomainRequest,
+  WireError,
+} from "./wire.ts";
+
+/**
+ * The backend contract over HTTP (fastify). The HMAC is checked on the raw body bytes
+ * before anything parses them, so a tampered request is always a 401. Every response
+ * carries exactly one X-Fred-Backend-Storage-ID. Errors are mapped to the backend
+ * envelope here and nowhere else.
+ */
+export interface ContractServerOptions {
+  engine: BackendEngine;
+  substrate: Substrate;
+  metrics: KitMetrics;
+  logger: Logger;
+  /** Current key first, then an optional verify-only previous key. */
+  secrets: readonly Buffer[];
+  nowMs(): number;
+  bodyLimitBytes: number;
+  readTimeoutMs: number;
+  idleTimeoutMs: number;
+  https?: { cert: Buffer; key: Buffer };
+}
+
+const STORAGE_HEADER = "x-fred-backend-storage-id";
+const MAX_PAGE = 5000;
+const DEFAULT_TAIL = 100;
+const MAX_TAIL = 10_000;
+const MUTATIONS = [
+  "provision",
+  "deprovision",
+  "reconcile_custom_domain",
+  "restart",
+  "update",
+  "restore",
+] as const;
+const UNAUTHENTICATED = new Set(["/health", "/stats", "/metrics"]);
+
+export function buildContractServer(o: ContractServerOptions): FastifyInstance {
+  const { engine, substrate } = o;
+  const journal = engine.journal;
+  const storageId = journal.storageId;
+  const app = Fastify({
+    loggerInstance: o.logger.child({ component: "contract-server" }),
+    disableRequestLogging: true,
+    bodyLimit: o.bodyLimitBytes,
+    requestTimeout: o.readTimeoutMs,
+    keepAliveTimeout: o.idleTimeoutMs,
+    ...(o.https ? { https: o.https } : {}),
+  }) as unknown as FastifyInstance;
+
+  // Bodies stay raw bytes until the signature over them has been checked.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+
+  app.addHook("onSend", async (_req, reply, payload) => {
+    reply.header(STORAGE_HEADER, storageId);
+    return payload;
+  });
+
+  app.addHook("preHandler", async (req) => {
+    const path = req.url.split("?", 1)[0] as string;
+    if (UNAUTHENTICATED.has(path)) return;
+    const body = req.body instanceof Buffer ? req.body : undefined;
+    verifyRequest({
+      header: req.headers["x-fred-signature"] as string | undefined,
+      method: req.method,
+      uri: req.raw.url ?? req.url,
+      body,
+      nowMs: o.nowMs(),
+      secrets: o.secrets,
+    });
+    const q = (req.query as Record<string, unknown>).backend_storage_id;
+    if (q !== undefined && (Array.isArray(q) || q !== storageId)) throw storageMismatch();
+    const sid = (req.params as Record<string, unknown> | undefined)?.storageId;
+    if (sid !== undefined && sid !== storageId) throw storageMismatch();
+  });
+
+  app.setErrorHandler((err: unknown, req: FastifyRequest, reply: FastifyReply) => {
+    if (err instanceof ContractError) return reply.code(err.status).send(err.body);
+    if (err instanceof HmacError) {
+      const msg = err.code === "ERR_HMAC_MISSING" ? "missing signature" : "invalid signature";
+      return reply.code(401).send(backendError(msg));
+    }
+    if (err instanceof WireError) return reply.code(400).send(backendError(err.message));
+    if (isFredError(err) && err.code.startsWith("ERR_JSON"))
+      return reply.code(400).send(backendError(err.message));
+    const status = (err as { statusCode?: number }).statusCode;
+    if (typeof status === "number" && status >= 400 && status < 500) {
+      return reply.code(status).send(backendError(status === 413 ? "request body too large" : "bad request"));
+    }
+    req.log.error({ err }, "request failed");
+    return reply.code(500).send(backendError("internal error"));
+  });
+  app.setNotFoundHandler((_req, reply) => reply.code(404).send(backendError("not found")));
+
+  const json = (req: FastifyRequest): unknown => {
+    const body = req.body instanceof Buffer ? req.body : Buffer.alloc(0);
+    if (body.length === 0) throw badRequest("request body must be a JSON object");
+    return parseStrictJson(body, o.bodyLimitBytes);
+  };
+
+  const handlers: Record<
+    (typeof MUTATIONS)[number],
+    (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>
+  > = {
+    provision: async (req, reply) => {
+      try {
+        const { operationId } = await engine.provision(parseProvisionRequest(json(req)));
+        o.metrics.provisionsAdmitted.inc();
+        return reply.code(202).send({ provision_id: operationId });
+      } catch (err) {
+        const status = err instanceof ContractError ? err.status : err instanceof WireError ? 400 : 500;
+        o.metrics.provisionsRefused.inc({ status: String(status) });
+        throw err;
+      }
+    },
+    deprovision: async (req, reply) => {
+      engine.deprovision(parseDeprovisionRequest(json(req)).leaseUuid);
+      return reply.code(200).send({ status: "ok" });
+    },
+    reconcile_custom_domain: async (req, reply) => {
+      parseReconcileCustomDomainRequest(json(req));
+      return reply.code(204).send();
+    },
+    restart: async () => {
+      throw unsupported("restart");
+    },
+    update: async () => {
+      throw unsupported("update");
+    },
+    restore: async () => {
+      throw unsupported("restore");
+    },
+  };
+  for (const op of MUTATIONS) {
+    app.post(`/${op}`, handlers[op]);
+    app.post(`/_fred/storage/:storageId/${op}`, handlers[op]);
+  }
+
+  const leaseParam = (req: FastifyRequest): string => {
+    try {
+      return parseLeaseUuid((req.params as { uuid: string }).uuid);
+    } catch (err) {
+      throw badRequest((err as Error).message);
+    }
+  };
+  const liveLease = (req: FastifyRequest) => {
+    const lease = journal.getLease(leaseParam(req));
+    if (!lease) throw notFound();
+    return lease;
+  };
+
+  app.get("/health", async (_req, reply) =>
+    journal.db.open ? reply.send({ status: "healthy" }) : reply.code(503).send({ status: "unhealthy" }),
+  );
+  app.get("/stats", async () => engine.pool.stats());
+  app.get("/metrics", async (_req, reply) =>
+    reply.type(o.metrics.registry.contentType).send(await o.metrics.registry.metrics()),
+  );
+
+  app.get("/info/:uuid", async (req, reply) => {
+    const lease = liveLease(req);
+    if (lease.status !== "ready") throw notFound("lease is not ready");
+    const info = await substrate.connection(lease.leaseUuid, AbortSignal.timeout(30_000));
+    if (info === undefined) throw notFound("lease is not ready");
+    return reply.send(info);
+  });
+  app.get("/provisions/:uuid", async (req) => provisionInfo(liveLease(req)));
+  app.get("/releases/:uuid", async (req) => {
+    const lease = liveLease(req);
+    return journal.releases(lease.leaseUuid).map(releaseInfo);
+  });
+  app.get("/logs/:uuid", async (req) => {
+    const lease = liveLease(req);
+    const raw = (req.query as Record<string, unknown>).tail;
+    let tail = DEFAULT_TAIL;
+    if (raw !== undefined) {
+      if (typeof raw !== "string" || !/^\d{1,9}$/.test(raw))
+        throw badRequest("tail must be a non-negative integer");
+      tail = Math.min(Number(raw), MAX_TAIL);
+    }
+    return substrate.logs(lease.leaseUuid, tail, AbortSignal.timeout(30_000));
+  });
+  app.get("/retentions", async () => ({ retentions: [] }));
+  app.get("/provisions", async (req) => {
+    const q = req.query as Record<string, unknown>;
+    if (q.lease_uuid !== undefined) {
+      const ids = (Array.isArray(q.lease_uuid) ? q.lease_uuid : [q.lease_uuid]) as unknown[];
+      if (ids.length > MAX_PAGE) throw badRequest(`at most ${MAX_PAGE} lease_uuid filters`);
+      for (const id of ids)
+        if (!isCanonicalUuid(id)) throw badRequest("lease_uuid must be a canonical lowercase UUID");
+      const rows = [...new Set(ids as string[])].sort().flatMap((id) => {
+        const lease = journal.getLease(id);
+        return lease ? [provisionInfo(lease)] : [];
+      });
+      return { provisions: rows };
+    }
+    let limit: number | undefined;
+    if (q.limit !== undefined) {
+      if (typeof q.limit !== "string" || !/^\d{1,9}$/.test(q.limit) || Number(q.limit) < 1) {
+        throw badRequest("limit must be a positive integer");
+      }
+      limit = Math.min(Number(q.limit), MAX_PAGE);
+    }
+    let after: string | undefined;
+    if (q.continue !== undefined) {
+      if (limit === undefined) throw badRequest("continue requires a positive limit");
+      if (!isCanonicalUuid(q.continue)) throw badRequest("continue must be a lease UUID");
+      after = q.continue;
+    }
+    const rows = journal.listLeases(after, limit);
+    const out: Record<string, unknown> = { provisions: rows.map(provisionInfo) };
+    if (limit !== undefined && rows.length === limit) out.continue = rows[rows.length - 1]?.leaseUuid;
+    return out;
+  });
+
+  return app;
+}

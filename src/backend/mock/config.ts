@@ -1,0 +1,188 @@
+import { readFileSync } from "node:fs";
+import { MIN_SECRET_BYTES } from "../../auth/hmac.ts";
+import { parseDurationMs } from "../../core/duration.ts";
+import { FredError } from "../../core/errors.ts";
+import { isCanonicalUuid, isUuidV4 } from "../../core/uuid.ts";
+import type { PoolTotals } from "../kit/resources.ts";
+import type { SkuProfile } from "../kit/substrate.ts";
+
+/**
+ * `fred backend mock` configuration, from MOCK_BACKEND_* environment variables only
+ * (the reference mock's names, plus ours for the journal, SKUs, capacity and failure
+ * injection). Validated once into a frozen object; secrets never appear in errors.
+ */
+export interface MockBackendConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly name: string;
+  readonly storageId: string;
+  readonly delayMs: number;
+  readonly secret: string;
+  readonly previousSecret: string | undefined;
+  readonly tlsSkipVerify: boolean;
+  readonly tls: { readonly cert: Buffer; readonly key: Buffer } | undefined;
+  readonly clientTimeoutMs: number;
+  readonly readTimeoutMs: number;
+  readonly writeTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+  /** Journal file; undefined = in-memory journal bound to storageId at start. */
+  readonly dbPath: string | undefined;
+  /** SKU UUID → profile; undefined = every SKU gets DEFAULT_MOCK_PROFILE. */
+  readonly skus: Readonly<Record<string, SkuProfile>> | undefined;
+  readonly capacity: PoolTotals;
+  readonly allowedRegistries: readonly string[];
+  readonly reservationTtlMs: number;
+  readonly reconcileIntervalMs: number;
+  readonly failRate: number;
+  readonly failLeases: ReadonlySet<string>;
+  readonly hangLeases: ReadonlySet<string>;
+}
+
+export const DEFAULT_MOCK_PROFILE: SkuProfile = Object.freeze({
+  cpu_cores: 0.5,
+  memory_mb: 512,
+  disk_mb: 1024,
+});
+export const DEFAULT_MOCK_CAPACITY: PoolTotals = Object.freeze({
+  cpuCores: 256,
+  memoryMb: 512 * 1024,
+  diskMb: 4 * 1024 * 1024,
+});
+
+const fail = (message: string) => new FredError("ERR_CONFIG", message);
+
+function duration(env: NodeJS.ProcessEnv, key: string, fallback: string): number {
+  const raw = env[key] ?? fallback;
+  try {
+    const ms = parseDurationMs(raw);
+    if (ms < 0) throw new Error("negative");
+    return ms;
+  } catch {
+    throw fail(`${key} must be a Go duration such as 500ms, 10s or 5m (got ${JSON.stringify(raw)})`);
+  }
+}
+
+function bool(env: NodeJS.ProcessEnv, key: string): boolean {
+  const raw = (env[key] ?? "").toLowerCase();
+  if (raw === "" || raw === "false" || raw === "0") return false;
+  if (raw === "true" || raw === "1") return true;
+  throw fail(`${key} must be true or false`);
+}
+
+function leaseList(env: NodeJS.ProcessEnv, key: string): ReadonlySet<string> {
+  const raw = env[key] ?? "";
+  const ids = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  for (const id of ids)
+    if (!isCanonicalUuid(id)) throw fail(`${key}: ${JSON.stringify(id)} is not a lease UUID`);
+  return new Set(ids);
+}
+
+function profile(value: unknown, where: string): SkuProfile {
+  const p = value as Record<string, unknown>;
+  const ok =
+    typeof p === "object" &&
+    p !== null &&
+    typeof p.cpu_cores === "number" &&
+    p.cpu_cores > 0 &&
+    Number.isInteger(p.memory_mb) &&
+    (p.memory_mb as number) > 0 &&
+    (p.disk_mb === undefined || (Number.isInteger(p.disk_mb) && (p.disk_mb as number) >= 0)) &&
+    Object.keys(p).every((k) => k === "cpu_cores" || k === "memory_mb" || k === "disk_mb");
+  if (!ok) throw fail(`${where} must be {"cpu_cores":>0,"memory_mb":>0,"disk_mb"?:>=0}`);
+  return Object.freeze({
+    cpu_cores: p.cpu_cores as number,
+    memory_mb: p.memory_mb as number,
+    disk_mb: (p.disk_mb as number) ?? 0,
+  });
+}
+
+function jsonEnv(env: NodeJS.ProcessEnv, key: string): unknown {
+  try {
+    return JSON.parse(env[key] as string);
+  } catch {
+    throw fail(`${key} must be JSON`);
+  }
+}
+
+function listenAddress(raw: string): { host: string; port: number } {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(raw);
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || !(port >= 0 && port <= 65535))
+    throw fail(`MOCK_BACKEND_ADDR ${JSON.stringify(raw)} is not host:port`);
+  return { host: m[1] ?? (m[2] === "" ? "0.0.0.0" : (m[2] as string)), port };
+}
+
+export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig {
+  const storageId = env.MOCK_BACKEND_STORAGE_ID ?? "";
+  if (!isUuidV4(storageId)) throw fail("MOCK_BACKEND_STORAGE_ID is required: a canonical lowercase UUIDv4");
+  const secret = env.MOCK_BACKEND_CALLBACK_SECRET ?? "";
+  if (Buffer.byteLength(secret) < MIN_SECRET_BYTES) {
+    throw fail(`MOCK_BACKEND_CALLBACK_SECRET is required and must be at least ${MIN_SECRET_BYTES} bytes`);
+  }
+  const previous = env.MOCK_BACKEND_PREVIOUS_CALLBACK_SECRET || undefined;
+  if (previous !== undefined && Buffer.byteLength(previous) < MIN_SECRET_BYTES) {
+    throw fail(`MOCK_BACKEND_PREVIOUS_CALLBACK_SECRET must be at least ${MIN_SECRET_BYTES} bytes`);
+  }
+  const certFile = env.MOCK_BACKEND_TLS_CERT_FILE || undefined;
+  const keyFile = env.MOCK_BACKEND_TLS_KEY_FILE || undefined;
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw fail("MOCK_BACKEND_TLS_CERT_FILE and MOCK_BACKEND_TLS_KEY_FILE must be set together");
+  }
+  let tls: MockBackendConfig["tls"];
+  if (certFile && keyFile) {
+    try {
+      tls = Object.freeze({ cert: readFileSync(certFile), key: readFileSync(keyFile) });
+    } catch (err) {
+      throw fail(`cannot read the TLS certificate or key: ${(err as Error).message}`);
+    }
+  }
+  let skus: Record<string, SkuProfile> | undefined;
+  if (env.MOCK_BACKEND_SKUS) {
+    const map = jsonEnv(env, "MOCK_BACKEND_SKUS");
+    if (typeof map !== "object" || map === null || Array.isArray(map))
+      throw fail("MOCK_BACKEND_SKUS must be a JSON object");
+    skus = {};
+    for (const [sku, p] of Object.entries(map)) {
+      if (!isCanonicalUuid(sku)) throw fail(`MOCK_BACKEND_SKUS key ${JSON.stringify(sku)} is not a SKU UUID`);
+      skus[sku] = profile(p, `MOCK_BACKEND_SKUS[${sku}]`);
+    }
+    Object.freeze(skus);
+  }
+  let capacity = DEFAULT_MOCK_CAPACITY;
+  if (env.MOCK_BACKEND_CAPACITY) {
+    const c = profile(jsonEnv(env, "MOCK_BACKEND_CAPACITY"), "MOCK_BACKEND_CAPACITY");
+    capacity = Object.freeze({ cpuCores: c.cpu_cores, memoryMb: c.memory_mb, diskMb: c.disk_mb });
+  }
+  const failRate = Number(env.MOCK_BACKEND_FAIL_RATE ?? "0");
+  if (!(failRate >= 0 && failRate <= 1)) throw fail("MOCK_BACKEND_FAIL_RATE must be a number from 0 to 1");
+  const registries = (env.MOCK_BACKEND_ALLOWED_REGISTRIES ?? "docker.io,ghcr.io")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  return Object.freeze({
+    ...listenAddress(env.MOCK_BACKEND_ADDR ?? "127.0.0.1:9000"),
+    name: env.MOCK_BACKEND_NAME || "mock-backend",
+    storageId,
+    delayMs: duration(env, "MOCK_BACKEND_DELAY", "0s"),
+    secret,
+    previousSecret: previous,
+    tlsSkipVerify: bool(env, "MOCK_BACKEND_TLS_SKIP_VERIFY"),
+    tls,
+    clientTimeoutMs: duration(env, "MOCK_BACKEND_CLIENT_TIMEOUT", "10s"),
+    readTimeoutMs: duration(env, "MOCK_BACKEND_READ_TIMEOUT", "15s"),
+    writeTimeoutMs: duration(env, "MOCK_BACKEND_WRITE_TIMEOUT", "15s"),
+    idleTimeoutMs: duration(env, "MOCK_BACKEND_IDLE_TIMEOUT", "60s"),
+    dbPath: env.MOCK_BACKEND_DB_PATH || undefined,
+    skus,
+    capacity,
+    allowedRegistries: Object.freeze(registries),
+    reservationTtlMs: duration(env, "MOCK_BACKEND_RESERVATION_TTL", "10m"),
+    reconcileIntervalMs: duration(env, "MOCK_BACKEND_RECONCILE_INTERVAL", "5m"),
+    failRate,
+    failLeases: leaseList(env, "MOCK_BACKEND_FAIL_LEASES"),
+    hangLeases: leaseList(env, "MOCK_BACKEND_HANG_LEASES"),
+  });
+}

@@ -1,0 +1,53 @@
+import { type Clock, systemClock } from "../../core/clock.ts";
+import type { Logger } from "../../log.ts";
+import { parseTenantManifest, type RunningBackend, startBackend } from "../kit/index.ts";
+import { DEFAULT_MOCK_PROFILE, type MockBackendConfig } from "./config.ts";
+import { MockSubstrate } from "./substrate.ts";
+
+/**
+ * Composition root of `fred backend mock`: the real kit on a fake substrate. Without a
+ * journal path the journal lives in memory and is bound to the configured storage id at
+ * start; with one, it is bound on first start and verified on every later start.
+ */
+export async function startMockBackend(
+  config: MockBackendConfig,
+  deps: { logger: Logger; clock?: Clock },
+): Promise<RunningBackend> {
+  const clock = deps.clock ?? systemClock;
+  const substrate = new MockSubstrate({
+    clock,
+    backendName: config.name,
+    delayMs: config.delayMs,
+    failRate: config.failRate,
+    failLeases: config.failLeases,
+    hangLeases: config.hangLeases,
+    statePath: config.dbPath === undefined ? undefined : `${config.dbPath}.substrate`,
+  });
+  const skus = config.skus;
+  try {
+    return await startBackend({
+      name: config.name,
+      substrate,
+      journal: { path: config.dbPath ?? ":memory:", mode: "bind-or-verify", storageId: config.storageId },
+      logger: deps.logger,
+      clock,
+      secret: config.secret,
+      previousSecret: config.previousSecret,
+      listen: { host: config.host, port: config.port },
+      https: config.tls,
+      resolveSku: (sku) => (skus === undefined ? DEFAULT_MOCK_PROFILE : skus[sku]),
+      pool: { totals: config.capacity },
+      allowedRegistries: config.allowedRegistries,
+      parseManifest: parseTenantManifest,
+      requirePayload: false,
+      reservationTtlMs: config.reservationTtlMs,
+      reconcileIntervalMs: config.reconcileIntervalMs,
+      readTimeoutMs: Math.max(config.readTimeoutMs, config.writeTimeoutMs),
+      idleTimeoutMs: config.idleTimeoutMs,
+      callbacks: { attemptTimeoutMs: config.clientTimeoutMs, tlsSkipVerify: config.tlsSkipVerify },
+    });
+  } catch (err) {
+    await substrate.close();
+    throw err;
+  }
+}

@@ -1,0 +1,181 @@
+import { createHash } from "node:crypto";
+import Database from "better-sqlite3";
+import type { Clock } from "../../core/clock.ts";
+import {
+  type ConnectionInfo,
+  type Substrate,
+  SubstrateError,
+  type WorkloadObservation,
+  type WorkloadSpec,
+} from "../kit/substrate.ts";
+
+/**
+ * The mock backend's fake substrate: a workload is a record, not a process. Everything
+ * around it (journal, outbox, accounting) is the real kit. Connection details derive from
+ * the lease UUID so they are stable across restarts. With a state file the records
+ * survive a crash, which lets crash tests observe real recovery; failure injection makes
+ * chosen leases (or a random share) fail definitely or hang until aborted.
+ */
+export interface MockSubstrateOptions {
+  clock: Clock;
+  backendName: string;
+  /** Simulated provisioning time (MOCK_BACKEND_DELAY). */
+  delayMs: number;
+  /** Share of provisions that fail at start, 0..1. */
+  failRate: number;
+  failLeases: ReadonlySet<string>;
+  /** Leases whose start never completes until aborted (an ambiguous outcome). */
+  hangLeases: ReadonlySet<string>;
+  /** SQLite file keeping the fake workloads across restarts; in memory when undefined. */
+  statePath?: string;
+  random?: () => number;
+}
+
+type MockState = "created" | "running" | "stopped" | "failed";
+
+interface MockWorkload {
+  operationId: string;
+  release: number;
+  tenant: string;
+  state: MockState;
+  instances: { service: string; index: number; sku: string }[];
+}
+
+export class MockSubstrate implements Substrate {
+  readonly kind = "mock";
+  readonly #o: MockSubstrateOptions;
+  readonly #db: Database.Database;
+  readonly #put: Database.Statement;
+  readonly #del: Database.Statement;
+  readonly #workloads = new Map<string, MockWorkload>();
+
+  constructor(opts: MockSubstrateOptions) {
+    this.#o = opts;
+    this.#db = new Database(opts.statePath ?? ":memory:");
+    this.#db.pragma("journal_mode = WAL");
+    this.#db.exec("CREATE TABLE IF NOT EXISTS workloads (lease_uuid TEXT PRIMARY KEY, doc TEXT NOT NULL)");
+    this.#put = this.#db.prepare("INSERT OR REPLACE INTO workloads (lease_uuid, doc) VALUES (?, ?)");
+    this.#del = this.#db.prepare("DELETE FROM workloads WHERE lease_uuid = ?");
+    for (const row of this.#db.prepare("SELECT lease_uuid, doc FROM workloads").all() as {
+      lease_uuid: string;
+      doc: string;
+    }[]) {
+      this.#workloads.set(row.lease_uuid, JSON.parse(row.doc) as MockWorkload);
+    }
+  }
+
+  #save(lease: string, w: MockWorkload): void {
+    this.#workloads.set(lease, w);
+    this.#put.run(lease, JSON.stringify(w));
+  }
+
+  async create(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    const existing = this.#workloads.get(spec.leaseUuid);
+    if (existing && existing.operationId === spec.operationId && existing.release === spec.release) return;
+    if (existing) {
+      throw new SubstrateError("definite", "Internal", "workload of another operation exists", {
+        operatorMessage: `mock workload ${spec.leaseUuid} belongs to operation ${existing.operationId}`,
+      });
+    }
+    this.#save(spec.leaseUuid, {
+      operationId: spec.operationId,
+      release: spec.release,
+      tenant: spec.tenant,
+      state: "created",
+      instances: spec.instances.map((i) => ({ service: i.service, index: i.index, sku: i.sku })),
+    });
+  }
+
+  async start(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
+    const w = this.#workloads.get(spec.leaseUuid);
+    if (!w) throw new SubstrateError("definite", "Internal", "workload was not created");
+    if (w.state === "running") return;
+    if (this.#o.hangLeases.has(spec.leaseUuid)) {
+      // Never completes on its own: the caller's abort (close, expiry, shutdown) ends it.
+      await this.#o.clock.sleep(2 ** 31 - 1, signal);
+    }
+    if (this.#o.delayMs > 0) await this.#o.clock.sleep(this.#o.delayMs, signal);
+    const injected =
+      this.#o.failLeases.has(spec.leaseUuid) || (this.#o.random ?? Math.random)() < this.#o.failRate;
+    if (injected) {
+      this.#save(spec.leaseUuid, { ...w, state: "failed" });
+      throw new SubstrateError("definite", "ContainerExited", "workload exited during startup", {
+        operatorMessage: "mock failure injected",
+      });
+    }
+    this.#save(spec.leaseUuid, { ...w, state: "running" });
+  }
+
+  async stop(leaseUuid: string): Promise<void> {
+    const w = this.#workloads.get(leaseUuid);
+    if (w && w.state !== "failed") this.#save(leaseUuid, { ...w, state: "stopped" });
+  }
+
+  async destroy(leaseUuid: string): Promise<void> {
+    this.#workloads.delete(leaseUuid);
+    this.#del.run(leaseUuid);
+  }
+
+  async inspect(leaseUuid: string): Promise<WorkloadObservation | undefined> {
+    const w = this.#workloads.get(leaseUuid);
+    return w === undefined ? undefined : observe(leaseUuid, w);
+  }
+
+  async inventory(): Promise<WorkloadObservation[]> {
+    return [...this.#workloads].map(([lease, w]) => observe(lease, w));
+  }
+
+  async logs(leaseUuid: string, tail: number): Promise<Record<string, string>> {
+    const w = this.#workloads.get(leaseUuid);
+    const out: Record<string, string> = {};
+    for (const i of w?.instances ?? []) {
+      const lines = [`mock ${i.service}/${i.index} started`, `state ${w?.state}`];
+      out[`${i.service}/${i.index}`] = lines
+        .slice(Math.max(0, lines.length - tail))
+        .map((l) => `${l}\n`)
+        .join("");
+    }
+    return out;
+  }
+
+  async connection(leaseUuid: string): Promise<ConnectionInfo | undefined> {
+    const w = this.#workloads.get(leaseUuid);
+    if (w?.state !== "running") return undefined;
+    const digest = createHash("sha256").update(leaseUuid).digest();
+    const host = `mock-${digest.subarray(0, 4).toString("hex")}.example.com`;
+    return {
+      host,
+      ports: { "443/tcp": { host_ip: "0.0.0.0", host_port: "443" } },
+      protocol: "https",
+      instances: w.instances.map((i) => ({ service: i.service, instance_index: i.index, status: "running" })),
+      metadata: {
+        backend: this.#o.backendName,
+        lease_uuid: leaseUuid,
+        tenant: w.tenant,
+        sku: w.instances[0]?.sku ?? "",
+        token: digest.subarray(4, 20).toString("hex"),
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.#db.open) this.#db.close();
+  }
+}
+
+function observe(leaseUuid: string, w: MockWorkload): WorkloadObservation {
+  const state = w.state === "running" ? "running" : w.state === "failed" ? "failed" : "partial";
+  const obs: WorkloadObservation = {
+    leaseUuid,
+    operationId: w.operationId,
+    release: w.release,
+    state,
+    instances: w.instances.map((i) => ({ service: i.service, index: i.index, status: w.state })),
+  };
+  if (state === "failed") {
+    obs.reason = "ContainerExited";
+    obs.message = "workload exited";
+  }
+  return obs;
+}
