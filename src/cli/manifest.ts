@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync } from "node:fs";
+import { createReadStream } from "node:fs";
 import { type Command, InvalidArgumentError } from "commander";
 import { matchManifestToItems, parseLeaseItems } from "../core/lease-items.ts";
 import { MANIFEST_LIMITS, type Problem, parseManifest } from "../core/manifest/index.ts";
@@ -20,30 +20,20 @@ function byteCount(value: string): number {
 }
 
 /**
- * Reads at most `limit + 1` bytes, so an oversized file is recognised (and refused by the
- * parser) without ever being held in memory whole. "-" reads standard input.
+ * Reads at most `limit + 1` bytes, so an oversized input is recognised (and refused by
+ * the parser) without ever being held in memory whole. "-" reads standard input.
  */
-function readBounded(file: string, limit: number): Buffer {
-  const fd = file === "-" ? 0 : openSync(file, "r");
-  try {
-    const buffer = Buffer.alloc(limit + 1);
-    let filled = 0;
-    while (filled < buffer.length) {
-      let read: number;
-      try {
-        read = readSync(fd, buffer, filled, buffer.length - filled, null);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "EAGAIN") continue;
-        if ((err as NodeJS.ErrnoException).code === "EOF") break;
-        throw err;
-      }
-      if (read === 0) break;
-      filled += read;
-    }
-    return buffer.subarray(0, filled);
-  } finally {
-    if (fd !== 0) closeSync(fd);
+async function readBounded(file: string, limit: number): Promise<Buffer> {
+  const stream = file === "-" ? process.stdin : createReadStream(file, { end: limit });
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of stream) {
+    chunks.push(chunk as Buffer);
+    total += (chunk as Buffer).length;
+    if (total > limit) break;
   }
+  if (file === "-") process.stdin.pause();
+  return Buffer.concat(chunks).subarray(0, limit + 1);
 }
 
 function itemsProblems(text: string): { items?: ReturnType<typeof parseLeaseItems>; problems: Problem[] } {
@@ -68,14 +58,14 @@ function humanLine(problem: Problem): string {
     : `${where}: ${problem.message}`;
 }
 
-function validate(file: string, opts: ValidateOptions): void {
+async function validate(file: string, opts: ValidateOptions): Promise<void> {
   const problems: Problem[] = [];
   let services: string[] = [];
   let format = "";
 
   let bytes: Buffer | undefined;
   try {
-    bytes = readBounded(file, opts.maxBytes);
+    bytes = await readBounded(file, opts.maxBytes);
   } catch (err) {
     const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     problems.push({ path: "", message: `cannot read manifest file ${JSON.stringify(file)} (${reason})` });
