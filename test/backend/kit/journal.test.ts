@@ -1,0 +1,175 @@
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import Database from "better-sqlite3";
+import { initializeStorageIdentity } from "../../../src/backend/kit/backend.ts";
+import { openJournalDatabase } from "../../../src/backend/kit/journal/identity.ts";
+import { type AdmitInput, Journal } from "../../../src/backend/kit/journal/journal.ts";
+import { isFredError } from "../../../src/core/errors.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "fred-journal-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+const code = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (err) {
+    return isFredError(err) ? err.code : String(err);
+  }
+  return "no error";
+};
+
+describe("journal storage identity", () => {
+  it("initializes once (mode 0600), then verifies; refuses missing, unbound, foreign, too new", () => {
+    const path = join(dir, "a.db");
+    assert.equal(
+      code(() => openJournalDatabase({ path, mode: "verify" })),
+      "ERR_STORAGE_MISSING",
+    );
+    const id = initializeStorageIdentity(path);
+    assert.equal(statSync(path).mode & 0o777, 0o600);
+    assert.equal(
+      code(() => initializeStorageIdentity(path)),
+      "ERR_STORAGE_ALREADY_BOUND",
+    );
+    const ok = openJournalDatabase({ path, mode: "verify" });
+    assert.equal(ok.storageId, id);
+    ok.db.close();
+    assert.equal(
+      code(() => openJournalDatabase({ path, mode: "verify", storageId: randomUUID() })),
+      "ERR_STORAGE_MISMATCH",
+    );
+    const unbound = join(dir, "unbound.db");
+    const raw = new Database(unbound);
+    raw.exec("CREATE TABLE x (y)");
+    raw.close();
+    assert.equal(
+      code(() => openJournalDatabase({ path: unbound, mode: "verify" })),
+      "ERR_STORAGE_UNBOUND",
+    );
+    const newer = join(dir, "newer.db");
+    initializeStorageIdentity(newer);
+    const db = new Database(newer);
+    db.pragma("user_version = 99");
+    db.close();
+    assert.equal(
+      code(() => openJournalDatabase({ path: newer, mode: "verify" })),
+      "ERR_JOURNAL_TOO_NEW",
+    );
+    assert.equal(
+      code(() => openJournalDatabase({ path: join(dir, "b.db"), mode: "verify", storageId: "nope" })),
+      "ERR_STORAGE_ID_INVALID",
+    );
+  });
+
+  it("bind-or-verify binds an empty journal and refuses another id later", () => {
+    const path = join(dir, "c.db");
+    const id = randomUUID();
+    openJournalDatabase({ path, mode: "bind-or-verify", storageId: id }).db.close();
+    openJournalDatabase({ path, mode: "bind-or-verify", storageId: id }).db.close();
+    assert.equal(
+      code(() => openJournalDatabase({ path, mode: "bind-or-verify", storageId: randomUUID() })),
+      "ERR_STORAGE_MISMATCH",
+    );
+  });
+});
+
+describe("journal heads, settlement and outbox", () => {
+  const storageId = randomUUID();
+  const j = new Journal({ path: ":memory:", mode: "bind-or-verify", storageId, backendName: "b" });
+  after(() => j.close());
+  const input = (lease: string, op = randomUUID()): AdmitInput => ({
+    leaseUuid: lease,
+    tenant: "t",
+    providerUuid: randomUUID(),
+    operationId: op,
+    callbackUrl: `http://h/cb?operation_id=${op}`,
+    lifecycleUrl: `http://h/cb?lifecycle_id=${op}`,
+    items: [{ sku: randomUUID(), quantity: 1 }],
+    instances: [],
+    payload: undefined,
+    payloadHash: undefined,
+    image: "",
+    nowMs: 1,
+  });
+
+  it("settles only the current generation, atomically with release and callback", () => {
+    const lease = randomUUID();
+    const admitted = j.admitOperation(input(lease));
+    assert.equal(j.markStarted(lease, admitted.generation - 1), undefined, "stale generation refused");
+    const started = j.markStarted(lease, admitted.generation);
+    assert.ok(started);
+    assert.equal(j.settleSuccess(lease, admitted.generation, 2), false, "pre-start generation is stale");
+    assert.equal(j.settleSuccess(lease, started.generation, 2), true);
+    assert.equal(j.settleSuccess(lease, started.generation, 2), false, "settles once");
+    assert.equal(j.getLease(lease)?.status, "ready");
+    assert.deepEqual(
+      j.releases(lease).map((r) => r.status),
+      ["active"],
+    );
+    const head = j.outboxHead(lease);
+    assert.equal(head?.kind, "operation");
+    assert.deepEqual(JSON.parse(head?.body ?? "{}"), {
+      lease_uuid: lease,
+      status: "success",
+      error: "",
+      backend: "b",
+      backend_storage_id: storageId,
+    });
+  });
+
+  it("a close pre-empts an unresolved operation and queues both results in order, then tombstones", () => {
+    const lease = randomUUID();
+    const admitted = j.admitOperation(input(lease));
+    const r = j.beginClose(lease, 3);
+    assert.equal(r.kind, "closing");
+    assert.equal(r.kind === "closing" && r.preempted, true);
+    assert.equal(
+      j.settleSuccess(lease, admitted.generation, 3),
+      false,
+      "the pre-empted operation cannot settle",
+    );
+    const closing = j.getLease(lease);
+    assert.equal(closing?.head, "close");
+    assert.equal(j.completeClose(lease, closing?.generation ?? 0, 4), true);
+    assert.equal(j.getLease(lease), undefined);
+    assert.equal(j.isTombstoned(lease), true);
+    const first = j.outboxHead(lease);
+    assert.equal(JSON.parse(first?.body ?? "{}").status, "failed");
+    assert.ok(first && j.removeDelivered(first));
+    const second = j.outboxHead(lease);
+    assert.deepEqual(JSON.parse(second?.body ?? "{}").status, "deprovisioned");
+    assert.equal(JSON.parse(second?.body ?? "{}").retained, false);
+    assert.equal(second?.kind, "close");
+    assert.equal(j.beginClose(lease, 5).kind, "tombstoned");
+    assert.equal(j.beginClose(randomUUID(), 5).kind, "absent");
+  });
+
+  it("coalesces lifecycle observations and drops them behind a pending result", () => {
+    const lease = randomUUID();
+    const a = j.admitOperation(input(lease));
+    const s = j.markStarted(lease, a.generation);
+    assert.ok(s && j.settleSuccess(lease, s.generation, 5));
+    // The success callback is still queued: an observation now is dropped (but the state changes).
+    assert.equal(j.recordRuntimeFailure(lease, undefined, { reason: "X", message: "m" }, 6), true);
+    assert.equal(j.getLease(lease)?.status, "failed");
+    const head = j.outboxHead(lease);
+    assert.ok(head && j.removeDelivered(head));
+    assert.equal(j.outboxHead(lease), undefined);
+  });
+
+  it("removes exactly the delivered row", () => {
+    const lease = randomUUID();
+    const a = j.admitOperation(input(lease));
+    const s = j.markStarted(lease, a.generation);
+    assert.ok(s && j.settleFailure(lease, s.generation, { reason: "R", message: "boom" }, 7));
+    const head = j.outboxHead(lease);
+    assert.ok(head);
+    assert.equal(j.removeDelivered({ ...head, deliveryId: randomUUID() }), false);
+    assert.equal(j.removeDelivered(head), true);
+    assert.equal(j.getLease(lease)?.failCount, 1);
+    assert.equal(j.releases(lease)[0]?.reason, "R");
+  });
+});
