@@ -33,6 +33,8 @@ const REFUSED_KEYS: Record<string, string> = {
   migration_grace_period: "v0.13 migration is not supported by this backend",
   network_isolation: "tenant network isolation is always on in this backend",
   min_avg_file_bytes: "XFS project quotas are not supported; disk limits use btrfs qgroups",
+  tls_client_ca_file: "client-certificate (mutual) TLS is not available yet; terminate it in a proxy",
+  tls_client_allowed_names: "client-certificate (mutual) TLS is not available yet; terminate it in a proxy",
 };
 
 const duration = (name: string) =>
@@ -83,8 +85,6 @@ const fileSchema = z.strictObject({
     .default(2 * 1024 * 1024),
   tls_cert_file: z.string().min(1).optional(),
   tls_key_file: z.string().min(1).optional(),
-  tls_client_ca_file: z.string().min(1).optional(),
-  tls_client_allowed_names: z.array(z.string().min(1)).default([]),
   docker_host: z.string().min(1).default("unix:///var/run/docker.sock"),
   host_address: z.string().min(1, "host_address is required (what tenants connect to)"),
   host_bind_ip: z.union([z.ipv4(), z.ipv6()]).default("0.0.0.0"),
@@ -129,12 +129,7 @@ export interface DockerBackendConfig {
   readonly listenHost: string;
   readonly listenPort: number;
   readonly maxRequestBodySize: number;
-  readonly tls?: {
-    readonly certFile: string;
-    readonly keyFile: string;
-    readonly clientCaFile?: string;
-    readonly clientAllowedNames: readonly string[];
-  };
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
   readonly dockerHost: string;
   readonly hostAddress: string;
   readonly hostBindIp: string;
@@ -212,10 +207,6 @@ function crossCheck(file: FileConfig): void {
   }
   if ((file.tls_cert_file === undefined) !== (file.tls_key_file === undefined))
     throw configError("tls_cert_file and tls_key_file must be set together");
-  if (file.tls_client_ca_file !== undefined && file.tls_cert_file === undefined)
-    throw configError("tls_client_ca_file needs tls_cert_file and tls_key_file");
-  if (file.tls_client_allowed_names.length > 0 && file.tls_client_ca_file === undefined)
-    throw configError("tls_client_allowed_names needs tls_client_ca_file");
   if (file.production_mode) {
     if (file.tls_cert_file === undefined)
       throw configError("production_mode requires tls_cert_file and tls_key_file");
@@ -256,12 +247,7 @@ export function parseDockerBackendConfig(
     maxRequestBodySize: file.max_request_body_size,
     ...(file.tls_cert_file !== undefined && file.tls_key_file !== undefined
       ? {
-          tls: {
-            certFile: abs(file.tls_cert_file),
-            keyFile: abs(file.tls_key_file),
-            ...(file.tls_client_ca_file !== undefined ? { clientCaFile: abs(file.tls_client_ca_file) } : {}),
-            clientAllowedNames: Object.freeze([...file.tls_client_allowed_names]),
-          },
+          tls: Object.freeze({ certFile: abs(file.tls_cert_file), keyFile: abs(file.tls_key_file) }),
         }
       : {}),
     dockerHost: file.docker_host,

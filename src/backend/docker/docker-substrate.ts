@@ -111,17 +111,6 @@ export class DockerSubstrate implements Substrate {
         );
       }
     }
-    if (!this.#volumes && spec.instances.some((i) => i.profile.disk_mb > 0)) {
-      throw new SubstrateError(
-        "definite",
-        "Internal",
-        "this provider offers no durable disk on this backend",
-        {
-          validationCode: "unknown_sku",
-          operatorMessage: "disk-bearing SKU refused: volume_filesystem is none",
-        },
-      );
-    }
   }
 
   /** Our containers of one lease (or all leases), by label. */
@@ -442,6 +431,21 @@ export class DockerSubstrate implements Substrate {
       bindIp: this.#config.hostBindIp,
       backendName: this.#config.name,
     });
+  }
+
+  /**
+   * State recovery at start: removes our managed tenant networks no container uses any
+   * more (a crash between the last container's removal and the network's).
+   */
+  async pruneNetworks(signal: AbortSignal): Promise<void> {
+    const networks = await this.#docker.listNetworks({
+      filters: JSON.stringify({ label: [`${LABEL.managed}=true`, `${LABEL.storageId}=${this.#storageId}`] }),
+    });
+    for (const network of networks) {
+      const tenant = network.Labels?.[LABEL.tenant];
+      if (!tenant) continue;
+      await this.#networks.withTenant(tenant, () => this.#networks.removeIfUnused(tenant, signal));
+    }
   }
 
   subscribe(listener: (event: RuntimeEvent) => void): () => void {

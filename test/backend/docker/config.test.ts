@@ -141,11 +141,8 @@ describe("docker backend config", () => {
       minimal({ production_mode: true, tls_cert_file: "c.pem", tls_key_file: "k.pem" }),
       { baseDir: "/etc/fred" },
     );
-    assert.deepEqual(c.tls, {
-      certFile: "/etc/fred/c.pem",
-      keyFile: "/etc/fred/k.pem",
-      clientAllowedNames: [],
-    });
+    assert.deepEqual(c.tls, { certFile: "/etc/fred/c.pem", keyFile: "/etc/fred/k.pem" });
+    assert.match(refusal(minimal({ tls_client_ca_file: "ca.pem" })), /mutual/);
   });
 
   it("splits listen addresses", () => {
