@@ -1,0 +1,393 @@
+/**
+ * The chain event feed: one CometBFT websocket, four subscriptions, typed lease events
+ * fanned out to consumers. It must never go silent: a client ping every `pingIntervalMs`
+ * with a read deadline of twice that, and a block-height heartbeat — when no new block
+ * arrives within `heartbeatMultiple × expectedBlockTimeMs` the socket is treated as dead
+ * even if it is still open. Reconnects back off exponentially with ±25 % jitter, and each
+ * reconnect tells every consumer to `resync` (sweep the chain for edges it may have missed).
+ * Every timer goes through the injected Clock.
+ *
+ * Subscriptions (ids are fixed so pushes can be routed by id):
+ *   1 Tx lease_created for our provider      3 Tx lease_closed for our provider
+ *   2 Tx lease_auto_closed credit_exhausted   4 NewBlockEvents (EndBlock lease_expired + heartbeat)
+ *   5 NewBlockHeader, only if the node refuses 4; block_results of each height then fills in.
+ */
+import { EventEmitter } from "node:events";
+import WebSocket from "ws";
+import { type Clock, systemClock } from "../../core/clock.ts";
+import { FredError } from "../../core/errors.ts";
+import { isCanonicalUuid } from "../../core/uuid.ts";
+import type { Logger } from "../../log.ts";
+import { FanOut, type FeedConsumer } from "./fanout.ts";
+import { classifyFrame } from "./frame.ts";
+import { AUTO_CLOSE_REASON, parseAbciEvents, parseTxEventMap } from "./parse.ts";
+import type { LeaseEventKind, ParseResult } from "./types.ts";
+
+export interface EventFeedOptions {
+  /** CometBFT websocket URL, e.g. ws://127.0.0.1:26657/websocket. */
+  url: string;
+  providerUuid: string;
+  clock?: Clock;
+  /** Uniform [0,1) source for backoff jitter. */
+  random?: () => number;
+  pingIntervalMs?: number;
+  reconnectInitialMs?: number;
+  reconnectMaxMs?: number;
+  expectedBlockTimeMs?: number;
+  heartbeatMultiple?: number;
+  /** Fetches `block_results.finalize_block_events` of a height (fallback and gap filling). */
+  fetchBlockEvents?: (height: number, signal: AbortSignal) => Promise<unknown>;
+  /** Heights to back-fill after a reconnect (bounded; older gaps are left to resync). */
+  maxGapFill?: number;
+  maxFrameBytes?: number;
+  logger?: Logger;
+}
+
+export type FeedState = "idle" | "connecting" | "live" | "backoff" | "stopped";
+
+export interface FeedMetrics {
+  state: FeedState;
+  lastHeight: number;
+  lastBlockAtMs: number;
+  lastEventAtMs: number;
+  connects: number;
+  reconnects: number;
+  heartbeatTimeouts: number;
+  readTimeouts: number;
+  framesReceived: number;
+  malformed: number;
+  eventsPublished: number;
+  dropped: number;
+}
+
+const SUB_CREATED = 1;
+const SUB_AUTO_CLOSED = 2;
+const SUB_CLOSED = 3;
+const SUB_BLOCK_EVENTS = 4;
+const SUB_HEADER = 5;
+
+const TX_KINDS: Record<number, readonly LeaseEventKind[]> = {
+  [SUB_CREATED]: ["lease_created"],
+  [SUB_AUTO_CLOSED]: ["lease_auto_closed"],
+  [SUB_CLOSED]: ["lease_closed"],
+};
+const BLOCK_KINDS: readonly LeaseEventKind[] = ["lease_expired"];
+
+export function subscriptionQueries(providerUuid: string): Map<number, string> {
+  if (!isCanonicalUuid(providerUuid))
+    throw new FredError("ERR_CONFIG", "provider_uuid must be a canonical lowercase UUID");
+  return new Map([
+    [SUB_CREATED, `tm.event='Tx' AND lease_created.provider_uuid='${providerUuid}'`],
+    [SUB_AUTO_CLOSED, `tm.event='Tx' AND lease_auto_closed.reason='${AUTO_CLOSE_REASON}'`],
+    [SUB_CLOSED, `tm.event='Tx' AND lease_closed.provider_uuid='${providerUuid}'`],
+    [SUB_BLOCK_EVENTS, "tm.event='NewBlockEvents'"],
+  ]);
+}
+
+/** Next backoff delay: `base` with ±25 % jitter. */
+export function jittered(baseMs: number, random: () => number): number {
+  return Math.max(0, Math.round(baseMs * (0.75 + 0.5 * random())));
+}
+
+export class EventFeed extends EventEmitter {
+  readonly fanout = new FanOut();
+  readonly #o: Required<Omit<EventFeedOptions, "fetchBlockEvents" | "logger">> &
+    Pick<EventFeedOptions, "fetchBlockEvents" | "logger">;
+  readonly #queries: Map<number, string>;
+  #abort = new AbortController();
+  #loop: Promise<void> | undefined;
+  #socket: WebSocket | undefined;
+  #everLive = false;
+  #headerFallback = false;
+  #lastBlockEventsHeight = 0;
+  readonly #m: FeedMetrics = {
+    state: "idle",
+    lastHeight: 0,
+    lastBlockAtMs: 0,
+    lastEventAtMs: 0,
+    connects: 0,
+    reconnects: 0,
+    heartbeatTimeouts: 0,
+    readTimeouts: 0,
+    framesReceived: 0,
+    malformed: 0,
+    eventsPublished: 0,
+    dropped: 0,
+  };
+
+  constructor(opts: EventFeedOptions) {
+    super();
+    this.#queries = subscriptionQueries(opts.providerUuid);
+    this.#o = {
+      clock: systemClock,
+      random: Math.random,
+      pingIntervalMs: 30_000,
+      reconnectInitialMs: 1_000,
+      reconnectMaxMs: 60_000,
+      expectedBlockTimeMs: 6_000,
+      heartbeatMultiple: 5,
+      maxGapFill: 100,
+      maxFrameBytes: 32 * 1024 * 1024,
+      ...opts,
+    };
+    if (this.#o.reconnectInitialMs <= 0 || this.#o.reconnectMaxMs < this.#o.reconnectInitialMs)
+      throw new FredError("ERR_CONFIG", "websocket reconnect delays must satisfy 0 < initial ≤ max");
+  }
+
+  get heartbeatTimeoutMs(): number {
+    return this.#o.expectedBlockTimeMs * this.#o.heartbeatMultiple;
+  }
+
+  subscribe(name: string, capacity?: number): FeedConsumer {
+    return this.fanout.subscribe(name, capacity);
+  }
+
+  metrics(): FeedMetrics {
+    return { ...this.#m, dropped: this.fanout.droppedTotal };
+  }
+
+  get state(): FeedState {
+    return this.#m.state;
+  }
+
+  #setState(state: FeedState): void {
+    if (this.#m.state === state) return;
+    this.#m.state = state;
+    this.emit("state", state);
+  }
+
+  start(): void {
+    if (this.#loop !== undefined) return;
+    this.#loop = this.#run();
+  }
+
+  /** Stops the feed and closes every consumer; idempotent. */
+  async stop(): Promise<void> {
+    this.#abort.abort(new FredError("ERR_ABORTED", "event feed stopped"));
+    this.#socket?.terminate();
+    await this.#loop;
+    this.#setState("stopped");
+    this.fanout.closeAll();
+  }
+
+  /** Drops the current connection as if the network failed (operators and tests). */
+  dropConnection(): void {
+    this.#socket?.terminate();
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#abort.signal;
+    let backoff = this.#o.reconnectInitialMs;
+    while (!signal.aborted) {
+      this.#setState("connecting");
+      const wasLive = await this.#connectOnce(signal);
+      if (signal.aborted) break;
+      if (wasLive) backoff = this.#o.reconnectInitialMs;
+      const delay = jittered(backoff, this.#o.random);
+      backoff = Math.min(backoff * 2, this.#o.reconnectMaxMs);
+      this.#setState("backoff");
+      this.emit("backoff", delay);
+      try {
+        await this.#o.clock.sleep(delay, signal);
+      } catch {
+        break;
+      }
+    }
+  }
+
+  /** One socket's life; resolves when it is gone. Returns whether it ever went live. */
+  #connectOnce(signal: AbortSignal): Promise<boolean> {
+    const { clock, pingIntervalMs } = this.#o;
+    return new Promise((resolve) => {
+      let live = false;
+      let lastActivity = clock.now();
+      let finished = false;
+      const cancels: Array<() => void> = [];
+      let cancelHeartbeat: () => void = () => {};
+      const ws = new WebSocket(this.#o.url, { maxPayload: this.#o.maxFrameBytes, perMessageDeflate: false });
+      this.#socket = ws;
+      const finish = (why: string) => {
+        if (finished) return;
+        finished = true;
+        for (const c of cancels) c();
+        cancelHeartbeat();
+        ws.removeAllListeners();
+        ws.on("error", () => {});
+        ws.terminate();
+        if (this.#socket === ws) this.#socket = undefined;
+        this.#o.logger?.warn({ reason: why, height: this.#m.lastHeight }, "chain event feed disconnected");
+        this.emit("disconnected", why);
+        resolve(live);
+      };
+      const armHeartbeat = () => {
+        cancelHeartbeat();
+        cancelHeartbeat = clock.setTimer(this.heartbeatTimeoutMs, () => {
+          this.#m.heartbeatTimeouts++;
+          finish("no new block within the heartbeat window");
+        });
+      };
+      const schedulePing = () => {
+        cancels.push(
+          clock.setTimer(pingIntervalMs, () => {
+            if (finished) return;
+            if (clock.now() - lastActivity >= 2 * pingIntervalMs) {
+              this.#m.readTimeouts++;
+              finish("read deadline exceeded");
+              return;
+            }
+            try {
+              ws.ping();
+            } catch {
+              // The close handler reports the failure.
+            }
+            schedulePing();
+          }),
+        );
+      };
+      const onAbort = () => finish("stopped");
+      signal.addEventListener("abort", onAbort, { once: true });
+      cancels.push(() => signal.removeEventListener("abort", onAbort));
+      // Until the socket opens, the heartbeat window doubles as the connect deadline.
+      armHeartbeat();
+
+      ws.on("open", () => {
+        live = true;
+        this.#headerFallback = false;
+        for (const [id, query] of this.#queries) {
+          ws.send(JSON.stringify({ jsonrpc: "2.0", method: "subscribe", id, params: { query } }));
+        }
+        this.#m.connects++;
+        const reconnect = this.#everLive;
+        this.#everLive = true;
+        this.#setState("live");
+        armHeartbeat();
+        schedulePing();
+        if (reconnect) {
+          this.#m.reconnects++;
+          this.fanout.resyncAll("reconnect");
+        }
+        this.#o.logger?.info({ url: this.#o.url, reconnect }, "chain event feed connected");
+        this.emit("connected", { reconnect });
+      });
+      ws.on("pong", () => {
+        lastActivity = clock.now();
+      });
+      ws.on("message", (data, isBinary) => {
+        lastActivity = clock.now();
+        this.#m.framesReceived++;
+        if (isBinary) {
+          this.#m.malformed++;
+          return;
+        }
+        const text = Array.isArray(data) ? Buffer.concat(data).toString("utf8") : data.toString();
+        if (this.#handleFrame(text, ws, signal)) armHeartbeat();
+      });
+      ws.on("error", (err) => finish(`socket error: ${err.message}`));
+      ws.on("close", (code) => finish(`socket closed (${code})`));
+    });
+  }
+
+  /** Handles one frame; returns true when it proved a new block exists. */
+  #handleFrame(text: string, ws: WebSocket, signal: AbortSignal): boolean {
+    const frame = classifyFrame(text);
+    switch (frame.type) {
+      case "malformed":
+        this.#m.malformed++;
+        this.#o.logger?.debug({ reason: frame.reason }, "chain event feed skipped a frame");
+        return false;
+      case "ack":
+        return false;
+      case "rpc_error":
+        if (frame.id === SUB_BLOCK_EVENTS && !this.#headerFallback) {
+          // The node does not publish NewBlockEvents: watch headers, read block_results.
+          this.#headerFallback = true;
+          this.#o.logger?.warn(
+            { error: frame.message },
+            "NewBlockEvents refused; using block_results per height",
+          );
+          ws.send(
+            JSON.stringify({
+              jsonrpc: "2.0",
+              method: "subscribe",
+              id: SUB_HEADER,
+              params: { query: "tm.event='NewBlockHeader'" },
+            }),
+          );
+        } else {
+          this.#o.logger?.warn({ id: frame.id, error: frame.message }, "chain event feed subscription error");
+        }
+        return false;
+      case "tx": {
+        const kinds = typeof frame.id === "number" ? TX_KINDS[frame.id] : undefined;
+        if (kinds === undefined) return false;
+        this.#publish(
+          parseTxEventMap(frame.eventMap, kinds, this.#o.providerUuid, frame.height, frame.txHash),
+        );
+        return this.#seeHeight(frame.height, signal);
+      }
+      case "block": {
+        const isNew = this.#seeHeight(frame.height, signal);
+        if (frame.id === SUB_BLOCK_EVENTS) this.#blockEvents(frame.height, frame.events);
+        else if (frame.id === SUB_HEADER && this.#headerFallback) this.#fetchBlock(frame.height, signal);
+        return isNew;
+      }
+    }
+  }
+
+  #blockEvents(height: number, events: unknown): void {
+    if (height <= this.#lastBlockEventsHeight) return;
+    this.#lastBlockEventsHeight = height;
+    this.#publish(parseAbciEvents(events, BLOCK_KINDS, this.#o.providerUuid, height, undefined));
+  }
+
+  #fetchBlock(height: number, signal: AbortSignal): void {
+    const fetch = this.#o.fetchBlockEvents;
+    if (fetch === undefined) return;
+    fetch(height, signal).then(
+      (events) => this.#blockEvents(height, events),
+      (err: unknown) =>
+        this.#o.logger?.warn(
+          { height, err: (err as Error).message },
+          "block_results fetch failed; resync covers it",
+        ),
+    );
+  }
+
+  /** Records a height; a jump after a reconnect back-fills EndBlock events of skipped heights. */
+  #seeHeight(height: number, signal: AbortSignal): boolean {
+    if (height <= this.#m.lastHeight) return false;
+    const previous = this.#m.lastHeight;
+    this.#m.lastHeight = height;
+    this.#m.lastBlockAtMs = this.#o.clock.now();
+    this.emit("block", height);
+    if (previous > 0 && this.#lastBlockEventsHeight > 0 && this.#o.fetchBlockEvents !== undefined) {
+      const from = Math.max(this.#lastBlockEventsHeight + 1, height - this.#o.maxGapFill);
+      // Heights strictly between what we processed and the new tip, fetched in order.
+      if (from < height) void this.#fillGap(from, height - 1, signal);
+    }
+    return true;
+  }
+
+  /** Back-fills a fixed range of heights never processed (computed before the new tip is). */
+  async #fillGap(from: number, to: number, signal: AbortSignal): Promise<void> {
+    const fetch = this.#o.fetchBlockEvents;
+    if (fetch === undefined) return;
+    for (let h = from; h <= to && !signal.aborted; h++) {
+      try {
+        const events = await fetch(h, signal);
+        this.#publish(parseAbciEvents(events, BLOCK_KINDS, this.#o.providerUuid, h, undefined));
+      } catch {
+        return;
+      }
+    }
+  }
+
+  #publish(result: ParseResult): void {
+    this.#m.malformed += result.malformed;
+    for (const event of result.events) {
+      this.#m.eventsPublished++;
+      this.#m.lastEventAtMs = this.#o.clock.now();
+      this.fanout.publish(event);
+    }
+  }
+}

@@ -1,0 +1,213 @@
+import assert from "node:assert/strict";
+import { afterEach, describe, it } from "node:test";
+import { EventFeed, jittered } from "../../../src/chain/events/feed.ts";
+import type { FeedItem } from "../../../src/chain/events/types.ts";
+import { ManualClock } from "../../../src/core/clock.ts";
+import { type FakeComet, startFakeComet, until } from "./fake-comet.ts";
+import {
+  blockEventsFrame,
+  createdEvents,
+  ev,
+  headerFrame,
+  leaseUuid,
+  OTHER_PROVIDER,
+  PROVIDER,
+  TENANT,
+  txFrame,
+} from "./frames.ts";
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()?.();
+});
+
+function feedFor(
+  fake: FakeComet,
+  clock: ManualClock,
+  extra: Partial<ConstructorParameters<typeof EventFeed>[0]> = {},
+) {
+  const feed = new EventFeed({
+    url: fake.url,
+    providerUuid: PROVIDER,
+    clock,
+    random: () => 0.5,
+    pingIntervalMs: 30_000,
+    expectedBlockTimeMs: 1_000,
+    heartbeatMultiple: 10,
+    ...extra,
+  });
+  cleanups.push(() => feed.stop());
+  return feed;
+}
+
+function drain(poll: () => FeedItem | undefined): string[] {
+  const out: string[] = [];
+  for (let i = poll(); i !== undefined; i = poll())
+    out.push(i.type === "event" ? `${i.event.kind}:${i.event.leaseUuid}` : `resync:${i.reason}`);
+  return out;
+}
+
+describe("event feed (websocket)", () => {
+  it("subscribes with Fred's queries and delivers typed events for our provider only", async () => {
+    const fake = await startFakeComet();
+    cleanups.push(() => fake.close());
+    const clock = new ManualClock();
+    const feed = feedFor(fake, clock);
+    const c = feed.subscribe("lifecycle");
+    feed.start();
+    await until(() => fake.subscriptions.length === 4, "4 subscriptions");
+    assert.deepEqual(
+      fake.subscriptions.map((s) => s.query),
+      [
+        `tm.event='Tx' AND lease_created.provider_uuid='${PROVIDER}'`,
+        "tm.event='Tx' AND lease_auto_closed.reason='credit_exhausted'",
+        `tm.event='Tx' AND lease_closed.provider_uuid='${PROVIDER}'`,
+        "tm.event='NewBlockEvents'",
+      ],
+    );
+    fake.push(txFrame(1, "q", 10, [...createdEvents(2), ...createdEvents(1, OTHER_PROVIDER, 5)]));
+    fake.push("garbage that is not json");
+    fake.push(
+      blockEventsFrame(4, 11, [
+        ev("lease_expired", {
+          lease_uuid: leaseUuid(7),
+          tenant: TENANT,
+          provider_uuid: PROVIDER,
+          reason: "pending_timeout",
+          mode: "EndBlock",
+        }),
+      ]),
+    );
+    await until(() => feed.metrics().lastHeight === 11, "height 11");
+    assert.deepEqual(
+      drain(() => c.poll()),
+      [`lease_created:${leaseUuid(0)}`, `lease_created:${leaseUuid(1)}`, `lease_expired:${leaseUuid(7)}`],
+    );
+    const m = feed.metrics();
+    assert.equal(m.malformed, 1);
+    assert.equal(m.eventsPublished, 3);
+    assert.equal(m.reconnects, 0);
+  });
+
+  it("heartbeat: no new block within the window → reconnect with backoff, then resync", async () => {
+    const fake = await startFakeComet();
+    cleanups.push(() => fake.close());
+    const clock = new ManualClock();
+    const feed = feedFor(fake, clock);
+    const c = feed.subscribe("lifecycle");
+    const backoffs: number[] = [];
+    feed.on("backoff", (d: number) => backoffs.push(d));
+    feed.start();
+    await until(() => feed.state === "live", "live");
+    fake.push(blockEventsFrame(4, 5, []));
+    await until(() => feed.metrics().lastHeight === 5, "height 5");
+    clock.advance(9_999);
+    assert.equal(feed.state, "live");
+    // Blocks keep the feed alive; silence beyond 10 × 1 s kills it although the socket is open.
+    fake.push(blockEventsFrame(4, 6, []));
+    await until(() => feed.metrics().lastHeight === 6, "height 6");
+    clock.advance(9_999);
+    assert.equal(feed.state, "live");
+    clock.advance(2);
+    await until(() => feed.state === "backoff", "backoff");
+    assert.equal(feed.metrics().heartbeatTimeouts, 1);
+    assert.deepEqual(backoffs, [1000]);
+    clock.advance(1000);
+    await until(() => feed.metrics().reconnects === 1 && feed.state === "live", "reconnected");
+    assert.equal(fake.connections, 2);
+    assert.deepEqual(
+      drain(() => c.poll()),
+      ["resync:reconnect"],
+    );
+  });
+
+  it("backoff doubles to the cap while the node is down, resets after a live connection", async () => {
+    const fake = await startFakeComet();
+    const port = Number(new URL(fake.url).port);
+    await fake.close();
+    const clock = new ManualClock();
+    const feed = feedFor(fake, clock, { reconnectInitialMs: 1000, reconnectMaxMs: 5000 });
+    const backoffs: number[] = [];
+    feed.on("backoff", (d: number) => backoffs.push(d));
+    feed.start();
+    for (const expected of [1000, 2000, 4000, 5000, 5000]) {
+      await until(
+        () => backoffs.length > 0 && backoffs.at(-1) === expected && feed.state === "backoff",
+        `backoff ${expected}`,
+      );
+      const n = backoffs.length;
+      clock.advance(expected);
+      await until(() => backoffs.length > n, "next attempt");
+    }
+    const again = await startFakeComet({ port });
+    cleanups.push(() => again.close());
+    clock.advance(5000);
+    await until(() => feed.state === "live", "live on the same port");
+    again.dropAll();
+    await until(() => feed.state === "backoff", "backoff after drop");
+    assert.equal(backoffs.at(-1), 1000);
+    assert.ok([0, 0.999].every((r) => jittered(1000, () => r) >= 750 && jittered(1000, () => r) <= 1250));
+  });
+
+  it("read deadline: a socket that answers no pings is dropped after 2 ping intervals", async () => {
+    const fake = await startFakeComet({ autoPong: false });
+    cleanups.push(() => fake.close());
+    const clock = new ManualClock();
+    const feed = feedFor(fake, clock, { pingIntervalMs: 1000, heartbeatMultiple: 1000 });
+    feed.start();
+    await until(() => fake.subscriptions.length === 4, "subscribed");
+    clock.advance(1000);
+    assert.equal(feed.state, "live");
+    clock.advance(1000);
+    await until(() => feed.state === "backoff", "dropped");
+    assert.equal(feed.metrics().readTimeouts, 1);
+  });
+
+  it("falls back to NewBlockHeader + block_results when NewBlockEvents is refused; back-fills gaps", async () => {
+    const fake = await startFakeComet({ refuse: (q) => q.includes("NewBlockEvents") });
+    cleanups.push(() => fake.close());
+    const clock = new ManualClock();
+    const fetched: number[] = [];
+    const feed = feedFor(fake, clock, {
+      fetchBlockEvents: async (height) => {
+        fetched.push(height);
+        return height === 3 || height === 6
+          ? [
+              ev("lease_expired", {
+                lease_uuid: leaseUuid(height),
+                tenant: TENANT,
+                provider_uuid: PROVIDER,
+                reason: "pending_timeout",
+              }),
+            ]
+          : [];
+      },
+    });
+    const c = feed.subscribe("lifecycle");
+    feed.start();
+    await until(
+      () => fake.subscriptions.some((s) => s.query === "tm.event='NewBlockHeader'"),
+      "header fallback",
+    );
+    fake.push(headerFrame(5, 2));
+    fake.push(headerFrame(5, 3));
+    await until(() => fetched.includes(3) && c.queued > 0, "block 3 fetched");
+    fake.push(headerFrame(5, 7)); // heights 4..6 were never seen: back-filled
+    await until(() => fetched.includes(6) && fetched.includes(7), "gap filled");
+    assert.deepEqual(
+      drain(() => c.poll()),
+      [`lease_expired:${leaseUuid(3)}`, `lease_expired:${leaseUuid(6)}`],
+    );
+    assert.deepEqual(
+      [...fetched].sort((a, b) => a - b),
+      [2, 3, 4, 5, 6, 7],
+    );
+  });
+
+  it("rejects a provider UUID that is not canonical (it is interpolated into queries)", () => {
+    assert.throws(
+      () => new EventFeed({ url: "ws://127.0.0.1:1/websocket", providerUuid: "x' OR '1'='1" }),
+      /provider_uuid/,
+    );
+  });
+});
