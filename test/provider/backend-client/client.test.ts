@@ -1,0 +1,309 @@
+import assert from "node:assert/strict";
+import { after, before, beforeEach, describe, it } from "node:test";
+import { ManualClock } from "../../../src/core/clock.ts";
+import { isFredError } from "../../../src/core/errors.ts";
+import { BackendClient, type MutationOutcome } from "../../../src/provider/backend-client/index.ts";
+import type { BackendConfig } from "../../../src/provider/config/index.ts";
+import { type FakeBackend, startFakeBackend } from "./fake-backend.ts";
+
+const SECRET = "backend-client-test-secret-0123456789";
+const SID = "6f1c2a4e-8b3d-4c5e-9f60-7a8b9c0d1e2f";
+const LEASE = "0190f3a2-7c1e-7000-8000-000000000001";
+const PROVIDER = "0190f3a2-7c1e-7000-8000-0000000000aa";
+const SKU = "0190f3a2-7c1e-7000-8000-00000000000a";
+const OP = "11111111-1111-4111-8111-111111111111";
+
+function backendConfig(url: string, over: Partial<BackendConfig> = {}): BackendConfig {
+  const u = new URL(url);
+  return {
+    name: "fake",
+    url: u.origin,
+    scheme: "http",
+    host: u.hostname,
+    hmacSecret: SECRET,
+    hmacSecretPrevious: "",
+    skus: [SKU],
+    isDefault: true,
+    timeoutMs: 30_000,
+    tlsCaFile: "",
+    tlsSkipVerify: false,
+    tlsClientCertFile: "",
+    tlsClientKeyFile: "",
+    fenced: false,
+    draining: false,
+    ...over,
+  };
+}
+
+const provisionRequest = {
+  leaseUuid: LEASE,
+  tenant: "manifest1tenant",
+  providerUuid: PROVIDER,
+  items: [{ sku: SKU, quantity: 1, serviceName: "web" }],
+  callbackUrl: `http://127.0.0.1:8080/callbacks/provision?operation_id=${OP}`,
+  lifecycleCallbackUrl: `http://127.0.0.1:8080/callbacks/provision?lifecycle_id=${OP}`,
+  payload: Buffer.from("{}"),
+  payloadHash: "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
+};
+
+let fake: FakeBackend;
+const clients: BackendClient[] = [];
+async function client(
+  over: Partial<BackendConfig> = {},
+  storageId: string | undefined = SID,
+  clock?: ManualClock,
+) {
+  const c = await BackendClient.create({
+    backend: backendConfig(fake.url, over),
+    secret: SECRET,
+    storageId: storageId ?? undefined,
+    ...(clock ? { clock } : {}),
+  });
+  clients.push(c);
+  return c;
+}
+
+before(async () => {
+  fake = await startFakeBackend({ storageId: SID, secret: SECRET });
+});
+after(async () => {
+  for (const c of clients) await c.close();
+  await fake.close();
+});
+beforeEach(() => {
+  fake.headerMode = "ok";
+  fake.script.clear();
+  fake.requests.length = 0;
+  fake.provisions = [];
+  fake.retentions = [];
+});
+
+async function code(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(isFredError(err), String(err));
+    return err.code;
+  }
+  assert.fail("expected a FredError");
+}
+
+describe("backend client: requests", () => {
+  it("provision goes to the pinned storage path, signed, with the contract body", async () => {
+    const c = await client();
+    const out = await c.provision(provisionRequest);
+    assert.deepEqual(out, { kind: "accepted", status: 202, body: { provision_id: LEASE } });
+    const req = fake.requests[0]!;
+    assert.equal(req.url, `/_fred/storage/${SID}/provision?backend_storage_id=${SID}`);
+    assert.equal(req.signatureValid, true);
+    assert.deepEqual(JSON.parse(req.body), {
+      lease_uuid: LEASE,
+      tenant: "manifest1tenant",
+      provider_uuid: PROVIDER,
+      items: [{ sku: SKU, quantity: 1, service_name: "web" }],
+      callback_url: provisionRequest.callbackUrl,
+      lifecycle_callback_url: provisionRequest.lifecycleCallbackUrl,
+      payload: "e30=",
+      payload_hash: provisionRequest.payloadHash,
+    });
+  });
+
+  it("reads carry backend_storage_id with sorted query keys and a valid signature", async () => {
+    const c = await client();
+    fake.provisions = [LEASE];
+    const inv = await c.inventory();
+    assert.deepEqual(
+      inv.provisions.map((p) => p.leaseUuid),
+      [LEASE],
+    );
+    assert.equal(fake.requests[0]!.url, `/provisions?backend_storage_id=${SID}&limit=1000`);
+    assert.ok(fake.requests.every((r) => r.signatureValid));
+  });
+
+  it("walks every inventory page and reports the storage identity", async () => {
+    const leases = Array.from(
+      { length: 2500 },
+      (_, i) => `0190f3a2-7c1e-7000-8000-${String(i).padStart(12, "0")}`,
+    );
+    fake.provisions = leases;
+    fake.retentions = [LEASE];
+    const c = await client({}, null);
+    const inv = await c.inventory();
+    assert.equal(inv.provisions.length, 2500);
+    assert.equal(inv.storageId, SID);
+    assert.deepEqual(inv.retentions, [LEASE]);
+    assert.equal(fake.requests.filter((r) => r.url.startsWith("/provisions")).length, 3);
+    assert.ok(!fake.requests[0]!.url.includes("backend_storage_id"), "unpinned reads carry no storage id");
+  });
+
+  it("a failure mid-walk fails the whole inventory", async () => {
+    fake.provisions = Array.from(
+      { length: 1500 },
+      (_, i) => `0190f3a2-7c1e-7000-8000-${String(i).padStart(12, "0")}`,
+    );
+    const c = await client();
+    fake.script.set("provisions", [
+      { status: 200, body: { provisions: [{ lease_uuid: LEASE, status: "ready" }], continue: LEASE } },
+      { status: 500, body: { error: "boom" } },
+    ]);
+    assert.equal(await code(c.inventory()), "ERR_BACKEND_STATUS");
+  });
+
+  it("stats and info decode strictly; 404 info is 'not provisioned'", async () => {
+    const c = await client();
+    assert.deepEqual(await c.stats(), { totalCpuCores: 8, allocatedCpuCores: 2, diskWithheld: false });
+    assert.equal(await c.info(LEASE), undefined);
+    fake.script.set("info", [
+      { status: 200, body: { host: "h", ports: { "80/tcp": {} }, metadata: { a: "b" } } },
+    ]);
+    assert.deepEqual(await c.info(LEASE), { host: "h", ports: { "80/tcp": {} }, metadata: { a: "b" } });
+    fake.script.set("info", [{ status: 200, body: { host: 7 } }]);
+    assert.equal(await code(c.info(LEASE)), "ERR_BACKEND_MALFORMED");
+    fake.script.set("stats", [{ status: 200, body: '{"total_cpu_cores":8,"total_cpu_cores":9}' }]);
+    assert.equal(await code(c.stats()), "ERR_BACKEND_MALFORMED");
+    fake.script.set("provisions", [{ status: 200, body: { provisions: null } }]);
+    assert.equal(await code(c.inventory()), "ERR_BACKEND_MALFORMED");
+  });
+});
+
+describe("backend client: storage identity", () => {
+  for (const mode of ["missing", "duplicate", "wrong"] as const) {
+    it(`a ${mode} X-Fred-Backend-Storage-ID makes a provision ambiguous and a read fail`, async () => {
+      const c = await client();
+      fake.headerMode = mode;
+      const out = await c.provision(provisionRequest);
+      assert.equal(out.kind, "ambiguous");
+      assert.equal(out.kind === "ambiguous" && out.reason, "identity");
+      assert.equal(await code(c.stats()), "ERR_BACKEND_IDENTITY");
+    });
+  }
+
+  it("mutations are never sent before the storage ID is pinned, nor to a fenced backend", async () => {
+    const unpinned = await client({}, null);
+    assert.deepEqual((await unpinned.provision(provisionRequest)).kind, "not-sent");
+    const fenced = await client({ fenced: true });
+    const out = await fenced.deprovision(LEASE);
+    assert.equal(out.kind === "not-sent" && out.reason, "fenced");
+    assert.equal(await code(fenced.stats()), "ERR_BACKEND_FENCED");
+    assert.equal(fake.requests.length, 0);
+  });
+});
+
+describe("backend client: outcome classification over HTTP", () => {
+  const cases: [string, { status: number; body?: string | object }, Partial<MutationOutcome>][] = [
+    [
+      "400 validation envelope → refused",
+      { status: 400, body: { error: "unknown SKU", validation_code: "unknown_sku" } },
+      { kind: "refused", status: 400, error: "unknown SKU", validationCode: "unknown_sku" },
+    ],
+    [
+      "409 without code → refused (invalid state)",
+      { status: 409, body: { error: "invalid state" } },
+      { kind: "refused", status: 409 },
+    ],
+    ["409 empty body → refused", { status: 409 }, { kind: "refused", status: 409, error: "" }],
+    [
+      "409 already_provisioned → ambiguous",
+      { status: 409, body: { error: "lease is already provisioned", code: "already_provisioned" } },
+      { kind: "ambiguous", reason: "already-provisioned" },
+    ],
+    [
+      "503 insufficient_resources → refused",
+      { status: 503, body: { error: "insufficient resources", code: "insufficient_resources" } },
+      { kind: "refused", status: 503, code: "insufficient_resources" },
+    ],
+    [
+      "503 without a recognised code → ambiguous",
+      { status: 503, body: { error: "busy" } },
+      { kind: "ambiguous", reason: "unknown-code" },
+    ],
+    [
+      "500 → ambiguous",
+      { status: 500, body: { error: "panic" } },
+      { kind: "ambiguous", reason: "server-error" },
+    ],
+    [
+      "400 non-envelope → ambiguous",
+      { status: 400, body: "not json" },
+      { kind: "ambiguous", reason: "malformed" },
+    ],
+    [
+      "400 unknown validation code → ambiguous",
+      { status: 400, body: { error: "x", validation_code: "quota" } },
+      { kind: "ambiguous", reason: "unknown-code" },
+    ],
+    [
+      "200 instead of 202 → ambiguous",
+      { status: 200, body: {} },
+      { kind: "ambiguous", reason: "unexpected-status" },
+    ],
+    ["401 → ambiguous", { status: 401, body: { error: "invalid signature" } }, { kind: "ambiguous" }],
+  ];
+  for (const [name, response, expected] of cases) {
+    it(name, async () => {
+      const c = await client();
+      fake.script.set("provision", [response]);
+      const out = await c.provision(provisionRequest);
+      for (const [k, v] of Object.entries(expected))
+        assert.deepEqual((out as Record<string, unknown>)[k], v, k);
+    });
+  }
+
+  it("a request the backend does not answer in time is ambiguous (clock-driven timeout)", async () => {
+    const clock = new ManualClock(Date.now());
+    const c = await client({ timeoutMs: 30_000 }, SID, clock);
+    let release!: () => void;
+    fake.script.set("provision", [{ status: 202, body: {}, hold: new Promise<void>((r) => (release = r)) }]);
+    const arrived = fake.nextRequest();
+    const pending = c.provision(provisionRequest);
+    await arrived;
+    clock.advance(30_000);
+    const out = await pending;
+    release();
+    assert.equal(out.kind === "ambiguous" && out.reason, "timeout");
+  });
+
+  it("a transport failure is ambiguous", async () => {
+    const c = await BackendClient.create({
+      backend: backendConfig("http://127.0.0.1:1"),
+      secret: SECRET,
+      storageId: SID,
+    });
+    clients.push(c);
+    const out = await c.provision(provisionRequest);
+    assert.equal(out.kind === "ambiguous" && out.reason, "transport");
+  });
+
+  it("an oversized inventory page is refused at the cap", async () => {
+    const c = await client();
+    const huge = { provisions: [{ lease_uuid: LEASE, status: "x".repeat(9 * 1024 * 1024) }] };
+    fake.script.set("provisions", [{ status: 200, body: huge }]);
+    assert.equal(await code(c.inventory()), "ERR_BACKEND_TOO_LARGE");
+  });
+});
+
+describe("backend client: circuit breaker", () => {
+  it("opens after 5 consecutive failures; then nothing is sent", async () => {
+    const c = await client();
+    fake.script.set(
+      "provision",
+      Array.from({ length: 5 }, () => ({ status: 500, body: { error: "down" } })),
+    );
+    for (let i = 0; i < 5; i++) assert.equal((await c.provision(provisionRequest)).kind, "ambiguous");
+    const out = await c.provision(provisionRequest);
+    assert.equal(out.kind === "not-sent" && out.reason, "circuit-open");
+    assert.equal(fake.requests.length, 5);
+    assert.equal(await code(c.stats()), "ERR_BACKEND_CIRCUIT_OPEN");
+  });
+
+  it("domain refusals do not count toward it", async () => {
+    const c = await client();
+    fake.script.set(
+      "provision",
+      Array.from({ length: 8 }, () => ({ status: 409, body: { error: "invalid state" } })),
+    );
+    for (let i = 0; i < 8; i++) assert.equal((await c.provision(provisionRequest)).kind, "refused");
+    assert.equal((await c.provision(provisionRequest)).kind, "accepted");
+    assert.equal(fake.requests.length, 9);
+  });
+});
