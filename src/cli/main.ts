@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { isFredError } from "../core/errors.ts";
 import { registerBackendCommands } from "./backend.ts";
+import { registerDevnetCommands } from "./devnet.ts";
 import { registerKeysCommands } from "./keys.ts";
 import { registerManifestCommands } from "./manifest.ts";
 import { ExitCode, say } from "./output.ts";
@@ -24,6 +25,7 @@ Every command logs to stderr; stdout carries only its machine-readable output.`,
     );
   registerUpCommand(program);
   registerTokenCommands(program);
+  registerDevnetCommands(program);
   registerBackendCommands(program);
   registerManifestCommands(program);
   registerProviderdCommand(program);

@@ -84,6 +84,12 @@ export function authModule(app: AppHandle): DevnetModule {
   return {
     name: AUTH,
     keeper,
+    initGenesis(ctx) {
+      // Module accounts that exist on every SDK chain; the fee collector receives every fee.
+      for (const name of ["fee_collector", "distribution", "bonded_tokens_pool", "gov"]) {
+        keeper.ensureAccount(ctx, moduleAddress(name, app.bech32Prefix));
+      }
+    },
     queries: {
       "/cosmos.auth.v1beta1.Query/Account"(ctx, request) {
         const { address } = QueryAccountRequest.decode(request);

@@ -1,0 +1,133 @@
+import { type Command, InvalidArgumentError } from "commander";
+import { parseDurationMs } from "../core/duration.ts";
+import { FredError } from "../core/errors.ts";
+import { readKeys } from "../devnet/home.ts";
+import { DEFAULT_MIN_GAS_PRICE, initDevnet, startDevnet } from "../devnet/main.ts";
+import { createLogger } from "../log.ts";
+import { printJson, say } from "./output.ts";
+
+function intArg(min: number, max: number) {
+  return (value: string): number => {
+    if (!/^[0-9]+$/.test(value) || Number(value) < min || Number(value) > max) {
+      throw new InvalidArgumentError(`expected an integer from ${min} to ${max}`);
+    }
+    return Number(value);
+  };
+}
+
+function durationArg(value: string): number {
+  let ms: number;
+  try {
+    ms = parseDurationMs(value);
+  } catch {
+    throw new InvalidArgumentError("expected a Go duration such as 1s, 500ms or 0s");
+  }
+  if (ms < 0) throw new InvalidArgumentError("the block time cannot be negative");
+  return ms;
+}
+
+interface InitOpts {
+  home: string;
+  tenants: number;
+  profile: string;
+  minGasPrice: string;
+}
+
+interface StartOpts extends InitOpts {
+  rpcPort: number;
+  blockTime: number;
+  historyBlocks: number;
+}
+
+export function registerDevnetCommands(program: Command): void {
+  const devnet = program
+    .command("devnet")
+    .description(
+      "Local single-validator chain (x/auth, x/bank and the Manifest modules) behind a CometBFT 0.38 RPC",
+    );
+
+  const withInitOptions = (cmd: Command) =>
+    cmd
+      .requiredOption("--home <dir>", "devnet home directory (keys, validator key, chain database)")
+      .option("--tenants <n>", "number of tenant dev accounts (tenant1 … tenantN)", intArg(1, 100_000), 2)
+      .option("--profile <name>", "genesis profile passed to the modules (e.g. bench)", "default")
+      .option("--min-gas-price <price>", "minimum gas price CheckTx demands", DEFAULT_MIN_GAS_PRICE);
+
+  withInitOptions(devnet.command("init"))
+    .description("Create the dev accounts and genesis; idempotent (an initialised home keeps its keys)")
+    .addHelpText(
+      "after",
+      '\nPrints {"home","chain_id","created","accounts"} on stdout.\n\nExamples:\n  $ fred devnet init --home .fred/devnet\n  $ fred devnet init --home /tmp/dn --tenants 5',
+    )
+    .action((opts: InitOpts) => {
+      const { keys, created } = initDevnet({
+        home: opts.home,
+        tenants: opts.tenants,
+        profile: opts.profile,
+        minGasPrice: opts.minGasPrice,
+      });
+      if (!created) say(`devnet home ${opts.home} is already initialised; keeping its keys`);
+      printJson({
+        home: opts.home,
+        chain_id: keys.chain_id,
+        created,
+        accounts: keys.accounts.map((a) => ({ name: a.name, address: a.address })),
+      });
+    });
+
+  withInitOptions(devnet.command("start"))
+    .description("Run the node (initialises the home if needed); SIGTERM or Ctrl-C stops it cleanly")
+    .option("--rpc-port <port>", "RPC port on 127.0.0.1 (0 picks a free port)", intArg(0, 65535), 26657)
+    .option(
+      "--block-time <duration>",
+      "time between blocks; 0s = a block as soon as a tx arrives",
+      durationArg,
+      1000,
+    )
+    .option("--history-blocks <n>", "keep only the last N blocks and their txs (0 = all)", intArg(0, 1e9), 0)
+    .addHelpText(
+      "after",
+      '\nWhen ready, prints one line on stdout:\n  {"rpc":"http://127.0.0.1:<port>","chain_id":"fred-devnet-1","height":<n>}\n\nExamples:\n  $ fred devnet start --home .fred/devnet\n  $ fred devnet start --home /tmp/dn --rpc-port 0 --block-time 0s',
+    )
+    .action(async (opts: StartOpts) => {
+      const logger = createLogger("devnet");
+      const running = await startDevnet({
+        home: opts.home,
+        tenants: opts.tenants,
+        profile: opts.profile,
+        minGasPrice: opts.minGasPrice,
+        rpcPort: opts.rpcPort,
+        blockTimeMs: opts.blockTime,
+        historyBlocks: opts.historyBlocks,
+        logger,
+      });
+      printJson({ rpc: running.url, chain_id: running.chainId, height: running.height() });
+      logger.info({ rpc: running.url, home: opts.home }, "devnet started");
+      await new Promise<void>((resolve) => {
+        process.once("SIGTERM", resolve);
+        process.once("SIGINT", resolve);
+      });
+      logger.info({ height: running.height() }, "devnet stopping");
+      await running.stop();
+    });
+
+  devnet
+    .command("keys")
+    .description("Print the dev accounts, provider UUID and SKUs (works while the node runs)")
+    .requiredOption("--home <dir>", "devnet home directory")
+    .addHelpText(
+      "after",
+      '\nPrints {"chain_id","provider_uuid","accounts":[{"name","address","mnemonic","private_key_hex"}],"skus":[…]}.\n\nExamples:\n  $ fred devnet keys --home .fred/devnet\n  $ fred devnet keys --home .fred/devnet | jq -r \'.accounts[] | select(.name=="tenant1") | .mnemonic\'',
+    )
+    .action((opts: { home: string }) => {
+      const keys = readKeys(opts.home);
+      if (!keys)
+        throw new FredError("ERR_DEVNET_HOME", `no devnet keys in ${opts.home}; run fred devnet init first`);
+      printJson({
+        chain_id: keys.chain_id,
+        provider_uuid: keys.provider_uuid,
+        accounts: keys.accounts,
+        skus: keys.skus,
+      });
+    });
+}

@@ -1,0 +1,72 @@
+/**
+ * InitChain: the genesis document and the initial state (dev accounts funded with umfx,
+ * then every module's genesis hook), written in one SQLite transaction at height 0.
+ */
+import type Database from "better-sqlite3";
+import type { DevnetApp } from "./app.ts";
+import { CONSENSUS_PARAMS, rfc3339, type Validator } from "./blocks.ts";
+import { coin } from "./coins.ts";
+import type { KeyAccount } from "./home.ts";
+import type { KeysInfo } from "./module.ts";
+import { BANK, type BankKeeper } from "./modules/bank/types.ts";
+import { MetaTable } from "./store/db.ts";
+
+/** umfx each dev account starts with: 1,000,000 MFX; the faucet holds 1,000× that. */
+export const DEV_ACCOUNT_FUNDS = 1_000_000_000_000n;
+export const FAUCET_FUNDS = 1_000_000_000_000_000n;
+
+export function isGenesisDone(db: Database.Database): boolean {
+  return new MetaTable(db).get("genesis") !== undefined;
+}
+
+export function runGenesis(opts: {
+  db: Database.Database;
+  app: DevnetApp;
+  validator: Validator;
+  accounts: KeyAccount[];
+  profile: string;
+  genesisTimeMs: number;
+}): KeysInfo {
+  const { db, app, validator, accounts } = opts;
+  const cfg = app.config;
+  const keys: KeysInfo = { provider_uuid: "", skus: [] };
+  const bank = app.modules.find((m) => m.name === BANK)?.keeper as BankKeeper;
+  const funds = (name: string) => (name === "faucet" ? FAUCET_FUNDS : DEV_ACCOUNT_FUNDS);
+  const genesis = {
+    genesis_time: rfc3339(opts.genesisTimeMs),
+    chain_id: cfg.chainId,
+    initial_height: "1",
+    consensus_params: CONSENSUS_PARAMS,
+    validators: [
+      {
+        address: validator.address,
+        pub_key: { type: "tendermint/PubKeyEd25519", value: validator.pubKeyBase64 },
+        power: "10",
+        name: "fred-devnet-validator",
+      },
+    ],
+    app_hash: "",
+    app_state: {
+      accounts: accounts.map((a) => ({ name: a.name, address: a.address })),
+      balances: accounts.map((a) => ({ address: a.address, coins: [coin(funds(a.name), cfg.bondDenom)] })),
+      profile: opts.profile,
+    },
+  };
+  db.transaction(() => {
+    app.initGenesis(
+      { chainId: cfg.chainId, height: 0, timeMs: opts.genesisTimeMs, hash: new Uint8Array(32) },
+      accounts.map((a) => ({ name: a.name, address: a.address })),
+      opts.profile,
+      keys,
+      (ctx) => {
+        for (const a of accounts) bank.mintCoins(ctx, a.address, [coin(funds(a.name), cfg.bondDenom)]);
+      },
+    );
+    const meta = new MetaTable(db);
+    meta.set("genesis", JSON.stringify(genesis));
+    meta.set("height", "0");
+    meta.set("last_time_ms", String(opts.genesisTimeMs));
+    meta.set("app_hash", "");
+  })();
+  return keys;
+}

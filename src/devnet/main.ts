@@ -1,0 +1,188 @@
+/**
+ * Composition root of the devnet: `initDevnet` (keys, validator, genesis; idempotent) and
+ * `startDevnet` (lock the home, open the database, run the node and its RPC server).
+ */
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import type Database from "better-sqlite3";
+import { type Clock, systemClock } from "../core/clock.ts";
+import { FredError } from "../core/errors.ts";
+import type { Logger } from "../log.ts";
+import { moduleAddress } from "./address.ts";
+import { DevnetApp } from "./app.ts";
+import { parseGasPrice } from "./gas-price.ts";
+import { isGenesisDone, runGenesis } from "./genesis.ts";
+import {
+  DEVNET_CHAIN_ID,
+  DEVNET_DENOM,
+  DEVNET_PREFIX,
+  devAccountNames,
+  homePaths,
+  type KeysFile,
+  loadValidator,
+  newKeyAccount,
+  readKeys,
+  writeKeys,
+} from "./home.ts";
+import { moduleFactories } from "./modules/index.ts";
+import { DevnetNode } from "./node.ts";
+import { startRpcServer } from "./rpc/server.ts";
+import { openChainDb } from "./store/db.ts";
+
+/** Accepts providerd's fee formula, fee = ceil(gas × 25 / 1e6) umfx. */
+export const DEFAULT_MIN_GAS_PRICE = "0.000025umfx";
+
+export interface InitOptions {
+  home: string;
+  tenants?: number;
+  profile?: string;
+  minGasPrice?: string;
+  clock?: Clock;
+}
+
+function buildApp(db: Database.Database, minGasPrice: string): DevnetApp {
+  return new DevnetApp(
+    db,
+    {
+      chainId: DEVNET_CHAIN_ID,
+      bech32Prefix: DEVNET_PREFIX,
+      bondDenom: DEVNET_DENOM,
+      authority: process.env.POA_ADMIN_ADDRESS ?? moduleAddress("gov", DEVNET_PREFIX),
+      minGasPrice: parseGasPrice(minGasPrice),
+    },
+    moduleFactories,
+  );
+}
+
+/** Keys + genesis in an open database; returns the keys file and whether anything was created. */
+function ensureGenesis(
+  db: Database.Database,
+  app: DevnetApp,
+  opts: InitOptions,
+): { keys: KeysFile; created: boolean } {
+  const tenants = opts.tenants ?? 2;
+  if (!Number.isInteger(tenants) || tenants < 1 || tenants > 100_000) {
+    throw new FredError("ERR_DEVNET_CONFIG", "--tenants must be an integer from 1 to 100000");
+  }
+  const existing = readKeys(opts.home);
+  if (existing && isGenesisDone(db)) return { keys: existing, created: false };
+  const accounts = existing?.accounts ?? devAccountNames(tenants).map(newKeyAccount);
+  const validator = loadValidator(opts.home);
+  const info = runGenesis({
+    db,
+    app,
+    validator,
+    accounts,
+    profile: opts.profile ?? "default",
+    genesisTimeMs: (opts.clock ?? systemClock).now(),
+  });
+  const keys: KeysFile = {
+    chain_id: DEVNET_CHAIN_ID,
+    provider_uuid: info.provider_uuid,
+    accounts,
+    skus: info.skus,
+  };
+  writeKeys(opts.home, keys);
+  return { keys, created: true };
+}
+
+/** `fred devnet init`: idempotent; an initialised home is left as it is. */
+export function initDevnet(opts: InitOptions): { keys: KeysFile; created: boolean } {
+  const lock = acquireLock(opts.home);
+  try {
+    const db = openChainDb(homePaths(opts.home).db);
+    try {
+      return ensureGenesis(db, buildApp(db, opts.minGasPrice ?? DEFAULT_MIN_GAS_PRICE), opts);
+    } finally {
+      db.close();
+    }
+  } finally {
+    lock.release();
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** One node per home: a pid file, taken over when its owner is gone (e.g. after kill -9). */
+function acquireLock(home: string): { release(): void } {
+  mkdirSync(home, { recursive: true });
+  const path = homePaths(home).lock;
+  if (existsSync(path)) {
+    const pid = Number(readFileSync(path, "utf8").trim());
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && pidAlive(pid)) {
+      throw new FredError("ERR_DEVNET_LOCKED", `devnet home ${home} is in use by process ${pid}`);
+    }
+  }
+  writeFileSync(path, `${process.pid}\n`);
+  return {
+    release() {
+      try {
+        if (readFileSync(path, "utf8").trim() === String(process.pid)) rmSync(path);
+      } catch {
+        // Already gone: nothing to release.
+      }
+    },
+  };
+}
+
+export interface StartOptions extends InitOptions {
+  rpcPort: number;
+  blockTimeMs: number;
+  historyBlocks?: number;
+  logger: Logger;
+}
+
+export interface RunningDevnet {
+  url: string;
+  chainId: string;
+  node: DevnetNode;
+  height(): number;
+  stop(): Promise<void>;
+}
+
+export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
+  const lock = acquireLock(opts.home);
+  let db: Database.Database | undefined;
+  try {
+    db = openChainDb(homePaths(opts.home).db);
+    const app = buildApp(db, opts.minGasPrice ?? DEFAULT_MIN_GAS_PRICE);
+    ensureGenesis(db, app, opts);
+    const node = new DevnetNode({
+      db,
+      app,
+      validator: loadValidator(opts.home),
+      clock: opts.clock ?? systemClock,
+      blockTimeMs: opts.blockTimeMs,
+      historyBlocks: opts.historyBlocks ?? 0,
+      logger: opts.logger,
+    });
+    node.start();
+    const server = await startRpcServer({ node, logger: opts.logger, port: opts.rpcPort });
+    const opened = db;
+    let stopped = false;
+    return {
+      url: server.url,
+      chainId: node.chainId,
+      node,
+      height: () => node.height,
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        node.stop();
+        await server.app.close();
+        opened.close();
+        lock.release();
+      },
+    };
+  } catch (err) {
+    db?.close();
+    lock.release();
+    throw err;
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * The node's SQLite database: committed module state, blocks, tx results and the tx
+ * attribute index. One block = one SQLite transaction, so a crash (even kill -9) leaves
+ * either the whole block or none of it.
+ */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import { FredError } from "../../core/errors.ts";
+
+const MIGRATIONS: string[] = [
+  `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+   CREATE TABLE state (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+   CREATE TABLE blocks (
+     height INTEGER PRIMARY KEY, hash TEXT NOT NULL, time_ms INTEGER NOT NULL, num_txs INTEGER NOT NULL,
+     size INTEGER NOT NULL, block_id TEXT NOT NULL, block TEXT NOT NULL, results TEXT NOT NULL);
+   CREATE TABLE txs (
+     hash TEXT PRIMARY KEY, height INTEGER NOT NULL, idx INTEGER NOT NULL, tx BLOB NOT NULL,
+     result TEXT NOT NULL) WITHOUT ROWID;
+   CREATE INDEX txs_by_height ON txs (height, idx);
+   CREATE TABLE tx_attrs (key TEXT NOT NULL, value TEXT NOT NULL, height INTEGER NOT NULL, idx INTEGER NOT NULL);
+   CREATE INDEX tx_attrs_by_kv ON tx_attrs (key, value);
+   CREATE INDEX tx_attrs_by_height ON tx_attrs (height);`,
+];
+
+export function openChainDb(path: string): Database.Database {
+  mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  // NORMAL in WAL mode survives process crashes (kill -9); only an OS crash can lose the tail.
+  db.pragma("synchronous = NORMAL");
+  db.pragma("foreign_keys = ON");
+  const version = db.pragma("user_version", { simple: true }) as number;
+  if (version > MIGRATIONS.length) {
+    db.close();
+    throw new FredError(
+      "ERR_DEVNET_SCHEMA",
+      `devnet database ${path} has schema ${version}, newer than this code (${MIGRATIONS.length})`,
+    );
+  }
+  for (let v = version; v < MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v] as string);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+  return db;
+}
+
+export class MetaTable {
+  readonly #get: Database.Statement<[string], { value: string }>;
+  readonly #set: Database.Statement<[string, string]>;
+
+  constructor(db: Database.Database) {
+    this.#get = db.prepare("SELECT value FROM meta WHERE key = ?");
+    this.#set = db.prepare(
+      "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    );
+  }
+
+  get(key: string): string | undefined {
+    return this.#get.get(key)?.value;
+  }
+
+  set(key: string, value: string): void {
+    this.#set.run(key, value);
+  }
+}
