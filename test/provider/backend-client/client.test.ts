@@ -50,7 +50,7 @@ let fake: FakeBackend;
 const clients: BackendClient[] = [];
 async function client(
   over: Partial<BackendConfig> = {},
-  storageId: string | undefined = SID,
+  storageId: string | null = SID,
   clock?: ManualClock,
 ) {
   const c = await BackendClient.create({
