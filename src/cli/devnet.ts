@@ -1,10 +1,12 @@
+import { join } from "node:path";
 import { type Command, InvalidArgumentError } from "commander";
 import { parseDurationMs } from "../core/duration.ts";
 import { FredError } from "../core/errors.ts";
 import { readKeys } from "../devnet/home.ts";
-import { DEFAULT_MIN_GAS_PRICE, initDevnet, startDevnet } from "../devnet/main.ts";
+import { DEFAULT_MIN_GAS_PRICE, initDevnet, type RunningDevnet, startDevnet } from "../devnet/main.ts";
 import { createLogger } from "../log.ts";
 import { printJson, say } from "./output.ts";
+import type { UpComponent } from "./up.ts";
 
 function intArg(min: number, max: number) {
   return (value: string): number => {
@@ -131,3 +133,33 @@ export function registerDevnetCommands(program: Command): void {
       });
     });
 }
+
+/**
+ * The devnet inside `fred up`: runs in-process on <home>/devnet with 1s blocks, on port
+ * 26657 when free (another free port otherwise), and publishes the RPC URL as fact "rpc".
+ */
+export const devnetUpComponent: UpComponent = {
+  name: "devnet",
+  async start(ctx) {
+    const home = join(ctx.home, "devnet");
+    const logger = createLogger("devnet");
+    const base = { home, blockTimeMs: 1000, logger };
+    let running: RunningDevnet;
+    try {
+      running = await startDevnet({ ...base, rpcPort: 26657 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
+      running = await startDevnet({ ...base, rpcPort: 0 });
+    }
+    ctx.facts.set("rpc", running.url);
+    ctx.facts.set("chain_id", running.chainId);
+    ctx.facts.set("devnet_home", home);
+    return {
+      summary: [
+        `devnet      ${running.url}  (chain ${running.chainId}, 1s blocks)`,
+        `            dev keys: fred devnet keys --home ${home}`,
+      ],
+      stop: () => running.stop(),
+    };
+  },
+};

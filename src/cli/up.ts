@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { mockBackendUpComponent } from "./backend.ts";
+import { devnetUpComponent } from "./devnet.ts";
 import { say } from "./output.ts";
 
 /**
@@ -25,7 +26,7 @@ export interface RunningComponent {
   stop(): Promise<void>;
 }
 
-export const upComponents: UpComponent[] = [mockBackendUpComponent];
+export const upComponents: UpComponent[] = [devnetUpComponent, mockBackendUpComponent];
 
 const TOOLS = [
   "fred token mint|verify      mint and check ADR-036 tenant tokens",

@@ -162,8 +162,9 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
       historyBlocks: opts.historyBlocks ?? 0,
       logger: opts.logger,
     });
-    node.start();
+    // Listen first: a busy port must fail before any block is produced.
     const server = await startRpcServer({ node, logger: opts.logger, port: opts.rpcPort });
+    node.start();
     const opened = db;
     let stopped = false;
     return {
