@@ -6,6 +6,7 @@ import { loadMockBackendConfig } from "../backend/mock/config.ts";
 import { startMockBackend } from "../backend/mock/main.ts";
 import { newUuidV4 } from "../core/uuid.ts";
 import { createLogger } from "../log.ts";
+import { registerDockerBackendCommand } from "./backend-docker.ts";
 import { printJson, say } from "./output.ts";
 import type { UpComponent } from "./up.ts";
 
@@ -64,6 +65,7 @@ export function registerBackendCommands(program: Command): Command {
       await running.close();
     });
   // Other backend kinds add their subcommand here, one line each.
+  registerDockerBackendCommand(backend);
   return backend;
 }
 

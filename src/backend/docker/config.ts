@@ -98,6 +98,12 @@ const fileSchema = z.strictObject({
   callback_secret: z.string().refine((s) => Buffer.byteLength(s) >= 32, {
     message: "callback_secret must be at least 32 bytes",
   }),
+  previous_callback_secret: z
+    .string()
+    .refine((s) => Buffer.byteLength(s) >= 32, {
+      message: "previous_callback_secret must be at least 32 bytes",
+    })
+    .optional(),
   production_mode: z.boolean().default(false),
   db_path: z.string().min(1).default("docker-backend.db"),
   volume_data_path: z.string().min(1).default("/var/lib/fred/volumes"),
@@ -146,6 +152,8 @@ export interface DockerBackendConfig {
   };
   readonly allowedRegistries: readonly string[];
   readonly callbackSecret: string;
+  /** Verify-only key accepted on requests while providerd rotates to `callbackSecret`. */
+  readonly previousCallbackSecret?: string;
   readonly productionMode: boolean;
   readonly dbPath: string;
   readonly volumeDataPath: string;
@@ -167,6 +175,7 @@ export interface DockerBackendConfig {
 export const ENV_OVERRIDES: Readonly<Record<string, keyof FileConfig>> = {
   DOCKER_BACKEND_ADDR: "listen_addr",
   DOCKER_BACKEND_CALLBACK_SECRET: "callback_secret",
+  DOCKER_BACKEND_PREVIOUS_CALLBACK_SECRET: "previous_callback_secret",
   DOCKER_BACKEND_HOST_ADDRESS: "host_address",
   DOCKER_HOST: "docker_host",
   DOCKER_BACKEND_MAX_REQUEST_BODY_SIZE: "max_request_body_size",
@@ -276,6 +285,9 @@ export function parseDockerBackendConfig(
       : {}),
     allowedRegistries: Object.freeze([...file.allowed_registries]),
     callbackSecret: file.callback_secret,
+    ...(file.previous_callback_secret !== undefined
+      ? { previousCallbackSecret: file.previous_callback_secret }
+      : {}),
     productionMode: file.production_mode,
     dbPath: abs(file.db_path),
     volumeDataPath: abs(file.volume_data_path),
@@ -317,5 +329,9 @@ export function loadDockerBackendConfig(
 
 /** The config as it may appear in logs: the callback secret never does. */
 export function redactedConfig(config: DockerBackendConfig): Record<string, unknown> {
-  return { ...config, callbackSecret: "[redacted]" };
+  return {
+    ...config,
+    callbackSecret: "[redacted]",
+    ...(config.previousCallbackSecret ? { previousCallbackSecret: "[redacted]" } : {}),
+  };
 }

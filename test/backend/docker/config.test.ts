@@ -78,6 +78,7 @@ describe("docker backend config", () => {
       env: {
         DOCKER_BACKEND_ADDR: "127.0.0.1:9555",
         DOCKER_BACKEND_CALLBACK_SECRET: "z".repeat(40),
+        DOCKER_BACKEND_PREVIOUS_CALLBACK_SECRET: "p".repeat(32),
         DOCKER_BACKEND_HOST_ADDRESS: "203.0.113.9",
         DOCKER_HOST: "tcp://127.0.0.1:2375",
         DOCKER_BACKEND_MAX_REQUEST_BODY_SIZE: "4096",
@@ -86,6 +87,8 @@ describe("docker backend config", () => {
     assert.equal(c.listenHost, "127.0.0.1");
     assert.equal(c.listenPort, 9555);
     assert.equal(c.callbackSecret, "z".repeat(40));
+    assert.equal(c.previousCallbackSecret, "p".repeat(32));
+    assert.equal(redactedConfig(c).previousCallbackSecret, "[redacted]");
     assert.equal(c.hostAddress, "203.0.113.9");
     assert.equal(c.dockerHost, "tcp://127.0.0.1:2375");
     assert.equal(c.maxRequestBodySize, 4096);

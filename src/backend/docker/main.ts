@@ -1,0 +1,108 @@
+import { readFileSync } from "node:fs";
+import { type Clock, systemClock } from "../../core/clock.ts";
+import { FredError } from "../../core/errors.ts";
+import type { Logger } from "../../log.ts";
+import {
+  initializeStorageIdentity,
+  openJournalDatabase,
+  parseTenantManifest,
+  type RunningBackend,
+  startBackend,
+} from "../kit/index.ts";
+import { assertBtrfsWithQuotas, BtrfsVolumes } from "./btrfs-volumes.ts";
+import type { DockerBackendConfig } from "./config.ts";
+import { DockerSubstrate } from "./docker-substrate.ts";
+import { connectDocker, engineMessage, withPhase } from "./engine.ts";
+
+/**
+ * Composition root of `fred backend docker`: checks the host can keep its promises
+ * (btrfs with quotas for enforced disk, a Docker engine that answers, a journal bound to a
+ * storage identity), then runs the kit's contract server on the Docker substrate.
+ */
+
+export interface RunningDockerBackend extends RunningBackend {
+  substrate: DockerSubstrate;
+}
+
+const ENGINE_PING_TIMEOUT_MS = 10_000;
+
+/** `--initialize-storage-identity new`: binds a fresh storage id into a new journal. */
+export function initializeDockerBackendStorage(config: DockerBackendConfig): string {
+  return initializeStorageIdentity(config.dbPath);
+}
+
+/** The storage id the journal is bound to; refuses a missing or unbound journal. */
+function boundStorageId(dbPath: string): string {
+  const opened = openJournalDatabase({ path: dbPath, mode: "verify" });
+  opened.db.close();
+  return opened.storageId;
+}
+
+export async function startDockerBackend(
+  config: DockerBackendConfig,
+  deps: { logger: Logger; clock?: Clock },
+): Promise<RunningDockerBackend> {
+  const clock = deps.clock ?? systemClock;
+  const logger = deps.logger;
+  const storageId = boundStorageId(config.dbPath);
+  let volumes: BtrfsVolumes | undefined;
+  if (config.volumeFilesystem === "btrfs") {
+    await assertBtrfsWithQuotas(config.volumeDataPath);
+    volumes = new BtrfsVolumes(config.volumeDataPath, storageId);
+  } else {
+    logger.warn("volume_filesystem is none: disk-bearing SKUs are refused and /stats reports disk_withheld");
+  }
+  const docker = connectDocker(config.dockerHost);
+  const startup = new AbortController();
+  try {
+    await withPhase(clock, "engine ping", ENGINE_PING_TIMEOUT_MS, startup.signal, () => docker.ping());
+  } catch (err) {
+    throw new FredError(
+      "ERR_DOCKER_UNREACHABLE",
+      `docker engine at ${config.dockerHost} does not answer: ${engineMessage(err)}`,
+    );
+  }
+  const substrate = new DockerSubstrate({ config, storageId, docker, clock, log: logger, volumes });
+  try {
+    await substrate.pruneNetworks(startup.signal);
+    const running = await startBackend({
+      name: config.name,
+      substrate,
+      journal: { path: config.dbPath, mode: "verify", storageId },
+      logger,
+      clock,
+      secret: config.callbackSecret,
+      ...(config.previousCallbackSecret ? { previousSecret: config.previousCallbackSecret } : {}),
+      listen: { host: config.listenHost, port: config.listenPort },
+      https: config.tls
+        ? { cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) }
+        : undefined,
+      resolveSku: (sku) => {
+        const name = config.skuMapping[sku];
+        const profile = name === undefined ? undefined : config.skuProfiles[name];
+        return (
+          profile && { cpu_cores: profile.cpuCores, memory_mb: profile.memoryMb, disk_mb: profile.diskMb }
+        );
+      },
+      pool: {
+        totals: {
+          cpuCores: config.totalCpuCores,
+          memoryMb: config.totalMemoryMb,
+          diskMb: config.totalDiskMb,
+        },
+        ...(config.tenantQuota ? { quota: config.tenantQuota } : {}),
+        diskWithheld: volumes === undefined,
+      },
+      allowedRegistries: config.allowedRegistries,
+      parseManifest: parseTenantManifest,
+      requirePayload: true,
+      reservationTtlMs: config.reservationTtlMs,
+      reconcileIntervalMs: config.reconcileIntervalMs,
+      bodyLimitBytes: config.maxRequestBodySize,
+    });
+    return Object.assign(running, { substrate });
+  } catch (err) {
+    await substrate.close();
+    throw err;
+  }
+}

@@ -1,0 +1,37 @@
+import { runBackendContractSuite } from "../contract.ts";
+import { dockerSkip } from "./engine-helper.ts";
+import {
+  httpdManifest,
+  manifest,
+  PREVIOUS_SECRET,
+  prepareDockerBackend,
+  SECRET,
+  SKU,
+  startInProcess,
+} from "./helpers.ts";
+
+/** The backend-kit contract suite against the Docker backend on the real engine. */
+const skip = await dockerSkip();
+
+if (!skip) {
+  runBackendContractSuite("docker", async () => {
+    const setup = prepareDockerBackend();
+    const running = await startInProcess(setup);
+    return {
+      baseUrl: running.url,
+      storageId: running.storageId,
+      secret: SECRET,
+      previousSecret: PREVIOUS_SECRET,
+      name: "docker-test",
+      sku: SKU,
+      overCapacityQuantity: 1000,
+      payload: (service) => httpdManifest(service),
+      disallowedImagePayload: (service) => manifest({ [service]: { image: "quay.io/evil/image:1" } }),
+      provisionTimeoutMs: 60_000,
+      close: async () => {
+        await running.close();
+        await setup.cleanup();
+      },
+    };
+  });
+}

@@ -1,0 +1,173 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { once } from "node:events";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { stringify } from "yaml";
+import { loadDockerBackendConfig } from "../../../src/backend/docker/config.ts";
+import {
+  initializeDockerBackendStorage,
+  type RunningDockerBackend,
+  startDockerBackend,
+} from "../../../src/backend/docker/main.ts";
+import { createLogger } from "../../../src/log.ts";
+import { BTRFS_ROOT, dockerCli } from "./engine-helper.ts";
+
+/**
+ * A Docker backend under test: its config file in a temp dir (journal beside it, volumes
+ * under the test btrfs), started in-process or as a real `fred backend docker` process,
+ * and a cleanup that removes every container, network and volume of its storage id.
+ */
+
+export const SECRET = "docker-backend-test-secret-0123456789abcdef";
+export const PREVIOUS_SECRET = "docker-backend-previous-secret-0123456789ab";
+export const SKU = "0190f3a2-7c1e-7000-8000-00000000d001";
+export const DISK_SKU = "0190f3a2-7c1e-7000-8000-00000000d002";
+
+export function manifest(services: Record<string, Record<string, unknown>>): Uint8Array {
+  return Buffer.from(JSON.stringify({ services }));
+}
+
+export function httpdManifest(service = "app"): Uint8Array {
+  return manifest({ [service]: { image: "fred-test/httpd:1", ports: { "8080/tcp": {} } } });
+}
+
+export interface DockerTestSetup {
+  dir: string;
+  configPath: string;
+  volumeRoot: string;
+  storageId: string;
+  /** Removes containers, networks and volumes of this storage id, then the temp dir. */
+  cleanup(): Promise<void>;
+}
+
+/** Writes a config (small SKUs, 0s verification unless overridden) and initializes its journal. */
+export function prepareDockerBackend(overrides: Record<string, unknown> = {}): DockerTestSetup {
+  const dir = mkdtempSync(join(tmpdir(), "fred-docker-test-"));
+  const tag = randomUUID().slice(0, 8);
+  const volumeRoot = join(BTRFS_ROOT, `b-${tag}`);
+  const doc = {
+    name: "docker-test",
+    listen_addr: "127.0.0.1:0",
+    callback_secret: SECRET,
+    previous_callback_secret: PREVIOUS_SECRET,
+    host_address: "127.0.0.1",
+    host_bind_ip: "127.0.0.1",
+    db_path: "journal.db",
+    total_cpu_cores: 4,
+    total_memory_mb: 4096,
+    total_disk_mb: 1024,
+    sku_mapping: { [SKU]: "tiny", [DISK_SKU]: "tiny-disk" },
+    sku_profiles: {
+      tiny: { cpu_cores: 0.1, memory_mb: 32, disk_mb: 0 },
+      "tiny-disk": { cpu_cores: 0.1, memory_mb: 32, disk_mb: 16 },
+    },
+    volume_data_path: volumeRoot,
+    startup_verify_duration: "0s",
+    reconcile_interval: "5m",
+    ...overrides,
+  };
+  const configPath = join(dir, "docker-backend.yaml");
+  writeFileSync(configPath, stringify(doc));
+  const storageId = initializeDockerBackendStorage(loadDockerBackendConfig(configPath, {}));
+  return {
+    dir,
+    configPath,
+    volumeRoot,
+    storageId,
+    async cleanup() {
+      await removeEverythingOf(storageId);
+      await deleteSubvolumes(volumeRoot);
+      rmSync(volumeRoot, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Test cleanup: force-removes every container and network labelled with the storage id. */
+export async function removeEverythingOf(storageId: string): Promise<void> {
+  const label = `label=fred.storage_id=${storageId}`;
+  const ids = (await dockerCli(["ps", "-aq", "--filter", label])).out.split(/\s+/).filter(Boolean);
+  if (ids.length > 0) await dockerCli(["rm", "-f", ...ids]);
+  const nets = (await dockerCli(["network", "ls", "-q", "--filter", label])).out.split(/\s+/).filter(Boolean);
+  if (nets.length > 0) await dockerCli(["network", "rm", ...nets]);
+}
+
+/** Deletes the btrfs subvolumes under a test volume root (rm -rf cannot remove subvolumes). */
+export async function deleteSubvolumes(root: string): Promise<void> {
+  let names: string[] = [];
+  try {
+    names = readdirSync(root);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    await new Promise<void>((resolve) =>
+      execFile("btrfs", ["subvolume", "delete", join(root, name)], () => resolve()),
+    );
+  }
+}
+
+export async function startInProcess(setup: DockerTestSetup): Promise<RunningDockerBackend> {
+  const config = loadDockerBackendConfig(setup.configPath, {});
+  return startDockerBackend(config, {
+    logger: createLogger("docker-test", process.env.TEST_LOG_LEVEL ?? "silent"),
+  });
+}
+
+export interface DockerProcess {
+  url: string;
+  storageId: string;
+  child: ChildProcess;
+  stderr: () => string;
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+const FRED = new URL("../../../bin/fred.js", import.meta.url).pathname;
+
+/** `fred backend docker -c <config>` as a real process; ready when it prints its JSON line. */
+export async function spawnDockerBackend(configPath: string, timeoutMs = 60_000): Promise<DockerProcess> {
+  const child = spawn(process.execPath, [FRED, "backend", "docker", "-c", configPath], {
+    env: { ...process.env, FRED_LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const exited = once(child, "exit").then(([code]) => code as number | null);
+  const ready = new Promise<{ url: string; storage_id: string }>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    lines.once("line", (line) => {
+      try {
+        resolve(JSON.parse(line));
+      } catch (err) {
+        reject(err);
+      }
+    });
+    void exited.then((code) => reject(new Error(`docker backend exited with ${code}: ${stderr}`)));
+    setTimeout(
+      () => reject(new Error(`docker backend not ready in ${timeoutMs} ms: ${stderr}`)),
+      timeoutMs,
+    ).unref();
+  });
+  let info: { url: string; storage_id: string };
+  try {
+    info = await ready;
+  } catch (err) {
+    child.kill("SIGKILL");
+    throw err;
+  }
+  return {
+    url: info.url,
+    storageId: info.storage_id,
+    child,
+    stderr: () => stderr,
+    async kill(signal = "SIGTERM") {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
