@@ -1,0 +1,40 @@
+/** EndBlock: expire PENDING leases past created_at + pending_timeout, oldest first, ≤ 100 per block. */
+import { LeaseState } from "../../../chain/proto/index.ts";
+import { type PendingRef, selectExpired } from "../../economics/expiry.ts";
+import type { ExecContext } from "../../module.ts";
+import { ev } from "./handler.ts";
+import { AccountCache, nowNs, nowTs, terminate } from "./ledger.ts";
+import { BILLING, bkeys, getLease, getParams } from "./store.ts";
+
+function* pendingOldestFirst(ctx: ExecContext): Generator<PendingRef> {
+  for (const [key] of ctx.store(BILLING).iterate({ prefix: bkeys.pendingQueue })) {
+    const [created, uuid] = key.slice(bkeys.pendingQueue.length).split("/");
+    yield { uuid: uuid!, createdNs: BigInt(created!) };
+  }
+}
+
+export function expirePending(ctx: ExecContext): void {
+  const params = getParams(ctx);
+  const expired = selectExpired(pendingOldestFirst(ctx), nowNs(ctx), params.pendingTimeout);
+  if (expired.length === 0) return;
+  const cache = new AccountCache(ctx);
+  const at = nowTs(ctx);
+  for (const uuid of expired) {
+    const lease = getLease(ctx, uuid);
+    if (lease === undefined || lease.state !== LeaseState.LEASE_STATE_PENDING) continue;
+    const account = cache.mustGet(lease.tenant);
+    terminate(ctx, lease, account, LeaseState.LEASE_STATE_EXPIRED, (x) => {
+      x.expiredAt = at;
+    });
+    cache.touch(account);
+    ctx.emit(
+      ev("lease_expired", {
+        lease_uuid: lease.uuid,
+        tenant: lease.tenant,
+        provider_uuid: lease.providerUuid,
+        reason: "pending_timeout",
+      }),
+    );
+  }
+  cache.flush();
+}

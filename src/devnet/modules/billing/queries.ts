@@ -1,0 +1,230 @@
+/** x/billing gRPC queries (path /liftedinit.billing.v1.Query/<Method>), newer-line semantics. */
+import {
+  BillingQueryParamsResponse,
+  CreditAccount,
+  Lease,
+  LeaseState,
+  QueryCreditAccountRequest,
+  QueryCreditAccountResponse,
+  QueryCreditAccountsRequest,
+  QueryCreditAccountsResponse,
+  QueryCreditAddressRequest,
+  QueryCreditAddressResponse,
+  QueryCreditEstimateRequest,
+  QueryCreditEstimateResponse,
+  QueryLeaseByCustomDomainRequest,
+  QueryLeaseByCustomDomainResponse,
+  QueryLeaseRequest,
+  QueryLeaseResponse,
+  QueryLeasesByProviderRequest,
+  QueryLeasesByProviderResponse,
+  QueryLeasesBySKURequest,
+  QueryLeasesBySKUResponse,
+  QueryLeasesByTenantRequest,
+  QueryLeasesByTenantResponse,
+  QueryLeasesRequest,
+  QueryLeasesResponse,
+  QueryWithdrawableAmountRequest,
+  QueryWithdrawableAmountResponse,
+  toBytes,
+} from "../../../chain/proto/index.ts";
+import { addAll, amountOf, type Coins, coinsFromProto, coinsToProto } from "../../economics/coins.ts";
+import { deriveCreditAddress } from "../../economics/credit-address.ts";
+import { leaseRate, withdrawable } from "../../economics/settlement.ts";
+import { isUuidV7 } from "../../economics/uuidv7.ts";
+import type { QueryContext, QueryHandler } from "../../module.ts";
+import { grpcError, paginate, requireNonEmpty } from "../sku/query-kit.ts";
+import { addressProblem } from "../sku/validate.ts";
+import { type BillingDeps, balanceOf, nowNs, trancheOf, tsNs } from "./ledger.ts";
+import { providerWithdrawableQuery } from "./query-withdrawable.ts";
+import { BILLING, bkeys, getAccount, getDomain, getLease, getParams } from "./store.ts";
+
+const Q = "/liftedinit.billing.v1.Query/";
+const MAX_ESTIMATE_LEASES = 11_000;
+const MAX_ESTIMATE_ITEMS = 100_000;
+const MAX_UINT64 = (1n << 64n) - 1n;
+
+export function billingQueries(deps: BillingDeps): Record<string, QueryHandler> {
+  const store = (ctx: QueryContext) => ctx.store(BILLING);
+  const leaseAt = (ctx: QueryContext) => (uuid: string) => getLease(ctx, uuid);
+  const tenantArg = (tenant: string) => {
+    requireNonEmpty(tenant, "tenant");
+    const problem = addressProblem(tenant, deps.prefix);
+    if (problem !== undefined) throw grpcError("InvalidArgument", `invalid tenant address: ${problem}`);
+    return tenant.toLowerCase();
+  };
+  const uuidArg = (uuid: string, what: string) => {
+    requireNonEmpty(uuid, what);
+    if (!isUuidV7(uuid)) throw grpcError("InvalidArgument", `invalid ${what}: ${uuid}`);
+    return uuid;
+  };
+  const stateArg = (state: number) => {
+    if (state < 0 || state > LeaseState.LEASE_STATE_EXPIRED)
+      throw grpcError("InvalidArgument", `invalid state filter ${state}`);
+    return state;
+  };
+  const filtered = (
+    ctx: QueryContext,
+    all: string,
+    byState: (s: number) => string,
+    state: number,
+    req: Parameters<typeof paginate>[2],
+  ) => paginate(store(ctx), stateArg(state) === 0 ? all : byState(state), req, leaseAt(ctx));
+
+  return {
+    [`${Q}Params`]: (ctx) => toBytes(BillingQueryParamsResponse, { params: getParams(ctx) }),
+    [`${Q}Lease`](ctx, bytes) {
+      const req = QueryLeaseRequest.decode(bytes);
+      requireNonEmpty(req.leaseUuid, "lease_uuid");
+      const lease = getLease(ctx, req.leaseUuid);
+      if (lease === undefined) throw grpcError("NotFound", `lease ${req.leaseUuid} not found`);
+      return toBytes(QueryLeaseResponse, { lease });
+    },
+    [`${Q}Leases`](ctx, bytes) {
+      const req = QueryLeasesRequest.decode(bytes);
+      const page =
+        stateArg(req.stateFilter) === 0
+          ? paginate(store(ctx), "lease/", req.pagination, (_k, v) => Lease.decode(v))
+          : paginate(store(ctx), bkeys.byState(req.stateFilter), req.pagination, leaseAt(ctx));
+      return toBytes(QueryLeasesResponse, { leases: page.items, pagination: page.pagination });
+    },
+    [`${Q}LeasesByTenant`](ctx, bytes) {
+      const req = QueryLeasesByTenantRequest.decode(bytes);
+      const t = tenantArg(req.tenant);
+      const page = filtered(
+        ctx,
+        bkeys.byTenantAll(t),
+        (s) => bkeys.byTenant(t, s),
+        req.stateFilter,
+        req.pagination,
+      );
+      return toBytes(QueryLeasesByTenantResponse, { leases: page.items, pagination: page.pagination });
+    },
+    [`${Q}LeasesByProvider`](ctx, bytes) {
+      const req = QueryLeasesByProviderRequest.decode(bytes);
+      const p = uuidArg(req.providerUuid, "provider_uuid");
+      const page = filtered(
+        ctx,
+        bkeys.byProviderAll(p),
+        (s) => bkeys.byProvider(p, s),
+        req.stateFilter,
+        req.pagination,
+      );
+      return toBytes(QueryLeasesByProviderResponse, { leases: page.items, pagination: page.pagination });
+    },
+    [`${Q}LeasesBySKU`](ctx, bytes) {
+      const req = QueryLeasesBySKURequest.decode(bytes);
+      const s = uuidArg(req.skuUuid, "sku_uuid");
+      const page = filtered(
+        ctx,
+        bkeys.bySkuAll(s),
+        (st) => bkeys.bySku(s, st),
+        req.stateFilter,
+        req.pagination,
+      );
+      return toBytes(QueryLeasesBySKUResponse, { leases: page.items, pagination: page.pagination });
+    },
+    [`${Q}CreditAccount`](ctx, bytes) {
+      const req = QueryCreditAccountRequest.decode(bytes);
+      const tenant = tenantArg(req.tenant);
+      const account = getAccount(ctx, tenant);
+      if (account === undefined) throw grpcError("NotFound", `credit account for ${tenant} not found`);
+      const all = deps.bank.getAllBalances(ctx, account.creditAddress);
+      const from = req.pagination?.key.length ? new TextDecoder().decode(req.pagination.key) : "";
+      if (req.pagination !== undefined && (req.pagination.offset > 0n || req.pagination.countTotal))
+        throw grpcError("InvalidArgument", "offset and count_total are not supported; use key");
+      let limit = Number(req.pagination?.limit ?? 0n) || 100;
+      if (limit > 1000) limit = 1000;
+      const rest = all.filter((c) => c.denom >= from);
+      const balances = rest.slice(0, limit);
+      const reserved = coinsFromProto(account.reservedAmounts);
+      const available = balances
+        .map((c) => ({ denom: c.denom, amount: (BigInt(c.amount) - amountOf(reserved, c.denom)).toString() }))
+        .filter((c) => BigInt(c.amount) > 0n);
+      const nextKey = rest.length > limit ? new TextEncoder().encode(rest[limit]!.denom) : new Uint8Array();
+      return toBytes(QueryCreditAccountResponse, {
+        creditAccount: account,
+        balances,
+        availableBalances: available,
+        pagination: { nextKey, total: 0n },
+      });
+    },
+    [`${Q}CreditAddress`](_ctx, bytes) {
+      const req = QueryCreditAddressRequest.decode(bytes);
+      return toBytes(QueryCreditAddressResponse, {
+        creditAddress: deriveCreditAddress(tenantArg(req.tenant)),
+      });
+    },
+    [`${Q}WithdrawableAmount`](ctx, bytes) {
+      const req = QueryWithdrawableAmountRequest.decode(bytes);
+      requireNonEmpty(req.leaseUuid, "lease_uuid");
+      const lease = getLease(ctx, req.leaseUuid);
+      if (lease === undefined) throw grpcError("NotFound", `lease ${req.leaseUuid} not found`);
+      if (lease.state !== LeaseState.LEASE_STATE_ACTIVE)
+        return toBytes(QueryWithdrawableAmountResponse, { amounts: [] });
+      const account = getAccount(ctx, lease.tenant);
+      if (account === undefined) return toBytes(QueryWithdrawableAmountResponse, { amounts: [] });
+      const amounts = withdrawable({
+        rate: leaseRate(lease.items),
+        lastSettledNs: tsNs(lease.lastSettledAt),
+        toNs: nowNs(ctx),
+        balance: balanceOf(ctx, deps.bank, account.creditAddress),
+        reserved: coinsFromProto(account.reservedAmounts),
+        tranche: trancheOf(lease),
+      });
+      return toBytes(QueryWithdrawableAmountResponse, { amounts: coinsToProto(amounts) });
+    },
+    [`${Q}ProviderWithdrawable`]: providerWithdrawableQuery(deps),
+    [`${Q}CreditAccounts`](ctx, bytes) {
+      const req = QueryCreditAccountsRequest.decode(bytes);
+      const page = paginate(store(ctx), bkeys.creditPrefix, req.pagination, (_k, v) =>
+        CreditAccount.decode(v),
+      );
+      return toBytes(QueryCreditAccountsResponse, {
+        creditAccounts: page.items,
+        pagination: page.pagination,
+      });
+    },
+    [`${Q}CreditEstimate`](ctx, bytes) {
+      const req = QueryCreditEstimateRequest.decode(bytes);
+      const tenant = tenantArg(req.tenant);
+      const account = getAccount(ctx, tenant);
+      if (account === undefined) throw grpcError("NotFound", `credit account for ${tenant} not found`);
+      if (account.activeLeaseCount > BigInt(MAX_ESTIMATE_LEASES))
+        throw grpcError("ResourceExhausted", `more than ${MAX_ESTIMATE_LEASES} active leases`);
+      const rate: Coins = new Map();
+      let items = 0;
+      const prefix = bkeys.byTenant(tenant, LeaseState.LEASE_STATE_ACTIVE);
+      for (const [key] of store(ctx).iterate({ prefix })) {
+        const lease = getLease(ctx, key.slice(prefix.length))!;
+        items += lease.items.length;
+        if (items > MAX_ESTIMATE_ITEMS)
+          throw grpcError("ResourceExhausted", `more than ${MAX_ESTIMATE_ITEMS} items`);
+        addAll(rate, leaseRate(lease.items));
+      }
+      const balance = balanceOf(ctx, deps.bank, account.creditAddress);
+      let estimate = MAX_UINT64;
+      for (const [denom, perSecond] of rate) {
+        const secs = amountOf(balance, denom) / perSecond;
+        if (secs < estimate) estimate = secs;
+      }
+      return toBytes(QueryCreditEstimateResponse, {
+        currentBalance: coinsToProto(balance),
+        totalRatePerSecond: coinsToProto(rate),
+        estimatedDurationSeconds: estimate,
+        activeLeaseCount: account.activeLeaseCount,
+      });
+    },
+    [`${Q}LeaseByCustomDomain`](ctx, bytes) {
+      const req = QueryLeaseByCustomDomainRequest.decode(bytes);
+      const domain = req.customDomain.trim().toLowerCase();
+      requireNonEmpty(domain, "custom_domain");
+      const target = getDomain(ctx, domain);
+      if (target === undefined) throw grpcError("NotFound", `no lease claims ${domain}`);
+      return toBytes(QueryLeaseByCustomDomainResponse, {
+        lease: getLease(ctx, target.leaseUuid),
+        serviceName: target.serviceName,
+      });
+    },
+  };
+}

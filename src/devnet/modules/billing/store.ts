@@ -1,0 +1,130 @@
+/**
+ * x/billing state layout. Leases and credit accounts are protobuf values; every listing the
+ * queries, withdraw and EndBlock need has its own index so nothing scans all leases:
+ *   lease/<uuid>                         Lease
+ *   st/<state>/<uuid>                    by state
+ *   ten/<tenant>/<state>/<uuid>          by tenant and state
+ *   prv/<provider>/<state>/<uuid>        by provider and state (provider-wide withdraw: ACTIVE)
+ *   sku/<sku>/<state>/<uuid>             by SKU and state
+ *   tenA/<tenant>/<uuid>, prvA/<provider>/<uuid>, skuA/<sku>/<uuid>
+ *                                        the same without state (written once, at creation)
+ *   pq/<created ns, 20 digits>/<uuid>    PENDING leases oldest first (EndBlock expiry)
+ *   credit/<tenant>                      CreditAccount
+ *   dom/<domain>                         CustomDomainTarget
+ *   params, seq/billing
+ */
+
+import { timestampToNanos } from "../../../chain/proto/cosmos.ts";
+import {
+  BillingParams,
+  CreditAccount,
+  CustomDomainTarget,
+  Lease,
+  LeaseState,
+  toBytes,
+} from "../../../chain/proto/index.ts";
+import type { ExecContext, KVStore, QueryContext } from "../../module.ts";
+import { DEFAULT_PARAMS } from "./params.ts";
+
+export const BILLING = "billing";
+const EMPTY = new Uint8Array();
+
+export const ALL_STATES = [
+  LeaseState.LEASE_STATE_PENDING,
+  LeaseState.LEASE_STATE_ACTIVE,
+  LeaseState.LEASE_STATE_CLOSED,
+  LeaseState.LEASE_STATE_REJECTED,
+  LeaseState.LEASE_STATE_EXPIRED,
+] as const;
+
+export const bkeys = {
+  params: "params",
+  lease: (uuid: string) => `lease/${uuid}`,
+  byState: (state: number) => `st/${state}/`,
+  byTenant: (tenant: string, state: number) => `ten/${tenant}/${state}/`,
+  byProvider: (provider: string, state: number) => `prv/${provider}/${state}/`,
+  bySku: (sku: string, state: number) => `sku/${sku}/${state}/`,
+  byTenantAll: (tenant: string) => `tenA/${tenant}/`,
+  byProviderAll: (provider: string) => `prvA/${provider}/`,
+  bySkuAll: (sku: string) => `skuA/${sku}/`,
+  pendingQueue: "pq/",
+  pending: (createdNs: bigint, uuid: string) => `pq/${createdNs.toString().padStart(20, "0")}/${uuid}`,
+  credit: (tenant: string) => `credit/${tenant}`,
+  creditPrefix: "credit/",
+  domain: (domain: string) => `dom/${domain}`,
+  domainPrefix: "dom/",
+};
+
+type Ctx = ExecContext | QueryContext;
+const st = (ctx: Ctx) => ctx.store(BILLING);
+
+export function getParams(ctx: Ctx): BillingParams {
+  const raw = st(ctx).get(bkeys.params);
+  return raw === undefined ? DEFAULT_PARAMS : BillingParams.decode(raw);
+}
+
+export function setParams(ctx: ExecContext, params: BillingParams): void {
+  st(ctx).set(bkeys.params, toBytes(BillingParams, params));
+}
+
+export function getLease(ctx: Ctx, uuid: string): Lease | undefined {
+  const raw = st(ctx).get(bkeys.lease(uuid));
+  return raw === undefined ? undefined : Lease.decode(raw);
+}
+
+function indexKeys(lease: Lease): string[] {
+  const out = [
+    bkeys.byState(lease.state) + lease.uuid,
+    bkeys.byTenant(lease.tenant, lease.state) + lease.uuid,
+    bkeys.byProvider(lease.providerUuid, lease.state) + lease.uuid,
+  ];
+  for (const sku of new Set(lease.items.map((i) => i.skuUuid)))
+    out.push(bkeys.bySku(sku, lease.state) + lease.uuid);
+  if (lease.state === LeaseState.LEASE_STATE_PENDING && lease.createdAt !== undefined)
+    out.push(bkeys.pending(timestampToNanos(lease.createdAt), lease.uuid));
+  return out;
+}
+
+/** Writes a lease, moving its index entries when the state changed. */
+export function putLease(ctx: ExecContext, lease: Lease, previousState?: number): void {
+  const store = st(ctx);
+  if (previousState !== undefined && previousState !== lease.state) {
+    for (const key of indexKeys({ ...lease, state: previousState })) store.delete(key);
+  }
+  if (previousState !== lease.state) for (const key of indexKeys(lease)) store.set(key, EMPTY);
+  if (previousState === undefined) {
+    store.set(bkeys.byTenantAll(lease.tenant) + lease.uuid, EMPTY);
+    store.set(bkeys.byProviderAll(lease.providerUuid) + lease.uuid, EMPTY);
+    for (const sku of new Set(lease.items.map((i) => i.skuUuid)))
+      store.set(bkeys.bySkuAll(sku) + lease.uuid, EMPTY);
+  }
+  store.set(bkeys.lease(lease.uuid), toBytes(Lease, lease));
+}
+
+export function getAccount(ctx: Ctx, tenant: string): CreditAccount | undefined {
+  const raw = st(ctx).get(bkeys.credit(tenant));
+  return raw === undefined ? undefined : CreditAccount.decode(raw);
+}
+
+export function putAccount(ctx: ExecContext, account: CreditAccount): void {
+  st(ctx).set(bkeys.credit(account.tenant), toBytes(CreditAccount, account));
+}
+
+export function getDomain(ctx: Ctx, domain: string): CustomDomainTarget | undefined {
+  const raw = st(ctx).get(bkeys.domain(domain));
+  return raw === undefined ? undefined : CustomDomainTarget.decode(raw);
+}
+
+export function setDomain(ctx: ExecContext, domain: string, target: CustomDomainTarget): void {
+  st(ctx).set(bkeys.domain(domain), toBytes(CustomDomainTarget, target));
+}
+
+export function deleteDomain(ctx: ExecContext, domain: string): void {
+  st(ctx).delete(bkeys.domain(domain));
+}
+
+/** Lease UUIDs under an index prefix, in UUID order. */
+export function* uuidsUnder(store: KVStore, prefix: string, start?: string): Generator<string> {
+  const range = start === undefined ? { prefix } : { prefix, start: prefix + start };
+  for (const [key] of store.iterate(range)) yield key.slice(prefix.length);
+}

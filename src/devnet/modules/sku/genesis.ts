@@ -1,0 +1,42 @@
+/**
+ * The devnet's starting catalogue: one provider owned by the `provider` dev account and four
+ * SKUs priced in upwr (three Docker sizes and one billing-only SKU that providerd acknowledges
+ * without running anything). Prices divide evenly into per-second rates.
+ */
+import { Unit } from "../../../chain/proto/sku.ts";
+import type { GenesisContext } from "../../module.ts";
+import type { SkuKeeper } from "./types.ts";
+
+export const DEVNET_PRICE_DENOM = "upwr";
+
+export const DEVNET_SKUS = [
+  { name: "docker-small", perHour: 360_000n, billingOnly: false },
+  { name: "docker-medium", perHour: 720_000n, billingOnly: false },
+  { name: "docker-large", perHour: 1_440_000n, billingOnly: false },
+  { name: "billing-only", perHour: 36_000n, billingOnly: true },
+] as const;
+
+export function initSkuGenesis(ctx: GenesisContext, keeper: SkuKeeper): void {
+  const owner = ctx.accounts.find((a) => a.name === "provider");
+  if (owner === undefined) return;
+  const provider = keeper.addProvider(ctx, {
+    address: owner.address,
+    payoutAddress: owner.address,
+    metaHash: new Uint8Array(),
+    active: true,
+    apiUrl: "",
+  });
+  ctx.keys.provider_uuid = provider.uuid;
+  ctx.keys.skus = [];
+  for (const def of DEVNET_SKUS) {
+    const sku = keeper.addSku(ctx, {
+      providerUuid: provider.uuid,
+      name: def.name,
+      unit: Unit.UNIT_PER_HOUR,
+      basePrice: { denom: DEVNET_PRICE_DENOM, amount: def.perHour.toString() },
+      metaHash: new Uint8Array(),
+      active: true,
+    });
+    ctx.keys.skus.push({ uuid: sku.uuid, name: sku.name, billing_only: def.billingOnly });
+  }
+}

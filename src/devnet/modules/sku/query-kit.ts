@@ -1,0 +1,104 @@
+/**
+ * What the x/sku and x/billing gRPC queries share: gRPC-status errors in the text form the
+ * SDK's query router produces, and cursor pagination over an ordered KV prefix with the
+ * chain's limits (default 100, max 1000; offset/count_total scans capped at 20 000 rows;
+ * key together with offset refused). `next_key` is the UTF-8 of the first key not returned
+ * (inclusive resume).
+ */
+import type { PageRequest, PageResponse } from "../../../chain/proto/cosmos.ts";
+import { ChainError } from "../../errors.ts";
+import type { KVStore } from "../../module.ts";
+
+export type GrpcStatus = "InvalidArgument" | "NotFound" | "ResourceExhausted";
+const GRPC_ABCI_CODE: Record<GrpcStatus, number> = {
+  InvalidArgument: 18,
+  NotFound: 38,
+  ResourceExhausted: 18,
+};
+
+/** An ABCI query failure whose log reads like the SDK's gRPC error (`rpc error: code = … desc = …`). */
+export function grpcError(status: GrpcStatus, desc: string): ChainError {
+  return new ChainError("sdk", GRPC_ABCI_CODE[status], `rpc error: code = ${status} desc = ${desc}`);
+}
+
+export const DEFAULT_PAGE_LIMIT = 100;
+export const MAX_PAGE_LIMIT = 1000;
+export const MAX_OFFSET_SCAN = 20_000;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export interface PageOptions {
+  defaultLimit?: number;
+  maxLimit?: number;
+  /** Refuse offset and count_total (cursor-only queries). */
+  cursorOnly?: boolean;
+}
+
+export interface Page<T> {
+  items: T[];
+  pagination: PageResponse;
+}
+
+/**
+ * Pages over the entries under `prefix`, keyed by what follows the prefix (a UUID or address).
+ * `load` turns one index entry into a result (or undefined to skip it).
+ */
+export function paginate<T>(
+  store: KVStore,
+  prefix: string,
+  req: PageRequest | undefined,
+  load: (suffix: string, value: Uint8Array) => T | undefined,
+  opts: PageOptions = {},
+): Page<T> {
+  const key = req?.key ?? new Uint8Array();
+  const offset = req?.offset ?? 0n;
+  const countTotal = req?.countTotal ?? false;
+  const reverse = req?.reverse ?? false;
+  const maxLimit = opts.maxLimit ?? MAX_PAGE_LIMIT;
+  if (key.length > 0 && offset > 0n)
+    throw grpcError(
+      "InvalidArgument",
+      "paginate: invalid request, either offset or key is expected, got both",
+    );
+  if (opts.cursorOnly && (offset > 0n || countTotal))
+    throw grpcError("InvalidArgument", "offset and count_total are not supported; use key");
+  if (offset > BigInt(MAX_OFFSET_SCAN)) throw grpcError("ResourceExhausted", "offset scan limit exceeded");
+  let limit = Number(req?.limit ?? 0n);
+  if (limit === 0) limit = opts.defaultLimit ?? DEFAULT_PAGE_LIMIT;
+  if (limit > maxLimit) limit = maxLimit;
+
+  const from = key.length > 0 ? prefix + decoder.decode(key) : undefined;
+  const range = reverse
+    ? { prefix, reverse: true, ...(from === undefined ? {} : { end: `${from}\u0000` }) }
+    : { prefix, ...(from === undefined ? {} : { start: from }) };
+  const items: T[] = [];
+  let skipped = 0n;
+  let scanned = 0;
+  let nextKey = new Uint8Array();
+  let total = 0n;
+  for (const [k, v] of store.iterate(range)) {
+    const suffix = k.slice(prefix.length);
+    if (skipped < offset) {
+      skipped++;
+      total++;
+      continue;
+    }
+    if (items.length === limit) {
+      if (nextKey.length === 0) nextKey = encoder.encode(suffix);
+      if (!countTotal) break;
+      if (++scanned > MAX_OFFSET_SCAN)
+        throw grpcError("ResourceExhausted", "count_total scan limit exceeded");
+      total++;
+      continue;
+    }
+    const item = load(suffix, v);
+    if (item !== undefined) items.push(item);
+    total++;
+  }
+  return { items, pagination: { nextKey, total: countTotal ? total : 0n } };
+}
+
+export function requireNonEmpty(value: string, what: string): void {
+  if (value.trim() === "") throw grpcError("InvalidArgument", `${what} cannot be empty`);
+}
