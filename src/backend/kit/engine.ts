@@ -18,7 +18,7 @@ export interface EngineConfig extends AdmissionConfig {
   logger: Logger;
   reconcileIntervalMs: number;
   /** Called after every commit that appended an outbox row. */
-  wakeOutbox(): void;
+  wakeOutbox(lease: string): void;
 }
 
 export type EngineEvent = "recovery:done" | "operation:settled" | "close:done";
@@ -185,7 +185,7 @@ export class BackendEngine {
   }
 
   #settled(lease: string): void {
-    this.#c.wakeOutbox();
+    this.#c.wakeOutbox(lease);
     this.#emit("operation:settled", lease);
   }
 
@@ -203,7 +203,7 @@ export class BackendEngine {
       return;
     }
     if (r.preempted) {
-      this.#c.wakeOutbox();
+      this.#c.wakeOutbox(leaseUuid);
       this.#live.get(leaseUuid)?.abort(new Error("lease closed"));
     }
     void this.#runClose(leaseUuid);
@@ -224,7 +224,7 @@ export class BackendEngine {
       }
       if (this.#c.journal.completeClose(leaseUuid, lease.generation, this.#c.clock.now())) {
         this.#c.pool.release(leaseUuid);
-        this.#c.wakeOutbox();
+        this.#c.wakeOutbox(leaseUuid);
         this.#emit("close:done", leaseUuid);
       }
     });
@@ -348,7 +348,7 @@ export class BackendEngine {
     const failure = { reason: e.reason, message: e.message };
     if (this.#c.journal.recordRuntimeFailure(e.leaseUuid, e.operationId, failure, this.#c.clock.now())) {
       this.#c.pool.release(e.leaseUuid);
-      this.#c.wakeOutbox();
+      this.#c.wakeOutbox(e.leaseUuid);
     }
   }
 

@@ -35,19 +35,19 @@ export const CALLBACK_REPLAY_INTERVAL_MS = 30_000;
 export const CALLBACK_CONCURRENCY = 16;
 const RESPONSE_READ_LIMIT = 4096;
 
-type LoopState =
-  | { kind: "idle" }
-  | { kind: "running"; abort: AbortController; done: Promise<void> }
-  | { kind: "stopped" };
-
 export class OutboxSender {
   readonly #o: Required<Omit<OutboxSenderOptions, "dispatcher" | "onDelivered" | "onAttemptFailed">> &
     OutboxSenderOptions;
-  #state: LoopState = { kind: "idle" };
-  #woken = false;
-  #wakeWaiter: (() => void) | undefined;
-  /** Leases whose head just failed: not retried before this time except by the timer pass. */
+  #state: "idle" | "running" | "stopped" = "idle";
+  readonly #abort = new AbortController();
+  /** Leases known to hold rows, waiting for a slot (insertion order = fairness). */
+  readonly #pending = new Set<string>();
+  readonly #inFlight = new Map<string, Promise<void>>();
+  /** Leases whose head just failed: left alone until the next timer pass. */
   readonly #backoffUntil = new Map<string, number>();
+  #refreshWanted = true;
+  #kickScheduled = false;
+  #cancelTimer: () => void = () => {};
   #idleWaiters: (() => void)[] = [];
 
   constructor(opts: OutboxSenderOptions) {
@@ -61,87 +61,102 @@ export class OutboxSender {
     };
   }
 
+  /** Starts the single replay loop: a drain now, then on every wake and every replay interval. */
   start(): void {
-    if (this.#state.kind !== "idle") throw new Error("outbox sender already started");
-    const abort = new AbortController();
-    const done = this.#loop(abort.signal).catch((err) => {
-      if (!abort.signal.aborted) this.#o.logger.error({ err }, "outbox replay loop stopped");
-    });
-    this.#state = { kind: "running", abort, done };
+    if (this.#state !== "idle") throw new Error("outbox sender already started");
+    this.#state = "running";
+    this.#armTimer();
+    this.#kick();
   }
 
-  /** Non-blocking, coalescing: a committed row is waiting. */
-  wake(): void {
-    this.#woken = true;
-    this.#wakeWaiter?.();
+  /**
+   * Non-blocking and coalescing: rows were committed (for `lease`, or anywhere when
+   * omitted). A head that just failed is not retried by a wake; it waits for the timer.
+   */
+  wake(lease?: string): void {
+    if (lease === undefined) this.#refreshWanted = true;
+    else this.#pending.add(lease);
+    this.#kick();
   }
 
-  /** Resolves when a pass finds nothing deliverable (tests and benchmarks wait on this). */
+  /** Resolves once nothing deliverable is pending or in flight (tests and benchmarks). */
   whenIdle(): Promise<void> {
-    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+    return new Promise((resolve) => {
+      this.#idleWaiters.push(resolve);
+      this.#kick();
+    });
   }
 
   async stop(): Promise<void> {
-    const s = this.#state;
-    this.#state = { kind: "stopped" };
-    if (s.kind !== "running") return;
-    s.abort.abort(new Error("outbox sender stopping"));
-    this.#wakeWaiter?.();
-    await s.done;
+    if (this.#state === "stopped") return;
+    this.#state = "stopped";
+    this.#cancelTimer();
+    this.#abort.abort(new Error("outbox sender stopping"));
+    await Promise.allSettled([...this.#inFlight.values()]);
+    for (const w of this.#idleWaiters.splice(0)) w();
   }
 
-  async #loop(signal: AbortSignal): Promise<void> {
-    let timerPass = true;
-    while (!signal.aborted) {
-      this.#woken = false;
-      await this.#pass(signal, timerPass);
-      if (signal.aborted) return;
-      if (this.#woken) {
-        timerPass = false;
-        continue;
-      }
-      for (const w of this.#idleWaiters.splice(0)) w();
-      timerPass = await this.#waitForWakeOrInterval(signal);
+  #armTimer(): void {
+    this.#cancelTimer = this.#o.clock.setTimer(this.#o.replayIntervalMs, () => {
+      if (this.#state !== "running") return;
+      this.#refreshWanted = true;
+      this.#backoffUntil.clear();
+      this.#armTimer();
+      this.#kick();
+    });
+  }
+
+  #kick(): void {
+    if (this.#kickScheduled || this.#state !== "running") return;
+    this.#kickScheduled = true;
+    setImmediate(() => {
+      this.#kickScheduled = false;
+      this.#fill();
+    });
+  }
+
+  /** Starts a drain for waiting leases while slots are free; never two for one lease. */
+  #fill(): void {
+    if (this.#state !== "running") return;
+    if (this.#refreshWanted) {
+      this.#refreshWanted = false;
+      for (const lease of this.#o.journal.outboxLeases()) this.#pending.add(lease);
     }
-  }
-
-  /** Resolves true when the replay interval elapsed, false when woken. */
-  #waitForWakeOrInterval(signal: AbortSignal): Promise<boolean> {
-    return new Promise((resolve) => {
-      const cancel = this.#o.clock.setTimer(this.#o.replayIntervalMs, () => finish(true));
-      const finish = (byTimer: boolean) => {
-        cancel();
-        this.#wakeWaiter = undefined;
-        resolve(byTimer);
-      };
-      this.#wakeWaiter = () => finish(false);
-      if (signal.aborted || this.#woken) finish(false);
-    });
-  }
-
-  async #pass(signal: AbortSignal, timerPass: boolean): Promise<void> {
     const now = this.#o.clock.now();
-    const queue = this.#o.journal.outboxLeases().filter((lease) => {
+    let deliverable = 0;
+    for (const lease of this.#pending) {
+      if (this.#inFlight.has(lease)) continue;
       const until = this.#backoffUntil.get(lease);
-      return until === undefined || timerPass || until <= now;
-    });
-    if (timerPass) this.#backoffUntil.clear();
-    const worker = async () => {
-      for (let lease = queue.shift(); lease !== undefined && !signal.aborted; lease = queue.shift()) {
-        const row = this.#o.journal.outboxHead(lease);
-        if (!row) continue;
-        const delivered = await this.#deliver(row, signal);
-        if (delivered) {
-          this.#o.journal.removeDelivered(row);
-          this.#o.onDelivered?.(row);
-          // Yield after one head so a backlog never starves fresh leases.
-          if (this.#o.journal.outboxHead(lease)) queue.push(lease);
-        } else if (!signal.aborted) {
-          this.#backoffUntil.set(lease, this.#o.clock.now() + this.#o.replayIntervalMs);
-        }
+      if (until !== undefined && until > now) continue;
+      deliverable++;
+      if (this.#inFlight.size >= this.#o.concurrency) break;
+      this.#pending.delete(lease);
+      const task = this.#drainHead(lease).finally(() => {
+        this.#inFlight.delete(lease);
+        this.#kick();
+      });
+      this.#inFlight.set(lease, task);
+    }
+    if (this.#inFlight.size === 0 && deliverable === 0) for (const w of this.#idleWaiters.splice(0)) w();
+  }
+
+  /** Delivers one head of `lease`, then yields its slot so a backlog never starves other leases. */
+  async #drainHead(lease: string): Promise<void> {
+    const signal = this.#abort.signal;
+    try {
+      const row = this.#o.journal.outboxHead(lease);
+      if (!row) return;
+      if (await this.#deliver(row, signal)) {
+        this.#o.journal.removeDelivered(row);
+        this.#o.onDelivered?.(row);
+        if (this.#o.journal.outboxHead(lease)) this.#pending.add(lease);
+      } else if (!signal.aborted) {
+        this.#backoffUntil.set(lease, this.#o.clock.now() + this.#o.replayIntervalMs);
+        this.#pending.add(lease);
       }
-    };
-    await Promise.all(Array.from({ length: this.#o.concurrency }, worker));
+    } catch (err) {
+      if (!signal.aborted) this.#o.logger.error({ err, lease_uuid: lease }, "callback delivery crashed");
+    }
   }
 
   /** One attempt chain for one row; true when a 2xx came back. */

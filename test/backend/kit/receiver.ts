@@ -94,11 +94,12 @@ export async function startReceiver(secret: string): Promise<Receiver> {
       }
       receiver.deliveries.push({ uri, callbackId, route, body, signatureValid });
       if (!signatureValid) return void res.writeHead(401).end();
-      if (mode === "hold") return void holding.push(res);
-      if (mode >= 200 && mode < 300) {
+      // "hold" applies the effect, then never answers: the reply is lost in a crash.
+      if (mode === "hold" || (mode >= 200 && mode < 300)) {
         const effect = `${route}:${String(body.lease_uuid)}:${String(body.status)}`;
         if (!receiver.effects.includes(effect)) receiver.effects.push(effect);
       }
+      if (mode === "hold") return void holding.push(res);
       res.writeHead(mode).end();
     });
   });

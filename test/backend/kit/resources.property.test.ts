@@ -66,8 +66,9 @@ describe("resource pool (property)", () => {
             const inst = specs(op.lease, op.instances);
             const refusal = pool.allocate(op.lease, op.tenant, inst, "reserved", now + op.ttl);
             if (refusal === undefined) {
-              const sum = (f: (p: (typeof op.instances)[number]) => number) =>
-                op.instances.reduce((n, p) => n + f(p), 0);
+              const profiles = op.instances;
+              const sum = (f: (p: (typeof profiles)[number]) => number) =>
+                profiles.reduce((n, p) => n + f(p), 0);
               model.set(op.lease, {
                 tenant: op.tenant,
                 cpu: Math.round(sum((p) => p.cpu_cores) * 1000),
