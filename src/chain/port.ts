@@ -100,7 +100,11 @@ export interface WithdrawSummary {
 export interface ChainPort {
   getLease(uuid: string, signal?: AbortSignal): Promise<ChainLease | undefined>;
   /** Every lease of the provider in `state` (all pages). */
-  leasesByProvider(providerUuid: string, state: LeaseStateName | undefined, signal?: AbortSignal): Promise<ChainLease[]>;
+  leasesByProvider(
+    providerUuid: string,
+    state: LeaseStateName | undefined,
+    signal?: AbortSignal,
+  ): Promise<ChainLease[]>;
   creditAccount(tenant: string, signal?: AbortSignal): Promise<CreditView | undefined>;
   /** Sum over all pages of the provider's withdrawable amounts. */
   providerWithdrawable(providerUuid: string, signal?: AbortSignal): Promise<WithdrawableView>;
