@@ -256,19 +256,37 @@ export class DockerSubstrate implements Substrate {
   }
 
   async start(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
-    await this.#during(spec.leaseUuid, () =>
-      startAndVerify(
-        {
-          docker: this.#docker,
-          clock: this.#clock,
-          list: (s) => this.#list(s, spec.leaseUuid),
-          startTimeoutMs: this.#config.containerStartTimeoutMs,
-          verifyMs: this.#config.startupVerifyDurationMs,
-          deadlineMs: this.#clock.now() + this.#config.provisionTimeoutMs,
-        },
-        this.#models(spec),
-        signal,
-      ),
+    await this.#during(spec.leaseUuid, async () => {
+      try {
+        await this.#startAndVerify(spec, signal);
+      } catch (err) {
+        // A failed lease must not keep its other instances running: stop them, keep them
+        // (and their logs) until the lease is re-provisioned or closed.
+        if (err instanceof SubstrateError && err.outcome === "definite") {
+          await this.#stopAll(spec.leaseUuid, signal).catch((e) =>
+            this.#log.warn(
+              { lease_uuid: spec.leaseUuid, err: engineMessage(e) },
+              "stopping a failed lease failed",
+            ),
+          );
+        }
+        throw err;
+      }
+    });
+  }
+
+  #startAndVerify(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
+    return startAndVerify(
+      {
+        docker: this.#docker,
+        clock: this.#clock,
+        list: (s) => this.#list(s, spec.leaseUuid),
+        startTimeoutMs: this.#config.containerStartTimeoutMs,
+        verifyMs: this.#config.startupVerifyDurationMs,
+        deadlineMs: this.#clock.now() + this.#config.provisionTimeoutMs,
+      },
+      this.#models(spec),
+      signal,
     );
   }
 
@@ -323,19 +341,21 @@ export class DockerSubstrate implements Substrate {
   }
 
   async stop(leaseUuid: string, signal: AbortSignal): Promise<void> {
-    await this.#during(leaseUuid, async () => {
-      for (const { id } of await this.#owned(leaseUuid, signal)) {
-        this.#expectDeath(id);
-        try {
-          await withPhase(this.#clock, "container stop", this.#config.containerStopTimeoutMs, signal, (s) =>
-            this.#docker.getContainer(id).stop({ abortSignal: s }),
-          );
-        } catch (err) {
-          if (isNotFound(err) || engineStatus(err) === 304) continue;
-          throw ambiguous(`stop ${id}`, err);
-        }
+    await this.#during(leaseUuid, () => this.#stopAll(leaseUuid, signal));
+  }
+
+  async #stopAll(leaseUuid: string, signal: AbortSignal): Promise<void> {
+    for (const { id } of await this.#owned(leaseUuid, signal)) {
+      this.#expectDeath(id);
+      try {
+        await withPhase(this.#clock, "container stop", this.#config.containerStopTimeoutMs, signal, (s) =>
+          this.#docker.getContainer(id).stop({ abortSignal: s }),
+        );
+      } catch (err) {
+        if (isNotFound(err) || engineStatus(err) === 304) continue;
+        throw ambiguous(`stop ${id}`, err);
       }
-    });
+    }
   }
 
   async destroy(leaseUuid: string, signal: AbortSignal): Promise<void> {

@@ -4,7 +4,7 @@ import { SubstrateError } from "../kit/substrate.ts";
 import { ambiguous, definite, engineStatus, withPhase } from "./engine.ts";
 import { LABEL } from "./names.ts";
 import { type ContainerRow, failureOf, instancePhase, isUp } from "./observe.ts";
-import { type ServiceModel, startOrder } from "./service-model.ts";
+import { hasActiveHealthCheck, type ServiceModel, startOrder } from "./service-model.ts";
 
 /**
  * Starting a lease and proving it came up. Services start in `depends_on` order (a
@@ -80,6 +80,8 @@ export async function startAndVerify(
   signal: AbortSignal,
 ): Promise<void> {
   const begun = deps.clock.now();
+  // Health checks are the proof where every service has one; otherwise the grace window is.
+  const graceMs = models.every(hasActiveHealthCheck) ? 0 : deps.verifyMs;
   for (const model of startOrder(models)) {
     for (const [target, condition] of Object.entries(model.dependsOn)) {
       if (condition === "service_healthy") await waitHealthy(deps, target, signal);
@@ -96,7 +98,7 @@ export async function startAndVerify(
     const rows = await deps.list(signal);
     failIfBroken(rows);
     const ready = rows.every(isUp);
-    const graceOver = deps.clock.now() - begun >= deps.verifyMs;
+    const graceOver = deps.clock.now() - begun >= graceMs;
     if (ready && graceOver) return;
     const pending = rows.find((r) => instancePhase(r) === "starting");
     await pause(

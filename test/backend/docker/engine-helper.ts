@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import { connectDocker } from "../../../src/backend/docker/engine.ts";
@@ -34,10 +34,53 @@ export async function engineAnswers(
  * REQUIRE_DOCKER=1 (CI) makes this throw so the run fails instead of skipping.
  */
 export async function dockerSkip(): Promise<false | string> {
-  if (await engineAnswers()) return false;
+  if (await engineAnswers()) {
+    await holdEngineLock();
+    return false;
+  }
   if (REQUIRE_DOCKER)
     throw new Error("REQUIRE_DOCKER=1 but no Docker engine answers on /var/run/docker.sock");
   return "no Docker engine (set REQUIRE_DOCKER=1 to make this a failure)";
+}
+
+const LOCK_DIR = "/tmp/fred-docker-tests.lock";
+
+/**
+ * Serialises the Docker test files (the runner executes files in parallel processes):
+ * the fault tests restart the engine, which must not hit another file's containers.
+ * A lock directory holds the owner's pid; a lock whose owner is gone is taken over.
+ * Released when this process exits.
+ */
+export async function holdEngineLock(timeoutMs = 600_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      mkdirSync(LOCK_DIR);
+      writeFileSync(`${LOCK_DIR}/pid`, String(process.pid));
+      process.once("exit", () => rmSync(LOCK_DIR, { recursive: true, force: true }));
+      return;
+    } catch {
+      let owner = Number.NaN;
+      try {
+        owner = Number(readFileSync(`${LOCK_DIR}/pid`, "utf8"));
+      } catch {
+        // pid not written yet: the owner is between mkdir and write
+      }
+      if (Number.isInteger(owner) && !alive(owner)) rmSync(LOCK_DIR, { recursive: true, force: true });
+      if (Date.now() > deadline)
+        throw new Error(`Docker test lock ${LOCK_DIR} not acquired in ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A fresh directory under the test btrfs mount; the returned function removes it. */

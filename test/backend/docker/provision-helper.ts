@@ -1,0 +1,50 @@
+import { randomUUID } from "node:crypto";
+import type { Receiver } from "../kit/receiver.ts";
+import type { SignedClient } from "../kit/signed-client.ts";
+
+/** Builds and sends provision requests the way providerd does, and waits for outcomes. */
+
+export const TENANT = "manifest1dockertests00000000000000000000";
+export const PROVIDER = "01234567-89ab-7def-8123-456789abcdef";
+
+export interface ProvisionCall {
+  lease: string;
+  op: string;
+  body: Record<string, unknown>;
+}
+
+export function provisionBody(
+  rx: Receiver,
+  payload: Uint8Array | undefined,
+  items: unknown[],
+  opts: { lease?: string; tenant?: string } = {},
+): ProvisionCall {
+  const lease = opts.lease ?? randomUUID();
+  const op = randomUUID();
+  const body: Record<string, unknown> = {
+    lease_uuid: lease,
+    tenant: opts.tenant ?? TENANT,
+    provider_uuid: PROVIDER,
+    items,
+    callback_url: `${rx.url}/callbacks/provision?operation_id=${op}`,
+  };
+  if (payload !== undefined) body.payload = Buffer.from(payload).toString("base64");
+  return { lease, op, body };
+}
+
+/** POSTs /provision (expects 202) and waits for the operation callback; returns its body. */
+export async function provisionAndWait(
+  c: SignedClient,
+  rx: Receiver,
+  call: ProvisionCall,
+  timeoutMs = 60_000,
+): Promise<Record<string, unknown>> {
+  const res = await c.post("/provision", call.body);
+  if (res.status !== 202) throw new Error(`provision answered ${res.status}: ${res.text}`);
+  await rx.waitFor(
+    (r) => r.deliveries.some((d) => d.route === "operation" && d.body.lease_uuid === call.lease),
+    timeoutMs,
+  );
+  const d = rx.deliveries.find((x) => x.route === "operation" && x.body.lease_uuid === call.lease);
+  return d?.body ?? {};
+}
