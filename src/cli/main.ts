@@ -5,6 +5,7 @@ import { registerDevnetCommands } from "./devnet.ts";
 import { registerKeysCommands } from "./keys.ts";
 import { registerManifestCommands } from "./manifest.ts";
 import { ExitCode, say } from "./output.ts";
+import { registerPlacementCommands } from "./placement.ts";
 import { registerProviderdCommand } from "./providerd.ts";
 import { registerTokenCommands } from "./token.ts";
 import { registerUpCommand } from "./up.ts";
@@ -29,6 +30,7 @@ Every command logs to stderr; stdout carries only its machine-readable output.`,
   registerBackendCommands(program);
   registerManifestCommands(program);
   registerProviderdCommand(program);
+  registerPlacementCommands(program);
   registerKeysCommands(program);
   return program;
 }

@@ -1,0 +1,158 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import type { Clock } from "../../core/clock.ts";
+import { FredError } from "../../core/errors.ts";
+import { BackendClient } from "../backend-client/index.ts";
+import { type BackendConfig, isLoopbackHost, type ProviderConfig } from "../config/index.ts";
+import { PlacementStore } from "../store/index.ts";
+import type { ChainHistory } from "./chain-history.ts";
+
+/**
+ * `fred placement init`: the only way a placement store comes into being. It is for a
+ * genuinely new provider: the chain shows no lease history and every backend answers
+ * complete, empty inventories. Each backend's storage identity (from its response
+ * header) is pinned and its empty inventory recorded as the baseline. Recovery after a
+ * lost store is a restore from backup, never this.
+ */
+export interface InitSummary {
+  placement_store: string;
+  provider_uuid: string;
+  chain: { rpc_url: string; lease_history: false };
+  backends: { name: string; url: string; storage_id: string; provisions: 0; retentions: 0 }[];
+}
+
+export interface InitDeps {
+  chain: ChainHistory;
+  clock: Clock;
+  signal?: AbortSignal;
+  /** Builds the unpinned client used to read a backend's inventory (tests may shorten timeouts). */
+  clientFor?: (backend: BackendConfig, secret: string) => Promise<BackendClient>;
+}
+
+/** Inventory-reading modes trust response bodies, so they need verified HTTPS unless on loopback. */
+export function inventoryTransportProblem(b: BackendConfig): string | undefined {
+  if (b.scheme === "https") {
+    return b.tlsSkipVerify
+      ? `backend ${b.name}: tls_skip_verify cannot vouch for inventory responses`
+      : undefined;
+  }
+  return isLoopbackHost(b.host)
+    ? undefined
+    : `backend ${b.name}: plain HTTP is accepted only for loopback backends; use certificate-verified https://`;
+}
+
+function refuse(message: string): FredError {
+  return new FredError("ERR_PLACEMENT_INIT_REFUSED", message);
+}
+
+export async function initPlacementStore(config: ProviderConfig, deps: InitDeps): Promise<InitSummary> {
+  const path = config.placementStoreDbPath;
+  if (existsSync(path)) {
+    throw refuse(
+      `placement store ${path} already exists; init never replaces one (restore a backup instead)`,
+    );
+  }
+  const fenced = config.backends.filter((b) => b.fenced).map((b) => b.name);
+  if (fenced.length > 0) throw refuse(`backend(s) ${fenced.join(", ")} are fenced; init refuses to run`);
+  const transport = config.backends.map(inventoryTransportProblem).filter((p) => p !== undefined);
+  if (transport.length > 0) throw refuse(transport.join("; "));
+
+  if (await deps.chain.hasLeaseHistory(config.providerUuid, deps.signal)) {
+    throw refuse(
+      `provider ${config.providerUuid} already has lease history on chain; a placement store cannot be created fresh (restore it from backup)`,
+    );
+  }
+
+  const pins: InitSummary["backends"] = [];
+  for (const backend of config.backends) {
+    const secret = backend.hmacSecret || config.callbackSecret;
+    const client = deps.clientFor
+      ? await deps.clientFor(backend, secret)
+      : await BackendClient.create({ backend, secret, storageId: undefined, clock: deps.clock });
+    try {
+      let inventory: Awaited<ReturnType<BackendClient["inventory"]>>;
+      try {
+        inventory = await client.inventory(deps.signal);
+      } catch (err) {
+        throw refuse(
+          `backend ${backend.name} did not answer complete inventories: ${(err as Error).message}`,
+        );
+      }
+      if (inventory.provisions.length > 0 || inventory.retentions.length > 0) {
+        throw refuse(
+          `backend ${backend.name} is not empty (${inventory.provisions.length} provision(s), ${inventory.retentions.length} retention(s)); init needs empty backends`,
+        );
+      }
+      const twin = pins.find((p) => p.storage_id === inventory.storageId);
+      if (twin !== undefined) {
+        throw refuse(
+          `backends ${twin.name} and ${backend.name} report the same storage ID ${inventory.storageId}`,
+        );
+      }
+      pins.push({
+        name: backend.name,
+        url: backend.url,
+        storage_id: inventory.storageId,
+        provisions: 0,
+        retentions: 0,
+      });
+    } finally {
+      await client.close();
+    }
+  }
+
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const store = PlacementStore.create(
+    path,
+    config.providerUuid,
+    pins.map((p) => ({ name: p.name, storageId: p.storage_id, baseline: { provisions: 0, retentions: 0 } })),
+    deps.clock.now(),
+  );
+  store.close();
+  return {
+    placement_store: path,
+    provider_uuid: config.providerUuid,
+    chain: { rpc_url: config.rpcUrl, lease_history: false },
+    backends: pins,
+  };
+}
+
+/** Everything the store holds, as JSON-friendly records (offline; no network). */
+export function inspectPlacementStore(config: ProviderConfig): Record<string, unknown> {
+  using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid);
+  const configured = config.backends.map((b) => b.name);
+  return {
+    placement_store: config.placementStoreDbPath,
+    provider_uuid: store.providerUuid,
+    baseline_matches_config: store.baselineMatches(configured),
+    backends: store.backends().map((b) => ({
+      name: b.name,
+      storage_id: b.storageId,
+      pinned_at: new Date(b.pinnedAt).toISOString(),
+      configured: configured.includes(b.name),
+      baseline:
+        b.baseline === undefined
+          ? null
+          : {
+              provisions: b.baseline.provisions,
+              retentions: b.baseline.retentions,
+              at: new Date(b.baseline.at).toISOString(),
+            },
+    })),
+    counts: store.counts(),
+    placements: store.placements().map((p) => ({
+      lease_uuid: p.leaseUuid,
+      state: p.state,
+      owner: p.owner ?? null,
+      candidates: p.candidates,
+      updated_at: new Date(p.updatedAt).toISOString(),
+    })),
+    attempts: store.unresolvedAttempts().map((a) => ({
+      lease_uuid: a.leaseUuid,
+      backend: a.backend,
+      operation_id: a.operationId,
+      kind: a.kind,
+      created_at: new Date(a.createdAt).toISOString(),
+    })),
+  };
+}
