@@ -1,6 +1,6 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import { connectDocker } from "../../../src/backend/docker/engine.ts";
@@ -144,4 +144,38 @@ export function workloadSpec(opts: {
     manifest: { services: opts.services },
     createdAtMs: Date.now(),
   };
+}
+
+/** Polls `check` until it holds or the deadline passes (no fixed sleeps). */
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * Restarts the Docker engine the way an operator's restart would: SIGTERM to dockerd
+ * (our containers have no restart policy, so they stop with it), then the same command
+ * line again, detached, logging to /var/log/fred-dockerd.log. Resolves once it answers.
+ */
+export async function restartDockerd(): Promise<void> {
+  const pidText = await new Promise<string>((resolve) =>
+    execFile("pidof", ["dockerd"], (_err, stdout) => resolve(String(stdout).trim())),
+  );
+  const pid = Number(pidText.split(/\s+/)[0]);
+  if (!Number.isInteger(pid) || pid <= 0) throw new Error("dockerd is not running as a local process");
+  const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+  process.kill(pid, "SIGTERM");
+  await until(() => !alive(pid), "dockerd to stop", 90_000);
+  const log = openSync("/var/log/fred-dockerd.log", "a");
+  const child = spawn(argv[0] as string, argv.slice(1), { detached: true, stdio: ["ignore", log, log] });
+  child.unref();
+  closeSync(log);
+  await until(() => engineAnswers(), "dockerd to answer again", 90_000);
 }

@@ -1,0 +1,139 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { instanceName } from "../../../src/backend/docker/names.ts";
+import { type Receiver, startReceiver } from "../kit/receiver.ts";
+import { type SignedClient, signedClient } from "../kit/signed-client.ts";
+import { dockerCli, dockerSkip, restartDockerd, until } from "./engine-helper.ts";
+import {
+  type DockerProcess,
+  type DockerTestSetup,
+  manifest,
+  prepareDockerBackend,
+  SECRET,
+  SKU,
+  spawnDockerBackend,
+} from "./helpers.ts";
+import { provisionAndWait, provisionBody } from "./provision-helper.ts";
+
+/**
+ * Faults with real processes: the backend killed with SIGKILL in the middle of a
+ * provision, and the Docker engine itself restarted under running leases.
+ */
+const skip = await dockerSkip();
+
+const containersOf = async (label: string) =>
+  (await dockerCli(["ps", "-a", "--filter", `label=${label}`, "--format", "{{.Names}} {{.State}}"])).out
+    .split("\n")
+    .filter(Boolean)
+    .sort();
+
+const items = [{ sku: SKU, quantity: 1, service_name: "app" }];
+const quickStop = {
+  image: "fred-test/httpd:1",
+  init: true,
+  stop_grace_period: "1s",
+  ports: { "8080/tcp": {} },
+};
+
+describe("docker backend: faults", { skip }, () => {
+  let rx: Receiver;
+  before(async () => {
+    rx = await startReceiver(SECRET);
+  });
+  after(async () => {
+    await rx?.close();
+  });
+
+  describe("kill -9 mid-provision", () => {
+    let setup: DockerTestSetup;
+    let proc: DockerProcess | undefined;
+    before(() => {
+      // A long verification window keeps the provision in flight while we kill the process.
+      setup = prepareDockerBackend({ startup_verify_duration: "60s" });
+    });
+    after(async () => {
+      await proc?.kill("SIGKILL");
+      await setup?.cleanup();
+    });
+
+    it("restart rebuilds state, delivers the callback, and leaves no duplicate or orphan", async () => {
+      proc = await spawnDockerBackend(setup.configPath);
+      const c: SignedClient = signedClient(proc.url, SECRET);
+      const call = provisionBody(rx, manifest({ app: quickStop }), items);
+      assert.equal((await c.post("/provision", call.body)).status, 202);
+      const name = instanceName(call.lease, "app", 0);
+      await until(
+        async () => (await containersOf(`fred.lease_uuid=${call.lease}`)).includes(`${name} running`),
+        "the container to run",
+      );
+      await proc.kill("SIGKILL");
+      assert.equal(
+        rx.deliveries.some((d) => d.body.lease_uuid === call.lease),
+        false,
+        "no callback before the crash",
+      );
+
+      proc = await spawnDockerBackend(setup.configPath);
+      const c2 = signedClient(proc.url, SECRET);
+      await rx.waitFor(
+        (r) => r.deliveries.some((d) => d.route === "operation" && d.body.lease_uuid === call.lease),
+        60_000,
+      );
+      const result = rx.deliveries.find((d) => d.route === "operation" && d.body.lease_uuid === call.lease);
+      assert.equal(result?.body.status, "success", JSON.stringify(result?.body));
+      assert.deepEqual(
+        await containersOf(`fred.storage_id=${setup.storageId}`),
+        [`${name} running`],
+        "exactly one container",
+      );
+      const p = (await c2.get(`/provisions/${call.lease}`)).json as { status: string };
+      assert.equal(p.status, "ready");
+      const info = (await c2.get(`/info/${call.lease}`)).json as {
+        ports: Record<string, { host_port: string }>;
+      };
+      const port = info.ports["8080/tcp"]?.host_port;
+      assert.equal((await (await fetch(`http://127.0.0.1:${port}/`)).text()).trim(), "fred-test-httpd");
+    });
+  });
+
+  describe("the Docker engine restarts under running leases", () => {
+    let setup: DockerTestSetup;
+    let proc: DockerProcess | undefined;
+    before(() => {
+      setup = prepareDockerBackend();
+    });
+    after(async () => {
+      await proc?.kill("SIGTERM");
+      await setup?.cleanup();
+    });
+
+    it("reconnects, reports failed for leases whose containers died, never makes a second copy", async () => {
+      proc = await spawnDockerBackend(setup.configPath);
+      const c = signedClient(proc.url, SECRET);
+      const calls = [
+        provisionBody(rx, manifest({ app: quickStop }), items),
+        provisionBody(rx, manifest({ app: quickStop }), items),
+      ];
+      for (const call of calls) assert.equal((await provisionAndWait(c, rx, call)).status, "success");
+
+      await restartDockerd();
+      for (const call of calls) {
+        await rx.waitFor((r) => r.effects.includes(`lifecycle:${call.lease}:failed`), 60_000);
+        const p = (await c.get(`/provisions/${call.lease}`)).json as { status: string; reason: string };
+        assert.equal(p.status, "failed");
+        assert.equal(p.reason, "ContainerExited");
+        const copies = await containersOf(`fred.lease_uuid=${call.lease}`);
+        assert.equal(copies.length, 1, `one container, not restarted or recreated: ${copies.join(", ")}`);
+        assert.doesNotMatch(copies[0] ?? "", /running/);
+      }
+      assert.equal(proc.child.exitCode, null, "the backend survived the engine restart");
+
+      const fresh = provisionBody(rx, manifest({ app: quickStop }), items);
+      assert.equal(
+        (await provisionAndWait(c, rx, fresh)).status,
+        "success",
+        "it provisions again after reconnecting",
+      );
+    });
+  });
+});
