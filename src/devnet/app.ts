@@ -6,7 +6,9 @@
 
 import type Database from "better-sqlite3";
 import { TxMsgData } from "cosmjs-types/cosmos/base/abci/v1beta1/abci";
+import { PubKey } from "cosmjs-types/cosmos/crypto/secp256k1/keys";
 import { SimulateRequest, SimulateResponse } from "cosmjs-types/cosmos/tx/v1beta1/service";
+import { AuthInfo, TxRaw } from "cosmjs-types/cosmos/tx/v1beta1/tx";
 import type { Any } from "cosmjs-types/google/protobuf/any";
 import { moduleAddress } from "./address.ts";
 import { ChainError, internalError, isChainError, sdkErrors } from "./errors.ts";
@@ -27,6 +29,7 @@ import type {
   QueryContext,
   QueryHandler,
 } from "./module.ts";
+import { SECP256K1_PUBKEY_URL } from "./modules/auth/index.ts";
 import { AUTH, type AuthKeeper } from "./modules/auth/types.ts";
 import { BANK, type BankKeeper } from "./modules/bank/types.ts";
 import { BasicGasMeter } from "./store/gas.ts";
@@ -34,6 +37,7 @@ import { ModuleStore } from "./store/module-store.ts";
 import { OverlayKV, type RawKV, SqliteKV } from "./store/raw-kv.ts";
 import { type AnteDeps, runAnte } from "./tx/ante.ts";
 import { type DecodedTx, decodeTx } from "./tx/decode.ts";
+import { addressOfPubkey, signBytes } from "./tx/verify.ts";
 
 export interface AppConfig {
   chainId: string;
@@ -212,6 +216,41 @@ export class DevnetApp {
     msgKV.flush();
     anteKV.flush();
     return success(gasLimit, gas.used, [...anteEvents, ...msgEvents], responses);
+  }
+
+  /**
+   * The (public key, sign bytes, signature) triples a tx will need checked, worked out from
+   * the check state without gas or errors, so the node can verify them off the main thread
+   * before CheckTx. Anything that cannot be worked out here is simply checked in CheckTx.
+   */
+  signatureWork(bytes: Uint8Array): { pubKey: Uint8Array; message: Uint8Array; signature: Uint8Array }[] {
+    const out: { pubKey: Uint8Array; message: Uint8Array; signature: Uint8Array }[] = [];
+    try {
+      const raw = TxRaw.decode(bytes);
+      const authInfo = AuthInfo.decode(raw.authInfoBytes);
+      const ctx: QueryContext = {
+        block: { chainId: this.config.chainId, height: 0, timeMs: 0, hash: new Uint8Array(32) },
+        store: (name) => new ModuleStore(this.#checkState, name, new BasicGasMeter(INFINITE)),
+      };
+      authInfo.signerInfos.forEach((info, i) => {
+        const signature = raw.signatures[i];
+        if (!info.publicKey || info.publicKey.typeUrl !== SECP256K1_PUBKEY_URL || !signature) return;
+        const pubKey = PubKey.decode(info.publicKey.value).key;
+        if (pubKey.length !== 33) return;
+        const account = this.#ante.auth.getAccount(ctx, addressOfPubkey(pubKey, this.config.bech32Prefix));
+        if (!account) return;
+        const message = signBytes(
+          raw.bodyBytes,
+          raw.authInfoBytes,
+          this.config.chainId,
+          account.accountNumber,
+        );
+        out.push({ pubKey, message, signature });
+      });
+    } catch {
+      // Malformed: CheckTx reports it properly.
+    }
+    return out;
   }
 
   checkTx(bytes: Uint8Array, block: BlockInfo): TxOutcome {

@@ -28,6 +28,7 @@ import {
 } from "./blocks.ts";
 import type { BlockInfo } from "./module.ts";
 import { MetaTable } from "./store/db.ts";
+import { preverifySecp256k1 } from "./tx/verify.ts";
 import { TxIndex } from "./tx-index.ts";
 
 export const MAX_TX_BYTES = 1_048_576;
@@ -103,6 +104,7 @@ export class DevnetNode {
   #paused = false;
   #lifecycle: Lifecycle = { state: "running" };
   #mempool: PendingTx[] = [];
+  #checkQueue: Promise<unknown> = Promise.resolve();
   readonly #seen = new Map<string, true>();
   #timerCancel: (() => void) | undefined;
   #immediate: NodeJS.Immediate | undefined;
@@ -197,6 +199,22 @@ export class DevnetNode {
   subscribe(listener: (e: BusEvent) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * broadcast_tx_*: signatures are verified in the thread pool first, in parallel across
+   * requests, while CheckTx itself still runs strictly in arrival order (a client's next
+   * sequence must not overtake its previous one).
+   */
+  broadcast(bytes: Uint8Array): Promise<TxOutcome & { hash: string }> {
+    const work = this.app.signatureWork(bytes);
+    const verified = Promise.all(work.map((w) => preverifySecp256k1(w.pubKey, w.message, w.signature)));
+    const result = Promise.all([this.#checkQueue, verified]).then(() => this.checkAndAdd(bytes));
+    this.#checkQueue = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    return result;
   }
 
   /** broadcast_tx_*: mempool admission (size and cache checks are JSON-RPC errors), then CheckTx. */

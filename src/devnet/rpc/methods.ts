@@ -172,10 +172,11 @@ export const methods: Record<string, Method> = {
     };
   },
 
-  broadcast_tx_sync: ({ node }, params) => broadcastResult(node.checkAndAdd(base64Param(params, "tx"))),
+  broadcast_tx_sync: async ({ node }, params) =>
+    broadcastResult(await node.broadcast(base64Param(params, "tx"))),
 
-  broadcast_tx_async: ({ node }, params) => {
-    const out = node.checkAndAdd(base64Param(params, "tx"));
+  broadcast_tx_async: async ({ node }, params) => {
+    const out = await node.broadcast(base64Param(params, "tx"));
     return { code: 0, data: "", log: "", codespace: "", hash: out.hash };
   },
 
@@ -188,7 +189,7 @@ export const methods: Record<string, Method> = {
     try {
       const waiting = node.waitForTx(hash, controller.signal);
       waiting.catch(() => {});
-      const check = node.checkAndAdd(bytes);
+      const check = await node.broadcast(bytes);
       if (check.code !== 0) {
         controller.abort(new Error("check failed"));
         return {

@@ -5,7 +5,6 @@
  */
 
 import { PubKey } from "cosmjs-types/cosmos/crypto/secp256k1/keys";
-import { addressFromPubkey } from "../../auth/address.ts";
 import { coinsToString, validateCoins } from "../coins.ts";
 import { type ChainError, sdkErrors } from "../errors.ts";
 import { type GasPrice, requiredFee } from "../gas-price.ts";
@@ -14,7 +13,7 @@ import { SECP256K1_PUBKEY_URL } from "../modules/auth/index.ts";
 import type { AuthKeeper } from "../modules/auth/types.ts";
 import type { BankKeeper } from "../modules/bank/types.ts";
 import type { DecodedTx } from "./decode.ts";
-import { signBytes, verifySecp256k1 } from "./verify.ts";
+import { addressOfPubkey, signBytes, verifySecp256k1 } from "./verify.ts";
 
 export const ANTE_GAS = {
   txSizeCostPerByte: 10,
@@ -151,7 +150,7 @@ function setPubKeys(ctx: ExecContext, tx: DecodedTx, deps: AnteDeps): void {
       } catch {
         throw sdkErrors.invalidPubKey.wrap("malformed secp256k1 public key");
       }
-      if (key.length !== 33 || addressFromPubkey(key, deps.bech32Prefix) !== signer) {
+      if (key.length !== 33 || addressOfPubkey(key, deps.bech32Prefix) !== signer) {
         throw sdkErrors.invalidPubKey.wrap(
           `pubKey does not match signer address ${signer} with signer index: ${i}`,
         );
