@@ -91,8 +91,8 @@ export function prepare(cfg: AdmissionConfig, req: ProvisionRequest): Prepared {
 }
 
 /** The atomic part: re-probe, reserve capacity, persist the intent. */
-export function admit(cfg: AdmissionConfig, p: Prepared): Admission {
-  const early = probe(cfg, p.req);
+export function admit(cfg: AdmissionConfig, p: Prepared, reprobe = true): Admission {
+  const early = reprobe ? probe(cfg, p.req) : undefined;
   if (early) return early;
   if (cfg.journal.leaseCount() >= cfg.journal.maxLeases) {
     throw insufficientResources("backend journal is at its lease capacity");

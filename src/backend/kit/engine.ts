@@ -117,7 +117,10 @@ export class BackendEngine {
         throw err;
       }
     }
-    const result = admit(this.#c, prepared);
+    // Without an await since the probe above, nothing can have changed: skip re-probing.
+    const result = admit(this.#c, prepared, this.#c.substrate.validate !== undefined);
+    // The 202 promises a durable intent: wait for the group commit before answering.
+    await this.#c.journal.durable();
     if (result.kind === "admitted") this.#dispatch(result.lease);
     return { operationId: result.kind === "admitted" ? result.lease.operationId : result.operationId };
   }
@@ -137,6 +140,7 @@ export class BackendEngine {
     const log = this.#c.logger.child({ lease_uuid: admitted.leaseUuid, operation_id: admitted.operationId });
     const lease = this.#c.journal.markStarted(admitted.leaseUuid, admitted.generation);
     if (!lease) return; // the head moved (closed or expired) before any effect
+    await this.#c.journal.durable(); // "started" must be durable before the first effect
     const spec = workloadSpec(lease, this.#c.backendName, this.#c.journal.storageId, this.#c.parseManifest);
     const { substrate } = this.#c;
     try {
@@ -192,8 +196,9 @@ export class BackendEngine {
   // ---- close ----
 
   /** Starts a close and returns once it is durable; teardown continues in the background. */
-  deprovision(leaseUuid: string): void {
+  async deprovision(leaseUuid: string): Promise<void> {
     const r = this.#c.journal.beginClose(leaseUuid, this.#c.clock.now());
+    await this.#c.journal.durable();
     if (r.kind === "tombstoned") return;
     if (r.kind !== "closing") {
       // Nothing known here; remove anything labelled with it anyway (no callback).

@@ -146,6 +146,7 @@ export class OutboxSender {
     try {
       const row = this.#o.journal.outboxHead(lease);
       if (!row) return;
+      await this.#o.journal.durable(); // never announce a result that a power loss could undo
       if (await this.#deliver(row, signal)) {
         this.#o.journal.removeDelivered(row);
         this.#o.onDelivered?.(row);

@@ -132,7 +132,7 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
       }
     },
     deprovision: async (req, reply) => {
-      engine.deprovision(parseDeprovisionRequest(json(req)).leaseUuid);
+      await engine.deprovision(parseDeprovisionRequest(json(req)).leaseUuid);
       return reply.code(200).send({ status: "ok" });
     },
     reconcile_custom_domain: async (req, reply) => {

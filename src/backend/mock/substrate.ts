@@ -53,6 +53,8 @@ export class MockSubstrate implements Substrate {
     this.#o = opts;
     this.#db = new Database(opts.statePath ?? ":memory:");
     this.#db.pragma("journal_mode = WAL");
+    // A fake substrate: surviving a process crash is enough (no fsync per record).
+    this.#db.pragma("synchronous = NORMAL");
     this.#db.exec("CREATE TABLE IF NOT EXISTS workloads (lease_uuid TEXT PRIMARY KEY, doc TEXT NOT NULL)");
     this.#put = this.#db.prepare("INSERT OR REPLACE INTO workloads (lease_uuid, doc) VALUES (?, ?)");
     this.#del = this.#db.prepare("DELETE FROM workloads WHERE lease_uuid = ?");

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { newUuidV4 } from "../../../core/uuid.ts";
 import type { InstanceSpec, LeaseItem } from "../substrate.ts";
+import { GroupCommit } from "./group-commit.ts";
 import { type OpenJournalOptions, openJournalDatabase } from "./identity.ts";
 
 /**
@@ -98,6 +99,9 @@ export class Journal {
   readonly backendName: string;
   readonly maxLeases: number;
   readonly #s: ReturnType<typeof prepare>;
+  readonly #group: GroupCommit;
+  /** Cached leaseCount(); a lease UUID takes a slot on admission and keeps it as a tombstone. */
+  #slots: number | undefined;
 
   constructor(opts: JournalOptions) {
     const opened = openJournalDatabase(opts);
@@ -106,10 +110,25 @@ export class Journal {
     this.backendName = opts.backendName;
     this.maxLeases = opts.maxLeases ?? 100_000;
     this.#s = prepare(this.db);
+    this.#group = new GroupCommit(this.db, opts.path);
   }
 
   close(): void {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    this.#group.close();
+    this.db.close();
+  }
+
+  /** Resolves once every commit so far is on stable storage (group commit; see GroupCommit). */
+  durable(): Promise<void> {
+    return this.#group.durable();
+  }
+
+  /** Runs `fn` as one write transaction and counts it for the group commit. */
+  #write<T>(fn: () => T): T {
+    const result = this.db.transaction(fn)();
+    this.#group.committed();
+    return result;
   }
 
   // ---- reads ----
@@ -150,10 +169,11 @@ export class Journal {
     }));
   }
 
+  /** Live leases plus tombstones (the lease-UUID slots in use); O(1) after the first call. */
   leaseCount(): number {
-    return (
-      (this.#s.countLeases.get() as { n: number }).n + (this.#s.countTombstones.get() as { n: number }).n
-    );
+    this.#slots ??=
+      (this.#s.countLeases.get() as { n: number }).n + (this.#s.countTombstones.get() as { n: number }).n;
+    return this.#slots;
   }
 
   // ---- operation intents ----
@@ -164,9 +184,10 @@ export class Journal {
    * version is written and the fail count kept. The caller has checked the head.
    */
   admitOperation(input: AdmitInput): LeaseRecord {
-    return this.db.transaction(() => {
+    return this.#write(() => {
       const prev = this.getLease(input.leaseUuid);
       const release = prev === undefined ? 1 : prev.release + 1;
+      if (prev === undefined && this.#slots !== undefined) this.#slots++;
       const generation = (prev?.generation ?? 0) + 1;
       this.#s.upsertLease.run({
         lease_uuid: input.leaseUuid,
@@ -195,18 +216,18 @@ export class Journal {
         input.nowMs,
       );
       return this.getLease(input.leaseUuid) as LeaseRecord;
-    })();
+    });
   }
 
   /** The irreversible-effect boundary: flips before_effects → started. Undefined if the head moved. */
   markStarted(leaseUuid: string, generation: number): LeaseRecord | undefined {
-    const changed = this.#s.markStarted.run(leaseUuid, generation).changes;
+    const changed = this.#write(() => this.#s.markStarted.run(leaseUuid, generation).changes);
     return changed === 1 ? this.getLease(leaseUuid) : undefined;
   }
 
   /** Settles an operation as success: active release, receipt and success callback in one transaction. */
   settleSuccess(leaseUuid: string, generation: number, nowMs: number): boolean {
-    return this.db.transaction(() => {
+    return this.#write(() => {
       const lease = this.#currentOperation(leaseUuid, generation);
       if (!lease) return false;
       this.#s.supersedeActive.run(leaseUuid, lease.release);
@@ -215,12 +236,12 @@ export class Journal {
       this.#s.insertReceipt.run(leaseUuid, lease.operationId, "success");
       this.#enqueue(lease, "operation", lease.callbackUrl, { status: "success", error: "" }, nowMs);
       return true;
-    })();
+    });
   }
 
   /** Settles an operation as failed: failed release, receipt and failure callback in one transaction. */
   settleFailure(leaseUuid: string, generation: number, failure: Failure, nowMs: number): boolean {
-    return this.db.transaction(() => {
+    return this.#write(() => {
       const lease = this.#currentOperation(leaseUuid, generation);
       if (!lease) return false;
       this.#s.setReleaseStatus.run("failed", failure.reason, failure.message, leaseUuid, lease.release);
@@ -234,7 +255,7 @@ export class Journal {
         nowMs,
       );
       return true;
-    })();
+    });
   }
 
   #currentOperation(leaseUuid: string, generation: number): LeaseRecord | undefined {
@@ -253,7 +274,7 @@ export class Journal {
     failure: Failure,
     nowMs: number,
   ): boolean {
-    return this.db.transaction(() => {
+    return this.#write(() => {
       const lease = this.getLease(leaseUuid);
       if (lease?.head !== "none" || lease.status !== "ready") return false;
       if (operationId !== undefined && operationId !== lease.operationId) return false;
@@ -272,7 +293,7 @@ export class Journal {
         );
       }
       return true;
-    })();
+    });
   }
 
   // ---- close ----
@@ -287,11 +308,12 @@ export class Journal {
     leaseUuid: string,
     nowMs: number,
   ): { kind: "tombstoned" | "absent" } | { kind: "closing"; lease: LeaseRecord; preempted: boolean } {
-    return this.db.transaction(() => {
+    return this.#write(() => {
       if (this.isTombstoned(leaseUuid)) return { kind: "tombstoned" as const };
       const lease = this.getLease(leaseUuid);
       if (!lease) {
         this.#s.insertTombstone.run(leaseUuid, "", nowMs);
+        if (this.#slots !== undefined) this.#slots++;
         return { kind: "absent" as const };
       }
       if (lease.head === "close") return { kind: "closing" as const, lease, preempted: false };
@@ -304,12 +326,12 @@ export class Journal {
       }
       this.#s.beginClose.run(leaseUuid);
       return { kind: "closing" as const, lease: this.getLease(leaseUuid) as LeaseRecord, preempted };
-    })();
+    });
   }
 
   /** Completes a close: history removed, tombstone written, deprovisioned callback queued. */
   completeClose(leaseUuid: string, generation: number, nowMs: number): boolean {
-    return this.db.transaction(() => {
+    return this.#write(() => {
       const lease = this.getLease(leaseUuid);
       if (lease?.head !== "close" || lease.generation !== generation) return false;
       this.#s.deleteLifecycle.run(leaseUuid);
@@ -324,7 +346,7 @@ export class Journal {
       this.#s.deleteLease.run(leaseUuid);
       this.#s.insertTombstone.run(leaseUuid, lease.tenant, nowMs);
       return true;
-    })();
+    });
   }
 
   // ---- outbox ----
@@ -377,7 +399,7 @@ export class Journal {
 
   /** Removes exactly the delivered row (seq + delivery id), never a replacement. */
   removeDelivered(row: OutboxRow): boolean {
-    return this.#s.deleteOutbox.run(row.seq, row.deliveryId).changes === 1;
+    return this.#write(() => this.#s.deleteOutbox.run(row.seq, row.deliveryId).changes === 1);
   }
 
   outboxSize(): number {
