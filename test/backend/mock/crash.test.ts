@@ -132,6 +132,45 @@ describe("mock backend crash recovery (real processes, SIGKILL)", () => {
     }
   });
 
+  it("reports a ready lease whose workload vanished across a restart as a lifecycle failure", async () => {
+    const rx = await startReceiver(SECRET);
+    try {
+      const dbPath = join(dir, "vanish.db");
+      const env = {
+        MOCK_BACKEND_ADDR: "127.0.0.1:0",
+        MOCK_BACKEND_STORAGE_ID: randomUUID(),
+        MOCK_BACKEND_CALLBACK_SECRET: SECRET,
+        MOCK_BACKEND_DB_PATH: dbPath,
+      };
+      const first = await spawnMock(env);
+      procs.push(first);
+      const lease = randomUUID();
+      const op = randomUUID();
+      const res = await signedClient(first.url, SECRET).post("/provision", {
+        lease_uuid: lease,
+        tenant: "manifest1vanish",
+        provider_uuid: randomUUID(),
+        items: [{ sku: SKU, quantity: 1 }],
+        callback_url: `${rx.url}/callbacks/provision?operation_id=${op}`,
+      });
+      assert.equal(res.status, 202);
+      await rx.waitFor((r) => r.effects.includes(`operation:${lease}:success`));
+      assert.equal(await first.kill("SIGTERM"), 0);
+      // The fake substrate's records are gone, as after a reset of the reference mock.
+      rmSync(`${dbPath}.substrate`, { force: true });
+      const second = await spawnMock(env);
+      procs.push(second);
+      await rx.waitFor((r) => r.effects.includes(`lifecycle:${lease}:failed`));
+      const d = rx.deliveries.find((x) => x.route === "lifecycle" && x.body.lease_uuid === lease);
+      assert.equal(d?.callbackId, op);
+      const status = await signedClient(second.url, SECRET).get(`/provisions/${lease}`);
+      assert.equal((status.json as { status: string }).status, "failed");
+      assert.equal(await second.kill("SIGTERM"), 0);
+    } finally {
+      await rx.close();
+    }
+  });
+
   it("refuses to start on a journal bound to another storage id (exit 1)", async () => {
     const dbPath = join(dir, "journal.db");
     await assert.rejects(
