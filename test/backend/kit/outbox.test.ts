@@ -1,0 +1,179 @@
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, describe, it } from "node:test";
+import { hmacSecret } from "../../../src/auth/hmac.ts";
+import { Journal } from "../../../src/backend/kit/journal/journal.ts";
+import { OutboxSender } from "../../../src/backend/kit/outbox-sender.ts";
+import { ManualClock } from "../../../src/core/clock.ts";
+import { createLogger } from "../../../src/log.ts";
+import { type Receiver, startReceiver } from "./receiver.ts";
+
+/**
+ * The callback sender against a real HTTP receiver, with time on a ManualClock: three
+ * attempts at 0/1/5 s, then nothing until the 30 s replay; per-lease FIFO with head-of-line
+ * blocking; any 2xx delivers; a redirect is not followed and is not delivery.
+ */
+const SECRET = "outbox-test-secret-0123456789abcdef012345";
+
+describe("outbox sender", () => {
+  let rx: Receiver;
+  let clock: ManualClock;
+  let journal: Journal;
+  let sender: OutboxSender;
+  before(async () => {
+    rx = await startReceiver(SECRET);
+  });
+  after(async () => {
+    await rx.close();
+  });
+  const fresh = () => {
+    clock = new ManualClock(Date.now());
+    journal = new Journal({
+      path: ":memory:",
+      mode: "bind-or-verify",
+      storageId: randomUUID(),
+      backendName: "b",
+    });
+    sender = new OutboxSender({
+      journal,
+      secret: hmacSecret(SECRET),
+      clock,
+      logger: createLogger("outbox-test", "silent"),
+    });
+  };
+  const stop = async () => {
+    await sender.stop();
+    journal.close();
+  };
+  /** Commits a settled provision (operation row) and, optionally, its close (lifecycle row). */
+  const settle = (close = false) => {
+    const lease = randomUUID();
+    const op = randomUUID();
+    const a = journal.admitOperation({
+      leaseUuid: lease,
+      tenant: "t",
+      providerUuid: randomUUID(),
+      operationId: op,
+      callbackUrl: `${rx.url}/callbacks/provision?operation_id=${op}`,
+      lifecycleUrl: `${rx.url}/callbacks/provision?lifecycle_id=${op}`,
+      items: [],
+      instances: [],
+      payload: undefined,
+      payloadHash: undefined,
+      image: "",
+      nowMs: clock.now(),
+    });
+    const s = journal.markStarted(lease, a.generation);
+    assert.ok(s && journal.settleSuccess(lease, s.generation, clock.now()));
+    if (close) {
+      const c = journal.beginClose(lease, clock.now());
+      assert.ok(c.kind === "closing" && journal.completeClose(lease, c.lease.generation, clock.now()));
+    }
+    return lease;
+  };
+  const of = (lease: string) => rx.deliveries.filter((d) => d.body.lease_uuid === lease);
+  const until = async (check: () => boolean, what: string) => {
+    const deadline = Date.now() + 10_000;
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+
+  it("tries three times at 0 s, 1 s and 5 s, then waits for the 30 s replay", async () => {
+    fresh();
+    rx.setMode(503);
+    const lease = settle();
+    sender.start();
+    try {
+      await until(() => of(lease).length === 1, "first attempt");
+      // Sleeping for the 1 s backoff: the chain deadline, the replay timer and the sleep.
+      await until(() => clock.pendingTimers === 3, "backoff sleep armed");
+      assert.equal(of(lease).length, 1);
+      clock.advance(999);
+      assert.equal(of(lease).length, 1);
+      clock.advance(1);
+      await until(() => of(lease).length === 2, "second attempt");
+      await until(() => clock.pendingTimers === 3, "second backoff armed");
+      clock.advance(4_999);
+      assert.equal(of(lease).length, 2);
+      clock.advance(1);
+      await until(() => of(lease).length === 3, "third attempt");
+      await until(() => clock.pendingTimers === 1, "chain over: only the replay timer left");
+      assert.equal(journal.outboxSize(), 1, "the row stays until a 2xx");
+      rx.setMode(204);
+      sender.wake(lease); // an ordinary wake does not retry a head that just failed
+      await new Promise((r) => setImmediate(r));
+      assert.equal(of(lease).length, 3);
+      clock.advance(30_000 - 6_000);
+      await until(() => journal.outboxSize() === 0, "delivered on replay");
+      assert.equal(of(lease).length, 4);
+      assert.ok(of(lease).every((d) => d.signatureValid));
+    } finally {
+      rx.setMode(200);
+      await stop();
+    }
+  });
+
+  it("keeps a lease's rows in order and blocks only that lease behind a failing head", async () => {
+    fresh();
+    rx.setMode(500);
+    const blocked = settle(true); // success row, then deprovisioned row
+    sender.start();
+    try {
+      await until(() => of(blocked).length === 1, "first attempt on the head");
+      rx.setMode(200);
+      const other = settle();
+      sender.wake(other);
+      await until(() => of(other).length === 1, "another lease is not blocked");
+      assert.deepEqual(
+        of(blocked).map((d) => d.body.status),
+        ["success"],
+        "the deprovisioned row waits behind its head",
+      );
+      clock.advance(1_000);
+      await until(() => journal.outboxSize() === 0, "head then tail delivered");
+      assert.deepEqual(
+        of(blocked).map((d) => `${d.route}:${d.body.status}`),
+        ["operation:success", "operation:success", "lifecycle:deprovisioned"],
+      );
+    } finally {
+      await stop();
+    }
+  });
+
+  it("does not follow a redirect and does not count it as delivery", async () => {
+    fresh();
+    rx.setMode(302);
+    const lease = settle();
+    sender.start();
+    try {
+      await until(() => of(lease).length === 1, "first attempt");
+      await until(() => clock.pendingTimers === 3, "backoff armed after the 302");
+      assert.equal(journal.outboxSize(), 1);
+      assert.equal(rx.deliveries.filter((d) => d.body.lease_uuid === lease).length, 1);
+    } finally {
+      rx.setMode(200);
+      await stop();
+    }
+  });
+
+  it("sends at most 16 leases at once", async () => {
+    fresh();
+    rx.setMode("hold");
+    const leases = Array.from({ length: 20 }, () => settle());
+    sender.start();
+    try {
+      await until(() => rx.held() === 16, "16 in flight");
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(rx.held(), 16);
+      rx.setMode(200);
+      rx.releaseHeld(200);
+      await until(() => journal.outboxSize() === 0, "all delivered");
+      assert.ok(leases.every((l) => of(l).length >= 1));
+    } finally {
+      rx.setMode(200);
+      await stop();
+    }
+  });
+});
