@@ -112,7 +112,7 @@ export interface ChainPort {
 
   acknowledge(leaseUuids: readonly string[], signal?: AbortSignal): Promise<LeaseOutcome[]>;
   reject(leaseUuids: readonly string[], reason: string, signal?: AbortSignal): Promise<LeaseOutcome[]>;
-  close(leaseUuids: readonly string[], reason: string, signal?: AbortSignal): Promise<LeaseOutcome[]>;
+  closeLeases(leaseUuids: readonly string[], reason: string, signal?: AbortSignal): Promise<LeaseOutcome[]>;
   withdrawLeases(leaseUuids: readonly string[], signal?: AbortSignal): Promise<WithdrawPage[]>;
   /** Provider-wide withdraw, threading next_key until done or max_withdraw_iterations. */
   withdrawAll(providerUuid: string, signal?: AbortSignal): Promise<WithdrawSummary>;

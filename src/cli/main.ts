@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { isFredError } from "../core/errors.ts";
 import { registerBackendCommands } from "./backend.ts";
+import { registerChainCommands } from "./chain.ts";
 import { registerDevnetCommands } from "./devnet.ts";
 import { registerKeysCommands } from "./keys.ts";
 import { registerManifestCommands } from "./manifest.ts";
@@ -32,6 +33,7 @@ Every command logs to stderr; stdout carries only its machine-readable output.`,
   registerProviderdCommand(program);
   registerPlacementCommands(program);
   registerKeysCommands(program);
+  registerChainCommands(program);
   return program;
 }
 

@@ -1,0 +1,369 @@
+/**
+ * The Chain port on cosmjs: works the same against a manifest-ledger node and our devnet.
+ * Lease transactions are optimistic: the batch is sent as is; if the chain refuses it for
+ * a lease-state reason (a batch message is atomic), the leases are re-read and only those
+ * still in the right state are sent again, so each lease gets its own outcome — e.g. a
+ * lease already ACTIVE counts as acknowledged (`already_done`), not as an error.
+ */
+import type { EncodeObject } from "@cosmjs/proto-signing";
+import { type Clock, systemClock } from "../../core/clock.ts";
+import { FredError } from "../../core/errors.ts";
+import { isCanonicalUuid } from "../../core/uuid.ts";
+import type { Logger } from "../../log.ts";
+import type {
+  BlockInfo,
+  ChainLease,
+  ChainPort,
+  CreditView,
+  LeaseOutcome,
+  LeaseStateName,
+  WithdrawableView,
+  WithdrawPage,
+  WithdrawSummary,
+} from "../port.ts";
+import { MsgWithdrawResponse } from "../proto/index.ts";
+import { AckBatcher, type AckRequest } from "../tx/ack-batcher.ts";
+import { checkGasConfig, type GasConfig } from "../tx/fees.ts";
+import { toCoins } from "./convert.ts";
+import {
+  chunk,
+  type LeaseMsgKind,
+  leaseMsgs,
+  MAX_UUIDS_PER_MSG,
+  sanitizeReason,
+  withdrawLeasesMsg,
+  withdrawProviderMsg,
+} from "./messages.ts";
+import * as q from "./queries.ts";
+import { connectNode, type NodeConnection } from "./rpc.ts";
+import { chainRegistry, type TxSigner } from "./signer.ts";
+import { type TxMetrics, TxPipeline, type TxResult } from "./tx-pipeline.ts";
+
+export interface CosmosChainOptions {
+  rpcUrl: string;
+  /** Read from the node when not given. */
+  chainId?: string;
+  /** Needed only for transactions. */
+  signer?: TxSigner;
+  gas?: Partial<GasConfig>;
+  txTimeoutMs?: number;
+  txPollIntervalMs?: number;
+  queryTimeoutMs?: number;
+  queryPageLimit?: number;
+  withdrawLimit?: number;
+  maxWithdrawIterations?: number;
+  /** Lease messages (≤ 100 UUIDs each) per tx. */
+  msgsPerTx?: number;
+  clock?: Clock;
+  logger?: Logger;
+  metrics?: TxMetrics;
+  onProgress?: (line: string) => void;
+}
+
+export const DEFAULT_GAS: GasConfig = {
+  gasLimit: 1_500_000,
+  gasAdjustment: 1.2,
+  maxGasLimit: 0,
+  gasPrice: 25,
+  feeDenom: "umfx",
+};
+
+/** The state each lease transaction moves a lease from, and the state it leads to. */
+const TRANSITION: Record<
+  LeaseMsgKind,
+  { from: LeaseStateName; to: LeaseStateName; ok: LeaseOutcome["status"]; notFrom: string }
+> = {
+  acknowledge: {
+    from: "LEASE_STATE_PENDING",
+    to: "LEASE_STATE_ACTIVE",
+    ok: "acknowledged",
+    notFrom: "ERR_LEASE_NOT_PENDING",
+  },
+  reject: {
+    from: "LEASE_STATE_PENDING",
+    to: "LEASE_STATE_REJECTED",
+    ok: "rejected",
+    notFrom: "ERR_LEASE_NOT_PENDING",
+  },
+  close: {
+    from: "LEASE_STATE_ACTIVE",
+    to: "LEASE_STATE_CLOSED",
+    ok: "closed",
+    notFrom: "ERR_LEASE_NOT_ACTIVE",
+  },
+};
+
+export class CosmosChain implements ChainPort {
+  readonly conn: NodeConnection;
+  readonly chainId: string;
+  readonly pipeline: TxPipeline | undefined;
+  readonly #o: Required<
+    Pick<CosmosChainOptions, "queryPageLimit" | "withdrawLimit" | "maxWithdrawIterations" | "msgsPerTx">
+  > &
+    CosmosChainOptions;
+
+  constructor(conn: NodeConnection, chainId: string, opts: CosmosChainOptions) {
+    this.conn = conn;
+    this.chainId = chainId;
+    this.#o = { queryPageLimit: 100, withdrawLimit: 100, maxWithdrawIterations: 100, msgsPerTx: 10, ...opts };
+    if (!Number.isInteger(this.#o.withdrawLimit) || this.#o.withdrawLimit < 1 || this.#o.withdrawLimit > 100)
+      throw new FredError("ERR_CONFIG", "withdraw_limit must be 1..100");
+    if (
+      !Number.isInteger(this.#o.queryPageLimit) ||
+      this.#o.queryPageLimit < 1 ||
+      this.#o.queryPageLimit > 1000
+    )
+      throw new FredError("ERR_CONFIG", "query_page_limit must be 1..1000");
+    const gas = { ...DEFAULT_GAS, ...opts.gas };
+    checkGasConfig(gas);
+    this.pipeline =
+      opts.signer === undefined
+        ? undefined
+        : new TxPipeline(
+            {
+              conn,
+              registry: chainRegistry(),
+              chainId,
+              gas,
+              clock: opts.clock ?? systemClock,
+              txTimeoutMs: opts.txTimeoutMs ?? 30_000,
+              txPollIntervalMs: opts.txPollIntervalMs ?? 500,
+              ...(opts.metrics === undefined ? {} : { metrics: opts.metrics }),
+              ...(opts.logger === undefined ? {} : { logger: opts.logger }),
+              ...(opts.onProgress === undefined ? {} : { onProgress: opts.onProgress }),
+            },
+            opts.signer,
+          );
+  }
+
+  /** Releases the node connection. */
+  disconnect(): void {
+    this.conn.close();
+  }
+
+  get address(): string {
+    return this.#requirePipeline().signer.address;
+  }
+
+  #requirePipeline(): TxPipeline {
+    if (this.pipeline === undefined)
+      throw new FredError("ERR_CHAIN_NO_SIGNER", "this chain client has no signing key");
+    return this.pipeline;
+  }
+
+  /** Sends arbitrary messages in one tx (CLI: fund credit, create/cancel leases). */
+  send(messages: readonly EncodeObject[], signal?: AbortSignal): Promise<TxResult> {
+    return this.#requirePipeline().send(messages, signal === undefined ? {} : { signal });
+  }
+
+  // ---- queries ----
+  getLease(uuid: string, signal?: AbortSignal): Promise<ChainLease | undefined> {
+    return q.getLease(this.conn, uuid, signal);
+  }
+  leasesByProvider(
+    providerUuid: string,
+    state: LeaseStateName | undefined,
+    signal?: AbortSignal,
+  ): Promise<ChainLease[]> {
+    return q.leasesByProvider(this.conn, { pageLimit: this.#o.queryPageLimit }, providerUuid, state, signal);
+  }
+  creditAccount(tenant: string, signal?: AbortSignal): Promise<CreditView | undefined> {
+    return q.creditAccount(this.conn, { pageLimit: this.#o.queryPageLimit }, tenant, signal);
+  }
+  providerWithdrawable(providerUuid: string, signal?: AbortSignal): Promise<WithdrawableView> {
+    return q.providerWithdrawable(this.conn, { pageLimit: this.#o.queryPageLimit }, providerUuid, signal);
+  }
+  latestBlock(signal?: AbortSignal): Promise<BlockInfo> {
+    return q.latestBlock(this.conn, signal);
+  }
+
+  // ---- lease transactions ----
+  acknowledge(leaseUuids: readonly string[], signal?: AbortSignal): Promise<LeaseOutcome[]> {
+    return this.#leaseTx("acknowledge", leaseUuids, "", signal);
+  }
+  reject(leaseUuids: readonly string[], reason: string, signal?: AbortSignal): Promise<LeaseOutcome[]> {
+    return this.#leaseTx("reject", leaseUuids, sanitizeReason(reason), signal);
+  }
+  closeLeases(leaseUuids: readonly string[], reason: string, signal?: AbortSignal): Promise<LeaseOutcome[]> {
+    return this.#leaseTx("close", leaseUuids, sanitizeReason(reason), signal);
+  }
+
+  async #leaseTx(
+    kind: LeaseMsgKind,
+    uuids: readonly string[],
+    reason: string,
+    signal?: AbortSignal,
+  ): Promise<LeaseOutcome[]> {
+    const pipeline = this.#requirePipeline();
+    const outcomes = new Map<string, LeaseOutcome>();
+    const todo: string[] = [];
+    for (const u of new Set(uuids)) {
+      if (isCanonicalUuid(u)) todo.push(u);
+      else
+        outcomes.set(u, {
+          leaseUuid: u,
+          status: "failed",
+          error: new FredError("ERR_INVALID_ARGUMENT", "lease UUID is not canonical"),
+        });
+    }
+    const perTx = MAX_UUIDS_PER_MSG * this.#o.msgsPerTx;
+    await Promise.all(
+      chunk(todo, perTx).map((group) => this.#sendGroup(pipeline, kind, group, reason, outcomes, 0, signal)),
+    );
+    return [...new Set(uuids)].map((u) => outcomes.get(u) as LeaseOutcome);
+  }
+
+  async #sendGroup(
+    pipeline: TxPipeline,
+    kind: LeaseMsgKind,
+    group: string[],
+    reason: string,
+    outcomes: Map<string, LeaseOutcome>,
+    round: number,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const t = TRANSITION[kind];
+    try {
+      const res = await pipeline.send(
+        leaseMsgs(kind, pipeline.signer.address, group, reason),
+        signal === undefined ? {} : { signal },
+      );
+      for (const u of group)
+        outcomes.set(u, { leaseUuid: u, status: t.ok, txHash: res.txHash, height: res.height });
+      return;
+    } catch (err) {
+      const e = err instanceof FredError ? err : new FredError("ERR_CHAIN_TX", String(err), { cause: err });
+      const failure = (e.details?.failure as { kind?: string } | undefined)?.kind;
+      if (e.code !== "ERR_TX_FAILED" || failure !== "lease" || round >= 2) {
+        for (const u of group) outcomes.set(u, { leaseUuid: u, status: "failed", error: e });
+        return;
+      }
+    }
+    // A lease in the batch was not in the expected state: sort them out one by one.
+    const retry: string[] = [];
+    await Promise.all(
+      group.map(async (u) => {
+        try {
+          const lease = await this.getLease(u, signal);
+          if (lease === undefined) {
+            outcomes.set(u, {
+              leaseUuid: u,
+              status: "failed",
+              error: new FredError("ERR_LEASE_NOT_FOUND", `lease ${u} not found`),
+            });
+          } else if (lease.state === t.to) {
+            outcomes.set(u, { leaseUuid: u, status: "already_done" });
+          } else if (lease.state === t.from) {
+            retry.push(u);
+          } else {
+            outcomes.set(u, {
+              leaseUuid: u,
+              status: "failed",
+              error: new FredError(t.notFrom, `lease ${u} is ${lease.state}`, {
+                details: { state: lease.state },
+              }),
+            });
+          }
+        } catch (err) {
+          outcomes.set(u, {
+            leaseUuid: u,
+            status: "failed",
+            error: err instanceof FredError ? err : new FredError("ERR_CHAIN_QUERY", String(err)),
+          });
+        }
+      }),
+    );
+    if (retry.length > 0)
+      await this.#sendGroup(pipeline, kind, retry.sort(), reason, outcomes, round + 1, signal);
+  }
+
+  // ---- withdrawals ----
+  #withdrawPage(res: TxResult): WithdrawPage {
+    const any = res.msgResponses[0];
+    if (any === undefined || any.typeUrl !== MsgWithdrawResponse.typeUrl)
+      throw new FredError("ERR_CHAIN_TX", `withdraw tx ${res.txHash} carried no MsgWithdrawResponse`);
+    const r = MsgWithdrawResponse.decode(any.value);
+    return {
+      txHash: res.txHash,
+      height: res.height,
+      amounts: toCoins(r.totalAmounts),
+      withdrawalCount: r.withdrawalCount,
+      hasMore: r.hasMore,
+      nextKey: r.nextKey,
+      failedLeaseUuids: r.failedLeaseUuids,
+    };
+  }
+
+  async withdrawLeases(leaseUuids: readonly string[], signal?: AbortSignal): Promise<WithdrawPage[]> {
+    const pipeline = this.#requirePipeline();
+    for (const u of leaseUuids)
+      if (!isCanonicalUuid(u))
+        throw new FredError("ERR_INVALID_ARGUMENT", `lease UUID ${JSON.stringify(u)} is not canonical`);
+    const pages: WithdrawPage[] = [];
+    for (const group of chunk([...new Set(leaseUuids)], MAX_UUIDS_PER_MSG)) {
+      const res = await pipeline.send(
+        [withdrawLeasesMsg(pipeline.signer.address, group)],
+        signal === undefined ? {} : { signal },
+      );
+      pages.push(this.#withdrawPage(res));
+    }
+    return pages;
+  }
+
+  async withdrawAll(providerUuid: string, signal?: AbortSignal): Promise<WithdrawSummary> {
+    const pipeline = this.#requirePipeline();
+    if (!isCanonicalUuid(providerUuid))
+      throw new FredError("ERR_INVALID_ARGUMENT", "provider UUID is not canonical");
+    const pages: WithdrawPage[] = [];
+    let key: Uint8Array = new Uint8Array();
+    for (let i = 0; i < this.#o.maxWithdrawIterations; i++) {
+      const msg = withdrawProviderMsg(pipeline.signer.address, providerUuid, this.#o.withdrawLimit, key);
+      const page = this.#withdrawPage(await pipeline.send([msg], signal === undefined ? {} : { signal }));
+      pages.push(page);
+      if (page.nextKey.length === 0) return { pages, truncated: false };
+      key = page.nextKey;
+    }
+    return { pages, truncated: true };
+  }
+
+  /** An ack batcher whose flushes are this client's acknowledge/reject calls. */
+  ackBatcher(
+    opts: { lanes?: number; maxBatch?: number; maxWaitMs?: number; clock?: Clock } = {},
+  ): AckBatcher {
+    return new AckBatcher({
+      clock: opts.clock ?? this.#o.clock ?? systemClock,
+      lanes: opts.lanes ?? 1,
+      maxBatch: opts.maxBatch ?? 50,
+      maxWaitMs: opts.maxWaitMs ?? 500,
+      flush: async (_lane, batch: readonly AckRequest[]) => {
+        const acks = batch.filter((r) => r.kind === "acknowledge").map((r) => r.leaseUuid);
+        const byReason = new Map<string, string[]>();
+        for (const r of batch)
+          if (r.kind === "reject") byReason.set(r.reason, [...(byReason.get(r.reason) ?? []), r.leaseUuid]);
+        const parts = await Promise.all([
+          acks.length > 0 ? this.acknowledge(acks) : Promise.resolve([]),
+          ...[...byReason].map(([reason, uuids]) => this.reject(uuids, reason)),
+        ]);
+        return parts.flat();
+      },
+    });
+  }
+}
+
+export async function openCosmosChain(opts: CosmosChainOptions): Promise<CosmosChain> {
+  const conn = await connectNode(opts.rpcUrl, opts.queryTimeoutMs ?? 10_000);
+  let chainId = opts.chainId;
+  if (chainId === undefined || chainId === "") {
+    try {
+      chainId = (await conn.comet.status()).nodeInfo.network;
+    } catch (err) {
+      conn.close();
+      throw new FredError(
+        "ERR_CHAIN_UNAVAILABLE",
+        `cannot reach the chain at ${opts.rpcUrl}: ${(err as Error).message}`,
+        { retryable: true, cause: err },
+      );
+    }
+  }
+  return new CosmosChain(conn, chainId, opts);
+}

@@ -1,0 +1,180 @@
+/**
+ * The Chain port's queries over ABCI: lease by UUID, leases by provider and state (every
+ * page), credit account, provider withdrawable (every page, summed) and the latest block.
+ * Pagination follows the chain's cursors: `next_key` is passed back as `key` until empty.
+ */
+import { FredError } from "../../core/errors.ts";
+import { isCanonicalUuid } from "../../core/uuid.ts";
+import type { BlockInfo, ChainLease, CreditView, LeaseStateName, WithdrawableView } from "../port.ts";
+import {
+  QueryCreditAccountRequest,
+  QueryCreditAccountResponse,
+  QueryLeaseRequest,
+  QueryLeaseResponse,
+  QueryLeasesByProviderRequest,
+  QueryLeasesByProviderResponse,
+  QueryProviderWithdrawableRequest,
+  QueryProviderWithdrawableResponse,
+} from "../proto/index.ts";
+import { addCoins, coinsFromMap, stateNumber, toChainLease, toCoins } from "./convert.ts";
+import { abciQuery, abciQueryOptional, chainError, type NodeConnection } from "./rpc.ts";
+
+const Q = "/liftedinit.billing.v1.Query/";
+/** Pages beyond this mean a cursor that never ends: refuse rather than loop forever. */
+const MAX_PAGES = 10_000;
+
+export interface QueryOptions {
+  /** Page size for list queries (query_page_limit). */
+  pageLimit: number;
+}
+
+function requireUuid(value: string, what: string): void {
+  if (!isCanonicalUuid(value))
+    throw new FredError("ERR_INVALID_ARGUMENT", `${what} must be a canonical lowercase UUID`);
+}
+
+export async function getLease(
+  conn: NodeConnection,
+  uuid: string,
+  signal?: AbortSignal,
+): Promise<ChainLease | undefined> {
+  requireUuid(uuid, "lease UUID");
+  const res = await abciQueryOptional(
+    conn,
+    `${Q}Lease`,
+    QueryLeaseRequest,
+    QueryLeaseResponse,
+    QueryLeaseRequest.fromPartial({ leaseUuid: uuid }),
+    signal,
+  );
+  return res?.lease === undefined ? undefined : toChainLease(res.lease);
+}
+
+export async function leasesByProvider(
+  conn: NodeConnection,
+  opts: QueryOptions,
+  providerUuid: string,
+  state: LeaseStateName | undefined,
+  signal?: AbortSignal,
+): Promise<ChainLease[]> {
+  requireUuid(providerUuid, "provider UUID");
+  const out: ChainLease[] = [];
+  let key: Uint8Array = new Uint8Array();
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const req = QueryLeasesByProviderRequest.fromPartial({
+      providerUuid,
+      stateFilter: state === undefined ? 0 : stateNumber(state),
+      pagination: { key, limit: BigInt(opts.pageLimit) },
+    });
+    const res = await abciQuery(
+      conn,
+      `${Q}LeasesByProvider`,
+      QueryLeasesByProviderRequest,
+      QueryLeasesByProviderResponse,
+      req,
+      signal,
+    );
+    for (const l of res.leases) out.push(toChainLease(l));
+    const next = res.pagination?.nextKey ?? new Uint8Array();
+    if (next.length === 0) return out;
+    if (Buffer.from(next).equals(Buffer.from(key)))
+      throw new FredError("ERR_CHAIN_QUERY", "LeasesByProvider cursor did not advance");
+    key = next;
+  }
+  throw new FredError("ERR_CHAIN_QUERY", `LeasesByProvider exceeded ${MAX_PAGES} pages`);
+}
+
+export async function creditAccount(
+  conn: NodeConnection,
+  opts: QueryOptions,
+  tenant: string,
+  signal?: AbortSignal,
+): Promise<CreditView | undefined> {
+  if (typeof tenant !== "string" || tenant === "")
+    throw new FredError("ERR_INVALID_ARGUMENT", "tenant address must not be empty");
+  const balances = new Map<string, bigint>();
+  const available = new Map<string, bigint>();
+  let first: ReturnType<typeof QueryCreditAccountResponse.decode> | undefined;
+  let key: Uint8Array = new Uint8Array();
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const req = QueryCreditAccountRequest.fromPartial({
+      tenant,
+      pagination: { key, limit: BigInt(opts.pageLimit) },
+    });
+    const res = await abciQueryOptional(
+      conn,
+      `${Q}CreditAccount`,
+      QueryCreditAccountRequest,
+      QueryCreditAccountResponse,
+      req,
+      signal,
+    );
+    if (res === undefined) return undefined;
+    first ??= res;
+    addCoins(balances, res.balances);
+    addCoins(available, res.availableBalances);
+    const next = res.pagination?.nextKey ?? new Uint8Array();
+    if (next.length === 0 || Buffer.from(next).equals(Buffer.from(key))) break;
+    key = next;
+  }
+  const acct = first?.creditAccount;
+  if (acct === undefined) return undefined;
+  return {
+    tenant: acct.tenant,
+    creditAddress: acct.creditAddress,
+    activeLeaseCount: acct.activeLeaseCount,
+    pendingLeaseCount: acct.pendingLeaseCount,
+    balances: coinsFromMap(balances),
+    availableBalances: coinsFromMap(available),
+  };
+}
+
+export async function providerWithdrawable(
+  conn: NodeConnection,
+  opts: QueryOptions,
+  providerUuid: string,
+  signal?: AbortSignal,
+): Promise<WithdrawableView> {
+  requireUuid(providerUuid, "provider UUID");
+  const sums = new Map<string, bigint>();
+  let leaseCount = 0n;
+  const failed: string[] = [];
+  let key: Uint8Array = new Uint8Array();
+  // The chain caps this query's page at 100.
+  const limit = BigInt(Math.min(opts.pageLimit, 100));
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const req = QueryProviderWithdrawableRequest.fromPartial({ providerUuid, pagination: { key, limit } });
+    const res = await abciQuery(
+      conn,
+      `${Q}ProviderWithdrawable`,
+      QueryProviderWithdrawableRequest,
+      QueryProviderWithdrawableResponse,
+      req,
+      signal,
+    );
+    addCoins(sums, res.amounts);
+    leaseCount += res.leaseCount;
+    failed.push(...res.failedLeaseUuids);
+    const next = res.pagination?.nextKey ?? new Uint8Array();
+    if (next.length === 0) return { amounts: coinsFromMap(sums), leaseCount, failedLeaseUuids: failed };
+    if (Buffer.from(next).equals(Buffer.from(key)))
+      throw new FredError("ERR_CHAIN_QUERY", "ProviderWithdrawable cursor did not advance");
+    key = next;
+  }
+  throw new FredError("ERR_CHAIN_QUERY", `ProviderWithdrawable exceeded ${MAX_PAGES} pages`);
+}
+
+export async function latestBlock(conn: NodeConnection, signal?: AbortSignal): Promise<BlockInfo> {
+  signal?.throwIfAborted();
+  try {
+    const status = await conn.comet.status();
+    return {
+      height: status.syncInfo.latestBlockHeight,
+      time: new Date(status.syncInfo.latestBlockTime.getTime()),
+    };
+  } catch (err) {
+    throw chainError(err, "status");
+  }
+}
+
+export { toCoins };

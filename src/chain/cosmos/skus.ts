@@ -1,0 +1,39 @@
+/** SKU look-ups for the tenant CLI: `--sku docker-small` resolves to that SKU's UUID. */
+import { FredError } from "../../core/errors.ts";
+import { isCanonicalUuid } from "../../core/uuid.ts";
+import { QuerySKUsRequest, QuerySKUsResponse, type SKU } from "../proto/index.ts";
+import { abciQuery, type NodeConnection } from "./rpc.ts";
+
+export async function activeSkus(conn: NodeConnection, signal?: AbortSignal): Promise<SKU[]> {
+  const out: SKU[] = [];
+  let key: Uint8Array = new Uint8Array();
+  for (let page = 0; page < 1000; page++) {
+    const req = QuerySKUsRequest.fromPartial({ activeOnly: true, pagination: { key, limit: 1000n } });
+    const res = await abciQuery(
+      conn,
+      "/liftedinit.sku.v1.Query/SKUs",
+      QuerySKUsRequest,
+      QuerySKUsResponse,
+      req,
+      signal,
+    );
+    out.push(...res.skus);
+    const next = res.pagination?.nextKey ?? new Uint8Array();
+    if (next.length === 0 || Buffer.from(next).equals(Buffer.from(key))) break;
+    key = next;
+  }
+  return out;
+}
+
+/** A UUID passes through; a name must match exactly one active SKU. */
+export async function resolveSku(conn: NodeConnection, ref: string, signal?: AbortSignal): Promise<string> {
+  if (isCanonicalUuid(ref)) return ref;
+  const matches = (await activeSkus(conn, signal)).filter((s) => s.name === ref);
+  if (matches.length === 0) throw new FredError("ERR_USAGE", `no active SKU named ${JSON.stringify(ref)}`);
+  if (matches.length > 1)
+    throw new FredError(
+      "ERR_USAGE",
+      `SKU name ${JSON.stringify(ref)} is ambiguous (${matches.length} active SKUs); use its UUID`,
+    );
+  return (matches[0] as SKU).uuid;
+}

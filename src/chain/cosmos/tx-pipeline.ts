@@ -1,0 +1,374 @@
+/**
+ * Sends one transaction and sees it through: simulate → gas plan → sign → broadcast_tx_sync
+ * → confirmation by polling the tx index every `txPollIntervalMs`, all inside `txTimeoutMs`
+ * (which also covers waiting for the key and every retry). Retries (at most `maxAttempts`):
+ * a sequence mismatch re-signs at the sequence the node expects, out-of-gas climbs the gas
+ * ladder, an unreachable node (nothing sent) backs off. A tx that was broadcast is never
+ * broadcast again: if it is not included before the deadline the caller gets ERR_TX_TIMEOUT
+ * with its hash — the outcome is unknown, not failed.
+ */
+import { createHash } from "node:crypto";
+import type { EncodeObject, Registry } from "@cosmjs/proto-signing";
+import { accountFromAny } from "@cosmjs/stargate";
+import { QueryAccountRequest, QueryAccountResponse } from "cosmjs-types/cosmos/auth/v1beta1/query";
+import { TxMsgData } from "cosmjs-types/cosmos/base/abci/v1beta1/abci";
+import { SimulateRequest, SimulateResponse } from "cosmjs-types/cosmos/tx/v1beta1/service";
+import type { Any } from "cosmjs-types/google/protobuf/any";
+import type { Clock } from "../../core/clock.ts";
+import { FredError } from "../../core/errors.ts";
+import type { Logger } from "../../log.ts";
+import { classifyCode, classifyRpcError, expectedSequence, type TxFailure } from "../tx/classify.ts";
+import { feeFor, type GasConfig, type GasSource, outOfGasRetry, planGas } from "../tx/fees.ts";
+import { type AccountState, SequenceOwner } from "../tx/sequence.ts";
+import { abciQuery, chainError, type NodeConnection } from "./rpc.ts";
+import { buildSignedTx, buildSimulationTx, type TxSigner } from "./signer.ts";
+
+export interface TxPipelineOptions {
+  conn: NodeConnection;
+  registry: Registry;
+  chainId: string;
+  gas: GasConfig;
+  clock: Clock;
+  txTimeoutMs: number;
+  txPollIntervalMs: number;
+  simulateTimeoutMs?: number;
+  maxAttempts?: number;
+  /** Delay before re-trying after the node was unreachable, per attempt. */
+  retryDelaysMs?: readonly number[];
+  metrics?: TxMetrics;
+  logger?: Logger;
+  /** Human progress lines (the CLI prints them on stderr). */
+  onProgress?: (line: string) => void;
+}
+
+export interface TxResult {
+  txHash: string;
+  height: number;
+  code: number;
+  codespace: string;
+  rawLog: string;
+  gasWanted: number;
+  gasUsed: number;
+  fee: bigint;
+  gasSource: GasSource;
+  msgResponses: Any[];
+}
+
+export class TxMetrics {
+  readonly outcomes = new Map<string, number>();
+  gasUsed = 0;
+  readonly feesPaid = new Map<string, bigint>();
+  broadcasts = 0;
+  simulationFailures = 0;
+
+  count(outcome: string): void {
+    this.outcomes.set(outcome, (this.outcomes.get(outcome) ?? 0) + 1);
+  }
+}
+
+type Sent =
+  | { kind: "broadcast"; hash: string; gas: number; gasSource: GasSource; fee: bigint }
+  | { kind: "retry"; failure: TxFailure; detail: string };
+
+export function txHashOf(txBytes: Uint8Array): string {
+  return createHash("sha256").update(txBytes).digest("hex").toUpperCase();
+}
+
+function withTimeout<T>(clock: Clock, ms: number, work: Promise<T>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const cancel = clock.setTimer(ms, () =>
+      reject(new FredError("ERR_CHAIN_SIMULATE_TIMEOUT", `simulation took over ${ms} ms`)),
+    );
+    work.then(
+      (v) => {
+        cancel();
+        resolve(v);
+      },
+      (e: unknown) => {
+        cancel();
+        reject(e);
+      },
+    );
+  });
+}
+
+export class TxPipeline {
+  readonly signer: TxSigner;
+  readonly owner: SequenceOwner;
+  readonly metrics: TxMetrics;
+  readonly #o: TxPipelineOptions;
+
+  constructor(opts: TxPipelineOptions, signer: TxSigner) {
+    this.#o = opts;
+    this.signer = signer;
+    this.metrics = opts.metrics ?? new TxMetrics();
+    this.owner = new SequenceOwner(signer.address, (signal) => this.#readAccount(signal));
+  }
+
+  async #readAccount(signal?: AbortSignal): Promise<AccountState> {
+    let res: QueryAccountResponse;
+    try {
+      res = await abciQuery(
+        this.#o.conn,
+        "/cosmos.auth.v1beta1.Query/Account",
+        QueryAccountRequest,
+        QueryAccountResponse,
+        QueryAccountRequest.fromPartial({ address: this.signer.address }),
+        signal,
+      );
+    } catch (err) {
+      if (err instanceof FredError && err.code === "ERR_CHAIN_NOT_FOUND")
+        throw new FredError(
+          "ERR_CHAIN_ACCOUNT_NOT_FOUND",
+          `account ${this.signer.address} does not exist on chain (fund it first)`,
+        );
+      throw err;
+    }
+    if (res.account === undefined)
+      throw new FredError(
+        "ERR_CHAIN_ACCOUNT_NOT_FOUND",
+        `account ${this.signer.address} does not exist on chain`,
+      );
+    const acct = accountFromAny(res.account);
+    return { accountNumber: BigInt(acct.accountNumber), sequence: acct.sequence };
+  }
+
+  async #simulate(
+    sequence: number,
+    messages: readonly EncodeObject[],
+    memo: string,
+  ): Promise<number | undefined> {
+    const tx = buildSimulationTx(this.#o.registry, this.signer, sequence, messages, memo);
+    try {
+      const res = await withTimeout(
+        this.#o.clock,
+        this.#o.simulateTimeoutMs ?? 5000,
+        abciQuery(
+          this.#o.conn,
+          "/cosmos.tx.v1beta1.Service/Simulate",
+          SimulateRequest,
+          SimulateResponse,
+          SimulateRequest.fromPartial({ txBytes: tx }),
+          undefined,
+        ),
+      );
+      const used = Number(res.gasInfo?.gasUsed ?? 0n);
+      if (!(used > 0)) throw new FredError("ERR_CHAIN_SIMULATE", "simulation reported no gas");
+      return used;
+    } catch (err) {
+      // A stale sequence must not be papered over by the fallback gas: re-sign instead.
+      const expected = expectedSequence((err as Error).message ?? "");
+      if (expected !== undefined) throw Object.assign(new Error("sequence"), { expected });
+      this.metrics.simulationFailures++;
+      this.#o.logger?.warn(
+        { err: (err as Error).message },
+        "gas simulation failed; using the gas_limit fallback",
+      );
+      return undefined;
+    }
+  }
+
+  /** Sends `messages` in one tx; resolves once it is included (code 0), else throws. */
+  async send(
+    messages: readonly EncodeObject[],
+    opts: { memo?: string; signal?: AbortSignal } = {},
+  ): Promise<TxResult> {
+    const { clock } = this.#o;
+    const deadline = clock.now() + this.#o.txTimeoutMs;
+    const maxAttempts = this.#o.maxAttempts ?? 3;
+    const delays = this.#o.retryDelaysMs ?? [1000, 3000];
+    const memo = opts.memo ?? "";
+    let gasOverride: number | undefined;
+    let lastFailure = "";
+    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+      opts.signal?.throwIfAborted();
+      if (clock.now() >= deadline) break;
+      const sent = await this.owner.exclusive(
+        async (acct) => this.#signAndBroadcast(acct, messages, memo, gasOverride),
+        opts.signal,
+      );
+      if (sent.kind === "retry") {
+        lastFailure = sent.detail;
+        if (sent.failure.kind === "sequence") {
+          this.owner.correct(sent.failure.expected);
+          this.#o.onProgress?.(`sequence mismatch; re-signing (attempt ${attempt + 1})`);
+          continue;
+        }
+        const delay = delays[Math.min(attempt - 1, delays.length - 1)] ?? 1000;
+        if (clock.now() + delay >= deadline) break;
+        await clock.sleep(delay, opts.signal);
+        continue;
+      }
+      this.#o.onProgress?.(`broadcast ${sent.hash}; waiting for inclusion`);
+      const included = await this.#waitForTx(sent.hash, deadline, opts.signal);
+      this.metrics.gasUsed += included.gasUsed;
+      this.metrics.feesPaid.set(
+        this.#o.gas.feeDenom,
+        (this.metrics.feesPaid.get(this.#o.gas.feeDenom) ?? 0n) + sent.fee,
+      );
+      const result: TxResult = { ...included, fee: sent.fee, gasSource: sent.gasSource };
+      if (included.code === 0) {
+        this.metrics.count("success");
+        return result;
+      }
+      const failure = classifyCode(included.code, included.codespace, included.rawLog);
+      if (failure.kind === "out_of_gas") {
+        const next = outOfGasRetry(sent.gas, this.#o.gas);
+        if (next !== undefined && attempt < maxAttempts) {
+          this.metrics.count("out_of_gas_retry");
+          gasOverride = next;
+          lastFailure = included.rawLog;
+          this.#o.onProgress?.(`out of gas at ${sent.gas}; retrying with ${next}`);
+          continue;
+        }
+      }
+      this.metrics.count("failed");
+      throw new FredError(
+        "ERR_TX_FAILED",
+        `tx ${included.txHash} failed with code ${included.code} (${included.codespace}): ${included.rawLog}`,
+        {
+          details: {
+            tx_hash: included.txHash,
+            height: included.height,
+            code: included.code,
+            codespace: included.codespace,
+            log: included.rawLog,
+            failure,
+          },
+        },
+      );
+    }
+    this.metrics.count("gave_up");
+    throw new FredError(
+      "ERR_TX_RETRIES_EXHAUSTED",
+      `transaction not sent: ${lastFailure || "deadline reached before broadcast"}`,
+      { retryable: true },
+    );
+  }
+
+  async #signAndBroadcast(
+    acct: AccountState,
+    messages: readonly EncodeObject[],
+    memo: string,
+    gasOverride: number | undefined,
+  ): Promise<{ value: Sent; consumed: boolean }> {
+    let gas: number;
+    let gasSource: GasSource;
+    if (gasOverride !== undefined) {
+      gas = gasOverride;
+      gasSource = "retry";
+    } else {
+      let simulated: number | undefined;
+      try {
+        simulated = await this.#simulate(acct.sequence, messages, memo);
+      } catch (err) {
+        const expected = (err as { expected?: number }).expected;
+        return {
+          value: {
+            kind: "retry",
+            failure: { kind: "sequence", expected },
+            detail: "sequence mismatch at simulation",
+          },
+          consumed: false,
+        };
+      }
+      const plan = planGas(simulated, this.#o.gas);
+      gas = plan.gas;
+      gasSource = plan.source;
+    }
+    const fee = feeFor(gas, this.#o.gas.gasPrice);
+    const tx = buildSignedTx({
+      registry: this.#o.registry,
+      signer: this.signer,
+      chainId: this.#o.chainId,
+      accountNumber: acct.accountNumber,
+      sequence: acct.sequence,
+      messages,
+      memo,
+      gas,
+      fee: { denom: this.#o.gas.feeDenom, amount: fee.toString() },
+    });
+    const hash = txHashOf(tx);
+    this.metrics.broadcasts++;
+    let res: Awaited<ReturnType<NodeConnection["comet"]["broadcastTxSync"]>>;
+    try {
+      res = await this.#o.conn.comet.broadcastTxSync({ tx });
+    } catch (err) {
+      const failure = classifyRpcError(err);
+      const text = `${(err as Error).message} ${((err as Error).cause as Error | undefined)?.message ?? ""}`;
+      if (failure.kind === "in_mempool")
+        return { value: { kind: "broadcast", hash, gas, gasSource, fee }, consumed: true };
+      if (failure.kind === "sequence")
+        return { value: { kind: "retry", failure, detail: text }, consumed: false };
+      if (/ECONNREFUSED/.test(text)) {
+        // Nothing reached the node: safe to try again.
+        return { value: { kind: "retry", failure: { kind: "transient" }, detail: text }, consumed: false };
+      }
+      // The request may or may not have reached the mempool: never send a second tx, wait for this one.
+      this.#o.logger?.warn(
+        { tx_hash: hash, err: text },
+        "broadcast outcome unknown; waiting for the tx instead of re-sending",
+      );
+      return { value: { kind: "broadcast", hash, gas, gasSource, fee }, consumed: true };
+    }
+    if (res.code === 0) return { value: { kind: "broadcast", hash, gas, gasSource, fee }, consumed: true };
+    const codespace = res.codespace ?? "";
+    const log = res.log ?? "";
+    const failure = classifyCode(res.code, codespace, log);
+    if (failure.kind === "sequence")
+      return { value: { kind: "retry", failure, detail: log }, consumed: false };
+    if (failure.kind === "in_mempool")
+      return { value: { kind: "broadcast", hash, gas, gasSource, fee }, consumed: true };
+    this.metrics.count(failure.kind === "insufficient_fee" ? "insufficient_fee" : "check_tx_failed");
+    throw new FredError(
+      failure.kind === "insufficient_fee" ? "ERR_TX_INSUFFICIENT_FEE" : "ERR_TX_REJECTED",
+      `tx refused at CheckTx with code ${res.code} (${codespace}): ${log}`,
+      { details: { code: res.code, codespace, log, gas, fee: fee.toString() } },
+    );
+  }
+
+  async #waitForTx(
+    hash: string,
+    deadline: number,
+    signal?: AbortSignal,
+  ): Promise<Omit<TxResult, "fee" | "gasSource">> {
+    const { clock } = this.#o;
+    for (;;) {
+      const wait = Math.min(this.#o.txPollIntervalMs, Math.max(0, deadline - clock.now()));
+      await clock.sleep(wait, signal);
+      try {
+        const found = await this.#o.conn.comet.txSearch({ query: `tx.hash='${hash}'` });
+        const tx = found.txs[0];
+        if (tx !== undefined) {
+          const data = tx.result.data;
+          return {
+            txHash: hash,
+            height: tx.height,
+            code: tx.result.code,
+            codespace: tx.result.codespace ?? "",
+            rawLog: tx.result.log ?? "",
+            gasWanted: Number(tx.result.gasWanted),
+            gasUsed: Number(tx.result.gasUsed),
+            msgResponses: data !== undefined && data.length > 0 ? TxMsgData.decode(data).msgResponses : [],
+          };
+        }
+      } catch (err) {
+        this.#o.logger?.debug(
+          { tx_hash: hash, err: chainError(err, "tx_search").message },
+          "tx lookup failed; polling on",
+        );
+      }
+      if (clock.now() >= deadline) {
+        this.metrics.count("timeout");
+        throw new FredError(
+          "ERR_TX_TIMEOUT",
+          `tx ${hash} was broadcast but not seen in a block within tx_timeout; its outcome is unknown`,
+          {
+            retryable: true,
+            details: { tx_hash: hash },
+          },
+        );
+      }
+    }
+  }
+}

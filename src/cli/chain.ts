@@ -1,0 +1,403 @@
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import type { Command } from "commander";
+import { isAccountAddress } from "../auth/address.ts";
+import { privateKeyFromHex, privateKeyFromMnemonic } from "../auth/keys.ts";
+import { type CosmosChain, openCosmosChain } from "../chain/cosmos/adapter.ts";
+import { signerFromKey } from "../chain/cosmos/signer.ts";
+import { resolveSku } from "../chain/cosmos/skus.ts";
+import { type ChainLease, LEASE_STATES, type LeaseOutcome, type LeaseStateName } from "../chain/port.ts";
+import {
+  MsgCancelLease,
+  MsgCreateLease,
+  MsgCreateLeaseResponse,
+  MsgFundCredit,
+  MsgFundCreditResponse,
+} from "../chain/proto/index.ts";
+import type { Clock } from "../core/clock.ts";
+import { FredError } from "../core/errors.ts";
+import { isCanonicalUuid } from "../core/uuid.ts";
+import { readKeys } from "../devnet/home.ts";
+import { ExitCode, printJson, say } from "./output.ts";
+
+interface ReadFlags {
+  rpc: string;
+}
+
+interface TxFlags extends ReadFlags {
+  chainId?: string;
+  keyHex?: string;
+  mnemonic?: string;
+  from?: string;
+  home?: string;
+}
+
+const DEFAULT_RPC = "http://127.0.0.1:26657";
+
+/**
+ * The system clock unrefs its timers (daemons must not be kept alive by them); a one-shot
+ * command waiting for inclusion has nothing else keeping Node running, so its timers are ref'd.
+ */
+const commandClock: Clock = {
+  now: () => Date.now(),
+  setTimer(ms, fn) {
+    const handle = setTimeout(fn, ms);
+    return () => clearTimeout(handle);
+  },
+  sleep(ms, signal) {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const handle = setTimeout(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      }, ms);
+      const onAbort = () => {
+        clearTimeout(handle);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  },
+};
+
+function withRpc(cmd: Command): Command {
+  return cmd.option("--rpc <url>", "CometBFT RPC URL of the node", DEFAULT_RPC);
+}
+
+function withTx(cmd: Command): Command {
+  return withRpc(cmd)
+    .option("--chain-id <id>", "chain id (default: read from the node)")
+    .option("--key-hex <hex>", "signing secp256k1 private key, 64 hex characters")
+    .option("--mnemonic <words>", "signing BIP-39 mnemonic (m/44'/118'/0'/0/0)")
+    .option("--from <name>", "dev account name from `fred devnet keys` (needs --home)")
+    .option("--home <dir>", "devnet home directory for --from");
+}
+
+function privateKeyFrom(flags: TxFlags): Uint8Array {
+  const given = [flags.keyHex, flags.mnemonic, flags.from].filter((v) => v !== undefined).length;
+  if (given !== 1)
+    throw new FredError(
+      "ERR_USAGE",
+      "give exactly one key: --key-hex, --mnemonic, or --from <name> --home <dir>",
+    );
+  if (flags.keyHex !== undefined) return privateKeyFromHex(flags.keyHex);
+  if (flags.mnemonic !== undefined) return privateKeyFromMnemonic(flags.mnemonic);
+  if (flags.home === undefined) throw new FredError("ERR_USAGE", "--from needs --home <devnet home>");
+  const keys = readKeys(flags.home);
+  if (keys === undefined) throw new FredError("ERR_USAGE", `${flags.home} is not an initialised devnet home`);
+  const account = keys.accounts.find((a) => a.name === flags.from);
+  if (account === undefined)
+    throw new FredError(
+      "ERR_USAGE",
+      `no dev account ${JSON.stringify(flags.from)} (have: ${keys.accounts.map((a) => a.name).join(", ")})`,
+    );
+  return privateKeyFromHex(account.private_key_hex);
+}
+
+async function readClient(flags: ReadFlags): Promise<CosmosChain> {
+  return openCosmosChain({ rpcUrl: flags.rpc });
+}
+
+async function txClient(flags: TxFlags): Promise<CosmosChain> {
+  const signer = signerFromKey(privateKeyFrom(flags));
+  return openCosmosChain({
+    rpcUrl: flags.rpc,
+    ...(flags.chainId === undefined ? {} : { chainId: flags.chainId }),
+    signer,
+    clock: commandClock,
+    onProgress: (line) => say(`fred: ${line}`),
+  });
+}
+
+async function using<T>(client: CosmosChain, fn: (c: CosmosChain) => Promise<T>): Promise<T> {
+  try {
+    return await fn(client);
+  } finally {
+    client.disconnect();
+  }
+}
+
+const iso = (d: Date | undefined) => d?.toISOString();
+
+export function leaseView(l: ChainLease): Record<string, unknown> {
+  const view: Record<string, unknown> = {
+    uuid: l.uuid,
+    tenant: l.tenant,
+    provider_uuid: l.providerUuid,
+    state: l.state,
+    items: l.items.map((i) => ({
+      sku_uuid: i.skuUuid,
+      quantity: Number(i.quantity),
+      ...(i.serviceName === "" ? {} : { service_name: i.serviceName }),
+      ...(i.customDomain === "" ? {} : { custom_domain: i.customDomain }),
+      locked_price: i.lockedPrice ?? null,
+    })),
+    meta_hash: l.metaHash,
+    created_at: iso(l.createdAt),
+  };
+  const optional: Record<string, string | undefined> = {
+    last_settled_at: iso(l.lastSettledAt),
+    acknowledged_at: iso(l.acknowledgedAt),
+    closed_at: iso(l.closedAt),
+    rejected_at: iso(l.rejectedAt),
+    expired_at: iso(l.expiredAt),
+    rejection_reason: l.rejectionReason || undefined,
+    closure_reason: l.closureReason || undefined,
+  };
+  for (const [k, v] of Object.entries(optional)) if (v !== undefined) view[k] = v;
+  return view;
+}
+
+function parseCoin(text: string): { denom: string; amount: string } {
+  const m = /^([0-9]+)([a-zA-Z][a-zA-Z0-9/:._-]{2,127})$/.exec(text);
+  if (m === null || BigInt(m[1] as string) === 0n)
+    throw new FredError(
+      "ERR_USAGE",
+      `--amount must look like 1000000umfx (a positive integer and a denom), got ${JSON.stringify(text)}`,
+    );
+  return { amount: BigInt(m[1] as string).toString(), denom: m[2] as string };
+}
+
+interface SkuSpec {
+  ref: string;
+  quantity: bigint;
+  serviceName: string;
+}
+
+export function parseSkuSpec(text: string): SkuSpec {
+  const parts = text.split(":");
+  if (parts.length > 3 || parts[0] === "")
+    throw new FredError(
+      "ERR_USAGE",
+      `--sku must be <uuid|name>[:quantity[:service]], got ${JSON.stringify(text)}`,
+    );
+  const q = parts[1] ?? "1";
+  if (!/^[1-9][0-9]{0,9}$/.test(q) || BigInt(q) > 1_000_000_000n)
+    throw new FredError("ERR_USAGE", `SKU quantity must be 1..1000000000, got ${JSON.stringify(q)}`);
+  const serviceName = parts[2] ?? "";
+  if (serviceName !== "" && !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(serviceName))
+    throw new FredError(
+      "ERR_USAGE",
+      `service name must be a DNS label (a-z, 0-9, '-'), got ${JSON.stringify(serviceName)}`,
+    );
+  return { ref: parts[0] as string, quantity: BigInt(q), serviceName };
+}
+
+const STATE_FILTERS: Record<string, LeaseStateName> = Object.fromEntries(
+  LEASE_STATES.filter((s) => s !== "LEASE_STATE_UNSPECIFIED").map((s) => [
+    s.slice("LEASE_STATE_".length).toLowerCase(),
+    s,
+  ]),
+);
+
+function leaseArg(uuid: string): string {
+  if (!isCanonicalUuid(uuid))
+    throw new FredError("ERR_USAGE", "lease UUID must be a canonical lowercase UUID");
+  return uuid;
+}
+
+function reportOutcome(outcome: LeaseOutcome | undefined): void {
+  if (outcome === undefined) throw new FredError("ERR_CHAIN_TX", "no outcome");
+  if (outcome.status === "failed") {
+    printJson({
+      lease_uuid: outcome.leaseUuid,
+      status: outcome.status,
+      error: outcome.error?.message ?? "failed",
+    });
+    throw new ExitCode(1);
+  }
+  printJson({
+    lease_uuid: outcome.leaseUuid,
+    status: outcome.status,
+    tx_hash: outcome.txHash ?? null,
+    height: outcome.height ?? null,
+  });
+}
+
+export function registerChainCommands(program: Command): void {
+  const chain = program
+    .command("chain")
+    .description(
+      "Chain-side tools for tenants and operators: fund credit, create/show/cancel/close leases, list leases",
+    );
+
+  const credit = chain.command("credit").description("Tenant credit accounts");
+  withTx(
+    credit.command("fund").description("Fund a tenant's credit account (MsgFundCredit) from the signing key"),
+  )
+    .requiredOption("--tenant <addr>", "tenant address to credit")
+    .requiredOption("--amount <coin>", "amount and denom, e.g. 1000000umfx")
+    .addHelpText(
+      "after",
+      `
+Prints {"tenant","credit_address","new_balance","tx_hash","height"}.
+
+Examples:
+  $ fred chain credit fund --tenant manifest1… --amount 1000000umfx --from faucet --home .fred/devnet
+  $ fred chain credit fund --tenant manifest1… --amount 5000000upwr --key-hex $KEY --rpc http://node:26657`,
+    )
+    .action(async (opts: TxFlags & { tenant: string; amount: string }) => {
+      if (!isAccountAddress(opts.tenant))
+        throw new FredError("ERR_USAGE", "--tenant must be a manifest1… account address");
+      const amount = parseCoin(opts.amount);
+      await using(await txClient(opts), async (c) => {
+        const msg = MsgFundCredit.fromPartial({ sender: c.address, tenant: opts.tenant, amount });
+        const res = await c.send([{ typeUrl: MsgFundCredit.typeUrl, value: msg }]);
+        const any = res.msgResponses[0];
+        const decoded =
+          any?.typeUrl === MsgFundCreditResponse.typeUrl
+            ? MsgFundCreditResponse.decode(any.value)
+            : undefined;
+        printJson({
+          tenant: opts.tenant,
+          credit_address: decoded?.creditAddress ?? null,
+          new_balance: decoded?.newBalance ?? null,
+          tx_hash: res.txHash,
+          height: res.height,
+        });
+      });
+    });
+
+  const lease = chain.command("lease").description("Create, inspect, cancel and close leases");
+
+  withTx(lease.command("create").description("Create a lease for the signing key (the tenant)"))
+    .requiredOption(
+      "--sku <spec...>",
+      "item as <uuid|name>[:quantity[:service]]; repeat for several items (quantity defaults to 1)",
+    )
+    .option("--manifest <file>", "manifest file; its SHA-256 becomes the lease's meta_hash")
+    .addHelpText(
+      "after",
+      `
+Prints {"lease_uuid","tx_hash","height"}.
+
+Examples:
+  $ fred chain lease create --sku docker-small --from tenant1 --home .fred/devnet
+  $ fred chain lease create --sku docker-small:1:web --sku docker-medium:2:db --manifest stack.json --from tenant1 --home .fred/devnet
+  $ fred chain lease create --sku 01a2…-…:1 --mnemonic "$WORDS" --rpc http://node:26657`,
+    )
+    .action(async (opts: TxFlags & { sku: string[]; manifest?: string }) => {
+      const specs = opts.sku.map(parseSkuSpec);
+      const named = specs.filter((s) => s.serviceName !== "").length;
+      if (named !== 0 && named !== specs.length)
+        throw new FredError("ERR_USAGE", "give a service name for every --sku item or for none");
+      const metaHash =
+        opts.manifest === undefined
+          ? new Uint8Array()
+          : createHash("sha256")
+              .update(await readFile(opts.manifest))
+              .digest();
+      await using(await txClient(opts), async (c) => {
+        const items = [];
+        for (const s of specs)
+          items.push({
+            skuUuid: await resolveSku(c.conn, s.ref),
+            quantity: s.quantity,
+            serviceName: s.serviceName,
+          });
+        const msg = MsgCreateLease.fromPartial({ tenant: c.address, items, metaHash });
+        const res = await c.send([{ typeUrl: MsgCreateLease.typeUrl, value: msg }]);
+        const any = res.msgResponses[0];
+        if (any?.typeUrl !== MsgCreateLeaseResponse.typeUrl)
+          throw new FredError("ERR_CHAIN_TX", `create tx ${res.txHash} carried no MsgCreateLeaseResponse`);
+        printJson({
+          lease_uuid: MsgCreateLeaseResponse.decode(any.value).leaseUuid,
+          tx_hash: res.txHash,
+          height: res.height,
+        });
+      });
+    });
+
+  withRpc(lease.command("show").description("Show a lease as JSON").argument("<uuid>", "lease UUID"))
+    .addHelpText(
+      "after",
+      `
+Prints {"uuid","tenant","provider_uuid","state":"LEASE_STATE_…","items":[…],"meta_hash","created_at",…}
+(timestamps RFC 3339; fields that are unset are left out). Exit 1 with {"error"} when there is no such lease.
+
+Examples:
+  $ fred chain lease show 01a2…-…
+  $ fred chain lease show $LEASE --rpc http://node:26657`,
+    )
+    .action(async (uuid: string, opts: ReadFlags) => {
+      leaseArg(uuid);
+      await using(await readClient(opts), async (c) => {
+        const l = await c.getLease(uuid);
+        if (l === undefined) {
+          printJson({ error: `lease ${uuid} not found` });
+          throw new ExitCode(1);
+        }
+        printJson(leaseView(l));
+      });
+    });
+
+  withTx(
+    lease
+      .command("close")
+      .description("Close an ACTIVE lease (tenant, provider or authority key)")
+      .argument("<uuid>", "lease UUID"),
+  )
+    .option("--reason <text>", "closure reason (≤ 256 bytes; control characters are removed)", "")
+    .addHelpText(
+      "after",
+      `
+Prints {"lease_uuid","status","tx_hash","height"}; status "already_done" when it was already closed.
+
+Examples:
+  $ fred chain lease close $LEASE --from tenant1 --home .fred/devnet
+  $ fred chain lease close $LEASE --reason "moving out" --key-hex $KEY`,
+    )
+    .action(async (uuid: string, opts: TxFlags & { reason: string }) => {
+      leaseArg(uuid);
+      await using(await txClient(opts), async (c) =>
+        reportOutcome((await c.closeLeases([uuid], opts.reason))[0]),
+      );
+    });
+
+  withTx(
+    lease
+      .command("cancel")
+      .description("Cancel a PENDING lease (tenant key)")
+      .argument("<uuid>", "lease UUID"),
+  )
+    .addHelpText(
+      "after",
+      `
+Prints {"lease_uuid","status":"cancelled","tx_hash","height"}.
+
+Examples:
+  $ fred chain lease cancel $LEASE --from tenant1 --home .fred/devnet`,
+    )
+    .action(async (uuid: string, opts: TxFlags) => {
+      leaseArg(uuid);
+      await using(await txClient(opts), async (c) => {
+        const msg = MsgCancelLease.fromPartial({ tenant: c.address, leaseUuids: [uuid] });
+        const res = await c.send([{ typeUrl: MsgCancelLease.typeUrl, value: msg }]);
+        printJson({ lease_uuid: uuid, status: "cancelled", tx_hash: res.txHash, height: res.height });
+      });
+    });
+
+  withRpc(chain.command("leases").description("List a provider's leases (every page) as a JSON array"))
+    .requiredOption("--provider <uuid>", "provider UUID")
+    .option("--state <state>", `only leases in this state: ${Object.keys(STATE_FILTERS).join("|")}`)
+    .addHelpText(
+      "after",
+      `
+Examples:
+  $ fred chain leases --provider 01a2…-…
+  $ fred chain leases --provider $PROVIDER --state pending`,
+    )
+    .action(async (opts: ReadFlags & { provider: string; state?: string }) => {
+      if (!isCanonicalUuid(opts.provider))
+        throw new FredError("ERR_USAGE", "--provider must be a canonical lowercase UUID");
+      let state: LeaseStateName | undefined;
+      if (opts.state !== undefined) {
+        state = STATE_FILTERS[opts.state.toLowerCase()];
+        if (state === undefined)
+          throw new FredError("ERR_USAGE", `--state must be one of ${Object.keys(STATE_FILTERS).join(", ")}`);
+      }
+      await using(await readClient(opts), async (c) => {
+        printJson((await c.leasesByProvider(opts.provider, state)).map(leaseView));
+      });
+    });
+}
