@@ -56,9 +56,9 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
   const { engine, substrate } = o;
   const journal = engine.journal;
   const storageId = journal.storageId;
+  // Fastify's own request logging stays off: URLs of callbacks must never reach logs.
+  const log = o.logger.child({ component: "contract-server" });
   const app = Fastify({
-    loggerInstance: o.logger.child({ component: "contract-server" }),
-    disableRequestLogging: true,
     bodyLimit: o.bodyLimitBytes,
     requestTimeout: o.readTimeoutMs,
     keepAliveTimeout: o.idleTimeoutMs,
@@ -105,7 +105,7 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     if (typeof status === "number" && status >= 400 && status < 500) {
       return reply.code(status).send(backendError(status === 413 ? "request body too large" : "bad request"));
     }
-    req.log.error({ err }, "request failed");
+    log.error({ err, method: req.method }, "request failed");
     return reply.code(500).send(backendError("internal error"));
   });
   app.setNotFoundHandler((_req, reply) => reply.code(404).send(backendError("not found")));
