@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type Docker from "dockerode";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
@@ -58,6 +59,7 @@ export class DockerSubstrate implements Substrate {
   /** Containers already reported dead, so a resync does not report them twice. */
   readonly #reported = new Set<string>();
   readonly #listeners = new Set<(event: RuntimeEvent) => void>();
+  readonly #raisedSignals = new WeakSet<AbortSignal>();
   #supervisor: EventSupervisor | undefined;
   /** Resources found under a lease's name or label that were not ours to touch. */
   staleHandles = 0;
@@ -74,6 +76,16 @@ export class DockerSubstrate implements Substrate {
 
   get supervisor(): EventSupervisor | undefined {
     return this.#supervisor;
+  }
+
+  /**
+   * The kit passes one long-lived signal to every concurrent call; each in-flight engine
+   * request listens on it, so a burst of leases legitimately exceeds Node's default of 10.
+   */
+  #shareable(signal: AbortSignal): void {
+    if (this.#raisedSignals.has(signal)) return;
+    this.#raisedSignals.add(signal);
+    setMaxListeners(10_000, signal);
   }
 
   async #during<T>(lease: string, work: () => Promise<T>): Promise<T> {
@@ -115,6 +127,7 @@ export class DockerSubstrate implements Substrate {
 
   /** Our containers of one lease (or all leases), by label. */
   async #list(signal: AbortSignal, lease?: string): Promise<ContainerRow[]> {
+    this.#shareable(signal);
     const label = [`${LABEL.managed}=true`, `${LABEL.storageId}=${this.#storageId}`];
     if (lease) label.push(`${LABEL.leaseUuid}=${lease}`);
     try {
@@ -129,6 +142,7 @@ export class DockerSubstrate implements Substrate {
   }
 
   async create(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
+    this.#shareable(signal);
     await this.#during(spec.leaseUuid, async () => {
       const models = this.#models(spec);
       const byName = new Map(models.map((m) => [m.name, m]));
@@ -256,6 +270,7 @@ export class DockerSubstrate implements Substrate {
   }
 
   async start(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
+    this.#shareable(signal);
     await this.#during(spec.leaseUuid, async () => {
       try {
         await this.#startAndVerify(spec, signal);
@@ -341,6 +356,7 @@ export class DockerSubstrate implements Substrate {
   }
 
   async stop(leaseUuid: string, signal: AbortSignal): Promise<void> {
+    this.#shareable(signal);
     await this.#during(leaseUuid, () => this.#stopAll(leaseUuid, signal));
   }
 
@@ -359,6 +375,7 @@ export class DockerSubstrate implements Substrate {
   }
 
   async destroy(leaseUuid: string, signal: AbortSignal): Promise<void> {
+    this.#shareable(signal);
     await this.#during(leaseUuid, async () => {
       const owned = await this.#owned(leaseUuid, signal);
       const tenants = new Set(owned.map((c) => c.labels[LABEL.tenant]).filter((t): t is string => !!t));
@@ -419,6 +436,7 @@ export class DockerSubstrate implements Substrate {
   }
 
   async logs(leaseUuid: string, tail: number, signal: AbortSignal): Promise<Record<string, string>> {
+    this.#shareable(signal);
     const rows = groupByLease(await this.#list(signal, leaseUuid)).get(leaseUuid) ?? [];
     const entries: [string, string][] = [];
     for (const row of rows) {
