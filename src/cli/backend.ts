@@ -2,8 +2,10 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
+import { initializeStorageIdentity } from "../backend/kit/index.ts";
 import { loadMockBackendConfig } from "../backend/mock/config.ts";
 import { startMockBackend } from "../backend/mock/main.ts";
+import { FredError } from "../core/errors.ts";
 import { newUuidV4 } from "../core/uuid.ts";
 import { createLogger } from "../log.ts";
 import { registerDockerBackendCommand } from "./backend-docker.ts";
@@ -41,7 +43,9 @@ Prints {"url","name","storage_id"} on stdout once it listens; logs go to stderr.
 Examples:
   $ MOCK_BACKEND_STORAGE_ID=$(uuidgen -r) MOCK_BACKEND_CALLBACK_SECRET=test-secret-at-least-32-characters-long \\
       fred backend mock
-  $ MOCK_BACKEND_DB_PATH=.fred-dev/mock.db MOCK_BACKEND_DELAY=2s MOCK_BACKEND_NAME=mock … fred backend mock`;
+  $ MOCK_BACKEND_DB_PATH=.fred-dev/mock.db fred backend mock --initialize-storage-identity new
+  $ MOCK_BACKEND_DB_PATH=.fred-dev/mock.db MOCK_BACKEND_STORAGE_ID=<printed id> MOCK_BACKEND_DELAY=2s \\
+      MOCK_BACKEND_NAME=mock MOCK_BACKEND_CALLBACK_SECRET=… fred backend mock`;
 
 export function registerBackendCommands(program: Command): Command {
   const backend = program
@@ -53,7 +57,20 @@ export function registerBackendCommands(program: Command): Command {
       "Backend with a fake substrate and the real journal, outbox and accounting (development, tests)",
     )
     .addHelpText("after", MOCK_HELP)
-    .action(async () => {
+    .option(
+      "--initialize-storage-identity <new>",
+      "bind a fresh storage id into a new, empty MOCK_BACKEND_DB_PATH journal, print it and exit",
+    )
+    .action(async (opts: { initializeStorageIdentity?: string }) => {
+      if (opts.initializeStorageIdentity !== undefined) {
+        if (opts.initializeStorageIdentity !== "new")
+          throw new FredError("ERR_USAGE", "the only value is: new");
+        const path = process.env.MOCK_BACKEND_DB_PATH;
+        if (!path)
+          throw new FredError("ERR_USAGE", "--initialize-storage-identity needs MOCK_BACKEND_DB_PATH");
+        printJson({ storage_id: initializeStorageIdentity(path) });
+        return;
+      }
       const config = loadMockBackendConfig(process.env);
       const running = await startMockBackend(config, { logger: createLogger("mock-backend") });
       printJson({ url: running.url, name: config.name, storage_id: running.storageId });

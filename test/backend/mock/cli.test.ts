@@ -1,8 +1,13 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { describe, it } from "node:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { Agent, request } from "undici";
 import { SECRET } from "./helpers.ts";
+import { spawnMock } from "./process.ts";
 
 const FRED = new URL("../../../bin/fred.js", import.meta.url).pathname;
 
@@ -28,6 +33,86 @@ function run(
 }
 
 describe("fred backend mock (CLI)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "fred-mock-cli-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("--initialize-storage-identity new binds a fresh journal once; the start verifies it", async () => {
+    const db = join(dir, "init.db");
+    const first = await run(["backend", "mock", "--initialize-storage-identity", "new"], {
+      MOCK_BACKEND_DB_PATH: db,
+    });
+    assert.equal(first.code, 0, first.stderr);
+    const { storage_id } = JSON.parse(first.stdout) as { storage_id: string };
+    assert.match(storage_id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const again = await run(["backend", "mock", "--initialize-storage-identity", "new"], {
+      MOCK_BACKEND_DB_PATH: db,
+    });
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /already bound/);
+    assert.equal(again.stdout, "");
+    const mock = await spawnMock({
+      MOCK_BACKEND_ADDR: "127.0.0.1:0",
+      MOCK_BACKEND_STORAGE_ID: storage_id,
+      MOCK_BACKEND_CALLBACK_SECRET: SECRET,
+      MOCK_BACKEND_DB_PATH: db,
+    });
+    assert.equal(mock.storageId, storage_id);
+    assert.equal(await mock.kill("SIGTERM"), 0);
+    const noPath = await run(["backend", "mock", "--initialize-storage-identity", "new"], {});
+    assert.equal(noPath.code, 1);
+    assert.match(noPath.stderr, /needs MOCK_BACKEND_DB_PATH/);
+  });
+
+  it("serves HTTPS with MOCK_BACKEND_TLS_CERT_FILE and _KEY_FILE", async () => {
+    const cert = join(dir, "tls.crt");
+    const key = join(dir, "tls.key");
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-keyout",
+        key,
+        "-out",
+        cert,
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+      ],
+      { stdio: "ignore" },
+    );
+    const mock = await spawnMock({
+      MOCK_BACKEND_ADDR: "127.0.0.1:0",
+      MOCK_BACKEND_STORAGE_ID: randomUUID(),
+      MOCK_BACKEND_CALLBACK_SECRET: SECRET,
+      MOCK_BACKEND_TLS_CERT_FILE: cert,
+      MOCK_BACKEND_TLS_KEY_FILE: key,
+    });
+    const dispatcher = new Agent({ connect: { rejectUnauthorized: false } });
+    try {
+      assert.match(mock.url, /^https:\/\//);
+      const res = await request(`${mock.url}/health`, { dispatcher });
+      assert.equal(res.statusCode, 200);
+      assert.deepEqual(await res.body.json(), { status: "healthy" });
+    } finally {
+      await dispatcher.close();
+      await mock.kill("SIGTERM");
+    }
+    const half = await run(["backend", "mock"], {
+      MOCK_BACKEND_STORAGE_ID: randomUUID(),
+      MOCK_BACKEND_CALLBACK_SECRET: SECRET,
+      MOCK_BACKEND_TLS_CERT_FILE: cert,
+    });
+    assert.equal(half.code, 1);
+    assert.match(half.stderr, /must be set together/);
+  });
+
   it("--help lists the environment variables with examples", async () => {
     const r = await run(["backend", "mock", "--help"], {});
     assert.equal(r.code, 0);
