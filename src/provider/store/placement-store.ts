@@ -57,16 +57,25 @@ export interface InventoryOutcome {
 
 const SPEC = { kind: "placement", migrations: PLACEMENT_MIGRATIONS };
 
+/** Canonical UUID text ↔ its 16 raw bytes (the stored form). */
+function uuidBytes(uuid: string): Buffer {
+  return Buffer.from(uuid.replaceAll("-", ""), "hex");
+}
+function uuidText(bytes: Buffer): string {
+  const h = bytes.toString("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
 interface PlacementRow {
-  lease_uuid: string;
+  lease_uuid: Buffer;
   state: "confirmed" | "conflict";
   owner: string | null;
   candidates: string;
   updated_at: number;
 }
 interface AttemptRow {
-  operation_id: string;
-  lease_uuid: string;
+  operation_id: Buffer;
+  lease_uuid: Buffer;
   backend: string;
   kind: AttemptKind;
   created_at: number;
@@ -74,7 +83,7 @@ interface AttemptRow {
 
 function toPlacement(r: PlacementRow): Placement {
   return {
-    leaseUuid: r.lease_uuid,
+    leaseUuid: uuidText(r.lease_uuid),
     state: r.state,
     owner: r.owner ?? undefined,
     candidates: JSON.parse(r.candidates) as string[],
@@ -83,8 +92,8 @@ function toPlacement(r: PlacementRow): Placement {
 }
 function toAttempt(r: AttemptRow): Attempt {
   return {
-    operationId: r.operation_id,
-    leaseUuid: r.lease_uuid,
+    operationId: uuidText(r.operation_id),
+    leaseUuid: uuidText(r.lease_uuid),
     backend: r.backend,
     kind: r.kind,
     createdAt: r.created_at,
@@ -101,6 +110,8 @@ export class PlacementStore {
   readonly #db: Db;
   readonly providerUuid: string;
   readonly #stmt: Record<string, Statement>;
+  /** Pinned backend names; pins change only through create(), so this is read once. */
+  readonly #backendNames: Set<string>;
 
   private constructor(db: Db, providerUuid: string) {
     this.#db = db;
@@ -109,17 +120,16 @@ export class PlacementStore {
       insertAttempt: db.prepare(
         "INSERT OR IGNORE INTO attempts (operation_id, lease_uuid, backend, kind, created_at) VALUES (?, ?, ?, ?, ?)",
       ),
-      attemptByOp: db.prepare("SELECT * FROM attempts WHERE operation_id = ?"),
       attemptByLease: db.prepare("SELECT * FROM attempts WHERE lease_uuid = ?"),
-      deleteAttempt: db.prepare("DELETE FROM attempts WHERE operation_id = ?"),
+      deleteAttempt: db.prepare("DELETE FROM attempts WHERE lease_uuid = ?"),
       placement: db.prepare("SELECT * FROM placements WHERE lease_uuid = ?"),
       upsertPlacement: db.prepare(
         `INSERT INTO placements (lease_uuid, state, owner, candidates, updated_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT(lease_uuid) DO UPDATE SET state = excluded.state, owner = excluded.owner,
            candidates = excluded.candidates, updated_at = excluded.updated_at`,
       ),
-      knownBackend: db.prepare("SELECT 1 FROM backends WHERE name = ?").pluck(),
     };
+    this.#backendNames = new Set(db.prepare("SELECT name FROM backends").pluck().all() as string[]);
   }
 
   /**
@@ -191,7 +201,13 @@ export class PlacementStore {
     for (const a of attempts) this.#checkAttempt(a);
     return this.#db.transaction((list: readonly Attempt[]) =>
       list.map((a): RecordResult => {
-        const r = this.#stmt.insertAttempt!.run(a.operationId, a.leaseUuid, a.backend, a.kind, a.createdAt);
+        const r = this.#stmt.insertAttempt!.run(
+          uuidBytes(a.operationId),
+          uuidBytes(a.leaseUuid),
+          a.backend,
+          a.kind,
+          a.createdAt,
+        );
         return r.changes === 1 ? "recorded" : "lease-busy";
       }),
     )(attempts);
@@ -207,7 +223,7 @@ export class PlacementStore {
     }
     if (!isCanonicalUuid(a.leaseUuid))
       throw new FredError("ERR_PLACEMENT_ATTEMPT", "lease UUID must be canonical");
-    if (this.#stmt.knownBackend!.get(a.backend) === undefined) {
+    if (!this.#backendNames.has(a.backend)) {
       throw new FredError(
         "ERR_PLACEMENT_UNKNOWN_BACKEND",
         `backend ${a.backend} is not pinned in the placement store`,
@@ -216,16 +232,22 @@ export class PlacementStore {
   }
 
   /**
-   * Applies the exact operation's callback. `success` confirms the attempted backend
-   * as owner (or records a conflict when another backend already owns the lease);
-   * `failed` clears the attempt. An unknown or already settled id changes nothing.
+   * Applies the exact operation's callback (lease from the body, operation id from the
+   * authenticated URL). `success` confirms the attempted backend as owner (or records a
+   * conflict when another backend already owns the lease); `failed` clears the attempt.
+   * An unknown, stale or already settled id changes nothing.
    */
-  settleOperation(operationId: string, outcome: "success" | "failed", now: number): SettleResult {
+  settleOperation(
+    leaseUuid: string,
+    operationId: string,
+    outcome: "success" | "failed",
+    now: number,
+  ): SettleResult {
     return this.#db.transaction((): SettleResult => {
-      const row = this.#stmt.attemptByOp!.get(operationId) as AttemptRow | undefined;
+      const row = this.#exactAttempt(leaseUuid, operationId);
       if (row === undefined) return { kind: "unknown-operation" };
       const attempt = toAttempt(row);
-      this.#stmt.deleteAttempt!.run(operationId);
+      this.#stmt.deleteAttempt!.run(row.lease_uuid);
       const placement =
         outcome === "success"
           ? this.#claim(attempt.leaseUuid, attempt.backend, now)
@@ -235,12 +257,18 @@ export class PlacementStore {
   }
 
   /** A definite synchronous refusal from the attempted backend: the attempt never took. */
-  clearRefusedAttempt(operationId: string): Attempt | undefined {
+  clearRefusedAttempt(leaseUuid: string, operationId: string): Attempt | undefined {
     return this.#db.transaction(() => {
-      const row = this.#stmt.attemptByOp!.get(operationId) as AttemptRow | undefined;
-      if (row !== undefined) this.#stmt.deleteAttempt!.run(operationId);
+      const row = this.#exactAttempt(leaseUuid, operationId);
+      if (row !== undefined) this.#stmt.deleteAttempt!.run(row.lease_uuid);
       return row === undefined ? undefined : toAttempt(row);
     })();
+  }
+
+  #exactAttempt(leaseUuid: string, operationId: string): AttemptRow | undefined {
+    if (!isCanonicalUuid(leaseUuid) || !isUuidV4(operationId)) return undefined;
+    const row = this.#stmt.attemptByLease!.get(uuidBytes(leaseUuid)) as AttemptRow | undefined;
+    return row?.operation_id.equals(uuidBytes(operationId)) ? row : undefined;
   }
 
   /**
@@ -252,14 +280,15 @@ export class PlacementStore {
     const out: InventoryOutcome = { confirmed: [], conflicts: [], unrecorded: [] };
     this.#db.transaction(() => {
       for (const lease of leaseUuids) {
-        const attemptRow = this.#stmt.attemptByLease!.get(lease) as AttemptRow | undefined;
+        if (!isCanonicalUuid(lease)) continue;
+        const attemptRow = this.#stmt.attemptByLease!.get(uuidBytes(lease)) as AttemptRow | undefined;
         const existing = this.placement(lease);
         if (attemptRow === undefined && existing === undefined) {
           out.unrecorded.push(lease);
           continue;
         }
         if (attemptRow !== undefined && attemptRow.backend === backend) {
-          this.#stmt.deleteAttempt!.run(attemptRow.operation_id);
+          this.#stmt.deleteAttempt!.run(attemptRow.lease_uuid);
         }
         const candidates = new Set<string>([backend]);
         if (attemptRow !== undefined && attemptRow.backend !== backend) candidates.add(attemptRow.backend);
@@ -294,7 +323,7 @@ export class PlacementStore {
       return existing;
     }
     this.#stmt.upsertPlacement!.run(
-      lease,
+      uuidBytes(lease),
       next.state,
       next.owner ?? null,
       JSON.stringify(next.candidates),
@@ -304,12 +333,14 @@ export class PlacementStore {
   }
 
   placement(leaseUuid: string): Placement | undefined {
-    const row = this.#stmt.placement!.get(leaseUuid) as PlacementRow | undefined;
+    if (!isCanonicalUuid(leaseUuid)) return undefined;
+    const row = this.#stmt.placement!.get(uuidBytes(leaseUuid)) as PlacementRow | undefined;
     return row === undefined ? undefined : toPlacement(row);
   }
 
   attemptFor(leaseUuid: string): Attempt | undefined {
-    const row = this.#stmt.attemptByLease!.get(leaseUuid) as AttemptRow | undefined;
+    if (!isCanonicalUuid(leaseUuid)) return undefined;
+    const row = this.#stmt.attemptByLease!.get(uuidBytes(leaseUuid)) as AttemptRow | undefined;
     return row === undefined ? undefined : toAttempt(row);
   }
 

@@ -180,7 +180,11 @@ describe("placement store: attempts and settlement", () => {
   it("success callback confirms the attempted backend; the same id again is unknown", () => {
     using store = fresh();
     store.recordAttempt(attempt(LEASE_1, "two", OP_1));
-    const r = store.settleOperation(OP_1, "success", T0 + 5);
+    // Another (stale) operation id for the same lease settles nothing.
+    assert.deepEqual(store.settleOperation(LEASE_1, OP_2, "success", T0 + 4), { kind: "unknown-operation" });
+    assert.equal(store.clearRefusedAttempt(LEASE_1, OP_2), undefined);
+    assert.equal(store.attemptFor(LEASE_1)?.operationId, OP_1);
+    const r = store.settleOperation(LEASE_1, OP_1, "success", T0 + 5);
     assert.equal(r.kind, "settled");
     assert.deepEqual(store.placement(LEASE_1), {
       leaseUuid: LEASE_1,
@@ -190,16 +194,16 @@ describe("placement store: attempts and settlement", () => {
       updatedAt: T0 + 5,
     });
     assert.equal(store.attemptFor(LEASE_1), undefined);
-    assert.deepEqual(store.settleOperation(OP_1, "success", T0 + 6), { kind: "unknown-operation" });
+    assert.deepEqual(store.settleOperation(LEASE_1, OP_1, "success", T0 + 6), { kind: "unknown-operation" });
   });
 
   it("failed callback and definite refusal clear the attempt without an owner", () => {
     using store = fresh();
     store.recordAttempts([attempt(LEASE_1, "one", OP_1), attempt(LEASE_2, "one", OP_2)]);
-    store.settleOperation(OP_1, "failed", T0);
+    store.settleOperation(LEASE_1, OP_1, "failed", T0);
     assert.equal(store.placement(LEASE_1), undefined);
-    assert.equal(store.clearRefusedAttempt(OP_2)?.leaseUuid, LEASE_2);
-    assert.equal(store.clearRefusedAttempt(OP_2), undefined);
+    assert.equal(store.clearRefusedAttempt(LEASE_2, OP_2)?.leaseUuid, LEASE_2);
+    assert.equal(store.clearRefusedAttempt(LEASE_2, OP_2), undefined);
     assert.equal(store.counts().attempts, 0);
   });
 
@@ -224,14 +228,14 @@ describe("placement store: attempts and settlement", () => {
     assert.deepEqual(out.conflicts, [LEASE_1]);
     assert.deepEqual(store.placement(LEASE_1)?.candidates, ["one", "two"]);
     // A later callback for the attempt does not erase the conflict.
-    store.settleOperation(OP_1, "success", T0 + 1);
+    store.settleOperation(LEASE_1, OP_1, "success", T0 + 1);
     assert.equal(store.placement(LEASE_1)?.state, "conflict");
   });
 
   it("a confirmed owner contradicted by another backend becomes a conflict; unrecorded leases are reported", () => {
     using store = fresh();
     store.recordAttempt(attempt(LEASE_1, "one", OP_1));
-    store.settleOperation(OP_1, "success", T0);
+    store.settleOperation(LEASE_1, OP_1, "success", T0);
     assert.deepEqual(store.applyPositiveInventory("one", [LEASE_1, LEASE_2], T0), {
       confirmed: [LEASE_1],
       conflicts: [],
