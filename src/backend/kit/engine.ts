@@ -99,7 +99,10 @@ export class BackendEngine {
 
   async provision(req: ProvisionRequest): Promise<{ operationId: string }> {
     const early = probe(this.#c, req);
-    if (early?.kind === "acknowledged") return { operationId: early.operationId };
+    if (early?.kind === "acknowledged") {
+      await this.#c.journal.durable(); // the acknowledged intent may still be in the open group
+      return { operationId: early.operationId };
+    }
     const prepared = prepare(this.#c, req);
     if (this.#c.substrate.validate) {
       const spec = workloadSpec(
