@@ -39,8 +39,32 @@ export interface FakeBackend {
 
 const WRONG_ID = "99999999-9999-4999-8999-999999999999";
 
-export async function startFakeBackend(opts: { storageId: string; secret: string }): Promise<FakeBackend> {
-  const app: FastifyInstance = Fastify({ logger: false });
+export interface FakeTls {
+  key: Buffer;
+  cert: Buffer;
+  /** CA that client certificates must chain to (mTLS). */
+  ca: Buffer;
+}
+
+export async function startFakeBackend(opts: {
+  storageId: string;
+  secret: string;
+  tls?: FakeTls;
+}): Promise<FakeBackend> {
+  const app: FastifyInstance = (
+    opts.tls === undefined
+      ? Fastify({ logger: false })
+      : Fastify({
+          logger: false,
+          https: {
+            key: opts.tls.key,
+            cert: opts.tls.cert,
+            ca: opts.tls.ca,
+            requestCert: true,
+            rejectUnauthorized: true,
+          },
+        })
+  ) as FastifyInstance;
   const secret = hmacSecret(opts.secret);
   const waiters: ((r: Recorded) => void)[] = [];
   const fake: FakeBackend = {

@@ -1,0 +1,160 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { isFredError } from "../../../src/core/errors.ts";
+import { BackendClient } from "../../../src/provider/backend-client/index.ts";
+import type { BackendConfig } from "../../../src/provider/config/index.ts";
+import { type FakeBackend, startFakeBackend } from "./fake-backend.ts";
+
+/**
+ * TLS options against a real HTTPS backend that demands a client certificate: a private
+ * CA (tls_ca_file), mTLS (tls_client_cert_file/key_file), and failure without them.
+ */
+const SECRET = "backend-tls-test-secret-0123456789abc";
+const SID = "6f1c2a4e-8b3d-4c5e-9f60-7a8b9c0d1e2f";
+const dir = mkdtempSync(join(tmpdir(), "fred-backend-tls-"));
+const file = (name: string) => join(dir, name);
+let fake: FakeBackend;
+
+function openssl(...args: string[]): void {
+  execFileSync("openssl", args, { stdio: "ignore" });
+}
+
+function issue(name: string, subject: string, ext: string): void {
+  openssl(
+    "req",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    file(`${name}.key`),
+    "-subj",
+    subject,
+    "-out",
+    file(`${name}.csr`),
+  );
+  writeFileSync(file(`${name}.ext`), ext);
+  openssl(
+    "x509",
+    "-req",
+    "-in",
+    file(`${name}.csr`),
+    "-CA",
+    file("ca.pem"),
+    "-CAkey",
+    file("ca.key"),
+    "-CAcreateserial",
+    "-days",
+    "2",
+    "-extfile",
+    file(`${name}.ext`),
+    "-out",
+    file(`${name}.pem`),
+  );
+}
+
+before(async () => {
+  openssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    file("ca.key"),
+    "-subj",
+    "/CN=fred test CA",
+    "-days",
+    "2",
+    "-out",
+    file("ca.pem"),
+  );
+  issue("server", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
+  issue("client", "/CN=providerd", "extendedKeyUsage=clientAuth\n");
+  fake = await startFakeBackend({
+    storageId: SID,
+    secret: SECRET,
+    tls: {
+      key: readFileSync(file("server.key")),
+      cert: readFileSync(file("server.pem")),
+      ca: readFileSync(file("ca.pem")),
+    },
+  });
+});
+after(async () => {
+  await fake.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function config(over: Partial<BackendConfig>): BackendConfig {
+  const u = new URL(fake.url);
+  return {
+    name: "tls",
+    url: u.origin,
+    scheme: "https",
+    host: u.hostname,
+    hmacSecret: SECRET,
+    hmacSecretPrevious: "",
+    skus: [],
+    isDefault: true,
+    timeoutMs: 30_000,
+    tlsCaFile: "",
+    tlsSkipVerify: false,
+    tlsClientCertFile: "",
+    tlsClientKeyFile: "",
+    fenced: false,
+    draining: false,
+    ...over,
+  };
+}
+
+async function statsWith(over: Partial<BackendConfig>): Promise<string> {
+  const client = await BackendClient.create({ backend: config(over), secret: SECRET, storageId: SID });
+  try {
+    const stats = await client.stats();
+    return `ok ${stats.totalCpuCores}`;
+  } catch (err) {
+    assert.ok(isFredError(err), String(err));
+    return err.code;
+  } finally {
+    await client.close();
+  }
+}
+
+describe("backend client over HTTPS", () => {
+  it("verifies the backend with tls_ca_file and authenticates with the client certificate", async () => {
+    assert.equal(
+      await statsWith({
+        tlsCaFile: file("ca.pem"),
+        tlsClientCertFile: file("client.pem"),
+        tlsClientKeyFile: file("client.key"),
+      }),
+      "ok 8",
+    );
+  });
+
+  it("fails without the private CA (system roots do not know it)", async () => {
+    assert.equal(
+      await statsWith({ tlsClientCertFile: file("client.pem"), tlsClientKeyFile: file("client.key") }),
+      "ERR_BACKEND_TRANSPORT",
+    );
+  });
+
+  it("fails when the backend demands a client certificate and none is configured", async () => {
+    assert.equal(await statsWith({ tlsCaFile: file("ca.pem") }), "ERR_BACKEND_TRANSPORT");
+  });
+
+  it("tls_skip_verify (development) skips server verification but still presents the client certificate", async () => {
+    assert.equal(
+      await statsWith({
+        tlsSkipVerify: true,
+        tlsClientCertFile: file("client.pem"),
+        tlsClientKeyFile: file("client.key"),
+      }),
+      "ok 8",
+    );
+  });
+});
