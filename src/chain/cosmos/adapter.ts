@@ -48,6 +48,8 @@ export interface CosmosChainOptions {
   gas?: Partial<GasConfig>;
   txTimeoutMs?: number;
   txPollIntervalMs?: number;
+  /** Simulation deadline (default 5 s); past it the gas_limit fallback is used. */
+  simulateTimeoutMs?: number;
   queryTimeoutMs?: number;
   queryPageLimit?: number;
   withdrawLimit?: number;
@@ -128,6 +130,7 @@ export class CosmosChain implements ChainPort {
               clock: opts.clock ?? systemClock,
               txTimeoutMs: opts.txTimeoutMs ?? 30_000,
               txPollIntervalMs: opts.txPollIntervalMs ?? 500,
+              ...(opts.simulateTimeoutMs === undefined ? {} : { simulateTimeoutMs: opts.simulateTimeoutMs }),
               ...(opts.metrics === undefined ? {} : { metrics: opts.metrics }),
               ...(opts.logger === undefined ? {} : { logger: opts.logger }),
               ...(opts.onProgress === undefined ? {} : { onProgress: opts.onProgress }),

@@ -7,8 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runFred } from "../../cli/run-cli.ts";
-import { FRED_BIN } from "../../cli/run-cli.ts";
+import { FRED_BIN, runFred } from "../../cli/run-cli.ts";
 
 export interface DevnetKeys {
   chain_id: string;
@@ -74,13 +73,28 @@ export async function startDevnetProcess(
   opts: { blockTime?: string; tenants?: number; profile?: string } = {},
 ): Promise<DevnetProcess> {
   const home = await mkdtemp(join(tmpdir(), "fred-chain-devnet-"));
-  const initArgs = ["--home", home, "--tenants", String(opts.tenants ?? 2), "--profile", opts.profile ?? "default"];
+  const initArgs = [
+    "--home",
+    home,
+    "--tenants",
+    String(opts.tenants ?? 2),
+    "--profile",
+    opts.profile ?? "default",
+  ];
   const init = await runFred(["devnet", "init", ...initArgs]);
   if (init.code !== 0) throw new Error(`devnet init failed: ${init.stderr}`);
   const keysOut = await runFred(["devnet", "keys", "--home", home]);
   const keys = JSON.parse(keysOut.stdout) as DevnetKeys;
   const blockTime = opts.blockTime ?? "200ms";
-  let started = await startChild(["devnet", "start", ...initArgs, "--rpc-port", "0", "--block-time", blockTime]);
+  let started = await startChild([
+    "devnet",
+    "start",
+    ...initArgs,
+    "--rpc-port",
+    "0",
+    "--block-time",
+    blockTime,
+  ]);
   const port = Number(new URL(started.ready.rpc).port);
   const proc: DevnetProcess = {
     home,
@@ -108,7 +122,15 @@ export async function startDevnetProcess(
     },
     async restart() {
       await proc.kill("SIGTERM");
-      started = await startChild(["devnet", "start", ...initArgs, "--rpc-port", String(port), "--block-time", blockTime]);
+      started = await startChild([
+        "devnet",
+        "start",
+        ...initArgs,
+        "--rpc-port",
+        String(port),
+        "--block-time",
+        blockTime,
+      ]);
     },
     async stop() {
       started.child.kill("SIGTERM");

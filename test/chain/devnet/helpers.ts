@@ -1,0 +1,63 @@
+/** Shared steps for chain-client tests against a real devnet process. */
+import {
+  type CosmosChain,
+  type CosmosChainOptions,
+  openCosmosChain,
+} from "../../../src/chain/cosmos/adapter.ts";
+import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
+import { MsgCreateLease, MsgCreateLeaseResponse } from "../../../src/chain/proto/index.ts";
+import type { DevnetProcess } from "./devnet-process.ts";
+
+export async function clientFor(
+  dn: DevnetProcess,
+  account: string,
+  opts: Partial<CosmosChainOptions> = {},
+): Promise<CosmosChain> {
+  const key = Buffer.from(dn.account(account).private_key_hex, "hex");
+  return openCosmosChain({
+    rpcUrl: dn.rpc,
+    signer: signerFromKey(key),
+    txPollIntervalMs: 50,
+    txTimeoutMs: 20_000,
+    ...opts,
+  });
+}
+
+/** Creates `n` single-item leases for the tenant behind `c` (one tx, n messages). */
+export async function createLeases(
+  c: CosmosChain,
+  dn: DevnetProcess,
+  n: number,
+  sku = "docker-small",
+): Promise<string[]> {
+  const skuUuid = dn.keys.skus.find((s) => s.name === sku)?.uuid as string;
+  const msgs = Array.from({ length: n }, () => ({
+    typeUrl: MsgCreateLease.typeUrl,
+    value: MsgCreateLease.fromPartial({ tenant: c.address, items: [{ skuUuid, quantity: 1n }] }),
+  }));
+  const res = await c.send(msgs);
+  return res.msgResponses.map((a) => MsgCreateLeaseResponse.decode(a.value).leaseUuid);
+}
+
+/** Polls `check` until it holds (real time, with a deadline). */
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Moves the devnet's block time forward and waits until a block carries the jump. */
+export async function advanceTime(dn: DevnetProcess, c: CosmosChain, seconds: number): Promise<void> {
+  const before = (await c.latestBlock()).time.getTime();
+  await dn.call("devnet_advance_time", { seconds });
+  await until(
+    async () => (await c.latestBlock()).time.getTime() >= before + seconds * 1000,
+    `block time +${seconds}s`,
+  );
+}
