@@ -120,6 +120,10 @@ export class BackendClient {
     await this.#transport.close();
   }
 
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
   /** Sends through the breaker; a counted failure status still returns its response. */
   async #send(input: SendInput): Promise<RawResponse> {
     if (this.backend.fenced) {

@@ -10,3 +10,4 @@ export {
 } from "./client.ts";
 export type { BackendStats, LeaseInfo, Page, ProvisionEntry } from "./decode.ts";
 export { BackendTransport, encodeQuery, STORAGE_HEADER } from "./http.ts";
+export { closeBackendClients, createBackendClients } from "./registry.ts";
