@@ -1,6 +1,7 @@
 import { setMaxListeners } from "node:events";
 import type Docker from "dockerode";
 import type { Clock } from "../../core/clock.ts";
+import { isFredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import {
   type ConnectionInfo,
@@ -209,6 +210,11 @@ export class DockerSubstrate implements Substrate {
         durable.set(path, hostDirs.get(dirs[i] as string) as string);
       return { durable, ephemeral: [] };
     } catch (err) {
+      const name = instanceName(spec.leaseUuid, service, index);
+      if (isFredError(err, "ERR_VOLUME_FOREIGN")) {
+        this.#reportStale(name, spec.leaseUuid, {}, "a same-named volume belongs to another owner");
+        throw definite("Internal", "internal error while provisioning", `volume ${name} is not ours`, err);
+      }
       throw ambiguous(`volume for ${service}/${index}`, err);
     }
   }

@@ -174,6 +174,35 @@ describe("docker substrate: real workloads", { skip }, () => {
     }
   });
 
+  it("never adopts or deletes a volume whose owner file names another deployment", async () => {
+    const spec = workloadSpec({
+      storageId,
+      services: { store: { image: "fred-test/volume:1" } },
+      profile: { cpu_cores: 0.25, memory_mb: 64, disk_mb: 16 },
+    });
+    const name = instanceName(spec.leaseUuid, "store", 0);
+    const other = new BtrfsVolumes(config.volumeDataPath, randomUUID());
+    await other.ensure(name, { storageId: "someone-else", leaseUuid: spec.leaseUuid }, 16, ["d"], undefined);
+    made.push(spec);
+    await substrate.validate(spec);
+    await assert.rejects(
+      substrate.create(spec, signal),
+      (err: Error & { outcome?: string }) => err.outcome === "definite",
+    );
+    await substrate.destroy(spec.leaseUuid, signal);
+    const still = await dockerCli([
+      "run",
+      "--rm",
+      "-v",
+      `${config.volumeDataPath}:/v:ro`,
+      "fred-test/httpd:1",
+      "ls",
+      "/v",
+    ]);
+    assert.match(still.out, new RegExp(name), "the foreign volume is left in place");
+    assert.equal(await other.destroy(name, { storageId: "someone-else", leaseUuid: spec.leaseUuid }), true);
+  });
+
   it("destroy removes containers and the volume and is idempotent", async () => {
     const volume = instanceName(disk.leaseUuid, "store", 0);
     await substrate.destroy(disk.leaseUuid, signal);
