@@ -7,8 +7,8 @@
  * Prints one JSON line per figure.
  */
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
 import { hmacSecret, signRequest } from "../src/auth/hmac.ts";
@@ -24,6 +24,12 @@ const CONCURRENCY = 64;
 const key = hmacSecret(SECRET);
 const dir = mkdtempSync(join(tmpdir(), "fred-bench-mock-"));
 const capacity = JSON.stringify({ cpu_cores: 100_000, memory_mb: 100_000_000, disk_mb: 100_000_000 });
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+function cpuSeconds(pid: number | undefined): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
 
 async function provisionsAccepted(): Promise<void> {
   const rx = await startReceiver(SECRET);
@@ -63,6 +69,7 @@ async function provisionsAccepted(): Promise<void> {
     };
     for (let i = 0; i < 50; i++) await send(); // warm-up
     let next = 0;
+    const cpuBefore = cpuSeconds(mock.child.pid);
     const start = process.hrtime.bigint();
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
@@ -73,6 +80,9 @@ async function provisionsAccepted(): Promise<void> {
     const total = PROVISIONS + 50;
     await rx.waitFor((r) => r.effects.length >= total, 120_000);
     const allSeconds = Number(process.hrtime.bigint() - start) / 1e9;
+    // Backend CPU per provision (admission, worker, settlement and callback delivery): the
+    // figure that does not depend on how busy the shared machine is.
+    const cpuMs = ((cpuSeconds(mock.child.pid) - cpuBefore) * 1000) / PROVISIONS;
     console.log(
       JSON.stringify({
         bench: "mock_provisions_accepted",
@@ -81,6 +91,8 @@ async function provisionsAccepted(): Promise<void> {
         accepted_per_s: Math.round(PROVISIONS / seconds),
         goal_per_s: 1000,
         all_callbacks_received_s: Number(allSeconds.toFixed(2)),
+        backend_cpu_ms_per_provision: Number(cpuMs.toFixed(3)),
+        load_average_1m: Number(loadavg()[0]?.toFixed(2)),
       }),
     );
   } finally {
@@ -136,6 +148,7 @@ async function callbacksDelivered(): Promise<void> {
   try {
     await rx.waitFor((r) => r.effects.length >= 1, 120_000);
     const firstAt = process.hrtime.bigint();
+    const cpuBefore = cpuSeconds(mock.child.pid);
     await rx.waitFor((r) => r.effects.length >= CALLBACKS, 120_000);
     const end = process.hrtime.bigint();
     const drainSeconds = Number(end - firstAt) / 1e9;
@@ -146,6 +159,10 @@ async function callbacksDelivered(): Promise<void> {
         delivered_per_s: Math.round((CALLBACKS - 1) / drainSeconds),
         goal_per_s: 2000,
         including_startup_per_s: Math.round(CALLBACKS / (Number(end - start) / 1e9)),
+        backend_cpu_ms_per_callback: Number(
+          (((cpuSeconds(mock.child.pid) - cpuBefore) * 1000) / CALLBACKS).toFixed(3),
+        ),
+        load_average_1m: Number(loadavg()[0]?.toFixed(2)),
       }),
     );
   } finally {

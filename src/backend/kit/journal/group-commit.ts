@@ -10,7 +10,7 @@ import type Database from "better-sqlite3";
  * Checkpoints run explicitly with `synchronous = FULL`, so the database file is synced
  * before the WAL is reused.
  */
-const CHECKPOINT_WAL_BYTES = 32 * 1024 * 1024;
+const CHECKPOINT_WAL_BYTES = 64 * 1024 * 1024;
 
 export class GroupCommit {
   readonly #db: Database.Database;

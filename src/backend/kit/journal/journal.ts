@@ -102,6 +102,8 @@ export class Journal {
   readonly #group: GroupCommit;
   /** Cached leaseCount(); a lease UUID takes a slot on admission and keeps it as a tombstone. */
   #slots: number | undefined;
+  /** One transaction wrapper, built once (better-sqlite3 wrappers are not free to create). */
+  #tx: ((work: () => unknown) => unknown) | undefined;
 
   constructor(opts: JournalOptions) {
     const opened = openJournalDatabase(opts);
@@ -126,7 +128,8 @@ export class Journal {
 
   /** Runs `fn` as one write transaction and counts it for the group commit. */
   #write<T>(fn: () => T): T {
-    const result = this.db.transaction(fn)();
+    this.#tx ??= this.db.transaction((work: () => unknown) => work());
+    const result = this.#tx(fn) as T;
     this.#group.committed();
     return result;
   }
