@@ -15,7 +15,7 @@ type Json = any;
 
 async function post(url: string, body: string) {
   const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body });
-  return { status: res.status, json: await res.json().catch(() => undefined) };
+  return { status: res.status, json: (await res.json().catch(() => undefined)) as Json };
 }
 
 /** A websocket that collects every message, with a helper to await one by predicate. */
