@@ -1,0 +1,68 @@
+/**
+ * Prometheus view of the chain client: the feed's liveness (last height, last event time,
+ * reconnects, drops, malformed events) and the tx pipeline's outcomes, gas and fees. Values
+ * are read at scrape time from the live objects, so nothing here is on a hot path.
+ */
+import { Gauge, type Registry } from "prom-client";
+import type { TxMetrics } from "./cosmos/tx-pipeline.ts";
+import type { FeedMetrics } from "./events/feed.ts";
+
+export function registerChainMetrics(
+  registry: Registry,
+  sources: { feed?: () => FeedMetrics; tx?: TxMetrics },
+): void {
+  const gauge = (name: string, help: string, labelNames: string[], collect: (g: Gauge) => void) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        collect(this);
+      },
+    });
+  const feed = sources.feed;
+  if (feed !== undefined) {
+    gauge("fred_chain_last_block_height", "Last block height the event feed saw", [], (g) =>
+      g.set(feed().lastHeight),
+    );
+    gauge("fred_chain_last_block_time_seconds", "When the feed last saw a new block (Unix s)", [], (g) =>
+      g.set(feed().lastBlockAtMs / 1000),
+    );
+    gauge(
+      "fred_chain_last_event_time_seconds",
+      "When the feed last delivered a lease event (Unix s)",
+      [],
+      (g) => g.set(feed().lastEventAtMs / 1000),
+    );
+    gauge("fred_chain_feed_reconnects_total", "Event feed reconnects", [], (g) => g.set(feed().reconnects));
+    gauge("fred_chain_feed_heartbeat_timeouts_total", "Reconnects caused by no new block", [], (g) =>
+      g.set(feed().heartbeatTimeouts),
+    );
+    gauge("fred_chain_feed_dropped_events_total", "Events dropped for slow consumers", [], (g) =>
+      g.set(feed().dropped),
+    );
+    gauge("fred_chain_feed_malformed_total", "Malformed frames or event entries skipped", [], (g) =>
+      g.set(feed().malformed),
+    );
+    gauge("fred_chain_feed_live", "1 while the event feed is connected", [], (g) =>
+      g.set(feed().state === "live" ? 1 : 0),
+    );
+  }
+  const tx = sources.tx;
+  if (tx !== undefined) {
+    gauge("fred_chain_tx_outcomes_total", "Transactions by outcome", ["outcome"], (g) => {
+      for (const [outcome, n] of tx.outcomes) g.set({ outcome }, n);
+    });
+    gauge("fred_chain_gas_used_total", "Gas used by included transactions", [], (g) => g.set(tx.gasUsed));
+    gauge("fred_chain_fees_paid_total", "Fees paid, per denom", ["denom"], (g) => {
+      for (const [denom, amount] of tx.feesPaid) g.set({ denom }, Number(amount));
+    });
+    gauge(
+      "fred_chain_simulation_failures_total",
+      "Gas simulations that failed (fallback gas used)",
+      [],
+      (g) => g.set(tx.simulationFailures),
+    );
+  }
+}
