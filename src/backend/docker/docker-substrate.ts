@@ -14,8 +14,9 @@ import {
 import type { BtrfsVolumes } from "./btrfs-volumes.ts";
 import type { DockerBackendConfig } from "./config.ts";
 import { buildContainerSpec, type InstanceMounts, numericOwner } from "./container-spec.ts";
+import { DeathReports } from "./death-reports.ts";
 import { ambiguous, definite, engineMessage, engineStatus, isNotFound, withPhase } from "./engine.ts";
-import { type ContainerDeath, EventSupervisor } from "./event-supervisor.ts";
+import type { EventSupervisor } from "./event-supervisor.ts";
 import { ensureImage, type ImageFacts } from "./images.ts";
 import { applyLogBudget, demuxLogStream, LOG_UNAVAILABLE } from "./logs.ts";
 import { instanceKey, instanceName, LABEL, volumeDirName } from "./names.ts";
@@ -55,13 +56,8 @@ export class DockerSubstrate implements Substrate {
   readonly #networks: TenantNetworks;
   /** Leases under our own create/start/stop/destroy: their deaths are expected. */
   readonly #busy = new Map<string, number>();
-  /** Containers we stopped or removed ourselves (bounded), so late die events are ignored. */
-  readonly #expectedDeaths = new Set<string>();
-  /** Containers already reported dead, so a resync does not report them twice. */
-  readonly #reported = new Set<string>();
-  readonly #listeners = new Set<(event: RuntimeEvent) => void>();
+  readonly #deaths: DeathReports;
   readonly #raisedSignals = new WeakSet<AbortSignal>();
-  #supervisor: EventSupervisor | undefined;
   /** Resources found under a lease's name or label that were not ours to touch. */
   staleHandles = 0;
 
@@ -73,10 +69,18 @@ export class DockerSubstrate implements Substrate {
     this.#log = opts.log.child({ substrate: "docker" });
     this.#volumes = opts.volumes;
     this.#networks = new TenantNetworks(opts.docker, this.#log, opts.storageId);
+    this.#deaths = new DeathReports({
+      docker: opts.docker,
+      clock: opts.clock,
+      log: this.#log,
+      storageId: opts.storageId,
+      isBusy: (lease) => this.#busy.has(lease),
+      listOurs: (signal) => this.#list(signal),
+    });
   }
 
   get supervisor(): EventSupervisor | undefined {
-    return this.#supervisor;
+    return this.#deaths.supervisor;
   }
 
   /**
@@ -348,17 +352,8 @@ export class DockerSubstrate implements Substrate {
     return out;
   }
 
-  /** Adds to a bounded set of container ids, forgetting the oldest past 10,000. */
-  #remember(set: Set<string>, id: string): void {
-    set.add(id);
-    if (set.size > 10_000) {
-      const oldest = set.values().next().value;
-      if (oldest !== undefined) set.delete(oldest);
-    }
-  }
-
   #expectDeath(id: string): void {
-    this.#remember(this.#expectedDeaths, id);
+    this.#deaths.expect(id);
   }
 
   async stop(leaseUuid: string, signal: AbortSignal): Promise<void> {
@@ -493,76 +488,10 @@ export class DockerSubstrate implements Substrate {
   }
 
   subscribe(listener: (event: RuntimeEvent) => void): () => void {
-    this.#listeners.add(listener);
-    if (!this.#supervisor) {
-      this.#supervisor = new EventSupervisor({
-        docker: this.#docker,
-        clock: this.#clock,
-        log: this.#log,
-        storageId: this.#storageId,
-        onDeath: (death) => this.#onDeath(death),
-        onResync: () => this.#resync(),
-      });
-      this.#supervisor.start();
-    }
-    return () => this.#listeners.delete(listener);
-  }
-
-  #emit(event: RuntimeEvent): void {
-    for (const listener of this.#listeners) {
-      try {
-        listener(event);
-      } catch (err) {
-        this.#log.error({ err: engineMessage(err) }, "runtime event listener threw");
-      }
-    }
-  }
-
-  #onDeath(death: ContainerDeath): void {
-    const lease = death.labels[LABEL.leaseUuid];
-    if (!lease || this.#busy.has(lease) || this.#expectedDeaths.has(death.containerId)) return;
-    if (this.#reported.has(death.containerId)) return;
-    this.#remember(this.#reported, death.containerId);
-    const code = death.exitCode === undefined ? "" : ` with code ${death.exitCode}`;
-    const event: RuntimeEvent = {
-      leaseUuid: lease,
-      reason: "ContainerExited",
-      message: `service ${death.labels[LABEL.serviceName]} instance ${death.labels[LABEL.instanceIndex]} exited unexpectedly${code}`,
-    };
-    if (death.labels[LABEL.operationId]) event.operationId = death.labels[LABEL.operationId];
-    this.#log.warn({ lease_uuid: lease, container: death.containerId }, "container died");
-    this.#emit(event);
-  }
-
-  /** After (re)connecting to the engine: report every failed lease we have not reported. */
-  async #resync(): Promise<void> {
-    const timeout = new AbortController();
-    const cancel = this.#clock.setTimer(60_000, () => timeout.abort(new Error("resync timed out")));
-    let rows: ContainerRow[];
-    try {
-      rows = await this.#list(timeout.signal);
-    } finally {
-      cancel();
-    }
-    for (const [lease, leaseRows] of groupByLease(rows)) {
-      if (this.#busy.has(lease)) continue;
-      const obs = observeLease(lease, leaseRows);
-      if (obs.state !== "failed") continue;
-      const fresh = leaseRows.filter((r) => !this.#reported.has(r.Id) && !this.#expectedDeaths.has(r.Id));
-      if (fresh.length === 0) continue;
-      for (const r of leaseRows) this.#remember(this.#reported, r.Id);
-      const event: RuntimeEvent = {
-        leaseUuid: lease,
-        reason: obs.reason ?? "ContainerExited",
-        message: obs.message ?? "a container exited unexpectedly",
-      };
-      if (obs.operationId) event.operationId = obs.operationId;
-      this.#emit(event);
-    }
+    return this.#deaths.subscribe(listener);
   }
 
   async close(): Promise<void> {
-    await this.#supervisor?.stop();
-    this.#listeners.clear();
+    await this.#deaths.close();
   }
 }
