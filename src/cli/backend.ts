@@ -41,11 +41,10 @@ Environment (the mock reads no config file):
 Prints {"url","name","storage_id"} on stdout once it listens; logs go to stderr.
 
 Examples:
-  $ MOCK_BACKEND_STORAGE_ID=$(uuidgen -r) MOCK_BACKEND_CALLBACK_SECRET=test-secret-at-least-32-characters-long \\
-      fred backend mock
+  $ export MOCK_BACKEND_STORAGE_ID=$(uuidgen -r) MOCK_BACKEND_CALLBACK_SECRET=test-secret-at-least-32-characters-long
+  $ fred backend mock
   $ MOCK_BACKEND_DB_PATH=.fred-dev/mock.db fred backend mock --initialize-storage-identity new
-  $ MOCK_BACKEND_DB_PATH=.fred-dev/mock.db MOCK_BACKEND_STORAGE_ID=<printed id> MOCK_BACKEND_DELAY=2s \\
-      MOCK_BACKEND_NAME=mock MOCK_BACKEND_CALLBACK_SECRET=… fred backend mock`;
+  $ MOCK_BACKEND_DB_PATH=.fred-dev/mock.db MOCK_BACKEND_STORAGE_ID=<printed id> MOCK_BACKEND_DELAY=2s fred backend mock`;
 
 export function registerBackendCommands(program: Command): Command {
   const backend = program
