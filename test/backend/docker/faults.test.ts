@@ -96,6 +96,34 @@ describe("docker backend: faults", { skip }, () => {
     });
   });
 
+  describe("a container dies while the backend is down", () => {
+    let setup: DockerTestSetup;
+    let proc: DockerProcess | undefined;
+    before(() => {
+      setup = prepareDockerBackend();
+    });
+    after(async () => {
+      await proc?.kill("SIGKILL");
+      await setup?.cleanup();
+    });
+
+    it("the restarted backend reports the lease failed", async () => {
+      proc = await spawnDockerBackend(setup.configPath);
+      const call = provisionBody(rx, manifest({ app: quickStop }), items);
+      assert.equal((await provisionAndWait(signedClient(proc.url, SECRET), rx, call)).status, "success");
+      await proc.kill("SIGKILL");
+      const kill = await dockerCli(["kill", instanceName(call.lease, "app", 0)]);
+      assert.equal(kill.code, 0, kill.out);
+      proc = await spawnDockerBackend(setup.configPath);
+      await rx.waitFor((r) => r.effects.includes(`lifecycle:${call.lease}:failed`), 60_000);
+      const p = (await signedClient(proc.url, SECRET).get(`/provisions/${call.lease}`)).json as {
+        status: string;
+      };
+      assert.equal(p.status, "failed");
+      assert.equal((await containersOf(`fred.lease_uuid=${call.lease}`)).length, 1, "not recreated");
+    });
+  });
+
   describe("the Docker engine restarts under running leases", () => {
     let setup: DockerTestSetup;
     let proc: DockerProcess | undefined;
