@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
+  buildCallbackUrl,
   ConfigError,
   checkProviderConfig,
   parseProviderConfig,
@@ -58,6 +59,26 @@ describe("providerd config: loading", () => {
     );
     assert.equal(c.callbackBaseUrl, "https://fred.example.com/api/fred?x=1%2f");
     assert.equal(c.callbackBase.path, "/api/fred");
+  });
+
+  it("builds callback URLs under the base path, keeping the base query before the id", () => {
+    const op = "11111111-1111-4111-8111-111111111111";
+    const root = parseProviderConfig(yamlOf(baseConfig()));
+    assert.equal(
+      buildCallbackUrl(root.callbackBase, "operation_id", op),
+      `http://127.0.0.1:8080/callbacks/provision?operation_id=${op}`,
+    );
+    const nested = parseProviderConfig(
+      yamlOf({
+        ...baseConfig(),
+        callback_base_url: "https://fred.example.com/api/fred/?tenant=a%20b",
+        callback_canonical_path_prefix: "/api/fred",
+      }),
+    );
+    assert.equal(
+      buildCallbackUrl(nested.callbackBase, "lifecycle_id", op),
+      `https://fred.example.com/api/fred/callbacks/provision?tenant=a%20b&lifecycle_id=${op}`,
+    );
   });
 
   it("redacts every secret for logging", () => {
