@@ -1,4 +1,5 @@
 import { parseGoDuration } from "../../core/duration.ts";
+import type { ServiceSpec } from "../../core/manifest/index.ts";
 import type { ParsedManifest } from "../kit/substrate.ts";
 
 /**
@@ -7,6 +8,26 @@ import type { ParsedManifest } from "../kit/substrate.ts";
  * this adapter reads it into plain, typed values, accepting durations either as Go text or
  * as nanoseconds so it does not depend on which normalised form the parser emits.
  */
+
+/**
+ * The manifest fields read below, checked against the parser's own type: renaming a field
+ * in `src/core/manifest` breaks this line at compile time instead of silently dropping it.
+ */
+export const READ_FIELDS: readonly (keyof ServiceSpec)[] = [
+  "image",
+  "ports",
+  "expose",
+  "env",
+  "command",
+  "args",
+  "labels",
+  "health_check",
+  "tmpfs",
+  "user",
+  "depends_on",
+  "stop_grace_period",
+  "init",
+];
 
 export type DependCondition = "service_started" | "service_healthy";
 

@@ -4,6 +4,7 @@ import { parseDockerBackendConfig } from "../../../src/backend/docker/config.ts"
 import { buildContainerSpec, numericOwner } from "../../../src/backend/docker/container-spec.ts";
 import { instanceName, tenantNetworkName, volumeDirName } from "../../../src/backend/docker/names.ts";
 import { serviceModel, serviceModels, startOrder } from "../../../src/backend/docker/service-model.ts";
+import { parseTenantManifest } from "../../../src/backend/kit/index.ts";
 import type { WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
 
 const LEASE = "01900000-0000-7000-8000-00000000abcd";
@@ -159,6 +160,56 @@ describe("manifest service → hardened container spec", () => {
 });
 
 describe("service model helpers", () => {
+  it("reads what the real manifest parser emits (durations as nanoseconds, ports normalised)", () => {
+    const parsed = parseTenantManifest(
+      Buffer.from(
+        JSON.stringify({
+          services: {
+            web: {
+              image: "fred-test/httpd:1",
+              ports: { "8080/TCP": {} },
+              expose: ["9000"],
+              health_check: {
+                test: ["CMD", "true"],
+                interval: "1s",
+                timeout: "500ms",
+                start_period: "2s",
+                retries: 2,
+              },
+              stop_grace_period: "1m30s",
+              user: "1000",
+              init: false,
+              tmpfs: ["/cache"],
+            },
+          },
+        }),
+      ),
+    );
+    const [web] = serviceModels(parsed);
+    assert.equal(web?.name, "web");
+    assert.deepEqual(web?.ports, ["8080/tcp"]);
+    assert.deepEqual(web?.expose, ["9000/tcp"]);
+    assert.deepEqual(web?.healthCheck, {
+      test: ["CMD", "true"],
+      intervalNs: 1e9,
+      timeoutNs: 5e8,
+      startPeriodNs: 2e9,
+      retries: 2,
+    });
+    assert.equal(web?.stopGracePeriodNs, 90e9);
+    assert.equal(web?.user, "1000");
+    assert.equal(web?.init, false);
+    assert.deepEqual(web?.tmpfs, ["/cache"]);
+    const flat = serviceModels(
+      parseTenantManifest(Buffer.from(JSON.stringify({ image: "fred-test/httpd:1" }))),
+    );
+    assert.deepEqual(
+      flat.map((m) => m.name),
+      ["app"],
+      "a flat manifest is service app",
+    );
+  });
+
   it("orders services after their dependencies", () => {
     const order = startOrder(serviceModels(manifest as never)).map((m) => m.name);
     assert.deepEqual(order, ["db", "web"]);
