@@ -72,11 +72,13 @@ export function registerBackendCommands(program: Command): Command {
       }
       const config = loadMockBackendConfig(process.env);
       const running = await startMockBackend(config, { logger: createLogger("mock-backend") });
-      printJson({ url: running.url, name: config.name, storage_id: running.storageId });
-      await new Promise<void>((resolve) => {
+      // Handlers first: whoever reads the ready line may signal us at once.
+      const stopped = new Promise<void>((resolve) => {
         process.once("SIGINT", () => resolve());
         process.once("SIGTERM", () => resolve());
       });
+      printJson({ url: running.url, name: config.name, storage_id: running.storageId });
+      await stopped;
       say("mock backend: stopping…");
       await running.close();
     });
