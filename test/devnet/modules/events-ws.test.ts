@@ -43,8 +43,13 @@ before(async () => {
     `tm.event='Tx' AND lease_expired.provider_uuid='${puuid}'`,
     "tm.event='NewBlock'",
   ];
-  queries.forEach((query, i) => ws.send(JSON.stringify({ jsonrpc: "2.0", method: "subscribe", id: i + 1, params: { query } })));
-  await waitFor(async () => (frames.filter((f) => f.result !== undefined && f.result.events === undefined).length >= 5 ? true : undefined));
+  for (const [i, query] of queries.entries())
+    ws.send(JSON.stringify({ jsonrpc: "2.0", method: "subscribe", id: i + 1, params: { query } }));
+  await waitFor(async () =>
+    frames.filter((f) => f.result !== undefined && f.result.events === undefined).length >= 5
+      ? true
+      : undefined,
+  );
 });
 after(async () => {
   ws.close();
@@ -53,7 +58,7 @@ after(async () => {
 
 const notifications = (id: number) => frames.filter((f) => f.id === id && f.result?.events !== undefined);
 const waitNotification = (id: number, pred: (e: Record<string, string[]>) => boolean) =>
-  waitFor(async () => notifications(id).find((f) => pred(f.result!.events!))?.result!.events);
+  waitFor(async () => notifications(id).find((f) => pred(f.result?.events ?? {}))?.result?.events);
 
 describe("websocket delivery with providerd's filters", () => {
   let leases: string[] = [];
@@ -61,11 +66,18 @@ describe("websocket delivery with providerd's filters", () => {
   it("delivers lease_created for our provider with parallel arrays per lease", async () => {
     const t1 = chain.address("tenant1");
     const small = chain.devnet.keys.skus[0]!.uuid;
-    const m = () => msg(MsgCreateLease, { tenant: t1, items: [{ skuUuid: small, quantity: 1n, serviceName: "" }] });
-    const res = await chain.send("tenant1", [m(), m()], { amount: [{ denom: "umfx", amount: "40000" }], gas: "800000" });
+    const m = () =>
+      msg(MsgCreateLease, { tenant: t1, items: [{ skuUuid: small, quantity: 1n, serviceName: "" }] });
+    const res = await chain.send("tenant1", [m(), m()], {
+      amount: [{ denom: "umfx", amount: "40000" }],
+      gas: "800000",
+    });
     assert.equal(res.code, 0, res.rawLog);
     leases = res.msgResponses.map((r) => MsgCreateLeaseResponse.decode(r.value).leaseUuid);
-    const events = await waitNotification(1, (e) => e["lease_created.lease_uuid"]?.includes(leases[0]!) ?? false);
+    const events = await waitNotification(
+      1,
+      (e) => e["lease_created.lease_uuid"]?.includes(leases[0]!) ?? false,
+    );
     assert.deepEqual(events["lease_created.lease_uuid"], leases);
     assert.deepEqual(events["lease_created.provider_uuid"], [puuid, puuid]);
     assert.deepEqual(events["lease_created.tenant"], [t1, t1]);
@@ -78,11 +90,20 @@ describe("websocket delivery with providerd's filters", () => {
 
   it("delivers lease_closed for our provider", async () => {
     const provider = chain.address("provider");
-    assert.equal((await chain.send("provider", [msg(MsgAcknowledgeLease, { sender: provider, leaseUuids: leases })])).code, 0);
+    assert.equal(
+      (await chain.send("provider", [msg(MsgAcknowledgeLease, { sender: provider, leaseUuids: leases })]))
+        .code,
+      0,
+    );
     const t1 = chain.address("tenant1");
-    const res = await chain.send("tenant1", [msg(MsgCloseLease, { sender: t1, leaseUuids: leases, reason: "done" })]);
+    const res = await chain.send("tenant1", [
+      msg(MsgCloseLease, { sender: t1, leaseUuids: leases, reason: "done" }),
+    ]);
     assert.equal(res.code, 0, res.rawLog);
-    const events = await waitNotification(3, (e) => e["lease_closed.lease_uuid"]?.includes(leases[0]!) ?? false);
+    const events = await waitNotification(
+      3,
+      (e) => e["lease_closed.lease_uuid"]?.includes(leases[0]!) ?? false,
+    );
     assert.deepEqual(events["lease_closed.lease_uuid"], leases);
     assert.deepEqual(events["lease_closed.closed_by"], ["tenant", "tenant"]);
     assert.deepEqual(events["batch_closed.lease_count"], ["2"]);
@@ -91,7 +112,9 @@ describe("websocket delivery with providerd's filters", () => {
   it("publishes lease_expired only with the block (mode=EndBlock), never as a Tx event", async () => {
     const t1 = chain.address("tenant1");
     const small = chain.devnet.keys.skus[0]!.uuid;
-    const res = await chain.send("tenant1", [msg(MsgCreateLease, { tenant: t1, items: [{ skuUuid: small, quantity: 1n, serviceName: "" }] })]);
+    const res = await chain.send("tenant1", [
+      msg(MsgCreateLease, { tenant: t1, items: [{ skuUuid: small, quantity: 1n, serviceName: "" }] }),
+    ]);
     const uuid = MsgCreateLeaseResponse.decode(res.msgResponses[0]!.value).leaseUuid;
     await chain.advance(1801);
     await chain.produceBlock();
@@ -106,18 +129,33 @@ describe("websocket delivery with providerd's filters", () => {
   it("delivers lease_auto_closed from a provider-wide withdraw to the unfiltered subscription", async () => {
     const t2 = chain.address("tenant2");
     const large = chain.devnet.keys.skus.find((s) => s.name === "docker-large")!.uuid;
-    const res = await chain.send("tenant2", [msg(MsgCreateLease, { tenant: t2, items: [{ skuUuid: large, quantity: 690n, serviceName: "" }] })]);
+    const res = await chain.send("tenant2", [
+      msg(MsgCreateLease, { tenant: t2, items: [{ skuUuid: large, quantity: 690n, serviceName: "" }] }),
+    ]);
     const uuid = MsgCreateLeaseResponse.decode(res.msgResponses[0]!.value).leaseUuid;
     const provider = chain.address("provider");
-    assert.equal((await chain.send("provider", [msg(MsgAcknowledgeLease, { sender: provider, leaseUuids: [uuid] })])).code, 0);
+    assert.equal(
+      (await chain.send("provider", [msg(MsgAcknowledgeLease, { sender: provider, leaseUuids: [uuid] })]))
+        .code,
+      0,
+    );
     await chain.advance(3700);
-    const w = await chain.send("provider", [msg(MsgWithdraw, { sender: provider, providerUuid: puuid, limit: 10n })]);
+    const w = await chain.send("provider", [
+      msg(MsgWithdraw, { sender: provider, providerUuid: puuid, limit: 10n }),
+    ]);
     assert.equal(w.code, 0, w.rawLog);
-    const events = await waitNotification(2, (e) => e["lease_auto_closed.lease_uuid"]?.includes(uuid) ?? false);
+    const events = await waitNotification(
+      2,
+      (e) => e["lease_auto_closed.lease_uuid"]?.includes(uuid) ?? false,
+    );
     assert.deepEqual(events["lease_auto_closed.tenant"], [t2]);
     assert.deepEqual(events["lease_auto_closed.reason"], ["credit_exhausted"]);
     assert.deepEqual(events["lease_auto_closed.amount"], ["1000000000upwr"]);
-    assert.equal(notifications(3).filter((f) => f.result!.events!["tx.hash"]?.[0] === w.transactionHash).length, 0, "no lease_closed for auto-close");
+    assert.equal(
+      notifications(3).filter((f) => f.result!.events!["tx.hash"]?.[0] === w.transactionHash).length,
+      0,
+      "no lease_closed for auto-close",
+    );
     await chain.assertInvariants();
   });
 });

@@ -28,8 +28,23 @@ export const nowNs = (ctx: ExecContext | QueryContext): bigint => BigInt(ctx.blo
 export const nowTs = (ctx: ExecContext | QueryContext): Timestamp => timestampFromNanos(nowNs(ctx));
 export const tsNs = (ts: Timestamp | undefined): bigint => (ts === undefined ? 0n : timestampToNanos(ts));
 
-export function balanceOf(ctx: ExecContext | QueryContext, bank: BankKeeper, address: string): Coins {
-  return coinsFromProto(bank.getAllBalances(ctx, address));
+/**
+ * Balances of `address`: only `denoms` when given (point reads; listing every balance means
+ * a range scan, which is far slower inside a block with many pending writes).
+ */
+export function balanceOf(
+  ctx: ExecContext | QueryContext,
+  bank: BankKeeper,
+  address: string,
+  denoms?: Iterable<string>,
+): Coins {
+  if (denoms === undefined) return coinsFromProto(bank.getAllBalances(ctx, address));
+  const out: Coins = new Map();
+  for (const denom of denoms) {
+    const amount = bank.getBalance(ctx, address, denom);
+    if (amount > 0n) out.set(denom, amount);
+  }
+  return out;
 }
 
 export const trancheOf = (lease: Lease): Coins => coinsFromProto(lease.reservation?.remainingAmounts ?? []);
@@ -98,11 +113,12 @@ export function settleActive(
   if (provider === undefined) throw billingErrors.providerNotFound.wrap(lease.providerUuid);
   const tranche = trancheOf(lease);
   const reserved = coinsFromProto(account.reservedAmounts);
+  const rate = leaseRate(lease.items);
   const result = settle({
-    rate: leaseRate(lease.items),
+    rate,
     lastSettledNs: tsNs(lease.lastSettledAt),
     toNs,
-    balance: balanceOf(ctx, deps.bank, account.creditAddress),
+    balance: balanceOf(ctx, deps.bank, account.creditAddress, rate.keys()),
     reserved,
     tranche,
   });

@@ -110,7 +110,7 @@ export function createMessages(deps: BillingDeps): MsgHandler<unknown>[] {
     const rate = leaseRate(items);
     const tranche = reservationFor(rate, params.minLeaseDuration);
     const short = insufficientDenom(
-      balanceOf(ctx, bank, account.creditAddress),
+      balanceOf(ctx, bank, account.creditAddress, tranche.keys()),
       new Map(account.reservedAmounts.map((c) => [c.denom, BigInt(c.amount)])),
       tranche,
     );

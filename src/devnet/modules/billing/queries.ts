@@ -164,11 +164,12 @@ export function billingQueries(deps: BillingDeps): Record<string, QueryHandler> 
         return toBytes(QueryWithdrawableAmountResponse, { amounts: [] });
       const account = getAccount(ctx, lease.tenant);
       if (account === undefined) return toBytes(QueryWithdrawableAmountResponse, { amounts: [] });
+      const rate = leaseRate(lease.items);
       const amounts = withdrawable({
-        rate: leaseRate(lease.items),
+        rate,
         lastSettledNs: tsNs(lease.lastSettledAt),
         toNs: nowNs(ctx),
-        balance: balanceOf(ctx, deps.bank, account.creditAddress),
+        balance: balanceOf(ctx, deps.bank, account.creditAddress, rate.keys()),
         reserved: coinsFromProto(account.reservedAmounts),
         tranche: trancheOf(lease),
       });

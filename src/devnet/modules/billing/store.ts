@@ -58,9 +58,16 @@ export const bkeys = {
 type Ctx = ExecContext | QueryContext;
 const st = (ctx: Ctx) => ctx.store(BILLING);
 
+let paramsCache: { raw: Uint8Array; params: BillingParams } | undefined;
+
+/** Params are read by every Msg; decoding is skipped while the stored bytes are unchanged. */
 export function getParams(ctx: Ctx): BillingParams {
   const raw = st(ctx).get(bkeys.params);
-  return raw === undefined ? DEFAULT_PARAMS : BillingParams.decode(raw);
+  if (raw === undefined) return DEFAULT_PARAMS;
+  if (paramsCache !== undefined && Buffer.compare(paramsCache.raw, raw) === 0) return paramsCache.params;
+  const params = BillingParams.decode(raw);
+  paramsCache = { raw: Uint8Array.from(raw), params };
+  return params;
 }
 
 export function setParams(ctx: ExecContext, params: BillingParams): void {

@@ -1,9 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import fc from "fast-check";
 import { deriveCreditAddress } from "../../../../src/devnet/economics/credit-address.ts";
 import { selectExpired } from "../../../../src/devnet/economics/expiry.ts";
 import { clampLimit, inclusivePage, withdrawPage } from "../../../../src/devnet/economics/paging.ts";
-import { deterministicUuidV7, fnv1a64, isUuidV7 } from "../../../../src/devnet/economics/uuidv7.ts";
+import {
+  deterministicUuidV7,
+  fnv1a64,
+  fnv1a64Reference,
+  isUuidV7,
+} from "../../../../src/devnet/economics/uuidv7.ts";
 
 const S = 1_000_000_000n;
 
@@ -27,6 +33,14 @@ describe("deterministic UUIDv7", () => {
   it("uses standard FNV-1a 64", () => {
     assert.equal(fnv1a64([]), 0xcbf29ce484222325n);
     assert.equal(fnv1a64([new TextEncoder().encode("a")]), 0xaf63dc4c8601ec8cn);
+  });
+  it("computes the same hash on 16-bit limbs as on bigints", () => {
+    fc.assert(
+      fc.property(fc.array(fc.uint8Array({ maxLength: 64 }), { maxLength: 4 }), (chunks) => {
+        assert.equal(fnv1a64(chunks), fnv1a64Reference(chunks));
+      }),
+      { numRuns: 300 },
+    );
   });
   it("lays out time, sequence and hash as specified", () => {
     const input = {
