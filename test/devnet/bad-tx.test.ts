@@ -151,6 +151,20 @@ describe("bad transactions", () => {
     );
   });
 
+  it("Simulate wraps a failure as code 6 with the SDK's rpc error text", async () => {
+    const { SimulateRequest } = await import("cosmjs-types/cosmos/tx/v1beta1/service");
+    const data = Buffer.from(SimulateRequest.encode({ txBytes: send({ sequence: 9n }) }).finish()).toString(
+      "hex",
+    );
+    const r = await rpc(devnet.url, "abci_query", { path: "/cosmos.tx.v1beta1.Service/Simulate", data });
+    assert.equal(r.result.response.code, 6);
+    assert.equal(r.result.response.codespace, "sdk");
+    assert.match(
+      r.result.response.log,
+      /^rpc error: code = Unknown desc = account sequence mismatch, expected 0, got 9: incorrect account sequence With gas wanted: '200000' and gas used: '\d+' : unknown request$/,
+    );
+  });
+
   it("oversized tx → JSON-RPC error, nothing stored", async () => {
     const before = await snapshot();
     const r = await rpc(devnet.url, "broadcast_tx_sync", { tx: b64(Buffer.alloc(1_100_000, 1)) });

@@ -69,6 +69,11 @@ describe("cosmjs 0.39 against fred devnet", () => {
     assert.ok(isComet38Client(comet));
     comet.disconnect();
     assert.equal(await client.getChainId(), "fred-devnet-1");
+    // Over a websocket cosmjs probes on one socket, closes it and opens a second one.
+    const overWs = await StargateClient.connect(devnet.wsUrl);
+    assert.equal(await overWs.getChainId(), "fred-devnet-1");
+    assert.ok((await overWs.getHeight()) >= 1);
+    overWs.disconnect();
     assert.ok((await client.getHeight()) >= 1);
   });
 

@@ -278,6 +278,18 @@ describe("CometBFT RPC envelope and methods", () => {
         0,
         "no pushes after unsubscribe; filter 42 never matched",
       );
+      s.send({ jsonrpc: "2.0", id: 41, method: "subscribe", params: { query: "tm.event='Tx'" } });
+      assert.deepEqual(await s.next((m) => m.id === 41 && !m.result?.query), {
+        jsonrpc: "2.0",
+        id: 41,
+        result: {},
+      });
+      await rpc(devnet.url, "broadcast_tx_commit", { tx: sendTx() });
+      assert.equal(
+        (await s.next((m) => m.id === 41 && m.result?.query)).result.query,
+        "tm.event='Tx'",
+        "re-subscribed with the same id",
+      );
       s.send("{garbage");
       assert.equal((await s.next((m) => m.error?.code === -32700)).error.message, "Parse error");
       s.send({ jsonrpc: "2.0", id: 45, method: "subscribe", params: { query: "tm.event=" } });
