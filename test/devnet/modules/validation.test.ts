@@ -338,6 +338,20 @@ describe("state checks in the block", () => {
     await chain.assertInvariants();
   });
 
+  it("caps PENDING leases per tenant at max_pending_leases_per_tenant (code 23)", async () => {
+    const t2 = chain.address("tenant2");
+    const create = () => msg(MsgCreateLease, { tenant: t2, items: [item()] });
+    const ten = await chain.send("tenant2", Array.from({ length: 10 }, create), {
+      amount: [{ denom: "umfx", amount: "200000" }],
+      gas: "4000000",
+    });
+    assert.equal(ten.code, 0, ten.rawLog);
+    const eleventh = await chain.send("tenant2", [create()]);
+    assert.equal(eleventh.code, 23);
+    assert.equal((await chain.txResult(eleventh.transactionHash)).codespace, "billing");
+    await chain.assertInvariants();
+  });
+
   it("rolls back a whole batch when one lease fails", async () => {
     const ok = await chain.send("tenant1", [msg(MsgCreateLease, { tenant: t1, items: [item()] })]);
     assert.equal(ok.code, 0, ok.rawLog);
