@@ -7,12 +7,16 @@ import {
 } from "cockatiel";
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
+import { parseStrictJson } from "../../core/strict-json.ts";
 import type { BackendConfig } from "../config/index.ts";
 import { classifyMutation, countsAsFailure, type MutationOutcome } from "./classify.ts";
 import {
   type BackendStats,
   decodeInfo,
+  decodeLogs,
+  decodeProvisionInfo,
   decodeProvisionsPage,
+  decodeReleases,
   decodeRetentionsPage,
   decodeStats,
   type LeaseInfo,
@@ -177,12 +181,7 @@ export class BackendClient {
       lease_uuid: req.leaseUuid,
       tenant: req.tenant,
       provider_uuid: req.providerUuid,
-      items: req.items.map((i) => ({
-        sku: i.sku,
-        quantity: i.quantity,
-        ...(i.serviceName ? { service_name: i.serviceName } : {}),
-        ...(i.customDomain ? { custom_domain: i.customDomain } : {}),
-      })),
+      items: itemsBody(req.items),
       callback_url: req.callbackUrl,
       lifecycle_callback_url: req.lifecycleCallbackUrl,
     };
@@ -195,6 +194,52 @@ export class BackendClient {
 
   deprovision(leaseUuid: string, signal?: AbortSignal): Promise<MutationOutcome> {
     return this.#mutate("deprovision", 200, { lease_uuid: leaseUuid }, signal);
+  }
+
+  restart(req: { leaseUuid: string; callbackUrl: string }, signal?: AbortSignal): Promise<MutationOutcome> {
+    return this.#mutate("restart", 202, { lease_uuid: req.leaseUuid, callback_url: req.callbackUrl }, signal);
+  }
+
+  update(
+    req: { leaseUuid: string; callbackUrl: string; payload: Uint8Array; payloadHash: string },
+    signal?: AbortSignal,
+  ): Promise<MutationOutcome> {
+    const body = {
+      lease_uuid: req.leaseUuid,
+      callback_url: req.callbackUrl,
+      payload: Buffer.from(req.payload).toString("base64"),
+      payload_hash: req.payloadHash,
+    };
+    return this.#mutate("update", 202, body, signal);
+  }
+
+  restore(
+    req: Omit<ProvisionRequestBody, "payload" | "payloadHash"> & { fromLeaseUuid: string },
+    signal?: AbortSignal,
+  ): Promise<MutationOutcome> {
+    const body = {
+      lease_uuid: req.leaseUuid,
+      from_lease_uuid: req.fromLeaseUuid,
+      tenant: req.tenant,
+      provider_uuid: req.providerUuid,
+      items: itemsBody(req.items),
+      callback_url: req.callbackUrl,
+      lifecycle_callback_url: req.lifecycleCallbackUrl,
+    };
+    return this.#mutate("restore", 202, body, signal);
+  }
+
+  reconcileCustomDomain(
+    leaseUuid: string,
+    items: ProvisionRequestBody["items"],
+    signal?: AbortSignal,
+  ): Promise<MutationOutcome> {
+    return this.#mutate(
+      "reconcile_custom_domain",
+      204,
+      { lease_uuid: leaseUuid, items: itemsBody(items) },
+      signal,
+    );
   }
 
   /** GET helper: 200 → response; 404 → undefined when `allow404`; else ERR_BACKEND_STATUS. */
@@ -277,6 +322,53 @@ export class BackendClient {
     return decodeStats(body!, RESPONSE_CAPS.stats, this.name);
   }
 
+  /** GET /provisions/{uuid}: the backend's diagnostics record; undefined on 404. */
+  async provisionInfo(leaseUuid: string, signal?: AbortSignal): Promise<Record<string, unknown> | undefined> {
+    const body = await this.#read(
+      this.#get(`/provisions/${leaseUuid}`, RESPONSE_CAPS.provision, signal),
+      true,
+    );
+    return body === undefined ? undefined : decodeProvisionInfo(body, RESPONSE_CAPS.provision, this.name);
+  }
+
+  /** GET /logs/{uuid}?tail=N: log text per "<service>/<instance>" key; undefined on 404. */
+  async logs(
+    leaseUuid: string,
+    tail: number,
+    signal?: AbortSignal,
+  ): Promise<Record<string, string> | undefined> {
+    const input = this.#get(`/logs/${leaseUuid}`, RESPONSE_CAPS.logs, signal, { tail: String(tail) });
+    const body = await this.#read(input, true);
+    return body === undefined ? undefined : decodeLogs(body, RESPONSE_CAPS.logs, this.name);
+  }
+
+  /** GET /releases/{uuid}: the release history, relayed as the backend's JSON objects. */
+  async releases(leaseUuid: string, signal?: AbortSignal): Promise<Record<string, unknown>[] | undefined> {
+    const body = await this.#read(this.#get(`/releases/${leaseUuid}`, RESPONSE_CAPS.releases, signal), true);
+    return body === undefined ? undefined : decodeReleases(body, RESPONSE_CAPS.releases, this.name);
+  }
+
+  /** GET /health: true only for 200 {"status":"healthy"}. */
+  async healthy(signal?: AbortSignal): Promise<boolean> {
+    const res = await this.#send(this.#get("/health", RESPONSE_CAPS.health, signal));
+    if (res.status !== 200) return false;
+    try {
+      return (parseStrictJson(res.body, RESPONSE_CAPS.health) as { status?: unknown }).status === "healthy";
+    } catch {
+      return false;
+    }
+  }
+
+  #get(path: string, maxBytes: number, signal?: AbortSignal, query?: Record<string, string>): SendInput {
+    return {
+      method: "GET",
+      path,
+      maxBytes,
+      ...(query === undefined ? {} : { query }),
+      ...(signal === undefined ? {} : { signal }),
+    };
+  }
+
   async info(leaseUuid: string, signal?: AbortSignal): Promise<LeaseInfo | undefined> {
     const body = await this.#read(
       {
@@ -304,6 +396,15 @@ export class BackendClient {
     });
     return decodeProvisionsPage(body!, RESPONSE_CAPS.provisionsPage, this.name).items;
   }
+}
+
+function itemsBody(items: ProvisionRequestBody["items"]) {
+  return items.map((i) => ({
+    sku: i.sku,
+    quantity: i.quantity,
+    ...(i.serviceName ? { service_name: i.serviceName } : {}),
+    ...(i.customDomain ? { custom_domain: i.customDomain } : {}),
+  }));
 }
 
 async function walk<T>(

@@ -149,3 +149,28 @@ export function decodeProvisionAccepted(body: unknown): string | undefined {
   const id = (body as Record<string, unknown> | undefined)?.provision_id;
   return typeof id === "string" ? id : undefined;
 }
+
+export function decodeProvisionInfo(body: Buffer, max: number, backend: string): Record<string, unknown> {
+  const o = object(body, max, backend, "provision");
+  if (!isCanonicalUuid(o.lease_uuid) || typeof o.status !== "string") throw malformed(backend, "provision");
+  return o;
+}
+
+export function decodeLogs(body: Buffer, max: number, backend: string): Record<string, string> {
+  const o = object(body, max, backend, "logs");
+  if (Object.values(o).some((v) => typeof v !== "string")) throw malformed(backend, "logs");
+  return o as Record<string, string>;
+}
+
+export function decodeReleases(body: Buffer, max: number, backend: string): Record<string, unknown>[] {
+  let v: unknown;
+  try {
+    v = parseStrictJson(body, max);
+  } catch {
+    throw malformed(backend, "releases");
+  }
+  if (!Array.isArray(v) || v.some((r) => typeof r !== "object" || r === null || Array.isArray(r))) {
+    throw malformed(backend, "releases");
+  }
+  return v as Record<string, unknown>[];
+}

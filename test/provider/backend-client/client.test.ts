@@ -166,6 +166,63 @@ describe("backend client: requests", () => {
   });
 });
 
+describe("backend client: the other contract operations", () => {
+  it("restart, update, restore and reconcile_custom_domain use their pinned paths and expected statuses", async () => {
+    const c = await client();
+    fake.script.set("restart", [{ status: 202, body: { status: "restarting" } }]);
+    fake.script.set("update", [{ status: 202, body: { status: "updating" } }]);
+    fake.script.set("restore", [{ status: 422, body: { error: "no retained data" } }]);
+    fake.script.set("reconcile_custom_domain", [{ status: 204 }]);
+    assert.equal(
+      (await c.restart({ leaseUuid: LEASE, callbackUrl: provisionRequest.callbackUrl })).kind,
+      "accepted",
+    );
+    const update = await c.update({
+      leaseUuid: LEASE,
+      callbackUrl: provisionRequest.callbackUrl,
+      payload: Buffer.from("{}"),
+      payloadHash: provisionRequest.payloadHash,
+    });
+    assert.equal(update.kind, "accepted");
+    const restore = await c.restore({ ...provisionRequest, fromLeaseUuid: PROVIDER });
+    assert.deepEqual(restore, { kind: "refused", status: 422, error: "no retained data" });
+    assert.equal((await c.reconcileCustomDomain(LEASE, provisionRequest.items)).kind, "accepted");
+    assert.deepEqual(
+      fake.requests.map((r) => r.url.split("?")[0]),
+      ["restart", "update", "restore", "reconcile_custom_domain"].map((op) => `/_fred/storage/${SID}/${op}`),
+    );
+    assert.equal(JSON.parse(fake.requests[1]!.body).payload, "e30=");
+    assert.equal(JSON.parse(fake.requests[2]!.body).from_lease_uuid, PROVIDER);
+    assert.ok(fake.requests.every((r) => r.signatureValid));
+  });
+
+  it("reads logs, releases and provision diagnostics; 404 is undefined; bad shapes are malformed", async () => {
+    const c = await client();
+    assert.equal(await c.logs(LEASE, 50), undefined);
+    assert.equal(fake.requests[0]!.url, `/logs/${LEASE}?backend_storage_id=${SID}&tail=50`);
+    fake.script.set("logs", [
+      { status: 200, body: { "web/0": "hello\n" } },
+      { status: 200, body: { "web/0": 5 } },
+    ]);
+    assert.deepEqual(await c.logs(LEASE, 10), { "web/0": "hello\n" });
+    assert.equal(await code(c.logs(LEASE, 10)), "ERR_BACKEND_MALFORMED");
+    fake.script.set("releases", [
+      { status: 200, body: [{ version: 1, status: "active" }] },
+      { status: 200, body: {} },
+    ]);
+    assert.deepEqual(await c.releases(LEASE), [{ version: 1, status: "active" }]);
+    assert.equal(await code(c.releases(LEASE)), "ERR_BACKEND_MALFORMED");
+    fake.script.set("provision-info", [
+      { status: 200, body: { lease_uuid: LEASE, status: "failed", fail_count: 3 } },
+    ]);
+    assert.deepEqual(await c.provisionInfo(LEASE), { lease_uuid: LEASE, status: "failed", fail_count: 3 });
+    assert.equal(await c.provisionInfo(LEASE), undefined);
+    assert.equal(await c.healthy(), true);
+    fake.script.set("health", [{ status: 503, body: { status: "unhealthy" } }]);
+    assert.equal(await c.healthy(), false);
+  });
+});
+
 describe("backend client: storage identity", () => {
   for (const mode of ["missing", "duplicate", "wrong"] as const) {
     it(`a ${mode} X-Fred-Backend-Storage-ID makes a provision ambiguous and a read fail`, async () => {

@@ -161,6 +161,22 @@ export async function startFakeBackend(opts: {
     return answer("info", reply, () => ({ status: 404, body: { error: "lease not provisioned" } }));
   });
 
+  for (const [route, key] of [
+    ["/provisions/:id", "provision-info"],
+    ["/logs/:id", "logs"],
+    ["/releases/:id", "releases"],
+    ["/health", "health"],
+  ] as const) {
+    app.get(route, async (req, reply) => {
+      record("GET", req.url, undefined, req.headers["x-fred-signature"] as string | undefined);
+      return answer(key, reply, () =>
+        key === "health"
+          ? { status: 200, body: { status: "healthy" } }
+          : { status: 404, body: { error: "not found" } },
+      );
+    });
+  }
+
   fake.url = await app.listen({ port: 0, host: "127.0.0.1" });
   return fake;
 }

@@ -205,6 +205,9 @@ describe("backend client against a real `fred backend mock`", () => {
         inv.provisions.map((p) => p.leaseUuid),
         [LEASE],
       );
+      const info = await client.provisionInfo(LEASE);
+      assert.equal(info?.lease_uuid, LEASE);
+      assert.ok(await client.healthy());
       const stats = await client.stats();
       assert.ok(stats.totalCpuCores > 0);
       assert.equal((await client.deprovision(LEASE)).kind, "accepted");
