@@ -141,7 +141,7 @@ export class BackendEngine {
 
   async #runOperation(admitted: LeaseRecord, signal: AbortSignal): Promise<void> {
     const log = this.#c.logger.child({ lease_uuid: admitted.leaseUuid, operation_id: admitted.operationId });
-    const lease = this.#c.journal.markStarted(admitted.leaseUuid, admitted.generation);
+    const lease = this.#c.journal.markStarted(admitted.leaseUuid, admitted.generation, admitted);
     if (!lease) return; // the head moved (closed or expired) before any effect
     await this.#c.journal.durable(); // "started" must be durable before the first effect
     const spec = workloadSpec(lease, this.#c.backendName, this.#c.journal.storageId, this.#c.parseManifest);

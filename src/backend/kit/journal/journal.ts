@@ -40,6 +40,21 @@ export interface LeaseRecord {
   generation: number;
 }
 
+export type LeaseHeadRecord = Pick<
+  LeaseRecord,
+  | "leaseUuid"
+  | "tenant"
+  | "operationId"
+  | "callbackUrl"
+  | "lifecycleUrl"
+  | "release"
+  | "head"
+  | "status"
+  | "failCount"
+  | "createdAtMs"
+  | "generation"
+>;
+
 export interface ReleaseRecord {
   version: number;
   operationId: string;
@@ -189,7 +204,7 @@ export class Journal {
    */
   admitOperation(input: AdmitInput): LeaseRecord {
     return this.#write(() => {
-      const prev = this.getLease(input.leaseUuid);
+      const prev = this.#headOf(input.leaseUuid);
       const release = prev === undefined ? 1 : prev.release + 1;
       if (prev === undefined && this.#slots !== undefined) this.#slots++;
       const generation = (prev?.generation ?? 0) + 1;
@@ -219,14 +234,44 @@ export class Journal {
         input.payload ?? null,
         input.nowMs,
       );
-      return this.getLease(input.leaseUuid) as LeaseRecord;
+      const record: LeaseRecord = {
+        leaseUuid: input.leaseUuid,
+        tenant: input.tenant,
+        providerUuid: input.providerUuid,
+        operationId: input.operationId,
+        callbackUrl: input.callbackUrl,
+        lifecycleUrl: input.lifecycleUrl,
+        items: input.items,
+        instances: input.instances,
+        payload: input.payload,
+        payloadHash: input.payloadHash,
+        image: input.image,
+        release,
+        head: "operation",
+        phase: "before_effects",
+        status: "provisioning",
+        failCount: prev?.failCount ?? 0,
+        reason: undefined,
+        message: undefined,
+        createdAtMs: prev?.createdAtMs ?? input.nowMs,
+        admittedAtMs: input.nowMs,
+        generation,
+      };
+      return record;
     });
   }
 
-  /** The irreversible-effect boundary: flips before_effects → started. Undefined if the head moved. */
-  markStarted(leaseUuid: string, generation: number): LeaseRecord | undefined {
+  /**
+   * The irreversible-effect boundary: flips before_effects → started. Undefined if the head
+   * moved. Pass the record the caller holds to skip reading it back.
+   */
+  markStarted(leaseUuid: string, generation: number, known?: LeaseRecord): LeaseRecord | undefined {
     const changed = this.#write(() => this.#s.markStarted.run(leaseUuid, generation).changes);
-    return changed === 1 ? this.getLease(leaseUuid) : undefined;
+    if (changed !== 1) return undefined;
+    if (known?.leaseUuid === leaseUuid && known.generation === generation) {
+      return { ...known, phase: "started", generation: generation + 1 };
+    }
+    return this.getLease(leaseUuid);
   }
 
   /** Settles an operation as success: active release, receipt and success callback in one transaction. */
@@ -262,8 +307,8 @@ export class Journal {
     });
   }
 
-  #currentOperation(leaseUuid: string, generation: number): LeaseRecord | undefined {
-    const lease = this.getLease(leaseUuid);
+  #currentOperation(leaseUuid: string, generation: number): LeaseHeadRecord | undefined {
+    const lease = this.#headOf(leaseUuid);
     if (lease?.head !== "operation" || lease.generation !== generation) return undefined;
     return lease;
   }
@@ -279,7 +324,7 @@ export class Journal {
     nowMs: number,
   ): boolean {
     return this.#write(() => {
-      const lease = this.getLease(leaseUuid);
+      const lease = this.#headOf(leaseUuid);
       if (lease?.head !== "none" || lease.status !== "ready") return false;
       if (operationId !== undefined && operationId !== lease.operationId) return false;
       this.#s.settleLease.run("failed", failure.reason, failure.message, 1, leaseUuid);
@@ -336,7 +381,7 @@ export class Journal {
   /** Completes a close: history removed, tombstone written, deprovisioned callback queued. */
   completeClose(leaseUuid: string, generation: number, nowMs: number): boolean {
     return this.#write(() => {
-      const lease = this.getLease(leaseUuid);
+      const lease = this.#headOf(leaseUuid);
       if (lease?.head !== "close" || lease.generation !== generation) return false;
       this.#s.deleteLifecycle.run(leaseUuid);
       this.#enqueue(
@@ -353,10 +398,29 @@ export class Journal {
     });
   }
 
+  /** The small, fixed-size part of a lease row that transitions need (no JSON, no payload). */
+  #headOf(leaseUuid: string): LeaseHeadRecord | undefined {
+    const r = this.#s.getHead.get(leaseUuid) as Row | undefined;
+    if (r === undefined) return undefined;
+    return {
+      leaseUuid,
+      tenant: r.tenant as string,
+      operationId: r.operation_id as string,
+      callbackUrl: r.callback_url as string,
+      lifecycleUrl: r.lifecycle_url as string,
+      release: r.release as number,
+      head: r.head as LeaseHead,
+      status: r.status as LeaseStatus,
+      failCount: r.fail_count as number,
+      createdAtMs: r.created_at as number,
+      generation: r.generation as number,
+    };
+  }
+
   // ---- outbox ----
 
   #enqueue(
-    lease: LeaseRecord,
+    lease: { leaseUuid: string },
     kind: OutboxRow["kind"],
     url: string,
     facts: CallbackFacts,
