@@ -24,7 +24,7 @@ interface ReadFlags {
   rpc: string;
 }
 
-interface TxFlags extends ReadFlags {
+export interface TxFlags extends ReadFlags {
   chainId?: string;
   keyHex?: string;
   mnemonic?: string;
@@ -73,7 +73,7 @@ function withTx(cmd: Command): Command {
     .option("--home <dir>", "devnet home directory for --from");
 }
 
-function privateKeyFrom(flags: TxFlags): Uint8Array {
+export function privateKeyFrom(flags: TxFlags): Uint8Array {
   const given = [flags.keyHex, flags.mnemonic, flags.from].filter((v) => v !== undefined).length;
   if (given !== 1)
     throw new FredError(
@@ -148,7 +148,7 @@ export function leaseView(l: ChainLease): Record<string, unknown> {
   return view;
 }
 
-function parseCoin(text: string): { denom: string; amount: string } {
+export function parseCoin(text: string): { denom: string; amount: string } {
   const m = /^([0-9]+)([a-zA-Z][a-zA-Z0-9/:._-]{2,127})$/.exec(text);
   if (m === null || BigInt(m[1] as string) === 0n)
     throw new FredError(
@@ -183,7 +183,7 @@ export function parseSkuSpec(text: string): SkuSpec {
   return { ref: parts[0] as string, quantity: BigInt(q), serviceName };
 }
 
-const STATE_FILTERS: Record<string, LeaseStateName> = Object.fromEntries(
+export const STATE_FILTERS: Record<string, LeaseStateName> = Object.fromEntries(
   LEASE_STATES.filter((s) => s !== "LEASE_STATE_UNSPECIFIED").map((s) => [
     s.slice("LEASE_STATE_".length).toLowerCase(),
     s,
