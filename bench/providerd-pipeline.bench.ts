@@ -7,7 +7,7 @@
  * checks that its attempt's transaction has already committed. Prints one JSON line per
  * run: events/s, elapsed seconds, peak heap.
  *
- * Usage: npm run bench -- providerd-pipeline     (BENCH_EVENTS=100000,1000000 by default)
+ * Usage: npm run bench -- providerd-pipeline   (BENCH_EVENTS=100000,1000000 and BENCH_WINDOW=8192 by default)
  */
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -23,7 +23,7 @@ import {
 
 const PROVIDER = "0190f3a2-7c1e-7000-8000-0000000000aa";
 const SKUS = ["0190f3a2-7c1e-7000-8000-00000000000a", "0190f3a2-7c1e-7000-8000-00000000000b"];
-const WINDOW = 8192;
+const WINDOW = Number(process.env.BENCH_WINDOW ?? 8192);
 const BACKENDS: RoutableBackend[] = [
   { name: "docker-1", skus: SKUS, isDefault: true, fenced: false, draining: false },
   { name: "docker-2", skus: SKUS, isDefault: false, fenced: false, draining: false },
@@ -63,11 +63,14 @@ async function run(events: number): Promise<Record<string, unknown>> {
     })),
     Date.now(),
   );
-  const committer = new GroupCommitter<TrackedAttempt, RecordResult>((batch) => {
-    const results = store.recordAttempts(batch);
-    for (const a of batch) a.committed = true;
-    return results;
-  });
+  const committer = new GroupCommitter<TrackedAttempt, RecordResult>(
+    (batch) => {
+      const results = store.recordAttempts(batch);
+      for (const a of batch) a.committed = true;
+      return results;
+    },
+    { maxBatch: WINDOW / 2 },
+  );
   let roundRobin = 0;
   let calls = 0;
   let violations = 0;
