@@ -25,6 +25,8 @@ export interface OutboxSenderOptions {
   chainDeadlineMs?: number;
   replayIntervalMs?: number;
   concurrency?: number;
+  /** Lifecycle observations older than this are dropped (results never expire); 0 = keep. */
+  lifecycleMaxAgeMs?: number;
   onDelivered?: (row: OutboxRow) => void;
   onAttemptFailed?: (row: OutboxRow) => void;
 }
@@ -33,6 +35,7 @@ export const CALLBACK_BACKOFF_MS = [0, 1_000, 5_000] as const;
 export const CALLBACK_CHAIN_DEADLINE_MS = 135_000;
 export const CALLBACK_REPLAY_INTERVAL_MS = 30_000;
 export const CALLBACK_CONCURRENCY = 16;
+export const LIFECYCLE_MAX_AGE_MS = 24 * 3600_000;
 const RESPONSE_READ_LIMIT = 4096;
 
 export class OutboxSender {
@@ -57,6 +60,7 @@ export class OutboxSender {
       chainDeadlineMs: CALLBACK_CHAIN_DEADLINE_MS,
       replayIntervalMs: CALLBACK_REPLAY_INTERVAL_MS,
       concurrency: CALLBACK_CONCURRENCY,
+      lifecycleMaxAgeMs: LIFECYCLE_MAX_AGE_MS,
       ...opts,
     };
   }
@@ -99,6 +103,8 @@ export class OutboxSender {
   #armTimer(): void {
     this.#cancelTimer = this.#o.clock.setTimer(this.#o.replayIntervalMs, () => {
       if (this.#state !== "running") return;
+      if (this.#o.lifecycleMaxAgeMs > 0)
+        this.#o.journal.expireLifecycle(this.#o.clock.now(), this.#o.lifecycleMaxAgeMs);
       this.#refreshWanted = true;
       this.#backoffUntil.clear();
       this.#armTimer();
@@ -169,6 +175,10 @@ export class OutboxSender {
     });
     if (row.storageId !== this.#o.journal.storageId) {
       log.error("outbox row carries another storage id; refusing to send (identity drift)");
+      return false;
+    }
+    if (!this.#o.journal.attest()) {
+      log.error("journal storage identity could not be re-attested; delivery deferred");
       return false;
     }
     const deadline = new AbortController();

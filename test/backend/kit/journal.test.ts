@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, renameSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -171,5 +171,38 @@ describe("journal heads, settlement and outbox", () => {
     assert.equal(j.removeDelivered(head), true);
     assert.equal(j.getLease(lease)?.failCount, 1);
     assert.equal(j.releases(lease)[0]?.reason, "R");
+  });
+
+  it("expires lifecycle observations only, never results", () => {
+    const lease = randomUUID();
+    const a = j.admitOperation(input(lease));
+    const s = j.markStarted(lease, a.generation);
+    assert.ok(s && j.settleSuccess(lease, s.generation, 10));
+    const head = j.outboxHead(lease);
+    assert.ok(head && j.removeDelivered(head));
+    assert.equal(j.recordRuntimeFailure(lease, undefined, { reason: "X", message: "died" }, 20), true);
+    assert.equal(j.outboxHead(lease)?.kind, "lifecycle");
+    const other = randomUUID();
+    const b = j.admitOperation(input(other));
+    const sb = j.markStarted(other, b.generation);
+    assert.ok(sb && j.settleSuccess(other, sb.generation, 0));
+    assert.equal(j.expireLifecycle(1_000, 100), 1);
+    assert.equal(j.outboxHead(lease), undefined);
+    assert.equal(j.outboxHead(other)?.kind, "operation", "an old result stays");
+  });
+});
+
+describe("journal re-attestation", () => {
+  it("fails once the file at the journal path is replaced", () => {
+    const path = join(dir, "attest.db");
+    const j = new Journal({ path, mode: "bind-or-verify", storageId: randomUUID(), backendName: "b" });
+    try {
+      assert.equal(j.attest(), true);
+      renameSync(path, `${path}.moved`);
+      initializeStorageIdentity(path);
+      assert.equal(j.attest(), false);
+    } finally {
+      j.close();
+    }
   });
 });

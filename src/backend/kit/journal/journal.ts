@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import type Database from "better-sqlite3";
 import { newUuidV4 } from "../../../core/uuid.ts";
 import type { InstanceSpec, LeaseItem } from "../substrate.ts";
@@ -118,6 +119,8 @@ export class Journal {
   readonly #group: GroupCommit;
   /** Cached leaseCount(); a lease UUID takes a slot on admission and keeps it as a tombstone. */
   #slots: number | undefined;
+  readonly #path: string;
+  readonly #inode: number | undefined;
   /** One transaction wrapper, built once (better-sqlite3 wrappers are not free to create). */
   #tx: ((work: () => unknown) => unknown) | undefined;
 
@@ -129,6 +132,8 @@ export class Journal {
     this.maxLeases = opts.maxLeases ?? 100_000;
     this.#s = prepare(this.db);
     this.#group = new GroupCommit(this.db, opts.path);
+    this.#path = opts.path;
+    this.#inode = opts.path === ":memory:" ? undefined : statSync(opts.path).ino;
   }
 
   close(): void {
@@ -463,6 +468,28 @@ export class Journal {
       storageId: r.storage_id as string,
       createdAtMs: r.created_at as number,
     };
+  }
+
+  /** Lifecycle observations older than `maxAgeMs` are dropped; results never expire. */
+  expireLifecycle(nowMs: number, maxAgeMs: number): number {
+    return this.#write(() => this.#s.expireLifecycle.run(nowMs - maxAgeMs).changes);
+  }
+
+  /**
+   * Re-attests the storage identity before a callback is sent: the file at our path is
+   * still the one we opened and still bound to our storage id.
+   */
+  attest(): boolean {
+    if (!this.db.open) return false;
+    if (this.#inode !== undefined) {
+      try {
+        if (statSync(this.#path).ino !== this.#inode) return false;
+      } catch {
+        return false;
+      }
+    }
+    const bound = this.#s.storageId.get() as { value: string } | undefined;
+    return bound?.value === this.storageId;
   }
 
   /** Removes exactly the delivered row (seq + delivery id), never a replacement. */

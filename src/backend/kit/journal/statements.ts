@@ -95,5 +95,7 @@ export function prepare(db: Database.Database) {
     outboxHead: db.prepare("SELECT * FROM outbox WHERE lease_uuid = ? ORDER BY seq LIMIT 1"),
     deleteOutbox: db.prepare("DELETE FROM outbox WHERE seq = ? AND delivery_id = ?"),
     countOutbox: db.prepare("SELECT count(*) AS n FROM outbox"),
+    expireLifecycle: db.prepare("DELETE FROM outbox WHERE kind = 'lifecycle' AND created_at < ?"),
+    storageId: db.prepare("SELECT value FROM meta WHERE key = 'storage_id'"),
   };
 }
