@@ -240,7 +240,10 @@ export function runBackendContractSuite(label: string, start: () => Promise<Back
         assert.equal(codeOf(res), "insufficient_resources");
         assert.equal((await c.get(`/provisions/${p.lease}`)).status, 404);
         const afterStats = (await (await fetch(`${b.baseUrl}/stats`)).json()) as Record<string, number>;
-        assert.ok((afterStats.allocated_cpu_cores ?? 0) <= (before.allocated_cpu_cores ?? 0) + 8);
+        assert.ok(
+          (afterStats.allocated_cpu_cores ?? 0) <= (before.allocated_cpu_cores ?? 0),
+          "nothing reserved",
+        );
       });
       it("refuses an image outside the allowed registries with 400 image_not_allowed", async (t) => {
         if (b.disallowedImagePayload === undefined) return t.skip("backend has no manifest images");
