@@ -2,7 +2,10 @@
  * x/billing at scale on a real `fred devnet` (bench profile): the commit time of one block
  * holding 10,000 MsgCreateLease (goal ≤ 2 s), of the block acknowledging them, and the time
  * of each provider-wide MsgWithdraw page over the 10,000 ACTIVE leases. One JSON line per figure.
+ * Besides wall time, block figures carry the node process's CPU time for the block (Linux
+ * /proc), which stays meaningful when other work shares the machine.
  */
+import { readFileSync } from "node:fs";
 import { StargateClient } from "@cosmjs/stargate";
 import { TxMsgData } from "cosmjs-types/cosmos/base/abci/v1beta1/abci";
 import { Agent, fetch as undiciFetch } from "undici";
@@ -76,17 +79,24 @@ try {
       if (r.code !== 0) throw new Error(`CheckTx ${r.codespace}/${r.code}: ${r.log}`);
     }
   };
-  /** Produces one block from the mempool; returns its height, the commit wall time and the tx results. */
+  /** CPU time (user + system, ms) the node process has used so far: robust on a busy machine. */
+  const nodeCpuMs = () => {
+    const fields = readFileSync(`/proc/${devnet.proc.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime in 10 ms ticks
+  };
+  /** Produces one block from the mempool; returns its height, wall and CPU time, and the tx results. */
   const block = async () => {
+    const cpu0 = nodeCpuMs();
     const t0 = performance.now();
     const { height } = await call(devnet.url, "devnet_produce_block");
     const ms = performance.now() - t0;
+    const cpuMs = nodeCpuMs() - cpu0;
     const results = await call(devnet.url, "block_results", { height });
     // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC result
     const txs = (results.txs_results ?? []) as any[];
     const failed = txs.filter((t) => t.code !== 0);
     if (failed.length > 0) throw new Error(`${failed.length} txs failed: ${failed[0].log}`);
-    return { height: Number(height), ms, txs };
+    return { height: Number(height), ms, cpuMs, txs };
   };
 
   await call(devnet.url, "devnet_pause");
@@ -122,6 +132,7 @@ try {
       leases: LEASES,
       txs: creates.length,
       commit_ms: Math.round(created.ms),
+      node_cpu_ms: created.cpuMs,
       goal_ms: 2000,
     }),
   );
@@ -144,12 +155,14 @@ try {
       leases: LEASES,
       txs: acks.length,
       commit_ms: Math.round(acked.ms),
+      node_cpu_ms: acked.cpuMs,
     }),
   );
 
   // 3. Provider-wide withdraw over every ACTIVE lease, one page (limit 100) per block.
   await call(devnet.url, "devnet_advance_time", { seconds: 60 });
   const pageMs: number[] = [];
+  const pageCpu: number[] = [];
   let key: Uint8Array = new Uint8Array();
   let withdrawn = 0n;
   for (;;) {
@@ -163,6 +176,7 @@ try {
     await broadcast([provider.next([{ typeUrl: MsgWithdraw.typeUrl, value }], 30_000_000n)]);
     const page = await block();
     pageMs.push(page.ms);
+    pageCpu.push(page.cpuMs);
     const out = MsgWithdrawResponse.decode(
       TxMsgData.decode(Buffer.from(page.txs[0].data, "base64")).msgResponses[0]!.value,
     );
@@ -182,6 +196,7 @@ try {
       mean_ms: Math.round(mean * 10) / 10,
       p50_ms: Math.round(sorted[Math.floor(sorted.length / 2)]! * 10) / 10,
       max_ms: Math.round(sorted[sorted.length - 1]! * 10) / 10,
+      node_cpu_mean_ms: Math.round((pageCpu.reduce((a, b) => a + b, 0) / pageCpu.length) * 10) / 10,
     }),
   );
 } finally {

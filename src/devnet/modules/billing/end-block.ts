@@ -6,10 +6,17 @@ import { ev } from "./handler.ts";
 import { AccountCache, nowNs, nowTs, terminate } from "./ledger.ts";
 import { BILLING, bkeys, getLease, getParams } from "./store.ts";
 
+/**
+ * PENDING leases oldest first. A lease UUID is a UUIDv7 whose first 48 bits are its creation
+ * block time in ms, so the PENDING state index in UUID order is creation order and the
+ * creation time can be read off the key without loading the lease.
+ */
 function* pendingOldestFirst(ctx: ExecContext): Generator<PendingRef> {
-  for (const [key] of ctx.store(BILLING).iterate({ prefix: bkeys.pendingQueue })) {
-    const [created, uuid] = key.slice(bkeys.pendingQueue.length).split("/");
-    yield { uuid: uuid!, createdNs: BigInt(created!) };
+  const prefix = bkeys.byState(LeaseState.LEASE_STATE_PENDING);
+  for (const [key] of ctx.store(BILLING).iterate({ prefix })) {
+    const uuid = key.slice(prefix.length);
+    const ms = Number.parseInt(uuid.slice(0, 8) + uuid.slice(9, 13), 16);
+    yield { uuid, createdNs: BigInt(ms) * 1_000_000n };
   }
 }
 

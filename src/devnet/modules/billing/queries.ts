@@ -65,11 +65,16 @@ export function billingQueries(deps: BillingDeps): Record<string, QueryHandler> 
   };
   const filtered = (
     ctx: QueryContext,
-    all: string,
     byState: (s: number) => string,
     state: number,
     req: Parameters<typeof paginate>[2],
-  ) => paginate(store(ctx), stateArg(state) === 0 ? all : byState(state), req, leaseAt(ctx));
+  ) =>
+    paginate(
+      store(ctx),
+      stateArg(state) === 0 ? bkeys.allStates(byState) : byState(state),
+      req,
+      leaseAt(ctx),
+    );
 
   return {
     [`${Q}Params`]: (ctx) => toBytes(BillingQueryParamsResponse, { params: getParams(ctx) }),
@@ -91,37 +96,19 @@ export function billingQueries(deps: BillingDeps): Record<string, QueryHandler> 
     [`${Q}LeasesByTenant`](ctx, bytes) {
       const req = QueryLeasesByTenantRequest.decode(bytes);
       const t = tenantArg(req.tenant);
-      const page = filtered(
-        ctx,
-        bkeys.byTenantAll(t),
-        (s) => bkeys.byTenant(t, s),
-        req.stateFilter,
-        req.pagination,
-      );
+      const page = filtered(ctx, (s) => bkeys.byTenant(t, s), req.stateFilter, req.pagination);
       return toBytes(QueryLeasesByTenantResponse, { leases: page.items, pagination: page.pagination });
     },
     [`${Q}LeasesByProvider`](ctx, bytes) {
       const req = QueryLeasesByProviderRequest.decode(bytes);
       const p = uuidArg(req.providerUuid, "provider_uuid");
-      const page = filtered(
-        ctx,
-        bkeys.byProviderAll(p),
-        (s) => bkeys.byProvider(p, s),
-        req.stateFilter,
-        req.pagination,
-      );
+      const page = filtered(ctx, (s) => bkeys.byProvider(p, s), req.stateFilter, req.pagination);
       return toBytes(QueryLeasesByProviderResponse, { leases: page.items, pagination: page.pagination });
     },
     [`${Q}LeasesBySKU`](ctx, bytes) {
       const req = QueryLeasesBySKURequest.decode(bytes);
       const s = uuidArg(req.skuUuid, "sku_uuid");
-      const page = filtered(
-        ctx,
-        bkeys.bySkuAll(s),
-        (st) => bkeys.bySku(s, st),
-        req.stateFilter,
-        req.pagination,
-      );
+      const page = filtered(ctx, (st) => bkeys.bySku(s, st), req.stateFilter, req.pagination);
       return toBytes(QueryLeasesBySKUResponse, { leases: page.items, pagination: page.pagination });
     },
     [`${Q}CreditAccount`](ctx, bytes) {

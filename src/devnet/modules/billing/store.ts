@@ -6,15 +6,14 @@
  *   ten/<tenant>/<state>/<uuid>          by tenant and state
  *   prv/<provider>/<state>/<uuid>        by provider and state (provider-wide withdraw: ACTIVE)
  *   sku/<sku>/<state>/<uuid>             by SKU and state
- *   tenA/<tenant>/<uuid>, prvA/<provider>/<uuid>, skuA/<sku>/<uuid>
- *                                        the same without state (written once, at creation)
- *   pq/<created ns, 20 digits>/<uuid>    PENDING leases oldest first (EndBlock expiry)
  *   credit/<tenant>                      CreditAccount
  *   dom/<domain>                         CustomDomainTarget
  *   params, seq/billing
+ * Listings without a state filter merge the five per-state indexes. Lease UUIDs are UUIDv7
+ * whose first 48 bits are the creation block time, so `st/1/` (PENDING) in UUID order is
+ * also oldest-first, which is what EndBlock expiry walks.
  */
 
-import { timestampToNanos } from "../../../chain/proto/cosmos.ts";
 import {
   BillingParams,
   CreditAccount,
@@ -44,11 +43,7 @@ export const bkeys = {
   byTenant: (tenant: string, state: number) => `ten/${tenant}/${state}/`,
   byProvider: (provider: string, state: number) => `prv/${provider}/${state}/`,
   bySku: (sku: string, state: number) => `sku/${sku}/${state}/`,
-  byTenantAll: (tenant: string) => `tenA/${tenant}/`,
-  byProviderAll: (provider: string) => `prvA/${provider}/`,
-  bySkuAll: (sku: string) => `skuA/${sku}/`,
-  pendingQueue: "pq/",
-  pending: (createdNs: bigint, uuid: string) => `pq/${createdNs.toString().padStart(20, "0")}/${uuid}`,
+  allStates: (prefixOf: (state: number) => string) => ALL_STATES.map(prefixOf),
   credit: (tenant: string) => `credit/${tenant}`,
   creditPrefix: "credit/",
   domain: (domain: string) => `dom/${domain}`,
@@ -87,8 +82,6 @@ function indexKeys(lease: Lease): string[] {
   ];
   for (const sku of new Set(lease.items.map((i) => i.skuUuid)))
     out.push(bkeys.bySku(sku, lease.state) + lease.uuid);
-  if (lease.state === LeaseState.LEASE_STATE_PENDING && lease.createdAt !== undefined)
-    out.push(bkeys.pending(timestampToNanos(lease.createdAt), lease.uuid));
   return out;
 }
 
@@ -99,12 +92,6 @@ export function putLease(ctx: ExecContext, lease: Lease, previousState?: number)
     for (const key of indexKeys({ ...lease, state: previousState })) store.delete(key);
   }
   if (previousState !== lease.state) for (const key of indexKeys(lease)) store.set(key, EMPTY);
-  if (previousState === undefined) {
-    store.set(bkeys.byTenantAll(lease.tenant) + lease.uuid, EMPTY);
-    store.set(bkeys.byProviderAll(lease.providerUuid) + lease.uuid, EMPTY);
-    for (const sku of new Set(lease.items.map((i) => i.skuUuid)))
-      store.set(bkeys.bySkuAll(sku) + lease.uuid, EMPTY);
-  }
   store.set(bkeys.lease(lease.uuid), toBytes(Lease, lease));
 }
 

@@ -42,11 +42,12 @@ export interface Page<T> {
 
 /**
  * Pages over the entries under `prefix`, keyed by what follows the prefix (a UUID or address).
+ * With several prefixes (one index per lease state) their entries are merged in key order.
  * `load` turns one index entry into a result (or undefined to skip it).
  */
 export function paginate<T>(
   store: KVStore,
-  prefix: string,
+  prefix: string | readonly string[],
   req: PageRequest | undefined,
   load: (suffix: string, value: Uint8Array) => T | undefined,
   opts: PageOptions = {},
@@ -68,17 +69,14 @@ export function paginate<T>(
   if (limit === 0) limit = opts.defaultLimit ?? DEFAULT_PAGE_LIMIT;
   if (limit > maxLimit) limit = maxLimit;
 
-  const from = key.length > 0 ? prefix + decoder.decode(key) : undefined;
-  const range = reverse
-    ? { prefix, reverse: true, ...(from === undefined ? {} : { end: `${from}\u0000` }) }
-    : { prefix, ...(from === undefined ? {} : { start: from }) };
+  const from = key.length > 0 ? decoder.decode(key) : undefined;
+  const prefixes = typeof prefix === "string" ? [prefix] : prefix;
   const items: T[] = [];
   let skipped = 0n;
   let scanned = 0;
   let nextKey = new Uint8Array();
   let total = 0n;
-  for (const [k, v] of store.iterate(range)) {
-    const suffix = k.slice(prefix.length);
+  for (const [suffix, v] of mergedEntries(store, prefixes, from, reverse)) {
     if (skipped < offset) {
       skipped++;
       total++;
@@ -101,4 +99,49 @@ export function paginate<T>(
 
 export function requireNonEmpty(value: string, what: string): void {
   if (value.trim() === "") throw grpcError("InvalidArgument", `${what} cannot be empty`);
+}
+
+/** Entries under one prefix from `from` (inclusive) on, as [suffix, value]. */
+function* entriesUnder(
+  store: KVStore,
+  prefix: string,
+  from: string | undefined,
+  reverse: boolean,
+): Generator<[string, Uint8Array]> {
+  const range = reverse
+    ? { prefix, reverse: true, ...(from === undefined ? {} : { end: `${prefix}${from}\u0000` }) }
+    : { prefix, ...(from === undefined ? {} : { start: prefix + from }) };
+  for (const [k, v] of store.iterate(range)) yield [k.slice(prefix.length), v];
+}
+
+/** K-way merge of several ordered prefixes by suffix (ascending, or descending when reversed). */
+export function* mergedEntries(
+  store: KVStore,
+  prefixes: readonly string[],
+  from: string | undefined,
+  reverse: boolean,
+): Generator<[string, Uint8Array]> {
+  if (prefixes.length === 1) {
+    yield* entriesUnder(store, prefixes[0]!, from, reverse);
+    return;
+  }
+  const heads = prefixes.map((p) => {
+    const it = entriesUnder(store, p, from, reverse);
+    return { it, cur: it.next() };
+  });
+  for (;;) {
+    let best: (typeof heads)[number] | undefined;
+    for (const h of heads) {
+      if (h.cur.done) continue;
+      if (best === undefined) best = h;
+      else {
+        const a = h.cur.value[0];
+        const b = (best.cur.value as [string, Uint8Array])[0];
+        if (reverse ? a > b : a < b) best = h;
+      }
+    }
+    if (best === undefined) return;
+    yield best.cur.value as [string, Uint8Array];
+    best.cur = best.it.next();
+  }
 }
