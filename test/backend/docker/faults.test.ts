@@ -13,7 +13,7 @@ import {
   SKU,
   spawnDockerBackend,
 } from "./helpers.ts";
-import { provisionAndWait, provisionBody } from "./provision-helper.ts";
+import { outboxDrained, provisionAndWait, provisionBody } from "./provision-helper.ts";
 
 /**
  * Faults with real processes: the backend killed with SIGKILL in the middle of a
@@ -111,6 +111,7 @@ describe("docker backend: faults", { skip }, () => {
       proc = await spawnDockerBackend(setup.configPath);
       const call = provisionBody(rx, manifest({ app: quickStop }), items);
       assert.equal((await provisionAndWait(signedClient(proc.url, SECRET), rx, call)).status, "success");
+      await outboxDrained(proc.url); // the success is recorded as delivered before the crash
       await proc.kill("SIGKILL");
       const kill = await dockerCli(["kill", instanceName(call.lease, "app", 0)]);
       assert.equal(kill.code, 0, kill.out);
@@ -143,6 +144,7 @@ describe("docker backend: faults", { skip }, () => {
         provisionBody(rx, manifest({ app: quickStop }), items),
       ];
       for (const call of calls) assert.equal((await provisionAndWait(c, rx, call)).status, "success");
+      await outboxDrained(proc.url);
 
       await restartDockerd();
       for (const call of calls) {

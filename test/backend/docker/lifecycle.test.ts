@@ -17,7 +17,7 @@ import {
   SKU,
   startInProcess,
 } from "./helpers.ts";
-import { provisionAndWait, provisionBody } from "./provision-helper.ts";
+import { outboxDrained, provisionAndWait, provisionBody } from "./provision-helper.ts";
 
 /**
  * Provision lifecycle through the HTTP contract on the real engine: stacks with
@@ -178,6 +178,7 @@ describe("docker backend: provision lifecycle", { skip }, () => {
   it("a container killed from outside → a failed lifecycle callback and status", async () => {
     const call = provisionBody(rx, manifest({ app: { image: "fred-test/httpd:1" } }), one());
     assert.equal((await provisionAndWait(c, rx, call)).status, "success");
+    await outboxDrained(backend.url);
     const kill = await dockerCli(["kill", instanceName(call.lease, "app", 0)]);
     assert.equal(kill.code, 0, kill.out);
     await rx.waitFor((r) => r.effects.includes(`lifecycle:${call.lease}:failed`), 30_000);

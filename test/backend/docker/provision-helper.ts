@@ -48,3 +48,18 @@ export async function provisionAndWait(
   const d = rx.deliveries.find((x) => x.route === "operation" && x.body.lease_uuid === call.lease);
   return d?.body ?? {};
 }
+
+/**
+ * Waits until the backend's outbox has nothing left to deliver (its
+ * `fred_backend_outbox_pending` gauge reads 0): a receiver having a callback does not yet
+ * mean the backend recorded the delivery.
+ */
+export async function outboxDrained(baseUrl: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const text = await (await fetch(`${baseUrl}/metrics`)).text();
+    if (/^fred_backend_outbox_pending(\{[^}]*\})? 0$/m.test(text)) return;
+    if (Date.now() > deadline) throw new Error("outbox not drained in time");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
