@@ -264,6 +264,12 @@ export class BackendEngine {
       if (signal.aborted) return;
       if (!this.#gate.isBusy(lease.leaseUuid)) await this.#runClose(lease.leaseUuid);
     }
+    // Only leases already ready before the inventory was taken can be missing from it.
+    const readyBefore = new Map<string, number>();
+    for (const lease of journal.listLeases(undefined, undefined)) {
+      if (lease.status === "ready" && lease.head === "none")
+        readyBefore.set(lease.leaseUuid, lease.generation);
+    }
     let inventory: Awaited<ReturnType<Substrate["inventory"]>>;
     try {
       inventory = await substrate.inventory(signal);
@@ -293,11 +299,11 @@ export class BackendEngine {
         });
       }
     }
-    for (const lease of journal.listLeases(undefined, undefined)) {
-      if (lease.status === "ready" && lease.head === "none" && !seen.has(lease.leaseUuid)) {
-        if (!this.#gate.isBusy(lease.leaseUuid))
-          this.#onRuntimeEvent({ leaseUuid: lease.leaseUuid, ...VANISHED });
-      }
+    for (const [leaseUuid, generation] of readyBefore) {
+      if (seen.has(leaseUuid) || this.#gate.isBusy(leaseUuid)) continue;
+      // Still the same ready generation (the journal moves generation on every transition).
+      if (journal.getLease(leaseUuid)?.generation !== generation) continue;
+      this.#onRuntimeEvent({ leaseUuid, ...VANISHED });
     }
   }
 
