@@ -8,6 +8,7 @@ export { TxMetrics, type TxResult } from "./cosmos/tx-pipeline.ts";
 export { FanOut, type FeedConsumer } from "./events/fanout.ts";
 export { EventFeed, type EventFeedOptions, type FeedMetrics, type FeedState } from "./events/feed.ts";
 export type { FeedItem, LeaseEvent, LeaseEventKind } from "./events/types.ts";
+export { type ChainClientConfig, openProviderChain, type ProviderChain } from "./from-config.ts";
 export * from "./keyring/index.ts";
 export { registerChainMetrics } from "./metrics.ts";
 export * from "./port.ts";
