@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { FredError } from "../core/errors.ts";
 import { checkProviderConfig, readConfigFile, redactConfig } from "../provider/config/index.ts";
+import { startProviderd } from "../provider/main.ts";
 import { ExitCode, printJson, say } from "./output.ts";
 
 interface ProviderdOptions {
@@ -9,9 +9,8 @@ interface ProviderdOptions {
 }
 
 /**
- * `fred providerd -c config.yaml`. Today only `--check-config` runs: the daemon's event
- * feed and acknowledgements need the chain client, and we refuse to start a daemon
- * that could not do its job rather than pretend to be one.
+ * `fred providerd -c config.yaml`: validates the configuration, then runs the daemon
+ * (src/provider/main.ts) until SIGTERM/SIGINT. `--check-config` validates and exits.
  */
 export function registerProviderdCommand(program: Command): void {
   program
@@ -28,7 +27,12 @@ Examples:
 
 --check-config prints {"ok":true,"config":{…secrets redacted…}} and exits 0, or prints
 every problem (one per line on stderr, and {"ok":false,"problems":[…]} on stdout) and
-exits 1. Keys and rules: docs/providerd-config.md.`,
+exits 1. Keys and rules: docs/providerd-config.md.
+
+Running, it prints one line {"url","provider_uuid"} on stdout once the API listens, then
+logs to stderr. The placement store must exist (fred placement init). The file keyring
+needs FRED_KEYRING_PASSPHRASE. Operator guide: docs/providerd.md.
+  $ FRED_KEYRING_PASSPHRASE=… fred providerd -c /etc/fred/providerd.yaml`,
     )
     .action(async (opts: ProviderdOptions) => {
       const result = checkProviderConfig(await readConfigFile(opts.config), process.env);
@@ -43,11 +47,14 @@ exits 1. Keys and rules: docs/providerd-config.md.`,
         printJson({ ok: true, config: redactConfig(result.config) });
         return;
       }
-      throw new FredError(
-        "ERR_PROVIDERD_NEEDS_CHAIN_CLIENT",
-        "the provider daemon cannot run yet: it needs the chain client (event feed, lease queries and " +
-          "acknowledgement transactions), which is not part of this build. The configuration is valid; " +
-          "use --check-config to validate it and `fred placement init|inspect` to prepare the placement store.",
-      );
+      const running = await startProviderd(result.config, { env: process.env });
+      say(`fred providerd: listening on ${running.url}`);
+      printJson({ url: running.url, provider_uuid: result.config.providerUuid });
+      await new Promise<void>((resolve) => {
+        process.once("SIGTERM", resolve);
+        process.once("SIGINT", resolve);
+      });
+      say("fred providerd: stopping");
+      await running.stop();
     });
 }

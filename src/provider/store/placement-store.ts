@@ -265,6 +265,19 @@ export class PlacementStore {
     })();
   }
 
+  /**
+   * The owning backend reported the lease's teardown complete (`deprovisioned` on its
+   * lifecycle URL): the confirmed placement is removed. Only the recorded owner can do
+   * this; a conflict or another backend's report changes nothing.
+   */
+  retirePlacement(leaseUuid: string, backend: string): boolean {
+    const p = this.placement(leaseUuid);
+    if (p?.state !== "confirmed" || p.owner !== backend) return false;
+    return (
+      this.#db.prepare("DELETE FROM placements WHERE lease_uuid = ?").run(uuidBytes(leaseUuid)).changes === 1
+    );
+  }
+
   #exactAttempt(leaseUuid: string, operationId: string): AttemptRow | undefined {
     if (!isCanonicalUuid(leaseUuid) || !isUuidV4(operationId)) return undefined;
     const row = this.#stmt.attemptByLease!.get(uuidBytes(leaseUuid)) as AttemptRow | undefined;

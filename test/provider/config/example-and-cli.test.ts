@@ -95,11 +95,11 @@ describe("fred providerd (process)", () => {
     assert.match(r.stderr, / {2}- unknown key "bogus"/);
   });
 
-  it("without --check-config refuses to start: the chain client is missing", async () => {
+  it("without --check-config refuses to start when the placement store was never created", async () => {
     const r = await fred(["providerd", "-c", good]);
     assert.equal(r.code, 1);
     assert.equal(r.stdout, "");
-    assert.match(r.stderr, /cannot run yet: it needs the chain client/);
+    assert.match(r.stderr, /placement store .* does not exist/);
   });
 
   it("reports an unreadable file clearly", async () => {

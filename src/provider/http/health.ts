@@ -1,0 +1,114 @@
+import type { ChainPort } from "../../chain/port.ts";
+import type { BackendClient } from "../backend-client/index.ts";
+import type { ProviderConfig } from "../config/index.ts";
+import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
+
+/**
+ * The body `/health` and `/readyz` share. Remote probes (chain, backends) run together
+ * under one short budget; local stores are checked synchronously. healthy: everything
+ * passed; degraded: a remote dependency is impaired (still ready); unhealthy: a local
+ * store or the placement inventory is not usable (not ready). `/health` never uses the
+ * verdict for its status code; `/readyz` also waits for the event feed and recovery.
+ */
+export interface HealthSources {
+  config: ProviderConfig;
+  chain: ChainPort;
+  clients: ReadonlyMap<string, BackendClient>;
+  store: PlacementStore;
+  payloads: PayloadStore | undefined;
+  tokens: TokenTracker | undefined;
+  inFlight: () => number;
+  feedLive: () => boolean;
+  recoveryDone: () => boolean;
+}
+
+type Check = { status: "healthy" | "unhealthy"; message?: string };
+
+export interface HealthReport {
+  status: "healthy" | "degraded" | "unhealthy";
+  provider_uuid: string;
+  checks: Record<string, Check>;
+  stats: { in_flight_provisions: number };
+}
+
+const REMOTE_BUDGET_MS = 3_000;
+
+async function probe(fn: (signal: AbortSignal) => Promise<unknown>, failure: string): Promise<Check> {
+  try {
+    await fn(AbortSignal.timeout(REMOTE_BUDGET_MS));
+    return { status: "healthy" };
+  } catch {
+    return { status: "unhealthy", message: failure };
+  }
+}
+
+function local(fn: () => unknown, failure: string): Check {
+  try {
+    fn();
+    return { status: "healthy" };
+  } catch {
+    return { status: "unhealthy", message: failure };
+  }
+}
+
+export async function healthReport(s: HealthSources): Promise<HealthReport> {
+  const checks: Record<string, Check> = {};
+  const remote: Promise<void>[] = [
+    probe((signal) => s.chain.latestBlock(signal), "chain query failed").then((c) => {
+      checks.chain = c;
+    }),
+  ];
+  for (const b of s.config.backends) {
+    const key = `backend:${b.name}`;
+    const client = s.clients.get(b.name);
+    if (b.fenced || client === undefined) {
+      checks[key] = { status: "unhealthy", message: "backend is fenced" };
+      continue;
+    }
+    remote.push(
+      probe((signal) => client.stats(signal), "backend health check failed").then((c) => {
+        checks[key] = c;
+      }),
+    );
+  }
+  if (s.tokens !== undefined) {
+    const tokens = s.tokens;
+    checks.token_tracker = local(() => tokens.size(), "token tracker is unreadable");
+  }
+  checks.placement_store = local(() => s.store.counts(), "placement store is unreadable");
+  const names = s.config.backends.map((b) => b.name);
+  let inventoryOk = false;
+  try {
+    inventoryOk = s.store.baselineMatches(names);
+  } catch {
+    inventoryOk = false;
+  }
+  checks.placement_inventory = inventoryOk
+    ? { status: "healthy" }
+    : { status: "unhealthy", message: "no inventory baseline matches the configured backends" };
+  if (s.payloads !== undefined) {
+    const payloads = s.payloads;
+    checks.payload_store = local(
+      () => payloads.has("00000000-0000-4000-8000-000000000000"),
+      "payload store is unreadable",
+    );
+  }
+  await Promise.all(remote);
+  const localBad = ["placement_store", "placement_inventory", "payload_store", "token_tracker"].some(
+    (k) => checks[k]?.status === "unhealthy",
+  );
+  const remoteBad = Object.entries(checks).some(
+    ([k, c]) => (k === "chain" || k.startsWith("backend:")) && c.status === "unhealthy",
+  );
+  return {
+    status: localBad ? "unhealthy" : remoteBad ? "degraded" : "healthy",
+    provider_uuid: s.config.providerUuid,
+    checks: Object.fromEntries(Object.entries(checks).sort(([a], [b]) => a.localeCompare(b))),
+    stats: { in_flight_provisions: s.inFlight() },
+  };
+}
+
+/** Readiness: not unhealthy, the event feed subscribed, and the startup recovery pass done. */
+export function isReady(report: HealthReport, s: HealthSources): boolean {
+  return report.status !== "unhealthy" && s.feedLive() && s.recoveryDone();
+}

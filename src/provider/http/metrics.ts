@@ -1,0 +1,89 @@
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { LifecycleObserver } from "../lifecycle/index.ts";
+
+/**
+ * providerd's own Prometheus metrics. Gauges that mirror live state are read at scrape
+ * time through `collect`, so nothing on the hot path touches them; counters and the
+ * latency histogram are fed by the lifecycle observer.
+ */
+export interface MetricSources {
+  /** Durable lease records by state (confirmed, conflict, attempt) plus awaiting_payload. */
+  leaseStates: () => Record<string, number>;
+  backendHealthy: () => Map<string, boolean>;
+  queueDepths: () => Record<string, number>;
+  feed: () => { lastBlockAtMs: number; lastHeight: number };
+  now: () => number;
+}
+
+export interface ProviderMetrics {
+  registry: Registry;
+  observer: LifecycleObserver;
+}
+
+export function createProviderMetrics(sources: MetricSources): ProviderMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  new Gauge({
+    name: "fred_leases",
+    help: "Leases providerd holds records for, by record state",
+    labelNames: ["state"],
+    registers,
+    collect() {
+      for (const [state, n] of Object.entries(sources.leaseStates())) this.set({ state }, n);
+    },
+  });
+  new Gauge({
+    name: "fred_backend_healthy",
+    help: "1 when the backend's last probe succeeded and it is not fenced",
+    labelNames: ["backend"],
+    registers,
+    collect() {
+      for (const [backend, ok] of sources.backendHealthy()) this.set({ backend }, ok ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: "fred_queue_depth",
+    help: "Work waiting in providerd's internal queues",
+    labelNames: ["queue"],
+    registers,
+    collect() {
+      for (const [queue, n] of Object.entries(sources.queueDepths())) this.set({ queue }, n);
+    },
+  });
+  new Gauge({
+    name: "fred_chain_lag_seconds",
+    help: "Seconds since the event feed last saw a new block",
+    registers,
+    collect() {
+      const at = sources.feed().lastBlockAtMs;
+      this.set(at === 0 ? 0 : Math.max(0, (sources.now() - at) / 1000));
+    },
+  });
+  const latency = new Histogram({
+    name: "fred_provision_latency_seconds",
+    help: "From the committed attempt to the backend's callback",
+    labelNames: ["backend", "outcome"],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900],
+    registers,
+  });
+  const sent = new Counter({
+    name: "fred_provision_requests_total",
+    help: "Provision requests sent, by what the backend's answer proved",
+    labelNames: ["backend", "outcome"],
+    registers,
+  });
+  const callbacks = new Counter({
+    name: "fred_callbacks_total",
+    help: "Backend callbacks received, by outcome",
+    labelNames: ["outcome"],
+    registers,
+  });
+  return {
+    registry,
+    observer: {
+      provisionSent: (backend, outcome) => sent.inc({ backend, outcome }),
+      provisionSettled: (backend, outcome, ms) => latency.observe({ backend, outcome }, ms / 1000),
+      callback: (outcome) => callbacks.inc({ outcome }),
+    },
+  };
+}

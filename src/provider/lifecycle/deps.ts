@@ -1,0 +1,42 @@
+import type { ChainPort } from "../../chain/port.ts";
+import type { Clock } from "../../core/clock.ts";
+import type { Logger } from "../../log.ts";
+import type { BackendClient } from "../backend-client/index.ts";
+import type { ProviderConfig } from "../config/index.ts";
+import type { Router } from "../router.ts";
+import type { PayloadStore, PlacementStore } from "../store/index.ts";
+import type { AckQueue } from "./ack-queue.ts";
+import type { KeyedQueue } from "./keyed-queue.ts";
+
+/** What the lifecycle workflows share; built once by the composition root. */
+export interface LifecycleDeps {
+  config: ProviderConfig;
+  chain: ChainPort;
+  store: PlacementStore;
+  payloads: PayloadStore | undefined;
+  clients: ReadonlyMap<string, BackendClient>;
+  router: Router;
+  acks: AckQueue;
+  queue: KeyedQueue;
+  clock: Clock;
+  logger: Logger;
+  observe: LifecycleObserver;
+}
+
+/** Hooks the metrics layer listens on (no-ops by default). */
+export interface LifecycleObserver {
+  provisionSent(backend: string, outcome: string): void;
+  provisionSettled(backend: string, outcome: "success" | "failed", latencyMs: number): void;
+  callback(outcome: string): void;
+}
+
+export const silentObserver: LifecycleObserver = {
+  provisionSent: () => {},
+  provisionSettled: () => {},
+  callback: () => {},
+};
+
+/** A lease whose items all use billing-only SKUs is acknowledged and never provisioned. */
+export function isBillingOnly(config: ProviderConfig, skus: readonly string[]): boolean {
+  return skus.length > 0 && skus.every((s) => config.billingOnlySkus.includes(s));
+}

@@ -1,0 +1,169 @@
+import type { ChainLease } from "../../chain/port.ts";
+import { FredError } from "../../core/errors.ts";
+import { newUuidV4 } from "../../core/uuid.ts";
+import { buildCallbackUrl } from "../config/index.ts";
+import type { Attempt, StoredPayload } from "../store/index.ts";
+import { isBillingOnly, type LifecycleDeps } from "./deps.ts";
+import { rejectionForRefusal } from "./reasons.ts";
+
+/**
+ * The provision workflow for one lease, always run inside that lease's serial queue:
+ * re-read the lease → billing-only? acknowledge → payload needed but missing? wait →
+ * route → commit the attempt (write-ahead) → POST provision → act on what the answer
+ * proves. Redelivery re-sends an unresolved attempt with its original operation id.
+ */
+export type ProvisionStep =
+  | "not-pending"
+  | "billing-only"
+  | "awaiting-payload"
+  | "unroutable"
+  | "already-recorded"
+  | "sent"
+  | "refused"
+  | "ambiguous";
+
+export class Provisioner {
+  readonly #d: LifecycleDeps;
+  /** Leases whose provision request is on the wire right now. */
+  readonly inFlight = new Set<string>();
+
+  constructor(deps: LifecycleDeps) {
+    this.#d = deps;
+  }
+
+  async provision(leaseUuid: string, signal: AbortSignal, known?: ChainLease): Promise<ProvisionStep> {
+    const { store, config, router, acks, clock } = this.#d;
+    if (store.attemptFor(leaseUuid) !== undefined || store.placement(leaseUuid) !== undefined) {
+      return "already-recorded";
+    }
+    const lease = known ?? (await this.#d.chain.getLease(leaseUuid, signal));
+    if (lease === undefined) {
+      // The event told us it exists; an RPC node that has not caught up yet is retried.
+      throw new FredError("ERR_LEASE_NOT_VISIBLE", `lease ${leaseUuid} is not visible on chain yet`, {
+        retryable: true,
+      });
+    }
+    if (lease.state !== "LEASE_STATE_PENDING") return "not-pending";
+    if (
+      isBillingOnly(
+        config,
+        lease.items.map((i) => i.skuUuid),
+      )
+    ) {
+      acks.acknowledge(leaseUuid);
+      return "billing-only";
+    }
+    let payload: StoredPayload | undefined;
+    if (lease.metaHash !== "") {
+      payload = this.#payloadFor(lease);
+      if (payload === undefined) return "awaiting-payload";
+    }
+    const decision = router.choose(lease.items[0]?.skuUuid ?? "");
+    if (decision.kind !== "backend") {
+      this.#d.logger.warn({ lease_uuid: leaseUuid, reason: decision.reason }, "lease not routable now");
+      return "unroutable";
+    }
+    const attempt: Attempt = {
+      leaseUuid,
+      backend: decision.backend,
+      operationId: newUuidV4(),
+      kind: "provision",
+      createdAt: clock.now(),
+    };
+    if (store.recordAttempt(attempt) === "lease-busy") return "already-recorded";
+    return this.send(attempt, lease, payload, signal);
+  }
+
+  /** The stored payload when its hash matches the lease's meta_hash (otherwise: keep waiting). */
+  #payloadFor(lease: ChainLease): StoredPayload | undefined {
+    const stored = this.#d.payloads?.get(lease.uuid);
+    if (stored === undefined) return undefined;
+    if (stored.sha256 !== lease.metaHash) {
+      this.#d.logger.warn({ lease_uuid: lease.uuid }, "stored payload does not match meta_hash; waiting");
+      return undefined;
+    }
+    return stored;
+  }
+
+  /** Re-sends an unresolved attempt to its attempted backend with the same operation id. */
+  async redeliver(attempt: Attempt, signal: AbortSignal): Promise<ProvisionStep> {
+    const current = this.#d.store.attemptFor(attempt.leaseUuid);
+    if (current?.operationId !== attempt.operationId) return "already-recorded";
+    if (this.inFlight.has(attempt.leaseUuid)) return "sent";
+    const lease = await this.#d.chain.getLease(attempt.leaseUuid, signal);
+    if (lease === undefined || lease.state !== "LEASE_STATE_PENDING") return "not-pending";
+    let payload: StoredPayload | undefined;
+    if (lease.metaHash !== "") {
+      payload = this.#payloadFor(lease);
+      if (payload === undefined) return "awaiting-payload";
+    }
+    return this.send(attempt, lease, payload, signal);
+  }
+
+  async send(
+    attempt: Attempt,
+    lease: ChainLease,
+    payload: StoredPayload | undefined,
+    signal: AbortSignal,
+  ): Promise<ProvisionStep> {
+    const { clients, router, store, acks, config, logger } = this.#d;
+    const log = logger.child({
+      lease_uuid: attempt.leaseUuid,
+      backend: attempt.backend,
+      operation_id: attempt.operationId,
+    });
+    const client = clients.get(attempt.backend);
+    if (client === undefined) {
+      log.warn("attempted backend is no longer configured; attempt left for the operator");
+      return "ambiguous";
+    }
+    this.inFlight.add(attempt.leaseUuid);
+    router.begin(attempt.backend);
+    let outcome: Awaited<ReturnType<typeof client.provision>>;
+    try {
+      outcome = await client.provision(
+        {
+          leaseUuid: lease.uuid,
+          tenant: lease.tenant,
+          providerUuid: config.providerUuid,
+          items: lease.items.map((i) => ({
+            sku: i.skuUuid,
+            quantity: Number(i.quantity),
+            ...(i.serviceName === "" ? {} : { serviceName: i.serviceName }),
+            ...(i.customDomain === "" ? {} : { customDomain: i.customDomain }),
+          })),
+          callbackUrl: buildCallbackUrl(config.callbackBase, "operation_id", attempt.operationId),
+          lifecycleCallbackUrl: buildCallbackUrl(config.callbackBase, "lifecycle_id", attempt.operationId),
+          ...(payload === undefined ? {} : { payload: payload.payload, payloadHash: payload.sha256 }),
+        },
+        signal,
+      );
+    } finally {
+      router.end(attempt.backend);
+      this.inFlight.delete(attempt.leaseUuid);
+    }
+    this.#d.observe.provisionSent(attempt.backend, outcome.kind);
+    switch (outcome.kind) {
+      case "accepted":
+        log.info("provision accepted; waiting for the callback");
+        return "sent";
+      case "refused": {
+        store.clearRefusedAttempt(attempt.leaseUuid, attempt.operationId);
+        const reason = rejectionForRefusal(outcome);
+        log.warn({ status: outcome.status, reason }, "provision refused");
+        if (reason !== undefined) acks.reject(attempt.leaseUuid, reason);
+        return "refused";
+      }
+      case "not-sent":
+        // Nothing left this process, so the write-ahead row proves nothing: drop it and retry.
+        store.clearRefusedAttempt(attempt.leaseUuid, attempt.operationId);
+        throw new FredError("ERR_PROVISION_NOT_SENT", outcome.detail, { retryable: true });
+      case "ambiguous":
+        log.warn(
+          { reason: outcome.reason, detail: outcome.detail },
+          "provision outcome unknown; attempt kept",
+        );
+        return "ambiguous";
+    }
+  }
+}

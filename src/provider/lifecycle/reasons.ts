@@ -1,0 +1,44 @@
+import type { MutationOutcome } from "../backend-client/index.ts";
+
+/**
+ * The reasons providerd writes on chain when it rejects a PENDING lease. They end up in
+ * public state, so they are short fixed phrases or the backend's own tenant-safe text,
+ * never internal error detail. (The chain adapter strips control characters and caps
+ * the length at 256 bytes.)
+ */
+export const REJECT_REASONS = {
+  provisioningFailed: "provisioning failed",
+  invalidSku: "invalid SKU",
+  invalidManifest: "invalid manifest",
+  imageNotAllowed: "image not allowed",
+  validationError: "validation error",
+  insufficientResources: "insufficient resources",
+  payloadCorrupted: "payload corrupted",
+} as const;
+
+type Refusal = Extract<MutationOutcome, { kind: "refused" }>;
+
+/**
+ * What a definite provision refusal means on chain: a reason to reject with, or
+ * `undefined` when the refusal says nothing about the lease itself (a 409 — the
+ * backend already knows this lease — is left to recovery, never rejected).
+ */
+export function rejectionForRefusal(refusal: Refusal): string | undefined {
+  switch (refusal.validationCode) {
+    case "unknown_sku":
+      return REJECT_REASONS.invalidSku;
+    case "invalid_manifest":
+      return REJECT_REASONS.invalidManifest;
+    case "image_not_allowed":
+      return REJECT_REASONS.imageNotAllowed;
+  }
+  if (refusal.status === 400) return REJECT_REASONS.validationError;
+  if (refusal.status === 503) return REJECT_REASONS.insufficientResources;
+  return undefined;
+}
+
+/** A backend `failed` callback's text, or the generic phrase when it sent none. */
+export function rejectionForFailure(error: string | undefined): string {
+  const text = (error ?? "").trim();
+  return text === "" ? REJECT_REASONS.provisioningFailed : text;
+}

@@ -1,0 +1,90 @@
+import type { Attempt } from "../store/index.ts";
+import type { LifecycleDeps } from "./deps.ts";
+import type { Provisioner } from "./provisioner.ts";
+import { REJECT_REASONS } from "./reasons.ts";
+
+/**
+ * Attempts with no callback after `provision_callback_timeout`: ask the attempted
+ * backend about the lease. Ready → confirm and acknowledge; failed → the positive
+ * evidence that lets us reject; unknown to the backend → redeliver the same operation;
+ * still provisioning or no answer → wait. Silence never rejects a lease.
+ */
+export type TimeoutVerdict = "confirmed" | "rejected" | "redelivered" | "waiting" | "unanswered";
+
+const LOOKUP_BATCH = 100;
+
+export async function checkOverdueAttempts(
+  d: LifecycleDeps,
+  provisioner: Provisioner,
+  signal: AbortSignal,
+): Promise<Map<string, TimeoutVerdict>> {
+  const verdicts = new Map<string, TimeoutVerdict>();
+  const due = d.clock.now() - d.config.provisionCallbackTimeoutMs;
+  const overdue = d.store
+    .unresolvedAttempts()
+    .filter((a) => a.createdAt <= due && !provisioner.inFlight.has(a.leaseUuid));
+  const byBackend = new Map<string, Attempt[]>();
+  for (const a of overdue) byBackend.set(a.backend, [...(byBackend.get(a.backend) ?? []), a]);
+  for (const [backend, attempts] of byBackend) {
+    const client = d.clients.get(backend);
+    for (let i = 0; i < attempts.length; i += LOOKUP_BATCH) {
+      const batch = attempts.slice(i, i + LOOKUP_BATCH);
+      let entries: Map<string, string>;
+      try {
+        if (client === undefined) throw new Error("backend not configured");
+        const found = await client.provisionsFor(
+          batch.map((a) => a.leaseUuid),
+          signal,
+        );
+        entries = new Map(found.map((e) => [e.leaseUuid, e.status]));
+      } catch (err) {
+        d.logger.warn({ err, backend }, "cannot ask the backend about overdue provisions");
+        for (const a of batch) verdicts.set(a.leaseUuid, "unanswered");
+        continue;
+      }
+      for (const a of batch) {
+        verdicts.set(
+          a.leaseUuid,
+          await d.queue.run(a.leaseUuid, () => decide(d, provisioner, a, entries.get(a.leaseUuid), signal)),
+        );
+      }
+    }
+  }
+  return verdicts;
+}
+
+async function decide(
+  d: LifecycleDeps,
+  provisioner: Provisioner,
+  a: Attempt,
+  status: string | undefined,
+  signal: AbortSignal,
+): Promise<TimeoutVerdict> {
+  const current = d.store.attemptFor(a.leaseUuid);
+  if (current?.operationId !== a.operationId) return "confirmed";
+  const log = d.logger.child({ lease_uuid: a.leaseUuid, backend: a.backend, operation_id: a.operationId });
+  if (status === undefined) {
+    log.info("no callback and the backend does not know the lease; redelivering");
+    try {
+      await provisioner.redeliver(a, signal);
+    } catch (err) {
+      log.warn({ err }, "redelivery failed");
+    }
+    return "redelivered";
+  }
+  if (status === "failed") {
+    d.store.clearRefusedAttempt(a.leaseUuid, a.operationId);
+    log.info("no callback and the backend reports the provision failed; rejecting");
+    d.acks.reject(a.leaseUuid, REJECT_REASONS.provisioningFailed);
+    return "rejected";
+  }
+  if (status === "ready") {
+    const out = d.store.applyPositiveInventory(a.backend, [a.leaseUuid], d.clock.now());
+    if (out.confirmed.includes(a.leaseUuid)) {
+      log.info("no callback but the backend reports the lease ready; acknowledging");
+      d.acks.acknowledge(a.leaseUuid);
+    }
+    return "confirmed";
+  }
+  return "waiting";
+}

@@ -1,0 +1,274 @@
+import type { AddressInfo } from "node:net";
+import { type CosmosChain, openCosmosChain } from "../chain/cosmos/adapter.ts";
+import { blockEventsFetcher } from "../chain/cosmos/block-events.ts";
+import { signerFromKey } from "../chain/cosmos/signer.ts";
+import { TxMetrics } from "../chain/cosmos/tx-pipeline.ts";
+import { EventFeed } from "../chain/events/feed.ts";
+import { Keyring } from "../chain/keyring/index.ts";
+import { registerChainMetrics } from "../chain/metrics.ts";
+import { type Clock, systemClock } from "../core/clock.ts";
+import { FredError } from "../core/errors.ts";
+import { createLogger, type Logger } from "../log.ts";
+import { type BackendClient, closeBackendClients, createBackendClients } from "./backend-client/index.ts";
+import type { ProviderConfig } from "./config/index.ts";
+import { createProviderMetrics } from "./http/metrics.ts";
+import { buildHttpServer } from "./http/server.ts";
+import { AckQueue, KeyedQueue, Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
+import { runRecovery } from "./recovery/recovery.ts";
+import { Router } from "./router.ts";
+import { PayloadStore, PlacementStore, TokenTracker } from "./store/index.ts";
+
+/**
+ * providerd's composition root: the only place that opens the stores, unlocks the key,
+ * connects to the chain, binds the HTTP port and wires the lifecycle. `startProviderd`
+ * is what the CLI and the tests call; `stop()` shuts down in reverse order within
+ * shutdown_timeout (intake first, then draining, then force).
+ */
+export interface ProviderdOptions {
+  /** Environment for secrets (FRED_KEYRING_PASSPHRASE). */
+  env: Record<string, string | undefined>;
+  clock?: Clock;
+  logger?: Logger;
+  /** How often backend `/stats` are read for routing (default 15 s). */
+  statsIntervalMs?: number;
+}
+
+export type ProviderdState = "starting" | "recovering" | "running" | "stopping" | "stopped";
+
+export interface RunningProviderd {
+  url: string;
+  readonly state: ProviderdState;
+  readonly lifecycle: Lifecycle;
+  stop(): Promise<void>;
+}
+
+export function listenTarget(addr: string): { host: string; port: number } {
+  const i = addr.lastIndexOf(":");
+  const host = addr.slice(0, i).replace(/^\[(.*)\]$/, "$1");
+  return { host: host === "" ? "0.0.0.0" : host, port: Number(addr.slice(i + 1)) };
+}
+
+async function unlockProviderKey(config: ProviderConfig, env: ProviderdOptions["env"]): Promise<Uint8Array> {
+  const keyring = new Keyring({
+    dir: config.keyringDir,
+    backend: config.keyringBackend,
+    passphrase: env.FRED_KEYRING_PASSPHRASE,
+    prefix: config.bech32Prefix,
+  });
+  const key = await keyring.unlock(config.keyName);
+  if (key.address !== config.providerAddress) {
+    throw new FredError(
+      "ERR_PROVIDER_KEY_MISMATCH",
+      `key ${config.keyName} is ${key.address}, but provider_address is ${config.providerAddress}`,
+    );
+  }
+  return key.privateKey;
+}
+
+export async function startProviderd(
+  config: ProviderConfig,
+  opts: ProviderdOptions,
+): Promise<RunningProviderd> {
+  const clock = opts.clock ?? systemClock;
+  const logger = opts.logger ?? createLogger("providerd", config.logLevel);
+  let state: ProviderdState = "starting";
+  const cleanup: (() => Promise<void> | void)[] = [];
+  const unwind = async () => {
+    for (const fn of cleanup.reverse()) await Promise.resolve(fn()).catch(() => {});
+  };
+  try {
+    const store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid);
+    cleanup.push(() => store.close());
+    const payloads =
+      config.payloadStoreDbPath === undefined ? undefined : PayloadStore.open(config.payloadStoreDbPath);
+    if (payloads !== undefined) cleanup.push(() => payloads.close());
+    const tokens =
+      config.tokenTrackerDbPath === undefined ? undefined : TokenTracker.open(config.tokenTrackerDbPath);
+    if (tokens !== undefined) cleanup.push(() => tokens.close());
+
+    const privateKey = await unlockProviderKey(config, opts.env);
+    const txMetrics = new TxMetrics();
+    const chain: CosmosChain = await openCosmosChain({
+      rpcUrl: config.rpcUrl,
+      chainId: config.chainId,
+      signer: signerFromKey(privateKey, config.bech32Prefix),
+      gas: {
+        gasLimit: config.gasLimit,
+        gasAdjustment: config.gasAdjustment,
+        maxGasLimit: config.maxGasLimit,
+        gasPrice: config.gasPrice,
+        feeDenom: config.feeDenom,
+      },
+      txTimeoutMs: config.txTimeoutMs,
+      txPollIntervalMs: config.txPollIntervalMs,
+      queryPageLimit: config.queryPageLimit,
+      clock,
+      logger: logger.child({ component: "chain" }),
+      metrics: txMetrics,
+    });
+    cleanup.push(() => chain.disconnect());
+    const network = (await chain.conn.comet.status()).nodeInfo.network;
+    if (network !== config.chainId) {
+      throw new FredError(
+        "ERR_CHAIN_ID_MISMATCH",
+        `chain_id is ${config.chainId}, but the node at ${config.rpcUrl} serves ${network}`,
+      );
+    }
+
+    const clients: Map<string, BackendClient> = await createBackendClients(config, store.pins(), clock);
+    cleanup.push(() => closeBackendClients(clients));
+    const router = new Router({ backends: config.backends, clock });
+    const acks = new AckQueue({ chain, clock, logger: logger.child({ component: "acks" }) });
+    cleanup.push(() => acks.close());
+
+    const feed = new EventFeed({
+      url: config.websocketUrl,
+      providerUuid: config.providerUuid,
+      clock,
+      pingIntervalMs: config.websocketPingIntervalMs,
+      reconnectInitialMs: config.websocketReconnectInitialMs,
+      reconnectMaxMs: config.websocketReconnectMaxMs,
+      fetchBlockEvents: blockEventsFetcher(chain.conn),
+      logger: logger.child({ component: "feed" }),
+    });
+    const consumer = feed.subscribe("lifecycle", 10_000);
+    cleanup.push(() => feed.stop());
+
+    let lifecycle: Lifecycle | undefined;
+    let recoveryDone = false;
+    const backendOk = new Map<string, boolean>(config.backends.map((b) => [b.name, !b.fenced]));
+    const metrics = createProviderMetrics({
+      leaseStates: () => {
+        const c = store.counts();
+        return {
+          confirmed: c.placements,
+          conflict: c.conflicts,
+          attempt: c.attempts,
+          awaiting_payload: lifecycle?.awaitingPayload ?? 0,
+        };
+      },
+      backendHealthy: () => backendOk,
+      queueDepths: () => ({
+        lease: lifecycle?.deps.queue.depth ?? 0,
+        ack: acks.queued,
+        feed: consumer.queued,
+      }),
+      feed: () => feed.metrics(),
+      now: () => clock.now(),
+    });
+    registerChainMetrics(metrics.registry, { feed: () => feed.metrics(), tx: txMetrics });
+
+    const deps: LifecycleDeps = {
+      config,
+      chain,
+      store,
+      payloads,
+      clients,
+      router,
+      acks,
+      queue: new KeyedQueue(),
+      clock,
+      logger: logger.child({ component: "lifecycle" }),
+      observe: metrics.observer,
+    };
+    const recover = async (signal: AbortSignal) => {
+      const report = await runRecovery(lc, signal);
+      for (const b of config.backends) backendOk.set(b.name, report.answered.includes(b.name));
+      if (report.complete) recoveryDone = true;
+    };
+    const lc = new Lifecycle(deps, { recover });
+    lifecycle = lc;
+
+    const app = buildHttpServer({
+      health: {
+        config,
+        chain,
+        clients,
+        store,
+        payloads,
+        tokens,
+        inFlight: () => lc.provisioner.inFlight.size + store.counts().attempts,
+        feedLive: () => feed.state === "live",
+        recoveryDone: () => recoveryDone,
+      },
+      workloads: { config, store, clients },
+      callbacks: {
+        backends: config.backends,
+        pins: store.pins(),
+        legacySecret: config.callbackSecret,
+        canonicalPathPrefix: config.callbackCanonicalPathPrefix,
+        clock,
+        logger: logger.child({ component: "callbacks" }),
+        apply: () =>
+          state === "running" || state === "recovering" ? (cb) => lc.applyCallback(cb) : undefined,
+        observe: (outcome) => metrics.observer.callback(outcome),
+      },
+      metrics: metrics.registry,
+      maxRequestBodySize: config.maxRequestBodySize,
+      requestTimeoutMs: config.httpReadTimeoutMs + config.httpWriteTimeoutMs,
+      idleTimeoutMs: config.httpIdleTimeoutMs,
+    });
+    const target = listenTarget(config.apiListenAddr);
+    await app.listen({ host: target.host, port: target.port });
+    cleanup.push(() => app.close());
+    const address = app.server.address() as AddressInfo;
+    const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+    const url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${address.port}`;
+
+    // Routing loads: read /stats now and then; a failed read drops that backend's signal.
+    const refreshStats = () =>
+      router.refreshLoads(clients, lc.signal).finally(() => {
+        if (!lc.signal.aborted) cleanup.push(clock.setTimer(opts.statsIntervalMs ?? 15_000, refreshStats));
+      });
+    void refreshStats();
+
+    state = "recovering";
+    feed.start();
+    lc.start(consumer);
+    // The startup pass runs once the feed is subscribed (events meanwhile wait in the
+    // consumer's queue), and repeats with backoff until every backend has answered.
+    void (async () => {
+      let delay = 1_000;
+      while (!lc.signal.aborted && !recoveryDone) {
+        if (feed.state === "live") {
+          try {
+            await recover(lc.signal);
+          } catch (err) {
+            logger.warn({ err }, "startup recovery failed; retrying");
+          }
+          if (recoveryDone) break;
+        }
+        try {
+          await clock.sleep(feed.state === "live" ? delay : 100, lc.signal);
+        } catch {
+          return;
+        }
+        if (feed.state === "live") delay = Math.min(delay * 2, 30_000);
+      }
+      if (recoveryDone && state === "recovering") state = "running";
+      logger.info({ url }, "providerd recovered and running");
+    })();
+
+    let stopping: Promise<void> | undefined;
+    return {
+      url,
+      get state() {
+        return state;
+      },
+      lifecycle: lc,
+      stop() {
+        stopping ??= (async () => {
+          state = "stopping";
+          await feed.stop();
+          await lc.stop(config.shutdownTimeoutMs);
+          await unwind();
+          state = "stopped";
+        })();
+        return stopping;
+      },
+    };
+  } catch (err) {
+    await unwind();
+    throw err;
+  }
+}

@@ -1,0 +1,235 @@
+import { createHash } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { type CosmosChain, openCosmosChain } from "../../../src/chain/cosmos/adapter.ts";
+import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
+import { Keyring } from "../../../src/chain/keyring/index.ts";
+import { MsgCreateLease, MsgCreateLeaseResponse } from "../../../src/chain/proto/index.ts";
+import { runFred, type Started, startFred } from "../processes.ts";
+
+/**
+ * A real local stack for providerd end-to-end tests: a devnet process, mock backend
+ * processes, the provider's keyring, a providerd config and its placement store, and
+ * providerd itself as a child process that tests can stop, kill -9 and restart.
+ */
+export const SECRETS = ["e2e-mock-one-secret-0123456789abcdef", "e2e-mock-two-secret-0123456789abcdef"];
+export const SIDS = ["5c0e2f1a-3b4d-4e6f-8a9b-0c1d2e3f4a5b", "6d1f3a2b-4c5e-4f70-9bac-1d2e3f4a5b6c"];
+
+export interface DevnetKeys {
+  chain_id: string;
+  provider_uuid: string;
+  accounts: { name: string; address: string; mnemonic: string; private_key_hex: string }[];
+  skus: { uuid: string; name: string; billing_only: boolean }[];
+}
+
+export interface MockReady {
+  url: string;
+  storage_id: string;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export async function until<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export interface BackendOverrides {
+  draining?: boolean;
+  fenced?: boolean;
+}
+
+export class Stack {
+  readonly dir = mkdtempSync(join(tmpdir(), "fred-providerd-e2e-"));
+  devnet!: Started<{ rpc: string }>;
+  mocks: Started<MockReady>[] = [];
+  keys!: DevnetKeys;
+  tenant!: CosmosChain;
+  providerd: Started<{ url: string }> | undefined;
+  apiPort = 0;
+  configPath = "";
+  readonly payloadPath = join(this.dir, "payloads.db");
+  readonly placementPath = join(this.dir, "placements.db");
+
+  async start(mockEnv: Record<string, string>[] = [{}, {}]): Promise<void> {
+    const home = join(this.dir, "devnet");
+    const started = await Promise.all([
+      startFred<{ rpc: string }>([
+        "devnet",
+        "start",
+        "--home",
+        home,
+        "--rpc-port",
+        "0",
+        "--block-time",
+        "0s",
+      ]),
+      ...mockEnv.map((extra, i) =>
+        startFred<MockReady>(["backend", "mock"], {
+          MOCK_BACKEND_ADDR: "127.0.0.1:0",
+          MOCK_BACKEND_STORAGE_ID: SIDS[i]!,
+          MOCK_BACKEND_CALLBACK_SECRET: SECRETS[i]!,
+          MOCK_BACKEND_NAME: `mock-${i + 1}`,
+          MOCK_BACKEND_DB_PATH: join(this.dir, `mock-${i + 1}.db`),
+          ...extra,
+        }),
+      ),
+    ]);
+    this.devnet = started[0] as Started<{ rpc: string }>;
+    this.mocks = started.slice(1) as Started<MockReady>[];
+    this.keys = JSON.parse((await runFred(["devnet", "keys", "--home", home])).stdout) as DevnetKeys;
+    const provider = this.account("provider");
+    await new Keyring({ dir: join(this.dir, "keyring"), backend: "test" }).add("provider", provider.mnemonic);
+    this.tenant = await openCosmosChain({
+      rpcUrl: this.devnet.ready.rpc,
+      signer: signerFromKey(Buffer.from(this.account("tenant1").private_key_hex, "hex")),
+      txPollIntervalMs: 50,
+      txTimeoutMs: 20_000,
+    });
+    this.apiPort = await freePort();
+    this.writeConfig();
+    const init = await runFred(["placement", "init", "--config", this.configPath]);
+    if (init.code !== 0) throw new Error(`placement init failed: ${init.stderr}`);
+  }
+
+  account(name: string) {
+    const a = this.keys.accounts.find((x) => x.name === name);
+    if (a === undefined) throw new Error(`no devnet account ${name}`);
+    return a;
+  }
+
+  sku(name: string): string {
+    const s = this.keys.skus.find((x) => x.name === name);
+    if (s === undefined) throw new Error(`no devnet sku ${name} (have ${this.keys.skus.map((k) => k.name)})`);
+    return s.uuid;
+  }
+
+  writeConfig(overrides: BackendOverrides[] = [], extra: Record<string, unknown> = {}): void {
+    this.configPath = join(this.dir, "providerd.yaml");
+    const config = {
+      provider_uuid: this.keys.provider_uuid,
+      provider_address: this.account("provider").address,
+      chain_id: this.keys.chain_id,
+      keyring_dir: join(this.dir, "keyring"),
+      keyring_backend: "test",
+      key_name: "provider",
+      websocket_url: `${this.devnet.ready.rpc.replace(/^http/, "ws")}/websocket`,
+      api_listen_addr: `127.0.0.1:${this.apiPort}`,
+      callback_base_url: `http://127.0.0.1:${this.apiPort}`,
+      placement_store_db_path: this.placementPath,
+      payload_store_db_path: this.payloadPath,
+      provision_callback_timeout: "20s",
+      shutdown_timeout: "5s",
+      backends: this.mocks.map((m, i) => ({
+        name: `mock-${i + 1}`,
+        url: m.ready.url,
+        hmac_secret: SECRETS[i],
+        default: i === 0,
+        ...(overrides[i]?.draining ? { draining: true } : {}),
+        ...(overrides[i]?.fenced ? { fenced: true } : {}),
+      })),
+      ...extra,
+    };
+    writeFileSync(this.configPath, stringify(config));
+  }
+
+  get api(): string {
+    return `http://127.0.0.1:${this.apiPort}`;
+  }
+
+  async startProviderd(): Promise<void> {
+    this.providerd = await startFred<{ url: string }>(["providerd", "-c", this.configPath], {
+      FRED_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
+    });
+    await until(async () => (await fetch(`${this.api}/readyz`)).status === 200, "providerd /readyz 200");
+  }
+
+  async stopProviderd(): Promise<void> {
+    await this.providerd?.stop();
+    this.providerd = undefined;
+  }
+
+  async killProviderd(): Promise<void> {
+    const child = this.providerd?.child;
+    if (child === undefined || child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill("SIGKILL");
+    await exited;
+    this.providerd = undefined;
+  }
+
+  /** Creates single-item leases for tenant1 in one tx; `metaHash` makes them payload leases. */
+  async createLeases(n: number, skuName: string, metaHash = new Uint8Array()): Promise<string[]> {
+    const skuUuid = this.sku(skuName);
+    const msgs = Array.from({ length: n }, () => ({
+      typeUrl: MsgCreateLease.typeUrl,
+      value: MsgCreateLease.fromPartial({
+        tenant: this.tenant.address,
+        items: [{ skuUuid, quantity: 1n }],
+        metaHash,
+      }),
+    }));
+    const res = await this.tenant.send(msgs);
+    return res.msgResponses.map((a) => MsgCreateLeaseResponse.decode(a.value).leaseUuid);
+  }
+
+  async leaseState(uuid: string): Promise<string | undefined> {
+    return (await this.tenant.getLease(uuid))?.state;
+  }
+
+  async waitState(uuids: readonly string[], state: string, timeoutMs = 30_000): Promise<void> {
+    try {
+      await until(
+        async () => (await Promise.all(uuids.map((u) => this.leaseState(u)))).every((s) => s === state),
+        `${uuids.length} lease(s) ${state}`,
+        timeoutMs,
+      );
+    } catch (err) {
+      throw new Error(
+        `${(err as Error).message}\nproviderd stderr:\n${this.providerd?.stderr().slice(-6000)}`,
+      );
+    }
+  }
+
+  async workloads(
+    uuids: readonly string[],
+  ): Promise<{ lease_uuid: string; backend: string; status: string }[]> {
+    const q = uuids.map((u) => `lease_uuid=${u}`).join("&");
+    const res = await fetch(`${this.api}/workloads?${q}`);
+    if (res.status !== 200) throw new Error(`/workloads answered ${res.status}`);
+    return ((await res.json()) as { workloads: { lease_uuid: string; backend: string; status: string }[] })
+      .workloads;
+  }
+
+  async close(): Promise<void> {
+    this.tenant?.disconnect();
+    await this.providerd?.stop();
+    await Promise.all([this.devnet?.stop(), ...this.mocks.map((m) => m.stop())]);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export function sha256(bytes: Uint8Array): Uint8Array {
+  return createHash("sha256").update(bytes).digest();
+}
