@@ -85,6 +85,8 @@ export interface ChainOptions {
   args?: string[];
   /** Restart the node with this dev account as module authority (POA_ADMIN_ADDRESS). */
   authority?: string;
+  /** Check the ledger invariants after every block this harness produces (default true). */
+  checkEveryBlock?: boolean;
 }
 
 export async function startChain(opts: ChainOptions = {}): Promise<Chain> {
@@ -127,7 +129,10 @@ export async function startChain(opts: ChainOptions = {}): Promise<Chain> {
     },
     async send(name, msgs, fee = FEE) {
       const c = await chain.client(name);
-      return c.signAndBroadcast(chain.address(name), msgs, fee);
+      const res = await c.signAndBroadcast(chain.address(name), msgs, fee);
+      // With --block-time 0s every tx is its own block: this checks after every block.
+      if (opts.checkEveryBlock ?? true) await chain.assertInvariants();
+      return res;
     },
     async broadcastSync(name, msgs, fee = FEE) {
       const c = await chain.client(name);
@@ -148,6 +153,7 @@ export async function startChain(opts: ChainOptions = {}): Promise<Chain> {
     async produceBlock() {
       const r = await rpc(devnet.url, "devnet_produce_block", {});
       assert.equal(r.error, undefined, JSON.stringify(r.error));
+      if (opts.checkEveryBlock ?? true) await chain.assertInvariants();
     },
     async blockTimeNs(height) {
       const b = await comet.block(height);

@@ -8,6 +8,7 @@ import {
   BillingMsgUpdateParams,
   LeaseState,
   MsgAcknowledgeLease,
+  MsgCloseLease,
   MsgCreateLease,
   MsgCreateLeaseForTenant,
   MsgCreateLeaseForTenantResponse,
@@ -303,6 +304,47 @@ describe("authority paths of x/billing", () => {
     assert.equal(allowed.code, 0, allowed.rawLog);
     assert.equal(eventsOf(allowed, "lease_created")[0]!.created_by, "allowed");
     await chain.assertInvariants();
+  });
+
+  it("closes as authority (overriding other roles) and refuses a batch mixing roles", async () => {
+    const small = chain.devnet.keys.skus[0]!.uuid;
+    const provider = chain.address("provider");
+    const create = (tenant: string) =>
+      msg(MsgCreateLease, {
+        tenant: chain.address(tenant),
+        items: [{ skuUuid: small, quantity: 1n, serviceName: "" }],
+      });
+    const a = await chain.send("tenant1", [create("tenant1"), create("tenant1")], {
+      amount: [{ denom: "umfx", amount: "40000" }],
+      gas: "800000",
+    });
+    const b = await chain.send("tenant2", [create("tenant2")]);
+    const [l1, l2] = a.msgResponses.map((r) => MsgCreateLeaseResponse.decode(r.value).leaseUuid);
+    const l3 = MsgCreateLeaseResponse.decode(b.msgResponses[0]!.value).leaseUuid;
+    assert.equal(
+      (
+        await chain.send("provider", [
+          msg(MsgAcknowledgeLease, { sender: provider, leaseUuids: [l1!, l2!, l3] }),
+        ])
+      ).code,
+      0,
+    );
+    // tenant1 may close its own lease but not tenant2's: one batch, two roles → code 6
+    const mixed = await chain.send("tenant1", [msg(MsgCloseLease, { sender: t1, leaseUuids: [l1!, l3] })]);
+    assert.equal(mixed.code, 6);
+    const byAuthority = await chain.send("faucet", [
+      msg(MsgCloseLease, { sender: admin, leaseUuids: [l1!, l3], reason: "policy" }),
+    ]);
+    assert.equal(byAuthority.code, 0, byAuthority.rawLog);
+    assert.deepEqual(
+      eventsOf(byAuthority, "lease_closed").map((e) => e.closed_by),
+      ["authority", "authority"],
+    );
+    assert.equal(eventsOf(byAuthority, "batch_closed")[0]!.closed_by, "authority");
+    const stranger = await chain.send("tenant2", [
+      msg(MsgCloseLease, { sender: chain.address("tenant2"), leaseUuids: [l2!] }),
+    ]);
+    assert.equal(stranger.code, 6);
   });
 
   it("sets, refuses and clears custom domains with a global claim index", async () => {
