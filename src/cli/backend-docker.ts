@@ -11,12 +11,15 @@ import { printJson, say } from "./output.ts";
  * start verifies it and serves the backend contract until SIGINT/SIGTERM.
  */
 const HELP = `
-First start (creates the journal at db_path, binds a fresh storage id, prints it, exits 0;
-refuses with exit 1 when the journal is already bound):
+Examples:
   $ fred backend docker -c docker-backend.yaml --initialize-storage-identity new
   {"storage_id":"…"}
-Then run it (prints {"url","name","storage_id"} on stdout once it listens):
   $ fred backend docker -c docker-backend.yaml
+  {"url":"http://127.0.0.1:9001","name":"docker","storage_id":"…"}
+
+The first command is the first start: it creates the journal at db_path, binds a fresh
+storage id, prints it and exits 0 (exit 1 when the journal is already bound). The second
+runs the backend until SIGINT/SIGTERM, printing its JSON line once it listens.
 
 Environment overrides of file keys:
   DOCKER_BACKEND_ADDR              listen_addr
