@@ -37,7 +37,8 @@ import {
 import * as q from "./queries.ts";
 import { connectNode, type NodeConnection } from "./rpc.ts";
 import { chainRegistry, type TxSigner } from "./signer.ts";
-import { type TxMetrics, TxPipeline, type TxResult } from "./tx-pipeline.ts";
+import { execAs, missingGrants, parseCoinText, topUps } from "./sub-signers.ts";
+import { TxMetrics, TxPipeline, type TxPipelineOptions, type TxResult } from "./tx-pipeline.ts";
 
 export interface CosmosChainOptions {
   rpcUrl: string;
@@ -99,6 +100,9 @@ export class CosmosChain implements ChainPort {
   readonly conn: NodeConnection;
   readonly chainId: string;
   readonly pipeline: TxPipeline | undefined;
+  readonly #pipelineOptions: TxPipelineOptions;
+  #subs: TxPipeline[] = [];
+  #funding: { min: { denom: string; amount: bigint }; amount: { denom: string; amount: bigint } } | undefined;
   readonly #o: Required<
     Pick<CosmosChainOptions, "queryPageLimit" | "withdrawLimit" | "maxWithdrawIterations" | "msgsPerTx">
   > &
@@ -118,25 +122,62 @@ export class CosmosChain implements ChainPort {
       throw new FredError("ERR_CONFIG", "query_page_limit must be 1..1000");
     const gas = { ...DEFAULT_GAS, ...opts.gas };
     checkGasConfig(gas);
+    this.#pipelineOptions = {
+      conn,
+      registry: chainRegistry(),
+      chainId,
+      gas,
+      clock: opts.clock ?? systemClock,
+      txTimeoutMs: opts.txTimeoutMs ?? 30_000,
+      txPollIntervalMs: opts.txPollIntervalMs ?? 500,
+      ...(opts.simulateTimeoutMs === undefined ? {} : { simulateTimeoutMs: opts.simulateTimeoutMs }),
+      metrics: opts.metrics ?? new TxMetrics(),
+      ...(opts.logger === undefined ? {} : { logger: opts.logger }),
+      ...(opts.onProgress === undefined ? {} : { onProgress: opts.onProgress }),
+    };
     this.pipeline =
-      opts.signer === undefined
-        ? undefined
-        : new TxPipeline(
-            {
-              conn,
-              registry: chainRegistry(),
-              chainId,
-              gas,
-              clock: opts.clock ?? systemClock,
-              txTimeoutMs: opts.txTimeoutMs ?? 30_000,
-              txPollIntervalMs: opts.txPollIntervalMs ?? 500,
-              ...(opts.simulateTimeoutMs === undefined ? {} : { simulateTimeoutMs: opts.simulateTimeoutMs }),
-              ...(opts.metrics === undefined ? {} : { metrics: opts.metrics }),
-              ...(opts.logger === undefined ? {} : { logger: opts.logger }),
-              ...(opts.onProgress === undefined ? {} : { onProgress: opts.onProgress }),
-            },
-            opts.signer,
-          );
+      opts.signer === undefined ? undefined : new TxPipeline(this.#pipelineOptions, opts.signer);
+  }
+
+  /**
+   * Adds authz sub-signer lanes: lease transactions sent with a lane number go out as
+   * MsgExec from sub-signer `lane mod N`, in parallel with each other. Grants and fee
+   * top-ups are sent by the provider key first (only what is missing).
+   */
+  async enableSubSigners(
+    subs: readonly TxSigner[],
+    funding: { minBalance: string; topUpAmount: string },
+    signal?: AbortSignal,
+  ): Promise<{ grantsSent: number; toppedUp: number }> {
+    const provider = this.#requirePipeline();
+    const min = parseCoinText(funding.minBalance, "sub_signer_min_balance");
+    const amount = parseCoinText(funding.topUpAmount, "sub_signer_top_up_amount");
+    const grants = await missingGrants(this.conn, provider.signer.address, subs);
+    if (grants.length > 0) await provider.send(grants, signal === undefined ? {} : { signal });
+    const sends = await topUps(this.conn, provider.signer.address, subs, min, amount);
+    if (sends.length > 0) await provider.send(sends, signal === undefined ? {} : { signal });
+    this.#subs = subs.map((s) => new TxPipeline(this.#pipelineOptions, s));
+    this.#funding = { min, amount };
+    return { grantsSent: grants.length, toppedUp: sends.length };
+  }
+
+  /** One funding pass (for SubSignerFunder): tops up sub-signers below the floor. */
+  async topUpSubSigners(signal?: AbortSignal): Promise<number> {
+    const provider = this.#requirePipeline();
+    if (this.#funding === undefined || this.#subs.length === 0) return 0;
+    const sends = await topUps(
+      this.conn,
+      provider.signer.address,
+      this.#subs.map((p) => p.signer),
+      this.#funding.min,
+      this.#funding.amount,
+    );
+    if (sends.length > 0) await provider.send(sends, signal === undefined ? {} : { signal });
+    return sends.length;
+  }
+
+  get subSignerPipelines(): readonly TxPipeline[] {
+    return this.#subs;
   }
 
   /** Releases the node connection. */
@@ -181,23 +222,41 @@ export class CosmosChain implements ChainPort {
   }
 
   // ---- lease transactions ----
-  acknowledge(leaseUuids: readonly string[], signal?: AbortSignal): Promise<LeaseOutcome[]> {
-    return this.#leaseTx("acknowledge", leaseUuids, "", signal);
+  /** `lane` picks an authz sub-signer when they are enabled; otherwise the provider key sends. */
+  acknowledge(leaseUuids: readonly string[], signal?: AbortSignal, lane?: number): Promise<LeaseOutcome[]> {
+    return this.#leaseTx("acknowledge", leaseUuids, "", signal, lane);
   }
-  reject(leaseUuids: readonly string[], reason: string, signal?: AbortSignal): Promise<LeaseOutcome[]> {
-    return this.#leaseTx("reject", leaseUuids, sanitizeReason(reason), signal);
+  reject(
+    leaseUuids: readonly string[],
+    reason: string,
+    signal?: AbortSignal,
+    lane?: number,
+  ): Promise<LeaseOutcome[]> {
+    return this.#leaseTx("reject", leaseUuids, sanitizeReason(reason), signal, lane);
   }
-  closeLeases(leaseUuids: readonly string[], reason: string, signal?: AbortSignal): Promise<LeaseOutcome[]> {
-    return this.#leaseTx("close", leaseUuids, sanitizeReason(reason), signal);
+  closeLeases(
+    leaseUuids: readonly string[],
+    reason: string,
+    signal?: AbortSignal,
+    lane?: number,
+  ): Promise<LeaseOutcome[]> {
+    return this.#leaseTx("close", leaseUuids, sanitizeReason(reason), signal, lane);
+  }
+
+  #laneFor(lane: number | undefined): TxPipeline {
+    if (lane !== undefined && this.#subs.length > 0)
+      return this.#subs[lane % this.#subs.length] as TxPipeline;
+    return this.#requirePipeline();
   }
 
   async #leaseTx(
     kind: LeaseMsgKind,
     uuids: readonly string[],
     reason: string,
-    signal?: AbortSignal,
+    signal: AbortSignal | undefined,
+    lane: number | undefined,
   ): Promise<LeaseOutcome[]> {
-    const pipeline = this.#requirePipeline();
+    const pipeline = this.#laneFor(lane);
     const outcomes = new Map<string, LeaseOutcome>();
     const todo: string[] = [];
     for (const u of new Set(uuids)) {
@@ -227,10 +286,14 @@ export class CosmosChain implements ChainPort {
   ): Promise<void> {
     const t = TRANSITION[kind];
     try {
-      const res = await pipeline.send(
-        leaseMsgs(kind, pipeline.signer.address, group, reason),
-        signal === undefined ? {} : { signal },
-      );
+      // Lease messages are always the provider's; a sub-signer delivers them inside MsgExec.
+      const provider = this.#requirePipeline();
+      const msgs = leaseMsgs(kind, provider.signer.address, group, reason);
+      const wrapped =
+        pipeline === provider
+          ? msgs
+          : [execAs(this.#pipelineOptions.registry, pipeline.signer.address, msgs)];
+      const res = await pipeline.send(wrapped, signal === undefined ? {} : { signal });
       for (const u of group)
         outcomes.set(u, { leaseUuid: u, status: t.ok, txHash: res.txHash, height: res.height });
       return;
@@ -338,14 +401,14 @@ export class CosmosChain implements ChainPort {
       lanes: opts.lanes ?? 1,
       maxBatch: opts.maxBatch ?? 50,
       maxWaitMs: opts.maxWaitMs ?? 500,
-      flush: async (_lane, batch: readonly AckRequest[]) => {
+      flush: async (lane, batch: readonly AckRequest[]) => {
         const acks = batch.filter((r) => r.kind === "acknowledge").map((r) => r.leaseUuid);
         const byReason = new Map<string, string[]>();
         for (const r of batch)
           if (r.kind === "reject") byReason.set(r.reason, [...(byReason.get(r.reason) ?? []), r.leaseUuid]);
         const parts = await Promise.all([
-          acks.length > 0 ? this.acknowledge(acks) : Promise.resolve([]),
-          ...[...byReason].map(([reason, uuids]) => this.reject(uuids, reason)),
+          acks.length > 0 ? this.acknowledge(acks, undefined, lane) : Promise.resolve([]),
+          ...[...byReason].map(([reason, uuids]) => this.reject(uuids, reason, undefined, lane)),
         ]);
         return parts.flat();
       },

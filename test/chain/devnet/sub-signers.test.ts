@@ -1,0 +1,92 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { cosmosHdPath, privateKeyFromMnemonic } from "../../../src/auth/keys.ts";
+import type { CosmosChain } from "../../../src/chain/cosmos/adapter.ts";
+import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
+import { deriveSubSigners, SubSignerFunder } from "../../../src/chain/cosmos/sub-signers.ts";
+import { ManualClock } from "../../../src/core/clock.ts";
+import { isFredError } from "../../../src/core/errors.ts";
+import { type DevnetProcess, startDevnetProcess } from "./devnet-process.ts";
+import { clientFor, createLeases, until } from "./helpers.ts";
+
+describe("authz sub-signer lanes against a real devnet", () => {
+  let dn: DevnetProcess;
+  let provider: CosmosChain;
+  let tenant: CosmosChain;
+  before(async () => {
+    dn = await startDevnetProcess({ blockTime: "200ms", tenants: 1 });
+    provider = await clientFor(dn, "provider");
+    tenant = await clientFor(dn, "tenant1");
+  });
+  after(async () => {
+    provider?.disconnect();
+    tenant?.disconnect();
+    await dn?.stop();
+  });
+
+  it("derives sub-signers at m/44'/118'/i'/0/0 (i ≥ 1) and refuses silly counts", () => {
+    const mnemonic = dn.account("provider").mnemonic;
+    const subs = deriveSubSigners(mnemonic, 2);
+    assert.equal(subs[1]?.address, signerFromKey(privateKeyFromMnemonic(mnemonic, cosmosHdPath(2))).address);
+    assert.notEqual(subs[0]?.address, dn.account("provider").address);
+    assert.throws(
+      () => deriveSubSigners(mnemonic, -1),
+      (e) => isFredError(e, "ERR_CONFIG"),
+    );
+  });
+
+  it("grants once, tops up, then sends lease txs through MsgExec on parallel lanes", async () => {
+    const subs = deriveSubSigners(dn.account("provider").mnemonic, 2);
+    const funding = { minBalance: "1000000umfx", topUpAmount: "5000000umfx" };
+    assert.deepEqual(await provider.enableSubSigners(subs, funding), { grantsSent: 6, toppedUp: 2 });
+    assert.deepEqual(await provider.enableSubSigners(subs, funding), { grantsSent: 0, toppedUp: 0 });
+    const leases = await createLeases(tenant, dn, 4);
+    const [a, b] = await Promise.all([
+      provider.acknowledge(leases.slice(0, 2), undefined, 0),
+      provider.acknowledge(leases.slice(2), undefined, 1),
+    ]);
+    assert.deepEqual(
+      [...(a ?? []), ...(b ?? [])].map((o) => o.status),
+      ["acknowledged", "acknowledged", "acknowledged", "acknowledged"],
+    );
+    const lanes = provider.subSignerPipelines;
+    assert.equal(lanes.length, 2);
+    assert.deepEqual(
+      lanes.map((p) => p.owner.cached?.sequence),
+      [1, 1],
+      "each sub-signer sent exactly one tx",
+    );
+    for (const l of leases) assert.equal((await provider.getLease(l))?.state, "LEASE_STATE_ACTIVE");
+    // Already-active through a lane: a success, sorted out per lease.
+    const again = await provider.acknowledge([leases[0] as string], undefined, 1);
+    assert.equal(again[0]?.status, "already_done");
+    // The batcher spreads its lanes over the sub-signers.
+    const more = await createLeases(tenant, dn, 2);
+    const batcher = provider.ackBatcher({ lanes: 2, maxBatch: 1, maxWaitMs: 0 });
+    const outs = await Promise.all(
+      more.map((leaseUuid) => batcher.submit({ kind: "acknowledge", leaseUuid })),
+    );
+    await batcher.close();
+    assert.deepEqual(
+      outs.map((o) => o.status),
+      ["acknowledged", "acknowledged"],
+    );
+  });
+
+  it("the funder re-checks balances on its interval (Clock-driven)", async () => {
+    const clock = new ManualClock();
+    let topped = -1;
+    const funder = new SubSignerFunder(clock, 3_600_000, async () => {
+      topped = await provider.topUpSubSigners();
+    });
+    funder.start();
+    clock.advance(3_599_999);
+    assert.equal(funder.checks, 0);
+    clock.advance(1);
+    assert.equal(funder.checks, 1);
+    await until(() => topped >= 0, "funding pass");
+    assert.equal(topped, 0, "balances are above the floor");
+    funder.stop();
+    assert.equal(clock.pendingTimers, 0);
+  });
+});
