@@ -13,6 +13,10 @@ import { join } from "node:path";
 import { Agent, request } from "undici";
 import { hmacSecret, signRequest } from "../src/auth/hmac.ts";
 import { Journal } from "../src/backend/kit/journal/journal.ts";
+import { parseProvisionRequest } from "../src/backend/kit/wire.ts";
+import { loadMockBackendConfig } from "../src/backend/mock/config.ts";
+import { startMockBackend } from "../src/backend/mock/main.ts";
+import { createLogger } from "../src/log.ts";
 import { startReceiver } from "../test/backend/kit/receiver.ts";
 import { spawnMock } from "../test/backend/mock/process.ts";
 
@@ -171,7 +175,57 @@ async function callbacksDelivered(): Promise<void> {
   }
 }
 
+/**
+ * The same admission path without HTTP: engine.provision() in-process on a journal file
+ * (durable intents, group commit), workers and settlement running alongside. Shows what
+ * the kit itself sustains apart from the HTTP layers and the load generator.
+ */
+async function kitAdmissions(): Promise<void> {
+  const config = loadMockBackendConfig({
+    MOCK_BACKEND_ADDR: "127.0.0.1:0",
+    MOCK_BACKEND_STORAGE_ID: randomUUID(),
+    MOCK_BACKEND_CALLBACK_SECRET: SECRET,
+    MOCK_BACKEND_DB_PATH: join(dir, "kit.db"),
+    MOCK_BACKEND_CAPACITY: capacity,
+  });
+  const b = await startMockBackend(config, { logger: createLogger("bench", "silent") });
+  try {
+    const one = () => {
+      const op = randomUUID();
+      return b.engine.provision(
+        parseProvisionRequest({
+          lease_uuid: randomUUID(),
+          tenant: "manifest1bench",
+          provider_uuid: randomUUID(),
+          items: [{ sku: SKU, quantity: 1 }],
+          callback_url: `http://127.0.0.1:9/callbacks/provision?operation_id=${op}`,
+        }),
+      );
+    };
+    let next = 0;
+    const start = process.hrtime.bigint();
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next++ < PROVISIONS) await one();
+      }),
+    );
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    console.log(
+      JSON.stringify({
+        bench: "kit_admissions_in_process",
+        provisions: PROVISIONS,
+        accepted_per_s: Math.round(PROVISIONS / seconds),
+        goal_per_s: 1000,
+        load_average_1m: Number(loadavg()[0]?.toFixed(2)),
+      }),
+    );
+  } finally {
+    await b.close();
+  }
+}
+
 try {
+  await kitAdmissions();
   await provisionsAccepted();
   await callbacksDelivered();
 } finally {
