@@ -15,7 +15,7 @@ export interface Started<T> {
 export async function startFred<T>(
   args: string[],
   env: Record<string, string> = {},
-  deadlineMs = 60_000,
+  deadlineMs = 120_000,
 ): Promise<Started<T>> {
   const child = spawn(process.execPath, ["bin/fred.js", ...args], {
     env: { ...process.env, FRED_LOG_LEVEL: "warn", ...env },
