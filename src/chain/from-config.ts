@@ -3,11 +3,13 @@
  * chain client and the event feed, all from validated config. Secrets are passed in (the
  * composition root reads FRED_KEYRING_PASSPHRASE), never read here.
  */
-import type { Clock } from "../core/clock.ts";
+import { type Clock, systemClock } from "../core/clock.ts";
+import { FredError } from "../core/errors.ts";
 import type { Logger } from "../log.ts";
 import { type CosmosChain, openCosmosChain } from "./cosmos/adapter.ts";
 import { blockEventsFetcher } from "./cosmos/block-events.ts";
 import { signerFromKey } from "./cosmos/signer.ts";
+import { deriveSubSigners, SubSignerFunder } from "./cosmos/sub-signers.ts";
 import type { TxMetrics } from "./cosmos/tx-pipeline.ts";
 import { EventFeed } from "./events/feed.ts";
 import { Keyring } from "./keyring/keyring.ts";
@@ -36,18 +38,24 @@ export interface ChainClientConfig {
   maxGasLimit: number;
   gasPrice: number;
   feeDenom: string;
+  subSignerCount?: number;
+  subSignerMinBalance?: string;
+  subSignerTopUpAmount?: string;
+  subSignerFundCheckIntervalMs?: number;
 }
 
 export interface ProviderChain {
   chain: CosmosChain;
   feed: EventFeed;
+  /** Number of authz sub-signer lanes (0 = the provider key sends everything). */
+  lanes: number;
   /** Closes the feed and the node connection. */
   close(): Promise<void>;
 }
 
 export async function openProviderChain(
   cfg: ChainClientConfig,
-  secrets: { keyringPassphrase?: string | undefined },
+  secrets: { keyringPassphrase?: string | undefined; mnemonic?: string | undefined },
   deps: {
     clock?: Clock;
     logger?: Logger;
@@ -100,10 +108,38 @@ export async function openProviderChain(
     ...(deps.expectedBlockTimeMs === undefined ? {} : { expectedBlockTimeMs: deps.expectedBlockTimeMs }),
     ...(deps.heartbeatMultiple === undefined ? {} : { heartbeatMultiple: deps.heartbeatMultiple }),
   });
+  const count = cfg.subSignerCount ?? 0;
+  let funder: SubSignerFunder | undefined;
+  if (count > 0) {
+    if (secrets.mnemonic === undefined || secrets.mnemonic === "") {
+      chain.disconnect();
+      throw new FredError("ERR_CONFIG", "sub_signer_count > 0 needs FRED_MNEMONIC to derive the sub-signers");
+    }
+    try {
+      await chain.enableSubSigners(deriveSubSigners(secrets.mnemonic, count, cfg.bech32Prefix), {
+        minBalance: cfg.subSignerMinBalance ?? "10000000umfx",
+        topUpAmount: cfg.subSignerTopUpAmount ?? "50000000umfx",
+      });
+    } catch (err) {
+      chain.disconnect();
+      throw err;
+    }
+    funder = new SubSignerFunder(
+      deps.clock ?? systemClock,
+      cfg.subSignerFundCheckIntervalMs ?? 3_600_000,
+      async () => {
+        await chain.topUpSubSigners();
+      },
+      deps.logger,
+    );
+    funder.start();
+  }
   return {
     chain,
     feed,
+    lanes: count,
     async close() {
+      funder?.stop();
       await feed.stop();
       chain.disconnect();
     },

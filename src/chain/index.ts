@@ -4,6 +4,7 @@ export { type CosmosChain, type CosmosChainOptions, DEFAULT_GAS, openCosmosChain
 export { blockEventsFetcher } from "./cosmos/block-events.ts";
 export { connectNode, websocketUrlFor } from "./cosmos/rpc.ts";
 export { signerFromKey, type TxSigner } from "./cosmos/signer.ts";
+export { deriveSubSigners, SubSignerFunder } from "./cosmos/sub-signers.ts";
 export { TxMetrics, type TxResult } from "./cosmos/tx-pipeline.ts";
 export { FanOut, type FeedConsumer } from "./events/fanout.ts";
 export { EventFeed, type EventFeedOptions, type FeedMetrics, type FeedState } from "./events/feed.ts";
