@@ -4,12 +4,14 @@
  *     batch settings, txs and blocks used;
  *  2. event-parse throughput on Tx frames recorded from the devnet's websocket while those
  *     leases were created (goal ≥ 50,000 events/s).
- * Env: BENCH_LEASES (default 10000), BENCH_UUIDS_PER_TX (1000), BENCH_LANES (10).
+ * Env: BENCH_LEASES (default 10000), BENCH_UUIDS_PER_TX (1000), BENCH_LANES (10),
+ * BENCH_SUB_SIGNERS (0: the provider key sends; N: N authz sub-signer lanes).
  */
 import WebSocket from "ws";
 import { type CosmosChain, openCosmosChain } from "../src/chain/cosmos/adapter.ts";
 import { websocketUrlFor } from "../src/chain/cosmos/rpc.ts";
 import { signerFromKey } from "../src/chain/cosmos/signer.ts";
+import { deriveSubSigners } from "../src/chain/cosmos/sub-signers.ts";
 import { classifyFrame } from "../src/chain/events/frame.ts";
 import { parseTxEventMap } from "../src/chain/events/parse.ts";
 import { MsgCreateLease, MsgCreateLeaseResponse } from "../src/chain/proto/index.ts";
@@ -18,6 +20,7 @@ import { type DevnetProcess, startDevnetProcess } from "../test/chain/devnet/dev
 const LEASES = Number(process.env.BENCH_LEASES ?? 10_000);
 const UUIDS_PER_TX = Number(process.env.BENCH_UUIDS_PER_TX ?? 1000);
 const LANES = Number(process.env.BENCH_LANES ?? 10);
+const SUB_SIGNERS = Number(process.env.BENCH_SUB_SIGNERS ?? 0);
 const PER_TENANT = 1000;
 const TENANTS = Math.ceil(LEASES / PER_TENANT);
 
@@ -90,6 +93,11 @@ try {
 
   // 1. Acknowledge them all through the batcher.
   const provider = await client(dn, "provider");
+  if (SUB_SIGNERS > 0) {
+    const subs = deriveSubSigners(dn.account("provider").mnemonic, SUB_SIGNERS);
+    await provider.enableSubSigners(subs, { minBalance: "1000000umfx", topUpAmount: "10000000umfx" });
+  }
+  const broadcastsBefore = provider.pipeline?.metrics.broadcasts ?? 0;
   const batcher = provider.ackBatcher({ lanes: LANES, maxBatch: UUIDS_PER_TX, maxWaitMs: 500 });
   const startHeight = (await provider.latestBlock()).height;
   const t0 = process.hrtime.bigint();
@@ -116,10 +124,11 @@ try {
       uuids_per_msg: 100,
       msgs_per_tx: UUIDS_PER_TX / 100,
       lanes: LANES,
+      sub_signers: SUB_SIGNERS,
       max_wait_ms: 500,
       block_time: "1s",
     },
-    txs: m?.broadcasts,
+    txs: (m?.broadcasts ?? 0) - broadcastsBefore,
     inclusion_blocks: heights.size,
     blocks_elapsed: endHeight - startHeight,
     gas_used: m?.gasUsed,
