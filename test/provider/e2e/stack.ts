@@ -58,6 +58,7 @@ export async function until<T>(
 export interface BackendOverrides {
   draining?: boolean;
   fenced?: boolean;
+  skus?: string[];
 }
 
 export class Stack {
@@ -72,20 +73,32 @@ export class Stack {
   readonly payloadPath = join(this.dir, "payloads.db");
   readonly placementPath = join(this.dir, "placements.db");
 
-  async start(mockEnv: Record<string, string>[] = [{}, {}]): Promise<void> {
+  /** Backend flags used by writeConfig (tests change them, then restart providerd). */
+  backendOverrides: BackendOverrides[] = [];
+  extraConfig: Record<string, unknown> = {};
+
+  /**
+   * `mockEnv` gives each mock backend's extra environment (one entry per backend);
+   * `configure` sets backendOverrides / extraConfig once the devnet's SKUs are known.
+   */
+  async start(
+    mockEnv: (stack: Stack) => Record<string, string>[] = () => [{}, {}],
+    configure: (stack: Stack) => void = () => {},
+  ): Promise<void> {
     const home = join(this.dir, "devnet");
-    const started = await Promise.all([
-      startFred<{ rpc: string }>([
-        "devnet",
-        "start",
-        "--home",
-        home,
-        "--rpc-port",
-        "0",
-        "--block-time",
-        "0s",
-      ]),
-      ...mockEnv.map((extra, i) =>
+    this.devnet = await startFred<{ rpc: string }>([
+      "devnet",
+      "start",
+      "--home",
+      home,
+      "--rpc-port",
+      "0",
+      "--block-time",
+      "0s",
+    ]);
+    this.keys = JSON.parse((await runFred(["devnet", "keys", "--home", home])).stdout) as DevnetKeys;
+    this.mocks = await Promise.all(
+      mockEnv(this).map((extra, i) =>
         startFred<MockReady>(["backend", "mock"], {
           MOCK_BACKEND_ADDR: "127.0.0.1:0",
           MOCK_BACKEND_STORAGE_ID: SIDS[i]!,
@@ -95,10 +108,7 @@ export class Stack {
           ...extra,
         }),
       ),
-    ]);
-    this.devnet = started[0] as Started<{ rpc: string }>;
-    this.mocks = started.slice(1) as Started<MockReady>[];
-    this.keys = JSON.parse((await runFred(["devnet", "keys", "--home", home])).stdout) as DevnetKeys;
+    );
     const provider = this.account("provider");
     await new Keyring({ dir: join(this.dir, "keyring"), backend: "test" }).add("provider", provider.mnemonic);
     this.tenant = await openCosmosChain({
@@ -108,6 +118,7 @@ export class Stack {
       txTimeoutMs: 20_000,
     });
     this.apiPort = await freePort();
+    configure(this);
     this.writeConfig();
     const init = await runFred(["placement", "init", "--config", this.configPath]);
     if (init.code !== 0) throw new Error(`placement init failed: ${init.stderr}`);
@@ -125,7 +136,7 @@ export class Stack {
     return s.uuid;
   }
 
-  writeConfig(overrides: BackendOverrides[] = [], extra: Record<string, unknown> = {}): void {
+  writeConfig(overrides: BackendOverrides[] = this.backendOverrides, extra = this.extraConfig): void {
     this.configPath = join(this.dir, "providerd.yaml");
     const config = {
       provider_uuid: this.keys.provider_uuid,
@@ -148,6 +159,7 @@ export class Stack {
         default: i === 0,
         ...(overrides[i]?.draining ? { draining: true } : {}),
         ...(overrides[i]?.fenced ? { fenced: true } : {}),
+        ...(overrides[i]?.skus === undefined ? {} : { skus: overrides[i]!.skus }),
       })),
       ...extra,
     };
@@ -230,6 +242,12 @@ export class Stack {
   }
 }
 
-export function sha256(bytes: Uint8Array): Uint8Array {
-  return createHash("sha256").update(bytes).digest();
+/** MOCK_BACKEND_SKUS value serving exactly these SKU UUIDs. */
+export function mockSkus(...uuids: string[]): string {
+  return JSON.stringify(Object.fromEntries(uuids.map((u) => [u, SKU_RESOURCES])));
+}
+const SKU_RESOURCES = { cpu_cores: 0.5, memory_mb: 512, disk_mb: 1024 };
+
+export function sha256(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(createHash("sha256").update(bytes).digest());
 }
