@@ -68,7 +68,7 @@ export class TxMetrics {
 
 type Sent =
   | { kind: "broadcast"; hash: string; gas: number; gasSource: GasSource; fee: bigint }
-  | { kind: "retry"; failure: TxFailure; detail: string };
+  | { kind: "retry"; failure: TxFailure; detail: string; gas?: number };
 
 export function txHashOf(txBytes: Uint8Array): string {
   return createHash("sha256").update(txBytes).digest("hex").toUpperCase();
@@ -194,6 +194,15 @@ export class TxPipeline {
           this.#o.onProgress?.(`sequence mismatch; re-signing (attempt ${attempt + 1})`);
           continue;
         }
+        if (sent.failure.kind === "out_of_gas") {
+          // Refused at CheckTx (the ante handler ran out): climb the ladder, nothing was spent.
+          const next = sent.gas === undefined ? undefined : outOfGasRetry(sent.gas, this.#o.gas);
+          if (next === undefined) break;
+          this.metrics.count("out_of_gas_retry");
+          gasOverride = next;
+          this.#o.onProgress?.(`out of gas at ${sent.gas} in CheckTx; retrying with ${next}`);
+          continue;
+        }
         const delay = delays[Math.min(attempt - 1, delays.length - 1)] ?? 1000;
         if (clock.now() + delay >= deadline) break;
         await clock.sleep(delay, opts.signal);
@@ -317,6 +326,8 @@ export class TxPipeline {
     const failure = classifyCode(res.code, codespace, log);
     if (failure.kind === "sequence")
       return { value: { kind: "retry", failure, detail: log }, consumed: false };
+    if (failure.kind === "out_of_gas")
+      return { value: { kind: "retry", failure, detail: log, gas }, consumed: false };
     if (failure.kind === "in_mempool")
       return { value: { kind: "broadcast", hash, gas, gasSource, fee }, consumed: true };
     this.metrics.count(failure.kind === "insufficient_fee" ? "insufficient_fee" : "check_tx_failed");

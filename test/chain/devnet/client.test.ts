@@ -256,6 +256,26 @@ describe("chain client against a real devnet", () => {
     }
   });
 
+  it("gas: a too-small fallback climbs the out-of-gas ladder (× 1.5) until the tx fits", async () => {
+    const low = await clientFor(dn, "tenant1", {
+      gas: { gasLimit: 60_000, gasAdjustment: 1 },
+      simulateTimeoutMs: 0,
+      clock: zeroDelayFirstClock(),
+    });
+    try {
+      const [l] = await createLeases(tenant1, dn, 1);
+      const res = await low.send([
+        { typeUrl: "/liftedinit.billing.v1.MsgCancelLease", value: { tenant: low.address, leaseUuids: [l] } },
+      ]);
+      assert.equal(res.code, 0);
+      assert.equal(res.gasSource, "retry");
+      assert.ok([90_000, 135_000].includes(res.gasWanted), `gas wanted ${res.gasWanted}`);
+      assert.ok((low.pipeline?.metrics.outcomes.get("out_of_gas_retry") ?? 0) >= 1);
+    } finally {
+      low.disconnect();
+    }
+  });
+
   it("two processes racing one key: both recover from sequence mismatches", async () => {
     const tenant = dn.account("tenant1").address;
     // With block production paused every process reads the same committed sequence.
