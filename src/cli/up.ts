@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { providerdUpComponent } from "../provider/dev-up.ts";
 import { mockBackendUpComponent } from "./backend.ts";
 import { devnetUpComponent } from "./devnet.ts";
 import { say } from "./output.ts";
@@ -26,7 +27,7 @@ export interface RunningComponent {
   stop(): Promise<void>;
 }
 
-export const upComponents: UpComponent[] = [devnetUpComponent, mockBackendUpComponent];
+export const upComponents: UpComponent[] = [devnetUpComponent, mockBackendUpComponent, providerdUpComponent];
 
 const TOOLS = [
   "fred token mint|verify      mint and check ADR-036 tenant tokens",
