@@ -1,0 +1,162 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, beforeEach, describe, it } from "node:test";
+import type { ChainPort, LeaseOutcome } from "../../../src/chain/port.ts";
+import { ManualClock } from "../../../src/core/clock.ts";
+import { createLogger } from "../../../src/log.ts";
+import { parseProviderConfig } from "../../../src/provider/config/index.ts";
+import {
+  AckQueue,
+  applyCallback,
+  KeyedQueue,
+  type LifecycleDeps,
+  silentObserver,
+  type VerifiedCallback,
+} from "../../../src/provider/lifecycle/index.ts";
+import { Router } from "../../../src/provider/router.ts";
+import { PlacementStore } from "../../../src/provider/store/index.ts";
+import { baseConfig, PROVIDER_UUID, yamlOf } from "../config/fixtures.ts";
+
+/**
+ * Callback application on a real placement store. The chain is the only fake: it
+ * records which acknowledgements and rejections reached it.
+ */
+const dir = mkdtempSync(join(tmpdir(), "fred-settle-"));
+const LEASE = "0190f3a2-7c1e-7000-8000-000000000001";
+const OP = "3f2c1b4a-5d6e-4f70-8a9b-0c1d2e3f4a5b";
+const OTHER_OP = "4a3d2c5b-6e7f-4a81-9bac-1d2e3f4a5b6c";
+const flush = () => new Promise((r) => setImmediate(r));
+
+let n = 0;
+let store: PlacementStore;
+let sent: { kind: string; uuids: readonly string[]; reason?: string }[];
+let deps: LifecycleDeps;
+
+beforeEach(() => {
+  const clock = new ManualClock();
+  const config = parseProviderConfig(yamlOf(baseConfig()));
+  store = PlacementStore.create(
+    join(dir, `p-${++n}.db`),
+    PROVIDER_UUID,
+    [
+      {
+        name: "one",
+        storageId: "5c0e2f1a-3b4d-4e6f-8a9b-0c1d2e3f4a5b",
+        baseline: { provisions: 0, retentions: 0 },
+      },
+      {
+        name: "two",
+        storageId: "6d1f3a2b-4c5e-4f70-9bac-1d2e3f4a5b6c",
+        baseline: { provisions: 0, retentions: 0 },
+      },
+    ],
+    clock.now(),
+  );
+  sent = [];
+  const outcome = (status: LeaseOutcome["status"]) => (uuids: readonly string[]) =>
+    Promise.resolve(uuids.map((leaseUuid) => ({ leaseUuid, status })));
+  const chain = {
+    acknowledge: (uuids: readonly string[]) => {
+      sent.push({ kind: "acknowledge", uuids });
+      return outcome("acknowledged")(uuids);
+    },
+    reject: (uuids: readonly string[], reason: string) => {
+      sent.push({ kind: "reject", uuids, reason });
+      return outcome("rejected")(uuids);
+    },
+  } as unknown as ChainPort;
+  const logger = createLogger("test", "silent");
+  deps = {
+    config,
+    chain,
+    store,
+    payloads: undefined,
+    clients: new Map(),
+    router: new Router({ backends: config.backends, clock }),
+    acks: new AckQueue({ chain, clock, logger, maxBatch: 1 }),
+    queue: new KeyedQueue(),
+    clock,
+    logger,
+    observe: silentObserver,
+  };
+  store.recordAttempt({
+    leaseUuid: LEASE,
+    backend: "one",
+    operationId: OP,
+    kind: "provision",
+    createdAt: clock.now(),
+  });
+});
+
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+function cb(over: Partial<VerifiedCallback> = {}): VerifiedCallback {
+  return {
+    backend: "one",
+    leaseUuid: LEASE,
+    capability: { kind: "operation", id: OP },
+    status: "success",
+    error: "",
+    ...over,
+  };
+}
+
+describe("applying verified callbacks", () => {
+  it("success for the exact operation confirms the owner and acknowledges; a repeat is stale", async () => {
+    assert.equal(applyCallback(deps, cb()), "acknowledging");
+    await flush();
+    assert.equal(store.placement(LEASE)?.owner, "one");
+    assert.equal(store.attemptFor(LEASE), undefined);
+    assert.deepEqual(sent, [{ kind: "acknowledge", uuids: [LEASE] }]);
+    assert.equal(applyCallback(deps, cb()), "ignored-stale");
+    await flush();
+    assert.equal(sent.length, 1);
+  });
+
+  it("failed rejects with the backend's text, or the generic phrase when it sent none", async () => {
+    assert.equal(applyCallback(deps, cb({ status: "failed", error: "image pull failed" })), "rejecting");
+    await flush();
+    assert.deepEqual(sent, [{ kind: "reject", uuids: [LEASE], reason: "image pull failed" }]);
+    assert.equal(store.attemptFor(LEASE), undefined);
+    assert.equal(store.placement(LEASE), undefined);
+
+    store.recordAttempt({
+      leaseUuid: LEASE,
+      backend: "one",
+      operationId: OTHER_OP,
+      kind: "provision",
+      createdAt: 0,
+    });
+    applyCallback(deps, cb({ status: "failed", capability: { kind: "operation", id: OTHER_OP } }));
+    await flush();
+    assert.equal(sent[1]?.reason, "provisioning failed");
+  });
+
+  it("an unknown operation id, or the right id from another backend, changes nothing", async () => {
+    assert.equal(
+      applyCallback(deps, cb({ capability: { kind: "operation", id: OTHER_OP } })),
+      "ignored-stale",
+    );
+    assert.equal(applyCallback(deps, cb({ backend: "two" })), "ignored-stale");
+    await flush();
+    assert.equal(store.attemptFor(LEASE)?.operationId, OP);
+    assert.equal(store.placement(LEASE), undefined);
+    assert.deepEqual(sent, []);
+  });
+
+  it("a lifecycle `deprovisioned` retires the placement only when it comes from the owner", async () => {
+    applyCallback(deps, cb());
+    const lifecycle = { kind: "lifecycle" as const, id: OP };
+    assert.equal(
+      applyCallback(deps, cb({ backend: "two", capability: lifecycle, status: "deprovisioned" })),
+      "ignored-stale",
+    );
+    assert.equal(store.placement(LEASE)?.owner, "one");
+    assert.equal(applyCallback(deps, cb({ capability: lifecycle, status: "failed" })), "observed");
+    assert.equal(store.placement(LEASE)?.owner, "one");
+    assert.equal(applyCallback(deps, cb({ capability: lifecycle, status: "deprovisioned" })), "retired");
+    assert.equal(store.placement(LEASE), undefined);
+  });
+});
