@@ -100,6 +100,7 @@ export class EventFeed extends EventEmitter {
   #everLive = false;
   #headerFallback = false;
   #lastBlockEventsHeight = 0;
+  #connectionHeight = 0;
   readonly #m: FeedMetrics = {
     state: "idle",
     lastHeight: 0,
@@ -253,6 +254,7 @@ export class EventFeed extends EventEmitter {
       ws.on("open", () => {
         live = true;
         this.#headerFallback = false;
+        this.#connectionHeight = 0;
         for (const [id, query] of this.#queries) {
           ws.send(JSON.stringify({ jsonrpc: "2.0", method: "subscribe", id, params: { query } }));
         }
@@ -323,10 +325,12 @@ export class EventFeed extends EventEmitter {
         this.#publish(
           parseTxEventMap(frame.eventMap, kinds, this.#o.providerUuid, frame.height, frame.txHash),
         );
-        return this.#seeHeight(frame.height, signal);
+        this.#seeHeight(frame.height, signal);
+        return this.#freshForConnection(frame.height);
       }
       case "block": {
-        const isNew = this.#seeHeight(frame.height, signal);
+        this.#seeHeight(frame.height, signal);
+        const isNew = this.#freshForConnection(frame.height);
         if (frame.id === SUB_BLOCK_EVENTS) this.#blockEvents(frame.height, frame.events);
         else if (frame.id === SUB_HEADER && this.#headerFallback) this.#fetchBlock(frame.height, signal);
         return isNew;
@@ -351,6 +355,16 @@ export class EventFeed extends EventEmitter {
           "block_results fetch failed; resync covers it",
         ),
     );
+  }
+
+  /**
+   * The heartbeat counts blocks per connection: a node restarted from a slightly older
+   * height (lost blocks after a crash) still proves it is alive by producing blocks.
+   */
+  #freshForConnection(height: number): boolean {
+    if (height <= this.#connectionHeight) return false;
+    this.#connectionHeight = height;
+    return true;
   }
 
   /** Records a height; a jump after a reconnect back-fills EndBlock events of skipped heights. */

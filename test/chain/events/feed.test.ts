@@ -204,6 +204,32 @@ describe("event feed (websocket)", () => {
     );
   });
 
+  it("after a restart from an older height, new blocks still count for the heartbeat", async () => {
+    const fake = await startFakeComet();
+    cleanups.push(() => fake.close());
+    const clock = new ManualClock();
+    const feed = feedFor(fake, clock);
+    feed.start();
+    await until(() => feed.state === "live", "live");
+    fake.push(blockEventsFrame(4, 10, []));
+    await until(() => feed.metrics().lastHeight === 10, "height 10");
+    fake.dropAll();
+    await until(() => feed.state === "backoff", "dropped");
+    clock.advance(1000);
+    await until(() => feed.state === "live" && feed.metrics().reconnects === 1, "reconnected");
+    // The node lost two blocks in its crash: heights 8, 9, 10 come again, 6 s apart
+    // (the heartbeat window is 10 s, so only re-arming on each of them keeps the feed up).
+    for (const h of [8, 9, 10]) {
+      const frames = feed.metrics().framesReceived;
+      fake.push(blockEventsFrame(4, h, []));
+      await until(() => feed.metrics().framesReceived > frames, `frame ${h}`);
+      clock.advance(6_000);
+    }
+    assert.equal(feed.state, "live");
+    assert.equal(feed.metrics().heartbeatTimeouts, 0);
+    assert.equal(feed.metrics().lastHeight, 10);
+  });
+
   it("rejects a provider UUID that is not canonical (it is interpolated into queries)", () => {
     assert.throws(
       () => new EventFeed({ url: "ws://127.0.0.1:1/websocket", providerUuid: "x' OR '1'='1" }),
