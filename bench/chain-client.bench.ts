@@ -36,6 +36,10 @@ function client(dn: DevnetProcess, name: string): Promise<CosmosChain> {
     txPollIntervalMs: 100,
     txTimeoutMs: 120_000,
     msgsPerTx: UUIDS_PER_TX / 100,
+    // BENCH_TRACE=1 prints the provider's tx progress with timestamps on stderr.
+    ...(process.env.BENCH_TRACE && name === "provider"
+      ? { onProgress: (l: string) => process.stderr.write(`${new Date().toISOString()} ${l}\n`) }
+      : {}),
   });
 }
 
@@ -101,6 +105,8 @@ try {
   const batcher = provider.ackBatcher({ lanes: LANES, maxBatch: UUIDS_PER_TX, maxWaitMs: 500 });
   const startHeight = (await provider.latestBlock()).height;
   const t0 = process.hrtime.bigint();
+  if (process.env.BENCH_TRACE)
+    process.stderr.write(`${new Date().toISOString()} ack start at height ${startHeight}\n`);
   const outcomes = await Promise.all(
     uuids.map((leaseUuid) => batcher.submit({ kind: "acknowledge", leaseUuid })),
   );
