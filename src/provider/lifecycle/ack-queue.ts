@@ -32,7 +32,9 @@ export class AckQueue {
     this.#clock = opts.clock;
     this.#logger = opts.logger;
     this.#o = {
-      maxBatch: opts.maxBatch ?? 50,
+      // One batch fills one transaction of the chain adapter (10 messages × 100 leases):
+      // with one signer lane, a burst of callbacks is acknowledged in a handful of txs.
+      maxBatch: opts.maxBatch ?? 1_000,
       maxWaitMs: opts.maxWaitMs ?? 500,
       resubmits: opts.resubmits ?? 3,
       resubmitDelayMs: opts.resubmitDelayMs ?? 2_000,

@@ -84,6 +84,7 @@ export class Stack {
   async start(
     mockEnv: (stack: Stack) => Record<string, string>[] = () => [{}, {}],
     configure: (stack: Stack) => void = () => {},
+    devnetArgs: string[] = [],
   ): Promise<void> {
     const home = join(this.dir, "devnet");
     this.devnet = await startFred<{ rpc: string }>([
@@ -95,6 +96,7 @@ export class Stack {
       "0",
       "--block-time",
       "0s",
+      ...devnetArgs,
     ]);
     this.keys = JSON.parse((await runFred(["devnet", "keys", "--home", home])).stdout) as DevnetKeys;
     this.mocks = await Promise.all(

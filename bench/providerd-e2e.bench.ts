@@ -1,0 +1,123 @@
+/**
+ * providerd end to end on real processes: a devnet (bench genesis), two mock backends
+ * and providerd. One block carries BENCH_LEASES (default 10,000) MsgCreateLease; the
+ * figure is the time from that block's commit until every lease is ACTIVE on chain
+ * (provisioned on a backend, called back, acknowledged in batched txs). Goal ≤ 10 s.
+ * Prints one JSON line.
+ *
+ * Usage: npm run bench -- providerd-e2e   (BENCH_LEASES=2000 for a quicker run)
+ */
+import { loadavg } from "node:os";
+import { StargateClient } from "@cosmjs/stargate";
+import { MsgCreateLease, toBytes } from "../src/chain/proto/index.ts";
+import { buildSignedTx } from "../src/devnet/tx/build.ts";
+import { Stack } from "../test/provider/e2e/stack.ts";
+
+const LEASES = Number(process.env.BENCH_LEASES ?? 10_000);
+const PER_TX = 100;
+const PER_TENANT = 1000; // bench genesis: credit and pending-lease limit per tenant
+const TENANTS = Math.max(1, Math.ceil(LEASES / PER_TENANT));
+
+let rpcId = 0;
+// biome-ignore lint/suspicious/noExplicitAny: JSON-RPC results are read field by field.
+async function call(url: string, method: string, params: unknown = {}): Promise<any> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: ++rpcId, method, params }),
+  });
+  const body = (await res.json()) as { error?: unknown; result?: unknown };
+  if (body.error !== undefined) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
+  return body.result;
+}
+
+const stack = new Stack();
+try {
+  await stack.start(
+    () => [
+      { MOCK_BACKEND_CAPACITY: JSON.stringify({ cpu_cores: 100_000, memory_mb: 1e9, disk_mb: 1e10 }) },
+      { MOCK_BACKEND_CAPACITY: JSON.stringify({ cpu_cores: 100_000, memory_mb: 1e9, disk_mb: 1e10 }) },
+    ],
+    (s) => {
+      const small = s.sku("docker-small");
+      s.backendOverrides = [{ skus: [small] }, { skus: [small] }];
+      s.extraConfig = { log_level: "warn", tx_poll_interval: "100ms" };
+    },
+    ["--profile", "bench", "--tenants", String(TENANTS)],
+  );
+  await stack.startProviderd();
+  const url = stack.devnet.ready.rpc;
+  const small = stack.sku("docker-small");
+  const stargate = await StargateClient.connect(url);
+
+  await call(url, "devnet_pause");
+  const txs: Uint8Array[] = [];
+  for (let t = 1; t <= TENANTS; t++) {
+    const a = stack.account(`tenant${t}`);
+    const acc = await stargate.getAccount(a.address);
+    if (acc === null) throw new Error(`no account for tenant${t}`);
+    let sequence = BigInt(acc.sequence);
+    const mine = Math.min(PER_TENANT, LEASES - (t - 1) * PER_TENANT);
+    for (let done = 0; done < mine; done += PER_TX) {
+      const n = Math.min(PER_TX, mine - done);
+      const gas = BigInt(n) * 300_000n;
+      txs.push(
+        buildSignedTx({
+          chainId: stack.keys.chain_id,
+          messages: Array.from({ length: n }, () => ({
+            typeUrl: MsgCreateLease.typeUrl,
+            value: toBytes(MsgCreateLease, {
+              tenant: a.address,
+              items: [{ skuUuid: small, quantity: 1n, serviceName: "" }],
+              metaHash: new Uint8Array(),
+            }),
+          })),
+          signers: [
+            {
+              privateKey: Buffer.from(a.private_key_hex, "hex"),
+              accountNumber: BigInt(acc.accountNumber),
+              sequence: sequence++,
+            },
+          ],
+          fee: { amount: [{ denom: "umfx", amount: String((gas * 25n) / 1_000_000n + 1n) }], gasLimit: gas },
+        }),
+      );
+    }
+  }
+  for (const tx of txs) {
+    const r = await call(url, "broadcast_tx_sync", { tx: Buffer.from(tx).toString("base64") });
+    if (r.code !== 0) throw new Error(`CheckTx ${r.codespace}/${r.code}: ${r.log}`);
+  }
+  await call(url, "devnet_produce_block");
+  const t0 = performance.now();
+  await call(url, "devnet_resume");
+  stargate.disconnect();
+
+  const provider = stack.keys.provider_uuid;
+  let active = 0;
+  for (;;) {
+    const pending = await stack.tenant.leasesByProvider(provider, "LEASE_STATE_PENDING");
+    if (pending.length === 0) {
+      active = (await stack.tenant.leasesByProvider(provider, "LEASE_STATE_ACTIVE")).length;
+      break;
+    }
+    if (performance.now() - t0 > 600_000)
+      throw new Error(`${pending.length} leases still PENDING after 10 min`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  if (active !== LEASES) throw new Error(`expected ${LEASES} ACTIVE leases, found ${active}`);
+  console.log(
+    JSON.stringify({
+      bench: "providerd_e2e_block_to_active",
+      leases: LEASES,
+      create_txs: txs.length,
+      seconds: Number(seconds.toFixed(2)),
+      leases_per_s: Math.round(LEASES / seconds),
+      goal_s: 10,
+      load1: Number(loadavg()[0]!.toFixed(2)),
+    }),
+  );
+} finally {
+  await stack.close();
+}
