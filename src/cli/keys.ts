@@ -19,6 +19,17 @@ function openKeyring(flags: KeyringFlags): Keyring {
   });
 }
 
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of process.stdin) {
+    size += (chunk as Buffer).length;
+    if (size > 4096) throw new FredError("ERR_USAGE", "a mnemonic on stdin must be under 4 KiB");
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8").trim();
+}
+
 function view(info: KeyInfo): { name: string; address: string; pubkey: string } {
   return { name: info.name, address: info.address, pubkey: Buffer.from(info.pubkey).toString("base64") };
 }
@@ -46,7 +57,10 @@ export function registerKeysCommands(program: Command): void {
         "Add a key, recovered from --mnemonic or freshly generated (the new mnemonic is printed once)",
       )
       .argument("<name>", "key name: letters, digits, '.', '_' or '-'")
-      .option("--mnemonic <words>", "BIP-39 mnemonic to recover (derived at m/44'/118'/0'/0/0)"),
+      .option(
+        "--mnemonic <words>",
+        "BIP-39 mnemonic to recover (derived at m/44'/118'/0'/0/0); '-' reads it from stdin (keeps it out of ps)",
+      ),
   )
     .addHelpText(
       "after",
@@ -57,11 +71,13 @@ one was generated: store it offline, it is never shown again.
 Examples:
   $ fred keys add provider --keyring-dir ~/.fred/keys --keyring-backend test
   $ FRED_KEYRING_PASSPHRASE=… fred keys add provider --keyring-dir /etc/fred/keys --keyring-backend file \\
-      --mnemonic "word1 word2 … word24"`,
+      --mnemonic "word1 word2 … word24"
+  $ fred keys add provider --keyring-dir /etc/fred/keys --mnemonic - < mnemonic.txt`,
     )
     .action(async (name: string, opts: KeyringFlags & { mnemonic?: string }) => {
       const ring = openKeyring(opts);
-      const added = await ring.add(name, opts.mnemonic);
+      const mnemonic = opts.mnemonic === "-" ? await readStdin() : opts.mnemonic;
+      const added = await ring.add(name, mnemonic);
       if (added.generated) {
         say(
           "fred: a new mnemonic was generated; it is printed once on stdout - write it down and keep it secret",

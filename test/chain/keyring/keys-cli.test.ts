@@ -45,8 +45,16 @@ describe("fred keys (CLI)", () => {
     ]);
     assert.equal(show.code, 0, show.stderr);
     assert.deepEqual(JSON.parse(show.stdout), added);
+    const viaStdin = await runFred(
+      ["keys", "add", "again", "--keyring-dir", dir, "--keyring-backend", "test", "--mnemonic", "-"],
+      {
+        input: `${MNEMONIC}\n`,
+      },
+    );
+    assert.equal(viaStdin.code, 0, viaStdin.stderr);
+    assert.equal(JSON.parse(viaStdin.stdout).address, added.address);
     const list = await runFred(["keys", "list", "--keyring-dir", dir, "--keyring-backend", "test"]);
-    assert.deepEqual(JSON.parse(list.stdout), [added]);
+    assert.deepEqual(JSON.parse(list.stdout), [{ ...added, name: "again" }, added]);
   });
 
   it("add without a mnemonic prints the generated one once, file backend needs the passphrase", async () => {
