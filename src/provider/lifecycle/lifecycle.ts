@@ -1,5 +1,6 @@
 import type { FeedConsumer, FeedItem, LeaseEvent } from "../../chain/index.ts";
 import type { ChainLease } from "../../chain/port.ts";
+import { GroupCommitter } from "../store/index.ts";
 import { Closer } from "./closer.ts";
 import type { LifecycleDeps } from "./deps.ts";
 import { Dispatcher } from "./dispatcher.ts";
@@ -40,6 +41,8 @@ export class Lifecycle {
   readonly #cancelTimers: (() => void)[] = [];
   readonly #running = new Set<Promise<unknown>>();
   #consumerLoop: Promise<void> | undefined;
+  /** Callbacks arriving together are applied in one transaction (one fsync). */
+  readonly #callbacks: GroupCommitter<VerifiedCallback, ApplyResult>;
 
   constructor(deps: LifecycleDeps, opts: LifecycleOptions) {
     this.deps = deps;
@@ -52,6 +55,9 @@ export class Lifecycle {
       recoveryIntervalMs: deps.config.reconciliationIntervalMs,
       ...opts,
     };
+    this.#callbacks = new GroupCommitter((batch) =>
+      deps.store.batch(() => batch.map((cb) => applyCallback(deps, cb))),
+    );
     this.#dispatcher = new Dispatcher<Messages>({
       clock: deps.clock,
       logger: deps.logger,
@@ -130,7 +136,7 @@ export class Lifecycle {
   }
 
   applyCallback(cb: VerifiedCallback): Promise<ApplyResult> {
-    return this.deps.queue.run(cb.leaseUuid, async () => applyCallback(this.deps, cb));
+    return this.deps.queue.run(cb.leaseUuid, () => this.#callbacks.submit(cb));
   }
 
   #pollPayloads(): Promise<void> {

@@ -2,7 +2,7 @@ import type { ChainLease } from "../../chain/port.ts";
 import { FredError } from "../../core/errors.ts";
 import { newUuidV4 } from "../../core/uuid.ts";
 import { buildCallbackUrl } from "../config/index.ts";
-import type { Attempt, StoredPayload } from "../store/index.ts";
+import { type Attempt, GroupCommitter, type RecordResult, type StoredPayload } from "../store/index.ts";
 import { isBillingOnly, type LifecycleDeps } from "./deps.ts";
 import { rejectionForRefusal } from "./reasons.ts";
 
@@ -26,9 +26,12 @@ export class Provisioner {
   readonly #d: LifecycleDeps;
   /** Leases whose provision request is on the wire right now. */
   readonly inFlight = new Set<string>();
+  /** Attempts of concurrent leases share one transaction (one fsync) before any call. */
+  readonly #attempts: GroupCommitter<Attempt, RecordResult>;
 
   constructor(deps: LifecycleDeps) {
     this.#d = deps;
+    this.#attempts = new GroupCommitter((batch) => deps.store.recordAttempts(batch));
   }
 
   async provision(leaseUuid: string, signal: AbortSignal, known?: ChainLease): Promise<ProvisionStep> {
@@ -70,7 +73,7 @@ export class Provisioner {
       kind: "provision",
       createdAt: clock.now(),
     };
-    if (store.recordAttempt(attempt) === "lease-busy") return "already-recorded";
+    if ((await this.#attempts.submit(attempt)) === "lease-busy") return "already-recorded";
     return this.send(attempt, lease, payload, signal);
   }
 

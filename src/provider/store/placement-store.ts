@@ -266,6 +266,14 @@ export class PlacementStore {
   }
 
   /**
+   * Runs `fn` in one transaction; store calls inside it become savepoints. Lets callers
+   * group-commit many independent updates with one fsync.
+   */
+  batch<T>(fn: () => T): T {
+    return this.#db.transaction(fn)();
+  }
+
+  /**
    * The owning backend reported the lease's teardown complete (`deprovisioned` on its
    * lifecycle URL): the confirmed placement is removed. Only the recorded owner can do
    * this; a conflict or another backend's report changes nothing.
