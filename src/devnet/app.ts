@@ -70,6 +70,7 @@ export class DevnetApp {
   readonly #base: SqliteKV;
   #checkState: OverlayKV;
   readonly #ante: AnteDeps;
+  readonly #decoded = new WeakMap<Uint8Array, DecodedTx>();
 
   constructor(db: Database.Database, config: AppConfig, factories: readonly ModuleFactory[]) {
     this.config = config;
@@ -165,11 +166,15 @@ export class DevnetApp {
    * when only a message fails, as the SDK keeps fees and sequence bumps).
    */
   #run(mode: ExecMode, bytes: Uint8Array, block: BlockInfo, parent: RawKV): TxOutcome {
-    let tx: DecodedTx;
-    try {
-      tx = this.#decode(bytes);
-    } catch (err) {
-      return failure(err, 0n, 0n);
+    // CheckTx and delivery get the same Uint8Array from the node: decode it once.
+    let tx = this.#decoded.get(bytes);
+    if (!tx) {
+      try {
+        tx = this.#decode(bytes);
+      } catch (err) {
+        return failure(err, 0n, 0n);
+      }
+      this.#decoded.set(bytes, tx);
     }
     const gasLimit = tx.authInfo.fee?.gasLimit ?? 0n;
     const gas = new BasicGasMeter(mode === "simulate" ? INFINITE : Number(gasLimit));
@@ -269,6 +274,12 @@ export class DevnetApp {
 
   simulate(bytes: Uint8Array, block: BlockInfo): TxOutcome {
     return this.#run("simulate", bytes, block, new OverlayKV(this.#checkState));
+  }
+
+  /** After a failed block (its SQLite transaction rolled back): forget cached state. */
+  dropCaches(): void {
+    this.#base.dropCache();
+    this.resetCheckState();
   }
 
   /** After a commit: CheckTx state starts again from committed state. */

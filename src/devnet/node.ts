@@ -352,23 +352,26 @@ export class DevnetNode {
     let results!: BlockResultsJson;
     let committed!: CommittedTx[];
     const commit = commitFor(height, blockId, timeMs, this.validator);
-    this.#db.transaction(() => {
+    const run = this.#db.transaction(() => {
       const begin = this.app.beginBlock(info);
       const outcomes = txs.map((t) => this.app.deliverTx(t.bytes, info));
       const end = this.app.endBlock(info);
       const txResults = outcomes.map(txResultJson);
-      const resultsHash = hexUpper(sha256(JSON.stringify(txResults)));
-      const appHash = hexUpper(
-        sha256(this.#appHash, resultsHash, JSON.stringify(eventsJson([...begin, ...end]))),
-      );
+      // Each result is serialised once and reused for the hash, the block row and the index.
+      const resultTexts = txResults.map((r) => JSON.stringify(r));
+      const blockEvents = eventsJson([...begin, ...end]);
+      const resultsHash = hexUpper(sha256(`[${resultTexts.join(",")}]`));
+      const appHash = hexUpper(sha256(this.#appHash, resultsHash, JSON.stringify(blockEvents)));
       results = {
         height: String(height),
         txs_results: txResults.length > 0 ? txResults : null,
-        finalize_block_events: eventsJson([...begin, ...end]),
+        finalize_block_events: blockEvents,
         validator_updates: [],
         consensus_param_updates: CONSENSUS_PARAMS,
         app_hash: Buffer.from(appHash, "hex").toString("base64"),
       };
+      const { txs_results: _omitted, ...rest } = results;
+      const resultsText = `{"txs_results":${txResults.length > 0 ? `[${resultTexts.join(",")}]` : "null"},${JSON.stringify(rest).slice(1)}`;
       const size = txs.reduce((n, t) => n + t.bytes.length, 0);
       this.#insertBlock.run(
         height,
@@ -378,7 +381,7 @@ export class DevnetNode {
         size,
         JSON.stringify(blockId),
         JSON.stringify(block),
-        JSON.stringify(results),
+        resultsText,
       );
       committed = txs.map((t, i) => ({
         hash: t.hash,
@@ -387,7 +390,7 @@ export class DevnetNode {
         tx: t.bytes,
         result: txResults[i] as ExecTxResultJson,
       }));
-      this.index.add(committed);
+      this.index.add(committed, resultTexts);
       this.#meta.set("height", String(height));
       this.#meta.set("last_time_ms", String(timeMs));
       this.#meta.set("last_block_id", JSON.stringify(blockId));
@@ -401,7 +404,14 @@ export class DevnetNode {
       this.#lastCommit = commit;
       this.#appHash = appHash;
       this.#lastResultsHash = resultsHash;
-    })();
+    });
+    try {
+      run();
+    } catch (err) {
+      // Nothing of the block was stored; cached state may hold its writes.
+      this.app.dropCaches();
+      throw err;
+    }
     this.app.resetCheckState();
     this.#recheck();
     this.#log.debug(

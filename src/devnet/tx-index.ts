@@ -21,7 +21,7 @@ export class TxIndex {
   readonly #insertAttr: Database.Statement;
   readonly #byHash: Database.Statement<[string], TxRow>;
   readonly #byHeight: Database.Statement<[number], TxRow>;
-  readonly #byAttr: Database.Statement<[string, string], TxRow>;
+  readonly #byAttr: Database.Statement<[string], TxRow>;
   readonly #all: Database.Statement<[], TxRow>;
   readonly #db: Database.Database;
 
@@ -30,39 +30,40 @@ export class TxIndex {
     this.#insertTx = db.prepare(
       "INSERT OR REPLACE INTO txs (hash, height, idx, tx, result) VALUES (?, ?, ?, ?, ?)",
     );
-    this.#insertAttr = db.prepare("INSERT INTO tx_attrs (key, value, height, idx) VALUES (?, ?, ?, ?)");
+    this.#insertAttr = db.prepare("INSERT OR IGNORE INTO tx_kv (kv, pos) VALUES (?, ?)");
     this.#byHash = db.prepare("SELECT hash, height, idx, tx, result FROM txs WHERE hash = ?");
     this.#byHeight = db.prepare(
       "SELECT hash, height, idx, tx, result FROM txs WHERE height = ? ORDER BY idx",
     );
+    // Index rows of pruned txs may linger (they are cleaned up lazily); the join drops them.
     this.#byAttr = db.prepare(
-      `SELECT t.hash, t.height, t.idx, t.tx, t.result FROM txs t
-       WHERE EXISTS (SELECT 1 FROM tx_attrs a WHERE a.key = ? AND a.value = ? AND a.height = t.height AND a.idx = t.idx)
-       ORDER BY t.height, t.idx`,
+      `SELECT t.hash, t.height, t.idx, t.tx, t.result FROM tx_kv a
+       JOIN txs t ON t.height = (a.pos >> 20) AND t.idx = (a.pos & 1048575)
+       WHERE a.kv = ? ORDER BY a.pos`,
     );
     this.#all = db.prepare("SELECT hash, height, idx, tx, result FROM txs ORDER BY height, idx");
   }
 
-  /** Called inside the block's transaction. */
-  add(txs: CommittedTx[]): void {
-    for (const t of txs) {
-      this.#insertTx.run(t.hash, t.height, t.index, t.tx, JSON.stringify(t.result));
-      const seen = new Set<string>();
+  /** Called inside the block's transaction; `resultTexts` are the results as JSON text. */
+  add(txs: CommittedTx[], resultTexts: string[]): void {
+    txs.forEach((t, i) => {
+      this.#insertTx.run(t.hash, t.height, t.index, t.tx, resultTexts[i] ?? JSON.stringify(t.result));
+      const pos = t.height * 1048576 + t.index;
       for (const e of t.result.events) {
+        if (e.type === "") continue;
         for (const a of e.attributes) {
-          if (!a.index || e.type === "" || a.key === "") continue;
-          const k = `${e.type}.${a.key}\u0000${a.value}`;
-          if (seen.has(k)) continue;
-          seen.add(k);
-          this.#insertAttr.run(`${e.type}.${a.key}`, a.value, t.height, t.index);
+          if (!a.index || a.key === "") continue;
+          this.#insertAttr.run(`${e.type}.${a.key}=${a.value}`, pos);
         }
       }
-    }
+    });
   }
 
   prune(maxHeight: number): void {
     this.#db.prepare("DELETE FROM txs WHERE height <= ?").run(maxHeight);
-    this.#db.prepare("DELETE FROM tx_attrs WHERE height <= ?").run(maxHeight);
+    // The attribute index is keyed by attribute, not height: sweep it now and then.
+    if (maxHeight % 1000 === 0)
+      this.#db.prepare("DELETE FROM tx_kv WHERE pos < ?").run((maxHeight + 1) * 1048576);
   }
 
   byHash(hashHex: string): CommittedTx | undefined {
@@ -83,7 +84,7 @@ export class TxIndex {
     if (hash)
       rows = [this.#byHash.get(String(hash.value).toUpperCase())].filter((r): r is TxRow => r !== undefined);
     else if (height) rows = this.#byHeight.all(height.value as number);
-    else if (attr) rows = this.#byAttr.all(attr.key, String(attr.value));
+    else if (attr) rows = this.#byAttr.all(`${attr.key}=${String(attr.value)}`);
     else rows = this.#all.all();
     const out: CommittedTx[] = [];
     for (const row of rows) {

@@ -14,7 +14,9 @@ import {
 } from "@cosmjs/stargate";
 import { Comet38Client, connectComet, isComet38Client } from "@cosmjs/tendermint-rpc";
 import { encodeAddress } from "../../src/devnet/address.ts";
-import { type DevnetProcess, startDevnetProcess } from "./helpers.ts";
+import { type DevnetProcess, startDevnetProcess, stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
+
+stopCosmjsReconnectsAfterDisconnect();
 
 const FAST = { broadcastPollIntervalMs: 100, broadcastTimeoutMs: 20_000 };
 
@@ -174,7 +176,8 @@ describe("cosmjs 0.39 against fred devnet", () => {
       { accountNumber: acct.accountNumber, sequence: acct.sequence - 1, chainId: "fred-devnet-1" },
     );
     const { TxRaw } = await import("cosmjs-types/cosmos/tx/v1beta1/tx");
-    await assert.rejects(signer.broadcastTx(TxRaw.encode(stale).finish()), (err: unknown) => {
+    // A short timeout: cosmjs keeps its poll timer alive even when the broadcast is refused.
+    await assert.rejects(signer.broadcastTx(TxRaw.encode(stale).finish(), 1000, 100), (err: unknown) => {
       assert.ok(err instanceof BroadcastTxError);
       assert.equal(err.code, 32);
       assert.equal(err.codespace, "sdk");

@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { ReconnectingSocket } from "@cosmjs/socket";
 
 export interface DevnetKeys {
   chain_id: string;
@@ -53,10 +54,16 @@ function exited(proc: ChildProcess): Promise<void> {
 }
 
 async function launch(home: string, args: string[], ownsHome: boolean): Promise<DevnetProcess> {
-  const proc = spawn(process.execPath, [BIN, "devnet", "start", "--home", home, "--rpc-port", "0", ...args], {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, FRED_LOG_LEVEL: process.env.FRED_LOG_LEVEL ?? "warn" },
-  });
+  // FRED_DEVNET_NODE_ARGS passes extra Node flags to the node process (e.g. --cpu-prof for profiling).
+  const nodeArgs = (process.env.FRED_DEVNET_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
+  const proc = spawn(
+    process.execPath,
+    [...nodeArgs, BIN, "devnet", "start", "--home", home, "--rpc-port", "0", ...args],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, FRED_LOG_LEVEL: process.env.FRED_LOG_LEVEL ?? "warn" },
+    },
+  );
   let errText = "";
   proc.stderr?.on("data", (d) => {
     errText += d;
@@ -124,4 +131,22 @@ export async function waitFor<T>(probe: () => Promise<T | undefined>, ms = 20_00
     if (Date.now() > deadline) throw new Error("condition not met before the deadline");
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * cosmjs 0.39's ReconnectingSocket schedules a reconnect whenever its socket reports
+ * "disconnected", even after an explicit disconnect(); once the devnet is gone it retries
+ * forever and the test process never exits. After disconnect() we make those retries no-ops.
+ */
+export function stopCosmjsReconnectsAfterDisconnect(): void {
+  type Internals = { socket: { reconnect(): void }; reconnectTimeout: NodeJS.Timeout | null };
+  const proto = ReconnectingSocket.prototype as unknown as { disconnect(): void; __fredPatched?: true };
+  if (proto.__fredPatched) return;
+  const original = proto.disconnect;
+  proto.disconnect = function (this: Internals) {
+    original.call(this);
+    this.socket.reconnect = () => {};
+    if (this.reconnectTimeout) clearTimeout(this.reconnectTimeout);
+  };
+  proto.__fredPatched = true;
 }

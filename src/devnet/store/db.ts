@@ -21,6 +21,10 @@ const MIGRATIONS: string[] = [
    CREATE TABLE tx_attrs (key TEXT NOT NULL, value TEXT NOT NULL, height INTEGER NOT NULL, idx INTEGER NOT NULL);
    CREATE INDEX tx_attrs_by_kv ON tx_attrs (key, value);
    CREATE INDEX tx_attrs_by_height ON tx_attrs (height);`,
+  // One B-tree for the attribute index: "<type>.<key>=<value>" and the tx position
+  // (height × 2^20 + index), no secondary indexes to maintain on every insert.
+  `DROP TABLE tx_attrs;
+   CREATE TABLE tx_kv (kv TEXT NOT NULL, pos INTEGER NOT NULL, PRIMARY KEY (kv, pos)) WITHOUT ROWID;`,
 ];
 
 export function openChainDb(path: string): Database.Database {

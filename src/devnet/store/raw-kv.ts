@@ -15,6 +15,7 @@ export interface RawKV {
 }
 
 const PAGE = 128;
+const CACHE_LIMIT = 500_000;
 
 export class SqliteKV implements RawKV {
   readonly #get: Database.Statement<[string], { value: Buffer }>;
@@ -32,16 +33,33 @@ export class SqliteKV implements RawKV {
     this.#del = db.prepare("DELETE FROM state WHERE key = ?");
   }
 
+  /**
+   * Read-through cache of state as written (null = known absent). Writes go to SQLite at
+   * once; if a block's SQLite transaction rolls back, the owner must call dropCache().
+   */
+  readonly #cache = new Map<string, Uint8Array | null>();
+
   get(key: string): Uint8Array | undefined {
-    return this.#get.get(key)?.value;
+    const cached = this.#cache.get(key);
+    if (cached !== undefined) return cached ?? undefined;
+    const value = this.#get.get(key)?.value;
+    if (this.#cache.size >= CACHE_LIMIT) this.#cache.clear();
+    this.#cache.set(key, value ?? null);
+    return value;
   }
 
   set(key: string, value: Uint8Array): void {
     this.#set.run(key, value);
+    this.#cache.set(key, value);
   }
 
   delete(key: string): void {
     this.#del.run(key);
+    this.#cache.set(key, null);
+  }
+
+  dropCache(): void {
+    this.#cache.clear();
   }
 
   #page(hasHi: boolean, hasCursor: boolean, reverse: boolean) {
