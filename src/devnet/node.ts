@@ -17,7 +17,6 @@ import {
   commitFor,
   EMPTY_BLOCK_ID,
   type ExecTxResultJson,
-  eventMap,
   eventsJson,
   type HeaderJson,
   hexUpper,
@@ -26,6 +25,7 @@ import {
   txResultJson,
   type Validator,
 } from "./blocks.ts";
+import { type BusEvent, blockBusEvents, txBusEvent } from "./bus-events.ts";
 import type { BlockInfo } from "./module.ts";
 import { MetaTable } from "./store/db.ts";
 import { preverifySecp256k1 } from "./tx/verify.ts";
@@ -35,13 +35,7 @@ export const MAX_TX_BYTES = 1_048_576;
 const MAX_MEMPOOL_TXS = 20_000;
 const CACHE_SIZE = 100_000;
 
-export type BusEventKind = "Tx" | "NewBlock" | "NewBlockHeader" | "NewBlockEvents";
-
-export interface BusEvent {
-  kind: BusEventKind;
-  data: { type: string; value: unknown };
-  events: Record<string, string[]>;
-}
+export type { BusEvent, BusEventKind } from "./bus-events.ts";
 
 /** A JSON-RPC level refusal (CometBFT answers these as errors, not as CheckTx codes). */
 export class RpcError extends Error {
@@ -456,59 +450,9 @@ export class DevnetNode {
   }
 
   #publish(block: BlockJson, blockId: BlockIdJson, results: BlockResultsJson, txs: CommittedTx[]): void {
-    const height = block.header.height;
-    const blockEvents = results.finalize_block_events;
-    this.#emit({
-      kind: "NewBlock",
-      data: {
-        type: "tendermint/event/NewBlock",
-        value: {
-          block,
-          block_id: blockId,
-          result_finalize_block: {
-            events: blockEvents,
-            txs_results: results.txs_results,
-            validator_updates: [],
-            consensus_param_updates: CONSENSUS_PARAMS,
-            app_hash: results.app_hash,
-          },
-        },
-      },
-      events: eventMap(blockEvents, { "tm.event": ["NewBlock"] }),
-    });
-    this.#emit({
-      kind: "NewBlockHeader",
-      data: { type: "tendermint/event/NewBlockHeader", value: { header: block.header } },
-      events: eventMap(blockEvents, { "tm.event": ["NewBlockHeader"] }),
-    });
-    this.#emit({
-      kind: "NewBlockEvents",
-      data: {
-        type: "tendermint/event/NewBlockEvents",
-        value: { height, events: blockEvents, num_txs: String(txs.length) },
-      },
-      events: eventMap(blockEvents, { "tm.event": ["NewBlockEvents"] }),
-    });
+    for (const e of blockBusEvents(block, blockId, results, txs.length)) this.#emit(e);
     for (const tx of txs) {
-      this.#emit({
-        kind: "Tx",
-        data: {
-          type: "tendermint/event/Tx",
-          value: {
-            TxResult: {
-              height,
-              index: tx.index,
-              tx: Buffer.from(tx.tx).toString("base64"),
-              result: tx.result,
-            },
-          },
-        },
-        events: eventMap(tx.result.events, {
-          "tm.event": ["Tx"],
-          "tx.hash": [tx.hash],
-          "tx.height": [height],
-        }),
-      });
+      this.#emit(txBusEvent(block.header.height, tx));
       const waiters = this.#txWaiters.get(tx.hash);
       if (waiters) {
         this.#txWaiters.delete(tx.hash);
