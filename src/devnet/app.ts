@@ -45,6 +45,8 @@ export interface AppConfig {
   bondDenom: string;
   authority: string;
   minGasPrice: GasPrice;
+  /** Told about errors that are not ChainErrors: bugs in a handler, reported as code 1. */
+  onInternalError?: (err: unknown, where: string) => void;
 }
 
 /** Outcome of one tx in any mode, in ExecTxResult terms. */
@@ -183,6 +185,7 @@ export class DevnetApp {
     try {
       runAnte(this.#context(anteKV, mode, block, gas, anteEvents), tx, this.#ante);
     } catch (err) {
+      if (!isChainError(err)) this.config.onInternalError?.(err, "ante");
       return failure(err, gasLimit, BigInt(gas.used));
     }
     if (mode === "check") {
@@ -214,6 +217,8 @@ export class DevnetApp {
         }
       });
     } catch (err) {
+      if (!isChainError(err))
+        this.config.onInternalError?.(err, `execute ${tx.msgs.map((m) => m.any.typeUrl).join(",")}`);
       // Ante effects (fee, sequence) stay; every message effect is dropped.
       if (mode === "deliver") anteKV.flush();
       return { ...failure(err, gasLimit, BigInt(gas.used)), events: mode === "deliver" ? anteEvents : [] };

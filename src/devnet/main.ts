@@ -39,7 +39,7 @@ export interface InitOptions {
   clock?: Clock;
 }
 
-function buildApp(db: Database.Database, minGasPrice: string): DevnetApp {
+function buildApp(db: Database.Database, minGasPrice: string, logger?: Logger): DevnetApp {
   return new DevnetApp(
     db,
     {
@@ -48,6 +48,8 @@ function buildApp(db: Database.Database, minGasPrice: string): DevnetApp {
       bondDenom: DEVNET_DENOM,
       authority: process.env.POA_ADMIN_ADDRESS ?? moduleAddress("gov", DEVNET_PREFIX),
       minGasPrice: parseGasPrice(minGasPrice),
+      onInternalError: (err, where) =>
+        logger?.error({ err, where }, "module handler failed with a non-chain error"),
     },
     moduleFactories,
   );
@@ -151,7 +153,7 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
   let db: Database.Database | undefined;
   try {
     db = openChainDb(homePaths(opts.home).db);
-    const app = buildApp(db, opts.minGasPrice ?? DEFAULT_MIN_GAS_PRICE);
+    const app = buildApp(db, opts.minGasPrice ?? DEFAULT_MIN_GAS_PRICE, opts.logger);
     ensureGenesis(db, app, opts);
     const node = new DevnetNode({
       db,

@@ -299,6 +299,26 @@ describe("CometBFT RPC envelope and methods", () => {
     }
   });
 
+  it("check_tx checks without keeping; broadcast_tx_async answers at once; bad base64 is refused", async () => {
+    const tx = sendTx();
+    const checked = (await rpc(devnet.url, "check_tx", { tx })).result;
+    assert.equal(checked.code, 0);
+    assert.equal(typeof checked.gas_used, "string");
+    assert.equal((await rpc(devnet.url, "num_unconfirmed_txs")).result.total, "0", "check_tx keeps nothing");
+    const stale = (await rpc(devnet.url, "check_tx", { tx: sendTx() })).result;
+    assert.equal(stale.code, 32, "the sequence did not move for the checked tx");
+    seq -= 1n;
+    const async = (await rpc(devnet.url, "broadcast_tx_async", { tx })).result;
+    assert.deepEqual(Object.keys(async).sort(), ["code", "codespace", "data", "hash", "log"]);
+    assert.equal(async.code, 0);
+    for (const m of ["broadcast_tx_sync", "broadcast_tx_async", "broadcast_tx_commit", "check_tx"]) {
+      const bad = await rpc(devnet.url, m, { tx: "***" });
+      assert.equal(bad.error.code, -32602, m);
+      const missing = await rpc(devnet.url, m, {});
+      assert.equal(missing.error.code, -32602, m);
+    }
+  });
+
   it("websocket frames over the size limit close the connection", async () => {
     const s = await openSocket(devnet.wsUrl);
     const closed = new Promise<number>((r) => s.ws.once("close", (code) => r(code)));
