@@ -4,6 +4,7 @@ import { newUuidV4 } from "../../core/uuid.ts";
 import { buildCallbackUrl } from "../config/index.ts";
 import { type Attempt, GroupCommitter, type RecordResult, type StoredPayload } from "../store/index.ts";
 import { isBillingOnly, type LifecycleDeps } from "./deps.ts";
+import { LeaseReader } from "./lease-reader.ts";
 import { rejectionForRefusal } from "./reasons.ts";
 
 /**
@@ -29,8 +30,11 @@ export class Provisioner {
   /** Attempts of concurrent leases share one transaction (one fsync) before any call. */
   readonly #attempts: GroupCommitter<Attempt, RecordResult>;
 
+  readonly leases: LeaseReader;
+
   constructor(deps: LifecycleDeps) {
     this.#d = deps;
+    this.leases = new LeaseReader(deps.chain, deps.config.providerUuid);
     this.#attempts = new GroupCommitter((batch) => deps.store.recordAttempts(batch));
   }
 
@@ -39,7 +43,7 @@ export class Provisioner {
     if (store.attemptFor(leaseUuid) !== undefined || store.placement(leaseUuid) !== undefined) {
       return "already-recorded";
     }
-    const lease = known ?? (await this.#d.chain.getLease(leaseUuid, signal));
+    const lease = known ?? (await this.leases.get(leaseUuid));
     if (lease === undefined) {
       // The event told us it exists; an RPC node that has not caught up yet is retried.
       throw new FredError("ERR_LEASE_NOT_VISIBLE", `lease ${leaseUuid} is not visible on chain yet`, {
@@ -93,7 +97,7 @@ export class Provisioner {
     const current = this.#d.store.attemptFor(attempt.leaseUuid);
     if (current?.operationId !== attempt.operationId) return "already-recorded";
     if (this.inFlight.has(attempt.leaseUuid)) return "sent";
-    const lease = await this.#d.chain.getLease(attempt.leaseUuid, signal);
+    const lease = await this.leases.get(attempt.leaseUuid);
     if (lease === undefined || lease.state !== "LEASE_STATE_PENDING") return "not-pending";
     let payload: StoredPayload | undefined;
     if (lease.metaHash !== "") {
