@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { type Command, InvalidArgumentError } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import { parseDurationMs } from "../core/duration.ts";
 import { FredError } from "../core/errors.ts";
 import { readKeys } from "../devnet/home.ts";
@@ -80,11 +80,10 @@ export function registerDevnetCommands(program: Command): void {
   withInitOptions(devnet.command("start"))
     .description("Run the node (initialises the home if needed); SIGTERM or Ctrl-C stops it cleanly")
     .option("--rpc-port <port>", "RPC port on 127.0.0.1 (0 picks a free port)", intArg(0, 65535), 26657)
-    .option(
-      "--block-time <duration>",
-      "time between blocks; 0s = a block as soon as a tx arrives",
-      durationArg,
-      1000,
+    .addOption(
+      new Option("--block-time <duration>", "time between blocks; 0s = a block as soon as a tx arrives")
+        .argParser(durationArg)
+        .default(1000, "1s"),
     )
     .option("--history-blocks <n>", "keep only the last N blocks and their txs (0 = all)", intArg(0, 1e9), 0)
     .addHelpText(
