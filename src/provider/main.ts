@@ -259,9 +259,20 @@ export async function startProviderd(
       stop() {
         stopping ??= (async () => {
           state = "stopping";
+          // Phase 1: stop intake and drain lease work, bounded by shutdown_timeout.
           await feed.stop();
           await lc.stop(config.shutdownTimeoutMs);
-          await unwind();
+          // Phase 2: flush acknowledgements and close everything; past the deadline,
+          // whatever is still closing is abandoned (the process is about to exit).
+          let cancel: (() => void) | undefined;
+          const deadline = new Promise<void>((resolve) => {
+            cancel = clock.setTimer(config.shutdownTimeoutMs, () => {
+              logger.warn("shutdown_timeout reached; closing the rest forcibly");
+              resolve();
+            });
+          });
+          await Promise.race([unwind(), deadline]);
+          cancel?.();
           state = "stopped";
         })();
         return stopping;

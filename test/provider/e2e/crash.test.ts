@@ -111,6 +111,20 @@ describe("providerd crash safety and backend flags (devnet + providerd + mock ba
     assert.equal(await onBackend(0, toOne), 3);
   });
 
+  it("/readyz stays 503 (and /health 200) until every unfenced backend has answered recovery", async () => {
+    await stack.stopProviderd();
+    await stack.stopMock(0);
+    await stack.launchProviderd();
+    const health = await fetch(`${stack.api}/health`);
+    assert.equal(health.status, 200);
+    const body = (await health.json()) as { status: string; checks: Record<string, { status: string }> };
+    assert.equal(body.status, "degraded");
+    assert.equal(body.checks["backend:mock-1"]?.status, "unhealthy");
+    assert.equal((await fetch(`${stack.api}/readyz`)).status, 503);
+    await stack.restartMock(0);
+    await until(async () => (await fetch(`${stack.api}/readyz`)).status === 200, "ready once mock-1 answers");
+  });
+
   it("kill -9 after the backend accepted, before its callback: ACTIVE once after restart", async () => {
     const small = stack.sku("docker-small");
     await restartWith([{ skus: [small], draining: true }, { skus: [small] }]);

@@ -75,6 +75,7 @@ export class Stack {
 
   /** Backend flags used by writeConfig (tests change them, then restart providerd). */
   backendOverrides: BackendOverrides[] = [];
+  mockEnvs: Record<string, string>[] = [];
   extraConfig: Record<string, unknown> = {};
 
   /**
@@ -99,17 +100,16 @@ export class Stack {
       ...devnetArgs,
     ]);
     this.keys = JSON.parse((await runFred(["devnet", "keys", "--home", home])).stdout) as DevnetKeys;
+    this.mockEnvs = mockEnv(this).map((extra, i) => ({
+      MOCK_BACKEND_ADDR: "127.0.0.1:0",
+      MOCK_BACKEND_STORAGE_ID: SIDS[i]!,
+      MOCK_BACKEND_CALLBACK_SECRET: SECRETS[i]!,
+      MOCK_BACKEND_NAME: `mock-${i + 1}`,
+      MOCK_BACKEND_DB_PATH: join(this.dir, `mock-${i + 1}.db`),
+      ...extra,
+    }));
     this.mocks = await Promise.all(
-      mockEnv(this).map((extra, i) =>
-        startFred<MockReady>(["backend", "mock"], {
-          MOCK_BACKEND_ADDR: "127.0.0.1:0",
-          MOCK_BACKEND_STORAGE_ID: SIDS[i]!,
-          MOCK_BACKEND_CALLBACK_SECRET: SECRETS[i]!,
-          MOCK_BACKEND_NAME: `mock-${i + 1}`,
-          MOCK_BACKEND_DB_PATH: join(this.dir, `mock-${i + 1}.db`),
-          ...extra,
-        }),
-      ),
+      this.mockEnvs.map((env) => startFred<MockReady>(["backend", "mock"], env)),
     );
     const provider = this.account("provider");
     await new Keyring({ dir: join(this.dir, "keyring"), backend: "test" }).add("provider", provider.mnemonic);
@@ -170,6 +170,26 @@ export class Stack {
 
   get api(): string {
     return `http://127.0.0.1:${this.apiPort}`;
+  }
+
+  /** Stops mock `i`; `restartMock` brings it back on the same port with the same journal. */
+  async stopMock(i: number): Promise<void> {
+    await this.mocks[i]!.stop();
+  }
+
+  async restartMock(i: number): Promise<void> {
+    const port = new URL(this.mocks[i]!.ready.url).port;
+    this.mocks[i] = await startFred<MockReady>(["backend", "mock"], {
+      ...this.mockEnvs[i]!,
+      MOCK_BACKEND_ADDR: `127.0.0.1:${port}`,
+    });
+  }
+
+  /** Starts providerd and returns once its API listens (not necessarily ready). */
+  async launchProviderd(): Promise<void> {
+    this.providerd = await startFred<{ url: string }>(["providerd", "-c", this.configPath], {
+      FRED_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
+    });
   }
 
   async startProviderd(): Promise<void> {
