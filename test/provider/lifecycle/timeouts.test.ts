@@ -1,0 +1,205 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import type { ChainLease, ChainPort } from "../../../src/chain/port.ts";
+import { ManualClock, systemClock } from "../../../src/core/clock.ts";
+import { newUuidV4 } from "../../../src/core/uuid.ts";
+import { createLogger } from "../../../src/log.ts";
+import { type BackendClient, createBackendClients } from "../../../src/provider/backend-client/index.ts";
+import {
+  buildCallbackUrl,
+  type ProviderConfig,
+  parseProviderConfig,
+} from "../../../src/provider/config/index.ts";
+import {
+  AckQueue,
+  checkOverdueAttempts,
+  KeyedQueue,
+  type LifecycleDeps,
+  Provisioner,
+  silentObserver,
+} from "../../../src/provider/lifecycle/index.ts";
+import { Router } from "../../../src/provider/router.ts";
+import { PlacementStore } from "../../../src/provider/store/index.ts";
+import { baseConfig, PROVIDER_UUID, yamlOf } from "../config/fixtures.ts";
+import { type Started, startFred } from "../processes.ts";
+
+/**
+ * The callback-timeout check against a real mock backend process: the backend's answer
+ * decides (ready → acknowledge, failed → reject, unknown → redeliver the same operation),
+ * and silence or a young attempt changes nothing. The chain is recorded, not real.
+ */
+const SECRET = "timeout-test-secret-0123456789abcdef";
+const SID = "7e2a4b3c-5d6e-4f70-8a9b-0c1d2e3f4a5b";
+const FAILING = "0190f3a2-7c1e-7000-8000-0000000000f1";
+const dir = mkdtempSync(join(tmpdir(), "fred-timeouts-"));
+const flush = () => new Promise((r) => setImmediate(r));
+
+let mock: Started<{ url: string }>;
+let config: ProviderConfig;
+let clients: Map<string, BackendClient>;
+const sent: { kind: string; uuids: readonly string[]; reason?: string }[] = [];
+const pendingLease = (uuid: string): ChainLease =>
+  ({
+    uuid,
+    tenant: "manifest1tenant",
+    providerUuid: PROVIDER_UUID,
+    state: "LEASE_STATE_PENDING",
+    items: [
+      { skuUuid: "0190f3a2-7c1e-7000-8000-00000000000a", quantity: 1n, serviceName: "", customDomain: "" },
+    ],
+    metaHash: "",
+  }) as ChainLease;
+
+before(async () => {
+  mock = await startFred<{ url: string }>(["backend", "mock"], {
+    MOCK_BACKEND_ADDR: "127.0.0.1:0",
+    MOCK_BACKEND_STORAGE_ID: SID,
+    MOCK_BACKEND_CALLBACK_SECRET: SECRET,
+    MOCK_BACKEND_NAME: "one",
+    MOCK_BACKEND_FAIL_LEASES: FAILING,
+  });
+  const c = baseConfig();
+  c.backends = [{ name: "one", url: mock.ready.url, hmac_secret: SECRET, default: true }];
+  c.provision_callback_timeout = "1m";
+  config = parseProviderConfig(yamlOf(c));
+  clients = await createBackendClients(config, new Map([["one", SID]]), systemClock);
+});
+
+after(async () => {
+  for (const c of clients?.values() ?? []) await c.close();
+  await mock?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function setup() {
+  const clock = new ManualClock(Date.now());
+  const store = PlacementStore.create(
+    join(dir, `p-${newUuidV4()}.db`),
+    PROVIDER_UUID,
+    [{ name: "one", storageId: SID, baseline: { provisions: 0, retentions: 0 } }],
+    clock.now(),
+  );
+  const outcome = (status: string) => (uuids: readonly string[]) =>
+    Promise.resolve(uuids.map((leaseUuid) => ({ leaseUuid, status })));
+  const chain = {
+    getLease: async (uuid: string) => pendingLease(uuid),
+    leasesByProvider: async () => [],
+    acknowledge: (uuids: readonly string[]) => {
+      sent.push({ kind: "acknowledge", uuids });
+      return outcome("acknowledged")(uuids);
+    },
+    reject: (uuids: readonly string[], reason: string) => {
+      sent.push({ kind: "reject", uuids, reason });
+      return outcome("rejected")(uuids);
+    },
+  } as unknown as ChainPort;
+  const logger = createLogger("test", "silent");
+  const deps: LifecycleDeps = {
+    config,
+    chain,
+    store,
+    payloads: undefined,
+    clients,
+    router: new Router({ backends: config.backends, clock }),
+    acks: new AckQueue({ chain, clock, logger, maxBatch: 1 }),
+    queue: new KeyedQueue(),
+    clock,
+    logger,
+    observe: silentObserver,
+  };
+  return { deps, store, clock, provisioner: new Provisioner(deps) };
+}
+
+/** Provisions `lease` on the mock under `operationId`, as an earlier providerd would have. */
+async function provisionOnBackend(lease: string, operationId: string): Promise<void> {
+  const out = await clients.get("one")!.provision({
+    leaseUuid: lease,
+    tenant: "manifest1tenant",
+    providerUuid: PROVIDER_UUID,
+    items: [{ sku: "0190f3a2-7c1e-7000-8000-00000000000a", quantity: 1 }],
+    callbackUrl: buildCallbackUrl(config.callbackBase, "operation_id", operationId),
+    lifecycleCallbackUrl: buildCallbackUrl(config.callbackBase, "lifecycle_id", operationId),
+  });
+  assert.equal(out.kind, "accepted");
+}
+
+async function statusOnBackend(lease: string): Promise<string | undefined> {
+  return (await clients.get("one")!.provisionsFor([lease]))[0]?.status;
+}
+
+async function untilStatus(lease: string, status: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while ((await statusOnBackend(lease)) !== status) {
+    if (Date.now() > deadline) throw new Error(`${lease} never became ${status}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("callback timeout: ask the backend, act only on evidence", () => {
+  it("confirms a ready lease, rejects a failed one, redelivers an unknown one, leaves young attempts", async () => {
+    const { deps, store, clock, provisioner } = setup();
+    const ready = "0190f3a2-7c1e-7000-8000-0000000000a1";
+    const unknown = "0190f3a2-7c1e-7000-8000-0000000000a2";
+    const young = "0190f3a2-7c1e-7000-8000-0000000000a3";
+    const ops = { ready: newUuidV4(), failed: newUuidV4(), unknown: newUuidV4(), young: newUuidV4() };
+    const attempt = (leaseUuid: string, operationId: string, createdAt: number) =>
+      store.recordAttempt({ leaseUuid, backend: "one", operationId, kind: "provision", createdAt });
+    attempt(ready, ops.ready, clock.now());
+    attempt(FAILING, ops.failed, clock.now());
+    attempt(unknown, ops.unknown, clock.now());
+    await provisionOnBackend(ready, ops.ready);
+    await provisionOnBackend(FAILING, ops.failed);
+    await untilStatus(ready, "ready");
+    await untilStatus(FAILING, "failed");
+    clock.advance(60_000);
+    attempt(young, ops.young, clock.now());
+
+    const verdicts = await checkOverdueAttempts(deps, provisioner, new AbortController().signal);
+    await flush();
+    assert.deepEqual(Object.fromEntries(verdicts), {
+      [ready]: "confirmed",
+      [FAILING]: "rejected",
+      [unknown]: "redelivered",
+    });
+    assert.equal(store.placement(ready)?.owner, "one");
+    assert.equal(store.attemptFor(FAILING), undefined);
+    assert.equal(store.attemptFor(unknown)?.operationId, ops.unknown, "redelivery keeps the attempt");
+    assert.equal(store.attemptFor(young)?.operationId, ops.young);
+    const generation = (await clients.get("one")!.provisionsFor([unknown]))[0]?.lifecycleGeneration;
+    assert.deepEqual(
+      generation,
+      { kind: "typed", id: ops.unknown },
+      "redelivered with the same operation id",
+    );
+    assert.deepEqual(
+      sent.filter((s) => [ready, FAILING].includes(s.uuids[0]!)),
+      [
+        { kind: "acknowledge", uuids: [ready] },
+        { kind: "reject", uuids: [FAILING], reason: "provisioning failed" },
+      ],
+    );
+    store.close();
+  });
+
+  it("keeps every attempt when the backend cannot be asked", async () => {
+    const { deps, store, clock, provisioner } = setup();
+    const lease = "0190f3a2-7c1e-7000-8000-0000000000b1";
+    const op = newUuidV4();
+    store.recordAttempt({
+      leaseUuid: lease,
+      backend: "one",
+      operationId: op,
+      kind: "provision",
+      createdAt: clock.now(),
+    });
+    clock.advance(120_000);
+    const down = { ...deps, clients: new Map() };
+    const verdicts = await checkOverdueAttempts(down, provisioner, new AbortController().signal);
+    assert.deepEqual(Object.fromEntries(verdicts), { [lease]: "unanswered" });
+    assert.equal(store.attemptFor(lease)?.operationId, op);
+    store.close();
+  });
+});
