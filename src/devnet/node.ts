@@ -104,6 +104,7 @@ export class DevnetNode {
   #immediate: NodeJS.Immediate | undefined;
   readonly #listeners = new Set<(e: BusEvent) => void>();
   readonly #txWaiters = new Map<string, ((tx: CommittedTx) => void)[]>();
+  readonly #stopping = new AbortController();
   readonly #insertBlock: Database.Statement;
   readonly #getBlock: Database.Statement<
     [number],
@@ -241,8 +242,11 @@ export class DevnetNode {
   }
 
   /** Resolves once the tx with this hash is committed (the caller bounds the wait). */
-  waitForTx(hash: string, signal: AbortSignal): Promise<CommittedTx> {
+  waitForTx(hash: string, callerSignal: AbortSignal): Promise<CommittedTx> {
+    // Stopping the node ends every wait (broadcast_tx_commit must not hold up shutdown).
+    const signal = AbortSignal.any([callerSignal, this.#stopping.signal]);
     return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
       const list = this.#txWaiters.get(hash) ?? [];
       const done = (tx: CommittedTx) => {
         signal.removeEventListener("abort", onAbort);
@@ -491,6 +495,7 @@ export class DevnetNode {
   stop(): void {
     if (this.#lifecycle.state === "stopped") return;
     this.#lifecycle = { state: "stopped" };
+    this.#stopping.abort(internalRpcError("node is stopping"));
     this.#timerCancel?.();
     if (this.#immediate) clearImmediate(this.#immediate);
     this.#listeners.clear();

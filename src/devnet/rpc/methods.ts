@@ -208,7 +208,8 @@ export const methods: Record<string, Method> = {
           height: "0",
         };
       }
-      const tx = await waiting.catch(() => {
+      const tx = await waiting.catch((err: unknown) => {
+        if (err instanceof RpcError) throw err;
         throw internalRpcError("timed out waiting for tx to be included in a block");
       });
       return { check_tx: checkTxJson(check), tx_result: tx.result, hash, height: String(tx.height) };
