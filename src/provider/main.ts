@@ -216,9 +216,13 @@ export async function startProviderd(
     const url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${address.port}`;
 
     // Routing loads: read /stats now and then; a failed read drops that backend's signal.
-    const refreshStats = () =>
+    let cancelStats: (() => void) | undefined;
+    cleanup.push(() => cancelStats?.());
+    const refreshStats = (): Promise<void> =>
       router.refreshLoads(clients, lc.signal).finally(() => {
-        if (!lc.signal.aborted) cleanup.push(clock.setTimer(opts.statsIntervalMs ?? 15_000, refreshStats));
+        if (!lc.signal.aborted && state !== "stopping") {
+          cancelStats = clock.setTimer(opts.statsIntervalMs ?? 15_000, () => void refreshStats());
+        }
       });
     void refreshStats();
 

@@ -38,7 +38,9 @@ export class Lifecycle {
   readonly #abort = new AbortController();
   readonly #opts: Required<LifecycleOptions>;
   readonly #awaitingPayload = new Set<string>();
-  readonly #cancelTimers: (() => void)[] = [];
+  /** The pending timer of each periodic task, by task index. */
+  readonly #timers = new Map<number, () => void>();
+  #stopping = false;
   readonly #running = new Set<Promise<unknown>>();
   #consumerLoop: Promise<void> | undefined;
   /** Callbacks arriving together are applied in one transaction (one fsync). */
@@ -150,13 +152,14 @@ export class Lifecycle {
   /** Chained timers: the next run is scheduled only after the previous one finished. */
   #every(ms: number, task: () => Promise<unknown>): void {
     if (!(ms > 0)) return;
+    const id = this.#timers.size;
     const schedule = () => {
-      if (this.signal.aborted) return;
+      if (this.#stopping) return;
       const cancel = this.deps.clock.setTimer(ms, () => {
         const run = task().catch((err) => this.deps.logger.warn({ err }, "periodic task failed"));
         this.#track(run.finally(schedule));
       });
-      this.#cancelTimers.push(cancel);
+      this.#timers.set(id, cancel);
     };
     schedule();
   }
@@ -174,7 +177,9 @@ export class Lifecycle {
 
   /** Stops intake and waits for queued work, up to `deadlineMs`; then aborts what is left. */
   async stop(deadlineMs: number): Promise<void> {
-    for (const cancel of this.#cancelTimers.splice(0)) cancel();
+    this.#stopping = true;
+    for (const cancel of this.#timers.values()) cancel();
+    this.#timers.clear();
     const drained = Promise.allSettled([...this.#running]).then(() => this.deps.queue.idle());
     let timer: (() => void) | undefined;
     const expired = new Promise<void>((resolve) => {
