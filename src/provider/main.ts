@@ -263,6 +263,9 @@ export async function startProviderd(
       stop() {
         stopping ??= (async () => {
           state = "stopping";
+          // Timers from the Clock are unref'd (a daemon must not be held open by them); while
+          // shutting down, this handle keeps the process alive until the sequence finishes.
+          const keepAlive = setInterval(() => {}, 1_000);
           // Phase 1: stop intake and drain lease work, bounded by shutdown_timeout.
           await feed.stop();
           await lc.stop(config.shutdownTimeoutMs);
@@ -277,6 +280,7 @@ export async function startProviderd(
           });
           await Promise.race([unwind(), deadline]);
           cancel?.();
+          clearInterval(keepAlive);
           state = "stopped";
         })();
         return stopping;

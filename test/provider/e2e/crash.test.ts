@@ -52,7 +52,7 @@ async function onBackend(i: number, leases: readonly string[]): Promise<number> 
 }
 
 async function restartWith(overrides: typeof stack.backendOverrides): Promise<void> {
-  await stack.stopProviderd();
+  assert.equal(await stack.stopProviderd(), 0, "SIGTERM shuts providerd down cleanly");
   stack.backendOverrides = overrides;
   stack.writeConfig();
   await stack.startProviderd();

@@ -199,9 +199,12 @@ export class Stack {
     await until(async () => (await fetch(`${this.api}/readyz`)).status === 200, "providerd /readyz 200");
   }
 
-  async stopProviderd(): Promise<void> {
-    await this.providerd?.stop();
+  /** SIGTERM (SIGKILL after 10 s); returns the exit code, null when it had to be killed. */
+  async stopProviderd(): Promise<number | null> {
+    const p = this.providerd;
+    await p?.stop();
     this.providerd = undefined;
+    return p?.child.exitCode ?? null;
   }
 
   async killProviderd(): Promise<void> {
