@@ -32,9 +32,14 @@ const healthCheck = fc.record(
 const service = fc.record(
   {
     image: fc.stringMatching(/^[a-z][a-z0-9./:-]{0,30}$/),
-    ports: fc.dictionary(portKey, fc.record({ host_port: fc.constant(0) }, { requiredKeys: [] }), {
-      maxKeys: 5,
-    }),
+    // "80/tcp" and "80/TCP" name one port (refused as a duplicate), so keys are unique
+    // ignoring case.
+    ports: fc
+      .uniqueArray(fc.tuple(portKey, fc.record({ host_port: fc.constant(0) }, { requiredKeys: [] })), {
+        maxLength: 5,
+        selector: ([key]) => key.toLowerCase(),
+      })
+      .map((entries) => Object.fromEntries(entries)),
     env: fc.dictionary(
       fc.stringMatching(/^[A-Za-z][A-Za-z0-9_]{0,12}$/).filter((k) => !BLOCKED_ENV.test(k)),
       fc.string(),
