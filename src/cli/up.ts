@@ -30,8 +30,11 @@ export interface RunningComponent {
 export const upComponents: UpComponent[] = [devnetUpComponent, mockBackendUpComponent, providerdUpComponent];
 
 const TOOLS = [
+  "fred chain …                fund credit; create, show, close and list leases",
   "fred token mint|verify      mint and check ADR-036 tenant tokens",
   "fred manifest validate      check a tenant manifest against the rules backends enforce",
+  "fred keys …                 the provider keyring",
+  "fred placement inspect      providerd's placement records",
 ];
 
 export function registerUpCommand(program: Command): void {
