@@ -1,10 +1,8 @@
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { once } from "node:events";
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { stringify } from "yaml";
 import { loadDockerBackendConfig } from "../../../src/backend/docker/config.ts";
 import {
@@ -13,6 +11,7 @@ import {
   startDockerBackend,
 } from "../../../src/backend/docker/main.ts";
 import { createLogger } from "../../../src/log.ts";
+import { type BackendProcess, spawnBackendProcess } from "../../helpers/backend-process.ts";
 import { BTRFS_ROOT, dockerCli } from "./engine-helper.ts";
 
 /**
@@ -117,57 +116,9 @@ export async function startInProcess(setup: DockerTestSetup): Promise<RunningDoc
   });
 }
 
-export interface DockerProcess {
-  url: string;
-  storageId: string;
-  child: ChildProcess;
-  stderr: () => string;
-  kill(signal?: NodeJS.Signals): Promise<number | null>;
-}
-
-const FRED = new URL("../../../bin/fred.js", import.meta.url).pathname;
+export type DockerProcess = BackendProcess;
 
 /** `fred backend docker -c <config>` as a real process; ready when it prints its JSON line. */
-export async function spawnDockerBackend(configPath: string, timeoutMs = 60_000): Promise<DockerProcess> {
-  const child = spawn(process.execPath, [FRED, "backend", "docker", "-c", configPath], {
-    env: { ...process.env, FRED_LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stderr = "";
-  child.stderr?.on("data", (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const exited = once(child, "exit").then(([code]) => code as number | null);
-  const ready = new Promise<{ url: string; storage_id: string }>((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    lines.once("line", (line) => {
-      try {
-        resolve(JSON.parse(line));
-      } catch (err) {
-        reject(err);
-      }
-    });
-    void exited.then((code) => reject(new Error(`docker backend exited with ${code}: ${stderr}`)));
-    setTimeout(
-      () => reject(new Error(`docker backend not ready in ${timeoutMs} ms: ${stderr}`)),
-      timeoutMs,
-    ).unref();
-  });
-  let info: { url: string; storage_id: string };
-  try {
-    info = await ready;
-  } catch (err) {
-    child.kill("SIGKILL");
-    throw err;
-  }
-  return {
-    url: info.url,
-    storageId: info.storage_id,
-    child,
-    stderr: () => stderr,
-    async kill(signal = "SIGTERM") {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
-    },
-  };
+export function spawnDockerBackend(configPath: string, timeoutMs = 60_000): Promise<DockerProcess> {
+  return spawnBackendProcess("docker backend", ["backend", "docker", "-c", configPath], {}, timeoutMs);
 }

@@ -1,63 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
-import { createInterface } from "node:readline";
+import { type BackendProcess, spawnBackendProcess } from "../../helpers/backend-process.ts";
 
-/**
- * `fred backend mock` as a real child process: started with env, ready when it prints
- * its {"url",…} line on stdout, stopped with a signal (SIGKILL for crash tests).
- */
-export interface MockProcess {
-  url: string;
-  storageId: string;
-  child: ChildProcess;
-  stderr: () => string;
-  kill(signal?: NodeJS.Signals): Promise<number | null>;
-}
+/** `fred backend mock` as a real child process, configured by env. */
+export type MockProcess = BackendProcess;
 
-const FRED = new URL("../../../bin/fred.js", import.meta.url).pathname;
-
-export async function spawnMock(env: Record<string, string>, timeoutMs = 30_000): Promise<MockProcess> {
-  const child = spawn(process.execPath, [FRED, "backend", "mock"], {
-    env: { ...process.env, FRED_LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stderr = "";
-  child.stderr?.on("data", (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const exited = once(child, "exit").then(([code]) => code as number | null);
-  const ready = new Promise<{ url: string; storage_id: string }>((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    lines.once("line", (line) => {
-      try {
-        resolve(JSON.parse(line));
-      } catch (err) {
-        reject(err);
-      }
-    });
-    void exited.then((code) => reject(new Error(`mock backend exited with ${code}: ${stderr}`)));
-    setTimeout(
-      () => reject(new Error(`mock backend not ready in ${timeoutMs} ms: ${stderr}`)),
-      timeoutMs,
-    ).unref();
-  });
-  let info: { url: string; storage_id: string };
-  try {
-    info = await ready;
-  } catch (err) {
-    child.kill("SIGKILL");
-    throw err;
-  }
-  return {
-    url: info.url,
-    storageId: info.storage_id,
-    child,
-    stderr: () => stderr,
-    async kill(signal = "SIGTERM") {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
-    },
-  };
+export function spawnMock(env: Record<string, string>, timeoutMs = 30_000): Promise<MockProcess> {
+  return spawnBackendProcess("mock backend", ["backend", "mock"], env, timeoutMs);
 }
 
 /** Polls `check` until it returns true or the deadline passes (no fixed sleeps). */
