@@ -108,7 +108,9 @@ describe("manifest properties", () => {
 
   it("an unknown key added to any service is reported at exactly its pointer", () => {
     fc.assert(
-      fc.property(stack, fc.nat(), fc.stringMatching(/^[a-z_]{1,12}$/), (doc, pick, key) => {
+      fc.property(stack, fc.nat(), fc.stringMatching(/^[a-z_]{1,12}$/), (generated, pick, key) => {
+        // fast-check hands the same value back while shrinking: mutate a copy only.
+        const doc = structuredClone(generated);
         const names = Object.keys(doc.services);
         const target = names[pick % names.length] as string;
         const spec = doc.services[target] as Record<string, unknown>;
@@ -129,12 +131,12 @@ describe("manifest properties", () => {
             "expose",
           ].includes(key),
         );
-        spec[key] = 1;
+        // defineProperty, so that even "__proto__" becomes an own (serialised) key.
+        Object.defineProperty(spec, key, { value: 1, enumerable: true, writable: true, configurable: true });
         const result = parseManifest(JSON.stringify(doc));
         assert.ok(!result.ok);
-        assert.deepEqual(result.problems, [
-          { path: `/services/${target}/${key}`, message: `unknown field "${key}"` },
-        ]);
+        const message = key === "__proto__" ? 'the key "__proto__" is not allowed' : `unknown field "${key}"`;
+        assert.deepEqual(result.problems, [{ path: `/services/${target}/${key}`, message }]);
       }),
       { numRuns: 100 },
     );
