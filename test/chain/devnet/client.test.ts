@@ -278,11 +278,13 @@ describe("chain client against a real devnet", () => {
 
   it("two processes racing one key: both recover from sequence mismatches", async () => {
     const tenant = dn.account("tenant1").address;
-    // With block production paused every process reads the same committed sequence.
+    // With block production paused both processes read the same committed sequence, so
+    // one of them must be refused at CheckTx and re-sign with the sequence it is told.
     await dn.call("devnet_pause");
     try {
+      let exited = 0;
       const runs = Promise.all(
-        [1, 2, 3].map(() =>
+        [1, 2].map(() =>
           runFred([
             "chain",
             "credit",
@@ -297,24 +299,28 @@ describe("chain client against a real devnet", () => {
             dn.home,
             "--rpc",
             dn.rpc,
-          ]),
+          ]).finally(() => {
+            exited++;
+          }),
         ),
       );
+      // Both txs wait in the mempool; stop waiting early if a process gave up, so its
+      // stderr is reported below instead of a bare timeout.
       await until(
         async () => {
           const r = (await dn.call("num_unconfirmed_txs")) as { n_txs: string };
-          return r.n_txs === "3";
+          return r.n_txs === "2" || exited > 0;
         },
-        "three txs in the mempool",
+        "two txs in the mempool",
         90_000,
       );
       await dn.call("devnet_resume");
       const done = await runs;
       for (const r of done) assert.equal(r.code, 0, r.stderr);
-      assert.equal(new Set(done.map((r) => JSON.parse(r.stdout).tx_hash)).size, 3);
+      assert.equal(new Set(done.map((r) => JSON.parse(r.stdout).tx_hash)).size, 2);
       assert.ok(
-        done.filter((r) => /sequence mismatch/.test(r.stderr)).length >= 2,
-        "the later processes had to re-sign",
+        done.filter((r) => /sequence mismatch/.test(r.stderr)).length >= 1,
+        "the later process had to re-sign",
       );
     } finally {
       await dn.call("devnet_resume");
