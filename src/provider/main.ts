@@ -202,6 +202,7 @@ export async function startProviderd(
         apply: () =>
           state === "running" || state === "recovering" ? (cb) => lc.applyCallback(cb) : undefined,
         observe: (outcome) => metrics.observer.callback(outcome),
+        rateLimit: { rps: config.callbackRateLimitRps, burst: config.callbackRateLimitBurst },
       },
       metrics: metrics.registry,
       maxRequestBodySize: config.maxRequestBodySize,

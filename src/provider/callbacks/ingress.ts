@@ -19,7 +19,6 @@ import { RateBuckets } from "./rate-limit.ts";
 export const CALLBACK_PATH = "/callbacks/provision";
 export const CALLBACK_BODY_LIMIT = 64 * 1024;
 export const CALLBACK_APPLY_BUDGET_MS = 120_000;
-const RATE = { rps: 100, burst: 200 };
 
 export interface CallbackIngressOptions {
   backends: readonly BackendConfig[];
@@ -33,6 +32,8 @@ export interface CallbackIngressOptions {
   apply: () => ((cb: VerifiedCallback) => Promise<ApplyResult>) | undefined;
   observe: (outcome: string) => void;
   applyBudgetMs?: number;
+  /** Budgets of the pre-auth (per IP) and per-storage buckets (defaults 100/s, burst 200). */
+  rateLimit?: { rps: number; burst: number };
 }
 
 interface KeyedBackend {
@@ -48,8 +49,9 @@ export function registerCallbackIngress(app: FastifyInstance, o: CallbackIngress
     const keys = b.hmacSecret !== "" ? [b.hmacSecret, b.hmacSecretPrevious] : [o.legacySecret];
     byStorage.set(sid, { config: b, secrets: keys.filter((k) => k !== "").map((k) => hmacSecret(k)) });
   }
-  const preAuth = new RateBuckets(RATE.rps, RATE.burst, o.clock);
-  const perStorage = new RateBuckets(RATE.rps, RATE.burst, o.clock);
+  const rate = o.rateLimit ?? { rps: 100, burst: 200 };
+  const preAuth = new RateBuckets(rate.rps, rate.burst, o.clock);
+  const perStorage = new RateBuckets(rate.rps, rate.burst, o.clock);
   const budget = o.applyBudgetMs ?? CALLBACK_APPLY_BUDGET_MS;
 
   const refuse = (reply: FastifyReply, status: number, error: string, outcome: string) => {

@@ -92,6 +92,10 @@ export const TOP_LEVEL_KEYS: Readonly<Record<string, KeySpec>> = {
   // having a default for environment overrides.
   rpc_url: { kind: "string", default: "" },
   provision_callback_timeout: { kind: "duration", default: "15m" },
+  // The seed fixes the callback budgets at 100/s, burst 200; a provider whose backends
+  // finish provisions faster than that (large fleets, benchmarks) may raise them.
+  callback_rate_limit_rps: { kind: "number", default: 100 },
+  callback_rate_limit_burst: { kind: "int", default: 200 },
 };
 
 /** Keys of one `backends[]` entry. */

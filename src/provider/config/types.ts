@@ -104,4 +104,7 @@ export interface ProviderConfig {
   shutdownTimeoutMs: number;
   /** Extension: ask the backend when no callback arrived within this long. */
   provisionCallbackTimeoutMs: number;
+  /** Extension: the callback route's pre-auth (per IP) and per-storage budgets. */
+  callbackRateLimitRps: number;
+  callbackRateLimitBurst: number;
 }

@@ -200,6 +200,8 @@ function checkNumbers(get: Getter, problems: string[]): void {
     "provision_callback_timeout",
     "rate_limit_rps",
     "rate_limit_burst",
+    "callback_rate_limit_rps",
+    "callback_rate_limit_burst",
     "query_page_limit",
     "max_withdraw_iterations",
     "gas_limit",

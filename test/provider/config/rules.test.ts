@@ -365,6 +365,17 @@ const RULES: [string, Mutation, string[]][] = [
   ["durations positive", (c) => (c.shutdown_timeout = "0s"), ["shutdown_timeout must be greater than zero"]],
   ["negative durations", (c) => (c.tx_timeout = "-1s"), ["tx_timeout must not be negative"]],
   [
+    "callback budgets positive",
+    (c) => {
+      c.callback_rate_limit_rps = 0;
+      c.callback_rate_limit_burst = -5;
+    },
+    [
+      "callback_rate_limit_rps must be greater than zero",
+      "callback_rate_limit_burst must be greater than zero",
+    ],
+  ],
+  [
     "reconnect initial ≤ max",
     (c) => (c.websocket_reconnect_initial = "2m"),
     ["websocket_reconnect_initial must not exceed websocket_reconnect_max"],
