@@ -106,6 +106,7 @@ export class DevnetNode {
   readonly #txWaiters = new Map<string, ((tx: CommittedTx) => void)[]>();
   readonly #stopping = new AbortController();
   readonly #insertBlock: Database.Statement;
+  readonly #summaries = new Map<number, { hash: string; header: BlockJson["header"] }>();
   readonly #getBlock: Database.Statement<
     [number],
     { block_id: string; block: string; results: string; size: number; num_txs: number }
@@ -489,6 +490,25 @@ export class DevnetNode {
       size: row.size,
       num_txs: row.num_txs,
     };
+  }
+
+  /**
+   * The hash and header of a block, without parsing its transactions and results (a block
+   * of 10,000 leases is megabytes of JSON, and `status` is polled). Remembered per height:
+   * a committed block never changes.
+   */
+  blockSummary(height: number): { hash: string; header: BlockJson["header"] } | undefined {
+    const known = this.#summaries.get(height);
+    if (known !== undefined) return known;
+    const row = this.#getBlock.get(height);
+    if (!row) return undefined;
+    const summary = {
+      hash: (JSON.parse(row.block_id) as BlockIdJson).hash,
+      header: (JSON.parse(row.block) as BlockJson).header,
+    };
+    if (this.#summaries.size >= 64) this.#summaries.delete(this.#summaries.keys().next().value!);
+    this.#summaries.set(height, summary);
+    return summary;
   }
 
   /** Stops producing blocks; the caller closes the database afterwards. */

@@ -109,8 +109,8 @@ export const methods: Record<string, Method> = {
   health: () => ({}),
 
   status: ({ node, rpcAddress }) => {
-    const latest = node.height > 0 ? node.blockAt(node.height) : undefined;
-    const earliest = node.height > 0 ? node.blockAt(node.earliestHeight) : undefined;
+    const latest = node.height > 0 ? node.blockSummary(node.height) : undefined;
+    const earliest = node.height > 0 ? node.blockSummary(node.earliestHeight) : undefined;
     return {
       node_info: {
         protocol_version: { p2p: "8", block: "11", app: "0" },
@@ -123,14 +123,14 @@ export const methods: Record<string, Method> = {
         other: { tx_index: "on", rpc_address: rpcAddress },
       },
       sync_info: {
-        latest_block_hash: latest?.block_id.hash ?? "",
+        latest_block_hash: latest?.hash ?? "",
         latest_app_hash: node.appHash,
         latest_block_height: String(node.height),
         latest_block_time: rfc3339(node.lastBlockTimeMs),
-        earliest_block_hash: earliest?.block_id.hash ?? "",
-        earliest_app_hash: earliest?.block.header.app_hash ?? "",
+        earliest_block_hash: earliest?.hash ?? "",
+        earliest_app_hash: earliest?.header.app_hash ?? "",
         earliest_block_height: String(earliest ? node.earliestHeight : 0),
-        earliest_block_time: earliest?.block.header.time ?? rfc3339(node.lastBlockTimeMs),
+        earliest_block_time: earliest?.header.time ?? rfc3339(node.lastBlockTimeMs),
         catching_up: false,
       },
       validator_info: {
@@ -253,7 +253,11 @@ export const methods: Record<string, Method> = {
     return { block_id: b.block_id, block: b.block };
   },
 
-  header: ({ node }, params) => ({ header: stored(node, heightParam(node, params)).block.header }),
+  header: ({ node }, params) => {
+    const h = heightParam(node, params);
+    const summary = node.blockSummary(h);
+    return { header: summary === undefined ? stored(node, h).block.header : summary.header };
+  },
 
   block_results: ({ node }, params) => stored(node, heightParam(node, params)).results,
 
