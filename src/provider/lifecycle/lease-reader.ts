@@ -1,26 +1,50 @@
 import type { ChainLease, ChainPort } from "../../chain/port.ts";
+import type { Clock } from "../../core/clock.ts";
 
 /**
  * Re-reads leases for the provision workflow. Requests made in the same turn are
  * coalesced: a handful are read one by one, but a burst (a block full of new leases)
  * becomes one paged PENDING listing of the provider's leases, with single reads only for
- * leases that listing does not contain. Thousands of leases then cost tens of queries.
+ * leases that listing does not contain.
+ *
+ * A block's lease_created events reach us as many frames (one per tx), so the bursts of
+ * one block arrive turn after turn. Only one listing runs at a time, and what it lists
+ * stays usable for `listingTtlMs`: later bursts of the same block are answered from it
+ * instead of listing thousands of leases again. Each listed lease answers one request
+ * (the next read of that lease goes to the chain). A lease seen PENDING a moment ago may
+ * have been closed since; that is no worse than the read itself, which is stale by the
+ * time the provision goes out — the lease_closed event that follows tears it down.
  */
 type Waiter = { resolve: (l: ChainLease | undefined) => void; reject: (e: unknown) => void };
+
+export interface LeaseReaderOptions {
+  /** Requests in one turn that make a listing worth it (default 32). */
+  burst?: number;
+  /** How long a listing's leases may answer later requests (default 2 s). */
+  listingTtlMs?: number;
+}
 
 export class LeaseReader {
   readonly #chain: ChainPort;
   readonly #providerUuid: string;
+  readonly #clock: Clock;
   readonly #burst: number;
+  readonly #ttlMs: number;
   #waiting = new Map<string, Waiter[]>();
   #scheduled = false;
+  /** Leases of the latest listing not yet handed out, and when that listing started. */
+  #listed = new Map<string, ChainLease>();
+  #listedAt = Number.NEGATIVE_INFINITY;
+  #listing: Promise<void> | undefined;
   /** Paged listings done instead of single reads (for tests and metrics). */
   sweeps = 0;
 
-  constructor(chain: ChainPort, providerUuid: string, burst = 32) {
+  constructor(chain: ChainPort, providerUuid: string, clock: Clock, opts: LeaseReaderOptions = {}) {
     this.#chain = chain;
     this.#providerUuid = providerUuid;
-    this.#burst = burst;
+    this.#clock = clock;
+    this.#burst = opts.burst ?? 32;
+    this.#ttlMs = opts.listingTtlMs ?? 2_000;
   }
 
   get(leaseUuid: string): Promise<ChainLease | undefined> {
@@ -39,25 +63,63 @@ export class LeaseReader {
     this.#scheduled = false;
     const batch = this.#waiting;
     this.#waiting = new Map();
-    let listed = new Map<string, ChainLease>();
+    this.#answerFromListing(batch);
     if (batch.size >= this.#burst) {
-      try {
-        this.sweeps++;
-        const pending = await this.#chain.leasesByProvider(this.#providerUuid, "LEASE_STATE_PENDING");
-        listed = new Map(pending.map((l) => [l.uuid, l]));
-      } catch {
-        listed = new Map();
+      // A listing already running started before these requests: it may lack them, so
+      // whatever it leaves unanswered waits for one that starts afterwards.
+      if (this.#listing !== undefined) {
+        await this.#listing;
+        this.#answerFromListing(batch);
+      }
+      if (batch.size >= this.#burst) {
+        await (this.#listing ?? this.#list());
+        this.#answerFromListing(batch);
       }
     }
     await Promise.all(
       [...batch].map(async ([uuid, waiters]) => {
         try {
-          const lease = listed.get(uuid) ?? (await this.#chain.getLease(uuid));
+          const lease = await this.#chain.getLease(uuid);
           for (const w of waiters) w.resolve(lease);
         } catch (err) {
           for (const w of waiters) w.reject(err);
         }
       }),
     );
+  }
+
+  /** Resolves (and removes from `batch`) every request the current listing can answer. */
+  #answerFromListing(batch: Map<string, Waiter[]>): void {
+    if (this.#listed.size === 0) return;
+    if (this.#clock.now() - this.#listedAt > this.#ttlMs) {
+      this.#listed = new Map();
+      return;
+    }
+    for (const [uuid, waiters] of batch) {
+      const lease = this.#listed.get(uuid);
+      if (lease === undefined) continue;
+      this.#listed.delete(uuid);
+      batch.delete(uuid);
+      for (const w of waiters) w.resolve(lease);
+    }
+  }
+
+  #list(): Promise<void> {
+    const startedAt = this.#clock.now();
+    this.sweeps++;
+    this.#listing = this.#chain
+      .leasesByProvider(this.#providerUuid, "LEASE_STATE_PENDING")
+      .then(
+        (pending) => {
+          this.#listed = new Map(pending.map((l) => [l.uuid, l]));
+          this.#listedAt = startedAt;
+        },
+        // A failed listing only costs the single reads that follow.
+        () => undefined,
+      )
+      .finally(() => {
+        this.#listing = undefined;
+      });
+    return this.#listing;
   }
 }

@@ -34,7 +34,7 @@ export class Provisioner {
 
   constructor(deps: LifecycleDeps) {
     this.#d = deps;
-    this.leases = new LeaseReader(deps.chain, deps.config.providerUuid);
+    this.leases = new LeaseReader(deps.chain, deps.config.providerUuid, deps.clock);
     this.#attempts = new GroupCommitter((batch) => deps.store.recordAttempts(batch));
   }
 

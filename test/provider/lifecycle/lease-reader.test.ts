@@ -1,11 +1,17 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { ChainLease, ChainPort } from "../../../src/chain/port.ts";
+import { ManualClock } from "../../../src/core/clock.ts";
 import { LeaseReader } from "../../../src/provider/lifecycle/lease-reader.ts";
 
-/** A chain that answers from a fixed lease list and counts the queries it served. */
+/**
+ * A chain that answers from a lease list (which a test may extend) and counts the
+ * queries it served; `gate` holds listings until the test opens it.
+ */
 function chainWith(leases: ChainLease[]) {
   const calls = { single: 0, listings: 0 };
+  let open: () => void = () => {};
+  let gate: Promise<void> | undefined;
   const chain = {
     getLease: async (uuid: string) => {
       calls.single++;
@@ -13,11 +19,27 @@ function chainWith(leases: ChainLease[]) {
     },
     leasesByProvider: async (_p: string, state: string) => {
       calls.listings++;
-      return leases.filter((l) => l.state === state);
+      const snapshot = leases.filter((l) => l.state === state);
+      await gate;
+      return snapshot;
     },
   } as unknown as ChainPort;
-  return { chain, calls };
+  return {
+    chain,
+    calls,
+    hold: () => {
+      gate = new Promise((r) => {
+        open = r;
+      });
+    },
+    release: () => {
+      gate = undefined;
+      open();
+    },
+  };
 }
+
+const many = (from: number, n: number) => Array.from({ length: n }, (_, i) => lease(from + i));
 
 const lease = (i: number, state: ChainLease["state"] = "LEASE_STATE_PENDING") =>
   ({ uuid: `0190f3a2-7c1e-7000-8000-${String(i).padStart(12, "0")}`, state }) as ChainLease;
@@ -25,7 +47,7 @@ const lease = (i: number, state: ChainLease["state"] = "LEASE_STATE_PENDING") =>
 describe("LeaseReader", () => {
   it("reads a few leases one by one", async () => {
     const { chain, calls } = chainWith([lease(1), lease(2)]);
-    const r = new LeaseReader(chain, "p", 32);
+    const r = new LeaseReader(chain, "p", new ManualClock());
     const got = await Promise.all([r.get(lease(1).uuid), r.get(lease(2).uuid), r.get(lease(3).uuid)]);
     assert.deepEqual(
       got.map((l) => l?.uuid),
@@ -38,7 +60,7 @@ describe("LeaseReader", () => {
     const all = Array.from({ length: 50 }, (_, i) => lease(i));
     all.push(lease(99, "LEASE_STATE_ACTIVE"));
     const { chain, calls } = chainWith(all);
-    const r = new LeaseReader(chain, "p", 32);
+    const r = new LeaseReader(chain, "p", new ManualClock());
     const got = await Promise.all(all.map((l) => r.get(l.uuid)));
     assert.deepEqual(
       got.map((l) => l?.state),
@@ -46,5 +68,61 @@ describe("LeaseReader", () => {
     );
     assert.deepEqual(calls, { single: 1, listings: 1 });
     assert.equal(r.sweeps, 1);
+  });
+
+  it("answers later bursts of the same block from the listing instead of listing again", async () => {
+    const all = many(0, 100);
+    const { chain, calls } = chainWith(all);
+    const r = new LeaseReader(chain, "p", new ManualClock());
+    await Promise.all(all.slice(0, 40).map((l) => r.get(l.uuid)));
+    const later = await Promise.all(all.slice(40).map((l) => r.get(l.uuid)));
+    assert.deepEqual(
+      later.map((l) => l?.uuid),
+      all.slice(40).map((l) => l.uuid),
+    );
+    assert.deepEqual(calls, { single: 0, listings: 1 });
+  });
+
+  it("hands each listed lease out once: a re-read goes to the chain", async () => {
+    const all = many(0, 40);
+    const { chain, calls } = chainWith(all);
+    const r = new LeaseReader(chain, "p", new ManualClock());
+    await Promise.all(all.map((l) => r.get(l.uuid)));
+    assert.equal((await r.get(all[0]!.uuid))?.uuid, all[0]!.uuid);
+    assert.deepEqual(calls, { single: 1, listings: 1 });
+  });
+
+  it("forgets a listing after its time to live", async () => {
+    const all = many(0, 80);
+    const { chain, calls } = chainWith(all);
+    const clock = new ManualClock();
+    const r = new LeaseReader(chain, "p", clock, { listingTtlMs: 2_000 });
+    await Promise.all(all.slice(0, 40).map((l) => r.get(l.uuid)));
+    clock.advance(2_001);
+    await Promise.all(all.slice(40, 45).map((l) => r.get(l.uuid)));
+    assert.deepEqual(calls, { single: 5, listings: 1 }, "a few stale-listing leases are read singly");
+    await Promise.all(all.slice(45).map((l) => r.get(l.uuid)));
+    assert.deepEqual(calls, { single: 5, listings: 2 }, "a burst lists again");
+  });
+
+  it("runs one listing at a time; leases it lacks wait for the next one", async () => {
+    const first = many(0, 40);
+    const { chain, calls, hold, release } = chainWith(first);
+    const r = new LeaseReader(chain, "p", new ManualClock());
+    hold();
+    const a = Promise.all(first.map((l) => r.get(l.uuid)));
+    await new Promise((res) => setImmediate(res));
+    await new Promise((res) => setImmediate(res));
+    // A newer block: its leases exist only after the running listing took its snapshot.
+    const second = many(100, 40);
+    first.push(...second);
+    const b = Promise.all(second.map((l) => r.get(l.uuid)));
+    await new Promise((res) => setImmediate(res));
+    assert.equal(calls.listings, 1, "no second listing while one runs");
+    release();
+    const [gotA, gotB] = await Promise.all([a, b]);
+    assert.ok(gotA.every((l, i) => l?.uuid === first[i]!.uuid));
+    assert.ok(gotB.every((l, i) => l?.uuid === second[i]!.uuid));
+    assert.deepEqual(calls, { single: 0, listings: 2 });
   });
 });
