@@ -6,5 +6,12 @@ export { KeyedQueue } from "./keyed-queue.ts";
 export { Lifecycle, type LifecycleOptions } from "./lifecycle.ts";
 export { Provisioner, type ProvisionStep } from "./provisioner.ts";
 export { REJECT_REASONS, rejectionForFailure, rejectionForRefusal } from "./reasons.ts";
-export { type ApplyResult, applyCallback, type VerifiedCallback } from "./settle.ts";
+export {
+  type Applied,
+  type ApplyResult,
+  applyCallback,
+  type ChainAction,
+  sendChainAction,
+  type VerifiedCallback,
+} from "./settle.ts";
 export { checkOverdueAttempts, type TimeoutVerdict } from "./timeouts.ts";

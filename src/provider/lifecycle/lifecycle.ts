@@ -5,7 +5,13 @@ import { Closer } from "./closer.ts";
 import type { LifecycleDeps } from "./deps.ts";
 import { Dispatcher } from "./dispatcher.ts";
 import { Provisioner } from "./provisioner.ts";
-import { type ApplyResult, applyCallback, type VerifiedCallback } from "./settle.ts";
+import {
+  type Applied,
+  type ApplyResult,
+  applyCallback,
+  sendChainAction,
+  type VerifiedCallback,
+} from "./settle.ts";
 import { checkOverdueAttempts } from "./timeouts.ts";
 
 /**
@@ -44,7 +50,7 @@ export class Lifecycle {
   readonly #running = new Set<Promise<unknown>>();
   #consumerLoop: Promise<void> | undefined;
   /** Callbacks arriving together are applied in one transaction (one fsync). */
-  readonly #callbacks: GroupCommitter<VerifiedCallback, ApplyResult>;
+  readonly #callbacks: GroupCommitter<VerifiedCallback, Applied>;
 
   constructor(deps: LifecycleDeps, opts: LifecycleOptions) {
     this.deps = deps;
@@ -57,8 +63,9 @@ export class Lifecycle {
       recoveryIntervalMs: deps.config.reconciliationIntervalMs,
       ...opts,
     };
-    this.#callbacks = new GroupCommitter((batch) =>
-      deps.store.batch(() => batch.map((cb) => applyCallback(deps, cb))),
+    this.#callbacks = new GroupCommitter(
+      (batch) => deps.store.batch(() => batch.map((cb) => applyCallback(deps, cb))),
+      { durable: () => deps.store.durable() },
     );
     this.#dispatcher = new Dispatcher<Messages>({
       clock: deps.clock,
@@ -137,8 +144,13 @@ export class Lifecycle {
     if (this.#awaitingPayload.delete(leaseUuid)) this.startProvision(leaseUuid);
   }
 
+  /** Applies a verified callback; resolves once the change is durable and its chain tx queued. */
   applyCallback(cb: VerifiedCallback): Promise<ApplyResult> {
-    return this.deps.queue.run(cb.leaseUuid, () => this.#callbacks.submit(cb));
+    return this.deps.queue.run(cb.leaseUuid, async () => {
+      const applied = await this.#callbacks.submit(cb);
+      sendChainAction(this.deps, cb.leaseUuid, applied);
+      return applied.result;
+    });
   }
 
   #pollPayloads(): Promise<void> {

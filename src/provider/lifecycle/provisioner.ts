@@ -35,7 +35,9 @@ export class Provisioner {
   constructor(deps: LifecycleDeps) {
     this.#d = deps;
     this.leases = new LeaseReader(deps.chain, deps.config.providerUuid, deps.clock);
-    this.#attempts = new GroupCommitter((batch) => deps.store.recordAttempts(batch));
+    this.#attempts = new GroupCommitter((batch) => deps.store.recordAttempts(batch), {
+      durable: () => deps.store.durable(),
+    });
   }
 
   async provision(leaseUuid: string, signal: AbortSignal, known?: ChainLease): Promise<ProvisionStep> {

@@ -4,8 +4,10 @@ import { rejectionForFailure } from "./reasons.ts";
 /**
  * Applies an authenticated backend callback to durable state, inside the lease's serial
  * queue. Operation callbacks settle the exact write-ahead attempt; lifecycle callbacks
- * speak only for the confirmed owner. Anything stale, unknown or from another backend
- * is ignored and changes nothing (the caller still answers 200).
+ * speak only for the confirmed owner, on the exact lifecycle id it was confirmed with.
+ * Anything stale, unknown or from another backend is ignored and changes nothing (the
+ * caller still answers 200). The acknowledgement or rejection a callback calls for is
+ * returned, not sent: the caller sends it once the change is on disk.
  */
 export interface VerifiedCallback {
   /** The backend whose key verified the signature (selected by backend_storage_id). */
@@ -24,7 +26,20 @@ export type ApplyResult =
   | "observed"
   | "ignored-stale";
 
-export function applyCallback(d: LifecycleDeps, cb: VerifiedCallback): ApplyResult {
+export type ChainAction = { kind: "acknowledge" } | { kind: "reject"; reason: string };
+
+export interface Applied {
+  result: ApplyResult;
+  chain?: ChainAction;
+}
+
+/** Queues what an applied callback calls for on chain (after its change is durable). */
+export function sendChainAction(d: Pick<LifecycleDeps, "acks">, leaseUuid: string, a: Applied): void {
+  if (a.chain?.kind === "acknowledge") d.acks.acknowledge(leaseUuid);
+  else if (a.chain?.kind === "reject") d.acks.reject(leaseUuid, a.chain.reason);
+}
+
+export function applyCallback(d: LifecycleDeps, cb: VerifiedCallback): Applied {
   const log = d.logger.child({
     lease_uuid: cb.leaseUuid,
     backend: cb.backend,
@@ -32,30 +47,35 @@ export function applyCallback(d: LifecycleDeps, cb: VerifiedCallback): ApplyResu
   });
   if (cb.capability.kind === "lifecycle") {
     const placement = d.store.placement(cb.leaseUuid);
-    if (placement?.state !== "confirmed" || placement.owner !== cb.backend) return "ignored-stale";
-    if (cb.status !== "deprovisioned") return "observed";
+    if (
+      placement?.state !== "confirmed" ||
+      placement.owner !== cb.backend ||
+      placement.lifecycleId !== cb.capability.id
+    ) {
+      return { result: "ignored-stale" };
+    }
+    if (cb.status !== "deprovisioned") return { result: "observed" };
     d.store.retirePlacement(cb.leaseUuid, cb.backend);
     log.info("teardown reported complete; placement retired");
-    return "retired";
+    return { result: "retired" };
   }
   const attempt = d.store.attemptFor(cb.leaseUuid);
-  if (attempt?.operationId !== cb.capability.id || attempt.backend !== cb.backend) return "ignored-stale";
-  if (cb.status !== "success" && cb.status !== "failed") return "ignored-stale";
+  if (attempt?.operationId !== cb.capability.id || attempt.backend !== cb.backend)
+    return { result: "ignored-stale" };
+  if (cb.status !== "success" && cb.status !== "failed") return { result: "ignored-stale" };
   const now = d.clock.now();
   const settled = d.store.settleOperation(cb.leaseUuid, cb.capability.id, cb.status, now);
-  if (settled.kind !== "settled") return "ignored-stale";
+  if (settled.kind !== "settled") return { result: "ignored-stale" };
   d.observe.provisionSettled(cb.backend, cb.status, now - attempt.createdAt);
   if (cb.status === "failed") {
     const reason = rejectionForFailure(cb.error);
     log.info({ reason }, "backend reported the provision failed; rejecting");
-    d.acks.reject(cb.leaseUuid, reason);
-    return "rejecting";
+    return { result: "rejecting", chain: { kind: "reject", reason } };
   }
   if (settled.placement?.state !== "confirmed") {
     log.warn("success callback produced a placement conflict; left for the operator");
-    return "settled-conflict";
+    return { result: "settled-conflict" };
   }
   log.info("provision succeeded; acknowledging");
-  d.acks.acknowledge(cb.leaseUuid);
-  return "acknowledging";
+  return { result: "acknowledging", chain: { kind: "acknowledge" } };
 }

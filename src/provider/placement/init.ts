@@ -144,6 +144,7 @@ export function inspectPlacementStore(config: ProviderConfig): Record<string, un
       lease_uuid: p.leaseUuid,
       state: p.state,
       owner: p.owner ?? null,
+      lifecycle_id: p.lifecycleId ?? null,
       candidates: p.candidates,
       updated_at: new Date(p.updatedAt).toISOString(),
     })),

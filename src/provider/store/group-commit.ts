@@ -1,21 +1,26 @@
 /**
  * Group commit: many concurrent callers each await "my row is durable", and one
- * transaction (one fsync) serves all of them. Items submitted while a batch is being
- * written wait for the next one. Each caller's promise settles only after the
- * transaction holding its item has committed (or failed as a whole).
+ * transaction serves all of them. Items submitted while a batch is being written wait
+ * for the next one. Each caller's promise settles only after the transaction holding its
+ * item has committed (or failed as a whole) and, with `durable`, reached the disk.
  */
 export class GroupCommitter<T, R> {
   readonly #flush: (items: readonly T[]) => readonly R[];
   readonly #maxBatch: number;
+  readonly #durable: () => Promise<void>;
   #queue: { item: T; resolve: (r: R) => void; reject: (e: unknown) => void }[] = [];
   #scheduled = false;
   #closed = false;
   /** Number of transactions written so far (for benchmarks and metrics). */
   batches = 0;
 
-  constructor(flush: (items: readonly T[]) => readonly R[], opts: { maxBatch?: number } = {}) {
+  constructor(
+    flush: (items: readonly T[]) => readonly R[],
+    opts: { maxBatch?: number; durable?: () => Promise<void> } = {},
+  ) {
     this.#flush = flush;
     this.#maxBatch = opts.maxBatch ?? 4096;
+    this.#durable = opts.durable ?? (() => Promise.resolve());
   }
 
   submit(item: T): Promise<R> {
@@ -47,9 +52,16 @@ export class GroupCommitter<T, R> {
         for (const b of batch) b.reject(err);
         continue;
       }
-      batch.forEach((b, i) => {
-        b.resolve(results[i] as R);
-      });
+      this.#durable().then(
+        () => {
+          batch.forEach((b, i) => {
+            b.resolve(results[i] as R);
+          });
+        },
+        (err: unknown) => {
+          for (const b of batch) b.reject(err);
+        },
+      );
     }
   }
 

@@ -44,4 +44,11 @@ export const PLACEMENT_MIGRATIONS: readonly string[] = [
     created_at   INTEGER NOT NULL
   ) STRICT, WITHOUT ROWID;
   `,
+  `
+  -- The operation id whose success confirmed the owner. The backend calls back on
+  -- \`lifecycle_id=<that id>\` for the life of the lease, so lifecycle callbacks must carry
+  -- exactly it. NULL when the owner was learned without one (a lifecycle callback then
+  -- changes nothing; the reconciler speaks for such a lease).
+  ALTER TABLE placements ADD COLUMN lifecycle_id BLOB CHECK (lifecycle_id IS NULL OR length(lifecycle_id) = 16);
+  `,
 ];

@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid, isUuidV4 } from "../../core/uuid.ts";
+import { WalDurability } from "../../sqlite/wal-durability.ts";
 import { PLACEMENT_MIGRATIONS } from "./placement-schema.ts";
 import { type Db, openStore, readMeta, writeMeta } from "./sqlite.ts";
 
@@ -9,6 +10,10 @@ import { type Db, openStore, readMeta, writeMeta } from "./sqlite.ts";
  * The safety rule: an attempt row is committed before any backend call and disappears
  * only on positive evidence (the exact operation's callback, a positive inventory
  * report) or a definite synchronous refusal. Nothing here ever infers from absence.
+ *
+ * Commits do not wait for the disk: a caller about to act on a write outside the process
+ * (call a backend, answer a callback, send a chain tx) first awaits `durable()`, and one
+ * fsync on the thread pool serves every commit made before it (see WalDurability).
  */
 export type AttemptKind = "provision" | "restore";
 
@@ -24,6 +29,8 @@ export interface Placement {
   leaseUuid: string;
   state: "confirmed" | "conflict";
   owner: string | undefined;
+  /** The operation id that confirmed the owner: lifecycle callbacks must carry it. */
+  lifecycleId: string | undefined;
   /** For a conflict: every backend that claimed the lease. */
   candidates: string[];
   updatedAt: number;
@@ -70,6 +77,7 @@ interface PlacementRow {
   lease_uuid: Buffer;
   state: "confirmed" | "conflict";
   owner: string | null;
+  lifecycle_id: Buffer | null;
   candidates: string;
   updated_at: number;
 }
@@ -86,6 +94,7 @@ function toPlacement(r: PlacementRow): Placement {
     leaseUuid: uuidText(r.lease_uuid),
     state: r.state,
     owner: r.owner ?? undefined,
+    lifecycleId: r.lifecycle_id === null ? undefined : uuidText(r.lifecycle_id),
     candidates: JSON.parse(r.candidates) as string[],
     updatedAt: r.updated_at,
   };
@@ -112,9 +121,11 @@ export class PlacementStore {
   readonly #stmt: Record<string, Statement>;
   /** Pinned backend names; pins change only through create(), so this is read once. */
   readonly #backendNames: Set<string>;
+  readonly #wal: WalDurability;
 
-  private constructor(db: Db, providerUuid: string) {
+  private constructor(db: Db, path: string, providerUuid: string) {
     this.#db = db;
+    this.#wal = new WalDurability(db, path);
     this.providerUuid = providerUuid;
     this.#stmt = {
       insertAttempt: db.prepare(
@@ -124,9 +135,11 @@ export class PlacementStore {
       deleteAttempt: db.prepare("DELETE FROM attempts WHERE lease_uuid = ?"),
       placement: db.prepare("SELECT * FROM placements WHERE lease_uuid = ?"),
       upsertPlacement: db.prepare(
-        `INSERT INTO placements (lease_uuid, state, owner, candidates, updated_at) VALUES (?, ?, ?, ?, ?)
+        `INSERT INTO placements (lease_uuid, state, owner, lifecycle_id, candidates, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?)
          ON CONFLICT(lease_uuid) DO UPDATE SET state = excluded.state, owner = excluded.owner,
-           candidates = excluded.candidates, updated_at = excluded.updated_at`,
+           lifecycle_id = excluded.lifecycle_id, candidates = excluded.candidates,
+           updated_at = excluded.updated_at`,
       ),
     };
     this.#backendNames = new Set(db.prepare("SELECT name FROM backends").pluck().all() as string[]);
@@ -168,7 +181,7 @@ export class PlacementStore {
       db.close();
       throw err;
     }
-    return new PlacementStore(db, providerUuid);
+    return new PlacementStore(db, path, providerUuid);
   }
 
   /** Opens an existing store; never creates one. Refuses another provider's file. */
@@ -182,11 +195,21 @@ export class PlacementStore {
         `placement store ${path} belongs to provider ${bound ?? "(none)"}, not ${providerUuid}`,
       );
     }
-    return new PlacementStore(db, providerUuid);
+    return new PlacementStore(db, path, providerUuid);
   }
 
+  /** Syncs and checkpoints the WAL, then closes. */
   close(): void {
-    if (this.#db.open) this.#db.close();
+    if (!this.#db.open) return;
+    this.#wal.close();
+    this.#db.close();
+  }
+
+  /** Resolves once every commit made so far is on stable storage. */
+  durable(): Promise<void> {
+    // Conservatively count a commit: callers ask right after their writes.
+    this.#wal.committed();
+    return this.#wal.durable();
   }
 
   [Symbol.dispose](): void {
@@ -194,8 +217,9 @@ export class PlacementStore {
   }
 
   /**
-   * Commits a batch of attempts in ONE transaction (group commit): each is on disk when
-   * this returns. A lease that already has an unresolved attempt is left untouched.
+   * Commits a batch of attempts in ONE transaction (group commit); await `durable()`
+   * before calling any backend. A lease that already has an unresolved attempt is left
+   * untouched.
    */
   recordAttempts(attempts: readonly Attempt[]): RecordResult[] {
     for (const a of attempts) this.#checkAttempt(a);
@@ -250,7 +274,7 @@ export class PlacementStore {
       this.#stmt.deleteAttempt!.run(row.lease_uuid);
       const placement =
         outcome === "success"
-          ? this.#claim(attempt.leaseUuid, attempt.backend, now)
+          ? this.#claim(attempt.leaseUuid, attempt.backend, now, attempt.operationId)
           : this.placement(attempt.leaseUuid);
       return { kind: "settled", attempt, placement };
     })();
@@ -267,7 +291,7 @@ export class PlacementStore {
 
   /**
    * Runs `fn` in one transaction; store calls inside it become savepoints. Lets callers
-   * group-commit many independent updates with one fsync.
+   * group-commit many independent updates in one commit.
    */
   batch<T>(fn: () => T): T {
     return this.#db.transaction(fn)();
@@ -313,25 +337,42 @@ export class PlacementStore {
         }
         const candidates = new Set<string>([backend]);
         if (attemptRow !== undefined && attemptRow.backend !== backend) candidates.add(attemptRow.backend);
-        const result = this.#claim(lease, backend, now, candidates);
+        const confirmedBy = attemptRow?.backend === backend ? uuidText(attemptRow.operation_id) : undefined;
+        const result = this.#claim(lease, backend, now, confirmedBy, candidates);
         (result.state === "confirmed" ? out.confirmed : out.conflicts).push(lease);
       }
     })();
     return out;
   }
 
-  #claim(lease: string, backend: string, now: number, extra: Set<string> = new Set([backend])): Placement {
+  #claim(
+    lease: string,
+    backend: string,
+    now: number,
+    operationId: string | undefined,
+    extra: Set<string> = new Set([backend]),
+  ): Placement {
     const existing = this.placement(lease);
     const candidates = new Set<string>(extra);
     if (existing?.owner !== undefined) candidates.add(existing.owner);
     for (const c of existing?.candidates ?? []) candidates.add(c);
+    // A report without an operation id keeps the id the same owner was confirmed by.
+    const lifecycleId = operationId ?? (existing?.owner === backend ? existing.lifecycleId : undefined);
     const next: Placement =
       candidates.size === 1 && existing?.state !== "conflict"
-        ? { leaseUuid: lease, state: "confirmed", owner: backend, candidates: [], updatedAt: now }
+        ? {
+            leaseUuid: lease,
+            state: "confirmed",
+            owner: backend,
+            lifecycleId,
+            candidates: [],
+            updatedAt: now,
+          }
         : {
             leaseUuid: lease,
             state: "conflict",
             owner: undefined,
+            lifecycleId: undefined,
             candidates: [...candidates].sort(),
             updatedAt: now,
           };
@@ -339,6 +380,7 @@ export class PlacementStore {
       existing !== undefined &&
       existing.state === next.state &&
       existing.owner === next.owner &&
+      existing.lifecycleId === next.lifecycleId &&
       JSON.stringify(existing.candidates) === JSON.stringify(next.candidates)
     ) {
       return existing;
@@ -347,6 +389,7 @@ export class PlacementStore {
       uuidBytes(lease),
       next.state,
       next.owner ?? null,
+      next.lifecycleId === undefined ? null : uuidBytes(next.lifecycleId),
       JSON.stringify(next.candidates),
       now,
     );

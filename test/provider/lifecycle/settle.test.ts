@@ -12,6 +12,7 @@ import {
   applyCallback,
   KeyedQueue,
   type LifecycleDeps,
+  sendChainAction,
   silentObserver,
   type VerifiedCallback,
 } from "../../../src/provider/lifecycle/index.ts";
@@ -92,6 +93,13 @@ beforeEach(() => {
 
 after(() => rmSync(dir, { recursive: true, force: true }));
 
+/** Applies like the lifecycle does (minus the disk wait): the change, then its chain tx. */
+function apply(c: VerifiedCallback): string {
+  const applied = applyCallback(deps, c);
+  sendChainAction(deps, c.leaseUuid, applied);
+  return applied.result;
+}
+
 function cb(over: Partial<VerifiedCallback> = {}): VerifiedCallback {
   return {
     backend: "one",
@@ -105,18 +113,18 @@ function cb(over: Partial<VerifiedCallback> = {}): VerifiedCallback {
 
 describe("applying verified callbacks", () => {
   it("success for the exact operation confirms the owner and acknowledges; a repeat is stale", async () => {
-    assert.equal(applyCallback(deps, cb()), "acknowledging");
+    assert.equal(apply(cb()), "acknowledging");
     await flush();
     assert.equal(store.placement(LEASE)?.owner, "one");
     assert.equal(store.attemptFor(LEASE), undefined);
     assert.deepEqual(sent, [{ kind: "acknowledge", uuids: [LEASE] }]);
-    assert.equal(applyCallback(deps, cb()), "ignored-stale");
+    assert.equal(apply(cb()), "ignored-stale");
     await flush();
     assert.equal(sent.length, 1);
   });
 
   it("failed rejects with the backend's text, or the generic phrase when it sent none", async () => {
-    assert.equal(applyCallback(deps, cb({ status: "failed", error: "image pull failed" })), "rejecting");
+    assert.equal(apply(cb({ status: "failed", error: "image pull failed" })), "rejecting");
     await flush();
     assert.deepEqual(sent, [{ kind: "reject", uuids: [LEASE], reason: "image pull failed" }]);
     assert.equal(store.attemptFor(LEASE), undefined);
@@ -129,17 +137,14 @@ describe("applying verified callbacks", () => {
       kind: "provision",
       createdAt: 0,
     });
-    applyCallback(deps, cb({ status: "failed", capability: { kind: "operation", id: OTHER_OP } }));
+    apply(cb({ status: "failed", capability: { kind: "operation", id: OTHER_OP } }));
     await flush();
     assert.equal(sent[1]?.reason, "provisioning failed");
   });
 
   it("an unknown operation id, or the right id from another backend, changes nothing", async () => {
-    assert.equal(
-      applyCallback(deps, cb({ capability: { kind: "operation", id: OTHER_OP } })),
-      "ignored-stale",
-    );
-    assert.equal(applyCallback(deps, cb({ backend: "two" })), "ignored-stale");
+    assert.equal(apply(cb({ capability: { kind: "operation", id: OTHER_OP } })), "ignored-stale");
+    assert.equal(apply(cb({ backend: "two" })), "ignored-stale");
     await flush();
     assert.equal(store.attemptFor(LEASE)?.operationId, OP);
     assert.equal(store.placement(LEASE), undefined);
@@ -147,16 +152,33 @@ describe("applying verified callbacks", () => {
   });
 
   it("a lifecycle `deprovisioned` retires the placement only when it comes from the owner", async () => {
-    applyCallback(deps, cb());
+    apply(cb());
     const lifecycle = { kind: "lifecycle" as const, id: OP };
     assert.equal(
-      applyCallback(deps, cb({ backend: "two", capability: lifecycle, status: "deprovisioned" })),
+      apply(cb({ backend: "two", capability: lifecycle, status: "deprovisioned" })),
       "ignored-stale",
     );
     assert.equal(store.placement(LEASE)?.owner, "one");
-    assert.equal(applyCallback(deps, cb({ capability: lifecycle, status: "failed" })), "observed");
+    assert.equal(apply(cb({ capability: lifecycle, status: "failed" })), "observed");
     assert.equal(store.placement(LEASE)?.owner, "one");
-    assert.equal(applyCallback(deps, cb({ capability: lifecycle, status: "deprovisioned" })), "retired");
+    assert.equal(apply(cb({ capability: lifecycle, status: "deprovisioned" })), "retired");
     assert.equal(store.placement(LEASE), undefined);
+  });
+
+  it("a lifecycle callback must carry the exact id the owner was confirmed with", async () => {
+    apply(cb());
+    assert.equal(store.placement(LEASE)?.lifecycleId, OP);
+    const wrongId = { kind: "lifecycle" as const, id: OTHER_OP };
+    assert.equal(apply(cb({ capability: wrongId, status: "deprovisioned" })), "ignored-stale");
+    assert.equal(store.placement(LEASE)?.owner, "one");
+  });
+
+  it("nothing reaches the chain for an ignored or observed callback", async () => {
+    const applied = applyCallback(deps, cb({ capability: { kind: "operation", id: OTHER_OP } }));
+    assert.deepEqual(applied, { result: "ignored-stale" });
+    const ok = applyCallback(deps, cb());
+    assert.deepEqual(ok.chain, { kind: "acknowledge" });
+    await flush();
+    assert.deepEqual(sent, [], "applyCallback alone sends nothing: the caller sends after fsync");
   });
 });

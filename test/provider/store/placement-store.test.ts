@@ -16,6 +16,8 @@ import { after, beforeEach, describe, it } from "node:test";
 import Database from "better-sqlite3";
 import { isFredError } from "../../../src/core/errors.ts";
 import { type Attempt, PlacementStore } from "../../../src/provider/store/index.ts";
+import { PLACEMENT_MIGRATIONS } from "../../../src/provider/store/placement-schema.ts";
+import { openStore, writeMeta } from "../../../src/provider/store/sqlite.ts";
 
 const PROVIDER = "0190f3a2-7c1e-7000-8000-0000000000aa";
 const OTHER_PROVIDER = "0190f3a2-7c1e-7000-8000-0000000000bb";
@@ -94,6 +96,34 @@ describe("placement store: creation and binding", () => {
       code(() => PlacementStore.open(path, OTHER_PROVIDER)),
       "ERR_PLACEMENT_PROVIDER",
     );
+  });
+
+  it("upgrades a schema-1 store in place: its placements keep their owner, without a lifecycle id", () => {
+    // Build the file as the first release wrote it (migration 1 only).
+    const db = openStore(
+      path,
+      { kind: "placement", migrations: PLACEMENT_MIGRATIONS.slice(0, 1) },
+      {
+        create: "must-not-exist",
+      },
+    );
+    writeMeta(db, "provider_uuid", PROVIDER);
+    db.prepare(
+      "INSERT INTO backends (name, storage_id, pinned_at, baseline_at, baseline_provisions, baseline_retentions) VALUES ('one', ?, 0, 0, 0, 0)",
+    ).run(SID_1);
+    db.prepare(
+      "INSERT INTO placements (lease_uuid, state, owner, updated_at) VALUES (?, 'confirmed', 'one', 5)",
+    ).run(Buffer.from(LEASE_1.replaceAll("-", ""), "hex"));
+    assert.equal(db.pragma("user_version", { simple: true }), 1);
+    db.close();
+
+    using store = PlacementStore.open(path, PROVIDER);
+    const p = store.placement(LEASE_1);
+    assert.equal(p?.owner, "one");
+    assert.equal(p?.lifecycleId, undefined);
+    const raw = new Database(path, { readonly: true });
+    assert.equal(raw.pragma("user_version", { simple: true }), PLACEMENT_MIGRATIONS.length);
+    raw.close();
   });
 
   it("refuses a schema newer than the code", () => {
@@ -190,6 +220,7 @@ describe("placement store: attempts and settlement", () => {
       leaseUuid: LEASE_1,
       state: "confirmed",
       owner: "two",
+      lifecycleId: OP_1,
       candidates: [],
       updatedAt: T0 + 5,
     });
@@ -212,6 +243,7 @@ describe("placement store: attempts and settlement", () => {
     store.recordAttempts([attempt(LEASE_1, "one", OP_1), attempt(LEASE_2, "two", OP_2)]);
     const out = store.applyPositiveInventory("one", [LEASE_1], T0 + 9);
     assert.deepEqual(out, { confirmed: [LEASE_1], conflicts: [], unrecorded: [] });
+    assert.equal(store.placement(LEASE_1)?.lifecycleId, OP_1, "the attempt's id becomes the lifecycle id");
     // Backend "two" reporting nothing is not evidence: LEASE_2's attempt stays.
     assert.deepEqual(store.applyPositiveInventory("two", [], T0 + 9), {
       confirmed: [],
@@ -246,6 +278,7 @@ describe("placement store: attempts and settlement", () => {
       leaseUuid: LEASE_1,
       state: "conflict",
       owner: undefined,
+      lifecycleId: undefined,
       candidates: ["one", "two"],
       updatedAt: T0,
     });

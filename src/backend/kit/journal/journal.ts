@@ -1,8 +1,8 @@
 import { statSync } from "node:fs";
 import type Database from "better-sqlite3";
 import { newUuidV4 } from "../../../core/uuid.ts";
+import { WalDurability } from "../../../sqlite/wal-durability.ts";
 import type { InstanceSpec, LeaseItem } from "../substrate.ts";
-import { GroupCommit } from "./group-commit.ts";
 import { type OpenJournalOptions, openJournalDatabase } from "./identity.ts";
 import { prepare, toLease } from "./statements.ts";
 
@@ -116,7 +116,7 @@ export class Journal {
   readonly backendName: string;
   readonly maxLeases: number;
   readonly #s: ReturnType<typeof prepare>;
-  readonly #group: GroupCommit;
+  readonly #group: WalDurability;
   /** Cached leaseCount(); a lease UUID takes a slot on admission and keeps it as a tombstone. */
   #slots: number | undefined;
   readonly #path: string;
@@ -131,7 +131,7 @@ export class Journal {
     this.backendName = opts.backendName;
     this.maxLeases = opts.maxLeases ?? 100_000;
     this.#s = prepare(this.db);
-    this.#group = new GroupCommit(this.db, opts.path);
+    this.#group = new WalDurability(this.db, opts.path);
     this.#path = opts.path;
     this.#inode = opts.path === ":memory:" ? undefined : statSync(opts.path).ino;
   }
@@ -142,7 +142,7 @@ export class Journal {
     this.db.close();
   }
 
-  /** Resolves once every commit so far is on stable storage (group commit; see GroupCommit). */
+  /** Resolves once every commit so far is on stable storage (group commit; see WalDurability). */
   durable(): Promise<void> {
     return this.#group.durable();
   }

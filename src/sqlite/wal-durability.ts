@@ -2,17 +2,19 @@ import { closeSync, existsSync, fstatSync, fsync, openSync } from "node:fs";
 import type Database from "better-sqlite3";
 
 /**
- * Group commit for a WAL journal. Transactions commit without their own fsync
- * (`synchronous = OFF`); whoever is about to make a commit visible outside the process
- * (a 202, a substrate call, a callback) awaits `durable()`, and one asynchronous fsync of
- * the WAL file covers every commit made before it started. Torn tails after a power loss
- * are discarded by the WAL checksums, and nothing un-fsynced was ever acknowledged.
- * Checkpoints run explicitly with `synchronous = FULL`, so the database file is synced
- * before the WAL is reused.
+ * Group commit for a SQLite database in WAL mode, shared by providerd's placement store
+ * and the backends' journals. Transactions commit without their own fsync
+ * (`synchronous = OFF`), so a commit costs no disk wait on the event loop; whoever is
+ * about to make a commit visible outside the process (a 202, a backend call, a callback
+ * answer, a substrate call) awaits `durable()`, and one asynchronous fsync of the WAL
+ * file (on libuv's thread pool) covers every commit made before it started. Torn tails
+ * after a power loss are discarded by the WAL checksums, and nothing un-fsynced was ever
+ * acknowledged. Checkpoints run explicitly with `synchronous = FULL`, so the database
+ * file is synced before the WAL is reused.
  */
 const CHECKPOINT_WAL_BYTES = 64 * 1024 * 1024;
 
-export class GroupCommit {
+export class WalDurability {
   readonly #db: Database.Database;
   readonly #walFd: number | undefined;
   #committed = 0;
