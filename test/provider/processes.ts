@@ -17,7 +17,9 @@ export async function startFred<T>(
   env: Record<string, string> = {},
   deadlineMs = 120_000,
 ): Promise<Started<T>> {
-  const child = spawn(process.execPath, ["bin/fred.js", ...args], {
+  // FRED_NODE_FLAGS (space-separated) go to node itself: Node 20 refuses --cpu-prof in NODE_OPTIONS.
+  const nodeFlags = env.FRED_NODE_FLAGS?.split(" ").filter((f) => f !== "") ?? [];
+  const child = spawn(process.execPath, [...nodeFlags, "bin/fred.js", ...args], {
     env: { ...process.env, FRED_LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

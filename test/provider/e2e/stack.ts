@@ -30,6 +30,15 @@ export interface MockReady {
   storage_id: string;
 }
 
+/**
+ * `FRED_PROFILE_DIR=<dir>` makes every process of the stack write a V8 CPU profile into
+ * `<dir>/<role>` when it exits (open the .cpuprofile files in Chrome DevTools).
+ */
+function profileEnv(role: string): Record<string, string> {
+  const dir = process.env.FRED_PROFILE_DIR;
+  return dir === undefined ? {} : { FRED_NODE_FLAGS: `--cpu-prof --cpu-prof-dir=${join(dir, role)}` };
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -88,17 +97,10 @@ export class Stack {
     devnetArgs: string[] = [],
   ): Promise<void> {
     const home = join(this.dir, "devnet");
-    this.devnet = await startFred<{ rpc: string }>([
-      "devnet",
-      "start",
-      "--home",
-      home,
-      "--rpc-port",
-      "0",
-      "--block-time",
-      "0s",
-      ...devnetArgs,
-    ]);
+    this.devnet = await startFred<{ rpc: string }>(
+      ["devnet", "start", "--home", home, "--rpc-port", "0", "--block-time", "0s", ...devnetArgs],
+      profileEnv("devnet"),
+    );
     this.keys = JSON.parse((await runFred(["devnet", "keys", "--home", home])).stdout) as DevnetKeys;
     this.mockEnvs = mockEnv(this).map((extra, i) => ({
       MOCK_BACKEND_ADDR: "127.0.0.1:0",
@@ -106,6 +108,7 @@ export class Stack {
       MOCK_BACKEND_CALLBACK_SECRET: SECRETS[i]!,
       MOCK_BACKEND_NAME: `mock-${i + 1}`,
       MOCK_BACKEND_DB_PATH: join(this.dir, `mock-${i + 1}.db`),
+      ...profileEnv(`mock-${i + 1}`),
       ...extra,
     }));
     this.mocks = await Promise.all(
@@ -189,12 +192,14 @@ export class Stack {
   async launchProviderd(): Promise<void> {
     this.providerd = await startFred<{ url: string }>(["providerd", "-c", this.configPath], {
       FRED_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
+      ...profileEnv("providerd"),
     });
   }
 
   async startProviderd(): Promise<void> {
     this.providerd = await startFred<{ url: string }>(["providerd", "-c", this.configPath], {
       FRED_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
+      ...profileEnv("providerd"),
     });
     await until(async () => (await fetch(`${this.api}/readyz`)).status === 200, "providerd /readyz 200");
   }
