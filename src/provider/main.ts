@@ -11,6 +11,7 @@ import { FredError } from "../core/errors.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { type BackendClient, closeBackendClients, createBackendClients } from "./backend-client/index.ts";
 import type { ProviderConfig } from "./config/index.ts";
+import { armFailpoints } from "./failpoints.ts";
 import { createProviderMetrics } from "./http/metrics.ts";
 import { buildHttpServer } from "./http/server.ts";
 import { AckQueue, KeyedQueue, Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
@@ -25,7 +26,7 @@ import { PayloadStore, PlacementStore, TokenTracker } from "./store/index.ts";
  * shutdown_timeout (intake first, then draining, then force).
  */
 export interface ProviderdOptions {
-  /** Environment for secrets (FRED_KEYRING_PASSPHRASE). */
+  /** Environment for secrets (FRED_KEYRING_PASSPHRASE) and test crash points (FRED_FAILPOINTS). */
   env: Record<string, string | undefined>;
   clock?: Clock;
   logger?: Logger;
@@ -77,6 +78,8 @@ export async function startProviderd(
     for (const fn of cleanup.reverse()) await Promise.resolve(fn()).catch(() => {});
   };
   try {
+    const crashPoints = armFailpoints(opts.env.FRED_FAILPOINTS);
+    if (crashPoints.length > 0) logger.warn({ failpoints: crashPoints }, "crash points armed (tests only)");
     const store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid);
     cleanup.push(() => store.close());
     const payloads =

@@ -2,6 +2,7 @@ import type { ChainLease } from "../../chain/port.ts";
 import { FredError } from "../../core/errors.ts";
 import { newUuidV4 } from "../../core/uuid.ts";
 import { buildCallbackUrl } from "../config/index.ts";
+import { failpoint } from "../failpoints.ts";
 import { type Attempt, GroupCommitter, type RecordResult, type StoredPayload } from "../store/index.ts";
 import { isBillingOnly, type LifecycleDeps } from "./deps.ts";
 import { LeaseReader } from "./lease-reader.ts";
@@ -80,6 +81,7 @@ export class Provisioner {
       createdAt: clock.now(),
     };
     if ((await this.#attempts.submit(attempt)) === "lease-busy") return "already-recorded";
+    failpoint("provision.after-attempt-commit");
     return this.send(attempt, lease, payload, signal);
   }
 
@@ -154,6 +156,7 @@ export class Provisioner {
     this.#d.observe.provisionSent(attempt.backend, outcome.kind);
     switch (outcome.kind) {
       case "accepted":
+        failpoint("provision.after-accepted");
         log.info("provision accepted; waiting for the callback");
         return "sent";
       case "refused": {
