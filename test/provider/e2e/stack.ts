@@ -188,20 +188,54 @@ export class Stack {
     });
   }
 
-  /** Starts providerd and returns once its API listens (not necessarily ready). */
-  async launchProviderd(): Promise<void> {
+  /**
+   * Starts providerd and returns once its API listens (not necessarily ready). `env` adds
+   * to its environment for this run only (e.g. `FRED_FAILPOINTS`).
+   */
+  async launchProviderd(env: Record<string, string> = {}): Promise<void> {
     this.providerd = await startFred<{ url: string }>(["providerd", "-c", this.configPath], {
       FRED_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
       ...profileEnv("providerd"),
+      ...env,
     });
   }
 
-  async startProviderd(): Promise<void> {
-    this.providerd = await startFred<{ url: string }>(["providerd", "-c", this.configPath], {
-      FRED_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
-      ...profileEnv("providerd"),
-    });
+  /** launchProviderd, then waits for /readyz 200. */
+  async startProviderd(env: Record<string, string> = {}): Promise<void> {
+    await this.launchProviderd(env);
     await until(async () => (await fetch(`${this.api}/readyz`)).status === 200, "providerd /readyz 200");
+  }
+
+  /**
+   * Waits (with a deadline) for providerd to exit by itself, as it does when an armed crash
+   * point fires, and tells how it ended. The child is forgotten once it has exited; on a
+   * timeout it is left running for close() to stop.
+   */
+  async waitProviderdExit(
+    timeoutMs = 30_000,
+  ): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    const p = this.providerd;
+    if (p === undefined) throw new Error("providerd is not running");
+    const child = p.child;
+    if (child.exitCode === null && child.signalCode === null) {
+      let onExit = () => {};
+      const exited = new Promise<void>((resolve) => {
+        onExit = resolve;
+        child.once("exit", onExit);
+      });
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<"timeout">((resolve) => {
+        timer = setTimeout(() => resolve("timeout"), timeoutMs);
+      });
+      const first = await Promise.race([exited, timedOut]);
+      clearTimeout(timer);
+      if (first === "timeout") {
+        child.off("exit", onExit);
+        throw new Error(`providerd did not exit within ${timeoutMs} ms\nstderr:\n${p.stderr().slice(-6000)}`);
+      }
+    }
+    this.providerd = undefined;
+    return { code: child.exitCode, signal: child.signalCode };
   }
 
   /** SIGTERM (SIGKILL after 10 s); returns the exit code, null when it had to be killed. */
