@@ -99,11 +99,12 @@ export interface WithdrawSummary {
 
 export interface ChainPort {
   getLease(uuid: string, signal?: AbortSignal): Promise<ChainLease | undefined>;
-  /** Every lease of the provider in `state` (all pages). */
+  /** Every lease of the provider in `state` (all pages; `onPage` sees each as it arrives). */
   leasesByProvider(
     providerUuid: string,
     state: LeaseStateName | undefined,
     signal?: AbortSignal,
+    onPage?: (page: readonly ChainLease[]) => void,
   ): Promise<ChainLease[]>;
   creditAccount(tenant: string, signal?: AbortSignal): Promise<CreditView | undefined>;
   /** Sum over all pages of the provider's withdrawable amounts. */

@@ -208,8 +208,16 @@ export class CosmosChain implements ChainPort {
     providerUuid: string,
     state: LeaseStateName | undefined,
     signal?: AbortSignal,
+    onPage?: (page: readonly ChainLease[]) => void,
   ): Promise<ChainLease[]> {
-    return q.leasesByProvider(this.conn, { pageLimit: this.#o.queryPageLimit }, providerUuid, state, signal);
+    return q.leasesByProvider(
+      this.conn,
+      { pageLimit: this.#o.queryPageLimit },
+      providerUuid,
+      state,
+      signal,
+      onPage,
+    );
   }
   creditAccount(tenant: string, signal?: AbortSignal): Promise<CreditView | undefined> {
     return q.creditAccount(this.conn, { pageLimit: this.#o.queryPageLimit }, tenant, signal);

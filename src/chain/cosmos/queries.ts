@@ -56,6 +56,7 @@ export async function leasesByProvider(
   providerUuid: string,
   state: LeaseStateName | undefined,
   signal?: AbortSignal,
+  onPage?: (page: readonly ChainLease[]) => void,
 ): Promise<ChainLease[]> {
   requireUuid(providerUuid, "provider UUID");
   const out: ChainLease[] = [];
@@ -74,7 +75,9 @@ export async function leasesByProvider(
       req,
       signal,
     );
-    for (const l of res.leases) out.push(toChainLease(l));
+    const page = res.leases.map(toChainLease);
+    out.push(...page);
+    onPage?.(page);
     const next = res.pagination?.nextKey ?? new Uint8Array();
     if (next.length === 0) return out;
     if (Buffer.from(next).equals(Buffer.from(key)))

@@ -10,8 +10,9 @@ import type { Clock } from "../../core/clock.ts";
  * A block's lease_created events reach us as many frames (one per tx), so the bursts of
  * one block arrive turn after turn. Only one listing runs at a time, and what it lists
  * stays usable for `listingTtlMs`: later bursts of the same block are answered from it
- * instead of listing thousands of leases again. Each listed lease answers one request
- * (the next read of that lease goes to the chain). A lease seen PENDING a moment ago may
+ * instead of listing thousands of leases again. Requests are answered page by page as
+ * the listing arrives, so the first provisions go out while it is still running. Each
+ * listed lease answers one request (the next read of that lease goes to the chain). A lease seen PENDING a moment ago may
  * have been closed since; that is no worse than the read itself, which is stale by the
  * time the provision goes out — the lease_closed event that follows tears it down.
  */
@@ -36,6 +37,8 @@ export class LeaseReader {
   #listed = new Map<string, ChainLease>();
   #listedAt = Number.NEGATIVE_INFINITY;
   #listing: Promise<void> | undefined;
+  /** Batches waiting on the running listing; each page answers what it can. */
+  readonly #joiners = new Set<Map<string, Waiter[]>>();
   /** Paged listings done instead of single reads (for tests and metrics). */
   sweeps = 0;
 
@@ -67,14 +70,8 @@ export class LeaseReader {
     if (batch.size >= this.#burst) {
       // A listing already running started before these requests: it may lack them, so
       // whatever it leaves unanswered waits for one that starts afterwards.
-      if (this.#listing !== undefined) {
-        await this.#listing;
-        this.#answerFromListing(batch);
-      }
-      if (batch.size >= this.#burst) {
-        await (this.#listing ?? this.#list());
-        this.#answerFromListing(batch);
-      }
+      if (this.#listing !== undefined) await this.#join(batch);
+      if (batch.size >= this.#burst) await this.#join(batch, this.#listing ?? this.#list());
     }
     await Promise.all(
       [...batch].map(async ([uuid, waiters]) => {
@@ -104,15 +101,35 @@ export class LeaseReader {
     }
   }
 
+  /** Answers `batch` from the running listing's pages until it ends. */
+  async #join(batch: Map<string, Waiter[]>, listing = this.#listing): Promise<void> {
+    this.#joiners.add(batch);
+    this.#answerFromListing(batch);
+    try {
+      await listing;
+    } finally {
+      this.#joiners.delete(batch);
+    }
+  }
+
   #list(): Promise<void> {
-    const startedAt = this.#clock.now();
     this.sweeps++;
+    this.#listed = new Map();
+    this.#listedAt = this.#clock.now();
+    const add = (page: readonly ChainLease[]) => {
+      for (const l of page) this.#listed.set(l.uuid, l);
+      for (const batch of this.#joiners) this.#answerFromListing(batch);
+    };
+    let paged = false;
     this.#listing = this.#chain
-      .leasesByProvider(this.#providerUuid, "LEASE_STATE_PENDING")
+      .leasesByProvider(this.#providerUuid, "LEASE_STATE_PENDING", undefined, (page) => {
+        paged = true;
+        add(page);
+      })
       .then(
+        // A chain port that does not report pages hands everything over at the end.
         (pending) => {
-          this.#listed = new Map(pending.map((l) => [l.uuid, l]));
-          this.#listedAt = startedAt;
+          if (!paged) add(pending);
         },
         // A failed listing only costs the single reads that follow.
         () => undefined,

@@ -125,4 +125,38 @@ describe("LeaseReader", () => {
     assert.ok(gotB.every((l, i) => l?.uuid === second[i]!.uuid));
     assert.deepEqual(calls, { single: 0, listings: 2 });
   });
+
+  it("answers requests page by page while the listing is still running", async () => {
+    const all = many(0, 40);
+    let releaseRest: () => void = () => {};
+    const rest = new Promise<void>((r) => {
+      releaseRest = r;
+    });
+    const chain = {
+      getLease: async () => assert.fail("no single reads expected"),
+      leasesByProvider: async (
+        _p: string,
+        _s: string,
+        _signal: AbortSignal | undefined,
+        onPage?: (page: readonly ChainLease[]) => void,
+      ) => {
+        onPage?.(all.slice(0, 20));
+        await rest;
+        onPage?.(all.slice(20));
+        return all;
+      },
+    } as unknown as ChainPort;
+    const r = new LeaseReader(chain, "p", new ManualClock());
+    const answered = new Set<string>();
+    const done = Promise.all(all.map((l) => r.get(l.uuid).then((got) => answered.add(got!.uuid))));
+    for (let i = 0; i < 5 && answered.size < 20; i++) await new Promise((res) => setImmediate(res));
+    assert.deepEqual(
+      [...answered].sort(),
+      all.slice(0, 20).map((l) => l.uuid),
+      "first page answered early",
+    );
+    releaseRest();
+    await done;
+    assert.equal(answered.size, 40);
+  });
 });
