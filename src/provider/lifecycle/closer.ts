@@ -1,11 +1,31 @@
+import type { LeaseStateName } from "../../chain/port.ts";
 import { FredError } from "../../core/errors.ts";
 import type { LifecycleDeps } from "./deps.ts";
 
 /**
- * `lease_closed` / `lease_expired`: deprovision wherever the lease may be — its
- * confirmed owner, the backend of an unresolved attempt, every candidate of a conflict.
- * Each backend gets a bounded number of tries with doubling delays; a backend that
- * still does not confirm is left to the next recovery pass (the lease stays recorded).
+ * `lease_closed` / `lease_expired` (and an attempt found to belong to a lease that ended):
+ * deprovision wherever the lease may be — its confirmed owner, the backend of an
+ * unresolved attempt, every candidate of a conflict. Each backend gets a bounded number
+ * of tries with doubling delays; a backend that still does not confirm is left to the
+ * next recovery pass (the lease stays recorded).
+ *
+ * When the attempted backend accepts the deprovision, the attempt is retired. This is
+ * positive evidence, not an inference: a backend built on our kit (src/backend/kit)
+ * makes the close durable before answering 200 (`Journal.beginClose` + `durable()`),
+ * and from then on the attempted operation cannot leave anything running there:
+ *  - an operation still in progress is pre-empted in that same transaction and settled
+ *    failed (its callback is queued);
+ *  - a lease the backend never heard of gets a tombstone at once, a closing one gets it
+ *    when teardown completes, and tombstones are never pruned;
+ *  - a later provision under a new operation id is refused with 409 (tombstone, or the
+ *    closing lease record), and a late copy of the attempted request itself matches the
+ *    stored operation id or its receipt and is merely acknowledged, starting nothing.
+ * So the attempt can only end in "failed" or "never started": keeping the row would
+ * only make recovery and the timeout check chase a lease that is gone. A backend that
+ * does not confirm (refusal, ambiguous answer, fenced, not configured) keeps the attempt:
+ * its silence proves nothing. A backend outside our kit that ignored this contract could
+ * still start a late workload; that is an orphan on an ended lease, which the periodic
+ * reconciler's orphan pass tears down.
  */
 export interface CloseRetry {
   attempts: number;
@@ -15,7 +35,30 @@ export interface CloseRetry {
 
 export const DEFAULT_CLOSE_RETRY: CloseRetry = { attempts: 5, initialDelayMs: 1_000, maxDelayMs: 30_000 };
 
-export type CloseResult = { deprovisioned: string[]; failed: string[]; unknown: boolean };
+/** One try per backend: for periodic passes, which come back anyway. */
+export const SINGLE_CLOSE_TRY: CloseRetry = { attempts: 1, initialDelayMs: 0, maxDelayMs: 0 };
+
+export type CloseResult = {
+  deprovisioned: string[];
+  failed: string[];
+  unknown: boolean;
+  /** The backend whose attempt was retired after it accepted the deprovision. */
+  retiredAttempt: string | undefined;
+};
+
+const ENDED_STATES: ReadonlySet<LeaseStateName> = new Set([
+  "LEASE_STATE_CLOSED",
+  "LEASE_STATE_REJECTED",
+  "LEASE_STATE_EXPIRED",
+]);
+
+/**
+ * True only for states the chain never leaves. PENDING, ACTIVE, UNSPECIFIED (or a lease
+ * the chain does not return) prove nothing about an end.
+ */
+export function leaseEnded(state: LeaseStateName): boolean {
+  return ENDED_STATES.has(state);
+}
 
 export class Closer {
   readonly #d: LifecycleDeps;
@@ -37,12 +80,25 @@ export class Closer {
     return [...out].sort();
   }
 
+  /** Call only for a lease that ended on chain, inside that lease's serial queue. */
   async close(leaseUuid: string, signal: AbortSignal): Promise<CloseResult> {
     const targets = this.targets(leaseUuid);
-    const result: CloseResult = { deprovisioned: [], failed: [], unknown: targets.length === 0 };
+    const result: CloseResult = {
+      deprovisioned: [],
+      failed: [],
+      unknown: targets.length === 0,
+      retiredAttempt: undefined,
+    };
     for (const backend of targets) {
       const ok = await this.#deprovisionOn(backend, leaseUuid, signal);
       (ok ? result.deprovisioned : result.failed).push(backend);
+      if (ok && this.#d.store.retireAttempt(leaseUuid, backend)) {
+        result.retiredAttempt = backend;
+        this.#d.logger.info(
+          { lease_uuid: leaseUuid, backend },
+          "attempt retired: its backend accepted the deprovision of the ended lease",
+        );
+      }
     }
     return result;
   }

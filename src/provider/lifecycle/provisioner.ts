@@ -4,6 +4,7 @@ import { newUuidV4 } from "../../core/uuid.ts";
 import { buildCallbackUrl } from "../config/index.ts";
 import { failpoint } from "../failpoints.ts";
 import { type Attempt, GroupCommitter, type RecordResult, type StoredPayload } from "../store/index.ts";
+import { leaseEnded } from "./closer.ts";
 import { isBillingOnly, type LifecycleDeps } from "./deps.ts";
 import { LeaseReader } from "./lease-reader.ts";
 import { rejectionForRefusal } from "./reasons.ts";
@@ -96,13 +97,31 @@ export class Provisioner {
     return stored;
   }
 
-  /** Re-sends an unresolved attempt to its attempted backend with the same operation id. */
-  async redeliver(attempt: Attempt, signal: AbortSignal): Promise<ProvisionStep> {
+  /**
+   * Re-sends an unresolved attempt to its attempted backend with the same operation id.
+   * "lease-ended": the chain says the lease is CLOSED, REJECTED or EXPIRED; the caller,
+   * still inside the lease's queue, hands it to the Closer (which retires the attempt once
+   * its backend accepts the deprovision). An ACTIVE lease, or one the chain does not
+   * return (a lagging or wrong node proves nothing), keeps its attempt: "not-pending".
+   */
+  async redeliver(attempt: Attempt, signal: AbortSignal): Promise<ProvisionStep | "lease-ended"> {
     const current = this.#d.store.attemptFor(attempt.leaseUuid);
     if (current?.operationId !== attempt.operationId) return "already-recorded";
     if (this.inFlight.has(attempt.leaseUuid)) return "sent";
     const lease = await this.leases.get(attempt.leaseUuid);
-    if (lease === undefined || lease.state !== "LEASE_STATE_PENDING") return "not-pending";
+    if (lease !== undefined && leaseEnded(lease.state)) return "lease-ended";
+    if (lease === undefined || lease.state !== "LEASE_STATE_PENDING") {
+      this.#d.logger.warn(
+        {
+          lease_uuid: attempt.leaseUuid,
+          backend: attempt.backend,
+          operation_id: attempt.operationId,
+          lease_state: lease?.state ?? "not found",
+        },
+        "unresolved attempt of a lease that is not PENDING; kept for the reconciler",
+      );
+      return "not-pending";
+    }
     let payload: StoredPayload | undefined;
     if (lease.metaHash !== "") {
       payload = this.#payloadFor(lease);

@@ -1,4 +1,5 @@
 import type { Attempt } from "../store/index.ts";
+import { Closer, SINGLE_CLOSE_TRY } from "./closer.ts";
 import type { LifecycleDeps } from "./deps.ts";
 import type { Provisioner } from "./provisioner.ts";
 import { REJECT_REASONS } from "./reasons.ts";
@@ -6,10 +7,18 @@ import { REJECT_REASONS } from "./reasons.ts";
 /**
  * Attempts with no callback after `provision_callback_timeout`: ask the attempted
  * backend about the lease. Ready → confirm and acknowledge; failed → the positive
- * evidence that lets us reject; unknown to the backend → redeliver the same operation;
- * still provisioning or no answer → wait. Silence never rejects a lease.
+ * evidence that lets us reject; unknown to the backend → redeliver the same operation,
+ * unless the chain says the lease ended: then deprovision it on the attempted backend,
+ * which retires the attempt once accepted ("lease-ended"; a refusal keeps it for the next
+ * check); still provisioning or no answer → wait. Silence never rejects a lease.
  */
-export type TimeoutVerdict = "confirmed" | "rejected" | "redelivered" | "waiting" | "unanswered";
+export type TimeoutVerdict =
+  | "confirmed"
+  | "rejected"
+  | "redelivered"
+  | "lease-ended"
+  | "waiting"
+  | "unanswered";
 
 const LOOKUP_BATCH = 100;
 
@@ -17,6 +26,8 @@ export async function checkOverdueAttempts(
   d: LifecycleDeps,
   provisioner: Provisioner,
   signal: AbortSignal,
+  /** One try per backend by default: this check runs again soon and must not stall on one lease. */
+  closer: Closer = new Closer(d, SINGLE_CLOSE_TRY),
 ): Promise<Map<string, TimeoutVerdict>> {
   const verdicts = new Map<string, TimeoutVerdict>();
   const due = d.clock.now() - d.config.provisionCallbackTimeoutMs;
@@ -45,7 +56,9 @@ export async function checkOverdueAttempts(
       for (const a of batch) {
         verdicts.set(
           a.leaseUuid,
-          await d.queue.run(a.leaseUuid, () => decide(d, provisioner, a, entries.get(a.leaseUuid), signal)),
+          await d.queue.run(a.leaseUuid, () =>
+            decide(d, provisioner, closer, a, entries.get(a.leaseUuid), signal),
+          ),
         );
       }
     }
@@ -56,6 +69,7 @@ export async function checkOverdueAttempts(
 async function decide(
   d: LifecycleDeps,
   provisioner: Provisioner,
+  closer: Closer,
   a: Attempt,
   status: string | undefined,
   signal: AbortSignal,
@@ -65,12 +79,21 @@ async function decide(
   const log = d.logger.child({ lease_uuid: a.leaseUuid, backend: a.backend, operation_id: a.operationId });
   if (status === undefined) {
     log.info("no callback and the backend does not know the lease; redelivering");
+    let step: Awaited<ReturnType<Provisioner["redeliver"]>>;
     try {
-      await provisioner.redeliver(a, signal);
+      step = await provisioner.redeliver(a, signal);
     } catch (err) {
       log.warn({ err }, "redelivery failed");
+      return "redelivered";
     }
-    return "redelivered";
+    if (step !== "lease-ended") return "redelivered";
+    log.info("the lease ended on chain; deprovisioning it where it was attempted");
+    try {
+      await closer.close(a.leaseUuid, signal);
+    } catch (err) {
+      log.warn({ err }, "deprovision of the ended lease failed; the next check retries");
+    }
+    return "lease-ended";
   }
   if (status === "failed") {
     d.store.clearRefusedAttempt(a.leaseUuid, a.operationId);

@@ -1,5 +1,7 @@
 import type { ChainLease } from "../../chain/port.ts";
+import { leaseEnded } from "../lifecycle/closer.ts";
 import { isBillingOnly, type Lifecycle } from "../lifecycle/index.ts";
+import type { Attempt } from "../store/index.ts";
 
 /**
  * Startup and resync recovery — the part of reconciliation the lifecycle needs:
@@ -7,7 +9,11 @@ import { isBillingOnly, type Lifecycle } from "../lifecycle/index.ts";
  *    against the pinned storage ID) and re-record its baseline;
  * 2. settle attempts the attempted backend positively reports as finished, and learn
  *    each reported lease's status;
- * 3. redeliver every other unresolved attempt with its original operation id;
+ * 3. redeliver every other unresolved attempt with its original operation id; an attempt
+ *    whose lease ended on chain (CLOSED/REJECTED/EXPIRED, read exactly) is instead
+ *    deprovisioned on its backend, and retired once that backend accepts — this also
+ *    applies to attempts the backend still reports in progress, so a lease cancelled
+ *    while it was provisioning is stopped instead of finishing for nobody;
  * 4. for PENDING leases on chain: acknowledge billing-only ones and ones whose confirmed
  *    owner reports them ready, reject ones it reports failed, and start the provision
  *    workflow for leases with no record at all (a missed `lease_created`).
@@ -78,10 +84,19 @@ export async function runRecovery(lifecycle: Lifecycle, signal: AbortSignal): Pr
       continue;
     }
     const seen = status.get(attempt.leaseUuid);
-    if (seen?.backend === attempt.backend) continue; // still provisioning there: its callback will come
+    if (seen?.backend === attempt.backend) {
+      // Still provisioning there: its callback will come, unless the lease has ended.
+      void d.queue
+        .run(attempt.leaseUuid, () => closeIfEnded(lifecycle, attempt, signal))
+        .catch((err) => d.logger.warn({ err, lease_uuid: attempt.leaseUuid }, "recovery: close failed"));
+      continue;
+    }
     report.redelivered++;
     void d.queue
-      .run(attempt.leaseUuid, () => lifecycle.provisioner.redeliver(attempt, signal))
+      .run(attempt.leaseUuid, async () => {
+        const step = await lifecycle.provisioner.redeliver(attempt, signal);
+        if (step === "lease-ended") await closeEnded(lifecycle, attempt, signal);
+      })
       .catch((err) => d.logger.warn({ err, lease_uuid: attempt.leaseUuid }, "recovery: redelivery failed"));
   }
 
@@ -129,4 +144,19 @@ export async function runRecovery(lifecycle: Lifecycle, signal: AbortSignal): Pr
   }
   d.logger.info({ ...report, answered: undefined, unanswered: report.unanswered }, "recovery pass done");
   return report;
+}
+
+/** Run inside the lease's queue: deprovision an in-progress attempt's lease if it has ended. */
+async function closeIfEnded(lifecycle: Lifecycle, attempt: Attempt, signal: AbortSignal): Promise<void> {
+  if (lifecycle.deps.store.attemptFor(attempt.leaseUuid)?.operationId !== attempt.operationId) return;
+  const lease = await lifecycle.provisioner.leases.get(attempt.leaseUuid);
+  if (lease !== undefined && leaseEnded(lease.state)) await closeEnded(lifecycle, attempt, signal);
+}
+
+async function closeEnded(lifecycle: Lifecycle, attempt: Attempt, signal: AbortSignal): Promise<void> {
+  lifecycle.deps.logger.info(
+    { lease_uuid: attempt.leaseUuid, backend: attempt.backend, operation_id: attempt.operationId },
+    "recovery: the lease of an unresolved attempt ended on chain; deprovisioning it",
+  );
+  await lifecycle.closer.close(attempt.leaseUuid, signal);
 }

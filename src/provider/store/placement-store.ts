@@ -310,6 +310,20 @@ export class PlacementStore {
     );
   }
 
+  /**
+   * The lease ended on chain and `backend` accepted its deprovision: an attempt at that
+   * backend can no longer take effect, so it is removed. An attempt at any other backend
+   * stays (that backend has promised nothing). Returns whether a row was removed.
+   */
+  retireAttempt(leaseUuid: string, backend: string): boolean {
+    if (!isCanonicalUuid(leaseUuid)) return false;
+    return this.#db.transaction(() => {
+      const row = this.#stmt.attemptByLease!.get(uuidBytes(leaseUuid)) as AttemptRow | undefined;
+      if (row?.backend !== backend) return false;
+      return this.#stmt.deleteAttempt!.run(row.lease_uuid).changes === 1;
+    })();
+  }
+
   #exactAttempt(leaseUuid: string, operationId: string): AttemptRow | undefined {
     if (!isCanonicalUuid(leaseUuid) || !isUuidV4(operationId)) return undefined;
     const row = this.#stmt.attemptByLease!.get(uuidBytes(leaseUuid)) as AttemptRow | undefined;

@@ -238,6 +238,28 @@ describe("placement store: attempts and settlement", () => {
     assert.equal(store.counts().attempts, 0);
   });
 
+  it("retireAttempt removes a lease's attempt only for the attempted backend", () => {
+    using store = fresh();
+    store.recordAttempts([attempt(LEASE_1, "one", OP_1), attempt(LEASE_2, "two", OP_2)]);
+    // Wrong backend: nothing changes.
+    assert.equal(store.retireAttempt(LEASE_1, "two"), false);
+    assert.equal(store.retireAttempt(LEASE_1, "three"), false);
+    assert.equal(store.attemptFor(LEASE_1)?.operationId, OP_1);
+    // Right backend: the row goes, and only that lease's row; nothing is confirmed.
+    assert.equal(store.retireAttempt(LEASE_1, "one"), true);
+    assert.equal(store.attemptFor(LEASE_1), undefined);
+    assert.equal(store.placement(LEASE_1), undefined);
+    assert.equal(store.attemptFor(LEASE_2)?.operationId, OP_2);
+    // None left (or a malformed lease UUID): false, nothing changes.
+    assert.equal(store.retireAttempt(LEASE_1, "one"), false);
+    assert.equal(store.retireAttempt(LEASE_1.toUpperCase(), "two"), false);
+    assert.deepEqual(store.counts(), { placements: 0, conflicts: 0, attempts: 1 });
+    // The removal is committed: a reopened store agrees.
+    store.close();
+    using again = PlacementStore.open(path, PROVIDER);
+    assert.deepEqual(again.unresolvedAttempts(), [attempt(LEASE_2, "two", OP_2)]);
+  });
+
   it("positive inventory confirms attempts at that backend; silence clears nothing", () => {
     using store = fresh();
     store.recordAttempts([attempt(LEASE_1, "one", OP_1), attempt(LEASE_2, "two", OP_2)]);
