@@ -127,7 +127,11 @@ export class Lifecycle {
   onEvent(event: LeaseEvent): void {
     if (event.providerUuid !== this.deps.config.providerUuid) return;
     if (event.kind === "lease_created") this.startProvision(event.leaseUuid);
-    else if (event.kind === "lease_closed" || event.kind === "lease_expired") {
+    else if (
+      event.kind === "lease_closed" ||
+      event.kind === "lease_expired" ||
+      event.kind === "lease_auto_closed"
+    ) {
       this.#track(this.#dispatcher.dispatch("lease_ended", { leaseUuid: event.leaseUuid }));
     }
   }

@@ -343,3 +343,40 @@ describe("redelivery of an attempt whose lease is no longer PENDING", () => {
     store.close();
   });
 });
+
+describe("lease-ending chain events", () => {
+  it("lease_closed, lease_expired and lease_auto_closed each deprovision and retire; another provider's event does nothing", async () => {
+    const { deps, store, attempt } = setup();
+    const lifecycle = new Lifecycle(deps, { recover: async () => {} });
+    const kinds = ["lease_closed", "lease_expired", "lease_auto_closed"] as const;
+    const leases = kinds.map(() => leaseId());
+    const foreign = leaseId();
+    for (const l of [...leases, foreign]) {
+      const op = attempt(l, "one", "LEASE_STATE_CLOSED");
+      assert.equal((await provisionOnMock(l, op)).kind, "accepted");
+    }
+    const event = (kind: (typeof kinds)[number], leaseUuid: string, providerUuid = PROVIDER_UUID) => ({
+      kind,
+      leaseUuid,
+      providerUuid,
+      tenant: "manifest1tenant",
+      height: 7,
+      txHash: undefined,
+      reason: undefined,
+    });
+    kinds.forEach((kind, i) => {
+      lifecycle.onEvent(event(kind, leases[i]!));
+    });
+    lifecycle.onEvent(event("lease_closed", foreign, "0190f3a2-7c1e-7000-8000-0000000000ff"));
+    const deadline = Date.now() + 20_000;
+    while (leases.some((l) => store.attemptFor(l) !== undefined)) {
+      if (Date.now() > deadline) assert.fail("lease-ending events did not retire the attempts");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    for (const l of leases) await untilGoneFromMock(l);
+    assert.notEqual(store.attemptFor(foreign), undefined, "another provider's event changes nothing");
+    assert.notEqual(await statusOnMock(foreign), undefined);
+    await lifecycle.stop(1_000);
+    store.close();
+  });
+});
