@@ -9,7 +9,7 @@
  * Digging in: E2E_LOG_LEVEL=info BENCH_PROVIDERD_LOG=/tmp/providerd.log keeps providerd's
  * log; FRED_PROFILE_DIR=/tmp/prof writes a CPU profile of every process of the stack.
  */
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { StargateClient } from "@cosmjs/stargate";
 import { MsgCreateLease, toBytes } from "../src/chain/proto/index.ts";
@@ -20,6 +20,12 @@ const LEASES = Number(process.env.BENCH_LEASES ?? 10_000);
 const PER_TX = 100;
 const PER_TENANT = 1000; // bench genesis: credit and pending-lease limit per tenant
 const TENANTS = Math.max(1, Math.ceil(LEASES / PER_TENANT));
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+function cpuSeconds(pid: number | undefined): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
 
 let rpcId = 0;
 // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC results are read field by field.
@@ -114,8 +120,15 @@ try {
     const r = await call(url, "broadcast_tx_sync", { tx: Buffer.from(tx).toString("base64") });
     if (r.code !== 0) throw new Error(`CheckTx ${r.codespace}/${r.code}: ${r.log}`);
   }
+  const processes = {
+    devnet: stack.devnet.child.pid,
+    "mock-1": stack.mocks[0]!.child.pid,
+    "mock-2": stack.mocks[1]!.child.pid,
+    providerd: stack.providerd!.child.pid,
+  };
   await call(url, "devnet_produce_block");
   const t0 = performance.now();
+  const cpu0 = Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, cpuSeconds(pid)]));
   const createdAt = Number((await call(url, "status")).sync_info.latest_block_height);
   await call(url, "devnet_resume");
   stargate.disconnect();
@@ -136,6 +149,9 @@ try {
     if (acknowledged < LEASES) await new Promise((r) => setTimeout(r, 50));
   }
   const seconds = (performance.now() - t0) / 1000;
+  const cpu = Object.fromEntries(
+    Object.entries(processes).map(([k, pid]) => [k, Number((cpuSeconds(pid) - cpu0[k]!).toFixed(2))]),
+  );
   const active = (await stack.tenant.leasesByProvider(provider, "LEASE_STATE_ACTIVE")).length;
   if (active !== LEASES) throw new Error(`expected ${LEASES} ACTIVE leases, found ${active}`);
   console.log(
@@ -146,6 +162,8 @@ try {
       seconds: Number(seconds.toFixed(2)),
       leases_per_s: Math.round(LEASES / seconds),
       goal_s: 10,
+      // CPU seconds each process used from the block's commit until all were ACTIVE.
+      cpu_s: cpu,
       load1: Number(loadavg()[0]!.toFixed(2)),
     }),
   );
