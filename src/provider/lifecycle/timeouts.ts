@@ -31,9 +31,8 @@ export async function checkOverdueAttempts(
 ): Promise<Map<string, TimeoutVerdict>> {
   const verdicts = new Map<string, TimeoutVerdict>();
   const due = d.clock.now() - d.config.provisionCallbackTimeoutMs;
-  const overdue = d.store
-    .unresolvedAttempts()
-    .filter((a) => a.createdAt <= due && !provisioner.inFlight.has(a.leaseUuid));
+  // Only overdue rows are read: a burst leaves thousands of young attempts behind.
+  const overdue = d.store.attemptsCreatedBy(due).filter((a) => !provisioner.inFlight.has(a.leaseUuid));
   const byBackend = new Map<string, Attempt[]>();
   for (const a of overdue) byBackend.set(a.backend, [...(byBackend.get(a.backend) ?? []), a]);
   for (const [backend, attempts] of byBackend) {

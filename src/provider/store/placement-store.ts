@@ -122,10 +122,13 @@ export class PlacementStore {
   /** Pinned backend names; pins change only through create(), so this is read once. */
   readonly #backendNames: Set<string>;
   readonly #wal: WalDurability;
+  /** One transaction wrapper, built once (better-sqlite3 wrappers are not free to create). */
+  readonly #tx: (work: () => unknown) => unknown;
 
   private constructor(db: Db, path: string, providerUuid: string) {
     this.#db = db;
     this.#wal = new WalDurability(db, path);
+    this.#tx = db.transaction((work: () => unknown) => work());
     this.providerUuid = providerUuid;
     this.#stmt = {
       insertAttempt: db.prepare(
@@ -134,6 +137,7 @@ export class PlacementStore {
       attemptByLease: db.prepare("SELECT * FROM attempts WHERE lease_uuid = ?"),
       deleteAttempt: db.prepare("DELETE FROM attempts WHERE lease_uuid = ?"),
       placement: db.prepare("SELECT * FROM placements WHERE lease_uuid = ?"),
+      deletePlacement: db.prepare("DELETE FROM placements WHERE lease_uuid = ?"),
       upsertPlacement: db.prepare(
         `INSERT INTO placements (lease_uuid, state, owner, lifecycle_id, candidates, updated_at)
          VALUES (?, ?, ?, ?, ?, ?)
@@ -223,8 +227,8 @@ export class PlacementStore {
    */
   recordAttempts(attempts: readonly Attempt[]): RecordResult[] {
     for (const a of attempts) this.#checkAttempt(a);
-    return this.#db.transaction((list: readonly Attempt[]) =>
-      list.map((a): RecordResult => {
+    return this.#atomic(() =>
+      attempts.map((a): RecordResult => {
         const r = this.#stmt.insertAttempt!.run(
           uuidBytes(a.operationId),
           uuidBytes(a.leaseUuid),
@@ -234,7 +238,7 @@ export class PlacementStore {
         );
         return r.changes === 1 ? "recorded" : "lease-busy";
       }),
-    )(attempts);
+    );
   }
 
   recordAttempt(attempt: Attempt): RecordResult {
@@ -267,7 +271,7 @@ export class PlacementStore {
     outcome: "success" | "failed",
     now: number,
   ): SettleResult {
-    return this.#db.transaction((): SettleResult => {
+    return this.#atomic((): SettleResult => {
       const row = this.#exactAttempt(leaseUuid, operationId);
       if (row === undefined) return { kind: "unknown-operation" };
       const attempt = toAttempt(row);
@@ -277,24 +281,30 @@ export class PlacementStore {
           ? this.#claim(attempt.leaseUuid, attempt.backend, now, attempt.operationId)
           : this.placement(attempt.leaseUuid);
       return { kind: "settled", attempt, placement };
-    })();
+    });
   }
 
   /** A definite synchronous refusal from the attempted backend: the attempt never took. */
   clearRefusedAttempt(leaseUuid: string, operationId: string): Attempt | undefined {
-    return this.#db.transaction(() => {
+    return this.#atomic(() => {
       const row = this.#exactAttempt(leaseUuid, operationId);
       if (row !== undefined) this.#stmt.deleteAttempt!.run(row.lease_uuid);
       return row === undefined ? undefined : toAttempt(row);
-    })();
+    });
   }
 
   /**
-   * Runs `fn` in one transaction; store calls inside it become savepoints. Lets callers
-   * group-commit many independent updates in one commit.
+   * Runs `fn` in one transaction; store calls inside it join it (no savepoint each): if
+   * `fn` throws, the whole batch rolls back. Lets callers commit many independent updates
+   * at once.
    */
   batch<T>(fn: () => T): T {
-    return this.#db.transaction(fn)();
+    return this.#tx(fn) as T;
+  }
+
+  /** `fn` atomically: its own transaction, or part of the caller's batch. */
+  #atomic<T>(fn: () => T): T {
+    return this.#db.inTransaction ? fn() : (this.#tx(fn) as T);
   }
 
   /**
@@ -305,9 +315,7 @@ export class PlacementStore {
   retirePlacement(leaseUuid: string, backend: string): boolean {
     const p = this.placement(leaseUuid);
     if (p?.state !== "confirmed" || p.owner !== backend) return false;
-    return (
-      this.#db.prepare("DELETE FROM placements WHERE lease_uuid = ?").run(uuidBytes(leaseUuid)).changes === 1
-    );
+    return this.#stmt.deletePlacement!.run(uuidBytes(leaseUuid)).changes === 1;
   }
 
   /**
@@ -317,11 +325,11 @@ export class PlacementStore {
    */
   retireAttempt(leaseUuid: string, backend: string): boolean {
     if (!isCanonicalUuid(leaseUuid)) return false;
-    return this.#db.transaction(() => {
+    return this.#atomic(() => {
       const row = this.#stmt.attemptByLease!.get(uuidBytes(leaseUuid)) as AttemptRow | undefined;
       if (row?.backend !== backend) return false;
       return this.#stmt.deleteAttempt!.run(row.lease_uuid).changes === 1;
-    })();
+    });
   }
 
   #exactAttempt(leaseUuid: string, operationId: string): AttemptRow | undefined {
@@ -337,7 +345,7 @@ export class PlacementStore {
    */
   applyPositiveInventory(backend: string, leaseUuids: readonly string[], now: number): InventoryOutcome {
     const out: InventoryOutcome = { confirmed: [], conflicts: [], unrecorded: [] };
-    this.#db.transaction(() => {
+    this.#atomic(() => {
       for (const lease of leaseUuids) {
         if (!isCanonicalUuid(lease)) continue;
         const attemptRow = this.#stmt.attemptByLease!.get(uuidBytes(lease)) as AttemptRow | undefined;
@@ -355,7 +363,7 @@ export class PlacementStore {
         const result = this.#claim(lease, backend, now, confirmedBy, candidates);
         (result.state === "confirmed" ? out.confirmed : out.conflicts).push(lease);
       }
-    })();
+    });
     return out;
   }
 
@@ -420,6 +428,15 @@ export class PlacementStore {
     if (!isCanonicalUuid(leaseUuid)) return undefined;
     const row = this.#stmt.attemptByLease!.get(uuidBytes(leaseUuid)) as AttemptRow | undefined;
     return row === undefined ? undefined : toAttempt(row);
+  }
+
+  /** Unresolved attempts created at or before `cutoff` (the overdue ones), oldest first. */
+  attemptsCreatedBy(cutoff: number): Attempt[] {
+    return (
+      this.#db
+        .prepare("SELECT * FROM attempts WHERE created_at <= ? ORDER BY created_at, operation_id")
+        .all(cutoff) as AttemptRow[]
+    ).map(toAttempt);
   }
 
   unresolvedAttempts(): Attempt[] {

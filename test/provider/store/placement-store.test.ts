@@ -194,6 +194,36 @@ describe("placement store: attempts and settlement", () => {
     assert.deepEqual(store.unresolvedAttempts(), [attempt(LEASE_1, "one", OP_1)]);
   });
 
+  it("reads only the attempts created by a cutoff (the overdue ones), oldest first", () => {
+    using store = fresh();
+    store.recordAttempts([
+      { ...attempt(LEASE_2, "two", OP_2), createdAt: T0 + 5 },
+      { ...attempt(LEASE_1, "one", OP_1), createdAt: T0 + 1 },
+    ]);
+    assert.deepEqual(store.attemptsCreatedBy(T0), []);
+    assert.deepEqual(
+      store.attemptsCreatedBy(T0 + 1).map((a) => a.leaseUuid),
+      [LEASE_1],
+    );
+    assert.deepEqual(
+      store.attemptsCreatedBy(T0 + 5).map((a) => a.leaseUuid),
+      [LEASE_1, LEASE_2],
+    );
+  });
+
+  it("a store call inside batch() joins its transaction: a throw rolls back the whole batch", () => {
+    using store = fresh();
+    store.recordAttempt(attempt(LEASE_1, "one", OP_1));
+    assert.throws(() =>
+      store.batch(() => {
+        store.settleOperation(LEASE_1, OP_1, "success", T0 + 2);
+        store.recordAttempt(attempt(LEASE_2, "three", OP_2)); // unpinned backend: throws
+      }),
+    );
+    assert.equal(store.attemptFor(LEASE_1)?.operationId, OP_1, "the settlement was rolled back");
+    assert.equal(store.placement(LEASE_1), undefined);
+  });
+
   it("refuses attempts naming an unpinned backend or a non-v4 operation id", () => {
     using store = fresh();
     assert.equal(
