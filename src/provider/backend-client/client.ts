@@ -1,6 +1,7 @@
 import {
   BrokenCircuitError,
   type CircuitBreakerPolicy,
+  CircuitState,
   ConsecutiveBreaker,
   circuitBreaker,
   handleType,
@@ -116,8 +117,15 @@ export class BackendClient {
     return this.#transport.storageId;
   }
 
-  get circuitState(): string {
-    return String(this.#breaker.state);
+  /** The breaker's state: "closed" (requests flow), "open" (nothing is sent), "half-open" (one trial). */
+  get circuitState(): "closed" | "open" | "half-open" | "isolated" {
+    const names = {
+      [CircuitState.Closed]: "closed",
+      [CircuitState.Open]: "open",
+      [CircuitState.HalfOpen]: "half-open",
+      [CircuitState.Isolated]: "isolated",
+    } as const;
+    return names[this.#breaker.state];
   }
 
   async close(): Promise<void> {

@@ -353,6 +353,40 @@ describe("backend client: circuit breaker", () => {
     assert.equal(await code(c.stats()), "ERR_BACKEND_CIRCUIT_OPEN");
   });
 
+  it("half-open after its delay: a failed trial re-opens it, a good one closes it", async () => {
+    // cockatiel times the half-open delay with the wall clock (not our Clock), so this
+    // test uses a short real delay and polls for the trial with a deadline.
+    const c = await BackendClient.create({
+      backend: backendConfig(fake.url),
+      secret: SECRET,
+      storageId: SID,
+      halfOpenAfterMs: 150,
+    });
+    clients.push(c);
+    fake.script.set(
+      "provision",
+      Array.from({ length: 6 }, () => ({ status: 500, body: { error: "down" } })),
+    );
+    for (let i = 0; i < 5; i++) await c.provision(provisionRequest);
+    assert.equal(c.circuitState, "open");
+    const trial = async () => {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const out = await c.provision(provisionRequest);
+        if (!(out.kind === "not-sent" && out.reason === "circuit-open")) return out;
+        if (Date.now() > deadline) assert.fail("the breaker never let a trial request through");
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    };
+    assert.equal((await trial()).kind, "ambiguous", "the trial met the sixth 500");
+    assert.equal(fake.requests.length, 6);
+    assert.equal(c.circuitState, "open", "a failed trial opens it again");
+    assert.equal((await trial()).kind, "accepted", "the next trial succeeds");
+    assert.equal(c.circuitState, "closed");
+    assert.equal((await c.provision(provisionRequest)).kind, "accepted", "and requests flow again");
+    assert.equal(fake.requests.length, 8);
+  });
+
   it("domain refusals do not count toward it", async () => {
     const c = await client();
     fake.script.set(
