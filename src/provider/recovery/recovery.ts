@@ -77,6 +77,8 @@ export async function runRecovery(lifecycle: Lifecycle, signal: AbortSignal): Pr
     }),
   );
   report.complete = report.unanswered.every((n) => d.config.backends.find((b) => b.name === n)?.fenced);
+  // What the inventories settled is on disk before anything below reaches the chain.
+  await d.store.durable();
 
   for (const attempt of d.store.unresolvedAttempts()) {
     if (!report.answered.includes(attempt.backend)) {
