@@ -96,6 +96,7 @@ async function decide(
   }
   if (status === "failed") {
     d.store.clearRefusedAttempt(a.leaseUuid, a.operationId);
+    await d.store.durable();
     log.info("no callback and the backend reports the provision failed; rejecting");
     d.acks.reject(a.leaseUuid, REJECT_REASONS.provisioningFailed);
     return "rejected";
@@ -103,6 +104,7 @@ async function decide(
   if (status === "ready") {
     const out = d.store.applyPositiveInventory(a.backend, [a.leaseUuid], d.clock.now());
     if (out.confirmed.includes(a.leaseUuid)) {
+      await d.store.durable();
       log.info("no callback but the backend reports the lease ready; acknowledging");
       d.acks.acknowledge(a.leaseUuid);
     }
