@@ -180,6 +180,7 @@ export class Provisioner {
         return "sent";
       case "refused": {
         store.clearRefusedAttempt(attempt.leaseUuid, attempt.operationId);
+        await store.durable();
         const reason = rejectionForRefusal(outcome);
         log.warn({ status: outcome.status, reason }, "provision refused");
         if (reason !== undefined) acks.reject(attempt.leaseUuid, reason);
