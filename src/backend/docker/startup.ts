@@ -1,7 +1,8 @@
 import type Docker from "dockerode";
 import type { Clock } from "../../core/clock.ts";
+import type { Logger } from "../../log.ts";
 import { SubstrateError } from "../kit/substrate.ts";
-import { ambiguous, definite, engineStatus, withPhase } from "./engine.ts";
+import { ambiguous, definite, engineMessage, engineStatus, withPhase } from "./engine.ts";
 import { LABEL } from "./names.ts";
 import { type ContainerRow, failureOf, instancePhase, isUp } from "./observe.ts";
 import { hasActiveHealthCheck, type ServiceModel, startOrder } from "./service-model.ts";
@@ -15,6 +16,8 @@ import { hasActiveHealthCheck, type ServiceModel, startOrder } from "./service-m
  */
 
 const POLL_MS = 250;
+/** Start calls per container when the engine's chosen host port turns out to be taken. */
+const START_TRIES = 3;
 
 export interface StartupDeps {
   docker: Docker;
@@ -25,6 +28,8 @@ export interface StartupDeps {
   verifyMs: number;
   /** Absolute deadline (clock ms) for the whole start, from `provision_timeout`. */
   deadlineMs: number;
+  /** Operator log for start retries; without it they happen silently. */
+  log?: Logger;
 }
 
 function rowsOf(rows: readonly ContainerRow[], service: string): ContainerRow[] {
@@ -42,18 +47,42 @@ function failIfBroken(rows: readonly ContainerRow[]): void {
   }
 }
 
+/**
+ * The engine picks a published host port without knowing which ports other host processes
+ * hold; when its pick is already bound, the start fails (HTTP 500) though nothing is wrong
+ * with the workload. Such a failure is transient: each new start picks another port.
+ */
+export function isHostPortCollision(err: unknown): boolean {
+  const status = engineStatus(err);
+  if (status === undefined || status < 500) return false;
+  return /address already in use|port is already allocated/i.test(engineMessage(err));
+}
+
 async function startOne(deps: StartupDeps, row: ContainerRow, signal: AbortSignal): Promise<void> {
-  try {
-    await withPhase(deps.clock, "container start", deps.startTimeoutMs, signal, (s) =>
-      deps.docker.getContainer(row.Id).start({ abortSignal: s }),
-    );
-  } catch (err) {
-    const status = engineStatus(err);
-    if (status === 304) return; // already running
-    if (status !== undefined && status >= 400 && status < 500) {
-      throw definite("ContainerStartFailed", `${where(row)} could not be started`, `start ${row.Id}`, err);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await withPhase(deps.clock, "container start", deps.startTimeoutMs, signal, (s) =>
+        deps.docker.getContainer(row.Id).start({ abortSignal: s }),
+      );
+      return;
+    } catch (err) {
+      const status = engineStatus(err);
+      if (status === 304) return; // already running
+      if (isHostPortCollision(err) && attempt < START_TRIES && !signal.aborted) {
+        // Container id, instance and engine text only: the engine names the port, no secret.
+        deps.log?.warn(
+          { container: row.Id, instance: where(row), attempt, err: engineMessage(err) },
+          "host port taken by another process; starting the container again",
+        );
+        continue;
+      }
+      if (status !== undefined && status >= 400 && status < 500) {
+        throw definite("ContainerStartFailed", `${where(row)} could not be started`, `start ${row.Id}`, err);
+      }
+      // A 5xx, a timeout, no answer, or a port collision on every try: the engine may have
+      // done part of the work, so the outcome stays ambiguous and recovery settles it.
+      throw ambiguous(`start ${row.Id}`, err);
     }
-    throw ambiguous(`start ${row.Id}`, err);
   }
 }
 
