@@ -305,6 +305,7 @@ export class DockerSubstrate implements Substrate {
       {
         docker: this.#docker,
         clock: this.#clock,
+        log: this.#log,
         list: (s) => this.#list(s, spec.leaseUuid),
         startTimeoutMs: this.#config.containerStartTimeoutMs,
         verifyMs: this.#config.startupVerifyDurationMs,

@@ -28,8 +28,8 @@ export interface StartupDeps {
   verifyMs: number;
   /** Absolute deadline (clock ms) for the whole start, from `provision_timeout`. */
   deadlineMs: number;
-  /** Operator log for start retries; without it they happen silently. */
-  log?: Logger;
+  /** Operator log (start retries after a host-port collision). */
+  log: Logger;
 }
 
 function rowsOf(rows: readonly ContainerRow[], service: string): ContainerRow[] {
@@ -70,7 +70,7 @@ async function startOne(deps: StartupDeps, row: ContainerRow, signal: AbortSigna
       if (status === 304) return; // already running
       if (isHostPortCollision(err) && attempt < START_TRIES && !signal.aborted) {
         // Container id, instance and engine text only: the engine names the port, no secret.
-        deps.log?.warn(
+        deps.log.warn(
           { container: row.Id, instance: where(row), attempt, err: engineMessage(err) },
           "host port taken by another process; starting the container again",
         );

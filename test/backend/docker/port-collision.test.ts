@@ -202,6 +202,10 @@ describe("docker backend: host port taken by another process", { skip }, () => {
         continue;
       }
       assert.ok(history.started, "the engine logged the successful start");
+      assert.ok(
+        backend.stderr().includes("host port taken by another process; starting the container again"),
+        "the backend logged the retry",
+      );
       assert.ok(history.refused < BACKEND_TRIES, `refused ${history.refused} times yet started`);
       assert.notEqual(port, blocked.from);
       assert.ok(port < blocked.from || port > blocked.to, `published on held port ${port}`);
