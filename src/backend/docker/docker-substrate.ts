@@ -492,6 +492,20 @@ export class DockerSubstrate implements Substrate {
     return this.#deaths.subscribe(listener);
   }
 
+  /** Unhealthy while the engine does not answer a ping (leases cannot be served then). */
+  async health(signal: AbortSignal): Promise<string | undefined> {
+    try {
+      // dockerode takes an abortSignal here; its type definitions do not say so.
+      const ping = this.#docker.ping.bind(this.#docker) as unknown as (o: {
+        abortSignal: AbortSignal;
+      }) => Promise<unknown>;
+      await ping({ abortSignal: signal });
+      return undefined;
+    } catch (err) {
+      return `docker engine is not answering: ${engineMessage(err)}`;
+    }
+  }
+
   async close(): Promise<void> {
     await this.#deaths.close();
   }

@@ -51,6 +51,8 @@ const MUTATIONS = [
   "restore",
 ] as const;
 const UNAUTHENTICATED = new Set(["/health", "/stats", "/metrics"]);
+/** How long GET /health waits for the substrate's verdict. */
+const HEALTH_TIMEOUT_MS = 3_000;
 
 export function buildContractServer(o: ContractServerOptions): FastifyInstance {
   const { engine, substrate } = o;
@@ -167,9 +169,12 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     return lease;
   };
 
-  app.get("/health", async (_req, reply) =>
-    journal.db.open ? reply.send({ status: "healthy" }) : reply.code(503).send({ status: "unhealthy" }),
-  );
+  app.get("/health", async (_req, reply) => {
+    const problem = journal.db.open ? await substrateProblem(substrate) : "journal is closed";
+    return problem === undefined
+      ? reply.send({ status: "healthy" })
+      : reply.code(503).send({ status: "unhealthy", error: problem });
+  });
   app.get("/stats", async () => engine.pool.stats());
   app.get("/metrics", async (_req, reply) =>
     reply.type(o.metrics.registry.contentType).send(await o.metrics.registry.metrics()),
@@ -232,4 +237,14 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
   });
 
   return app;
+}
+
+/** The substrate's own health verdict, bounded in time: a hung engine is unhealthy too. */
+async function substrateProblem(substrate: Substrate): Promise<string | undefined> {
+  if (substrate.health === undefined) return undefined;
+  try {
+    return await substrate.health(AbortSignal.timeout(HEALTH_TIMEOUT_MS));
+  } catch (err) {
+    return `substrate health check failed: ${(err as Error).message}`;
+  }
 }

@@ -181,6 +181,12 @@ export interface Substrate {
    */
   subscribe?(listener: (event: RuntimeEvent) => void): () => void;
 
+  /**
+   * Optional: what is wrong with the substrate right now (its engine does not answer…),
+   * or undefined when it is usable. `GET /health` answers 503 with it.
+   */
+  health?(signal: AbortSignal): Promise<string | undefined>;
+
   /** Releases clients and watchers. Called once, after the kit stopped calling in. */
   close(): Promise<void>;
 }

@@ -164,7 +164,8 @@ export async function until(
  * (our containers have no restart policy, so they stop with it), then the same command
  * line again, detached, logging to /var/log/fred-dockerd.log. Resolves once it answers.
  */
-export async function restartDockerd(): Promise<void> {
+/** Stops dockerd (SIGTERM), runs `whileDown`, and starts it again with the same arguments. */
+export async function restartDockerd(whileDown: () => Promise<void> = async () => {}): Promise<void> {
   const pidText = await new Promise<string>((resolve) =>
     execFile("pidof", ["dockerd"], (_err, stdout) => resolve(String(stdout).trim())),
   );
@@ -173,9 +174,13 @@ export async function restartDockerd(): Promise<void> {
   const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
   process.kill(pid, "SIGTERM");
   await until(() => !alive(pid), "dockerd to stop", 90_000);
-  const log = openSync("/var/log/fred-dockerd.log", "a");
-  const child = spawn(argv[0] as string, argv.slice(1), { detached: true, stdio: ["ignore", log, log] });
-  child.unref();
-  closeSync(log);
+  try {
+    await whileDown();
+  } finally {
+    const log = openSync("/var/log/fred-dockerd.log", "a");
+    const child = spawn(argv[0] as string, argv.slice(1), { detached: true, stdio: ["ignore", log, log] });
+    child.unref();
+    closeSync(log);
+  }
   await until(() => engineAnswers(), "dockerd to answer again", 90_000);
 }

@@ -146,7 +146,18 @@ describe("docker backend: faults", { skip }, () => {
       for (const call of calls) assert.equal((await provisionAndWait(c, rx, call)).status, "success");
       await outboxDrained(proc.url);
 
-      await restartDockerd();
+      const health = async () => {
+        const res = await fetch(`${proc!.url}/health`);
+        return { status: res.status, body: (await res.json()) as { status: string; error?: string } };
+      };
+      assert.deepEqual(await health(), { status: 200, body: { status: "healthy" } });
+      await restartDockerd(async () => {
+        const down = await health();
+        assert.equal(down.status, 503, "GET /health reports the engine being down");
+        assert.equal(down.body.status, "unhealthy");
+        assert.match(down.body.error ?? "", /docker engine is not answering/);
+      });
+      await until(async () => (await health()).status === 200, "/health healthy again", 30_000);
       for (const call of calls) {
         await rx.waitFor((r) => r.effects.includes(`lifecycle:${call.lease}:failed`), 60_000);
         const p = (await c.get(`/provisions/${call.lease}`)).json as { status: string; reason: string };
