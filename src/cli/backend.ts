@@ -34,6 +34,8 @@ Environment (the mock reads no config file):
   MOCK_BACKEND_FAIL_LEASES       comma list of lease UUIDs that fail at start
   MOCK_BACKEND_HANG_LEASES       comma list of lease UUIDs whose start never completes
   MOCK_BACKEND_TLS_CERT_FILE / MOCK_BACKEND_TLS_KEY_FILE   serve HTTPS (set both)
+  MOCK_BACKEND_TLS_CLIENT_CA_FILE   mutual TLS: client certificates must chain to this PEM CA bundle
+  MOCK_BACKEND_TLS_CLIENT_ALLOWED_NAMES   comma list; the client certificate's CN or a DNS SAN must match one (else 403)
   MOCK_BACKEND_TLS_SKIP_VERIFY   do not verify the callback receiver's TLS certificate (development only)
   MOCK_BACKEND_CLIENT_TIMEOUT    per-attempt callback timeout (default 10s)
   MOCK_BACKEND_READ_TIMEOUT / _WRITE_TIMEOUT / _IDLE_TIMEOUT   HTTP server timeouts (15s / 15s / 60s)

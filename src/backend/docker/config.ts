@@ -5,6 +5,7 @@ import { z } from "zod";
 import { parseDurationMs } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
+import { checkClientCaBundle } from "../kit/server.ts";
 
 /**
  * `fred backend docker -c docker-backend.yaml`: the operator's file, validated once into a
@@ -33,8 +34,6 @@ const REFUSED_KEYS: Record<string, string> = {
   migration_grace_period: "v0.13 migration is not supported by this backend",
   network_isolation: "tenant network isolation is always on in this backend",
   min_avg_file_bytes: "XFS project quotas are not supported; disk limits use btrfs qgroups",
-  tls_client_ca_file: "client-certificate (mutual) TLS is not available yet; terminate it in a proxy",
-  tls_client_allowed_names: "client-certificate (mutual) TLS is not available yet; terminate it in a proxy",
 };
 
 const duration = (name: string) =>
@@ -85,6 +84,15 @@ const fileSchema = z.strictObject({
     .default(2 * 1024 * 1024),
   tls_cert_file: z.string().min(1).optional(),
   tls_key_file: z.string().min(1).optional(),
+  tls_client_ca_file: z.string().min(1).optional(),
+  tls_client_allowed_names: z
+    .array(
+      z
+        .string()
+        .regex(/^\S(?:.*\S)?$/, "tls_client_allowed_names: each name is non-empty, without outer spaces"),
+    )
+    .min(1, "tls_client_allowed_names: list at least one name, or omit the key to accept any name")
+    .optional(),
   docker_host: z.string().min(1).default("unix:///var/run/docker.sock"),
   host_address: z.string().min(1, "host_address is required (what tenants connect to)"),
   host_bind_ip: z.union([z.ipv4(), z.ipv6()]).default("0.0.0.0"),
@@ -135,7 +143,14 @@ export interface DockerBackendConfig {
   readonly listenHost: string;
   readonly listenPort: number;
   readonly maxRequestBodySize: number;
-  readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  readonly tls?: {
+    readonly certFile: string;
+    readonly keyFile: string;
+    /** Mutual TLS: client certificates must chain to this PEM bundle. */
+    readonly clientCaFile?: string;
+    /** …and carry one of these as subject CN or DNS subjectAltName. */
+    readonly clientAllowedNames?: readonly string[];
+  };
   readonly dockerHost: string;
   readonly hostAddress: string;
   readonly hostBindIp: string;
@@ -216,12 +231,38 @@ function crossCheck(file: FileConfig): void {
   }
   if ((file.tls_cert_file === undefined) !== (file.tls_key_file === undefined))
     throw configError("tls_cert_file and tls_key_file must be set together");
+  if (file.tls_client_allowed_names !== undefined && file.tls_client_ca_file === undefined)
+    throw configError(
+      "tls_client_allowed_names needs tls_client_ca_file (the CA that vouches for the names)",
+    );
+  if (file.tls_client_ca_file !== undefined && file.tls_cert_file === undefined)
+    throw configError(
+      "tls_client_ca_file needs tls_cert_file and tls_key_file (mutual TLS is part of HTTPS)",
+    );
   if (file.production_mode) {
     if (file.tls_cert_file === undefined)
       throw configError("production_mode requires tls_cert_file and tls_key_file");
     if (file.volume_filesystem !== "btrfs")
       throw configError("production_mode requires volume_filesystem: btrfs (enforced disk sizes)");
   }
+}
+
+/** Read once at load, so a typo or a permission problem fails the config, not the first handshake. */
+function readableCaBundle(path: string): string {
+  let pem: Buffer;
+  try {
+    pem = readFileSync(path);
+  } catch (err) {
+    throw configError(
+      `tls_client_ca_file ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+    );
+  }
+  try {
+    checkClientCaBundle(pem, `tls_client_ca_file ${path}`);
+  } catch (err) {
+    throw configError((err as Error).message);
+  }
+  return path;
 }
 
 /** Validates a parsed YAML document (plus env overrides) into the frozen config. */
@@ -256,7 +297,16 @@ export function parseDockerBackendConfig(
     maxRequestBodySize: file.max_request_body_size,
     ...(file.tls_cert_file !== undefined && file.tls_key_file !== undefined
       ? {
-          tls: Object.freeze({ certFile: abs(file.tls_cert_file), keyFile: abs(file.tls_key_file) }),
+          tls: Object.freeze({
+            certFile: abs(file.tls_cert_file),
+            keyFile: abs(file.tls_key_file),
+            ...(file.tls_client_ca_file !== undefined
+              ? { clientCaFile: readableCaBundle(abs(file.tls_client_ca_file)) }
+              : {}),
+            ...(file.tls_client_allowed_names !== undefined
+              ? { clientAllowedNames: Object.freeze([...file.tls_client_allowed_names]) }
+              : {}),
+          }),
         }
       : {}),
     dockerHost: file.docker_host,

@@ -38,6 +38,16 @@ function boundStorageId(dbPath: string): string {
   return opened.storageId;
 }
 
+/** Reads the listener's PEM files; mutual TLS when a client CA bundle is configured. */
+function httpsOptions(tls: NonNullable<DockerBackendConfig["tls"]>) {
+  return {
+    cert: readFileSync(tls.certFile),
+    key: readFileSync(tls.keyFile),
+    ...(tls.clientCaFile !== undefined ? { clientCa: readFileSync(tls.clientCaFile) } : {}),
+    ...(tls.clientAllowedNames !== undefined ? { clientAllowedNames: tls.clientAllowedNames } : {}),
+  };
+}
+
 export async function startDockerBackend(
   config: DockerBackendConfig,
   deps: { logger: Logger; clock?: Clock },
@@ -74,9 +84,7 @@ export async function startDockerBackend(
       secret: config.callbackSecret,
       ...(config.previousCallbackSecret ? { previousSecret: config.previousCallbackSecret } : {}),
       listen: { host: config.listenHost, port: config.listenPort },
-      https: config.tls
-        ? { cert: readFileSync(config.tls.certFile), key: readFileSync(config.tls.keyFile) }
-        : undefined,
+      https: config.tls ? httpsOptions(config.tls) : undefined,
       resolveSku: (sku) => {
         const name = config.skuMapping[sku];
         const profile = name === undefined ? undefined : config.skuProfiles[name];

@@ -10,7 +10,7 @@ import { Journal } from "./journal/journal.ts";
 import { createKitMetrics } from "./metrics.ts";
 import { OutboxSender } from "./outbox-sender.ts";
 import { type PoolOptions, ResourcePool } from "./resources.ts";
-import { buildContractServer } from "./server.ts";
+import { buildContractServer, type ContractHttpsOptions, checkHttpsOptions } from "./server.ts";
 import type { Substrate } from "./substrate.ts";
 
 /**
@@ -31,7 +31,8 @@ export interface BackendKitOptions {
   /** Verify-only previous key during rotation. */
   previousSecret?: string;
   listen: { host: string; port: number };
-  https?: { cert: Buffer; key: Buffer };
+  /** Serve HTTPS; `clientCa` (+ `clientAllowedNames`) turns on mutual TLS. */
+  https?: ContractHttpsOptions;
   resolveSku: AdmissionConfig["resolveSku"];
   pool: PoolOptions;
   allowedRegistries?: readonly string[];
@@ -76,6 +77,7 @@ export function initializeStorageIdentity(path: string, storageId?: string): str
 export async function startBackend(o: BackendKitOptions): Promise<RunningBackend> {
   const clock = o.clock ?? systemClock;
   const logger = o.logger;
+  if (o.https) checkHttpsOptions(o.https);
   const secrets = [hmacSecret(o.secret), ...(o.previousSecret ? [hmacSecret(o.previousSecret)] : [])];
   const journal = new Journal({ ...o.journal, backendName: o.name });
   const dispatcher = new Agent({
@@ -152,7 +154,15 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       },
       [Symbol.asyncDispose]: () => running.close(),
     };
-    logger.info({ url: running.url, storage_id: journal.storageId, backend: o.name }, "backend listening");
+    logger.info(
+      {
+        url: running.url,
+        storage_id: journal.storageId,
+        backend: o.name,
+        client_certificates: o.https?.clientCa === undefined ? "not requested" : "required",
+      },
+      "backend listening",
+    );
     return running;
   } catch (err) {
     await engine?.stop().catch(() => {});

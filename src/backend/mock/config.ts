@@ -4,6 +4,7 @@ import { parseDurationMs } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid, isUuidV4 } from "../../core/uuid.ts";
 import type { PoolTotals } from "../kit/resources.ts";
+import { checkClientCaBundle } from "../kit/server.ts";
 import type { SkuProfile } from "../kit/substrate.ts";
 
 /**
@@ -20,7 +21,15 @@ export interface MockBackendConfig {
   readonly secret: string;
   readonly previousSecret: string | undefined;
   readonly tlsSkipVerify: boolean;
-  readonly tls: { readonly cert: Buffer; readonly key: Buffer } | undefined;
+  /** HTTPS listener; `clientCa` (+ `clientAllowedNames`) demands client certificates. */
+  readonly tls:
+    | {
+        readonly cert: Buffer;
+        readonly key: Buffer;
+        readonly clientCa?: Buffer;
+        readonly clientAllowedNames?: readonly string[];
+      }
+    | undefined;
   readonly clientTimeoutMs: number;
   readonly readTimeoutMs: number;
   readonly writeTimeoutMs: number;
@@ -115,6 +124,43 @@ function listenAddress(raw: string): { host: string; port: number } {
   return { host: m[1] ?? (m[2] === "" ? "0.0.0.0" : (m[2] as string)), port };
 }
 
+/** MOCK_BACKEND_TLS_CLIENT_CA_FILE / _ALLOWED_NAMES: mutual TLS on the HTTPS listener. */
+function clientCertificates(
+  env: NodeJS.ProcessEnv,
+  https: boolean,
+): { clientCa?: Buffer; clientAllowedNames?: readonly string[] } {
+  const caFile = env.MOCK_BACKEND_TLS_CLIENT_CA_FILE || undefined;
+  const rawNames = env.MOCK_BACKEND_TLS_CLIENT_ALLOWED_NAMES || undefined;
+  if (rawNames !== undefined && caFile === undefined)
+    throw fail("MOCK_BACKEND_TLS_CLIENT_ALLOWED_NAMES needs MOCK_BACKEND_TLS_CLIENT_CA_FILE");
+  if (caFile === undefined) return {};
+  if (!https) {
+    throw fail(
+      "MOCK_BACKEND_TLS_CLIENT_CA_FILE needs MOCK_BACKEND_TLS_CERT_FILE and MOCK_BACKEND_TLS_KEY_FILE " +
+        "(mutual TLS is part of HTTPS)",
+    );
+  }
+  let clientCa: Buffer;
+  try {
+    clientCa = readFileSync(caFile);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw fail(`MOCK_BACKEND_TLS_CLIENT_CA_FILE ${caFile} cannot be read: ${code}`);
+  }
+  try {
+    checkClientCaBundle(clientCa, `MOCK_BACKEND_TLS_CLIENT_CA_FILE ${caFile}`);
+  } catch (err) {
+    throw fail((err as Error).message);
+  }
+  if (rawNames === undefined) return { clientCa };
+  const names = rawNames
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  if (names.length === 0) throw fail("MOCK_BACKEND_TLS_CLIENT_ALLOWED_NAMES lists no name");
+  return { clientCa, clientAllowedNames: Object.freeze(names) };
+}
+
 export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig {
   const storageId = env.MOCK_BACKEND_STORAGE_ID ?? "";
   if (!isUuidV4(storageId)) throw fail("MOCK_BACKEND_STORAGE_ID is required: a canonical lowercase UUIDv4");
@@ -134,11 +180,13 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
   let tls: MockBackendConfig["tls"];
   if (certFile && keyFile) {
     try {
-      tls = Object.freeze({ cert: readFileSync(certFile), key: readFileSync(keyFile) });
+      tls = { cert: readFileSync(certFile), key: readFileSync(keyFile) };
     } catch (err) {
       throw fail(`cannot read the TLS certificate or key: ${(err as Error).message}`);
     }
   }
+  const client = clientCertificates(env, tls !== undefined);
+  if (tls !== undefined) tls = Object.freeze({ ...tls, ...client });
   let skus: Record<string, SkuProfile> | undefined;
   if (env.MOCK_BACKEND_SKUS) {
     const map = jsonEnv(env, "MOCK_BACKEND_SKUS");

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -145,7 +146,92 @@ describe("docker backend config", () => {
       { baseDir: "/etc/fred" },
     );
     assert.deepEqual(c.tls, { certFile: "/etc/fred/c.pem", keyFile: "/etc/fred/k.pem" });
-    assert.match(refusal(minimal({ tls_client_ca_file: "ca.pem" })), /mutual/);
+  });
+
+  it("accepts mutual TLS keys with HTTPS, and refuses them without it or with a bad CA file", () => {
+    const dir = mkdtempSync(join(tmpdir(), "fred-docker-mtls-"));
+    try {
+      execFileSync(
+        "openssl",
+        ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"].concat([
+          "-keyout",
+          join(dir, "ca.key"),
+          "-out",
+          join(dir, "ca.pem"),
+          "-subj",
+          "/CN=ca",
+          "-days",
+          "1",
+        ]),
+        { stdio: "ignore" },
+      );
+      const https = { tls_cert_file: "c.pem", tls_key_file: "k.pem" };
+      const parse = (extra: Record<string, unknown>) =>
+        parseDockerBackendConfig(minimal({ ...https, ...extra }), { baseDir: dir });
+      const c = parse({
+        tls_client_ca_file: "ca.pem",
+        tls_client_allowed_names: ["providerd", "ops console"],
+      });
+      assert.deepEqual(c.tls, {
+        certFile: join(dir, "c.pem"),
+        keyFile: join(dir, "k.pem"),
+        clientCaFile: join(dir, "ca.pem"),
+        clientAllowedNames: ["providerd", "ops console"],
+      });
+      assert.ok(Object.isFrozen(c.tls?.clientAllowedNames));
+      assert.equal(parse({ tls_client_ca_file: join(dir, "ca.pem") }).tls?.clientAllowedNames, undefined);
+
+      const refusedIn = (extra: Record<string, unknown>, withHttps = true): string => {
+        try {
+          parseDockerBackendConfig(minimal({ ...(withHttps ? https : {}), ...extra }), { baseDir: dir });
+        } catch (err) {
+          assert.ok(isFredError(err, "ERR_CONFIG"), String(err));
+          return err.message;
+        }
+        assert.fail("config was accepted");
+      };
+      assert.match(
+        refusedIn({ tls_client_allowed_names: ["providerd"] }),
+        /tls_client_allowed_names needs tls_client_ca_file/,
+      );
+      assert.match(
+        refusedIn({ tls_client_ca_file: "ca.pem" }, false),
+        /tls_client_ca_file needs tls_cert_file and tls_key_file/,
+      );
+      assert.match(
+        refusedIn({ tls_client_ca_file: "ca.pem", tls_client_allowed_names: ["x"] }, false),
+        /tls_client_ca_file needs tls_cert_file/,
+      );
+      assert.match(
+        refusedIn({ tls_client_ca_file: "missing.pem" }),
+        new RegExp(`tls_client_ca_file ${join(dir, "missing.pem")} cannot be read: ENOENT`),
+      );
+      assert.match(refusedIn({ tls_client_ca_file: "." }), /tls_client_ca_file .* cannot be read: EISDIR/);
+      assert.match(refusedIn({ tls_client_ca_file: "ca.key" }), /holds no PEM certificate/);
+      writeFileSync(
+        join(dir, "broken.pem"),
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+      );
+      assert.match(refusedIn({ tls_client_ca_file: "broken.pem" }), /certificate 1 is not a valid X.509/);
+      assert.match(
+        refusedIn({ tls_client_ca_file: "ca.pem", tls_client_allowed_names: [] }),
+        /list at least one name/,
+      );
+      assert.match(
+        refusedIn({ tls_client_ca_file: "ca.pem", tls_client_allowed_names: ["ok", ""] }),
+        /tls_client_allowed_names.*non-empty/,
+      );
+      assert.match(
+        refusedIn({ tls_client_ca_file: "ca.pem", tls_client_allowed_names: [" padded"] }),
+        /without outer spaces/,
+      );
+      assert.match(
+        refusedIn({ tls_client_ca_file: "ca.pem", tls_client_allowed_names: "providerd" }),
+        /tls_client_allowed_names/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("splits listen addresses", () => {

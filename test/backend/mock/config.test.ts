@@ -1,0 +1,113 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { loadMockBackendConfig } from "../../../src/backend/mock/config.ts";
+import { isFredError } from "../../../src/core/errors.ts";
+import { SECRET } from "./helpers.ts";
+
+/** MOCK_BACKEND_TLS_CLIENT_* : mutual TLS settings of the mock, validated from the environment. */
+describe("mock backend config: mutual TLS", () => {
+  const dir = mkdtempSync(join(tmpdir(), "fred-mock-config-"));
+  const file = (name: string) => join(dir, name);
+  before(() => {
+    // One self-signed EC certificate serves as server certificate and as client CA here:
+    // only the parsing is under test (handshakes are in test/backend/kit/mtls.test.ts).
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "1",
+      ].concat(["-keyout", file("tls.key"), "-out", file("tls.pem"), "-subj", "/CN=127.0.0.1"]),
+      { stdio: "ignore" },
+    );
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const env = (extra: Record<string, string>): NodeJS.ProcessEnv => ({
+    MOCK_BACKEND_STORAGE_ID: randomUUID(),
+    MOCK_BACKEND_CALLBACK_SECRET: SECRET,
+    ...extra,
+  });
+  const https = () => ({
+    MOCK_BACKEND_TLS_CERT_FILE: file("tls.pem"),
+    MOCK_BACKEND_TLS_KEY_FILE: file("tls.key"),
+  });
+  const refusal = (extra: Record<string, string>): string => {
+    try {
+      loadMockBackendConfig(env(extra));
+    } catch (err) {
+      assert.ok(isFredError(err, "ERR_CONFIG"), String(err));
+      assert.doesNotMatch(err.message, new RegExp(SECRET));
+      return err.message;
+    }
+    assert.fail("config was accepted");
+  };
+
+  it("reads the CA bundle and the comma-separated names, trimmed, into the frozen TLS options", () => {
+    const c = loadMockBackendConfig(
+      env({
+        ...https(),
+        MOCK_BACKEND_TLS_CLIENT_CA_FILE: file("tls.pem"),
+        MOCK_BACKEND_TLS_CLIENT_ALLOWED_NAMES: " providerd.fred.internal , ops console,,",
+      }),
+    );
+    assert.deepEqual(c.tls?.clientCa, readFileSync(file("tls.pem")));
+    assert.deepEqual(c.tls?.clientAllowedNames, ["providerd.fred.internal", "ops console"]);
+    assert.ok(Object.isFrozen(c.tls));
+    assert.ok(Object.isFrozen(c.tls?.clientAllowedNames));
+  });
+
+  it("a CA alone requires a certificate from it but no particular name; unset means plain HTTPS", () => {
+    const withCa = loadMockBackendConfig(
+      env({ ...https(), MOCK_BACKEND_TLS_CLIENT_CA_FILE: file("tls.pem") }),
+    );
+    assert.ok(withCa.tls?.clientCa instanceof Buffer);
+    assert.equal(withCa.tls?.clientAllowedNames, undefined);
+    const plain = loadMockBackendConfig(env({ ...https(), MOCK_BACKEND_TLS_CLIENT_CA_FILE: "" }));
+    assert.equal(plain.tls?.clientCa, undefined);
+    assert.equal(loadMockBackendConfig(env({})).tls, undefined);
+  });
+
+  it("refuses names without a CA, a CA without HTTPS, and unreadable or empty CA files", () => {
+    assert.match(
+      refusal({ ...https(), MOCK_BACKEND_TLS_CLIENT_ALLOWED_NAMES: "providerd" }),
+      /MOCK_BACKEND_TLS_CLIENT_ALLOWED_NAMES needs MOCK_BACKEND_TLS_CLIENT_CA_FILE/,
+    );
+    assert.match(
+      refusal({ MOCK_BACKEND_TLS_CLIENT_ALLOWED_NAMES: "providerd" }),
+      /MOCK_BACKEND_TLS_CLIENT_ALLOWED_NAMES needs MOCK_BACKEND_TLS_CLIENT_CA_FILE/,
+    );
+    assert.match(
+      refusal({ MOCK_BACKEND_TLS_CLIENT_CA_FILE: file("tls.pem") }),
+      /MOCK_BACKEND_TLS_CLIENT_CA_FILE needs MOCK_BACKEND_TLS_CERT_FILE and MOCK_BACKEND_TLS_KEY_FILE/,
+    );
+    assert.match(
+      refusal({ ...https(), MOCK_BACKEND_TLS_CLIENT_CA_FILE: file("absent.pem") }),
+      /MOCK_BACKEND_TLS_CLIENT_CA_FILE .*absent\.pem cannot be read: ENOENT/,
+    );
+    assert.match(refusal({ ...https(), MOCK_BACKEND_TLS_CLIENT_CA_FILE: dir }), /cannot be read: EISDIR/);
+    assert.match(
+      refusal({ ...https(), MOCK_BACKEND_TLS_CLIENT_CA_FILE: file("tls.key") }),
+      /holds no PEM certificate/,
+    );
+    assert.match(
+      refusal({
+        ...https(),
+        MOCK_BACKEND_TLS_CLIENT_CA_FILE: file("tls.pem"),
+        MOCK_BACKEND_TLS_CLIENT_ALLOWED_NAMES: " , ,",
+      }),
+      /MOCK_BACKEND_TLS_CLIENT_ALLOWED_NAMES lists no name/,
+    );
+  });
+});
