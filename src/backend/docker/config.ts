@@ -5,7 +5,7 @@ import { z } from "zod";
 import { parseDurationMs } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
-import { checkClientCaBundle } from "../kit/server.ts";
+import { checkClientCaBundle } from "../kit/client-tls.ts";
 
 /**
  * `fred backend docker -c docker-backend.yaml`: the operator's file, validated once into a

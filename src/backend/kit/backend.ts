@@ -4,13 +4,14 @@ import { hmacSecret } from "../../auth/hmac.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { AdmissionConfig } from "./admission.ts";
+import { type ContractHttpsOptions, checkHttpsOptions } from "./client-tls.ts";
 import { BackendEngine } from "./engine.ts";
 import { openJournalDatabase } from "./journal/identity.ts";
 import { Journal } from "./journal/journal.ts";
 import { createKitMetrics } from "./metrics.ts";
 import { OutboxSender } from "./outbox-sender.ts";
 import { type PoolOptions, ResourcePool } from "./resources.ts";
-import { buildContractServer, type ContractHttpsOptions, checkHttpsOptions } from "./server.ts";
+import { buildContractServer } from "./server.ts";
 import type { Substrate } from "./substrate.ts";
 
 /**

@@ -3,8 +3,8 @@ import { MIN_SECRET_BYTES } from "../../auth/hmac.ts";
 import { parseDurationMs } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid, isUuidV4 } from "../../core/uuid.ts";
+import { checkClientCaBundle } from "../kit/client-tls.ts";
 import type { PoolTotals } from "../kit/resources.ts";
-import { checkClientCaBundle } from "../kit/server.ts";
 import type { SkuProfile } from "../kit/substrate.ts";
 
 /**

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Agent, request } from "undici";
-import { altNameEntries } from "../../../src/backend/kit/server.ts";
+import { altNameEntries } from "../../../src/backend/kit/client-tls.ts";
 import { loadMockBackendConfig } from "../../../src/backend/mock/config.ts";
 import { startMockBackend } from "../../../src/backend/mock/main.ts";
 import { isFredError } from "../../../src/core/errors.ts";
