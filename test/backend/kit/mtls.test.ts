@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -13,6 +13,7 @@ import { isFredError } from "../../../src/core/errors.ts";
 import { createLogger } from "../../../src/log.ts";
 import { BackendClient, type MutationOutcome } from "../../../src/provider/backend-client/index.ts";
 import type { BackendConfig } from "../../../src/provider/config/index.ts";
+import { TestPki } from "../../helpers/certs.ts";
 import { dockerSkip } from "../docker/engine-helper.ts";
 import { prepareDockerBackend, spawnDockerBackend } from "../docker/helpers.ts";
 import { spawnMock } from "../mock/process.ts";
@@ -30,86 +31,24 @@ const PROVIDER = "0190f3a2-7c1e-7000-8000-00000000f0aa";
 // Awaited before any test is declared: the root hooks below must see every suite.
 const skipDocker = await dockerSkip();
 const dir = mkdtempSync(join(tmpdir(), "fred-mtls-"));
-const file = (name: string) => join(dir, name);
-
-function openssl(...args: string[]): void {
-  execFileSync("openssl", args, { stdio: "ignore" });
-}
-
-/** A self-signed CA with an EC key (fast to make). */
-function makeCa(name: string, subject: string): void {
-  openssl(
-    "req",
-    "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:prime256v1",
-    "-nodes",
-    "-keyout",
-    file(`${name}.key`),
-    "-subj",
-    subject,
-    "-days",
-    "2",
-    "-out",
-    file(`${name}.pem`),
-  );
-}
-
-/** A leaf certificate signed by `ca`; `extensions` is an openssl extension section body. */
-function issue(name: string, ca: string, subject: string, extensions: string): void {
-  openssl(
-    "req",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:prime256v1",
-    "-nodes",
-    "-keyout",
-    file(`${name}.key`),
-    "-subj",
-    subject,
-    "-out",
-    file(`${name}.csr`),
-  );
-  writeFileSync(file(`${name}.ext`), `[ext]\n${extensions}`);
-  openssl(
-    "x509",
-    "-req",
-    "-in",
-    file(`${name}.csr`),
-    "-CA",
-    file(`${ca}.pem`),
-    "-CAkey",
-    file(`${ca}.key`),
-    "-CAcreateserial",
-    "-days",
-    "2",
-    "-extfile",
-    file(`${name}.ext`),
-    "-extensions",
-    "ext",
-    "-out",
-    file(`${name}.pem`),
-  );
-}
+const pki = new TestPki(dir);
+const file = (name: string) => pki.file(name);
 
 function makeCertificates(): void {
-  makeCa("ca", "/CN=fred mtls test CA");
-  makeCa("other-ca", "/CN=somebody else's CA");
-  issue("server", "ca", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
+  pki.selfSigned("ca", "/CN=fred mtls test CA");
+  pki.selfSigned("other-ca", "/CN=somebody else's CA");
+  pki.issue("server", "ca", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
   // Allowed by its DNS subjectAltName; its CN is deliberately not on the list.
-  issue(
+  pki.issue(
     "providerd",
     "ca",
     "/CN=providerd-host-7",
     "subjectAltName=DNS:providerd.fred.internal\nextendedKeyUsage=clientAuth\n",
   );
   // Allowed by its subject CN alone (no subjectAltName at all).
-  issue("ops", "ca", "/CN=ops-console", "extendedKeyUsage=clientAuth\n");
+  pki.issue("ops", "ca", "/CN=ops-console", "extendedKeyUsage=clientAuth\n");
   // Right CA, wrong names; its URI tries to smuggle an allowed DNS name past the parser.
-  issue(
+  pki.issue(
     "intruder",
     "ca",
     "/CN=intruder",
@@ -117,7 +56,7 @@ function makeCertificates(): void {
       "URI.1=https://intruder.example/x, DNS:providerd.fred.internal\n",
   );
   // An allowed name, but vouched for by a CA the backend does not trust.
-  issue(
+  pki.issue(
     "stranger",
     "other-ca",
     "/CN=providerd.fred.internal",

@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { Agent, request } from "undici";
+import { TestPki } from "../../helpers/certs.ts";
 import { SECRET } from "./helpers.ts";
 import { spawnMock } from "./process.ts";
 
@@ -64,29 +65,9 @@ describe("fred backend mock (CLI)", () => {
   });
 
   it("serves HTTPS with MOCK_BACKEND_TLS_CERT_FILE and _KEY_FILE", async () => {
-    const cert = join(dir, "tls.crt");
+    new TestPki(dir).selfSigned("tls", "/CN=localhost", "subjectAltName=IP:127.0.0.1");
+    const cert = join(dir, "tls.pem");
     const key = join(dir, "tls.key");
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-keyout",
-        key,
-        "-out",
-        cert,
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1",
-      ],
-      { stdio: "ignore" },
-    );
     const mock = await spawnMock({
       MOCK_BACKEND_ADDR: "127.0.0.1:0",
       MOCK_BACKEND_STORAGE_ID: randomUUID(),

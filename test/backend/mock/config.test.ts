@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,6 +6,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { loadMockBackendConfig } from "../../../src/backend/mock/config.ts";
 import { isFredError } from "../../../src/core/errors.ts";
+import { TestPki } from "../../helpers/certs.ts";
 import { SECRET } from "./helpers.ts";
 
 /** MOCK_BACKEND_TLS_CLIENT_* : mutual TLS settings of the mock, validated from the environment. */
@@ -16,21 +16,7 @@ describe("mock backend config: mutual TLS", () => {
   before(() => {
     // One self-signed EC certificate serves as server certificate and as client CA here:
     // only the parsing is under test (handshakes are in test/backend/kit/mtls.test.ts).
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-days",
-        "1",
-      ].concat(["-keyout", file("tls.key"), "-out", file("tls.pem"), "-subj", "/CN=127.0.0.1"]),
-      { stdio: "ignore" },
-    );
+    new TestPki(dir).selfSigned("tls", "/CN=127.0.0.1");
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { isFredError } from "../../../src/core/errors.ts";
 import { BackendClient } from "../../../src/provider/backend-client/index.ts";
 import type { BackendConfig } from "../../../src/provider/config/index.ts";
+import { TestPki } from "../../helpers/certs.ts";
 import { type FakeBackend, startFakeBackend } from "./fake-backend.ts";
 
 /**
@@ -16,64 +16,14 @@ import { type FakeBackend, startFakeBackend } from "./fake-backend.ts";
 const SECRET = "backend-tls-test-secret-0123456789abc";
 const SID = "6f1c2a4e-8b3d-4c5e-9f60-7a8b9c0d1e2f";
 const dir = mkdtempSync(join(tmpdir(), "fred-backend-tls-"));
-const file = (name: string) => join(dir, name);
+const pki = new TestPki(dir);
+const file = (name: string) => pki.file(name);
 let fake: FakeBackend;
 
-function openssl(...args: string[]): void {
-  execFileSync("openssl", args, { stdio: "ignore" });
-}
-
-function issue(name: string, subject: string, ext: string): void {
-  openssl(
-    "req",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-keyout",
-    file(`${name}.key`),
-    "-subj",
-    subject,
-    "-out",
-    file(`${name}.csr`),
-  );
-  writeFileSync(file(`${name}.ext`), ext);
-  openssl(
-    "x509",
-    "-req",
-    "-in",
-    file(`${name}.csr`),
-    "-CA",
-    file("ca.pem"),
-    "-CAkey",
-    file("ca.key"),
-    "-CAcreateserial",
-    "-days",
-    "2",
-    "-extfile",
-    file(`${name}.ext`),
-    "-out",
-    file(`${name}.pem`),
-  );
-}
-
 before(async () => {
-  openssl(
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-keyout",
-    file("ca.key"),
-    "-subj",
-    "/CN=fred test CA",
-    "-days",
-    "2",
-    "-out",
-    file("ca.pem"),
-  );
-  issue("server", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
-  issue("client", "/CN=providerd", "extendedKeyUsage=clientAuth\n");
+  pki.selfSigned("ca", "/CN=fred test CA");
+  pki.issue("server", "ca", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
+  pki.issue("client", "ca", "/CN=providerd", "extendedKeyUsage=clientAuth\n");
   fake = await startFakeBackend({
     storageId: SID,
     secret: SECRET,
