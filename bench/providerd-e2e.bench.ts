@@ -27,6 +27,12 @@ function cpuSeconds(pid: number | undefined): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** Peak resident memory of a process so far (VmHWM), in MB. */
+function peakRssMb(pid: number | undefined): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmHWM:\s+(\d+) kB/m);
+  return line === null ? 0 : Math.round(Number(line[1]) / 1024);
+}
+
 let rpcId = 0;
 // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC results are read field by field.
 async function call(url: string, method: string, params: unknown = {}): Promise<any> {
@@ -164,6 +170,7 @@ try {
       goal_s: 10,
       // CPU seconds each process used from the block's commit until all were ACTIVE.
       cpu_s: cpu,
+      providerd_peak_rss_mb: peakRssMb(processes.providerd),
       load1: Number(loadavg()[0]!.toFixed(2)),
     }),
   );
