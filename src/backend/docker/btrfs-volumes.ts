@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { chown, mkdir, readdir, readFile, stat, statfs, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, readdir, readFile, rm, stat, statfs, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { FredError } from "../../core/errors.ts";
 
@@ -9,10 +9,18 @@ import { FredError } from "../../core/errors.ts";
  * sub-directory per image VOLUME path (those are what containers see). The subvolume root
  * holds an owner file naming the storage id and lease, checked before anything is deleted,
  * so two deployments pointed at one directory can never delete each other's data.
+ *
+ * Seeding from the image: before a VOLUME directory is first created, a marker file
+ * `.fred-seed-<dir>` saying "pending" is written next to the owner file; it turns "done"
+ * only once the image's content is unpacked and synced. A pending marker means a crash hit
+ * mid-seed: the directory is emptied and seeded again. A directory without a marker (made
+ * before seeding existed) or with "done" is never seeded over: that is tenant data.
  */
 
 const BTRFS_MAGIC = 0x9123683e;
 const OWNER_FILE = ".fred-owner.json";
+const SEED_PENDING = "pending";
+const SEED_DONE = "done";
 const BTRFS_CALL_TIMEOUT_MS = 60_000;
 
 export interface VolumeOwner {
@@ -124,11 +132,61 @@ export class BtrfsVolumes {
     const out = new Map<string, string>();
     for (const dir of dirs) {
       const hostDir = join(path, dir);
+      if (!(await this.#isDir(hostDir))) await writeFile(this.#seedMarker(name, dir), SEED_PENDING);
       await mkdir(hostDir, { recursive: true, mode: 0o755 });
       if (chownTo) await chown(hostDir, chownTo.uid, chownTo.gid);
       out.set(dir, hostDir);
     }
     return out;
+  }
+
+  #seedMarker(name: string, dir: string): string {
+    return join(this.pathOf(name), `.fred-seed-${dir}`);
+  }
+
+  async #isDir(path: string): Promise<boolean> {
+    try {
+      return (await stat(path)).isDirectory();
+    } catch {
+      return false;
+    }
+  }
+
+  /** Whether `dir` still waits for (or was interrupted in) its seeding from the image. */
+  async needsSeed(name: string, dir: string): Promise<boolean> {
+    try {
+      return (await readFile(this.#seedMarker(name, dir), "utf8")) === SEED_PENDING;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Empties a directory whose seeding must start over (nothing is followed out of it). */
+  async clearForSeed(name: string, dir: string): Promise<void> {
+    const hostDir = join(this.pathOf(name), dir);
+    for (const entry of await readdir(hostDir)) {
+      await rm(join(hostDir, entry), { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Finishes a seed: the directory takes the image's mode, and the numeric container user
+   * (`chownTo`) as owner when the manifest names one, else the image's owner. The data is
+   * synced to disk before the marker says "done".
+   */
+  async finishSeed(
+    name: string,
+    dir: string,
+    top: { mode: number; uid: number; gid: number } | undefined,
+    chownTo: { uid: number; gid: number } | undefined,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const hostDir = join(this.pathOf(name), dir);
+    if (top) await chmod(hostDir, top.mode);
+    const owner = chownTo ?? top;
+    if (owner) await chown(hostDir, owner.uid, owner.gid);
+    await run(["filesystem", "sync", this.pathOf(name)], signal);
+    await writeFile(this.#seedMarker(name, dir), SEED_DONE);
   }
 
   /**

@@ -24,6 +24,7 @@ import { type ContainerRow, connectionInfo, groupByLease, observeLease } from ".
 import { type ServiceModel, serviceModels } from "./service-model.ts";
 import { startAndVerify } from "./startup.ts";
 import { TenantNetworks } from "./tenant-networks.ts";
+import { DEFAULT_SEED_MAX_ENTRIES, type SeedLimits, VolumeSeeder } from "./volume-seed.ts";
 
 /**
  * The Docker substrate: the kit's `Substrate` on a real engine. Every resource carries
@@ -41,6 +42,11 @@ export interface DockerSubstrateOptions {
   log: Logger;
   /** Absent when `volume_filesystem: none` (no durable disk is offered). */
   volumes: BtrfsVolumes | undefined;
+  /**
+   * Caps on seeding a fresh volume from the image: bytes default to the SKU's `disk_mb`,
+   * entries to 100,000.
+   */
+  seedLimits?: Partial<SeedLimits>;
 }
 
 const INVALID_MANIFEST = "invalid_manifest" as const;
@@ -53,6 +59,7 @@ export class DockerSubstrate implements Substrate {
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #volumes: BtrfsVolumes | undefined;
+  readonly #seedLimits: Partial<SeedLimits>;
   readonly #networks: TenantNetworks;
   /** Leases under our own create/start/stop/destroy: their deaths are expected. */
   readonly #busy = new Map<string, number>();
@@ -68,6 +75,7 @@ export class DockerSubstrate implements Substrate {
     this.#clock = opts.clock;
     this.#log = opts.log.child({ substrate: "docker" });
     this.#volumes = opts.volumes;
+    this.#seedLimits = opts.seedLimits ?? {};
     this.#networks = new TenantNetworks(opts.docker, this.#log, opts.storageId);
     this.#deaths = new DeathReports({
       docker: opts.docker,
@@ -164,26 +172,65 @@ export class DockerSubstrate implements Substrate {
         });
         images.set(model.image, facts);
       }
-      await this.#networks.withTenant(spec.tenant, async () => {
-        const network = await this.#networks.ensure(spec.tenant, signal);
-        for (const instance of spec.instances) {
-          const model = byName.get(instance.service);
-          const facts = model ? images.get(model.image) : undefined;
-          if (!model || !facts)
-            throw definite("Internal", "internal error while provisioning", "service missing");
-          const mounts = await this.#mounts(
-            spec,
-            instance.service,
-            instance.index,
-            instance.profile.disk_mb,
-            facts,
-            model,
-            signal,
-          );
-          const opts = buildContainerSpec({ spec, instance, model, config: this.#config, network, mounts });
-          await this.#createOrAdopt(spec, opts, signal);
-        }
-      });
+      const seeder = this.#seeder(spec);
+      let done = false;
+      try {
+        await this.#createInstances(spec, byName, images, seeder, signal);
+        done = true;
+      } finally {
+        // A helper left behind after a success would block startup: that is ambiguous.
+        await seeder.close(signal).catch((err) => {
+          if (done) throw err;
+        });
+      }
+    });
+  }
+
+  #seeder(spec: WorkloadSpec): VolumeSeeder {
+    return new VolumeSeeder({
+      docker: this.#docker,
+      clock: this.#clock,
+      log: this.#log,
+      labels: {
+        [LABEL.managed]: "true",
+        [LABEL.storageId]: this.#storageId,
+        [LABEL.leaseUuid]: spec.leaseUuid,
+        [LABEL.operationId]: spec.operationId,
+        [LABEL.release]: String(spec.release),
+      },
+      createTimeoutMs: this.#config.containerCreateTimeoutMs,
+      removeTimeoutMs: this.#config.containerStopTimeoutMs,
+      seedTimeoutMs: this.#config.provisionTimeoutMs,
+    });
+  }
+
+  async #createInstances(
+    spec: WorkloadSpec,
+    byName: Map<string, ServiceModel>,
+    images: Map<string, ImageFacts>,
+    seeder: VolumeSeeder,
+    signal: AbortSignal,
+  ): Promise<void> {
+    await this.#networks.withTenant(spec.tenant, async () => {
+      const network = await this.#networks.ensure(spec.tenant, signal);
+      for (const instance of spec.instances) {
+        const model = byName.get(instance.service);
+        const facts = model ? images.get(model.image) : undefined;
+        if (!model || !facts)
+          throw definite("Internal", "internal error while provisioning", "service missing");
+        const mounts = await this.#mounts(
+          spec,
+          instance.service,
+          instance.index,
+          instance.profile.disk_mb,
+          facts,
+          model,
+          seeder,
+          signal,
+        );
+        const opts = buildContainerSpec({ spec, instance, model, config: this.#config, network, mounts });
+        await this.#createOrAdopt(spec, opts, signal);
+      }
     });
   }
 
@@ -194,27 +241,41 @@ export class DockerSubstrate implements Substrate {
     diskMb: number,
     facts: ImageFacts,
     model: ServiceModel,
+    seeder: VolumeSeeder,
     signal: AbortSignal,
   ): Promise<InstanceMounts> {
     if (diskMb <= 0 || facts.volumes.length === 0 || !this.#volumes) {
       return { durable: new Map(), ephemeral: facts.volumes };
     }
     const dirs = facts.volumes.map(volumeDirName);
+    const name = instanceName(spec.leaseUuid, service, index);
+    const chownTo = numericOwner(model.user);
     try {
       const hostDirs = await this.#volumes.ensure(
-        instanceName(spec.leaseUuid, service, index),
+        name,
         { storageId: this.#storageId, leaseUuid: spec.leaseUuid },
         diskMb,
         dirs,
-        numericOwner(model.user),
+        chownTo,
         signal,
       );
       const durable = new Map<string, string>();
-      for (const [i, path] of facts.volumes.entries())
-        durable.set(path, hostDirs.get(dirs[i] as string) as string);
+      for (const [i, path] of facts.volumes.entries()) {
+        const dir = dirs[i] as string;
+        const hostDir = hostDirs.get(dir) as string;
+        durable.set(path, hostDir);
+        if (!(await this.#volumes.needsSeed(name, dir))) continue;
+        await this.#volumes.clearForSeed(name, dir);
+        const limits: SeedLimits = {
+          maxBytes: this.#seedLimits.maxBytes ?? diskMb * 1024 * 1024,
+          maxEntries: this.#seedLimits.maxEntries ?? DEFAULT_SEED_MAX_ENTRIES,
+        };
+        const top = await seeder.seed(facts.id, path, hostDir, limits, signal);
+        await this.#volumes.finishSeed(name, dir, top, chownTo, signal);
+      }
       return { durable, ephemeral: [] };
     } catch (err) {
-      const name = instanceName(spec.leaseUuid, service, index);
+      if (err instanceof SubstrateError) throw err;
       if (isFredError(err, "ERR_VOLUME_FOREIGN")) {
         this.#reportStale(name, spec.leaseUuid, {}, "a same-named volume belongs to another owner");
         throw definite("Internal", "internal error while provisioning", `volume ${name} is not ours`, err);

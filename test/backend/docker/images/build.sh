@@ -9,6 +9,9 @@
 #   fred-test/unhealthy:1   idles forever; its readiness file never appears, so a manifest
 #                           health check on /tmp/ready never passes
 #   fred-test/volume:1      idles forever and declares VOLUME /data (owned by root)
+#   fred-test/seeded:1      like volume:1, but its /data (mode 0770, uid/gid 1000) holds
+#                           hello.txt (root, 0644), secret.txt (1000:1000, 0640),
+#                           nested/deeper/note.txt, link -> hello.txt, abs -> /etc/passwd
 set -euo pipefail
 SELF="$(realpath "$0")"
 
@@ -34,6 +37,11 @@ make_rootfs() {
 }
 
 build() {
+  local rootfs="$workdir/rootfs"
+  if [ "$1" = --rootfs ]; then
+    rootfs="$2"
+    shift 2
+  fi
   local tag="$1"
   shift
   if [ "$(docker image inspect --format '{{ index .Config.Labels "fred.test.recipe" }}' "$tag" 2>/dev/null)" \
@@ -42,11 +50,24 @@ build() {
     return
   fi
   echo "== images: building $tag"
-  tar -C "$workdir/rootfs" -c . | docker import "$@" \
+  tar -C "$rootfs" --numeric-owner -c . | docker import "$@" \
     --change "LABEL fred.test.recipe=$RECIPE_HASH" --change 'ENV PATH=/bin' - "$tag" >/dev/null
 }
 
 make_rootfs "$workdir/rootfs"
+
+# The seeded image gets its own copy of the rootfs so the others keep an empty /data.
+cp -a "$workdir/rootfs" "$workdir/rootfs-seeded"
+seeded="$workdir/rootfs-seeded/data"
+mkdir -p "$seeded/nested/deeper"
+echo "seeded-hello" >"$seeded/hello.txt"
+echo "app-secret" >"$seeded/secret.txt"
+echo "deep-note" >"$seeded/nested/deeper/note.txt"
+ln -s hello.txt "$seeded/link"
+ln -s /etc/passwd "$seeded/abs"
+chown 1000:1000 "$seeded/secret.txt" "$seeded"
+chmod 0640 "$seeded/secret.txt"
+chmod 0770 "$seeded"
 
 build fred-test/httpd:1 --change 'EXPOSE 8080/tcp' \
   --change 'CMD ["/bin/httpd", "-f", "-v", "-p", "8080", "-h", "/www"]'
@@ -56,3 +77,5 @@ build fred-test/unhealthy:1 \
   --change 'CMD ["/bin/sh", "-c", "echo waiting forever; exec sleep 2147483647"]'
 build fred-test/volume:1 --change 'VOLUME /data' \
   --change 'CMD ["/bin/sh", "-c", "echo volume ready; exec sleep 2147483647"]'
+build --rootfs "$workdir/rootfs-seeded" fred-test/seeded:1 --change 'VOLUME /data' \
+  --change 'CMD ["/bin/sh", "-c", "echo seeded ready; exec sleep 2147483647"]'
