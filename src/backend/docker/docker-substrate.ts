@@ -1,7 +1,6 @@
 import { setMaxListeners } from "node:events";
 import type Docker from "dockerode";
 import type { Clock } from "../../core/clock.ts";
-import { isFredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import {
   type ConnectionInfo,
@@ -13,18 +12,19 @@ import {
 } from "../kit/substrate.ts";
 import type { BtrfsVolumes } from "./btrfs-volumes.ts";
 import type { DockerBackendConfig } from "./config.ts";
-import { buildContainerSpec, type InstanceMounts, numericOwner } from "./container-spec.ts";
+import { buildContainerSpec } from "./container-spec.ts";
 import { DeathReports } from "./death-reports.ts";
 import { ambiguous, definite, engineMessage, engineStatus, isNotFound, withPhase } from "./engine.ts";
 import type { EventSupervisor } from "./event-supervisor.ts";
 import { ensureImage, type ImageFacts } from "./images.ts";
+import { InstanceVolumes } from "./instance-volumes.ts";
 import { applyLogBudget, demuxLogStream, LOG_UNAVAILABLE } from "./logs.ts";
-import { instanceKey, instanceName, LABEL, volumeDirName } from "./names.ts";
+import { instanceKey, LABEL } from "./names.ts";
 import { type ContainerRow, connectionInfo, groupByLease, observeLease } from "./observe.ts";
 import { type ServiceModel, serviceModels } from "./service-model.ts";
 import { startAndVerify } from "./startup.ts";
 import { TenantNetworks } from "./tenant-networks.ts";
-import { DEFAULT_SEED_MAX_ENTRIES, type SeedLimits, VolumeSeeder } from "./volume-seed.ts";
+import type { SeedLimits, VolumeSeeder } from "./volume-seed.ts";
 
 /**
  * The Docker substrate: the kit's `Substrate` on a real engine. Every resource carries
@@ -59,7 +59,7 @@ export class DockerSubstrate implements Substrate {
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #volumes: BtrfsVolumes | undefined;
-  readonly #seedLimits: Partial<SeedLimits>;
+  readonly #instanceVolumes: InstanceVolumes;
   readonly #networks: TenantNetworks;
   /** Leases under our own create/start/stop/destroy: their deaths are expected. */
   readonly #busy = new Map<string, number>();
@@ -75,8 +75,18 @@ export class DockerSubstrate implements Substrate {
     this.#clock = opts.clock;
     this.#log = opts.log.child({ substrate: "docker" });
     this.#volumes = opts.volumes;
-    this.#seedLimits = opts.seedLimits ?? {};
     this.#networks = new TenantNetworks(opts.docker, this.#log, opts.storageId);
+    this.#instanceVolumes = new InstanceVolumes({
+      docker: opts.docker,
+      clock: opts.clock,
+      log: this.#log,
+      config: opts.config,
+      storageId: opts.storageId,
+      volumes: opts.volumes,
+      seedLimits: opts.seedLimits ?? {},
+      reportForeign: (name, lease) =>
+        this.#reportStale(name, lease, {}, "a same-named volume belongs to another owner"),
+    });
     this.#deaths = new DeathReports({
       docker: opts.docker,
       clock: opts.clock,
@@ -172,7 +182,7 @@ export class DockerSubstrate implements Substrate {
         });
         images.set(model.image, facts);
       }
-      const seeder = this.#seeder(spec);
+      const seeder = this.#instanceVolumes.seeder(spec);
       let done = false;
       try {
         await this.#createInstances(spec, byName, images, seeder, signal);
@@ -183,24 +193,6 @@ export class DockerSubstrate implements Substrate {
           if (done) throw err;
         });
       }
-    });
-  }
-
-  #seeder(spec: WorkloadSpec): VolumeSeeder {
-    return new VolumeSeeder({
-      docker: this.#docker,
-      clock: this.#clock,
-      log: this.#log,
-      labels: {
-        [LABEL.managed]: "true",
-        [LABEL.storageId]: this.#storageId,
-        [LABEL.leaseUuid]: spec.leaseUuid,
-        [LABEL.operationId]: spec.operationId,
-        [LABEL.release]: String(spec.release),
-      },
-      createTimeoutMs: this.#config.containerCreateTimeoutMs,
-      removeTimeoutMs: this.#config.containerStopTimeoutMs,
-      seedTimeoutMs: this.#config.provisionTimeoutMs,
     });
   }
 
@@ -218,70 +210,11 @@ export class DockerSubstrate implements Substrate {
         const facts = model ? images.get(model.image) : undefined;
         if (!model || !facts)
           throw definite("Internal", "internal error while provisioning", "service missing");
-        const mounts = await this.#mounts(
-          spec,
-          instance.service,
-          instance.index,
-          instance.profile.disk_mb,
-          facts,
-          model,
-          seeder,
-          signal,
-        );
+        const mounts = await this.#instanceVolumes.mounts(spec, instance, facts, model, seeder, signal);
         const opts = buildContainerSpec({ spec, instance, model, config: this.#config, network, mounts });
         await this.#createOrAdopt(spec, opts, signal);
       }
     });
-  }
-
-  async #mounts(
-    spec: WorkloadSpec,
-    service: string,
-    index: number,
-    diskMb: number,
-    facts: ImageFacts,
-    model: ServiceModel,
-    seeder: VolumeSeeder,
-    signal: AbortSignal,
-  ): Promise<InstanceMounts> {
-    if (diskMb <= 0 || facts.volumes.length === 0 || !this.#volumes) {
-      return { durable: new Map(), ephemeral: facts.volumes };
-    }
-    const dirs = facts.volumes.map(volumeDirName);
-    const name = instanceName(spec.leaseUuid, service, index);
-    const chownTo = numericOwner(model.user);
-    try {
-      const hostDirs = await this.#volumes.ensure(
-        name,
-        { storageId: this.#storageId, leaseUuid: spec.leaseUuid },
-        diskMb,
-        dirs,
-        chownTo,
-        signal,
-      );
-      const durable = new Map<string, string>();
-      for (const [i, path] of facts.volumes.entries()) {
-        const dir = dirs[i] as string;
-        const hostDir = hostDirs.get(dir) as string;
-        durable.set(path, hostDir);
-        if (!(await this.#volumes.needsSeed(name, dir))) continue;
-        await this.#volumes.clearForSeed(name, dir);
-        const limits: SeedLimits = {
-          maxBytes: this.#seedLimits.maxBytes ?? diskMb * 1024 * 1024,
-          maxEntries: this.#seedLimits.maxEntries ?? DEFAULT_SEED_MAX_ENTRIES,
-        };
-        const top = await seeder.seed(facts.id, path, hostDir, limits, signal);
-        await this.#volumes.finishSeed(name, dir, top, chownTo, signal);
-      }
-      return { durable, ephemeral: [] };
-    } catch (err) {
-      if (err instanceof SubstrateError) throw err;
-      if (isFredError(err, "ERR_VOLUME_FOREIGN")) {
-        this.#reportStale(name, spec.leaseUuid, {}, "a same-named volume belongs to another owner");
-        throw definite("Internal", "internal error while provisioning", `volume ${name} is not ours`, err);
-      }
-      throw ambiguous(`volume for ${service}/${index}`, err);
-    }
   }
 
   async #createOrAdopt(
