@@ -210,8 +210,17 @@ export class DockerSubstrate implements Substrate {
         const facts = model ? images.get(model.image) : undefined;
         if (!model || !facts)
           throw definite("Internal", "internal error while provisioning", "service missing");
-        const mounts = await this.#instanceVolumes.mounts(spec, instance, facts, model, seeder, signal);
-        const opts = buildContainerSpec({ spec, instance, model, config: this.#config, network, mounts });
+        // Without a manifest `user`, the owner of the image's VOLUME dirs may be the one to run as.
+        const run = await this.#instanceVolumes.withRunUser(model, facts, seeder, signal);
+        const mounts = await this.#instanceVolumes.mounts(spec, instance, facts, run, seeder, signal);
+        const opts = buildContainerSpec({
+          spec,
+          instance,
+          model: run,
+          config: this.#config,
+          network,
+          mounts,
+        });
         await this.#createOrAdopt(spec, opts, signal);
       }
     });

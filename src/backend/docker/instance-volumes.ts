@@ -10,7 +10,7 @@ import { ambiguous, definite } from "./engine.ts";
 import type { ImageFacts } from "./images.ts";
 import { instanceName, LABEL, volumeDirName } from "./names.ts";
 import type { ServiceModel } from "./service-model.ts";
-import { DEFAULT_SEED_MAX_ENTRIES, type SeedLimits, VolumeSeeder } from "./volume-seed.ts";
+import { DEFAULT_SEED_MAX_ENTRIES, type SeedLimits, type SeedTop, VolumeSeeder } from "./volume-seed.ts";
 
 /**
  * What an instance container mounts at its image's VOLUME paths: with a disk-bearing SKU
@@ -29,6 +29,22 @@ export interface InstanceVolumesOptions {
   seedLimits: Partial<SeedLimits>;
   /** A same-named volume of another owner was found (stale-handle accounting). */
   reportForeign: (name: string, leaseUuid: string) => void;
+}
+
+/**
+ * The user a container without a manifest `user` runs as: `uid:gid` when every VOLUME
+ * directory of its image has that same owner and the uid is not 0; otherwise undefined
+ * (root). A path the image does not hold as a directory counts as unknown, hence root.
+ * Images such as postgres start as root and drop to the data directory's owner, which
+ * needs capabilities our containers never have: running as that owner is what works.
+ */
+export function volumeOwnerUser(
+  owners: readonly (Pick<SeedTop, "uid" | "gid"> | undefined)[],
+): string | undefined {
+  const first = owners[0];
+  if (!first || first.uid === 0) return undefined;
+  const single = owners.every((o) => o !== undefined && o.uid === first.uid && o.gid === first.gid);
+  return single ? `${first.uid}:${first.gid}` : undefined;
 }
 
 export class InstanceVolumes {
@@ -56,6 +72,29 @@ export class InstanceVolumes {
       removeTimeoutMs: config.containerStopTimeoutMs,
       seedTimeoutMs: config.provisionTimeoutMs,
     });
+  }
+
+  /**
+   * The model to run: as given when the manifest sets `user`, the image sets `USER` or
+   * declares no VOLUME, else with the user derived from the VOLUME directories' owner (read once per
+   * image through the seeder's helper). `mounts` then hands durable directories to it.
+   */
+  async withRunUser(
+    model: ServiceModel,
+    facts: ImageFacts,
+    seeder: VolumeSeeder,
+    signal: AbortSignal,
+  ): Promise<ServiceModel> {
+    if (model.user !== undefined || facts.volumes.length === 0) return model;
+    const { imageUser, owners } = await seeder.volumeOwnership(facts.id, facts.volumes, signal);
+    // An image that names its own USER keeps it: the derivation is for images that have none.
+    const user = imageUser === "" ? volumeOwnerUser(owners) : undefined;
+    if (user === undefined) return model;
+    this.#o.log.debug(
+      { service: model.name, user },
+      "running as the owner of the image's VOLUME directories",
+    );
+    return { ...model, user };
   }
 
   async mounts(

@@ -17,8 +17,11 @@ import { ambiguous, classify, definite, engineMessage, isNotFound, withPhase } f
  * names, no device nodes. Symlinks pointing outside are left to GNU tar, which writes them
  * last (placeholders first), so no later member can be written through one.
  *
- * This file is a little over 250 lines: the tar header reading has to sit next to the
- * extraction it guards.
+ * The same helper answers who owns each VOLUME directory in the image (the first header of
+ * its archive), which decides the user a container without a manifest `user` runs as.
+ *
+ * This file is over 250 lines: the tar header reading has to sit next to the extraction it
+ * guards and the owner read that reuses it.
  */
 
 export interface SeedLimits {
@@ -113,13 +116,16 @@ export class TarGuard {
   top: SeedTop | undefined;
   ended = false;
   readonly #limits: SeedLimits;
+  /** Stop after the first member: only the top directory's header is wanted. */
+  readonly #headOnly: boolean;
   #header = Buffer.alloc(0);
   #skip = 0;
   #meta: { type: string; size: number; chunks: Buffer[] } | undefined;
   #pending: { path?: string; linkpath?: string; size?: number } = {};
 
-  constructor(limits: SeedLimits) {
+  constructor(limits: SeedLimits, headOnly = false) {
     this.#limits = limits;
+    this.#headOnly = headOnly;
   }
 
   feed(chunk: Buffer): Buffer {
@@ -193,6 +199,10 @@ export class TarGuard {
         uid: numeric(block, 108, 8),
         gid: numeric(block, 116, 8),
       };
+    }
+    if (this.#headOnly) {
+      this.ended = true;
+      return;
     }
     this.#skip = padded(data);
   }
@@ -297,6 +307,30 @@ export async function extractArchive(
   return guard.top;
 }
 
+/**
+ * Reads only as far as the archive's first member (the top directory) and drops the rest
+ * of the stream: the image's mode and owner of that directory, when it is one.
+ */
+export async function readArchiveTop(archive: Readable): Promise<SeedTop | undefined> {
+  const guard = new TarGuard({ maxBytes: Number.MAX_SAFE_INTEGER, maxEntries: 1 }, true);
+  try {
+    for await (const chunk of archive) {
+      guard.feed(chunk as Buffer);
+      if (guard.ended) break;
+    }
+  } finally {
+    archive.destroy();
+  }
+  return guard.top;
+}
+
+/** What an image says about who runs it: its own `USER` and its VOLUME dirs' owners. */
+export interface Ownership {
+  /** The image's `USER`; "" when it sets none. */
+  imageUser: string;
+  owners: readonly (SeedTop | undefined)[];
+}
+
 export interface VolumeSeederDeps {
   docker: Docker;
   clock: Clock;
@@ -316,6 +350,8 @@ export interface VolumeSeederDeps {
 export class VolumeSeeder {
   readonly #deps: VolumeSeederDeps;
   readonly #helpers = new Map<string, string>();
+  /** image id → its user and the owner of each VOLUME directory, read once per create. */
+  readonly #ownership = new Map<string, Ownership>();
 
   constructor(deps: VolumeSeederDeps) {
     this.#deps = deps;
@@ -370,6 +406,49 @@ export class VolumeSeeder {
     }).catch((err) => {
       throw err instanceof SubstrateError ? err : ambiguous(`seed ${containerPath}`, err);
     });
+  }
+
+  /**
+   * Who the image runs as (its `USER`, "" when none) and its mode and owner of each of
+   * `paths` (its VOLUME directories), in order; undefined for a path the image does not
+   * hold as a directory. Works for every VOLUME path, seeded or not: only the archive's
+   * first header is read. Cached by image id.
+   */
+  async volumeOwnership(imageId: string, paths: readonly string[], signal: AbortSignal): Promise<Ownership> {
+    const known = this.#ownership.get(imageId);
+    if (known) return known;
+    const { docker, clock, seedTimeoutMs } = this.#deps;
+    let imageUser: string;
+    try {
+      const info = await withPhase(clock, "image inspect", seedTimeoutMs, signal, (s) =>
+        docker.getImage(imageId).inspect({ abortSignal: s } as object),
+      );
+      imageUser = info.Config?.User ?? "";
+    } catch (err) {
+      throw ambiguous(`inspect image ${imageId}`, err);
+    }
+    const id = await this.#helper(imageId, signal);
+    const owners: (SeedTop | undefined)[] = [];
+    for (const path of paths) {
+      const top = await withPhase(clock, "volume owner", seedTimeoutMs, signal, async (s) => {
+        let archive: Readable;
+        try {
+          archive = (await docker
+            .getContainer(id)
+            .getArchive({ path, abortSignal: s } as { path: string })) as unknown as Readable;
+        } catch (err) {
+          if (isNotFound(err)) return undefined;
+          throw ambiguous(`archive of ${path}`, err);
+        }
+        return readArchiveTop(archive);
+      }).catch((err) => {
+        throw err instanceof SubstrateError ? err : ambiguous(`owner of ${path}`, err);
+      });
+      owners.push(top);
+    }
+    const found = { imageUser, owners };
+    this.#ownership.set(imageId, found);
+    return found;
   }
 
   /** Removes every helper; a helper that cannot be removed makes the outcome ambiguous. */

@@ -12,6 +12,11 @@
 #   fred-test/seeded:1      like volume:1, but its /data (mode 0770, uid/gid 1000) holds
 #                           hello.txt (root, 0644), secret.txt (1000:1000, 0640),
 #                           nested/deeper/note.txt, link -> hello.txt, abs -> /etc/passwd
+#   fred-test/owned:1       idles forever, no USER; VOLUME /data is empty and owned by
+#                           1000:1000 (mode 0755), so it runs as 1000:1000
+#   fred-test/owned-split:1 like owned:1 plus VOLUME /srv owned by 1001:1001: two owners,
+#                           so it runs as root
+#   fred-test/owned-user:1  like owned:1 but with USER 1001:1001, which it keeps
 set -euo pipefail
 SELF="$(realpath "$0")"
 
@@ -69,6 +74,13 @@ chown 1000:1000 "$seeded/secret.txt" "$seeded"
 chmod 0640 "$seeded/secret.txt"
 chmod 0770 "$seeded"
 
+# VOLUME directories owned by an unprivileged user, and two with different owners.
+cp -a "$workdir/rootfs" "$workdir/rootfs-owned"
+chown 1000:1000 "$workdir/rootfs-owned/data"
+cp -a "$workdir/rootfs-owned" "$workdir/rootfs-split"
+mkdir -p "$workdir/rootfs-split/srv"
+chown 1001:1001 "$workdir/rootfs-split/srv"
+
 build fred-test/httpd:1 --change 'EXPOSE 8080/tcp' \
   --change 'CMD ["/bin/httpd", "-f", "-v", "-p", "8080", "-h", "/www"]'
 build fred-test/crashloop:1 \
@@ -79,3 +91,9 @@ build fred-test/volume:1 --change 'VOLUME /data' \
   --change 'CMD ["/bin/sh", "-c", "echo volume ready; exec sleep 2147483647"]'
 build --rootfs "$workdir/rootfs-seeded" fred-test/seeded:1 --change 'VOLUME /data' \
   --change 'CMD ["/bin/sh", "-c", "echo seeded ready; exec sleep 2147483647"]'
+build --rootfs "$workdir/rootfs-owned" fred-test/owned:1 --change 'VOLUME /data' \
+  --change 'CMD ["/bin/sh", "-c", "echo owned ready; exec sleep 2147483647"]'
+build --rootfs "$workdir/rootfs-split" fred-test/owned-split:1 --change 'VOLUME /data' --change 'VOLUME /srv' \
+  --change 'CMD ["/bin/sh", "-c", "echo owned-split ready; exec sleep 2147483647"]'
+build --rootfs "$workdir/rootfs-owned" fred-test/owned-user:1 --change 'VOLUME /data' --change 'USER 1001:1001' \
+  --change 'CMD ["/bin/sh", "-c", "echo owned-user ready; exec sleep 2147483647"]'
