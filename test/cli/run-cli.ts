@@ -9,14 +9,18 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `fred <args>` as a real child process and collects its output. */
+/**
+ * Runs `fred <args>` as a real child process and collects its output. With `cleanEnv`
+ * the child sees only PATH, HOME and `env` (nothing the test process happens to have set).
+ */
 export function runFred(
   args: string[],
-  opts: { env?: NodeJS.ProcessEnv; input?: string } = {},
+  opts: { env?: NodeJS.ProcessEnv; input?: string; cleanEnv?: boolean } = {},
 ): Promise<CliResult> {
+  const base = opts.cleanEnv ? { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" } : process.env;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [FRED_BIN, ...args], {
-      env: { ...process.env, ...opts.env },
+      env: { ...base, ...opts.env },
       stdio: ["pipe", "pipe", "pipe"],
     });
     let stdout = "";

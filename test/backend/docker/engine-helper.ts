@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type Docker from "dockerode";
+import { parseDockerBackendConfig } from "../../../src/backend/docker/config.ts";
 import { connectDocker } from "../../../src/backend/docker/engine.ts";
 import type { InstanceSpec, SkuProfile, WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
 
@@ -110,6 +111,23 @@ export function execIn(container: string, script: string): Promise<{ code: numbe
 }
 
 export const TEST_SKU = "01900000-0000-7000-8000-00000000d0c1";
+
+/**
+ * The backend config the in-process substrate suites share: loopback ports, one SKU
+ * (0.25 CPU, 64 MB, 16 MB disk), no startup grace; `extra` keys override or add.
+ */
+export function substrateConfig(volumeDataPath: string | undefined, extra: Record<string, unknown> = {}) {
+  return parseDockerBackendConfig({
+    host_address: "127.0.0.1",
+    host_bind_ip: "127.0.0.1",
+    callback_secret: "0123456789abcdef0123456789abcdef",
+    sku_mapping: { [TEST_SKU]: "t" },
+    sku_profiles: { t: { cpu_cores: 0.25, memory_mb: 64, disk_mb: 16 } },
+    startup_verify_duration: "0s",
+    volume_data_path: volumeDataPath ?? "/nonexistent",
+    ...extra,
+  });
+}
 
 export function workloadSpec(opts: {
   storageId: string;

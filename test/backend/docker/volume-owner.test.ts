@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { assertBtrfsWithQuotas, BtrfsVolumes } from "../../../src/backend/docker/btrfs-volumes.ts";
-import { parseDockerBackendConfig } from "../../../src/backend/docker/config.ts";
 import { DockerSubstrate } from "../../../src/backend/docker/docker-substrate.ts";
 import { connectDocker } from "../../../src/backend/docker/engine.ts";
 import { volumeOwnerUser } from "../../../src/backend/docker/instance-volumes.ts";
@@ -10,7 +9,14 @@ import { instanceName } from "../../../src/backend/docker/names.ts";
 import type { SkuProfile, WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
-import { dockerCli, dockerSkip, execIn, scratchVolumeRoot, TEST_SKU, workloadSpec } from "./engine-helper.ts";
+import {
+  dockerCli,
+  dockerSkip,
+  execIn,
+  scratchVolumeRoot,
+  substrateConfig,
+  workloadSpec,
+} from "./engine-helper.ts";
 
 /**
  * Without a manifest `user`, a container runs as the single non-root owner of its image's
@@ -46,15 +52,7 @@ const skip = await dockerSkip();
 describe("docker substrate: running as the VOLUME directories' owner", { skip }, () => {
   const storageId = randomUUID();
   const scratch = skip ? undefined : scratchVolumeRoot("owner");
-  const config = parseDockerBackendConfig({
-    host_address: "127.0.0.1",
-    host_bind_ip: "127.0.0.1",
-    callback_secret: "0123456789abcdef0123456789abcdef",
-    sku_mapping: { [TEST_SKU]: "t" },
-    sku_profiles: { t: { cpu_cores: 0.25, memory_mb: 64, disk_mb: 16 } },
-    startup_verify_duration: "0s",
-    volume_data_path: scratch?.path ?? "/nonexistent",
-  });
+  const config = substrateConfig(scratch?.path);
   const signal = new AbortController().signal;
   const durable: SkuProfile = { cpu_cores: 0.25, memory_mb: 64, disk_mb: 16 };
   const ephemeral: SkuProfile = { cpu_cores: 0.25, memory_mb: 64, disk_mb: 0 };

@@ -6,7 +6,6 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import { assertBtrfsWithQuotas, BtrfsVolumes } from "../../../src/backend/docker/btrfs-volumes.ts";
-import { parseDockerBackendConfig } from "../../../src/backend/docker/config.ts";
 import { DockerSubstrate } from "../../../src/backend/docker/docker-substrate.ts";
 import { connectDocker } from "../../../src/backend/docker/engine.ts";
 import { instanceName, volumeDirName } from "../../../src/backend/docker/names.ts";
@@ -14,7 +13,14 @@ import { extractArchive, type SeedLimits } from "../../../src/backend/docker/vol
 import type { WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
-import { dockerCli, dockerSkip, execIn, scratchVolumeRoot, TEST_SKU, workloadSpec } from "./engine-helper.ts";
+import {
+  dockerCli,
+  dockerSkip,
+  execIn,
+  scratchVolumeRoot,
+  substrateConfig,
+  workloadSpec,
+} from "./engine-helper.ts";
 
 /**
  * Seeding durable volumes from the image: the extraction guard on hand-made archives
@@ -157,15 +163,7 @@ const skip = await dockerSkip();
 describe("docker substrate: volumes seeded from the image", { skip }, () => {
   const storageId = randomUUID();
   const scratch = skip ? undefined : scratchVolumeRoot("seed");
-  const config = parseDockerBackendConfig({
-    host_address: "127.0.0.1",
-    host_bind_ip: "127.0.0.1",
-    callback_secret: "0123456789abcdef0123456789abcdef",
-    sku_mapping: { [TEST_SKU]: "t" },
-    sku_profiles: { t: { cpu_cores: 0.25, memory_mb: 64, disk_mb: 16 } },
-    startup_verify_duration: "0s",
-    volume_data_path: scratch?.path ?? "/nonexistent",
-  });
+  const config = substrateConfig(scratch?.path);
   const signal = new AbortController().signal;
   const profile = { cpu_cores: 0.25, memory_mb: 64, disk_mb: 16 };
   const seeded = { image: "fred-test/seeded:1" };

@@ -2,14 +2,20 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { assertBtrfsWithQuotas, BtrfsVolumes } from "../../../src/backend/docker/btrfs-volumes.ts";
-import { parseDockerBackendConfig } from "../../../src/backend/docker/config.ts";
 import { DockerSubstrate } from "../../../src/backend/docker/docker-substrate.ts";
 import { connectDocker } from "../../../src/backend/docker/engine.ts";
 import { instanceName } from "../../../src/backend/docker/names.ts";
 import type { WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
-import { dockerCli, dockerSkip, execIn, scratchVolumeRoot, TEST_SKU, workloadSpec } from "./engine-helper.ts";
+import {
+  dockerCli,
+  dockerSkip,
+  execIn,
+  scratchVolumeRoot,
+  substrateConfig,
+  workloadSpec,
+} from "./engine-helper.ts";
 
 /**
  * Real workloads on the real engine, checked from the outside (HTTP on the reported port)
@@ -21,16 +27,7 @@ const skip = await dockerSkip();
 describe("docker substrate: real workloads", { skip }, () => {
   const storageId = randomUUID();
   const scratch = skip ? undefined : scratchVolumeRoot("workloads");
-  const config = parseDockerBackendConfig({
-    host_address: "127.0.0.1",
-    host_bind_ip: "127.0.0.1",
-    callback_secret: "0123456789abcdef0123456789abcdef",
-    sku_mapping: { [TEST_SKU]: "t" },
-    sku_profiles: { t: { cpu_cores: 0.25, memory_mb: 64, disk_mb: 16 } },
-    startup_verify_duration: "0s",
-    volume_data_path: scratch?.path ?? "/nonexistent",
-    container_pids_limit: 64,
-  });
+  const config = substrateConfig(scratch?.path, { container_pids_limit: 64 });
   const signal = new AbortController().signal;
   let substrate: DockerSubstrate;
   const made: WorkloadSpec[] = [];

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,6 +12,7 @@ import { isFredError } from "../../../src/core/errors.ts";
 import { createLogger } from "../../../src/log.ts";
 import { BackendClient, type MutationOutcome } from "../../../src/provider/backend-client/index.ts";
 import type { BackendConfig } from "../../../src/provider/config/index.ts";
+import { type CliResult, runFred } from "../../cli/run-cli.ts";
 import { TestPki } from "../../helpers/certs.ts";
 import { dockerSkip } from "../docker/engine-helper.ts";
 import { prepareDockerBackend, spawnDockerBackend } from "../docker/helpers.ts";
@@ -104,26 +104,8 @@ function provisionRequest(receiver: Receiver, leaseUuid: string) {
 }
 
 /** Runs `fred backend mock` to its exit (config errors end it before it listens). */
-function runMock(
-  env: Record<string, string>,
-  extraArgs: string[] = [],
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const fred = new URL("../../../bin/fred.js", import.meta.url).pathname;
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [fred, "backend", "mock", ...extraArgs], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d;
-    });
-    child.on("exit", (code) => resolve({ code, stdout, stderr }));
-  });
+function runMock(env: Record<string, string>, extraArgs: string[] = []): Promise<CliResult> {
+  return runFred(["backend", "mock", ...extraArgs], { env, cleanEnv: true });
 }
 
 before(() => makeCertificates());

@@ -1,36 +1,19 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { Agent, request } from "undici";
+import { type CliResult, runFred } from "../../cli/run-cli.ts";
 import { TestPki } from "../../helpers/certs.ts";
 import { SECRET } from "./helpers.ts";
 import { spawnMock } from "./process.ts";
 
-const FRED = new URL("../../../bin/fred.js", import.meta.url).pathname;
 
-function run(
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [FRED, ...args], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d;
-    });
-    child.on("exit", (code) => resolve({ code, stdout, stderr }));
-  });
+/** `fred <args>` with only PATH, HOME and `env`: no MOCK_BACKEND_* leaks in from the test run. */
+function run(args: string[], env: Record<string, string>): Promise<CliResult> {
+  return runFred(args, { env, cleanEnv: true });
 }
 
 describe("fred backend mock (CLI)", () => {
