@@ -65,11 +65,15 @@ const SUB_AUTO_CLOSED = 2;
 const SUB_CLOSED = 3;
 const SUB_BLOCK_EVENTS = 4;
 const SUB_HEADER = 5;
+// The fifth live subscription (NewBlockHeader replaces a refused NewBlockEvents):
+// CometBFT's default max_subscriptions_per_client is 5, so there is no room for a sixth.
+const SUB_CANCELLED = 6;
 
 const TX_KINDS: Record<number, readonly LeaseEventKind[]> = {
   [SUB_CREATED]: ["lease_created"],
   [SUB_AUTO_CLOSED]: ["lease_auto_closed"],
   [SUB_CLOSED]: ["lease_closed"],
+  [SUB_CANCELLED]: ["lease_cancelled"],
 };
 const BLOCK_KINDS: readonly LeaseEventKind[] = ["lease_expired"];
 
@@ -81,6 +85,7 @@ export function subscriptionQueries(providerUuid: string): Map<number, string> {
     [SUB_AUTO_CLOSED, `tm.event='Tx' AND lease_auto_closed.reason='${AUTO_CLOSE_REASON}'`],
     [SUB_CLOSED, `tm.event='Tx' AND lease_closed.provider_uuid='${providerUuid}'`],
     [SUB_BLOCK_EVENTS, "tm.event='NewBlockEvents'"],
+    [SUB_CANCELLED, `tm.event='Tx' AND lease_cancelled.provider_uuid='${providerUuid}'`],
   ]);
 }
 

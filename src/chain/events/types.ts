@@ -5,6 +5,9 @@ export const LEASE_EVENT_KINDS = [
   "lease_closed",
   "lease_expired",
   "lease_auto_closed",
+  // A tenant withdrew a PENDING lease (it is REJECTED on chain). Not among the reference's
+  // subscriptions; we listen so a lease cancelled mid-provision is torn down at once.
+  "lease_cancelled",
 ] as const;
 export type LeaseEventKind = (typeof LEASE_EVENT_KINDS)[number];
 

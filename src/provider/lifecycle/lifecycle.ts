@@ -130,7 +130,8 @@ export class Lifecycle {
     else if (
       event.kind === "lease_closed" ||
       event.kind === "lease_expired" ||
-      event.kind === "lease_auto_closed"
+      event.kind === "lease_auto_closed" ||
+      event.kind === "lease_cancelled"
     ) {
       this.#track(this.#dispatcher.dispatch("lease_ended", { leaseUuid: event.leaseUuid }));
     }

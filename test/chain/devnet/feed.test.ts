@@ -8,6 +8,7 @@ import type { FeedConsumer } from "../../../src/chain/events/fanout.ts";
 import { EventFeed } from "../../../src/chain/events/feed.ts";
 import type { FeedItem } from "../../../src/chain/events/types.ts";
 import { registerChainMetrics } from "../../../src/chain/metrics.ts";
+import { MsgCancelLease } from "../../../src/chain/proto/index.ts";
 import { type DevnetProcess, startDevnetProcess } from "./devnet-process.ts";
 import { advanceTime, clientFor, createLeases, until } from "./helpers.ts";
 
@@ -71,6 +72,14 @@ describe("event feed against a real devnet", () => {
     await until(() => has(seen, "lease_closed", a), "lease_closed");
     const closed = seen.find((i) => i.type === "event" && i.event.kind === "lease_closed");
     assert.equal(closed?.type === "event" ? closed.event.reason : "", "tenant");
+    // A tenant withdrawing a PENDING lease: lease_cancelled.
+    await tenant.send([
+      {
+        typeUrl: MsgCancelLease.typeUrl,
+        value: MsgCancelLease.fromPartial({ tenant: tenant.address, leaseUuids: [b as string] }),
+      },
+    ]);
+    await until(() => has(seen, "lease_cancelled", b), "lease_cancelled");
   });
 
   it("block production paused → heartbeat reconnect and resync; events flow after resume", async () => {

@@ -55,7 +55,7 @@ describe("event feed (websocket)", () => {
     const feed = feedFor(fake, clock);
     const c = feed.subscribe("lifecycle");
     feed.start();
-    await until(() => fake.subscriptions.length === 4, "4 subscriptions");
+    await until(() => fake.subscriptions.length === 5, "5 subscriptions");
     assert.deepEqual(
       fake.subscriptions.map((s) => s.query),
       [
@@ -63,6 +63,7 @@ describe("event feed (websocket)", () => {
         "tm.event='Tx' AND lease_auto_closed.reason='credit_exhausted'",
         `tm.event='Tx' AND lease_closed.provider_uuid='${PROVIDER}'`,
         "tm.event='NewBlockEvents'",
+        `tm.event='Tx' AND lease_cancelled.provider_uuid='${PROVIDER}'`,
       ],
     );
     fake.push(txFrame(1, "q", 10, [...createdEvents(2), ...createdEvents(1, OTHER_PROVIDER, 5)]));
@@ -155,7 +156,7 @@ describe("event feed (websocket)", () => {
     const clock = new ManualClock();
     const feed = feedFor(fake, clock, { pingIntervalMs: 1000, heartbeatMultiple: 1000 });
     feed.start();
-    await until(() => fake.subscriptions.length === 4, "subscribed");
+    await until(() => fake.subscriptions.length === 5, "subscribed");
     clock.advance(1000);
     assert.equal(feed.state, "live");
     clock.advance(1000);

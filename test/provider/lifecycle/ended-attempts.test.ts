@@ -345,10 +345,10 @@ describe("redelivery of an attempt whose lease is no longer PENDING", () => {
 });
 
 describe("lease-ending chain events", () => {
-  it("lease_closed, lease_expired and lease_auto_closed each deprovision and retire; another provider's event does nothing", async () => {
+  it("lease_closed, lease_expired, lease_auto_closed and lease_cancelled each deprovision and retire; another provider's event does nothing", async () => {
     const { deps, store, attempt } = setup();
     const lifecycle = new Lifecycle(deps, { recover: async () => {} });
-    const kinds = ["lease_closed", "lease_expired", "lease_auto_closed"] as const;
+    const kinds = ["lease_closed", "lease_expired", "lease_auto_closed", "lease_cancelled"] as const;
     const leases = kinds.map(() => leaseId());
     const foreign = leaseId();
     for (const l of [...leases, foreign]) {
