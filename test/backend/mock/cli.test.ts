@@ -10,7 +10,6 @@ import { TestPki } from "../../helpers/certs.ts";
 import { SECRET } from "./helpers.ts";
 import { spawnMock } from "./process.ts";
 
-
 /** `fred <args>` with only PATH, HOME and `env`: no MOCK_BACKEND_* leaks in from the test run. */
 function run(args: string[], env: Record<string, string>): Promise<CliResult> {
   return runFred(args, { env, cleanEnv: true });
