@@ -14,6 +14,7 @@ import { BackendClient, type MutationOutcome } from "../../../src/provider/backe
 import type { BackendConfig } from "../../../src/provider/config/index.ts";
 import { type CliResult, runFred } from "../../cli/run-cli.ts";
 import { TestPki } from "../../helpers/certs.ts";
+import { backendConfigFor } from "../../provider/backend-client/backend-config.ts";
 import { dockerSkip } from "../docker/engine-helper.ts";
 import { prepareDockerBackend, spawnDockerBackend } from "../docker/helpers.ts";
 import { spawnMock } from "../mock/process.ts";
@@ -65,25 +66,12 @@ function makeCertificates(): void {
 }
 
 function backendConfig(url: string, over: Partial<BackendConfig>): BackendConfig {
-  const u = new URL(url);
-  return {
+  return backendConfigFor(url, SECRET, {
     name: "mtls",
-    url: u.origin,
-    scheme: "https",
-    host: u.hostname,
-    hmacSecret: SECRET,
-    hmacSecretPrevious: "",
-    skus: [],
-    isDefault: true,
     timeoutMs: 15_000,
     tlsCaFile: file("ca.pem"),
-    tlsSkipVerify: false,
-    tlsClientCertFile: "",
-    tlsClientKeyFile: "",
-    fenced: false,
-    draining: false,
     ...over,
-  };
+  });
 }
 
 const clientCert = (name: string): Partial<BackendConfig> => ({

@@ -4,6 +4,7 @@ import { ManualClock } from "../../../src/core/clock.ts";
 import { isFredError } from "../../../src/core/errors.ts";
 import { BackendClient, type MutationOutcome } from "../../../src/provider/backend-client/index.ts";
 import type { BackendConfig } from "../../../src/provider/config/index.ts";
+import { backendConfigFor } from "./backend-config.ts";
 import { type FakeBackend, startFakeBackend } from "./fake-backend.ts";
 
 const SECRET = "backend-client-test-secret-0123456789";
@@ -14,25 +15,7 @@ const SKU = "0190f3a2-7c1e-7000-8000-00000000000a";
 const OP = "11111111-1111-4111-8111-111111111111";
 
 function backendConfig(url: string, over: Partial<BackendConfig> = {}): BackendConfig {
-  const u = new URL(url);
-  return {
-    name: "fake",
-    url: u.origin,
-    scheme: "http",
-    host: u.hostname,
-    hmacSecret: SECRET,
-    hmacSecretPrevious: "",
-    skus: [SKU],
-    isDefault: true,
-    timeoutMs: 30_000,
-    tlsCaFile: "",
-    tlsSkipVerify: false,
-    tlsClientCertFile: "",
-    tlsClientKeyFile: "",
-    fenced: false,
-    draining: false,
-    ...over,
-  };
+  return backendConfigFor(url, SECRET, { name: "fake", skus: [SKU], ...over });
 }
 
 const provisionRequest = {

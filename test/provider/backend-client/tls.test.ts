@@ -7,6 +7,7 @@ import { isFredError } from "../../../src/core/errors.ts";
 import { BackendClient } from "../../../src/provider/backend-client/index.ts";
 import type { BackendConfig } from "../../../src/provider/config/index.ts";
 import { TestPki } from "../../helpers/certs.ts";
+import { backendConfigFor } from "./backend-config.ts";
 import { type FakeBackend, startFakeBackend } from "./fake-backend.ts";
 
 /**
@@ -40,25 +41,7 @@ after(async () => {
 });
 
 function config(over: Partial<BackendConfig>): BackendConfig {
-  const u = new URL(fake.url);
-  return {
-    name: "tls",
-    url: u.origin,
-    scheme: "https",
-    host: u.hostname,
-    hmacSecret: SECRET,
-    hmacSecretPrevious: "",
-    skus: [],
-    isDefault: true,
-    timeoutMs: 30_000,
-    tlsCaFile: "",
-    tlsSkipVerify: false,
-    tlsClientCertFile: "",
-    tlsClientKeyFile: "",
-    fenced: false,
-    draining: false,
-    ...over,
-  };
+  return backendConfigFor(fake.url, SECRET, { name: "tls", ...over });
 }
 
 async function statsWith(over: Partial<BackendConfig>): Promise<string> {

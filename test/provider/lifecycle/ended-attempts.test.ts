@@ -7,7 +7,6 @@ import { after, before, describe, it } from "node:test";
 import type { ChainLease, ChainPort, LeaseStateName } from "../../../src/chain/port.ts";
 import { ManualClock, systemClock } from "../../../src/core/clock.ts";
 import { newUuidV4 } from "../../../src/core/uuid.ts";
-import { createLogger } from "../../../src/log.ts";
 import { type BackendClient, createBackendClients } from "../../../src/provider/backend-client/index.ts";
 import {
   buildCallbackUrl,
@@ -16,20 +15,17 @@ import {
 } from "../../../src/provider/config/index.ts";
 import { SINGLE_CLOSE_TRY } from "../../../src/provider/lifecycle/closer.ts";
 import {
-  AckQueue,
   Closer,
   checkOverdueAttempts,
-  KeyedQueue,
   Lifecycle,
   type LifecycleDeps,
-  silentObserver,
 } from "../../../src/provider/lifecycle/index.ts";
 import { runRecovery } from "../../../src/provider/recovery/recovery.ts";
-import { Router } from "../../../src/provider/router.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { type FakeBackend, startFakeBackend } from "../backend-client/fake-backend.ts";
 import { baseConfig, PROVIDER_UUID, yamlOf } from "../config/fixtures.ts";
 import { type Started, startFred } from "../processes.ts";
+import { lifecycleDeps } from "./deps.ts";
 
 /**
  * Attempts whose lease ended on chain, against a real mock backend process: deprovision
@@ -140,20 +136,7 @@ function setup() {
     acknowledge: async (uuids: readonly string[]) => uuids.map((leaseUuid) => ({ leaseUuid, status: "ok" })),
     reject: async (uuids: readonly string[]) => uuids.map((leaseUuid) => ({ leaseUuid, status: "ok" })),
   } as unknown as ChainPort;
-  const logger = createLogger("test", "silent");
-  const deps: LifecycleDeps = {
-    config,
-    chain,
-    store,
-    payloads: undefined,
-    clients,
-    router: new Router({ backends: config.backends, clock }),
-    acks: new AckQueue({ chain, clock, logger, maxBatch: 1 }),
-    queue: new KeyedQueue(),
-    clock,
-    logger,
-    observe: silentObserver,
-  };
+  const deps: LifecycleDeps = lifecycleDeps({ config, chain, store, clock, clients });
   const attempt = (leaseUuid: string, backend: string, state?: LeaseStateName) => {
     const operationId = newUuidV4();
     if (state !== undefined) onChain.set(leaseUuid, lease(leaseUuid, state));

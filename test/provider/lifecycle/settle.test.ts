@@ -5,20 +5,16 @@ import { join } from "node:path";
 import { after, beforeEach, describe, it } from "node:test";
 import type { ChainPort, LeaseOutcome } from "../../../src/chain/port.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
-import { createLogger } from "../../../src/log.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
 import {
-  AckQueue,
   applyCallback,
-  KeyedQueue,
   type LifecycleDeps,
   sendChainAction,
-  silentObserver,
   type VerifiedCallback,
 } from "../../../src/provider/lifecycle/index.ts";
-import { Router } from "../../../src/provider/router.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { baseConfig, PROVIDER_UUID, yamlOf } from "../config/fixtures.ts";
+import { lifecycleDeps } from "./deps.ts";
 
 /**
  * Callback application on a real placement store. The chain is the only fake: it
@@ -68,20 +64,7 @@ beforeEach(() => {
       return outcome("rejected")(uuids);
     },
   } as unknown as ChainPort;
-  const logger = createLogger("test", "silent");
-  deps = {
-    config,
-    chain,
-    store,
-    payloads: undefined,
-    clients: new Map(),
-    router: new Router({ backends: config.backends, clock }),
-    acks: new AckQueue({ chain, clock, logger, maxBatch: 1 }),
-    queue: new KeyedQueue(),
-    clock,
-    logger,
-    observe: silentObserver,
-  };
+  deps = lifecycleDeps({ config, chain, store, clock });
   store.recordAttempt({
     leaseUuid: LEASE,
     backend: "one",

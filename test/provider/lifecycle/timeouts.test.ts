@@ -6,7 +6,6 @@ import { after, before, describe, it } from "node:test";
 import type { ChainLease, ChainPort } from "../../../src/chain/port.ts";
 import { ManualClock, systemClock } from "../../../src/core/clock.ts";
 import { newUuidV4 } from "../../../src/core/uuid.ts";
-import { createLogger } from "../../../src/log.ts";
 import { type BackendClient, createBackendClients } from "../../../src/provider/backend-client/index.ts";
 import {
   buildCallbackUrl,
@@ -14,17 +13,14 @@ import {
   parseProviderConfig,
 } from "../../../src/provider/config/index.ts";
 import {
-  AckQueue,
   checkOverdueAttempts,
-  KeyedQueue,
   type LifecycleDeps,
   Provisioner,
-  silentObserver,
 } from "../../../src/provider/lifecycle/index.ts";
-import { Router } from "../../../src/provider/router.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { baseConfig, PROVIDER_UUID, yamlOf } from "../config/fixtures.ts";
 import { type Started, startFred } from "../processes.ts";
+import { lifecycleDeps } from "./deps.ts";
 
 /**
  * The callback-timeout check against a real mock backend process: the backend's answer
@@ -96,20 +92,7 @@ function setup() {
       return outcome("rejected")(uuids);
     },
   } as unknown as ChainPort;
-  const logger = createLogger("test", "silent");
-  const deps: LifecycleDeps = {
-    config,
-    chain,
-    store,
-    payloads: undefined,
-    clients,
-    router: new Router({ backends: config.backends, clock }),
-    acks: new AckQueue({ chain, clock, logger, maxBatch: 1 }),
-    queue: new KeyedQueue(),
-    clock,
-    logger,
-    observe: silentObserver,
-  };
+  const deps: LifecycleDeps = lifecycleDeps({ config, chain, store, clock, clients });
   return { deps, store, clock, provisioner: new Provisioner(deps) };
 }
 
