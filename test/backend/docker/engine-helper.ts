@@ -105,6 +105,19 @@ export function dockerCli(args: string[], timeoutMs = 30_000): Promise<{ code: n
   });
 }
 
+/** Ids of volume-seed helper containers of this storage id still present (should be none). */
+export async function seedHelpersLeft(storageId: string): Promise<string> {
+  const ps = await dockerCli([
+    "ps",
+    "-aq",
+    "--filter",
+    `label=fred.storage_id=${storageId}`,
+    "--filter",
+    "label=fred.role=volume-seed",
+  ]);
+  return ps.out.trim();
+}
+
 /** Runs `sh -c script` inside a container. */
 export function execIn(container: string, script: string): Promise<{ code: number; out: string }> {
   return dockerCli(["exec", container, "sh", "-c", script]);

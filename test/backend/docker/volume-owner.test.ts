@@ -14,6 +14,7 @@ import {
   dockerSkip,
   execIn,
   scratchVolumeRoot,
+  seedHelpersLeft,
   substrateConfig,
   workloadSpec,
 } from "./engine-helper.ts";
@@ -96,17 +97,7 @@ describe("docker substrate: running as the VOLUME directories' owner", { skip },
     return { configured: inspect.out.trim(), ids: ids.out.trim() };
   }
 
-  const helpersLeft = async () =>
-    (
-      await dockerCli([
-        "ps",
-        "-aq",
-        "--filter",
-        `label=fred.storage_id=${storageId}`,
-        "--filter",
-        "label=fred.role=volume-seed",
-      ])
-    ).out.trim();
+  const helpersLeft = () => seedHelpersLeft(storageId);
 
   it("durable disk: runs as 1000:1000 and can write its seeded /data", async () => {
     const c = await run({ image: "fred-test/owned:1" }, durable);

@@ -18,6 +18,7 @@ import {
   dockerSkip,
   execIn,
   scratchVolumeRoot,
+  seedHelpersLeft,
   substrateConfig,
   workloadSpec,
 } from "./engine-helper.ts";
@@ -193,17 +194,7 @@ describe("docker substrate: volumes seeded from the image", { skip }, () => {
   /** `sh -c` as uid 1000: root without capabilities may not enter the image's 0770 /data. */
   const execAsApp = (s: WorkloadSpec, script: string) =>
     dockerCli(["exec", "-u", "1000", container(s), "sh", "-c", script]);
-  const helpersLeft = async () =>
-    (
-      await dockerCli([
-        "ps",
-        "-aq",
-        "--filter",
-        `label=fred.storage_id=${storageId}`,
-        "--filter",
-        "label=fred.role=volume-seed",
-      ])
-    ).out.trim();
+  const helpersLeft = () => seedHelpersLeft(storageId);
 
   before(async () => {
     await assertBtrfsWithQuotas(config.volumeDataPath);

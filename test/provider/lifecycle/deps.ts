@@ -38,3 +38,26 @@ export function lifecycleDeps(o: {
     observe: silentObserver,
   };
 }
+
+/** What a recording chain was asked to send. */
+export type SentTx = { kind: string; uuids: readonly string[]; reason?: string };
+
+/**
+ * A chain fake that records acknowledgements and rejections into `sent` and answers them
+ * as done; `reads` adds the query side a suite needs (getLease, leasesByProvider…).
+ */
+export function recordingChain(sent: SentTx[], reads: Partial<ChainPort> = {}): ChainPort {
+  const outcome = (status: string) => (uuids: readonly string[]) =>
+    Promise.resolve(uuids.map((leaseUuid) => ({ leaseUuid, status })));
+  return {
+    ...reads,
+    acknowledge: (uuids: readonly string[]) => {
+      sent.push({ kind: "acknowledge", uuids });
+      return outcome("acknowledged")(uuids);
+    },
+    reject: (uuids: readonly string[], reason: string) => {
+      sent.push({ kind: "reject", uuids, reason });
+      return outcome("rejected")(uuids);
+    },
+  } as unknown as ChainPort;
+}

@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, beforeEach, describe, it } from "node:test";
-import type { ChainPort, LeaseOutcome } from "../../../src/chain/port.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
 import {
@@ -14,7 +13,7 @@ import {
 } from "../../../src/provider/lifecycle/index.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { baseConfig, PROVIDER_UUID, yamlOf } from "../config/fixtures.ts";
-import { lifecycleDeps } from "./deps.ts";
+import { lifecycleDeps, recordingChain, type SentTx } from "./deps.ts";
 
 /**
  * Callback application on a real placement store. The chain is the only fake: it
@@ -28,7 +27,7 @@ const flush = () => new Promise((r) => setImmediate(r));
 
 let n = 0;
 let store: PlacementStore;
-let sent: { kind: string; uuids: readonly string[]; reason?: string }[];
+let sent: SentTx[];
 let deps: LifecycleDeps;
 
 beforeEach(() => {
@@ -52,18 +51,7 @@ beforeEach(() => {
     clock.now(),
   );
   sent = [];
-  const outcome = (status: LeaseOutcome["status"]) => (uuids: readonly string[]) =>
-    Promise.resolve(uuids.map((leaseUuid) => ({ leaseUuid, status })));
-  const chain = {
-    acknowledge: (uuids: readonly string[]) => {
-      sent.push({ kind: "acknowledge", uuids });
-      return outcome("acknowledged")(uuids);
-    },
-    reject: (uuids: readonly string[], reason: string) => {
-      sent.push({ kind: "reject", uuids, reason });
-      return outcome("rejected")(uuids);
-    },
-  } as unknown as ChainPort;
+  const chain = recordingChain(sent);
   deps = lifecycleDeps({ config, chain, store, clock });
   store.recordAttempt({
     leaseUuid: LEASE,

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import type { ChainLease, ChainPort } from "../../../src/chain/port.ts";
+import type { ChainLease } from "../../../src/chain/port.ts";
 import { ManualClock, systemClock } from "../../../src/core/clock.ts";
 import { newUuidV4 } from "../../../src/core/uuid.ts";
 import { type BackendClient, createBackendClients } from "../../../src/provider/backend-client/index.ts";
@@ -20,7 +20,7 @@ import {
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { baseConfig, PROVIDER_UUID, yamlOf } from "../config/fixtures.ts";
 import { type Started, startFred } from "../processes.ts";
-import { lifecycleDeps } from "./deps.ts";
+import { lifecycleDeps, recordingChain, type SentTx } from "./deps.ts";
 
 /**
  * The callback-timeout check against a real mock backend process: the backend's answer
@@ -36,7 +36,7 @@ const flush = () => new Promise((r) => setImmediate(r));
 let mock: Started<{ url: string }>;
 let config: ProviderConfig;
 let clients: Map<string, BackendClient>;
-const sent: { kind: string; uuids: readonly string[]; reason?: string }[] = [];
+const sent: SentTx[] = [];
 const pendingLease = (uuid: string): ChainLease =>
   ({
     uuid,
@@ -78,20 +78,10 @@ function setup() {
     [{ name: "one", storageId: SID, baseline: { provisions: 0, retentions: 0 } }],
     clock.now(),
   );
-  const outcome = (status: string) => (uuids: readonly string[]) =>
-    Promise.resolve(uuids.map((leaseUuid) => ({ leaseUuid, status })));
-  const chain = {
+  const chain = recordingChain(sent, {
     getLease: async (uuid: string) => pendingLease(uuid),
     leasesByProvider: async () => [],
-    acknowledge: (uuids: readonly string[]) => {
-      sent.push({ kind: "acknowledge", uuids });
-      return outcome("acknowledged")(uuids);
-    },
-    reject: (uuids: readonly string[], reason: string) => {
-      sent.push({ kind: "reject", uuids, reason });
-      return outcome("rejected")(uuids);
-    },
-  } as unknown as ChainPort;
+  });
   const deps: LifecycleDeps = lifecycleDeps({ config, chain, store, clock, clients });
   return { deps, store, clock, provisioner: new Provisioner(deps) };
 }
