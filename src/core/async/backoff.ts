@@ -1,0 +1,109 @@
+import type { Clock } from "../clock.ts";
+import { FredError } from "../errors.ts";
+
+/**
+ * The one backoff policy and the one retry loop. Every place that waits and tries again
+ * (a deprovision, a reconnect, a chain tx, a callback delivery, startup) uses these, over
+ * the injected Clock, so tests advance time instead of sleeping and every wait is
+ * cancellable by an AbortSignal.
+ */
+export interface BackoffPolicy {
+  /** Delay before the second try. */
+  initialMs: number;
+  /** Upper bound of any delay. */
+  maxMs: number;
+  /** Growth per try (default 2). */
+  factor?: number;
+  /** ± fraction of each delay drawn at random (default 0: exact delays). */
+  jitter?: number;
+}
+
+/**
+ * A stateful delay sequence: `next()` returns the coming delay and grows the one after;
+ * `reset()` starts over (a reconnect loop resets after a healthy connection). A fixed
+ * schedule (`readonly number[]`) is followed as given and repeats its last entry.
+ */
+export class Backoff {
+  readonly #policy: BackoffPolicy | readonly number[];
+  readonly #random: () => number;
+  #step = 0;
+
+  constructor(policy: BackoffPolicy | readonly number[], random: () => number = Math.random) {
+    if (Array.isArray(policy) && policy.length === 0) throw new RangeError("backoff schedule is empty");
+    this.#policy = policy;
+    this.#random = random;
+  }
+
+  next(): number {
+    const step = this.#step++;
+    const p = this.#policy;
+    if (isSchedule(p)) return p[Math.min(step, p.length - 1)] as number;
+    const base = Math.min(p.initialMs * (p.factor ?? 2) ** step, p.maxMs);
+    const jitter = p.jitter ?? 0;
+    if (jitter === 0) return base;
+    return Math.max(0, Math.round(base * (1 - jitter + 2 * jitter * this.#random())));
+  }
+
+  reset(): void {
+    this.#step = 0;
+  }
+}
+
+function isSchedule(p: BackoffPolicy | readonly number[]): p is readonly number[] {
+  return Array.isArray(p);
+}
+
+export interface RetryOptions {
+  clock: Clock;
+  /** Total tries, the first included (default: unbounded, until success or abort). */
+  attempts?: number;
+  backoff: BackoffPolicy | readonly number[];
+  signal?: AbortSignal;
+  /** Whether a failure may be tried again (default: a FredError's `retryable`, else true). */
+  retryable?: (err: unknown) => boolean;
+  /** Called before each wait: log it or count it. */
+  onRetry?: (err: unknown, attempt: number, delayMs: number) => void;
+  random?: () => number;
+}
+
+/** True unless the error is a FredError that says it is not worth another try. */
+export function isRetryable(err: unknown): boolean {
+  return !(err instanceof FredError) || err.retryable;
+}
+
+/**
+ * Calls `fn` until it resolves, a failure is not retryable, the tries run out (the last
+ * error is thrown) or the signal aborts (`ERR_ABORTED`). `fn` gets the 1-based try number.
+ */
+export async function retry<T>(fn: (attempt: number) => Promise<T>, opts: RetryOptions): Promise<T> {
+  const backoff = new Backoff(opts.backoff, opts.random);
+  const attempts = opts.attempts ?? Number.POSITIVE_INFINITY;
+  const retryable = opts.retryable ?? isRetryable;
+  for (let attempt = 1; ; attempt++) {
+    throwIfAborted(opts.signal);
+    try {
+      return await fn(attempt);
+    } catch (err) {
+      if (opts.signal?.aborted) throwIfAborted(opts.signal);
+      if (attempt >= attempts || !retryable(err)) throw err;
+      const delay = backoff.next();
+      opts.onRetry?.(err, attempt, delay);
+      await sleepOrAbort(opts.clock, delay, opts.signal);
+    }
+  }
+}
+
+/** Sleeps on the clock; an abort becomes `ERR_ABORTED` (not the signal's raw reason). */
+export async function sleepOrAbort(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  if (ms <= 0) return throwIfAborted(signal);
+  try {
+    await clock.sleep(ms, signal);
+  } catch (err) {
+    if (signal?.aborted) throw new FredError("ERR_ABORTED", "interrupted by shutdown", { cause: err });
+    throw err;
+  }
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new FredError("ERR_ABORTED", "interrupted by shutdown");
+}

@@ -1,0 +1,11 @@
+export {
+  Backoff,
+  type BackoffPolicy,
+  isRetryable,
+  type RetryOptions,
+  retry,
+  sleepOrAbort,
+} from "./backoff.ts";
+export { Coalescer } from "./coalesce.ts";
+export { KeyedMutex } from "./keyed-mutex.ts";
+export { definedOnly, withDefaults } from "./with-defaults.ts";

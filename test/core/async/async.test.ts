@@ -1,0 +1,144 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { Backoff, Coalescer, KeyedMutex, retry, withDefaults } from "../../../src/core/async/index.ts";
+import { ManualClock } from "../../../src/core/clock.ts";
+import { FredError, isFredError } from "../../../src/core/errors.ts";
+
+const tick = () => new Promise<void>((r) => setImmediate(r));
+
+describe("KeyedMutex", () => {
+  it("runs one task per key in order, different keys concurrently, failures do not block", async () => {
+    const m = new KeyedMutex();
+    const log: string[] = [];
+    let releaseA!: () => void;
+    const a1 = m.run("a", () => new Promise<void>((r) => (releaseA = r)).then(() => log.push("a1")));
+    const a2 = m.run("a", async () => {
+      log.push("a2");
+      throw new Error("boom");
+    });
+    const a3 = m.run("a", async () => log.push("a3"));
+    const b1 = m.run("b", async () => log.push("b1"));
+    await b1;
+    assert.deepEqual(log, ["b1"]);
+    assert.equal(m.isBusy("a"), true);
+    assert.equal(await m.tryRun("a", async () => {}), false);
+    releaseA();
+    await a1;
+    await assert.rejects(a2, /boom/);
+    await a3;
+    assert.deepEqual(log, ["b1", "a1", "a2", "a3"]);
+    await m.idle();
+    assert.equal(m.depth, 0);
+    assert.equal(m.activeKeys, 0);
+    assert.equal(await m.tryRun("a", async () => {}), true);
+  });
+});
+
+describe("Backoff", () => {
+  it("grows by the factor up to the cap and resets", () => {
+    const b = new Backoff({ initialMs: 100, maxMs: 500 });
+    assert.deepEqual([b.next(), b.next(), b.next(), b.next()], [100, 200, 400, 500]);
+    b.reset();
+    assert.equal(b.next(), 100);
+  });
+  it("follows a fixed schedule and repeats its last entry", () => {
+    const b = new Backoff([0, 10, 30]);
+    assert.deepEqual([b.next(), b.next(), b.next(), b.next()], [0, 10, 30, 30]);
+  });
+  it("keeps jittered delays within the band", () => {
+    const lo = new Backoff({ initialMs: 1000, maxMs: 1000, jitter: 0.25 }, () => 0);
+    const hi = new Backoff({ initialMs: 1000, maxMs: 1000, jitter: 0.25 }, () => 0.999999);
+    assert.equal(lo.next(), 750);
+    assert.equal(hi.next(), 1250);
+  });
+});
+
+describe("retry", () => {
+  it("retries retryable failures on the clock and returns the first success", async () => {
+    const clock = new ManualClock();
+    const delays: number[] = [];
+    let calls = 0;
+    const p = retry(
+      async (attempt) => {
+        calls++;
+        if (attempt < 3) throw new Error("flaky");
+        return "ok";
+      },
+      { clock, backoff: { initialMs: 100, maxMs: 1000 }, onRetry: (_e, _a, d) => delays.push(d) },
+    );
+    for (let i = 0; i < 5; i++) {
+      await tick();
+      clock.advance(1000);
+    }
+    assert.equal(await p, "ok");
+    assert.equal(calls, 3);
+    assert.deepEqual(delays, [100, 200]);
+  });
+  it("stops at a non-retryable error and after the last try", async () => {
+    const clock = new ManualClock();
+    let calls = 0;
+    await assert.rejects(
+      retry(
+        async () => {
+          calls++;
+          throw new FredError("ERR_X", "final");
+        },
+        { clock, backoff: [0] },
+      ),
+      /final/,
+    );
+    assert.equal(calls, 1);
+    calls = 0;
+    await assert.rejects(
+      retry(
+        async () => {
+          calls++;
+          throw new Error("again");
+        },
+        { clock, backoff: [0], attempts: 3 },
+      ),
+      /again/,
+    );
+    assert.equal(calls, 3);
+  });
+  it("turns an abort during the wait into ERR_ABORTED", async () => {
+    const clock = new ManualClock();
+    const ac = new AbortController();
+    const p = retry(
+      async () => {
+        throw new Error("down");
+      },
+      { clock, backoff: [10_000], signal: ac.signal },
+    );
+    await tick();
+    ac.abort();
+    await assert.rejects(p, (err) => isFredError(err, "ERR_ABORTED"));
+  });
+});
+
+describe("Coalescer", () => {
+  it("shares one in-flight load per key, caches for the ttl, never caches a failure", async () => {
+    const clock = new ManualClock();
+    const c = new Coalescer<number>({ clock, ttlMs: 1000 });
+    let loads = 0;
+    const load = async () => ++loads;
+    const [x, y] = await Promise.all([c.get("k", load), c.get("k", load)]);
+    assert.deepEqual([x, y, loads], [1, 1, 1]);
+    assert.equal(await c.get("k", load), 1);
+    clock.advance(1001);
+    assert.equal(await c.get("k", load), 2);
+    await assert.rejects(
+      c.get("bad", async () => {
+        throw new Error("no");
+      }),
+    );
+    assert.equal(await c.get("bad", async () => 7), 7);
+  });
+});
+
+describe("withDefaults", () => {
+  it("keeps a default where the override is undefined", () => {
+    const out = withDefaults<{ a?: number; b?: string }>({ a: 1, b: "x" }, { a: undefined, b: "y" });
+    assert.deepEqual(out, { a: 1, b: "y" });
+  });
+});
