@@ -1,0 +1,21 @@
+/**
+ * Test support: the one process launcher, the one poller and the one port policy of the
+ * suite. Handles support `await using`; Symbol.asyncDispose exists on every Node this
+ * project runs on (≥ 20.19), so nothing is polyfilled.
+ */
+
+export { listenLoopback, pickFreePort, portOf } from "./ports.ts";
+export {
+  type Exit,
+  FRED_BIN,
+  type Launched,
+  type LaunchOptions,
+  launchFred,
+  launchScript,
+  REPO_ROOT,
+  type RunOptions,
+  type RunResult,
+  runFred,
+  type Stream,
+} from "./process.ts";
+export { type UntilOptions, until } from "./until.ts";
