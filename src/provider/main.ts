@@ -6,6 +6,7 @@ import { TxMetrics } from "../chain/cosmos/tx-pipeline.ts";
 import { EventFeed } from "../chain/events/feed.ts";
 import { Keyring } from "../chain/keyring/index.ts";
 import { registerChainMetrics } from "../chain/metrics.ts";
+import { KeyedMutex } from "../core/async/index.ts";
 import { type Clock, systemClock } from "../core/clock.ts";
 import { FredError } from "../core/errors.ts";
 import { createLogger, type Logger } from "../log.ts";
@@ -14,7 +15,7 @@ import type { ProviderConfig } from "./config/index.ts";
 import { armFailpoints } from "./failpoints.ts";
 import { createProviderMetrics } from "./http/metrics.ts";
 import { buildHttpServer } from "./http/server.ts";
-import { AckQueue, KeyedQueue, Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
+import { AckQueue, Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
 import { runRecovery } from "./recovery/recovery.ts";
 import { Router } from "./router.ts";
 import { PayloadStore, PlacementStore, TokenTracker } from "./store/index.ts";
@@ -169,7 +170,7 @@ export async function startProviderd(
       clients,
       router,
       acks,
-      queue: new KeyedQueue(),
+      queue: new KeyedMutex(),
       clock,
       logger: logger.child({ component: "lifecycle" }),
       observe: metrics.observer,

@@ -1,5 +1,5 @@
 import type { LeaseStateName } from "../../chain/port.ts";
-import { FredError } from "../../core/errors.ts";
+import { retry } from "../../core/async/index.ts";
 import type { LifecycleDeps } from "./deps.ts";
 
 /**
@@ -110,26 +110,34 @@ export class Closer {
       log.warn("owning backend is not configured; cannot deprovision");
       return false;
     }
-    let delay = this.#retry.initialDelayMs;
-    for (let attempt = 1; attempt <= this.#retry.attempts; attempt++) {
-      const outcome = await client.deprovision(leaseUuid, signal);
-      if (outcome.kind === "accepted") {
-        log.info("deprovision accepted");
-        return true;
-      }
-      if (outcome.kind === "not-sent" && outcome.reason === "fenced") {
-        log.warn("owning backend is fenced; deprovision deferred");
-        return false;
-      }
-      log.warn({ outcome: outcome.kind, attempt }, "deprovision not confirmed");
-      if (attempt === this.#retry.attempts) break;
-      try {
-        await this.#d.clock.sleep(delay, signal);
-      } catch {
-        throw new FredError("ERR_ABORTED", "deprovision interrupted by shutdown");
-      }
-      delay = Math.min(delay * 2, this.#retry.maxDelayMs);
+    const notConfirmed = new Error("deprovision not confirmed");
+    try {
+      return await retry(
+        async (attempt) => {
+          const outcome = await client.deprovision(leaseUuid, signal);
+          if (outcome.kind === "accepted") {
+            log.info("deprovision accepted");
+            return true;
+          }
+          if (outcome.kind === "not-sent" && outcome.reason === "fenced") {
+            log.warn("owning backend is fenced; deprovision deferred");
+            return false;
+          }
+          log.warn({ outcome: outcome.kind, attempt }, "deprovision not confirmed");
+          throw notConfirmed;
+        },
+        {
+          clock: this.#d.clock,
+          attempts: this.#retry.attempts,
+          backoff: { initialMs: this.#retry.initialDelayMs, maxMs: this.#retry.maxDelayMs },
+          signal,
+          retryable: (err) => err === notConfirmed,
+        },
+      );
+    } catch (err) {
+      // Out of tries: left to the next recovery pass. A shutdown (ERR_ABORTED) propagates.
+      if (err === notConfirmed) return false;
+      throw err;
     }
-    return false;
   }
 }

@@ -1,4 +1,5 @@
 import type { ChainPort } from "../../chain/port.ts";
+import type { KeyedMutex } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendClient } from "../backend-client/index.ts";
@@ -6,7 +7,6 @@ import type { ProviderConfig } from "../config/index.ts";
 import type { Router } from "../router.ts";
 import type { PayloadStore, PlacementStore } from "../store/index.ts";
 import type { AckQueue } from "./ack-queue.ts";
-import type { KeyedQueue } from "./keyed-queue.ts";
 
 /** What the lifecycle workflows share; built once by the composition root. */
 export interface LifecycleDeps {
@@ -17,7 +17,8 @@ export interface LifecycleDeps {
   clients: ReadonlyMap<string, BackendClient>;
   router: Router;
   acks: AckQueue;
-  queue: KeyedQueue;
+  /** The one serial queue per lease (keyed by lease UUID). */
+  queue: KeyedMutex;
   clock: Clock;
   logger: Logger;
   observe: LifecycleObserver;

@@ -1,8 +1,6 @@
 export { AckQueue, type AckQueueOptions } from "./ack-queue.ts";
 export { type CloseResult, Closer, DEFAULT_CLOSE_RETRY } from "./closer.ts";
 export { isBillingOnly, type LifecycleDeps, type LifecycleObserver, silentObserver } from "./deps.ts";
-export { Dispatcher, type RetryPolicy } from "./dispatcher.ts";
-export { KeyedQueue } from "./keyed-queue.ts";
 export { Lifecycle, type LifecycleOptions } from "./lifecycle.ts";
 export { Provisioner, type ProvisionStep } from "./provisioner.ts";
 export { REJECT_REASONS, rejectionForFailure, rejectionForRefusal } from "./reasons.ts";

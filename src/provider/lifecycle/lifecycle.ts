@@ -1,9 +1,10 @@
+import { EventEmitter } from "node:events";
 import type { FeedConsumer, FeedItem, LeaseEvent } from "../../chain/index.ts";
 import type { ChainLease } from "../../chain/port.ts";
+import { retry } from "../../core/async/index.ts";
 import { GroupCommitter } from "../store/index.ts";
 import { Closer } from "./closer.ts";
 import type { LifecycleDeps } from "./deps.ts";
-import { Dispatcher } from "./dispatcher.ts";
 import { Provisioner } from "./provisioner.ts";
 import {
   type Applied,
@@ -16,14 +17,16 @@ import { checkOverdueAttempts } from "./timeouts.ts";
 
 /**
  * The lease lifecycle: chain events in, provisions and deprovisions out, callbacks
- * settled. Every mutation of one lease runs in that lease's serial queue; the typed
- * dispatcher gives each step its own retries. A feed `resync` (and the periodic pass)
- * hands over to recovery, which re-reads the chain and the backends.
+ * settled. Every mutation of one lease runs in that lease's serial queue; each step
+ * (provision, deprovision) retries a retryable failure a few times on its own, then is
+ * left to the next recovery pass. A feed `resync` (and the periodic pass) hands over to
+ * recovery, which re-reads the chain and the backends.
  */
-type Messages = {
-  lease_created: { leaseUuid: string; lease?: ChainLease };
-  lease_ended: { leaseUuid: string };
-};
+
+const noop = () => {};
+
+/** Tries of one lease step: a lagging RPC node or a backend not reached yet (retryable). */
+const STEP_RETRY = { attempts: 4, backoff: { initialMs: 500, maxMs: 10_000 } } as const;
 
 export interface LifecycleOptions {
   /** Recovery pass (startup, feed resync, periodic). */
@@ -36,11 +39,18 @@ export interface LifecycleOptions {
   recoveryIntervalMs?: number;
 }
 
-export class Lifecycle {
+/**
+ * Typed events, so tests and the composition root wait for a state instead of polling:
+ * `idle` — no lease work is queued or running any more (emitted each time it drains).
+ */
+export interface LifecycleEvents {
+  idle: [];
+}
+
+export class Lifecycle extends EventEmitter<LifecycleEvents> {
   readonly deps: LifecycleDeps;
   readonly provisioner: Provisioner;
   readonly closer: Closer;
-  readonly #dispatcher: Dispatcher<Messages>;
   readonly #abort = new AbortController();
   readonly #opts: Required<LifecycleOptions>;
   readonly #awaitingPayload = new Set<string>();
@@ -53,6 +63,7 @@ export class Lifecycle {
   readonly #callbacks: GroupCommitter<VerifiedCallback, Applied>;
 
   constructor(deps: LifecycleDeps, opts: LifecycleOptions) {
+    super();
     this.deps = deps;
     this.provisioner = new Provisioner(deps);
     this.closer = new Closer(deps);
@@ -67,21 +78,24 @@ export class Lifecycle {
       (batch) => deps.store.batch(() => batch.map((cb) => applyCallback(deps, cb))),
       { durable: () => deps.store.durable() },
     );
-    this.#dispatcher = new Dispatcher<Messages>({
-      clock: deps.clock,
-      logger: deps.logger,
-      signal: this.#abort.signal,
-    });
-    this.#dispatcher.on("lease_created", "provision", async ({ leaseUuid, lease }, signal) => {
-      const step = await deps.queue.run(leaseUuid, () =>
-        this.provisioner.provision(leaseUuid, signal, lease),
-      );
-      if (step === "awaiting-payload") this.#awaitingPayload.add(leaseUuid);
-    });
-    this.#dispatcher.on("lease_ended", "deprovision", async ({ leaseUuid }, signal) => {
-      this.#awaitingPayload.delete(leaseUuid);
-      await deps.queue.run(leaseUuid, () => this.closer.close(leaseUuid, signal));
-    });
+  }
+
+  /** One lease step under the lease's queue, retried while its failure is retryable. */
+  async #step(step: string, leaseUuid: string, work: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    const { clock, logger, queue } = this.deps;
+    const signal = this.signal;
+    try {
+      await retry(() => queue.run(leaseUuid, () => work(signal)), {
+        ...STEP_RETRY,
+        clock,
+        signal,
+        onRetry: (err, attempt, delay) =>
+          logger.debug({ err, step, lease_uuid: leaseUuid, attempt, delay }, "lease step will retry"),
+      });
+    } catch (err) {
+      if (signal.aborted) return;
+      logger.warn({ err, step, lease_uuid: leaseUuid }, "lease step gave up; left to recovery");
+    }
   }
 
   get signal(): AbortSignal {
@@ -90,10 +104,6 @@ export class Lifecycle {
 
   get awaitingPayload(): number {
     return this.#awaitingPayload.size;
-  }
-
-  get dispatchStats() {
-    return this.#dispatcher.stats;
   }
 
   /** Starts consuming the feed and the periodic checks. */
@@ -133,14 +143,23 @@ export class Lifecycle {
       event.kind === "lease_auto_closed" ||
       event.kind === "lease_cancelled"
     ) {
-      this.#track(this.#dispatcher.dispatch("lease_ended", { leaseUuid: event.leaseUuid }));
+      const leaseUuid = event.leaseUuid;
+      this.#awaitingPayload.delete(leaseUuid);
+      this.#track(
+        this.#step("deprovision", leaseUuid, async (signal) => {
+          await this.closer.close(leaseUuid, signal);
+        }),
+      );
     }
   }
 
   /** Starts (or re-checks) the provision workflow for a lease; `lease` skips the chain re-read. */
   startProvision(leaseUuid: string, lease?: ChainLease): void {
     this.#track(
-      this.#dispatcher.dispatch("lease_created", { leaseUuid, ...(lease === undefined ? {} : { lease }) }),
+      this.#step("provision", leaseUuid, async (signal) => {
+        const step = await this.provisioner.provision(leaseUuid, signal, lease);
+        if (step === "awaiting-payload") this.#awaitingPayload.add(leaseUuid);
+      }),
     );
   }
 
@@ -151,11 +170,19 @@ export class Lifecycle {
 
   /** Applies a verified callback; resolves once the change is durable and its chain tx queued. */
   applyCallback(cb: VerifiedCallback): Promise<ApplyResult> {
-    return this.deps.queue.run(cb.leaseUuid, async () => {
+    return this.runForLease(cb.leaseUuid, async () => {
       const applied = await this.#callbacks.submit(cb);
       sendChainAction(this.deps, cb.leaseUuid, applied);
       return applied.result;
     });
+  }
+
+  /** Runs `work` in the lease's serial queue, as lifecycle work (drained by stop, awaited by idle). */
+  runForLease<T>(leaseUuid: string, work: () => Promise<T>): Promise<T> {
+    const result = this.deps.queue.run(leaseUuid, work);
+    // The caller handles the failure; tracking only counts the work.
+    this.#track(result.then(noop, noop));
+    return result;
   }
 
   #pollPayloads(): Promise<void> {
@@ -184,10 +211,19 @@ export class Lifecycle {
   #track(p: Promise<unknown>): void {
     const guarded = p.catch((err) => this.deps.logger.warn({ err }, "lifecycle task failed"));
     this.#running.add(guarded);
-    void guarded.finally(() => this.#running.delete(guarded));
+    void guarded.finally(() => {
+      this.#running.delete(guarded);
+      if (this.busy === 0) this.emit("idle");
+    });
   }
 
-  /** Work queued or running (lease queue plus dispatched handlers). */
+  /** Resolves once no lease work is queued or running (at once, or at the next `idle`). */
+  idle(): Promise<void> {
+    if (this.busy === 0) return Promise.resolve();
+    return new Promise((resolve) => this.once("idle", resolve));
+  }
+
+  /** Work queued or running (lease queue plus lease steps). */
   get busy(): number {
     return this.deps.queue.depth + this.#running.size;
   }

@@ -1,14 +1,10 @@
 import type { ChainPort } from "../../../src/chain/port.ts";
+import { KeyedMutex } from "../../../src/core/async/index.ts";
 import type { ManualClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { BackendClient } from "../../../src/provider/backend-client/index.ts";
 import type { ProviderConfig } from "../../../src/provider/config/index.ts";
-import {
-  AckQueue,
-  KeyedQueue,
-  type LifecycleDeps,
-  silentObserver,
-} from "../../../src/provider/lifecycle/index.ts";
+import { AckQueue, type LifecycleDeps, silentObserver } from "../../../src/provider/lifecycle/index.ts";
 import { Router } from "../../../src/provider/router.ts";
 import type { PlacementStore } from "../../../src/provider/store/index.ts";
 
@@ -32,7 +28,7 @@ export function lifecycleDeps(o: {
     clients: o.clients ?? new Map(),
     router: new Router({ backends: o.config.backends, clock: o.clock }),
     acks: new AckQueue({ chain: o.chain, clock: o.clock, logger, maxBatch: 1 }),
-    queue: new KeyedQueue(),
+    queue: new KeyedMutex(),
     clock: o.clock,
     logger,
     observe: silentObserver,
