@@ -204,11 +204,15 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     return lease;
   };
 
+  // Unauthenticated: the answer is a fixed word per failing part; the detail (engine or
+  // SQLite text) goes to the operator's log only.
   app.get("/health", async (_req, reply) => {
-    const problem = journal.db.open ? await substrateProblem(substrate) : "journal is closed";
-    return problem === undefined
-      ? reply.send({ status: "healthy" })
-      : reply.code(503).send({ status: "unhealthy", error: problem });
+    const problem = journal.db.open
+      ? await substrateProblem(substrate)
+      : { part: "journal", err: new Error("journal is closed") };
+    if (problem === undefined) return reply.send({ status: "healthy" });
+    log.warn({ err: problem.err, part: problem.part }, "health check: unhealthy");
+    return reply.code(503).send({ status: "unhealthy", error: `${problem.part} unavailable` });
   });
   app.get("/stats", async () => engine.pool.stats());
   app.get("/metrics", async (_req, reply) =>
@@ -275,11 +279,14 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
 }
 
 /** The substrate's own health verdict, bounded in time: a hung engine is unhealthy too. */
-async function substrateProblem(substrate: Substrate): Promise<string | undefined> {
+async function substrateProblem(
+  substrate: Substrate,
+): Promise<{ part: "substrate"; err: unknown } | undefined> {
   if (substrate.health === undefined) return undefined;
   try {
-    return await substrate.health(AbortSignal.timeout(HEALTH_TIMEOUT_MS));
+    const problem = await substrate.health(AbortSignal.timeout(HEALTH_TIMEOUT_MS));
+    return problem === undefined ? undefined : { part: "substrate", err: new Error(problem) };
   } catch (err) {
-    return `substrate health check failed: ${(err as Error).message}`;
+    return { part: "substrate", err };
   }
 }

@@ -183,7 +183,8 @@ export interface Substrate {
 
   /**
    * Optional: what is wrong with the substrate right now (its engine does not answer…),
-   * or undefined when it is usable. `GET /health` answers 503 with it.
+   * or undefined when it is usable. `GET /health` answers 503 (without this text, which
+   * only reaches the log).
    */
   health?(signal: AbortSignal): Promise<string | undefined>;
 
