@@ -1,5 +1,6 @@
 import { type Dispatcher, request } from "undici";
 import { signRequest } from "../../auth/hmac.ts";
+import { retry, sleepOrAbort } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { Journal, OutboxRow } from "./journal/journal.ts";
@@ -37,6 +38,13 @@ export const CALLBACK_REPLAY_INTERVAL_MS = 30_000;
 export const CALLBACK_CONCURRENCY = 16;
 export const LIFECYCLE_MAX_AGE_MS = 24 * 3600_000;
 const RESPONSE_READ_LIMIT = 4096;
+
+/** One try that did not end in a 2xx (status 0: no answer); the retry loop tries again. */
+class CallbackNotDelivered extends Error {
+  constructor(readonly status: number) {
+    super(`callback not delivered (${status})`);
+  }
+}
 
 export class OutboxSender {
   readonly #o: Required<Omit<OutboxSenderOptions, "dispatcher" | "onDelivered" | "onAttemptFailed">> &
@@ -89,6 +97,13 @@ export class OutboxSender {
       this.#idleWaiters.push(resolve);
       this.#kick();
     });
+  }
+
+  /** Leases sending now and leases waiting for a slot (tests wait on this, not on time). */
+  get load(): { inFlight: number; waiting: number } {
+    let waiting = 0;
+    for (const lease of this.#pending) if (!this.#inFlight.has(lease)) waiting++;
+    return { inFlight: this.#inFlight.size, waiting };
   }
 
   async stop(): Promise<void> {
@@ -186,19 +201,31 @@ export class OutboxSender {
       deadline.abort(new Error("callback delivery deadline")),
     );
     const chain = AbortSignal.any([signal, deadline.signal]);
+    // The schedule is the delay before each try: the first entry is waited out here,
+    // the rest are the waits between tries.
+    const [first = 0, ...between] = this.#o.backoffMs;
     try {
-      for (const [attempt, delay] of this.#o.backoffMs.entries()) {
-        if (delay > 0) await this.#o.clock.sleep(delay, chain);
-        if (chain.aborted) return false;
-        const status = await this.#post(row, chain).catch((err: unknown) => {
-          log.warn({ attempt: attempt + 1, err: (err as Error).message }, "callback attempt failed");
-          return 0;
-        });
-        if (status >= 200 && status < 300) return true;
-        if (status !== 0) log.warn({ attempt: attempt + 1, status }, "callback refused");
-        this.#o.onAttemptFailed?.(row);
-      }
-      return false;
+      await sleepOrAbort(this.#o.clock, first, chain);
+      await retry(
+        async (attempt) => {
+          const status = await this.#post(row, chain).catch((err: unknown) => {
+            log.warn({ attempt, err: (err as Error).message }, "callback attempt failed");
+            return 0;
+          });
+          if (status >= 200 && status < 300) return;
+          if (status !== 0) log.warn({ attempt, status }, "callback refused");
+          this.#o.onAttemptFailed?.(row);
+          throw new CallbackNotDelivered(status);
+        },
+        {
+          clock: this.#o.clock,
+          attempts: this.#o.backoffMs.length,
+          backoff: between.length > 0 ? between : [0],
+          signal: chain,
+          retryable: () => true,
+        },
+      );
+      return true;
     } catch {
       return false;
     } finally {

@@ -103,7 +103,7 @@ describe("outbox sender", () => {
       assert.equal(journal.outboxSize(), 1, "the row stays until a 2xx");
       rx.setMode(204);
       sender.wake(lease); // an ordinary wake does not retry a head that just failed
-      await new Promise((r) => setImmediate(r));
+      await sender.whenIdle(); // the wake's pass is over and left the lease alone
       assert.equal(of(lease).length, 3);
       clock.advance(30_000 - 6_000);
       await until(() => journal.outboxSize() === 0, "delivered on replay");
@@ -164,8 +164,11 @@ describe("outbox sender", () => {
     const leases = Array.from({ length: 20 }, () => settle());
     sender.start();
     try {
-      await until(() => rx.held() === 16, "16 in flight");
-      await new Promise((r) => setTimeout(r, 50));
+      // With every slot taken the sender is at rest: nothing starts until a request ends.
+      await until(
+        () => rx.held() === 16 && sender.load.inFlight === 16 && sender.load.waiting === 4,
+        "16 in flight, 4 waiting for a slot",
+      );
       assert.equal(rx.held(), 16);
       rx.setMode(200);
       rx.releaseHeld(200);
