@@ -379,39 +379,52 @@ export class DockerSubstrate implements Substrate {
     }
   }
 
-  async destroy(leaseUuid: string, signal: AbortSignal): Promise<void> {
+  async removeWorkload(leaseUuid: string, signal: AbortSignal): Promise<void> {
+    this.#shareable(signal);
+    await this.#during(leaseUuid, () => this.#removeContainers(leaseUuid, signal));
+  }
+
+  async destroyLease(leaseUuid: string, signal: AbortSignal): Promise<void> {
     this.#shareable(signal);
     await this.#during(leaseUuid, async () => {
-      const owned = await this.#owned(leaseUuid, signal);
-      const tenants = new Set(owned.map((c) => c.labels[LABEL.tenant]).filter((t): t is string => !!t));
-      for (const { id } of owned) {
-        this.#expectDeath(id);
-        try {
-          await withPhase(this.#clock, "container remove", this.#config.containerStopTimeoutMs, signal, (s) =>
-            this.#docker.getContainer(id).remove({ force: true, abortSignal: s }),
-          );
-        } catch (err) {
-          if (isNotFound(err)) continue;
-          throw ambiguous(`remove ${id}`, err);
-        }
-      }
-      if (this.#volumes) {
-        for (const volume of (await this.#volumes.list()).filter((v) => v.leaseUuid === leaseUuid)) {
-          const removed = await this.#volumes
-            .destroy(volume.name, { storageId: this.#storageId, leaseUuid }, signal)
-            .catch((err) => {
-              throw ambiguous(`delete volume ${volume.name}`, err);
-            });
-          if (!removed)
-            this.#reportStale(volume.name, leaseUuid, {}, "volume owner file names another owner");
-        }
-      }
-      for (const tenant of tenants) {
-        await this.#networks
-          .withTenant(tenant, () => this.#networks.removeIfUnused(tenant, signal))
-          .catch((err) => this.#log.warn({ tenant, err: engineMessage(err) }, "tenant network not removed"));
-      }
+      await this.#removeContainers(leaseUuid, signal);
+      await this.#destroyVolumes(leaseUuid, signal);
     });
+  }
+
+  /** The lease's containers (ownership-checked), then its tenant's network if now unused. */
+  async #removeContainers(leaseUuid: string, signal: AbortSignal): Promise<void> {
+    const owned = await this.#owned(leaseUuid, signal);
+    const tenants = new Set(owned.map((c) => c.labels[LABEL.tenant]).filter((t): t is string => !!t));
+    for (const { id } of owned) {
+      this.#expectDeath(id);
+      try {
+        await withPhase(this.#clock, "container remove", this.#config.containerStopTimeoutMs, signal, (s) =>
+          this.#docker.getContainer(id).remove({ force: true, abortSignal: s }),
+        );
+      } catch (err) {
+        if (isNotFound(err)) continue;
+        throw ambiguous(`remove ${id}`, err);
+      }
+    }
+    for (const tenant of tenants) {
+      await this.#networks
+        .withTenant(tenant, () => this.#networks.removeIfUnused(tenant, signal))
+        .catch((err) => this.#log.warn({ tenant, err: engineMessage(err) }, "tenant network not removed"));
+    }
+  }
+
+  /** The one place volumes are deleted: each only when its owner file names this lease and storage id. */
+  async #destroyVolumes(leaseUuid: string, signal: AbortSignal): Promise<void> {
+    if (!this.#volumes) return;
+    for (const volume of (await this.#volumes.list()).filter((v) => v.leaseUuid === leaseUuid)) {
+      const removed = await this.#volumes
+        .destroy(volume.name, { storageId: this.#storageId, leaseUuid }, signal)
+        .catch((err) => {
+          throw ambiguous(`delete volume ${volume.name}`, err);
+        });
+      if (!removed) this.#reportStale(volume.name, leaseUuid, {}, "volume owner file names another owner");
+    }
   }
 
   async inspect(leaseUuid: string, signal: AbortSignal): Promise<WorkloadObservation | undefined> {

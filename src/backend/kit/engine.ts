@@ -147,8 +147,9 @@ export class BackendEngine {
     const spec = workloadSpec(lease, this.#c.backendName, this.#c.journal.storageId, this.#c.parseManifest);
     const { substrate } = this.#c;
     try {
-      // A re-provision after a failure starts from nothing: leftovers of the failed release go first.
-      if (lease.release > 1) await substrate.destroy(lease.leaseUuid, signal);
+      // A re-provision after a failure: the failed release's containers go first; its
+      // volumes stay, holding the tenant's data for this release.
+      if (lease.release > 1) await substrate.removeWorkload(lease.leaseUuid, signal);
       await substrate.create(spec, signal);
       await substrate.start(spec, signal);
       if (this.#c.journal.settleSuccess(lease.leaseUuid, lease.generation, this.#c.clock.now())) {
@@ -186,7 +187,8 @@ export class BackendEngine {
     const current = this.#c.journal.getLease(lease.leaseUuid);
     if (current?.head === "close") return; // the close destroys under the same gate
     if (current?.status === "ready") return;
-    await this.#c.substrate.destroy(lease.leaseUuid, this.#shutdown.signal).catch((err) => {
+    // The lease lives on (failed or expired): its volumes stay for a later release or the close.
+    await this.#c.substrate.removeWorkload(lease.leaseUuid, this.#shutdown.signal).catch((err) => {
       log.warn({ err: (err as Error).message }, "cleanup of a superseded provision failed; recovery retries");
     });
   }
@@ -206,7 +208,7 @@ export class BackendEngine {
     if (r.kind !== "closing") {
       // Nothing known here; remove anything labelled with it anyway (no callback).
       void this.#gate
-        .run(leaseUuid, () => this.#c.substrate.destroy(leaseUuid, this.#shutdown.signal))
+        .run(leaseUuid, () => this.#c.substrate.destroyLease(leaseUuid, this.#shutdown.signal))
         .catch(() => {});
       return;
     }
@@ -222,7 +224,7 @@ export class BackendEngine {
       const lease = this.#c.journal.getLease(leaseUuid);
       if (lease?.head !== "close") return;
       try {
-        await this.#c.substrate.destroy(leaseUuid, this.#shutdown.signal);
+        await this.#c.substrate.destroyLease(leaseUuid, this.#shutdown.signal);
       } catch (err) {
         this.#c.logger.warn(
           { lease_uuid: leaseUuid, err: (err as Error).message },
@@ -285,10 +287,16 @@ export class BackendEngine {
       const stale =
         obs.operationId !== undefined && lease !== undefined && obs.operationId !== lease.operationId;
       if (lease === undefined || (stale && lease.head === "none")) {
+        // Volumes go only with a close: a tombstone proves one; anything else keeps them.
+        const closed = lease === undefined && journal.isTombstoned(obs.leaseUuid);
+        if (!closed && obs.instances.length === 0) continue;
         await this.#gate.tryRun(obs.leaseUuid, async () => {
           if (journal.getLease(obs.leaseUuid)?.head === "operation") return;
-          logger.info({ lease_uuid: obs.leaseUuid }, "removing an orphaned workload");
-          await substrate.destroy(obs.leaseUuid, signal).catch(() => {});
+          logger.info({ lease_uuid: obs.leaseUuid, closed }, "removing an orphaned workload");
+          const removal = closed
+            ? substrate.destroyLease(obs.leaseUuid, signal)
+            : substrate.removeWorkload(obs.leaseUuid, signal);
+          await removal.catch(() => {});
         });
       } else if (lease.status === "ready" && lease.head === "none" && obs.state === "failed") {
         this.#onRuntimeEvent({
@@ -329,7 +337,7 @@ export class BackendEngine {
     }
     if (obs !== undefined) {
       try {
-        await substrate.destroy(leaseUuid, signal);
+        await substrate.removeWorkload(leaseUuid, signal);
       } catch {
         return;
       }

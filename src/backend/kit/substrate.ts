@@ -9,7 +9,7 @@ import { FredError } from "../../core/errors.ts";
  *
  * Error contract for every method: throw `SubstrateError`.
  * - `outcome: "definite"` — the call is known not to have taken effect beyond what
- *   `destroy` removes (e.g. image missing, start refused). The kit settles the operation
+ *   `removeWorkload` removes (e.g. image missing, start refused). The kit settles the operation
  *   as failed with the error's tenant-safe `reason`/`message`.
  * - `outcome: "ambiguous"` — the effect may or may not have happened (timeout, daemon
  *   gone, lost response). The kit leaves the intent pending and settles it later from
@@ -153,11 +153,20 @@ export interface Substrate {
   stop(leaseUuid: string, signal: AbortSignal): Promise<void>;
 
   /**
-   * Removes every resource labelled with the lease (instances, volumes, and networks no
-   * longer used). Idempotent; an absent lease is success. Before removing, a substrate
-   * confirms the resource's labels name this lease and storage id (stale-handle safety).
+   * Removes the lease's workload: its instances and the networks no longer used, never
+   * its volumes or the data in them. What a failed, superseded or interrupted release
+   * leaves behind goes this way, so the next release finds the tenant's data in place.
+   * Idempotent; an absent lease is success. Before removing, a substrate confirms the
+   * resource's labels name this lease and storage id (stale-handle safety).
    */
-  destroy(leaseUuid: string, signal: AbortSignal): Promise<void>;
+  removeWorkload(leaseUuid: string, signal: AbortSignal): Promise<void>;
+
+  /**
+   * Destroys everything of the lease, volumes and their data included: what a close does,
+   * and the only path that deletes volumes. Each volume's ownership (storage id and lease)
+   * is confirmed before it is deleted; one of another owner is left alone. Idempotent.
+   */
+  destroyLease(leaseUuid: string, signal: AbortSignal): Promise<void>;
 
   /** Observes one lease; `undefined` when nothing of it exists. Read-only. */
   inspect(leaseUuid: string, signal: AbortSignal): Promise<WorkloadObservation | undefined>;

@@ -114,9 +114,14 @@ export class MockSubstrate implements Substrate {
     if (w && w.state !== "failed") this.#save(leaseUuid, { ...w, state: "stopped" });
   }
 
-  async destroy(leaseUuid: string): Promise<void> {
+  /** A fake workload has no volumes: removing it and destroying the lease are the same. */
+  async removeWorkload(leaseUuid: string): Promise<void> {
     this.#workloads.delete(leaseUuid);
     this.#del.run(leaseUuid);
+  }
+
+  destroyLease(leaseUuid: string): Promise<void> {
+    return this.removeWorkload(leaseUuid);
   }
 
   async inspect(leaseUuid: string): Promise<WorkloadObservation | undefined> {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Receiver } from "../kit/receiver.ts";
+import type { Delivery, Receiver } from "../kit/receiver.ts";
 import type { SignedClient } from "../kit/signed-client.ts";
 
 /** Builds and sends provision requests the way providerd does, and waits for outcomes. */
@@ -32,7 +32,10 @@ export function provisionBody(
   return { lease, op, body };
 }
 
-/** POSTs /provision (expects 202) and waits for the operation callback; returns its body. */
+/**
+ * POSTs /provision (expects 202) and waits for this operation's callback (matched by lease
+ * and operation id, so a re-provision of the same lease waits for its own); returns its body.
+ */
 export async function provisionAndWait(
   c: SignedClient,
   rx: Receiver,
@@ -41,12 +44,10 @@ export async function provisionAndWait(
 ): Promise<Record<string, unknown>> {
   const res = await c.post("/provision", call.body);
   if (res.status !== 202) throw new Error(`provision answered ${res.status}: ${res.text}`);
-  await rx.waitFor(
-    (r) => r.deliveries.some((d) => d.route === "operation" && d.body.lease_uuid === call.lease),
-    timeoutMs,
-  );
-  const d = rx.deliveries.find((x) => x.route === "operation" && x.body.lease_uuid === call.lease);
-  return d?.body ?? {};
+  const ours = (d: Delivery) =>
+    d.route === "operation" && d.body.lease_uuid === call.lease && d.callbackId === call.op;
+  await rx.waitFor((r) => r.deliveries.some(ours), timeoutMs);
+  return rx.deliveries.find(ours)?.body ?? {};
 }
 
 /**

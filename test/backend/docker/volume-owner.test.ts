@@ -73,7 +73,7 @@ describe("docker substrate: running as the VOLUME directories' owner", { skip },
   });
 
   after(async () => {
-    for (const s of made) await substrate?.destroy(s.leaseUuid, signal).catch(() => {});
+    for (const s of made) await substrate?.destroyLease(s.leaseUuid, signal).catch(() => {});
     await substrate?.close();
     scratch?.remove();
   });

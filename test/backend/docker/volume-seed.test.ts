@@ -204,7 +204,7 @@ describe("docker substrate: volumes seeded from the image", { skip }, () => {
   });
 
   after(async () => {
-    for (const s of made) await substrate?.destroy(s.leaseUuid, signal).catch(() => {});
+    for (const s of made) await substrate?.destroyLease(s.leaseUuid, signal).catch(() => {});
     await substrate?.close();
     scratch?.remove();
   });

@@ -73,7 +73,7 @@ describe("docker substrate: real workloads", { skip }, () => {
   });
 
   after(async () => {
-    for (const spec of made) await substrate?.destroy(spec.leaseUuid, signal).catch(() => {});
+    for (const spec of made) await substrate?.destroyLease(spec.leaseUuid, signal).catch(() => {});
     await substrate?.close();
     scratch?.remove();
   });
@@ -186,7 +186,7 @@ describe("docker substrate: real workloads", { skip }, () => {
       substrate.create(spec, signal),
       (err: Error & { outcome?: string }) => err.outcome === "definite",
     );
-    await substrate.destroy(spec.leaseUuid, signal);
+    await substrate.destroyLease(spec.leaseUuid, signal);
     const still = await dockerCli([
       "run",
       "--rm",
@@ -200,10 +200,31 @@ describe("docker substrate: real workloads", { skip }, () => {
     assert.equal(await other.destroy(name, { storageId: "someone-else", leaseUuid: spec.leaseUuid }), true);
   });
 
+  it("removeWorkload removes the containers and keeps the volume's data for the next release", async () => {
+    const c = container(disk, "store");
+    // The quota test above filled the volume: make room first.
+    const write = await execIn(c, "rm -f /data/big && echo kept > /data/keep && sync");
+    assert.equal(write.code, 0, write.out);
+    await substrate.removeWorkload(disk.leaseUuid, signal);
+    await substrate.removeWorkload(disk.leaseUuid, signal);
+    assert.equal((await dockerCli(["inspect", c])).code, 1, "the container is gone");
+    const left = await substrate.inspect(disk.leaseUuid, signal);
+    assert.deepEqual(
+      left,
+      { leaseUuid: disk.leaseUuid, state: "partial", instances: [] },
+      "the volume is still there",
+    );
+    const next = { ...disk, operationId: randomUUID(), release: 2 };
+    await substrate.create(next, signal);
+    await substrate.start(next, signal);
+    const read = await execIn(c, "cat /data/keep");
+    assert.equal(read.out, "kept\n");
+  });
+
   it("destroy removes containers and the volume and is idempotent", async () => {
     const volume = instanceName(disk.leaseUuid, "store", 0);
-    await substrate.destroy(disk.leaseUuid, signal);
-    await substrate.destroy(disk.leaseUuid, signal);
+    await substrate.destroyLease(disk.leaseUuid, signal);
+    await substrate.destroyLease(disk.leaseUuid, signal);
     assert.equal(await substrate.inspect(disk.leaseUuid, signal), undefined);
     assert.equal((await dockerCli(["inspect", volume])).code, 1);
     const ls = await dockerCli([
