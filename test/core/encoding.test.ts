@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { decodeBase64Std, decodeHex, encodeBase64Std } from "../../src/core/encoding.ts";
-import { isFredError } from "../../src/core/errors.ts";
+import { type ErrorCode, isFredError } from "../../src/core/errors.ts";
 import { parseStrictJson } from "../../src/core/strict-json.ts";
 
-const refused = (fn: () => unknown, code: string) =>
+const refused = (fn: () => unknown, code: ErrorCode) =>
   assert.throws(fn, (err: unknown) => isFredError(err, code), `expected ${code}`);
 
 describe("strict base64", () => {

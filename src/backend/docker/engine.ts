@@ -1,6 +1,6 @@
 import Docker from "dockerode";
 import type { Clock } from "../../core/clock.ts";
-import { FredError } from "../../core/errors.ts";
+import { type ErrorCode, FredError } from "../../core/errors.ts";
 import { SubstrateError } from "../kit/substrate.ts";
 
 /**
@@ -40,23 +40,37 @@ export function engineMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** Each named engine phase and the code its timeout carries. */
+const PHASE_TIMEOUT = {
+  "engine ping": "ERR_DOCKER_ENGINE_PING_TIMEOUT",
+  "image pull": "ERR_DOCKER_IMAGE_PULL_TIMEOUT",
+  "image inspect": "ERR_DOCKER_IMAGE_INSPECT_TIMEOUT",
+  "container create": "ERR_DOCKER_CONTAINER_CREATE_TIMEOUT",
+  "container start": "ERR_DOCKER_CONTAINER_START_TIMEOUT",
+  "container stop": "ERR_DOCKER_CONTAINER_STOP_TIMEOUT",
+  "container remove": "ERR_DOCKER_CONTAINER_REMOVE_TIMEOUT",
+  "volume seed": "ERR_DOCKER_VOLUME_SEED_TIMEOUT",
+  "volume owner": "ERR_DOCKER_VOLUME_OWNER_TIMEOUT",
+  "seed helper create": "ERR_DOCKER_SEED_HELPER_CREATE_TIMEOUT",
+  "seed helper remove": "ERR_DOCKER_SEED_HELPER_REMOVE_TIMEOUT",
+} as const satisfies Record<string, ErrorCode>;
+export type DockerPhase = keyof typeof PHASE_TIMEOUT;
+
 /**
  * Runs `work` with a signal that aborts when the parent does or when `ms` elapse on the
  * clock; a timeout surfaces as FredError `ERR_DOCKER_<PHASE>_TIMEOUT` (retryable).
  */
 export async function withPhase<T>(
   clock: Clock,
-  phase: string,
+  phase: DockerPhase,
   ms: number,
   parent: AbortSignal,
   work: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   const controller = new AbortController();
-  const timeoutError = new FredError(
-    `ERR_DOCKER_${phase.toUpperCase().replace(/[^A-Z0-9]+/g, "_")}_TIMEOUT`,
-    `docker ${phase} did not finish within ${ms} ms`,
-    { retryable: true },
-  );
+  const timeoutError = new FredError(PHASE_TIMEOUT[phase], `docker ${phase} did not finish within ${ms} ms`, {
+    retryable: true,
+  });
   const cancel = clock.setTimer(ms, () => controller.abort(timeoutError));
   const onParent = () => controller.abort(parent.reason);
   if (parent.aborted) onParent();

@@ -1,3 +1,4 @@
+import { FredError } from "../../core/errors.ts";
 import { isUuidV4 } from "../../core/uuid.ts";
 
 /**
@@ -7,7 +8,12 @@ import { isUuidV4 } from "../../core/uuid.ts";
  */
 export type CallbackUrls = { operationId: string; callbackUrl: string; lifecycleUrl: string };
 
-export class CallbackUrlError extends Error {}
+export class CallbackUrlError extends FredError<"ERR_CALLBACK_URL"> {
+  constructor(message: string) {
+    super("ERR_CALLBACK_URL", message);
+    this.name = "CallbackUrlError";
+  }
+}
 
 const MAX_URL_LENGTH = 2048;
 

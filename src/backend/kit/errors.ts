@@ -1,4 +1,5 @@
 import { type BackendErrorBody, backendError, type ValidationCode } from "../../core/envelope.ts";
+import type { BackendBodyCode } from "../../core/error-codes.ts";
 import { FredError } from "../../core/errors.ts";
 
 /**
@@ -6,14 +7,16 @@ import { FredError } from "../../core/errors.ts";
  * where the decision is made; mapped to HTTP in exactly one place (the server's error
  * handler). Messages are tenant-safe by construction.
  */
-export class ContractError extends FredError {
-  readonly status: number;
+export type ContractStatus = 400 | 403 | 404 | 409 | 501 | 503;
+
+export class ContractError extends FredError<`ERR_CONTRACT_${ContractStatus}`> {
+  readonly status: ContractStatus;
   readonly body: BackendErrorBody;
 
   constructor(
-    status: number,
+    status: ContractStatus,
     message: string,
-    extra: { code?: string; validation_code?: ValidationCode } = {},
+    extra: { code?: BackendBodyCode; validation_code?: ValidationCode } = {},
   ) {
     super(`ERR_CONTRACT_${status}`, message, { retryable: status === 503 });
     this.name = "ContractError";
@@ -25,7 +28,7 @@ export class ContractError extends FredError {
 export const badRequest = (message: string, validation_code?: ValidationCode) =>
   new ContractError(400, message, validation_code === undefined ? {} : { validation_code });
 export const notFound = (message = "lease is not provisioned") => new ContractError(404, message);
-export const conflict = (message: string, code?: string) =>
+export const conflict = (message: string, code?: BackendBodyCode) =>
   new ContractError(409, message, code === undefined ? {} : { code });
 export const insufficientResources = (message: string) =>
   new ContractError(503, message, { code: "insufficient_resources" });

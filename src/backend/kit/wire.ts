@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { decodeBase64Std, decodeHex } from "../../core/encoding.ts";
+import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import { CallbackUrlError, type CallbackUrls, resolveCallbackUrls } from "./callback-url.ts";
 import type { InstanceSpec, LeaseItem, SkuProfile } from "./substrate.ts";
@@ -9,12 +10,13 @@ import type { InstanceSpec, LeaseItem, SkuProfile } from "./substrate.ts";
  * a `WireError` (400 at the HTTP edge) with a message safe to show the caller; unknown
  * body keys are ignored, as the reference does.
  */
-export class WireError extends Error {
+export class WireError extends FredError<"ERR_WIRE"> {
   constructor(
     message: string,
     readonly validationCode?: "unknown_sku" | "invalid_manifest" | "image_not_allowed",
   ) {
-    super(message);
+    super("ERR_WIRE", message);
+    this.name = "WireError";
   }
 }
 

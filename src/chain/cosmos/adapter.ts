@@ -7,7 +7,7 @@
  */
 import type { EncodeObject } from "@cosmjs/proto-signing";
 import { type Clock, systemClock } from "../../core/clock.ts";
-import { FredError } from "../../core/errors.ts";
+import { type ErrorCode, FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import type { Logger } from "../../log.ts";
 import type {
@@ -74,7 +74,7 @@ export const DEFAULT_GAS: GasConfig = {
 /** The state each lease transaction moves a lease from, and the state it leads to. */
 const TRANSITION: Record<
   LeaseMsgKind,
-  { from: LeaseStateName; to: LeaseStateName; ok: LeaseOutcome["status"]; notFrom: string }
+  { from: LeaseStateName; to: LeaseStateName; ok: LeaseOutcome["status"]; notFrom: ErrorCode }
 > = {
   acknowledge: {
     from: "LEASE_STATE_PENDING",

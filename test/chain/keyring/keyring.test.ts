@@ -6,14 +6,14 @@ import { after, before, describe, it } from "node:test";
 import { addressFromPubkey } from "../../../src/auth/address.ts";
 import { compressedPubkey, privateKeyFromMnemonic } from "../../../src/auth/keys.ts";
 import { Keyring } from "../../../src/chain/keyring/index.ts";
-import { isFredError } from "../../../src/core/errors.ts";
+import { type ErrorCode, isFredError } from "../../../src/core/errors.ts";
 
 // A fixed BIP-39 test mnemonic (the standard "abandon … about" vector).
 const MNEMONIC =
   "abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about";
 const FAST = { n: 1024, r: 8, p: 1 };
 
-function code(c: string) {
+function code(c: ErrorCode) {
   return (err: unknown) => isFredError(err, c);
 }
 

@@ -81,7 +81,7 @@ describe("retry", () => {
       retry(
         async () => {
           calls++;
-          throw new FredError("ERR_X", "final");
+          throw new FredError("ERR_CONFIG", "final");
         },
         { clock, backoff: [0] },
       ),

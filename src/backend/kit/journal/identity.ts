@@ -1,6 +1,6 @@
 import { closeSync, existsSync, openSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
-import { FredError } from "../../../core/errors.ts";
+import { type ErrorCode, FredError } from "../../../core/errors.ts";
 import { isUuidV4, newUuidV4 } from "../../../core/uuid.ts";
 import { MIGRATIONS } from "./migrations.ts";
 
@@ -30,7 +30,7 @@ export interface OpenedDatabase {
   storageId: string;
 }
 
-const storageError = (code: string, message: string) => new FredError(code, message);
+const storageError = (code: ErrorCode, message: string) => new FredError(code, message);
 
 export function openJournalDatabase(opts: OpenJournalOptions): OpenedDatabase {
   if (opts.storageId !== undefined && !isUuidV4(opts.storageId)) {
