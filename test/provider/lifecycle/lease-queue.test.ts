@@ -125,7 +125,7 @@ describe("lease steps retry on their own (the Clock's backoff)", () => {
     const broken = "0190f3a2-7c1e-7000-8000-000000000e02";
     const fine = "0190f3a2-7c1e-7000-8000-000000000e03";
     const { store, sent, calls, lifecycle } = lifecycleWith((uuid) => {
-      if (uuid === broken) throw new FredError("ERR_BAD", "never works");
+      if (uuid === broken) throw new FredError("ERR_CONFIG", "never works");
       return billingLease(uuid);
     });
     lifecycle.startProvision(broken);
