@@ -28,6 +28,11 @@ export class HmacError extends FredError {
   }
 }
 
+/** The one rule for a configured HMAC secret: at least MIN_SECRET_BYTES bytes of UTF-8. */
+export function isStrongSecret(secret: string): boolean {
+  return Buffer.byteLength(secret, "utf8") >= MIN_SECRET_BYTES;
+}
+
 /** Refuses secrets shorter than 32 bytes and returns the secret's bytes. */
 export function hmacSecret(secret: string | Uint8Array): Buffer {
   const bytes = typeof secret === "string" ? Buffer.from(secret, "utf8") : Buffer.from(secret);

@@ -45,6 +45,23 @@ export function parseDurationMs(text: string): number {
   return parseGoDuration(text) / 1e6;
 }
 
+export type ConfigDuration = { ok: true; ms: number } | { ok: false; problem: "invalid" | "negative" };
+
+/**
+ * The one rule for a duration in configuration (providerd's file and environment, the
+ * mock backend's environment, the Docker backend's file): Go syntax, never negative,
+ * in milliseconds. Each caller words the problem for its own key.
+ */
+export function parseConfigDuration(text: string): ConfigDuration {
+  let ms: number;
+  try {
+    ms = parseDurationMs(text);
+  } catch {
+    return { ok: false, problem: "invalid" };
+  }
+  return ms < 0 ? { ok: false, problem: "negative" } : { ok: true, ms };
+}
+
 function trimFraction(value: number, digits: number): string {
   return value.toFixed(digits).replace(/\.?0+$/, "");
 }

@@ -1,27 +1,114 @@
+import { isDeepStrictEqual } from "node:util";
 import { isMap, isScalar, isSeq, type Node, parseAllDocuments } from "yaml";
-import { parseDurationMs } from "../../core/duration.ts";
+import { parseConfigDuration } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
-import { BACKEND_KEYS, envName, type KeySpec, TOP_LEVEL_KEYS, type ValueKind } from "./keys.ts";
+import { durationProblem } from "./fields.ts";
+import { type FieldInfo, type FieldKind, fieldsOf } from "./introspect.ts";
+import type { RefusedKeys } from "./refused.ts";
+import { fileFields } from "./schema.ts";
 
 /**
- * Structural decoding: YAML text (exactly one document) plus `PROVIDER_<KEY>` overrides
- * become typed values per the key table. Every structural problem is collected rather
- * than thrown, so `--check-config` can print all of them at once. Semantic rules
- * (URLs, secrets, production mode) live in validate.ts and see only well-typed values.
+ * What the schema parses: the YAML text (exactly one document, no key colliding with
+ * another case-insensitively) with `PROVIDER_<KEY>` overrides laid over it and refused
+ * keys taken out. Every problem is collected rather than thrown, so `--check-config` can
+ * print all of them at once.
  */
-export type Decoded = Map<string, unknown>;
+export type Env = Readonly<Record<string, string | undefined>>;
 
-export interface DecodedConfig {
-  top: Decoded;
-  backends: Decoded[];
-  /** Keys the file set explicitly (top level); env overrides apply only to these when no default. */
-  present: ReadonlySet<string>;
-  /** Keys whose value could not be decoded; semantic rules skip them. */
-  broken: ReadonlySet<string>;
+export interface ConfigInput {
+  /** undefined when the text is not one YAML mapping (nothing else can be checked). */
+  input: Record<string, unknown> | undefined;
   problems: string[];
 }
 
-export type Env = Readonly<Record<string, string | undefined>>;
+/** The environment variable that overrides `key`. */
+export function envName(key: string): string {
+  return `PROVIDER_${key.toUpperCase()}`;
+}
+
+export function decodeConfig(text: string, env: Env, refused: RefusedKeys): ConfigInput {
+  const problems: string[] = [];
+  const root = readYamlRoot(text, problems);
+  if (root === undefined) return { input: undefined, problems };
+  const input = { ...root };
+  if (env[envName("backends")] !== undefined) {
+    problems.push(`${envName("backends")} cannot set backends; list them in the config file`);
+  }
+  for (const [key, field] of fieldsOf(fileFields)) {
+    if (key === "backends") continue;
+    const refusal = refused[key];
+    const fromEnv = env[envName(key)];
+    if (refusal !== undefined && !refusal.atDefault) {
+      if (key in root) problems.push(`${key}: ${refusal.reason}`);
+      if (fromEnv !== undefined) problems.push(`${key} (from ${envName(key)}): ${refusal.reason}`);
+      delete input[key];
+      continue;
+    }
+    if (fromEnv !== undefined) overlay(input, key, field, fromEnv, key in root, problems);
+    if (refusal !== undefined && key in input) {
+      if (!isDeepStrictEqual(input[key], field.default)) {
+        const source = fromEnv === undefined ? key : `${key} (from ${envName(key)})`;
+        problems.push(
+          `${source}: only the default ${JSON.stringify(field.default)} is accepted; ${refusal.reason}`,
+        );
+      }
+      delete input[key];
+    }
+  }
+  return { input, problems };
+}
+
+/**
+ * `PROVIDER_<KEY>` overrides a key only when it has a built-in default or the file sets
+ * it: providerd must never start from the environment alone.
+ */
+function overlay(
+  input: Record<string, unknown>,
+  key: string,
+  field: FieldInfo,
+  text: string,
+  inFile: boolean,
+  problems: string[],
+): void {
+  const name = envName(key);
+  if (!field.hasDefault && !inFile) {
+    problems.push(
+      `${name} is set but ${key} is not in the config file; keys without a default must appear in the file`,
+    );
+    return;
+  }
+  const decoded = decodeEnvText(field.kind, text);
+  if (decoded.ok) input[key] = decoded.value;
+  else problems.push(`${name} ${decoded.problem}`);
+}
+
+type Decoded = { ok: true; value: unknown } | { ok: false; problem: string };
+
+/** Env text → the value the file would hold (a duration stays text; the schema converts it). */
+function decodeEnvText(kind: FieldKind, text: string): Decoded {
+  switch (kind) {
+    case "bool":
+      return text === "true" || text === "false"
+        ? { ok: true, value: text === "true" }
+        : { ok: false, problem: "must be true or false" };
+    case "int":
+      return /^-?\d+$/.test(text) && Number.isSafeInteger(Number(text))
+        ? { ok: true, value: Number(text) }
+        : { ok: false, problem: "must be an integer" };
+    case "number":
+      return text.trim() !== "" && Number.isFinite(Number(text))
+        ? { ok: true, value: Number(text) }
+        : { ok: false, problem: "must be a number" };
+    case "duration": {
+      const d = parseConfigDuration(text);
+      return d.ok ? { ok: true, value: text } : { ok: false, problem: durationProblem(d.problem, text) };
+    }
+    case "list":
+      return { ok: true, value: text.trim() === "" ? [] : text.split(",").map((s) => s.trim()) };
+    default:
+      return { ok: true, value: text };
+  }
+}
 
 function readYamlRoot(text: string, problems: string[]): Record<string, unknown> | undefined {
   const docs = parseAllDocuments(text, { uniqueKeys: true, prettyErrors: false });
@@ -43,10 +130,8 @@ function readYamlRoot(text: string, problems: string[]): Record<string, unknown>
     problems.push("config must be a YAML mapping of keys to values");
     return undefined;
   }
-  const out: Record<string, unknown> = {};
   if (!checkMapKeys(doc.contents as Node, "", problems)) return undefined;
-  Object.assign(out, doc.toJS({ maxAliasCount: 100 }) as Record<string, unknown>);
-  return out;
+  return doc.toJS({ maxAliasCount: 100 }) as Record<string, unknown>;
 }
 
 /** Refuses non-string keys and case-insensitive collisions in every mapping, recursively. */
@@ -82,187 +167,6 @@ function checkMapKeys(node: Node | null | undefined, path: string, problems: str
 
 function join(path: string, key: string): string {
   return path === "" ? key : `${path}.${key}`;
-}
-
-/** Decodes one value from the file (`fromEnv` false) or from an env string. */
-function decodeValue(kind: ValueKind, raw: unknown, path: string, fromEnv: boolean): unknown {
-  if (fromEnv) return decodeEnvValue(kind, raw as string, path);
-  switch (kind) {
-    case "string":
-      if (typeof raw !== "string") throw problem(`${path} must be a string`);
-      return raw;
-    case "bool":
-      if (typeof raw !== "boolean") throw problem(`${path} must be true or false`);
-      return raw;
-    case "int":
-      if (typeof raw !== "number" || !Number.isSafeInteger(raw)) throw problem(`${path} must be an integer`);
-      return raw;
-    case "number":
-      if (typeof raw !== "number" || !Number.isFinite(raw)) throw problem(`${path} must be a number`);
-      return raw;
-    case "duration":
-      if (typeof raw !== "string") throw problem(`${path} must be a duration string such as "30s"`);
-      return durationMs(raw, path);
-    case "stringList":
-      if (raw === null) return [];
-      if (!Array.isArray(raw) || raw.some((v) => typeof v !== "string")) {
-        throw problem(`${path} must be a list of strings`);
-      }
-      return raw;
-    case "backends":
-      throw problem(`${path} cannot be decoded as a scalar`);
-  }
-}
-
-function decodeEnvValue(kind: ValueKind, text: string, path: string): unknown {
-  const name = envName(path);
-  switch (kind) {
-    case "string":
-      return text;
-    case "bool":
-      if (text !== "true" && text !== "false") throw problem(`${name} must be true or false`);
-      return text === "true";
-    case "int":
-      if (!/^-?\d+$/.test(text) || !Number.isSafeInteger(Number(text))) {
-        throw problem(`${name} must be an integer`);
-      }
-      return Number(text);
-    case "number":
-      if (text.trim() === "" || !Number.isFinite(Number(text))) throw problem(`${name} must be a number`);
-      return Number(text);
-    case "duration":
-      return durationMs(text, name);
-    case "stringList":
-      return text.trim() === "" ? [] : text.split(",").map((s) => s.trim());
-    case "backends":
-      throw problem(`${name} cannot set backends; list them in the config file`);
-  }
-}
-
-function durationMs(text: string, path: string): number {
-  let ms: number;
-  try {
-    ms = parseDurationMs(text);
-  } catch {
-    throw problem(
-      `${path} is not a valid duration: ${JSON.stringify(text)} (use forms like "500ms", "30s", "5m", "1h")`,
-    );
-  }
-  if (ms < 0) throw problem(`${path} must not be negative`);
-  return ms;
-}
-
-class Problem extends Error {}
-function problem(message: string): Problem {
-  return new Problem(message);
-}
-
-function defaultValue(spec: KeySpec): unknown {
-  if (spec.default === undefined) return undefined;
-  if (spec.kind === "duration") return parseDurationMs(spec.default as string);
-  return spec.default;
-}
-
-function decodeSection(
-  raw: Record<string, unknown>,
-  table: Readonly<Record<string, KeySpec>>,
-  prefix: string,
-  out: Decoded,
-  broken: Set<string>,
-  problems: string[],
-): void {
-  for (const key of Object.keys(raw)) {
-    if (!(key in table)) problems.push(`unknown key ${JSON.stringify(prefix + key)}`);
-  }
-  for (const [key, spec] of Object.entries(table)) {
-    if (spec.kind === "backends") continue;
-    if (key in raw) {
-      try {
-        out.set(key, decodeValue(spec.kind, raw[key], prefix + key, false));
-      } catch (err) {
-        if (!(err instanceof Problem)) throw err;
-        problems.push(err.message);
-        broken.add(prefix + key);
-      }
-    } else if (spec.default !== undefined) {
-      out.set(key, defaultValue(spec));
-    }
-  }
-}
-
-export function decodeConfig(text: string, env: Env): DecodedConfig {
-  const problems: string[] = [];
-  const broken = new Set<string>();
-  const top: Decoded = new Map();
-  const backends: Decoded[] = [];
-  const root = readYamlRoot(text, problems);
-  if (root === undefined) return { top, backends, present: new Set(), broken, problems };
-
-  decodeSection(root, TOP_LEVEL_KEYS, "", top, broken, problems);
-  if ("backends" in root) decodeBackends(root.backends, backends, broken, problems);
-  applyEnv(root, env, top, broken, problems);
-  return { top, backends, present: new Set(Object.keys(root)), broken, problems };
-}
-
-function decodeBackends(raw: unknown, out: Decoded[], broken: Set<string>, problems: string[]): void {
-  if (raw === null) return;
-  if (!Array.isArray(raw)) {
-    problems.push("backends must be a list of backend entries");
-    broken.add("backends");
-    return;
-  }
-  raw.forEach((entry, i) => {
-    const decoded: Decoded = new Map();
-    if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
-      problems.push(`backends[${i}] must be a mapping of backend keys`);
-      broken.add(`backends[${i}]`);
-    } else {
-      decodeSection(
-        entry as Record<string, unknown>,
-        BACKEND_KEYS,
-        `backends[${i}].`,
-        decoded,
-        broken,
-        problems,
-      );
-    }
-    out.push(decoded);
-  });
-}
-
-/**
- * `PROVIDER_<KEY>` overrides a key only when it has a built-in default or the file
- * sets it: providerd must never start from the environment alone.
- */
-function applyEnv(
-  root: Record<string, unknown>,
-  env: Env,
-  top: Decoded,
-  broken: Set<string>,
-  problems: string[],
-): void {
-  for (const [key, spec] of Object.entries(TOP_LEVEL_KEYS)) {
-    const text = env[envName(key)];
-    if (text === undefined) continue;
-    if (spec.kind === "backends") {
-      problems.push(`${envName(key)} cannot set backends; list them in the config file`);
-      continue;
-    }
-    if (spec.default === undefined && !(key in root)) {
-      problems.push(
-        `${envName(key)} is set but ${key} is not in the config file; keys without a default must appear in the file`,
-      );
-      continue;
-    }
-    try {
-      top.set(key, decodeValue(spec.kind, text, key, true));
-      broken.delete(key);
-    } catch (err) {
-      if (!(err instanceof Problem)) throw err;
-      problems.push(err.message);
-      broken.add(key);
-    }
-  }
 }
 
 /** Thrown by the loader when a configuration has problems; `problems` lists every one. */

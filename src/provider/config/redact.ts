@@ -1,4 +1,4 @@
-import type { ProviderConfig } from "./types.ts";
+import type { ProviderConfig } from "./load.ts";
 
 const REDACTED = "[redacted]";
 

@@ -4,7 +4,8 @@ import { isIP } from "node:net";
  * URL rules for backend origins and the callback base URL. We parse the raw text
  * ourselves instead of trusting WHATWG normalisation, because the rules are about what
  * the operator wrote: an empty "?" or "#", user info, or an encoded separator must be
- * refused, not silently cleaned away.
+ * refused, not silently cleaned away. A problem is a predicate ("must not contain user
+ * info"); the caller puts the key's name in front.
  */
 export interface ParsedAuthority {
   scheme: "http" | "https";
@@ -22,49 +23,47 @@ export type UrlCheck<T> = { ok: true; value: T } | { ok: false; problem: string 
 const SCHEME = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//;
 const HOST_CHARS = /^[A-Za-z0-9._-]+$/;
 
-export function parseAuthority(text: string, field: string): UrlCheck<ParsedAuthority> {
+export function parseAuthority(text: string): UrlCheck<ParsedAuthority> {
   const m = SCHEME.exec(text);
   const scheme = m?.[1]?.toLowerCase();
   if (!m || (scheme !== "http" && scheme !== "https")) {
-    return { ok: false, problem: `${field} must be an absolute http:// or https:// URL` };
+    return { ok: false, problem: `must be an absolute http:// or https:// URL` };
   }
   const afterScheme = text.slice(m[0].length);
   const end = afterScheme.search(/[/?#]/);
   const authority = end < 0 ? afterScheme : afterScheme.slice(0, end);
   const rest = end < 0 ? "" : afterScheme.slice(end);
-  if (authority.includes("@")) return { ok: false, problem: `${field} must not contain user info` };
+  if (authority.includes("@")) return { ok: false, problem: `must not contain user info` };
   let hostPart: string;
   let portPart: string | undefined;
   if (authority.startsWith("[")) {
     const close = authority.indexOf("]");
-    if (close < 0) return { ok: false, problem: `${field} has an invalid hostname` };
+    if (close < 0) return { ok: false, problem: `has an invalid hostname` };
     hostPart = authority.slice(1, close);
     const tail = authority.slice(close + 1);
-    if (tail !== "" && !tail.startsWith(":"))
-      return { ok: false, problem: `${field} has an invalid hostname` };
+    if (tail !== "" && !tail.startsWith(":")) return { ok: false, problem: `has an invalid hostname` };
     portPart = tail === "" ? undefined : tail.slice(1);
-    if (isIP(hostPart) !== 6) return { ok: false, problem: `${field} has an invalid hostname` };
+    if (isIP(hostPart) !== 6) return { ok: false, problem: `has an invalid hostname` };
   } else {
     const colon = authority.lastIndexOf(":");
     hostPart = colon < 0 ? authority : authority.slice(0, colon);
     portPart = colon < 0 ? undefined : authority.slice(colon + 1);
-    if (hostPart === "" || /^\.+$/.test(hostPart))
-      return { ok: false, problem: `${field} must have a hostname` };
+    if (hostPart === "" || /^\.+$/.test(hostPart)) return { ok: false, problem: `must have a hostname` };
     if (/[^\x00-\x7f]/.test(hostPart)) {
       return {
         ok: false,
-        problem: `${field} hostname must be ASCII (use punycode for internationalized names)`,
+        problem: `hostname must be ASCII (use punycode for internationalized names)`,
       };
     }
     if (!HOST_CHARS.test(hostPart) || hostPart.includes("..")) {
-      return { ok: false, problem: `${field} has an invalid hostname` };
+      return { ok: false, problem: `has an invalid hostname` };
     }
   }
   let port: number | undefined;
   if (portPart !== undefined) {
     port = /^\d{1,5}$/.test(portPart) ? Number(portPart) : Number.NaN;
     if (!(port >= 1 && port <= 65535)) {
-      return { ok: false, problem: `${field} port must be a number between 1 and 65535` };
+      return { ok: false, problem: `port must be a number between 1 and 65535` };
     }
   }
   const host = hostPart.toLowerCase();
@@ -74,11 +73,11 @@ export function parseAuthority(text: string, field: string): UrlCheck<ParsedAuth
 }
 
 /** A backend URL: an origin only (a single trailing "/" is tolerated). */
-export function parseBackendOrigin(text: string, field: string): UrlCheck<ParsedAuthority> {
-  const parsed = parseAuthority(text, field);
+export function parseBackendOrigin(text: string): UrlCheck<ParsedAuthority> {
+  const parsed = parseAuthority(text);
   if (!parsed.ok) return parsed;
   if (parsed.value.rest !== "" && parsed.value.rest !== "/") {
-    return { ok: false, problem: `${field} must be an origin with no path, query or fragment` };
+    return { ok: false, problem: `must be an origin with no path, query or fragment` };
   }
   return parsed;
 }
@@ -99,38 +98,37 @@ const PERCENT = /%(?![0-9A-Fa-f]{2})/;
 const UNSAFE_QUERY = /[\x00-\x20"<>\\^`{|}\x7f-\uffff]/;
 
 export function parseCallbackBase(text: string): UrlCheck<CallbackBase> {
-  const field = "callback_base_url";
-  const parsed = parseAuthority(text, field);
+  const parsed = parseAuthority(text);
   if (!parsed.ok) return parsed;
   let rest = parsed.value.rest;
-  if (rest.includes("#")) return { ok: false, problem: `${field} must not contain a fragment` };
+  if (rest.includes("#")) return { ok: false, problem: `must not contain a fragment` };
   let query = "";
   const q = rest.indexOf("?");
   if (q >= 0) {
     query = rest.slice(q + 1);
     rest = rest.slice(0, q);
-    if (query === "") return { ok: false, problem: `${field} must not end with an empty "?"` };
+    if (query === "") return { ok: false, problem: `must not end with an empty "?"` };
     if (UNSAFE_QUERY.test(query) || PERCENT.test(query) || query.includes(";")) {
-      return { ok: false, problem: `${field} query is malformed or not percent-encoded` };
+      return { ok: false, problem: `query is malformed or not percent-encoded` };
     }
     for (const part of query.split("&")) {
-      if (part === "") return { ok: false, problem: `${field} query is malformed or not percent-encoded` };
+      if (part === "") return { ok: false, problem: `query is malformed or not percent-encoded` };
       const key = decodeURIComponent(part.split("=")[0]!.replace(/\+/g, " "));
       if (RESERVED_QUERY_KEYS.has(key)) {
-        return { ok: false, problem: `${field} must not carry an operation_id or lifecycle_id query key` };
+        return { ok: false, problem: `must not carry an operation_id or lifecycle_id query key` };
       }
     }
   }
-  if (rest.includes("\\")) return { ok: false, problem: `${field} path must not contain backslashes` };
+  if (rest.includes("\\")) return { ok: false, problem: `path must not contain backslashes` };
   if (/%(2f|5c)/i.test(rest)) {
-    return { ok: false, problem: `${field} path must not contain percent-encoded separators` };
+    return { ok: false, problem: `path must not contain percent-encoded separators` };
   }
-  if (PERCENT.test(rest)) return { ok: false, problem: `${field} path has an invalid percent-escape` };
+  if (PERCENT.test(rest)) return { ok: false, problem: `path has an invalid percent-escape` };
   const trimmed = rest.replace(/\/+$/, "");
   if (trimmed !== "") {
     const segments = trimmed.slice(1).split("/");
     if (segments.some((s) => s === "" || s === "." || s === "..")) {
-      return { ok: false, problem: `${field} path must not contain empty, "." or ".." segments` };
+      return { ok: false, problem: `path must not contain empty, "." or ".." segments` };
     }
   }
   const path = trimmed

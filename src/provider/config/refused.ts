@@ -1,0 +1,65 @@
+/**
+ * A config key either takes effect or providerd refuses it. These keys are in the
+ * reference's configuration but their feature is not built here yet, so setting one (in
+ * the file or as `PROVIDER_<KEY>`, whatever its value) is a problem that says why. The
+ * work that makes a key effective deletes its line (the schema already holds its type,
+ * default and rules). `atDefault` keys are accepted at their default, for config files
+ * written for the reference.
+ */
+export interface Refusal {
+  /** Why, and what to do; follows "<key>: ". */
+  reason: string;
+  /** Which issue makes the key effective. */
+  until: string;
+  atDefault?: true;
+}
+
+export type RefusedKeys = Readonly<Record<string, Refusal>>;
+
+const notYet = (what: string) => `not supported yet: ${what}; remove the key`;
+const HTTPS = notYet("the tenant API (HTTPS listener) is not built");
+const IP_LIMIT = notYet("the tenant API's per-IP rate limit is not built");
+const TENANT_LIMIT = notYet("the tenant API's per-tenant rate limit is not built");
+const PROXIES = notYet("the tenant API (X-Forwarded-For from trusted proxies) is not built");
+const CORS = notYet("the tenant API (CORS) is not built");
+const MAINTENANCE = notYet("restart and update (the maintenance journal) are not built");
+const WITHDRAW = notYet("providerd does not withdraw fees yet");
+const CREDIT = notYet("the credit monitor is not built");
+const SUB_SIGNERS = notYet("providerd signs with its one key (sub-signers are not wired)");
+const SNAPSHOTS = notYet("online placement snapshots are not built");
+const GRPC = "this implementation reads the chain through CometBFT RPC: set rpc_url";
+
+const TENANT_API = "issue 13 (tenant API)";
+const LIVE_OPS = "issue 14 (live operations)";
+const PAID = "issue 17 (getting paid)";
+const TOOLING = "issue 20 (operator tooling)";
+
+export const REFUSED_KEYS: RefusedKeys = {
+  tls_cert_file: { reason: HTTPS, until: TENANT_API },
+  tls_key_file: { reason: HTTPS, until: TENANT_API },
+  rate_limit_rps: { reason: IP_LIMIT, until: TENANT_API },
+  rate_limit_burst: { reason: IP_LIMIT, until: TENANT_API },
+  tenant_rate_limit_rps: { reason: TENANT_LIMIT, until: TENANT_API },
+  tenant_rate_limit_burst: { reason: TENANT_LIMIT, until: TENANT_API },
+  trusted_proxies: { reason: PROXIES, until: TENANT_API },
+  cors_origins: { reason: CORS, until: TENANT_API },
+  maintenance_legacy_idempotency_tenants: { reason: MAINTENANCE, until: LIVE_OPS },
+  withdraw_interval: { reason: WITHDRAW, until: PAID },
+  withdraw_limit: { reason: WITHDRAW, until: PAID },
+  max_withdraw_iterations: { reason: WITHDRAW, until: PAID },
+  credit_check_interval: { reason: CREDIT, until: PAID },
+  credit_check_error_threshold: { reason: CREDIT, until: PAID },
+  credit_check_retry_interval: { reason: CREDIT, until: PAID },
+  credit_check_zero_grace_period: { reason: CREDIT, until: PAID },
+  sub_signer_count: { reason: SUB_SIGNERS, until: PAID },
+  sub_signer_min_balance: { reason: SUB_SIGNERS, until: PAID },
+  sub_signer_top_up_amount: { reason: SUB_SIGNERS, until: PAID },
+  sub_signer_fund_check_interval: { reason: SUB_SIGNERS, until: PAID },
+  placement_snapshot_dir: { reason: SNAPSHOTS, until: TOOLING },
+  placement_snapshot_interval: { reason: SNAPSHOTS, until: TOOLING },
+  placement_snapshot_retain: { reason: SNAPSHOTS, until: TOOLING },
+  grpc_endpoint: { reason: GRPC, until: "never", atDefault: true },
+  grpc_tls_enabled: { reason: GRPC, until: "never", atDefault: true },
+  grpc_tls_ca_file: { reason: GRPC, until: "never", atDefault: true },
+  grpc_tls_skip_verify: { reason: GRPC, until: "never", atDefault: true },
+};
