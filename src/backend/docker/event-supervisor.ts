@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import { retry, sleepOrAbort } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import { engineMessage } from "./engine.ts";
@@ -70,37 +71,45 @@ export class EventSupervisor {
 
   async #run(): Promise<void> {
     const signal = this.#abort.signal;
-    let backoff = BACKOFF_START_MS;
     while (!signal.aborted) {
-      this.#state = "connecting";
-      try {
-        const stream = (await this.#docker.getEvents({
-          filters: JSON.stringify({
-            type: ["container"],
-            event: ["die"],
-            label: [`${LABEL.managed}=true`, `${LABEL.storageId}=${this.#storageId}`],
-          }),
-          abortSignal: signal,
-        } as Docker.GetEventsOptions)) as NodeJS.ReadableStream;
-        this.#stream = stream;
-        const ended = this.#consume(stream);
-        this.#state = "following";
-        this.connections++;
-        backoff = BACKOFF_START_MS;
-        await this.#onResync().catch((err) =>
-          this.#log.warn({ err: engineMessage(err) }, "resync after engine connection failed"),
-        );
-        await ended;
-        if (!signal.aborted) this.#log.warn("docker event stream ended; reconnecting");
-      } catch (err) {
-        if (signal.aborted) break;
-        this.#log.warn({ err: engineMessage(err), retry_ms: backoff }, "docker event stream unavailable");
-      }
+      // Only an abort ends the retry: the engine may stay away for as long as it likes.
+      const stream = await retry(() => this.#connect(signal), {
+        clock: this.#clock,
+        backoff: { initialMs: BACKOFF_START_MS, maxMs: BACKOFF_MAX_MS },
+        signal,
+        retryable: () => true,
+        onRetry: (err, _attempt, delayMs) => {
+          this.#state = "waiting";
+          this.#log.warn({ err: engineMessage(err), retry_ms: delayMs }, "docker event stream unavailable");
+        },
+      }).catch(() => undefined);
+      if (stream === undefined) break;
+      this.#stream = stream;
+      const ended = this.#consume(stream);
+      this.#state = "following";
+      this.connections++;
+      await this.#onResync().catch((err) =>
+        this.#log.warn({ err: engineMessage(err) }, "resync after engine connection failed"),
+      );
+      await ended;
       if (signal.aborted) break;
+      this.#log.warn("docker event stream ended; reconnecting");
+      // A stream that ends at once must not turn this into a busy loop.
       this.#state = "waiting";
-      await this.#clock.sleep(backoff, signal).catch(() => {});
-      backoff = Math.min(backoff * 2, BACKOFF_MAX_MS);
+      await sleepOrAbort(this.#clock, BACKOFF_START_MS, signal).catch(() => {});
     }
+  }
+
+  #connect(signal: AbortSignal): Promise<NodeJS.ReadableStream> {
+    this.#state = "connecting";
+    return this.#docker.getEvents({
+      filters: JSON.stringify({
+        type: ["container"],
+        event: ["die"],
+        label: [`${LABEL.managed}=true`, `${LABEL.storageId}=${this.#storageId}`],
+      }),
+      abortSignal: signal,
+    } as Docker.GetEventsOptions) as Promise<NodeJS.ReadableStream>;
   }
 
   #consume(stream: NodeJS.ReadableStream): Promise<void> {

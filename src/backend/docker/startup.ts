@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import { retry } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import { SubstrateError } from "../kit/substrate.ts";
@@ -59,30 +60,35 @@ export function isHostPortCollision(err: unknown): boolean {
 }
 
 async function startOne(deps: StartupDeps, row: ContainerRow, signal: AbortSignal): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await withPhase(deps.clock, "container start", deps.startTimeoutMs, signal, (s) =>
-        deps.docker.getContainer(row.Id).start({ abortSignal: s }),
-      );
-      return;
-    } catch (err) {
-      const status = engineStatus(err);
-      if (status === 304) return; // already running
-      if (isHostPortCollision(err) && attempt < START_TRIES && !signal.aborted) {
-        // Container id, instance and engine text only: the engine names the port, no secret.
-        deps.log.warn(
-          { container: row.Id, instance: where(row), attempt, err: engineMessage(err) },
-          "host port taken by another process; starting the container again",
-        );
-        continue;
-      }
-      if (status !== undefined && status >= 400 && status < 500) {
-        throw definite("ContainerStartFailed", `${where(row)} could not be started`, `start ${row.Id}`, err);
-      }
-      // A 5xx, a timeout, no answer, or a port collision on every try: the engine may have
-      // done part of the work, so the outcome stays ambiguous and recovery settles it.
-      throw ambiguous(`start ${row.Id}`, err);
+  try {
+    await retry(
+      () =>
+        withPhase(deps.clock, "container start", deps.startTimeoutMs, signal, (s) =>
+          deps.docker.getContainer(row.Id).start({ abortSignal: s }),
+        ),
+      {
+        clock: deps.clock,
+        attempts: START_TRIES,
+        backoff: [0], // each new start picks another port at once
+        signal,
+        retryable: isHostPortCollision,
+        onRetry: (err, attempt) =>
+          // Container id, instance and engine text only: the engine names the port, no secret.
+          deps.log.warn(
+            { container: row.Id, instance: where(row), attempt, err: engineMessage(err) },
+            "host port taken by another process; starting the container again",
+          ),
+      },
+    );
+  } catch (err) {
+    const status = engineStatus(err);
+    if (status === 304) return; // already running
+    if (status !== undefined && status >= 400 && status < 500) {
+      throw definite("ContainerStartFailed", `${where(row)} could not be started`, `start ${row.Id}`, err);
     }
+    // A 5xx, a timeout, no answer, or a port collision on every try: the engine may have
+    // done part of the work, so the outcome stays ambiguous and recovery settles it.
+    throw ambiguous(`start ${row.Id}`, err);
   }
 }
 

@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import { KeyedMutex } from "../../core/async/index.ts";
 import type { Logger } from "../../log.ts";
 import { SubstrateError } from "../kit/substrate.ts";
 import { ambiguous, engineStatus, isNotFound } from "./engine.ts";
@@ -15,7 +16,7 @@ export class TenantNetworks {
   readonly #docker: Docker;
   readonly #log: Logger;
   readonly #storageId: string;
-  readonly #locks = new Map<string, Promise<unknown>>();
+  readonly #locks = new KeyedMutex();
 
   constructor(docker: Docker, log: Logger, storageId: string) {
     this.#docker = docker;
@@ -24,16 +25,8 @@ export class TenantNetworks {
   }
 
   /** Runs `work` exclusively for the tenant (FIFO). */
-  async withTenant<T>(tenant: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.#locks.get(tenant) ?? Promise.resolve();
-    const run = previous.then(work, work);
-    const tail = run.catch(() => {});
-    this.#locks.set(tenant, tail);
-    try {
-      return await run;
-    } finally {
-      if (this.#locks.get(tenant) === tail) this.#locks.delete(tenant);
-    }
+  withTenant<T>(tenant: string, work: () => Promise<T>): Promise<T> {
+    return this.#locks.run(tenant, work);
   }
 
   /** Creates the tenant's network when missing; call inside `withTenant`. Returns its name. */

@@ -1,8 +1,8 @@
+import { KeyedMutex } from "../../core/async/index.ts";
 import type { Logger } from "../../log.ts";
 import { type AdmissionConfig, admit, prepare, probe, workloadSpec } from "./admission.ts";
 import { badRequest } from "./errors.ts";
 import type { Failure, Journal, LeaseRecord } from "./journal/journal.ts";
-import { LeaseGate } from "./lease-gate.ts";
 import type { ResourcePool } from "./resources.ts";
 import { type RuntimeEvent, type Substrate, SubstrateError, substrateOutcomeOf } from "./substrate.ts";
 import type { ProvisionRequest } from "./wire.ts";
@@ -31,7 +31,11 @@ type EngineState = { kind: "new" } | { kind: "running"; stopTimers: () => void }
 
 export class BackendEngine {
   readonly #c: EngineConfig;
-  readonly #gate = new LeaseGate();
+  /**
+   * Every workflow that touches the substrate for one lease (provision, close, recovery)
+   * runs under the lease's key, so they never interleave on a lease.
+   */
+  readonly #gate = new KeyedMutex();
   /** Abort handles of in-flight provision workers, by lease. */
   readonly #live = new Map<string, AbortController>();
   readonly #shutdown = new AbortController();
@@ -92,7 +96,7 @@ export class BackendEngine {
     this.#shutdown.abort(new Error("backend stopping"));
     for (const c of this.#live.values()) c.abort(new Error("backend stopping"));
     await this.#recovering?.catch(() => {});
-    await this.#gate.drain();
+    await this.#gate.idle();
   }
 
   // ---- provision ----
