@@ -11,6 +11,8 @@ export const FAILPOINTS = [
   "provision.after-attempt-commit",
   /** The backend answered 202 to the provision; its callback has not been applied. */
   "provision.after-accepted",
+  /** A tenant upload was answered 202 (payload fsynced); provisioning has not started. */
+  "upload.after-accepted",
 ] as const;
 export type Failpoint = (typeof FAILPOINTS)[number];
 

@@ -10,6 +10,7 @@ import { KeyedMutex } from "../core/async/index.ts";
 import { type Clock, systemClock } from "../core/clock.ts";
 import { FredError } from "../core/errors.ts";
 import { createLogger, type Logger } from "../log.ts";
+import { TenantApi } from "./api/index.ts";
 import { type BackendClient, closeBackendClients, createBackendClients } from "./backend-client/index.ts";
 import type { ProviderConfig } from "./config/index.ts";
 import { armFailpoints } from "./failpoints.ts";
@@ -183,6 +184,21 @@ export async function startProviderd(
     const lc = new Lifecycle(deps, { recover });
     lifecycle = lc;
 
+    const tenant = new TenantApi({
+      config,
+      chain,
+      store,
+      payloads,
+      tokens,
+      clients,
+      clock,
+      logger: logger.child({ component: "tenant-api" }),
+      provisioningStarted: (lease) =>
+        lc.provisioner.inFlight.has(lease) || store.attemptFor(lease) !== undefined,
+      payloadStored: (lease) => lc.payloadUploaded(lease),
+      requestTimeoutMs: config.httpReadTimeoutMs + config.httpWriteTimeoutMs,
+    });
+    cleanup.push(() => tenant.close());
     const app = buildHttpServer({
       health: {
         config,
@@ -196,6 +212,7 @@ export async function startProviderd(
         recoveryDone: () => recoveryDone,
       },
       workloads: { config, store, clients },
+      tenant,
       callbacks: {
         backends: config.backends,
         pins: store.pins(),

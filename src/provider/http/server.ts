@@ -1,17 +1,21 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Registry } from "prom-client";
+import type { TenantApi } from "../api/index.ts";
 import { type CallbackIngressOptions, registerCallbackIngress } from "../callbacks/ingress.ts";
 import { type HealthSources, healthReport, isReady } from "./health.ts";
 import { registerWorkloadsRoute, type WorkloadsSources } from "./workloads.ts";
 
 /**
- * providerd's HTTP listener: operational endpoints plus the backend callback route.
+ * providerd's HTTP listener: operational endpoints, the backend callback route and the
+ * tenant API (`/v1/leases/…`).
  * Errors leave as `{"error": "...", "code": <status>}`; internal detail is logged, not sent.
  */
 export interface HttpServerOptions {
   health: HealthSources;
   workloads: WorkloadsSources;
   callbacks: CallbackIngressOptions;
+  /** The tenant API; absent in tests of the operational routes alone. */
+  tenant?: TenantApi;
   metrics: Registry;
   maxRequestBodySize: number;
   requestTimeoutMs: number;
@@ -49,5 +53,6 @@ export function buildHttpServer(o: HttpServerOptions): FastifyInstance {
   );
   registerWorkloadsRoute(app, o.workloads);
   registerCallbackIngress(app, o.callbacks);
+  o.tenant?.register(app);
   return app;
 }

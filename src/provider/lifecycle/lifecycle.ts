@@ -168,6 +168,15 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     if (this.#awaitingPayload.delete(leaseUuid)) this.startProvision(leaseUuid);
   }
 
+  /**
+   * A tenant upload was stored durably: provision now, whether or not this process saw
+   * the lease waiting (its lease_created may still be queued; the workflow is idempotent).
+   */
+  payloadUploaded(leaseUuid: string): void {
+    this.#awaitingPayload.delete(leaseUuid);
+    if (!this.#stopping) this.startProvision(leaseUuid);
+  }
+
   /** Applies a verified callback; resolves once the change is durable and its chain tx queued. */
   applyCallback(cb: VerifiedCallback): Promise<ApplyResult> {
     return this.runForLease(cb.leaseUuid, async () => {

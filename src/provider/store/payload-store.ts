@@ -2,11 +2,14 @@ import { createHash } from "node:crypto";
 import type { Statement } from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
+import { WalDurability } from "../../sqlite/wal-durability.ts";
 import { type Db, openStore } from "./sqlite.ts";
 
 /**
  * Uploaded manifests, keyed by lease, stored with the SHA-256 computed at write time.
  * Reads re-hash the bytes, so a corrupted row is reported instead of provisioned.
+ * Commits use the WAL group commit: whoever answers on a write (the upload's 202)
+ * first awaits `durable()`.
  */
 const SPEC = {
   kind: "payload",
@@ -39,9 +42,11 @@ export class PayloadStore {
   readonly #put: Statement;
   readonly #get: Statement;
   readonly #delete: Statement;
+  readonly #wal: WalDurability;
 
-  private constructor(db: Db) {
+  private constructor(db: Db, path: string) {
     this.#db = db;
+    this.#wal = new WalDurability(db, path);
     this.#put = db.prepare(
       "INSERT INTO payloads (lease_uuid, sha256, payload, stored_at) VALUES (?, ?, ?, ?)",
     );
@@ -51,11 +56,18 @@ export class PayloadStore {
 
   /** Opens the store, creating it (mode 0600) on first use. */
   static open(path: string): PayloadStore {
-    return new PayloadStore(openStore(path, SPEC, { create: "if-missing" }));
+    return new PayloadStore(openStore(path, SPEC, { create: "if-missing" }), path);
   }
 
   close(): void {
-    if (this.#db.open) this.#db.close();
+    if (!this.#db.open) return;
+    this.#wal.close();
+    this.#db.close();
+  }
+
+  /** Resolves once every write made so far is on stable storage. */
+  durable(): Promise<void> {
+    return this.#wal.durable();
   }
 
   [Symbol.dispose](): void {
@@ -80,6 +92,7 @@ export class PayloadStore {
         throw new FredError("ERR_PAYLOAD_CONFLICT", "a different payload is already stored for this lease");
       }
       this.#put.run(leaseUuid, sha256, Buffer.from(payload), now);
+      this.#wal.committed();
       return "stored";
     })();
   }
@@ -104,6 +117,8 @@ export class PayloadStore {
   }
 
   delete(leaseUuid: string): boolean {
-    return this.#delete.run(leaseUuid).changes === 1;
+    const deleted = this.#delete.run(leaseUuid).changes === 1;
+    if (deleted) this.#wal.committed();
+    return deleted;
   }
 }

@@ -1,0 +1,105 @@
+import type { FastifyRequest } from "fastify";
+import {
+  TOKEN_MAX_AGE_SECONDS,
+  type TokenClaims,
+  type TokenKind,
+  verifyTenantToken,
+} from "../../auth/token.ts";
+import type { Clock } from "../../core/clock.ts";
+import { isCanonicalUuid } from "../../core/uuid.ts";
+import type { Logger } from "../../log.ts";
+import type { TokenTracker } from "../store/index.ts";
+import { refuse } from "./errors.ts";
+
+/**
+ * Tenant authentication: the ADR-036 bearer token (src/auth verifies it), then replay
+ * protection on the endpoints that need it, then the token's lease against the path.
+ * Every token failure is the same 401 (which check failed is logged, never answered).
+ * A replay store that cannot answer fails closed with 503: a token is never let through
+ * because we could not tell whether it was used before.
+ */
+export interface AuthOptions {
+  clock: Clock;
+  bech32Prefix: string;
+  /** Replay store; undefined disables replay protection (development only). */
+  tokens: TokenTracker | undefined;
+  logger: Logger;
+}
+
+export interface AuthRequirement {
+  kind: TokenKind;
+  replay: boolean;
+}
+
+/** `Authorization: Bearer <token>`: scheme case-insensitive, split at the first space only. */
+export function bearerToken(header: string | string[] | undefined): string | undefined {
+  if (typeof header !== "string") return undefined;
+  const space = header.indexOf(" ");
+  if (space < 0 || header.slice(0, space).toLowerCase() !== "bearer") return undefined;
+  return header.slice(space + 1);
+}
+
+/** The `{lease_uuid}` path segment, or a 400 when it is not a canonical UUID. */
+export function leaseUuidParam(req: FastifyRequest): string {
+  const uuid = (req.params as { lease_uuid?: unknown }).lease_uuid;
+  if (!isCanonicalUuid(uuid)) throw refuse.badLeaseUuid();
+  return uuid;
+}
+
+export class TenantAuth {
+  readonly #o: AuthOptions;
+
+  constructor(opts: AuthOptions) {
+    this.#o = opts;
+  }
+
+  /**
+   * Verifies the request's token for `leaseUuid`. The replay check runs before the lease
+   * comparison (as in the reference), so a replay-protected token is spent even when it
+   * names another lease.
+   */
+  authenticate(req: FastifyRequest, leaseUuid: string, need: AuthRequirement): TokenClaims {
+    const token = bearerToken(req.headers.authorization);
+    if (token === undefined) throw refuse.unauthorized();
+    let claims: TokenClaims;
+    try {
+      claims = verifyTenantToken(token, { nowMs: this.#o.clock.now(), prefix: this.#o.bech32Prefix });
+    } catch (err) {
+      this.#o.logger.debug({ err, lease_uuid: leaseUuid }, "tenant token refused");
+      throw refuse.unauthorized(err);
+    }
+    if (claims.kind !== need.kind) throw refuse.unauthorized();
+    if (need.replay) this.#spend(claims);
+    if (claims.leaseUuid !== leaseUuid) {
+      this.#o.logger.debug({ lease_uuid: leaseUuid }, "tenant token names another lease");
+      throw refuse.unauthorized();
+    }
+    return claims;
+  }
+
+  #spend(claims: TokenClaims): void {
+    const tracker = this.#o.tokens;
+    if (tracker === undefined) return;
+    // The row outlives the token's validity window, after which it could not verify anyway.
+    const expiresAt = (claims.timestamp + TOKEN_MAX_AGE_SECONDS + 1) * 1000;
+    let first: boolean;
+    try {
+      first = tracker.tryUse(claims.replayKey, expiresAt, this.#o.clock.now());
+    } catch (err) {
+      throw refuse.unavailable("ERR_API_REPLAY_STORE", err);
+    }
+    if (!first) {
+      this.#o.logger.warn({ lease_uuid: claims.leaseUuid, tenant: claims.tenant }, "token replay refused");
+      throw refuse.unauthorized();
+    }
+  }
+
+  /** Deletes replay rows whose tokens expired; a failure is only logged (the next sweep retries). */
+  sweep(): void {
+    try {
+      this.#o.tokens?.sweep(this.#o.clock.now());
+    } catch (err) {
+      this.#o.logger.warn({ err }, "token replay sweep failed");
+    }
+  }
+}

@@ -1,0 +1,59 @@
+import { isFredError } from "../../core/errors.ts";
+import type { BackendClient } from "../backend-client/index.ts";
+import type { PlacementStore } from "../store/index.ts";
+import { refuse } from "./errors.ts";
+
+/**
+ * Which backend answers a tenant's read, from durable placement only (never guessed by
+ * SKU routing, which could ask a machine that never held the lease and report it absent):
+ * - "owner": a confirmed owner that is configured and not fenced; reads stay pinned to
+ *   it even while a newer attempt is unresolved;
+ * - "attempt": no confirmed owner, but an unresolved attempt: that backend may hold the
+ *   lease; a positive answer from it is usable, its silence proves nothing;
+ * - "none": no record at all: nothing was ever placed here;
+ * - "unresolved": a conflict, or a record naming a backend we cannot ask.
+ */
+export type BackendRoute =
+  | { kind: "owner"; client: BackendClient }
+  | { kind: "attempt"; client: BackendClient }
+  | { kind: "none" }
+  | { kind: "unresolved" };
+
+export function routeRead(
+  store: PlacementStore,
+  clients: ReadonlyMap<string, BackendClient>,
+  leaseUuid: string,
+): BackendRoute {
+  const usable = (name: string | undefined) => {
+    const client = name === undefined ? undefined : clients.get(name);
+    return client === undefined || client.backend.fenced ? undefined : client;
+  };
+  const placement = store.placement(leaseUuid);
+  if (placement?.state === "conflict") return { kind: "unresolved" };
+  if (placement !== undefined) {
+    const client = usable(placement.owner);
+    return client === undefined ? { kind: "unresolved" } : { kind: "owner", client };
+  }
+  const attempt = store.attemptFor(leaseUuid);
+  if (attempt === undefined) return { kind: "none" };
+  const client = usable(attempt.backend);
+  return client === undefined ? { kind: "unresolved" } : { kind: "attempt", client };
+}
+
+/** The owner, or the 404/503 a read that needs one answers with. */
+export function ownerOrRefuse(route: BackendRoute, notFound = "lease not yet provisioned"): BackendClient {
+  if (route.kind === "owner") return route.client;
+  if (route.kind === "none") throw refuse.notProvisioned(notFound);
+  throw refuse.unavailable("ERR_API_PLACEMENT_UNRESOLVED");
+}
+
+/**
+ * Maps a failed backend read: a backend we may not or cannot ask right now (fenced,
+ * open circuit) is 503, anything else the backend did is 500. Its text stays in the log.
+ */
+export function backendReadFailure(err: unknown): Error {
+  if (isFredError(err, "ERR_BACKEND_FENCED") || isFredError(err, "ERR_BACKEND_CIRCUIT_OPEN")) {
+    return refuse.unavailable("ERR_API_BACKEND_UNAVAILABLE", err);
+  }
+  return refuse.backendRead(err);
+}

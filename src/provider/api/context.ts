@@ -1,0 +1,120 @@
+import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
+import type { TokenClaims } from "../../auth/token.ts";
+import type { ChainLease, ChainPort, LeaseStateName } from "../../chain/port.ts";
+import type { Clock } from "../../core/clock.ts";
+import type { Logger } from "../../log.ts";
+import type { BackendClient } from "../backend-client/index.ts";
+import type { ProviderConfig } from "../config/index.ts";
+import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
+import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
+import { sendApiError } from "./errors.ts";
+import { LeaseReads, type LeaseReadsOptions } from "./lease-reads.ts";
+import { RequestScope } from "./request-scope.ts";
+
+/** What the tenant API is built from; the composition root passes each piece explicitly. */
+export interface TenantApiDeps {
+  config: ProviderConfig;
+  chain: ChainPort;
+  store: PlacementStore;
+  payloads: PayloadStore | undefined;
+  tokens: TokenTracker | undefined;
+  clients: ReadonlyMap<string, BackendClient>;
+  clock: Clock;
+  logger: Logger;
+  /** True while a provision of the lease is in progress (recorded attempt or request on the wire). */
+  provisioningStarted(leaseUuid: string): boolean;
+  /** A payload for the lease is durably stored: start its provisioning now. */
+  payloadStored(leaseUuid: string): void;
+  /** Deadline of one tenant request, body upload and backend reads included (default 30 s). */
+  requestTimeoutMs?: number;
+  /** Deadline for writing a materialised log response (default: http_write_timeout). */
+  writeTimeoutMs?: number;
+  leaseReads?: Partial<Pick<LeaseReadsOptions, "ttlMs" | "concurrency" | "queue" | "timeoutMs">>;
+}
+
+export interface TenantContext {
+  deps: TenantApiDeps;
+  auth: TenantAuth;
+  leases: LeaseReads;
+  requestTimeoutMs: number;
+  logger: Logger;
+}
+
+export function tenantContext(deps: TenantApiDeps): TenantContext {
+  const logger = deps.logger;
+  return {
+    deps,
+    logger,
+    requestTimeoutMs: deps.requestTimeoutMs ?? 30_000,
+    auth: new TenantAuth({
+      clock: deps.clock,
+      bech32Prefix: deps.config.bech32Prefix,
+      tokens: deps.tokens,
+      logger,
+    }),
+    leases: new LeaseReads({
+      chain: deps.chain,
+      clock: deps.clock,
+      providerUuid: deps.config.providerUuid,
+      logger,
+      ...deps.leaseReads,
+    }),
+  };
+}
+
+export interface AuthorizedLease {
+  uuid: string;
+  claims: TokenClaims;
+  lease: ChainLease;
+}
+
+/**
+ * Every lease endpoint's preamble, in the reference's order: the path UUID (400), the
+ * token (401), the chain's lease (404 / 403 / 500).
+ */
+export async function authorizeLease(
+  ctx: TenantContext,
+  req: FastifyRequest,
+  need: AuthRequirement,
+  state?: LeaseStateName,
+): Promise<AuthorizedLease> {
+  const uuid = leaseUuidParam(req);
+  const claims = ctx.auth.authenticate(req, uuid, need);
+  return { uuid, claims, lease: await ctx.leases.owned(claims, state) };
+}
+
+/** A handler's answer: the wrapper writes it unless the deadline already answered. */
+export interface Answer {
+  status: number;
+  body?: unknown;
+}
+
+export type TenantHandler = (
+  req: FastifyRequest,
+  reply: FastifyReply,
+  scope: RequestScope,
+) => Promise<Answer>;
+
+/**
+ * Wraps a tenant handler: one RequestScope (deadline + client-gone signal), the one error
+ * edge, and `Cache-Control: no-store` (answers are per tenant and change with state).
+ */
+export function tenantRoute(ctx: TenantContext, handler: TenantHandler): RouteHandlerMethod {
+  return async (req, reply) => {
+    const scope = new RequestScope(reply, ctx.deps.clock, ctx.requestTimeoutMs);
+    reply.header("cache-control", "no-store");
+    try {
+      const answer = await scope.run(() => handler(req, reply, scope));
+      if (!reply.sent) {
+        reply.code(answer.status);
+        if (answer.body === undefined) return reply.send();
+        return reply.send(answer.body);
+      }
+      return reply;
+    } catch (err) {
+      return sendApiError(reply, err, ctx.logger);
+    } finally {
+      scope.done();
+    }
+  };
+}

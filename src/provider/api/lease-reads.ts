@@ -1,0 +1,83 @@
+import { type BulkheadPolicy, bulkhead, isBulkheadRejectedError } from "cockatiel";
+import type { TokenClaims } from "../../auth/token.ts";
+import type { ChainLease, ChainPort, LeaseStateName } from "../../chain/port.ts";
+import { Coalescer } from "../../core/async/index.ts";
+import type { Clock } from "../../core/clock.ts";
+import type { Logger } from "../../log.ts";
+import { refuse } from "./errors.ts";
+
+/**
+ * The chain read behind every authenticated request. Concurrent requests for one lease
+ * share one read, and its answer serves later requests for at most `ttlMs` (less than a
+ * block, so a state change is seen by the next block's readers). Reads run through a
+ * bounded bulkhead: a flood of signed requests for random UUIDs queues here, then is
+ * refused with 503, instead of multiplying onto the chain node. A failed read is never
+ * cached and never becomes an allow: it answers 500 (503 when the bulkhead is full).
+ */
+export interface LeaseReadsOptions {
+  chain: ChainPort;
+  clock: Clock;
+  providerUuid: string;
+  logger: Logger;
+  /** How long one answer is reused (default 1 s, under one block). */
+  ttlMs?: number;
+  /** Chain reads in flight at once (default 16). */
+  concurrency?: number;
+  /** Reads waiting for a slot before new ones are refused (default 256). */
+  queue?: number;
+  /** Deadline of one chain read (default 10 s). */
+  timeoutMs?: number;
+}
+
+export class LeaseReads {
+  readonly #o: LeaseReadsOptions;
+  readonly #coalescer: Coalescer<ChainLease | undefined>;
+  readonly #bulkhead: BulkheadPolicy;
+  readonly #timeoutMs: number;
+
+  constructor(opts: LeaseReadsOptions) {
+    this.#o = opts;
+    this.#coalescer = new Coalescer({ clock: opts.clock, ttlMs: opts.ttlMs ?? 1_000 });
+    this.#bulkhead = bulkhead(opts.concurrency ?? 16, opts.queue ?? 256);
+    this.#timeoutMs = opts.timeoutMs ?? 10_000;
+  }
+
+  /** Chain reads running now (a gauge for tests and metrics). */
+  get inflight(): number {
+    return this.#coalescer.inflight;
+  }
+
+  /** The lease as the chain reports it; undefined when the chain has no record. */
+  async read(leaseUuid: string): Promise<ChainLease | undefined> {
+    try {
+      return await this.#coalescer.get(leaseUuid, () =>
+        this.#bulkhead.execute(() => this.#o.chain.getLease(leaseUuid, AbortSignal.timeout(this.#timeoutMs))),
+      );
+    } catch (err) {
+      if (isBulkheadRejectedError(err)) throw refuse.unavailable("ERR_API_CHAIN_BUSY", err);
+      throw refuse.chainRead(err);
+    }
+  }
+
+  /**
+   * The lease, owned by the token's tenant and placed with this provider: 404 when the
+   * chain has none (or it is not in `state`), 403 when it belongs to someone else.
+   */
+  async owned(claims: TokenClaims, state?: LeaseStateName): Promise<ChainLease> {
+    const lease = await this.read(claims.leaseUuid);
+    // As in the reference, a lease outside the required state is "not found" before ownership is checked.
+    if (lease === undefined || (state !== undefined && lease.state !== state)) {
+      throw refuse.leaseNotFound(
+        state === "LEASE_STATE_ACTIVE" ? "lease not found or not active" : undefined,
+      );
+    }
+    if (lease.tenant !== claims.tenant || lease.providerUuid !== this.#o.providerUuid) {
+      this.#o.logger.warn(
+        { lease_uuid: claims.leaseUuid, tenant: claims.tenant },
+        "lease belongs to another tenant or provider",
+      );
+      throw refuse.forbidden();
+    }
+    return lease;
+  }
+}

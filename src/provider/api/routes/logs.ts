@@ -1,0 +1,66 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { backendReadFailure, ownerOrRefuse, routeRead } from "../backend-route.ts";
+import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
+import { ApiError, refuse } from "../errors.ts";
+import { LOG_CONTENT_BUDGET_BYTES, type LogAdmission, logCapacity } from "../log-admission.ts";
+
+/**
+ * `GET /v1/leases/{uuid}/logs?tail=N` (access token, no replay, any state): the owner's
+ * container logs, `tail` lines per container (default 100, 1..10000). Admission (see
+ * log-admission.ts) bounds how many run and how much is materialised at once; the
+ * finished answer gets its own write deadline, and the slot is held until it is written.
+ */
+export const DEFAULT_TAIL = 100;
+export const MAX_TAIL = 10_000;
+
+export function parseTail(req: FastifyRequest): number {
+  const raw = (req.query as Record<string, unknown> | undefined)?.tail;
+  if (raw === undefined || raw === "") return DEFAULT_TAIL;
+  if (typeof raw !== "string" || !/^\d{1,6}$/.test(raw) || Number(raw) < 1) {
+    throw new ApiError("ERR_API_BAD_TAIL", 400, "tail must be a positive integer");
+  }
+  if (Number(raw) > MAX_TAIL) throw new ApiError("ERR_API_BAD_TAIL", 400, `tail must not exceed ${MAX_TAIL}`);
+  return Number(raw);
+}
+
+export function registerLogsRoute(
+  app: FastifyInstance,
+  ctx: TenantContext,
+  admission: LogAdmission,
+  writeTimeoutMs: number,
+): void {
+  const { store, clients, config, clock } = ctx.deps;
+  app.get(
+    "/v1/leases/:lease_uuid/logs",
+    tenantRoute(ctx, async (req, reply, scope) => {
+      const ticket = admission.admit(scope.signal);
+      let cancelWrite = () => {};
+      reply.raw.once("close", () => {
+        cancelWrite();
+        ticket.release();
+      });
+      const { uuid, claims } = await authorizeLease(ctx, req, { kind: "access", replay: false });
+      const tail = parseTail(req);
+      const client = ownerOrRefuse(routeRead(store, clients, uuid), "logs not found");
+      await ticket.responseSlot(scope.signal);
+      let logs: Record<string, string> | undefined;
+      try {
+        logs = await client.logs(uuid, tail, scope.signal);
+      } catch (err) {
+        throw backendReadFailure(err);
+      }
+      if (logs === undefined) throw refuse.notProvisioned("logs not found");
+      const body = JSON.stringify({
+        lease_uuid: uuid,
+        tenant: claims.tenant,
+        provider_uuid: config.providerUuid,
+        logs,
+      });
+      if (Buffer.byteLength(body) > LOG_CONTENT_BUDGET_BYTES) throw logCapacity();
+      // A client that reads too slowly loses the connection instead of holding the slot.
+      cancelWrite = clock.setTimer(writeTimeoutMs, () => reply.raw.destroy());
+      reply.type("application/json");
+      return { status: 200, body };
+    }),
+  );
+}

@@ -1,0 +1,37 @@
+import type { FastifyInstance } from "fastify";
+import { routeRead } from "../backend-route.ts";
+import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
+import { lookupDiagnostics } from "../diagnostics.ts";
+import { refuse } from "../errors.ts";
+
+/**
+ * `GET /v1/leases/{uuid}/provision` (access token, no replay, any state): the backend's
+ * diagnostics for the lease. The backend answers from its persisted diagnostics once the
+ * workload is gone. "Not found" is said only when it is known (nothing was placed here,
+ * or the confirmed owner has no record); an unresolved placement answers 503 instead.
+ */
+export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext): void {
+  const { store, clients, config } = ctx.deps;
+  app.get(
+    "/v1/leases/:lease_uuid/provision",
+    tenantRoute(ctx, async (req, _reply, scope) => {
+      const { uuid, claims } = await authorizeLease(ctx, req, { kind: "access", replay: false });
+      const found = await lookupDiagnostics(routeRead(store, clients, uuid), uuid, scope.signal);
+      if (found.kind === "absent") throw refuse.notProvisioned("provision not found");
+      if (found.kind === "unknown") {
+        throw found.error ?? refuse.unavailable("ERR_API_PLACEMENT_UNRESOLVED");
+      }
+      const d = found.diagnostics;
+      const body: Record<string, unknown> = {
+        lease_uuid: uuid,
+        tenant: claims.tenant,
+        provider_uuid: config.providerUuid,
+        status: d.status,
+        fail_count: d.failCount,
+      };
+      if (d.reason !== undefined) body.reason = d.reason;
+      if (d.message !== undefined) body.message = d.message;
+      return { status: 200, body };
+    }),
+  );
+}

@@ -1,0 +1,55 @@
+import type { FastifyInstance } from "fastify";
+import { FredError } from "../../../core/errors.ts";
+import { backendReadFailure, ownerOrRefuse, routeRead } from "../backend-route.ts";
+import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
+import { refuse } from "../errors.ts";
+
+/**
+ * `GET /v1/leases/{uuid}/releases` (access token, no replay, any state): the owner's
+ * release history. Only the documented fields are relayed; a failed release without a
+ * reason reads as `Unknown`.
+ */
+const STRING_FIELDS = ["image", "status", "created_at", "reason", "message", "manifest"] as const;
+
+export function tenantRelease(raw: Record<string, unknown>): Record<string, unknown> {
+  if (typeof raw.version !== "number" || !Number.isInteger(raw.version)) {
+    throw new FredError("ERR_BACKEND_MALFORMED", "release without an integer version");
+  }
+  const out: Record<string, unknown> = { version: raw.version };
+  for (const key of STRING_FIELDS) {
+    const v = raw[key];
+    if (v === undefined || v === null || (v === "" && key !== "image" && key !== "status")) continue;
+    if (typeof v !== "string") throw new FredError("ERR_BACKEND_MALFORMED", `release ${key} is not a string`);
+    out[key] = v;
+  }
+  if (out.status === "failed" && out.reason === undefined) out.reason = "Unknown";
+  return out;
+}
+
+export function registerReleasesRoute(app: FastifyInstance, ctx: TenantContext): void {
+  const { store, clients, config } = ctx.deps;
+  app.get(
+    "/v1/leases/:lease_uuid/releases",
+    tenantRoute(ctx, async (req, _reply, scope) => {
+      const { uuid, claims } = await authorizeLease(ctx, req, { kind: "access", replay: false });
+      const client = ownerOrRefuse(routeRead(store, clients, uuid));
+      let raw: Record<string, unknown>[] | undefined;
+      try {
+        raw = await client.releases(uuid, scope.signal);
+      } catch (err) {
+        throw backendReadFailure(err);
+      }
+      if (raw === undefined) throw refuse.notProvisioned();
+      let releases: Record<string, unknown>[];
+      try {
+        releases = raw.map(tenantRelease);
+      } catch (err) {
+        throw refuse.backendRead(err);
+      }
+      return {
+        status: 200,
+        body: { lease_uuid: uuid, tenant: claims.tenant, provider_uuid: config.providerUuid, releases },
+      };
+    }),
+  );
+}

@@ -1,0 +1,46 @@
+import type { FastifyInstance } from "fastify";
+import { routeRead } from "../backend-route.ts";
+import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
+import { lookupDiagnostics } from "../diagnostics.ts";
+
+/**
+ * `GET /v1/leases/{uuid}/status` (access token, no replay, any state): the chain state
+ * as its protobuf enum name, what providerd holds for the lease, and — best effort —
+ * the backend's provision status. A backend that cannot answer only drops those fields.
+ */
+export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): void {
+  const { store, clients, payloads, config, logger } = ctx.deps;
+  app.get(
+    "/v1/leases/:lease_uuid/status",
+    tenantRoute(ctx, async (req, _reply, scope) => {
+      const { uuid, claims, lease } = await authorizeLease(ctx, req, { kind: "access", replay: false });
+      let payloadReceived = false;
+      try {
+        payloadReceived = payloads?.has(uuid) ?? false;
+      } catch (err) {
+        logger.warn({ err, lease_uuid: uuid }, "payload store unreadable; status reports no payload");
+      }
+      const body: Record<string, unknown> = {
+        lease_uuid: uuid,
+        tenant: claims.tenant,
+        provider_uuid: config.providerUuid,
+        state: lease.state,
+        requires_payload: lease.metaHash !== "",
+      };
+      if (lease.metaHash !== "") body.meta_hash_hex = lease.metaHash;
+      body.payload_received = payloadReceived;
+      body.provisioning_started = ctx.deps.provisioningStarted(uuid);
+      const found = await lookupDiagnostics(routeRead(store, clients, uuid), uuid, scope.signal);
+      if (found.kind === "found") {
+        const d = found.diagnostics;
+        body.provision_status = d.status;
+        if (d.failCount > 0) body.fail_count = d.failCount;
+        if (d.reason !== undefined) body.reason = d.reason;
+        if (d.message !== undefined) body.message = d.message;
+      } else if (found.kind === "unknown" && found.error !== undefined) {
+        logger.warn({ err: found.error.cause, lease_uuid: uuid }, "status: provision lookup failed");
+      }
+      return { status: 200, body };
+    }),
+  );
+}

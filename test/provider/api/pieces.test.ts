@@ -1,0 +1,247 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { ChainLease, ChainPort } from "../../../src/chain/port.ts";
+import { ManualClock } from "../../../src/core/clock.ts";
+import { createLogger } from "../../../src/log.ts";
+import { connectionDetails } from "../../../src/provider/api/connection-shape.ts";
+import { ApiError } from "../../../src/provider/api/errors.ts";
+import { LeaseReads } from "../../../src/provider/api/lease-reads.ts";
+import { LogAdmission } from "../../../src/provider/api/log-admission.ts";
+import { tenantRelease } from "../../../src/provider/api/routes/releases.ts";
+
+/**
+ * The tenant API's pure pieces, each against its contract: the connection shape, the
+ * release relay, log admission, and the lease read path (coalescing, bounded, never
+ * caching a failure). The chain is faked only at its port (the process boundary).
+ */
+const logger = createLogger("test", "error");
+const LEASE = "0190f3a2-7c1e-7000-8000-000000000001";
+
+function lease(): ChainLease {
+  return {
+    uuid: LEASE,
+    tenant: "manifest1abc",
+    providerUuid: "p",
+    state: "LEASE_STATE_ACTIVE",
+    items: [],
+    metaHash: "",
+    createdAt: undefined,
+    closedAt: undefined,
+    lastSettledAt: undefined,
+    acknowledgedAt: undefined,
+    rejectedAt: undefined,
+    expiredAt: undefined,
+    rejectionReason: "",
+    closureReason: "",
+  };
+}
+
+/** A chain port whose getLease is answered by the test, one deferred promise per call. */
+function deferredChain() {
+  const calls: { resolve: (l: ChainLease | undefined) => void; reject: (e: unknown) => void }[] = [];
+  const chain = {
+    getLease: () =>
+      new Promise<ChainLease | undefined>((resolve, reject) => {
+        calls.push({ resolve, reject });
+      }),
+  } as unknown as ChainPort;
+  return { chain, calls };
+}
+
+const settle = () => new Promise((r) => setImmediate(r));
+
+describe("connection shape", () => {
+  it("stack leases: per-service instances, fqdn propagated from the first instance, ports as integers", () => {
+    const out = connectionDetails({
+      host: "h.example.com",
+      services: {
+        web: {
+          instances: [
+            {
+              instance_index: 0,
+              container_id: "c0",
+              image: "nginx",
+              status: "running",
+              fqdn: "0-web.example.com",
+            },
+            { instance_index: 1, ports: { "80/tcp": { host_ip: "0.0.0.0", host_port: "32768" } } },
+          ],
+        },
+        db: { fqdn: "db.example.com", instances: [{ instance_index: 0, fqdn: "0-db.example.com" }] },
+        idle: {},
+      },
+      metadata: {},
+    });
+    assert.deepEqual(out, {
+      host: "h.example.com",
+      services: {
+        web: {
+          fqdn: "0-web.example.com",
+          instances: [
+            {
+              instance_index: 0,
+              container_id: "c0",
+              image: "nginx",
+              status: "running",
+              fqdn: "0-web.example.com",
+            },
+            { instance_index: 1, ports: { "80/tcp": { host_ip: "0.0.0.0", host_port: 32768 } } },
+          ],
+        },
+        db: { fqdn: "db.example.com", instances: [{ instance_index: 0, fqdn: "0-db.example.com" }] },
+        idle: { instances: [] },
+      },
+    });
+  });
+
+  it("multi-instance leases: the top-level fqdn comes from the first instance unless set", () => {
+    const instances = [
+      { instance_index: 0, fqdn: "0-a.example.com" },
+      { instance_index: 1, fqdn: "1-b.example.com" },
+    ];
+    assert.equal(connectionDetails({ host: "h", instances }).fqdn, "0-a.example.com");
+    assert.equal(
+      connectionDetails({ host: "h", fqdn: "top.example.com", instances }).fqdn,
+      "top.example.com",
+    );
+    assert.equal(connectionDetails({ host: "h", instances: [{ instance_index: 0 }] }).fqdn, undefined);
+  });
+
+  it("an unreadable shape is refused, not guessed", () => {
+    for (const bad of [
+      { instances: ["x"] },
+      { ports: { "80/tcp": { host_port: "eighty" } } },
+      { ports: { "80/tcp": { host_port: 70_000 } } },
+      { services: { web: "x" } },
+      { instances: [{ instance_index: "0" }] },
+    ]) {
+      assert.throws(() => connectionDetails(bad as never), /unreadable/);
+    }
+  });
+});
+
+describe("release relay", () => {
+  it("keeps the documented fields, defaults a failed release's reason to Unknown", () => {
+    assert.deepEqual(
+      tenantRelease({
+        version: 2,
+        image: "nginx",
+        status: "failed",
+        created_at: "t",
+        extra: "dropped",
+        message: "",
+      }),
+      { version: 2, image: "nginx", status: "failed", created_at: "t", reason: "Unknown" },
+    );
+    assert.throws(() => tenantRelease({ version: "2" }));
+    assert.throws(() => tenantRelease({ version: 1, image: 5 }));
+  });
+});
+
+describe("log admission", () => {
+  it("admits nine, refuses the tenth with Retry-After: 1, and frees a place on release", () => {
+    const admission = new LogAdmission();
+    const signal = new AbortController().signal;
+    const tickets = Array.from({ length: 9 }, () => admission.admit(signal));
+    assert.throws(
+      () => admission.admit(signal),
+      (err: unknown) => err instanceof ApiError && err.status === 503 && err.retryAfterSeconds === 1,
+    );
+    tickets[0]!.release();
+    tickets[0]!.release();
+    assert.equal(admission.admitted, 8);
+    admission.admit(signal);
+    assert.equal(admission.admitted, 9);
+  });
+
+  it("grants the one response slot in arrival order", async () => {
+    const admission = new LogAdmission();
+    const signal = new AbortController().signal;
+    const [a, b, c] = [admission.admit(signal), admission.admit(signal), admission.admit(signal)];
+    const order: string[] = [];
+    const pa = a.responseSlot(signal).then(() => order.push("a"));
+    const pc = c.responseSlot(signal).then(() => order.push("c"));
+    const pb = b.responseSlot(signal).then(() => order.push("b"));
+    await pa;
+    await settle();
+    assert.deepEqual(order, ["a"], "one holder at a time");
+    a.release();
+    await pc;
+    await settle();
+    assert.deepEqual(order, ["a", "c"]);
+    c.release();
+    await pb;
+    assert.deepEqual(order, ["a", "c", "b"]);
+  });
+
+  it("a request whose wait is cut short gets the timeout envelope (no Retry-After) and leaves the queue", async () => {
+    const admission = new LogAdmission();
+    const live = new AbortController();
+    const holder = admission.admit(live.signal);
+    await holder.responseSlot(live.signal);
+    const cut = new AbortController();
+    const waiter = admission.admit(cut.signal);
+    const waiting = waiter.responseSlot(cut.signal);
+    cut.abort();
+    await assert.rejects(
+      waiting,
+      (err: unknown) => err instanceof ApiError && err.status === 503 && err.retryAfterSeconds === undefined,
+    );
+    waiter.release();
+    const next = admission.admit(live.signal);
+    const granted = next.responseSlot(live.signal);
+    holder.release();
+    await granted;
+    assert.ok(next.holding);
+    const aborted = new AbortController();
+    aborted.abort();
+    assert.throws(
+      () => admission.admit(aborted.signal),
+      (err: unknown) => err instanceof ApiError,
+    );
+  });
+});
+
+describe("lease reads", () => {
+  it("concurrent requests for one lease share one chain read, reused for under a block", async () => {
+    const clock = new ManualClock();
+    const { chain, calls } = deferredChain();
+    const reads = new LeaseReads({ chain, clock, providerUuid: "p", logger, ttlMs: 1_000 });
+    const all = Promise.all(Array.from({ length: 50 }, () => reads.read(LEASE)));
+    await settle();
+    assert.equal(calls.length, 1);
+    calls[0]!.resolve(lease());
+    assert.ok((await all).every((l) => l?.uuid === LEASE));
+    await reads.read(LEASE);
+    assert.equal(calls.length, 1, "served from the one-block cache");
+    clock.advance(1_001);
+    const again = reads.read(LEASE);
+    await settle();
+    assert.equal(calls.length, 2, "read again once the cache expired");
+    calls[1]!.resolve(lease());
+    await again;
+  });
+
+  it("a failed read is 500 and never cached; a full bulkhead is 503", async () => {
+    const clock = new ManualClock();
+    const { chain, calls } = deferredChain();
+    const reads = new LeaseReads({ chain, clock, providerUuid: "p", logger, concurrency: 1, queue: 1 });
+    const failing = reads.read(LEASE);
+    await settle();
+    calls[0]!.reject(new Error("rpc down"));
+    await assert.rejects(failing, (err: unknown) => err instanceof ApiError && err.status === 500);
+    const retried = reads.read(LEASE);
+    await settle();
+    assert.equal(calls.length, 2, "the failure was not cached");
+    const queued = reads.read("0190f3a2-7c1e-7000-8000-000000000002");
+    await assert.rejects(
+      reads.read("0190f3a2-7c1e-7000-8000-000000000003"),
+      (err: unknown) => err instanceof ApiError && err.status === 503,
+    );
+    calls[1]!.resolve(lease());
+    await retried;
+    await settle();
+    calls[2]!.resolve(undefined);
+    assert.equal(await queued, undefined);
+  });
+});
