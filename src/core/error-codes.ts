@@ -295,6 +295,79 @@ export const ERROR_CODES = {
   },
   ERR_BTRFS: { meaning: "a btrfs command failed", retryable: false },
 
+  // --- providerd: tenant API ------------------------------------------------------------
+  ERR_API_BAD_LEASE_UUID: {
+    meaning: "a tenant request's lease UUID is not canonical",
+    retryable: false,
+    http: 400,
+  },
+  ERR_API_UNAUTHORIZED: {
+    meaning: "a tenant token is missing, invalid, expired, replayed or for another lease",
+    retryable: false,
+    http: 401,
+  },
+  ERR_API_FORBIDDEN: {
+    meaning: "the lease belongs to another tenant or provider",
+    retryable: false,
+    http: 403,
+  },
+  ERR_API_LEASE_NOT_FOUND: {
+    meaning: "the chain has no such lease, or not in the state the endpoint needs",
+    retryable: false,
+    http: 404,
+  },
+  ERR_API_NOT_PROVISIONED: {
+    meaning: "the lease is not provisioned on its backend",
+    retryable: false,
+    http: 404,
+  },
+  ERR_API_BAD_TAIL: {
+    meaning: "the logs tail is not an integer from 1 to 10000",
+    retryable: false,
+    http: 400,
+  },
+  ERR_API_BAD_PAYLOAD: {
+    meaning: "an upload is refused: billing-only lease, no meta_hash, empty, too large or wrong hash",
+    retryable: false,
+    http: 400,
+  },
+  ERR_API_PAYLOAD_NOT_STORED: {
+    meaning: "an upload was not stored: already stored, no payload store, or the write failed",
+    retryable: false,
+    http: 409,
+  },
+  ERR_API_CHAIN_READ: { meaning: "the chain read of a tenant's lease failed", retryable: true, http: 500 },
+  ERR_API_BACKEND_READ: {
+    meaning: "the lease's backend answered a tenant read with an error or an unreadable body",
+    http: 500,
+  },
+  ERR_API_REPLAY_STORE: {
+    meaning: "the token replay store cannot answer; the request is refused",
+    retryable: true,
+    http: 503,
+  },
+  ERR_API_CHAIN_BUSY: {
+    meaning: "too many tenant chain reads are waiting; retry shortly",
+    retryable: true,
+    http: 503,
+  },
+  ERR_API_PLACEMENT_UNRESOLVED: {
+    meaning: "the lease's placement is unresolved or names a backend that cannot be asked",
+    retryable: true,
+    http: 503,
+  },
+  ERR_API_BACKEND_UNAVAILABLE: {
+    meaning: "the lease's backend is fenced or its circuit is open",
+    retryable: true,
+    http: 503,
+  },
+  ERR_API_LOGS_BUSY: { meaning: "log read capacity is exhausted; retry shortly", retryable: true, http: 503 },
+  ERR_API_TIMEOUT: {
+    meaning: "a tenant request did not finish within its deadline",
+    retryable: true,
+    http: 503,
+  },
+
   // --- devnet and fred up ----------------------------------------------------------------
   ERR_DEVNET_CONFIG: { meaning: "a devnet option (gas price, tenant count) is invalid", retryable: false },
   ERR_DEVNET_HOME: { meaning: "the devnet home has no keys file, or it is not one", retryable: false },

@@ -1,6 +1,6 @@
 import type { FastifyReply } from "fastify";
 import { tenantError } from "../../core/envelope.ts";
-import { FredError } from "../../core/errors.ts";
+import { type ErrorCode, FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 
 /**
@@ -16,7 +16,7 @@ export class ApiError extends FredError {
   readonly retryAfterSeconds: number | undefined;
 
   constructor(
-    code: string,
+    code: ErrorCode,
     status: number,
     publicMessage: string,
     opts: { reason?: string; retryAfterSeconds?: number; cause?: unknown } = {},
@@ -42,7 +42,7 @@ export const refuse = {
   chainRead: (cause: unknown) => new ApiError("ERR_API_CHAIN_READ", 500, "internal server error", { cause }),
   backendRead: (cause: unknown) =>
     new ApiError("ERR_API_BACKEND_READ", 500, "internal server error", { cause }),
-  unavailable: (code: string, cause?: unknown) =>
+  unavailable: (code: ErrorCode, cause?: unknown) =>
     new ApiError(code, 503, "service temporarily unavailable", {
       retryAfterSeconds: 1,
       ...(cause === undefined ? {} : { cause }),

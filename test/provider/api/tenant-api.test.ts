@@ -3,7 +3,8 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import Database from "better-sqlite3";
 import { MsgCreateLease, MsgCreateLeaseResponse } from "../../../src/chain/proto/index.ts";
-import { mockSkus, Stack, sha256, until } from "../e2e/stack.ts";
+import { until } from "../../support/index.ts";
+import { mockSkus, Stack, sha256 } from "../e2e/stack.ts";
 import { keplrAccessToken } from "./keplr-token.ts";
 import { type Answer, call, envelope, highS, TenantKey, tampered } from "./tenant-client.ts";
 

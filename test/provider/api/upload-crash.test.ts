@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { MsgCreateLease, MsgCreateLeaseResponse } from "../../../src/chain/proto/index.ts";
-import { mockSkus, Stack, sha256, until } from "../e2e/stack.ts";
+import { until } from "../../support/index.ts";
+import { mockSkus, Stack, sha256 } from "../e2e/stack.ts";
 import { call, envelope, TenantKey } from "./tenant-client.ts";
 
 /**
