@@ -1,10 +1,11 @@
 /**
  * CometBFT 0.38 JSON-RPC methods over the devnet node, with the exact JSON types cosmjs
  * decodes (strings for int64, numbers for code/index/round, hex hashes, base64 payloads),
- * plus the loopback-only devnet_* control methods.
+ * plus the devnet_* control methods (only for callers `./control-guard.ts` lets through).
  */
 import { hexUpper, rfc3339, sha256 } from "../blocks.ts";
 import { type CommittedTx, type DevnetNode, internalRpcError, RpcError } from "../node.ts";
+import { CONTROL_REFUSED } from "./control-guard.ts";
 import {
   base64Param,
   boolParam,
@@ -21,8 +22,8 @@ const BROADCAST_COMMIT_TIMEOUT_MS = 10_000;
 
 export interface CallContext {
   node: DevnetNode;
-  /** True when the request came from a loopback address (control methods need it). */
-  loopback: boolean;
+  /** True when the request may run the devnet_* control methods (see ./control-guard.ts). */
+  control: boolean;
   rpcAddress: string;
 }
 
@@ -102,7 +103,7 @@ function checkTxJson(out: {
 }
 
 function control(ctx: CallContext): void {
-  if (!ctx.loopback) throw new RpcError(-32601, "Method not found");
+  if (!ctx.control) throw new RpcError(-32601, "Method not found", CONTROL_REFUSED);
 }
 
 export const methods: Record<string, Method> = {

@@ -9,6 +9,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import type { WebSocket } from "ws";
 import type { Logger } from "../../log.ts";
 import { type DevnetNode, RpcError } from "../node.ts";
+import { controlAllowed } from "./control-guard.ts";
 import { type CallContext, callMethod } from "./methods.ts";
 import { type Params, paramsFromQueryString } from "./params.ts";
 import { SubscriptionSession } from "./subscriptions.ts";
@@ -35,10 +36,6 @@ export function errorReply(id: Id, err: unknown, log?: Logger): RpcReply {
   log?.error({ err }, "rpc method failed");
   const data = err instanceof Error ? err.message : String(err);
   return { jsonrpc: "2.0", id, error: { code: -32603, message: "Internal error", data } };
-}
-
-function isLoopback(ip: string): boolean {
-  return ip === "127.0.0.1" || ip === "::1" || ip === "::ffff:127.0.0.1" || ip.startsWith("127.");
 }
 
 /** Validates one JSON-RPC request object and runs it. */
@@ -119,7 +116,8 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<{ app: Fas
   );
   await app.register(websocket, { options: { maxPayload: MAX_WS_FRAME_BYTES } });
   let rpcAddress = "";
-  const ctxFor = (ip: string): CallContext => ({ node, loopback: isLoopback(ip), rpcAddress });
+  // Only a JSON POST may reach the control methods; URI requests and websocket frames never do.
+  const ctxFor = (control: boolean): CallContext => ({ node, control, rpcAddress });
 
   app.setErrorHandler((err: { statusCode?: number; message: string }, _req, reply) => {
     const status = err.statusCode && err.statusCode >= 400 ? err.statusCode : 500;
@@ -138,11 +136,11 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<{ app: Fas
     const text = typeof req.body === "string" ? req.body : "";
     reply
       .header("content-type", "application/json")
-      .send(JSON.stringify(await handleBody(ctxFor(req.ip), text, logger)));
+      .send(JSON.stringify(await handleBody(ctxFor(controlAllowed(req.ip, req.headers)), text, logger)));
   });
 
-  app.get("/websocket", { websocket: true }, (socket: WebSocket, req) => {
-    const ctx = ctxFor(req.ip);
+  app.get("/websocket", { websocket: true }, (socket: WebSocket) => {
+    const ctx = ctxFor(false);
     const session = new SubscriptionSession(node, (msg) => {
       if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(msg));
     });
@@ -170,7 +168,7 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<{ app: Fas
     let out: unknown;
     try {
       const params = paramsFromQueryString(req.query as Record<string, unknown>);
-      out = await handleRequest(ctxFor(req.ip), { jsonrpc: "2.0", id: -1, method, params }, logger);
+      out = await handleRequest(ctxFor(false), { jsonrpc: "2.0", id: -1, method, params }, logger);
     } catch (err) {
       out = errorReply(-1, err, logger);
     }
