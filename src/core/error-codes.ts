@@ -218,6 +218,10 @@ export const ERROR_CODES = {
     http: 400,
   },
   ERR_CALLBACK_URL: { meaning: "a callback URL breaks the callback URL rules", retryable: false, http: 400 },
+  ERR_IMAGE_REFERENCE: {
+    meaning: "a manifest image reference breaks Docker's reference grammar",
+    retryable: false,
+  },
   ERR_CONTRACT_400: {
     meaning: "the backend refuses a malformed or invalid request",
     retryable: false,

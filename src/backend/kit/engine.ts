@@ -73,9 +73,11 @@ export class BackendEngine {
     let cancelTimer = () => {};
     const schedule = () => {
       cancelTimer = this.#c.clock.setTimer(this.#tickMs(), () => {
-        void this.#tick().finally(() => {
-          if (this.#state.kind === "running") schedule();
-        });
+        void this.#tick()
+          .catch((err) => this.#c.logger.error({ err }, "engine tick failed"))
+          .finally(() => {
+            if (this.#state.kind === "running") schedule();
+          });
       });
     };
     this.#state = {
@@ -164,7 +166,7 @@ export class BackendEngine {
     } catch (err) {
       if (substrateOutcomeOf(err) === "definite" && !signal.aborted) {
         const e = err as SubstrateError;
-        log.warn({ reason: e.reason, err: e.message }, "provision failed");
+        log.warn({ reason: e.reason, err: e }, "provision failed");
         if (
           this.#c.journal.settleFailure(lease.leaseUuid, lease.generation, failureOf(e), this.#c.clock.now())
         ) {
@@ -174,7 +176,7 @@ export class BackendEngine {
         }
       } else {
         // Ambiguous: leave the intent pending; recovery classifies it from the substrate.
-        log.warn({ err: (err as Error).message }, "provision outcome ambiguous; left for recovery");
+        log.warn({ err }, "provision outcome ambiguous; left for recovery");
         if (this.#stillOurs(lease)) return;
       }
     }
@@ -193,7 +195,7 @@ export class BackendEngine {
     if (current?.status === "ready") return;
     // The lease lives on (failed or expired): its volumes stay for a later release or the close.
     await this.#c.substrate.removeWorkload(lease.leaseUuid, this.#shutdown.signal).catch((err) => {
-      log.warn({ err: (err as Error).message }, "cleanup of a superseded provision failed; recovery retries");
+      log.warn({ err }, "cleanup of a superseded provision failed; recovery retries");
     });
   }
 
@@ -213,14 +215,19 @@ export class BackendEngine {
       // Nothing known here; remove anything labelled with it anyway (no callback).
       void this.#gate
         .run(leaseUuid, () => this.#c.substrate.destroyLease(leaseUuid, this.#shutdown.signal))
-        .catch(() => {});
+        .catch((err) =>
+          this.#c.logger.warn({ err, lease_uuid: leaseUuid }, "teardown of an unknown lease failed"),
+        );
       return;
     }
     if (r.preempted) {
       this.#c.wakeOutbox(leaseUuid);
       this.#live.get(leaseUuid)?.abort(new Error("lease closed"));
     }
-    void this.#runClose(leaseUuid);
+    // The close is durable: a failure here is logged and the next recovery pass retries it.
+    void this.#runClose(leaseUuid).catch((err) =>
+      this.#c.logger.error({ err, lease_uuid: leaseUuid }, "close worker crashed; recovery retries"),
+    );
   }
 
   async #runClose(leaseUuid: string): Promise<void> {
@@ -230,10 +237,7 @@ export class BackendEngine {
       try {
         await this.#c.substrate.destroyLease(leaseUuid, this.#shutdown.signal);
       } catch (err) {
-        this.#c.logger.warn(
-          { lease_uuid: leaseUuid, err: (err as Error).message },
-          "teardown failed; will retry",
-        );
+        this.#c.logger.warn({ lease_uuid: leaseUuid, err }, "teardown failed; will retry");
         return;
       }
       if (this.#c.journal.completeClose(leaseUuid, lease.generation, this.#c.clock.now())) {
@@ -280,7 +284,7 @@ export class BackendEngine {
     try {
       inventory = await substrate.inventory(signal);
     } catch (err) {
-      logger.warn({ err: (err as Error).message }, "substrate inventory unavailable; skipping orphan sweep");
+      logger.warn({ err }, "substrate inventory unavailable; skipping orphan sweep");
       return;
     }
     const seen = new Set<string>();
@@ -300,7 +304,9 @@ export class BackendEngine {
           const removal = closed
             ? substrate.destroyLease(obs.leaseUuid, signal)
             : substrate.removeWorkload(obs.leaseUuid, signal);
-          await removal.catch(() => {});
+          await removal.catch((err) =>
+            logger.warn({ err, lease_uuid: obs.leaseUuid }, "orphan removal failed; next pass retries"),
+          );
         });
       } else if (lease.status === "ready" && lease.head === "none" && obs.state === "failed") {
         this.#onRuntimeEvent({

@@ -1,3 +1,5 @@
+import { FredError } from "../../core/errors.ts";
+
 /**
  * Image references → registry domain, normalised the way Docker does it: a first path
  * component is a registry only when it looks like a host (has a dot or a port, or is
@@ -12,7 +14,13 @@ const DIGEST = /^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[0-9a-fA-F]{32,}$/;
 const DOMAIN =
   /^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::\d{1,5})?$/;
 
-export class ImageReferenceError extends Error {}
+/** An image reference that does not parse; its message is tenant-safe (it quotes only the reference). */
+export class ImageReferenceError extends FredError<"ERR_IMAGE_REFERENCE"> {
+  constructor(message: string) {
+    super("ERR_IMAGE_REFERENCE", message);
+    this.name = "ImageReferenceError";
+  }
+}
 
 export function parseRegistry(image: string): string {
   if (typeof image !== "string" || image === "") throw new ImageReferenceError("image is required");

@@ -1,8 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { CallbackUrlError, resolveCallbackUrls } from "../../../src/backend/kit/callback-url.ts";
-import { imageRefusal, isImageAllowed, parseRegistry } from "../../../src/backend/kit/registry.ts";
+import {
+  ImageReferenceError,
+  imageRefusal,
+  isImageAllowed,
+  parseRegistry,
+} from "../../../src/backend/kit/registry.ts";
 import { buildInstances, parseItems, WireError } from "../../../src/backend/kit/wire.ts";
+import { isFredError } from "../../../src/core/errors.ts";
 
 const OP = "6ba7b811-9dad-41d1-80b4-00c04fd430c8";
 const SKU = "0190f3a2-7c1e-7000-8000-00000000a001";
@@ -23,7 +29,11 @@ describe("image registry parsing", () => {
     it(`${image} → ${domain}`, () => assert.equal(parseRegistry(image), domain));
   }
   for (const bad of ["", "UPPER/case", "nginx:", "a//b", "nginx@sha256:zz", "-bad"]) {
-    it(`refuses ${JSON.stringify(bad)}`, () => assert.throws(() => parseRegistry(bad)));
+    it(`refuses ${JSON.stringify(bad)}`, () =>
+      assert.throws(
+        () => parseRegistry(bad),
+        (err) => err instanceof ImageReferenceError && isFredError(err, "ERR_IMAGE_REFERENCE"),
+      ));
   }
   it("allows by exact domain only (port included, no wildcards)", () => {
     assert.equal(isImageAllowed("nginx", ["docker.io"]), true);
