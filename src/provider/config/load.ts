@@ -3,7 +3,7 @@ import type { z } from "zod";
 import { FredError } from "../../core/errors.ts";
 import { ConfigError, decodeConfig, type Env } from "./decode.ts";
 import { camelize } from "./introspect.ts";
-import type { RefusedKeys } from "./refused.ts";
+import { REFUSED_KEYS, type RefusedKeys } from "./refused.ts";
 import { type BackendConfig, type FileConfig, fileFields, rpcUrlOf } from "./schema.ts";
 import type { CallbackBase } from "./urls.ts";
 import { checkTopLevel } from "./validate.ts";
@@ -51,7 +51,7 @@ export interface CheckOptions {
 }
 
 export function checkProviderConfig(text: string, env: Env = {}, options: CheckOptions = {}): CheckResult {
-  const { input, problems } = decodeConfig(text, env, options.refusedKeys ?? {});
+  const { input, problems } = decodeConfig(text, env, options.refusedKeys ?? REFUSED_KEYS);
   if (input === undefined) return { ok: false, problems };
   const parsed = providerConfigSchema.safeParse(input);
   if (!parsed.success) problems.push(...problemsOf(parsed.error.issues));

@@ -14,9 +14,6 @@ export function checkTopLevel(file: FileConfig, problems: string[]): void {
     problems.push(`provider_address must be a bech32 account address with prefix "${prefix}"`);
   }
   checkCallback(file, problems);
-  if (file.production_mode && file.grpc_tls_enabled && file.grpc_tls_skip_verify) {
-    problems.push("grpc_tls_skip_verify is not allowed in production_mode");
-  }
   checkApi(file, problems);
   checkStores(file, problems);
   checkNumbers(file, problems);

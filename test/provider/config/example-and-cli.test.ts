@@ -1,14 +1,12 @@
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { promisify } from "node:util";
-import { checkProviderConfig } from "../../../src/provider/config/index.ts";
+import { checkProviderConfig, REFUSED_KEYS } from "../../../src/provider/config/index.ts";
+import { runFred } from "../../cli/run-cli.ts";
 import { PROVIDER_ADDRESS, PROVIDER_UUID } from "./fixtures.ts";
 
-const run = promisify(execFile);
 const EXAMPLE = "examples/providerd.yaml";
 const SUBSTITUTES: Record<string, string> = {
   PROVIDER_UUID,
@@ -22,15 +20,22 @@ function substitute(text: string): string {
   return text.replace(/<<([A-Z_]+)>>/g, (whole, name: string) => SUBSTITUTES[name] ?? whole);
 }
 
-async function fred(args: string[], env: Record<string, string> = {}) {
-  try {
-    const r = await run(process.execPath, ["bin/fred.js", ...args], { env: { ...process.env, ...env } });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
+function fred(args: string[], env: Record<string, string> = {}) {
+  return runFred(args, { env });
 }
+
+/** Valid values for the refused keys (a refusal must not depend on the value). */
+const SAMPLE: Record<string, unknown> = {
+  tls_cert_file: "/etc/fred/api.pem",
+  tls_key_file: "/etc/fred/api-key.pem",
+  rate_limit_rps: 10,
+  rate_limit_burst: 20,
+  trusted_proxies: ["10.0.0.0/8"],
+  cors_origins: ["*"],
+  withdraw_interval: "1h",
+  withdraw_limit: 100,
+  sub_signer_count: 0,
+};
 
 describe("examples/providerd.yaml", () => {
   it("validates once its placeholders are substituted, with the pinned development settings", async () => {
@@ -84,15 +89,63 @@ describe("fred providerd (process)", () => {
   });
 
   it("--check-config exits 1 listing every problem, env overrides included", async () => {
-    const r = await fred(["providerd", "--check-config", "-c", bad], { PROVIDER_WITHDRAW_LIMIT: "0" });
+    const r = await fred(["providerd", "--check-config", "-c", bad], { PROVIDER_GAS_ADJUSTMENT: "5" });
     assert.equal(r.code, 1);
     const out = JSON.parse(r.stdout) as { ok: boolean; problems: string[] };
     assert.deepEqual(out.problems, [
       'unknown key "bogus"',
       "log_level must be one of debug, info, warn, error",
-      "withdraw_limit must be between 1 and 100",
+      "gas_adjustment must be between 1.0 and 3.0",
     ]);
     assert.match(r.stderr, / {2}- unknown key "bogus"/);
+  });
+
+  it("--check-config exits 1 naming every key that is not effective yet, from the file or the environment", async () => {
+    const refusedFile = join(dir, "refused.yaml");
+    const keys = Object.keys(REFUSED_KEYS).filter((k) => !REFUSED_KEYS[k]!.atDefault);
+    const extra = keys.map((k) => `${k}: ${JSON.stringify(SAMPLE[k] ?? "x")}`).join("\n");
+    await writeFile(refusedFile, `${substitute(await readFile(EXAMPLE, "utf8"))}\n${extra}\n`);
+    const r = await fred(["providerd", "--check-config", "-c", refusedFile], {
+      PROVIDER_GRPC_ENDPOINT: "node.example.com:9090",
+    });
+    assert.equal(r.code, 1);
+    const out = JSON.parse(r.stdout) as { ok: boolean; problems: string[] };
+    assert.equal(out.ok, false);
+    assert.deepEqual(
+      out.problems.filter((p) => !p.startsWith("grpc_")).sort(),
+      keys.map((k) => `${k}: ${REFUSED_KEYS[k]!.reason}`).sort(),
+    );
+    assert.deepEqual(
+      out.problems.filter((p) => p.startsWith("grpc_")),
+      [
+        'grpc_endpoint (from PROVIDER_GRPC_ENDPOINT): only the default "localhost:9090" is accepted; this implementation reads the chain through CometBFT RPC: set rpc_url',
+      ],
+    );
+    for (const k of keys) assert.match(r.stderr, new RegExp(` {2}- ${k}: not supported yet`));
+
+    const fromEnv = await fred(["providerd", "--check-config", "-c", good], {
+      PROVIDER_WITHDRAW_LIMIT: "50",
+    });
+    assert.equal(fromEnv.code, 1);
+    assert.deepEqual((JSON.parse(fromEnv.stdout) as { problems: string[] }).problems, [
+      `withdraw_limit (from PROVIDER_WITHDRAW_LIMIT): ${REFUSED_KEYS.withdraw_limit!.reason}`,
+    ]);
+  });
+
+  it("--check-config passes a file that sets only effective keys, gRPC at its defaults included", async () => {
+    const atDefaults = join(dir, "grpc-defaults.yaml");
+    await writeFile(
+      atDefaults,
+      `${substitute(await readFile(EXAMPLE, "utf8"))}\ngrpc_endpoint: localhost:9090\ngrpc_tls_enabled: false\n`,
+    );
+    const r = await fred(["providerd", "--check-config", "-c", atDefaults], {
+      PROVIDER_GRPC_TLS_SKIP_VERIFY: "false",
+      PROVIDER_RECONCILIATION_INTERVAL: "10m",
+    });
+    assert.equal(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { ok: boolean; config: { reconciliationIntervalMs: number } };
+    assert.equal(out.ok, true);
+    assert.equal(out.config.reconciliationIntervalMs, 600_000);
   });
 
   it("without --check-config refuses to start when the placement store was never created", async () => {

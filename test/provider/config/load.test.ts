@@ -5,6 +5,8 @@ import {
   ConfigError,
   checkProviderConfig,
   parseProviderConfig,
+  providerConfigSchema,
+  REFUSED_KEYS,
   redactConfig,
 } from "../../../src/provider/config/index.ts";
 import { baseConfig, PROVIDER_UUID, problemsOf, SECRET_1, SECRET_2, SKU_A, yamlOf } from "./fixtures.ts";
@@ -129,17 +131,17 @@ describe("providerd config: loading", () => {
   it("refuses wrongly typed values, one message each", () => {
     assert.deepEqual(
       problemsOf((c) => {
-        c.withdraw_interval = 30;
+        c.tx_timeout = 30;
         c.production_mode = "yes";
         c.query_page_limit = 1.5;
         c.reconciliation_interval = "5 minutes";
-        c.cors_origins = "*";
+        c.billing_only_skus = "*";
       }),
       [
+        "billing_only_skus must be a list of strings",
         "production_mode must be true or false",
-        'withdraw_interval must be a duration string such as "30s"',
-        "cors_origins must be a list of strings",
         'reconciliation_interval is not a valid duration: "5 minutes" (use forms like "500ms", "30s", "5m", "1h")',
+        'tx_timeout must be a duration string such as "30s"',
         "query_page_limit must be an integer",
       ],
     );
@@ -148,7 +150,7 @@ describe("providerd config: loading", () => {
   it("applies PROVIDER_<KEY> overrides to keys with a default or present in the file", () => {
     const r = checkProviderConfig(yamlOf(baseConfig()), {
       PROVIDER_LOG_LEVEL: "debug",
-      PROVIDER_WITHDRAW_INTERVAL: "2h",
+      PROVIDER_RECONCILIATION_INTERVAL: "2h",
       PROVIDER_PRODUCTION_MODE: "false",
       PROVIDER_BILLING_ONLY_SKUS:
         "0190f3a2-7c1e-7000-8000-0000000000b1, 0190f3a2-7c1e-7000-8000-0000000000b2",
@@ -157,7 +159,7 @@ describe("providerd config: loading", () => {
     });
     assert.ok(r.ok, JSON.stringify(r));
     assert.equal(r.config.logLevel, "debug");
-    assert.equal(r.config.withdrawIntervalMs, 7_200_000);
+    assert.equal(r.config.reconciliationIntervalMs, 7_200_000);
     assert.equal(r.config.keyName, "ops");
     assert.equal(r.config.gasAdjustment, 1.5);
     assert.deepEqual(r.config.billingOnlySkus, [
@@ -172,13 +174,15 @@ describe("providerd config: loading", () => {
         PROVIDER_PAYLOAD_STORE_DB_PATH: "/tmp/p.db",
         PROVIDER_BACKENDS: "x",
         PROVIDER_PRODUCTION_MODE: "1",
-        PROVIDER_RATE_LIMIT_BURST: "ten",
+        PROVIDER_QUERY_PAGE_LIMIT: "ten",
+        PROVIDER_TX_TIMEOUT: "soon",
       }),
       [
         "PROVIDER_BACKENDS cannot set backends; list them in the config file",
         "PROVIDER_PRODUCTION_MODE must be true or false",
-        "PROVIDER_RATE_LIMIT_BURST must be an integer",
         "PROVIDER_PAYLOAD_STORE_DB_PATH is set but payload_store_db_path is not in the config file; keys without a default must appear in the file",
+        'PROVIDER_TX_TIMEOUT is not a valid duration: "soon" (use forms like "500ms", "30s", "5m", "1h")',
+        "PROVIDER_QUERY_PAGE_LIMIT must be an integer",
       ],
     );
   });
@@ -200,7 +204,7 @@ describe("providerd config: loading", () => {
     }
   });
 
-  it("accepts the later features' keys with valid values", () => {
+  it("has the rules of the later features' keys ready: valid values pass once the refusal is lifted", () => {
     const r = checkProviderConfig(
       yamlOf({
         ...baseConfig(),
@@ -217,6 +221,8 @@ describe("providerd config: loading", () => {
         billing_only_skus: ["0190f3a2-7c1e-7000-8000-0000000000b1"],
         backends: [{ name: "solo", url: "https://b.example.com", hmac_secret: SECRET_1, skus: [SKU_A] }],
       }),
+      {},
+      { refusedKeys: {} },
     );
     assert.ok(r.ok, JSON.stringify(r));
     assert.equal(r.config.placementSnapshotIntervalMs, 600_000);
@@ -227,3 +233,70 @@ function problemsOfText(text: string): string[] {
   const r = checkProviderConfig(text);
   return r.ok ? [] : r.problems;
 }
+
+describe("providerd config: a key either takes effect or is refused", () => {
+  const refused = Object.entries(REFUSED_KEYS).filter(([, r]) => !r.atDefault);
+  const grpc = Object.entries(REFUSED_KEYS).filter(([, r]) => r.atDefault);
+
+  it("every refused key is a key of the schema (its type and rules stay ready)", () => {
+    const keys = Object.keys(providerConfigSchema.in.shape);
+    for (const key of Object.keys(REFUSED_KEYS)) assert.ok(keys.includes(key), key);
+    assert.deepEqual(
+      grpc.map(([k]) => k),
+      ["grpc_endpoint", "grpc_tls_enabled", "grpc_tls_ca_file", "grpc_tls_skip_verify"],
+    );
+  });
+
+  it("refuses a not-yet-effective key set in the file, whatever its value", () => {
+    for (const [key, { reason }] of refused) {
+      for (const value of ["x", null, 0, []]) {
+        assert.deepEqual(
+          problemsOf((c) => (c[key] = value)),
+          [`${key}: ${reason}`],
+          `${key}: ${JSON.stringify(value)}`,
+        );
+      }
+    }
+  });
+
+  it("refuses a not-yet-effective key set by PROVIDER_<KEY>, whatever its value", () => {
+    for (const [key, { reason }] of refused) {
+      const name = `PROVIDER_${key.toUpperCase()}`;
+      assert.deepEqual(
+        problemsOf(() => {}, { [name]: "" }),
+        [`${key} (from ${name}): ${reason}`],
+      );
+    }
+  });
+
+  it("accepts gRPC keys at their defaults only, from the file or the environment", () => {
+    const defaults = { grpc_endpoint: "localhost:9090", grpc_tls_enabled: false, grpc_tls_ca_file: "" };
+    assert.deepEqual(
+      problemsOf((c) => Object.assign(c, defaults), { PROVIDER_GRPC_TLS_SKIP_VERIFY: "false" }),
+      [],
+    );
+    const why = "this implementation reads the chain through CometBFT RPC: set rpc_url";
+    assert.deepEqual(
+      problemsOf((c) => (c.grpc_endpoint = "node.example.com:9090"), {
+        PROVIDER_GRPC_TLS_CA_FILE: "/ca.pem",
+      }),
+      [
+        `grpc_endpoint: only the default "localhost:9090" is accepted; ${why}`,
+        `grpc_tls_ca_file (from PROVIDER_GRPC_TLS_CA_FILE): only the default "" is accepted; ${why}`,
+      ],
+    );
+  });
+
+  it("reports refusals beside the file's other problems", () => {
+    assert.deepEqual(
+      problemsOf((c) => {
+        c.cors_origins = ["https://app.example.com"];
+        c.log_level = "loud";
+      }),
+      [
+        `cors_origins: ${REFUSED_KEYS.cors_origins!.reason}`,
+        "log_level must be one of debug, info, warn, error",
+      ],
+    );
+  });
+});
