@@ -2,7 +2,8 @@ import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { parseDurationMs } from "../../core/duration.ts";
+import { isStrongSecret } from "../../auth/hmac.ts";
+import { parseConfigDuration } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import { checkClientCaBundle } from "../kit/client-tls.ts";
@@ -38,14 +39,10 @@ const REFUSED_KEYS: Record<string, string> = {
 
 const duration = (name: string) =>
   z.string().transform((text, ctx) => {
-    try {
-      const ms = parseDurationMs(text);
-      if (ms < 0) throw new Error("negative");
-      return ms;
-    } catch {
-      ctx.addIssue({ code: "custom", message: `${name}: ${JSON.stringify(text)} is not a Go duration ≥ 0` });
-      return z.NEVER;
-    }
+    const d = parseConfigDuration(text);
+    if (d.ok) return d.ms;
+    ctx.addIssue({ code: "custom", message: `${name}: ${JSON.stringify(text)} is not a Go duration ≥ 0` });
+    return z.NEVER;
   });
 
 const positiveDuration = (name: string) =>
@@ -103,12 +100,12 @@ const fileSchema = z.strictObject({
   sku_profiles: z.record(z.string().min(1), profileSchema),
   tenant_quota: quotaSchema.optional(),
   allowed_registries: z.array(z.string().min(1)).min(1).default(["docker.io", "ghcr.io"]),
-  callback_secret: z.string().refine((s) => Buffer.byteLength(s) >= 32, {
+  callback_secret: z.string().refine(isStrongSecret, {
     message: "callback_secret must be at least 32 bytes",
   }),
   previous_callback_secret: z
     .string()
-    .refine((s) => Buffer.byteLength(s) >= 32, {
+    .refine(isStrongSecret, {
       message: "previous_callback_secret must be at least 32 bytes",
     })
     .optional(),

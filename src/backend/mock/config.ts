@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
-import { MIN_SECRET_BYTES } from "../../auth/hmac.ts";
-import { parseDurationMs } from "../../core/duration.ts";
+import { isStrongSecret, MIN_SECRET_BYTES } from "../../auth/hmac.ts";
+import { parseConfigDuration } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid, isUuidV4 } from "../../core/uuid.ts";
 import { checkClientCaBundle } from "../kit/client-tls.ts";
@@ -62,13 +62,9 @@ const fail = (message: string) => new FredError("ERR_CONFIG", message);
 
 function duration(env: NodeJS.ProcessEnv, key: string, fallback: string): number {
   const raw = env[key] ?? fallback;
-  try {
-    const ms = parseDurationMs(raw);
-    if (ms < 0) throw new Error("negative");
-    return ms;
-  } catch {
-    throw fail(`${key} must be a Go duration such as 500ms, 10s or 5m (got ${JSON.stringify(raw)})`);
-  }
+  const d = parseConfigDuration(raw);
+  if (!d.ok) throw fail(`${key} must be a Go duration such as 500ms, 10s or 5m (got ${JSON.stringify(raw)})`);
+  return d.ms;
 }
 
 function bool(env: NodeJS.ProcessEnv, key: string): boolean {
@@ -165,11 +161,11 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
   const storageId = env.MOCK_BACKEND_STORAGE_ID ?? "";
   if (!isUuidV4(storageId)) throw fail("MOCK_BACKEND_STORAGE_ID is required: a canonical lowercase UUIDv4");
   const secret = env.MOCK_BACKEND_CALLBACK_SECRET ?? "";
-  if (Buffer.byteLength(secret) < MIN_SECRET_BYTES) {
+  if (!isStrongSecret(secret)) {
     throw fail(`MOCK_BACKEND_CALLBACK_SECRET is required and must be at least ${MIN_SECRET_BYTES} bytes`);
   }
   const previous = env.MOCK_BACKEND_PREVIOUS_CALLBACK_SECRET || undefined;
-  if (previous !== undefined && Buffer.byteLength(previous) < MIN_SECRET_BYTES) {
+  if (previous !== undefined && !isStrongSecret(previous)) {
     throw fail(`MOCK_BACKEND_PREVIOUS_CALLBACK_SECRET must be at least ${MIN_SECRET_BYTES} bytes`);
   }
   const certFile = env.MOCK_BACKEND_TLS_CERT_FILE || undefined;
