@@ -292,7 +292,8 @@ describe("billing queries", () => {
     );
     assert.deepEqual(est.totalRatePerSecond, [], "no ACTIVE leases");
     assert.equal(est.activeLeaseCount, 0n);
-    assert.equal(est.estimatedDurationSeconds, (1n << 64n) - 1n, "no burn rate: saturates");
+    assert.equal(est.estimatedDurationSeconds, 0n, "no burn rate: no runway, as on the chain");
+    assert.deepEqual(est.currentBalance, [], "only the denoms of ACTIVE leases are reported");
     const w = await chain.abci(
       "/liftedinit.billing.v1.Query/WithdrawableAmount",
       QueryWithdrawableAmountRequest,

@@ -28,7 +28,14 @@ import {
   QueryWithdrawableAmountResponse,
   toBytes,
 } from "../../../chain/proto/index.ts";
-import { addAll, amountOf, type Coins, coinsFromProto, coinsToProto } from "../../economics/coins.ts";
+import {
+  addAll,
+  amountOf,
+  type Coins,
+  coinsFromProto,
+  coinsToProto,
+  sortedDenoms,
+} from "../../economics/coins.ts";
 import { deriveCreditAddress } from "../../economics/credit-address.ts";
 import { leaseRate, withdrawable } from "../../economics/settlement.ts";
 import { isUuidV7 } from "../../economics/uuidv7.ts";
@@ -182,25 +189,38 @@ export function billingQueries(deps: BillingDeps): Record<string, QueryHandler> 
         throw grpcError("ResourceExhausted", `more than ${MAX_ESTIMATE_LEASES} active leases`);
       const rate: Coins = new Map();
       let items = 0;
+      let active = 0n;
       const prefix = bkeys.byTenant(tenant, LeaseState.LEASE_STATE_ACTIVE);
       for (const [key] of store(ctx).iterate({ prefix })) {
+        if (active >= account.activeLeaseCount) break;
+        active++;
         const lease = getLease(ctx, key.slice(prefix.length))!;
         items += lease.items.length;
         if (items > MAX_ESTIMATE_ITEMS)
           throw grpcError("ResourceExhausted", `more than ${MAX_ESTIMATE_ITEMS} items`);
         addAll(rate, leaseRate(lease.items));
       }
-      const balance = balanceOf(ctx, deps.bank, account.creditAddress);
-      let estimate = MAX_UINT64;
-      for (const [denom, perSecond] of rate) {
-        const secs = amountOf(balance, denom) / perSecond;
-        if (secs < estimate) estimate = secs;
+      // As the chain: balances only for the denoms the ACTIVE leases burn, and a runway of 0
+      // (not "forever") unless something is burning; any burnt denom at zero means 0.
+      const balance = balanceOf(ctx, deps.bank, account.creditAddress, rate.keys());
+      let estimate = 0n;
+      if (active > 0n && rate.size > 0) {
+        estimate = MAX_UINT64;
+        for (const denom of sortedDenoms(rate)) {
+          const have = amountOf(balance, denom);
+          if (have === 0n) {
+            estimate = 0n;
+            break;
+          }
+          const secs = have / amountOf(rate, denom);
+          if (secs < estimate) estimate = secs;
+        }
       }
       return toBytes(QueryCreditEstimateResponse, {
         currentBalance: coinsToProto(balance),
         totalRatePerSecond: coinsToProto(rate),
         estimatedDurationSeconds: estimate,
-        activeLeaseCount: account.activeLeaseCount,
+        activeLeaseCount: active,
       });
     },
     [`${Q}LeaseByCustomDomain`](ctx, bytes) {

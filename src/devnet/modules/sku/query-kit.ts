@@ -6,19 +6,32 @@
  * (inclusive resume).
  */
 import type { PageRequest, PageResponse } from "../../../chain/proto/cosmos.ts";
-import { ChainError } from "../../errors.ts";
+import { type ChainError, type RegisteredError, sdkErrors } from "../../errors.ts";
 import type { KVStore } from "../../module.ts";
 
-export type GrpcStatus = "InvalidArgument" | "NotFound" | "ResourceExhausted";
-const GRPC_ABCI_CODE: Record<GrpcStatus, number> = {
-  InvalidArgument: 18,
-  NotFound: 38,
-  ResourceExhausted: 18,
+export type GrpcStatus =
+  | "InvalidArgument"
+  | "FailedPrecondition"
+  | "NotFound"
+  | "ResourceExhausted"
+  | "Internal";
+
+/**
+ * The SDK's baseapp turns a gRPC query error into an ABCI error by wrapping it with a
+ * registered error: NotFound → 22 "key not found"; InvalidArgument and FailedPrecondition →
+ * 18 "invalid request"; every other status → 6 "unknown request".
+ */
+const GRPC_TO_SDK: Record<GrpcStatus, RegisteredError> = {
+  NotFound: sdkErrors.keyNotFound,
+  InvalidArgument: sdkErrors.invalidRequest,
+  FailedPrecondition: sdkErrors.invalidRequest,
+  ResourceExhausted: sdkErrors.unknownRequest,
+  Internal: sdkErrors.unknownRequest,
 };
 
-/** An ABCI query failure whose log reads like the SDK's gRPC error (`rpc error: code = … desc = …`). */
+/** An ABCI query failure as the SDK reports a gRPC error: `rpc error: code = … desc = …: <description>`. */
 export function grpcError(status: GrpcStatus, desc: string): ChainError {
-  return new ChainError("sdk", GRPC_ABCI_CODE[status], `rpc error: code = ${status} desc = ${desc}`);
+  return GRPC_TO_SDK[status].wrap(`rpc error: code = ${status} desc = ${desc}`);
 }
 
 export const DEFAULT_PAGE_LIMIT = 100;
