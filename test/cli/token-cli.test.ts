@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { runFred } from "./run-cli.ts";
+import { runFred } from "../support/index.ts";
 
 const KEY = "8f7f28ced235ea1050d4f484312892104ba52a2fa8e8e631b431b3dc77e61d95";
 const LEASE = "0190f3a2-7c1e-7000-8000-000000000001";

@@ -158,7 +158,7 @@ async function launch<T>(nodeArgs: string[], options: LaunchOptions<T>): Promise
     );
     void exited.then(({ code, signal }) =>
       settle(() =>
-        reject(new Error(`${label} exited (${signal ?? code}) before it was ready\n${logTail()}`)),
+        reject(new Error(`${label} exited with ${signal ?? code} before it was ready\n${logTail()}`)),
       ),
     );
   });

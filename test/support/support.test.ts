@@ -48,7 +48,7 @@ describe("test support: launcher", () => {
 
   it("fails with the log tail when the process exits before its ready line", async () => {
     await assert.rejects(launchScript(CHILD, ["crash"], { label: "crasher" }), (err: Error) => {
-      assert.match(err.message, /crasher exited \(3\) before it was ready/);
+      assert.match(err.message, /crasher exited with 3 before it was ready/);
       assert.match(err.message, /child starting in mode crash/);
       return true;
     });

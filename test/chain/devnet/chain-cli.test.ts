@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { runFred } from "../../cli/run-cli.ts";
+import { runFred } from "../../support/index.ts";
 import { type DevnetProcess, startDevnetProcess } from "./devnet-process.ts";
 
 describe("fred chain (CLI) against a real devnet", () => {

@@ -9,7 +9,7 @@ import { openProviderChain } from "../../../src/chain/from-config.ts";
 import { Keyring } from "../../../src/chain/keyring/index.ts";
 import { type Clock, systemClock } from "../../../src/core/clock.ts";
 import { isFredError } from "../../../src/core/errors.ts";
-import { runFred } from "../../cli/run-cli.ts";
+import { runFred } from "../../support/index.ts";
 import { type DevnetProcess, startDevnetProcess } from "./devnet-process.ts";
 import { advanceTime, clientFor, createLeases, until } from "./helpers.ts";
 

@@ -3,11 +3,10 @@
  * temp dir, a free port, and clean shutdown (SIGTERM, then SIGKILL after a deadline).
  * `restart()` starts the same home on the same port again (kill/restart fault tests).
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FRED_BIN, runFred } from "../../cli/run-cli.ts";
+import { type Launched, launchFred, portOf, runFred } from "../../support/index.ts";
 
 export interface DevnetKeys {
   chain_id: string;
@@ -23,49 +22,15 @@ export interface DevnetProcess {
   keys: DevnetKeys;
   account(name: string): DevnetKeys["accounts"][number];
   call(method: string, params?: Record<string, unknown>): Promise<unknown>;
-  kill(signal?: NodeJS.Signals): Promise<void>;
+  kill(signal?: "SIGKILL" | "SIGTERM"): Promise<void>;
   restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
-function startChild(args: string[]): Promise<{ child: ChildProcess; ready: { rpc: string } }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [FRED_BIN, ...args], {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, FRED_LOG_LEVEL: process.env.FRED_LOG_LEVEL ?? "warn" },
-    });
-    let out = "";
-    let err = "";
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`devnet did not start in time: ${err}`));
-    }, 60_000);
-    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
-      err = (err + d).slice(-4000);
-    });
-    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
-      out += d;
-      const nl = out.indexOf("\n");
-      if (nl >= 0) {
-        clearTimeout(timer);
-        resolve({ child, ready: JSON.parse(out.slice(0, nl)) });
-      }
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`devnet exited (${code}) before ready: ${err}`));
-    });
-  });
-}
-
-function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const t = setTimeout(() => resolve(false), ms);
-    child.once("exit", () => {
-      clearTimeout(t);
-      resolve(true);
-    });
+function startChild(args: string[]): Promise<Launched<{ rpc: string }>> {
+  return launchFred<{ rpc: string }>(args, {
+    label: "devnet",
+    env: { FRED_LOG_LEVEL: process.env.FRED_LOG_LEVEL ?? "warn" },
   });
 }
 
@@ -95,7 +60,7 @@ export async function startDevnetProcess(
     "--block-time",
     blockTime,
   ]);
-  const port = Number(new URL(started.ready.rpc).port);
+  const port = portOf(started.ready.rpc);
   const proc: DevnetProcess = {
     home,
     rpc: started.ready.rpc,
@@ -117,8 +82,8 @@ export async function startDevnetProcess(
       return body.result;
     },
     async kill(signal = "SIGKILL") {
-      started.child.kill(signal);
-      await waitExit(started.child, 10_000);
+      if (signal === "SIGKILL") await started.kill();
+      else await started.stop();
     },
     async restart() {
       await proc.kill("SIGTERM");
@@ -133,11 +98,7 @@ export async function startDevnetProcess(
       ]);
     },
     async stop() {
-      started.child.kill("SIGTERM");
-      if (!(await waitExit(started.child, 10_000))) {
-        started.child.kill("SIGKILL");
-        await waitExit(started.child, 5_000);
-      }
+      await started.stop();
       await rm(home, { recursive: true, force: true });
     },
   };

@@ -1,36 +1,17 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { type RunResult as Run, runFred } from "../../support/index.ts";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const SKU = "0190f3a2-7c1e-7000-8000-0000000000aa";
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs the real CLI as a child process, optionally feeding stdin. */
 function fred(args: string[], stdin?: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["bin/fred.js", ...args], { cwd: ROOT, stdio: "pipe" });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin ?? "");
-  });
+  return runFred(args, { cwd: ROOT, input: stdin });
 }
 
 /** stdout must be exactly one JSON line. */
