@@ -62,7 +62,7 @@ async function provisionsAccepted(): Promise<void> {
         body,
         timestamp: Math.floor(Date.now() / 1000),
       });
-      const res = await request(`${mock.url}/provision`, {
+      const res = await request(`${mock.ready.url}/provision`, {
         method: "POST",
         body,
         headers: { "content-type": "application/json", "x-fred-signature": signature },
@@ -73,7 +73,7 @@ async function provisionsAccepted(): Promise<void> {
     };
     for (let i = 0; i < 50; i++) await send(); // warm-up
     let next = 0;
-    const cpuBefore = cpuSeconds(mock.child.pid);
+    const cpuBefore = cpuSeconds(mock.pid);
     const start = process.hrtime.bigint();
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
@@ -86,7 +86,7 @@ async function provisionsAccepted(): Promise<void> {
     const allSeconds = Number(process.hrtime.bigint() - start) / 1e9;
     // Backend CPU per provision (admission, worker, settlement and callback delivery): the
     // figure that does not depend on how busy the shared machine is.
-    const cpuMs = ((cpuSeconds(mock.child.pid) - cpuBefore) * 1000) / PROVISIONS;
+    const cpuMs = ((cpuSeconds(mock.pid) - cpuBefore) * 1000) / PROVISIONS;
     console.log(
       JSON.stringify({
         bench: "mock_provisions_accepted",
@@ -101,7 +101,7 @@ async function provisionsAccepted(): Promise<void> {
     );
   } finally {
     await dispatcher.close();
-    await mock.kill("SIGTERM");
+    await mock.stop();
     await rx.close();
   }
 }
@@ -152,7 +152,7 @@ async function callbacksDelivered(): Promise<void> {
   try {
     await rx.waitFor((r) => r.effects.length >= 1, 120_000);
     const firstAt = process.hrtime.bigint();
-    const cpuBefore = cpuSeconds(mock.child.pid);
+    const cpuBefore = cpuSeconds(mock.pid);
     await rx.waitFor((r) => r.effects.length >= CALLBACKS, 120_000);
     const end = process.hrtime.bigint();
     const drainSeconds = Number(end - firstAt) / 1e9;
@@ -164,13 +164,13 @@ async function callbacksDelivered(): Promise<void> {
         goal_per_s: 2000,
         including_startup_per_s: Math.round(CALLBACKS / (Number(end - start) / 1e9)),
         backend_cpu_ms_per_callback: Number(
-          (((cpuSeconds(mock.child.pid) - cpuBefore) * 1000) / CALLBACKS).toFixed(3),
+          (((cpuSeconds(mock.pid) - cpuBefore) * 1000) / CALLBACKS).toFixed(3),
         ),
         load_average_1m: Number(loadavg()[0]?.toFixed(2)),
       }),
     );
   } finally {
-    await mock.kill("SIGTERM");
+    await mock.stop();
     await rx.close();
   }
 }

@@ -93,16 +93,16 @@ describe("fred backend docker (CLI)", { skip }, () => {
     const proc = await spawnDockerBackend(setup.configPath);
     const rx = await startReceiver(SECRET);
     try {
-      const stats = (await (await fetch(`${proc.url}/stats`)).json()) as { disk_withheld: boolean };
+      const stats = (await (await fetch(`${proc.ready.url}/stats`)).json()) as { disk_withheld: boolean };
       assert.equal(stats.disk_withheld, true);
       const call = provisionBody(rx, httpdManifest("app"), [
         { sku: DISK_SKU, quantity: 1, service_name: "app" },
       ]);
-      const res = await signedClient(proc.url, SECRET).post("/provision", call.body);
+      const res = await signedClient(proc.ready.url, SECRET).post("/provision", call.body);
       assert.equal(res.status, 503, res.text);
       assert.equal((res.json as { code?: string }).code, "insufficient_resources");
     } finally {
-      await proc.kill("SIGTERM");
+      await proc.stop();
       await rx.close();
       await setup.cleanup();
     }

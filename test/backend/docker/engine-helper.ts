@@ -6,6 +6,7 @@ import type Docker from "dockerode";
 import { parseDockerBackendConfig } from "../../../src/backend/docker/config.ts";
 import { connectDocker } from "../../../src/backend/docker/engine.ts";
 import type { InstanceSpec, SkuProfile, WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
+import { until } from "../../support/index.ts";
 
 /**
  * Shared plumbing of the Docker backend tests: is an engine there (and must it be), a
@@ -53,25 +54,24 @@ const LOCK_DIR = "/tmp/fred-docker-tests.lock";
  * Released when this process exits.
  */
 export async function holdEngineLock(timeoutMs = 600_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  await until(tryTakeEngineLock, `the Docker test lock ${LOCK_DIR}`, { timeoutMs, intervalMs: 100 });
+}
+
+function tryTakeEngineLock(): boolean {
+  try {
+    mkdirSync(LOCK_DIR);
+    writeFileSync(`${LOCK_DIR}/pid`, String(process.pid));
+    process.once("exit", () => rmSync(LOCK_DIR, { recursive: true, force: true }));
+    return true;
+  } catch {
+    let owner = Number.NaN;
     try {
-      mkdirSync(LOCK_DIR);
-      writeFileSync(`${LOCK_DIR}/pid`, String(process.pid));
-      process.once("exit", () => rmSync(LOCK_DIR, { recursive: true, force: true }));
-      return;
+      owner = Number(readFileSync(`${LOCK_DIR}/pid`, "utf8"));
     } catch {
-      let owner = Number.NaN;
-      try {
-        owner = Number(readFileSync(`${LOCK_DIR}/pid`, "utf8"));
-      } catch {
-        // pid not written yet: the owner is between mkdir and write
-      }
-      if (Number.isInteger(owner) && !alive(owner)) rmSync(LOCK_DIR, { recursive: true, force: true });
-      if (Date.now() > deadline)
-        throw new Error(`Docker test lock ${LOCK_DIR} not acquired in ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 100));
+      // pid not written yet: the owner is between mkdir and write
     }
+    if (Number.isInteger(owner) && !alive(owner)) rmSync(LOCK_DIR, { recursive: true, force: true });
+    return false;
   }
 }
 
@@ -175,19 +175,6 @@ export function workloadSpec(opts: {
     manifest: { services: opts.services },
     createdAtMs: Date.now(),
   };
-}
-
-/** Polls `check` until it holds or the deadline passes (no fixed sleeps). */
-export async function until(
-  check: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 30_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /**

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { instanceName } from "../../../src/backend/docker/names.ts";
+import { until } from "../../support/index.ts";
 import { type Receiver, startReceiver } from "../kit/receiver.ts";
 import { type SignedClient, signedClient } from "../kit/signed-client.ts";
-import { dockerCli, dockerSkip, restartDockerd, until } from "./engine-helper.ts";
+import { dockerCli, dockerSkip, restartDockerd } from "./engine-helper.ts";
 import {
   type DockerProcess,
   type DockerTestSetup,
@@ -52,13 +53,13 @@ describe("docker backend: faults", { skip }, () => {
       setup = prepareDockerBackend({ startup_verify_duration: "60s" });
     });
     after(async () => {
-      await proc?.kill("SIGKILL");
+      await proc?.kill();
       await setup?.cleanup();
     });
 
     it("restart rebuilds state, delivers the callback, and leaves no duplicate or orphan", async () => {
       proc = await spawnDockerBackend(setup.configPath);
-      const c: SignedClient = signedClient(proc.url, SECRET);
+      const c: SignedClient = signedClient(proc.ready.url, SECRET);
       const call = provisionBody(rx, manifest({ app: quickStop }), items);
       assert.equal((await c.post("/provision", call.body)).status, 202);
       const name = instanceName(call.lease, "app", 0);
@@ -66,7 +67,7 @@ describe("docker backend: faults", { skip }, () => {
         async () => (await containersOf(`fred.lease_uuid=${call.lease}`)).includes(`${name} running`),
         "the container to run",
       );
-      await proc.kill("SIGKILL");
+      await proc.kill();
       assert.equal(
         rx.deliveries.some((d) => d.body.lease_uuid === call.lease),
         false,
@@ -74,7 +75,7 @@ describe("docker backend: faults", { skip }, () => {
       );
 
       proc = await spawnDockerBackend(setup.configPath);
-      const c2 = signedClient(proc.url, SECRET);
+      const c2 = signedClient(proc.ready.url, SECRET);
       await rx.waitFor(
         (r) => r.deliveries.some((d) => d.route === "operation" && d.body.lease_uuid === call.lease),
         60_000,
@@ -103,21 +104,24 @@ describe("docker backend: faults", { skip }, () => {
       setup = prepareDockerBackend();
     });
     after(async () => {
-      await proc?.kill("SIGKILL");
+      await proc?.kill();
       await setup?.cleanup();
     });
 
     it("the restarted backend reports the lease failed", async () => {
       proc = await spawnDockerBackend(setup.configPath);
       const call = provisionBody(rx, manifest({ app: quickStop }), items);
-      assert.equal((await provisionAndWait(signedClient(proc.url, SECRET), rx, call)).status, "success");
-      await outboxDrained(proc.url); // the success is recorded as delivered before the crash
-      await proc.kill("SIGKILL");
+      assert.equal(
+        (await provisionAndWait(signedClient(proc.ready.url, SECRET), rx, call)).status,
+        "success",
+      );
+      await outboxDrained(proc.ready.url); // the success is recorded as delivered before the crash
+      await proc.kill();
       const kill = await dockerCli(["kill", instanceName(call.lease, "app", 0)]);
       assert.equal(kill.code, 0, kill.out);
       proc = await spawnDockerBackend(setup.configPath);
       await rx.waitFor((r) => r.effects.includes(`lifecycle:${call.lease}:failed`), 60_000);
-      const p = (await signedClient(proc.url, SECRET).get(`/provisions/${call.lease}`)).json as {
+      const p = (await signedClient(proc.ready.url, SECRET).get(`/provisions/${call.lease}`)).json as {
         status: string;
       };
       assert.equal(p.status, "failed");
@@ -132,22 +136,22 @@ describe("docker backend: faults", { skip }, () => {
       setup = prepareDockerBackend();
     });
     after(async () => {
-      await proc?.kill("SIGTERM");
+      await proc?.stop();
       await setup?.cleanup();
     });
 
     it("reconnects, reports failed for leases whose containers died, never makes a second copy", async () => {
       proc = await spawnDockerBackend(setup.configPath);
-      const c = signedClient(proc.url, SECRET);
+      const c = signedClient(proc.ready.url, SECRET);
       const calls = [
         provisionBody(rx, manifest({ app: quickStop }), items),
         provisionBody(rx, manifest({ app: quickStop }), items),
       ];
       for (const call of calls) assert.equal((await provisionAndWait(c, rx, call)).status, "success");
-      await outboxDrained(proc.url);
+      await outboxDrained(proc.ready.url);
 
       const health = async () => {
-        const res = await fetch(`${proc!.url}/health`);
+        const res = await fetch(`${proc!.ready.url}/health`);
         return { status: res.status, body: (await res.json()) as { status: string; error?: string } };
       };
       assert.deepEqual(await health(), { status: 200, body: { status: "healthy" } });

@@ -11,7 +11,8 @@ import {
   startDockerBackend,
 } from "../../../src/backend/docker/main.ts";
 import { createLogger } from "../../../src/log.ts";
-import { type BackendProcess, spawnBackendProcess } from "../../helpers/backend-process.ts";
+import { type Launched, launchFred } from "../../support/index.ts";
+import type { BackendReady } from "../mock/process.ts";
 import { BTRFS_ROOT, dockerCli } from "./engine-helper.ts";
 
 /**
@@ -116,9 +117,17 @@ export async function startInProcess(setup: DockerTestSetup): Promise<RunningDoc
   });
 }
 
-export type DockerProcess = BackendProcess;
+export type DockerProcess = Launched<BackendReady>;
 
 /** `fred backend docker -c <config>` as a real process; ready when it prints its JSON line. */
-export function spawnDockerBackend(configPath: string, timeoutMs = 60_000): Promise<DockerProcess> {
-  return spawnBackendProcess("docker backend", ["backend", "docker", "-c", configPath], {}, timeoutMs);
+export function spawnDockerBackend(
+  configPath: string,
+  timeoutMs = 60_000,
+  env: Record<string, string> = {},
+): Promise<DockerProcess> {
+  return launchFred<BackendReady>(["backend", "docker", "-c", configPath], {
+    label: "docker backend",
+    env,
+    readyTimeoutMs: timeoutMs,
+  });
 }

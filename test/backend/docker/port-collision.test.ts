@@ -4,11 +4,19 @@ import { after, before, describe, it } from "node:test";
 import { instanceName } from "../../../src/backend/docker/names.ts";
 import { isHostPortCollision } from "../../../src/backend/docker/startup.ts";
 import { FredError } from "../../../src/core/errors.ts";
-import { type BackendProcess, spawnBackendProcess } from "../../helpers/backend-process.ts";
+import { until } from "../../support/index.ts";
 import { type Receiver, startReceiver } from "../kit/receiver.ts";
 import { type SignedClient, signedClient } from "../kit/signed-client.ts";
-import { dockerCli, dockerSkip, until } from "./engine-helper.ts";
-import { type DockerTestSetup, httpdManifest, prepareDockerBackend, SECRET, SKU } from "./helpers.ts";
+import { dockerCli, dockerSkip } from "./engine-helper.ts";
+import {
+  type DockerProcess,
+  type DockerTestSetup,
+  httpdManifest,
+  prepareDockerBackend,
+  SECRET,
+  SKU,
+  spawnDockerBackend,
+} from "./helpers.ts";
 import { provisionBody } from "./provision-helper.ts";
 
 /**
@@ -128,24 +136,19 @@ describe("host port collision: which engine failures are worth another start", (
 
 describe("docker backend: host port taken by another process", { skip }, () => {
   let setup: DockerTestSetup;
-  let backend: BackendProcess;
+  let backend: DockerProcess;
   let rx: Receiver;
   let c: SignedClient;
 
   before(async () => {
     setup = prepareDockerBackend();
     // warn level whatever TEST_LOG_LEVEL says: the kit's "left for recovery" line is awaited.
-    backend = await spawnBackendProcess(
-      "docker backend",
-      ["backend", "docker", "-c", setup.configPath],
-      { FRED_LOG_LEVEL: "warn" },
-      60_000,
-    );
+    backend = await spawnDockerBackend(setup.configPath, 60_000, { FRED_LOG_LEVEL: "warn" });
     rx = await startReceiver(SECRET);
-    c = signedClient(backend.url, SECRET);
+    c = signedClient(backend.ready.url, SECRET);
   });
   after(async () => {
-    await backend?.kill();
+    await backend?.stop();
     await rx?.close();
     await setup?.cleanup();
     const leftovers = await probeLeftovers();

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { until } from "../../support/index.ts";
 import type { Delivery, Receiver } from "../kit/receiver.ts";
 import type { SignedClient } from "../kit/signed-client.ts";
 
@@ -56,11 +57,10 @@ export async function provisionAndWait(
  * mean the backend recorded the delivery.
  */
 export async function outboxDrained(baseUrl: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const text = await (await fetch(`${baseUrl}/metrics`)).text();
-    if (/^fred_backend_outbox_pending(\{[^}]*\})? 0$/m.test(text)) return;
-    if (Date.now() > deadline) throw new Error("outbox not drained in time");
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await until(
+    async () =>
+      /^fred_backend_outbox_pending(\{[^}]*\})? 0$/m.test(await (await fetch(`${baseUrl}/metrics`)).text()),
+    "the backend outbox to drain (fred_backend_outbox_pending 0)",
+    { timeoutMs, intervalMs: 50 },
+  );
 }

@@ -12,9 +12,9 @@ import { isFredError } from "../../../src/core/errors.ts";
 import { createLogger } from "../../../src/log.ts";
 import { BackendClient, type MutationOutcome } from "../../../src/provider/backend-client/index.ts";
 import type { BackendConfig } from "../../../src/provider/config/index.ts";
-import { type CliResult, runFred } from "../../cli/run-cli.ts";
 import { TestPki } from "../../helpers/certs.ts";
 import { backendConfigFor } from "../../provider/backend-client/backend-config.ts";
+import { type RunResult as CliResult, runFred } from "../../support/index.ts";
 import { dockerSkip } from "../docker/engine-helper.ts";
 import { prepareDockerBackend, spawnDockerBackend } from "../docker/helpers.ts";
 import { spawnMock } from "../mock/process.ts";
@@ -108,9 +108,9 @@ describe("mutual TLS against a real `fred backend mock`", () => {
 
   async function client(over: Partial<BackendConfig>): Promise<BackendClient> {
     const c = await BackendClient.create({
-      backend: backendConfig(mock.url, over),
+      backend: backendConfig(mock.ready.url, over),
       secret: SECRET,
-      storageId: mock.storageId,
+      storageId: mock.ready.storage_id,
     });
     clients.push(c);
     return c;
@@ -150,18 +150,18 @@ describe("mutual TLS against a real `fred backend mock`", () => {
   });
   after(async () => {
     for (const c of clients) await c.close();
-    await mock?.kill("SIGTERM");
+    await mock?.stop();
     await receiver?.close();
   });
 
   it("(a) a certificate from the CA with an allowed DNS name provisions and reads the inventory", async () => {
-    assert.match(mock.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+    assert.match(mock.ready.url, /^https:\/\/127\.0\.0\.1:\d+$/);
     assert.equal(await good.healthy(), true);
     const outcome = await good.provision(provisionRequest(receiver, LEASE));
     assert.equal(outcome.kind, "accepted", JSON.stringify(outcome));
     await receiver.waitFor((r) => r.effects.includes(`operation:${LEASE}:success`));
     const inventory = await good.inventory();
-    assert.equal(inventory.storageId, mock.storageId);
+    assert.equal(inventory.storageId, mock.ready.storage_id);
     assert.deepEqual(
       inventory.provisions.map((p) => [p.leaseUuid, p.status]),
       [[LEASE, "ready"]],
@@ -212,19 +212,19 @@ describe("mutual TLS against a real `fred backend mock`", () => {
       },
     });
     try {
-      const res = await request(`${mock.url}/provision`, {
+      const res = await request(`${mock.ready.url}/provision`, {
         method: "POST",
         body: "{}",
         headers: { "content-type": "application/json" },
         dispatcher,
       });
       assert.equal(res.statusCode, 403);
-      assert.equal(res.headers["x-fred-backend-storage-id"], mock.storageId);
+      assert.equal(res.headers["x-fred-backend-storage-id"], mock.ready.storage_id);
       assert.deepEqual(await res.body.json(), {
         error: "client certificate is not allowed",
         code: "client_certificate_not_allowed",
       });
-      const health = await request(`${mock.url}/health`, { dispatcher });
+      const health = await request(`${mock.ready.url}/health`, { dispatcher });
       assert.equal(health.statusCode, 403);
       await health.body.dump();
     } finally {
@@ -248,10 +248,10 @@ describe("mutual TLS against a real `fred backend mock`", () => {
     try {
       for (const path of ["/health", "/stats", "/metrics"]) {
         await assert.rejects(
-          request(`${mock.url}${path}`, { dispatcher: bare }),
+          request(`${mock.ready.url}${path}`, { dispatcher: bare }),
           `${path} without a certificate`,
         );
-        const res = await request(`${mock.url}${path}`, { dispatcher: withCert });
+        const res = await request(`${mock.ready.url}${path}`, { dispatcher: withCert });
         assert.equal(res.statusCode, 200, path);
         await res.body.dump();
       }
@@ -379,20 +379,20 @@ describe("mutual TLS on a real `fred backend docker`", { skip: skipDocker }, () 
     const agents = [agent("providerd"), agent("ops"), agent()];
     const [allowed, unlisted, bare] = agents as [Agent, Agent, Agent];
     try {
-      assert.match(docker.url, /^https:/);
-      const ok = await request(`${docker.url}/stats`, { dispatcher: allowed });
+      assert.match(docker.ready.url, /^https:/);
+      const ok = await request(`${docker.ready.url}/stats`, { dispatcher: allowed });
       assert.equal(ok.statusCode, 200);
       await ok.body.dump();
-      const refused = await request(`${docker.url}/stats`, { dispatcher: unlisted });
+      const refused = await request(`${docker.ready.url}/stats`, { dispatcher: unlisted });
       assert.equal(refused.statusCode, 403);
       assert.equal(
         ((await refused.body.json()) as { error: string }).error,
         "client certificate is not allowed",
       );
-      await assert.rejects(request(`${docker.url}/stats`, { dispatcher: bare }));
+      await assert.rejects(request(`${docker.ready.url}/stats`, { dispatcher: bare }));
     } finally {
       for (const a of agents) await a.close();
-      await docker.kill("SIGTERM");
+      await docker.stop();
       await setup.cleanup();
     }
   });

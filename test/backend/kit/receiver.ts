@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { hmacSecret, verifyRequest } from "../../../src/auth/hmac.ts";
+import { listenLoopback, until } from "../../support/index.ts";
 
 /**
  * A recording callback receiver standing in for providerd's `/callbacks/provision`: it
@@ -47,15 +47,11 @@ export async function startReceiver(secret: string): Promise<Receiver> {
       for (const res of holding.splice(0)) res.writeHead(status).end();
     },
     async waitFor(predicate, timeoutMs = 20_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (!predicate(receiver)) {
-        if (Date.now() > deadline) {
-          throw new Error(
-            `receiver: condition not met within ${timeoutMs} ms; got ${receiver.effects.join(", ")}`,
-          );
-        }
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await until(() => predicate(receiver), "the receiver's condition", {
+        timeoutMs,
+        intervalMs: 20,
+        context: () => `receiver effects so far: ${receiver.effects.join(", ")}`,
+      });
     },
     close: async () => {
       receiver.releaseHeld(503);
@@ -103,7 +99,6 @@ export async function startReceiver(secret: string): Promise<Receiver> {
       res.writeHead(mode).end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  receiver.url = (await listenLoopback(server)).url;
   return receiver;
 }

@@ -5,8 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { Agent, request } from "undici";
-import { type CliResult, runFred } from "../../cli/run-cli.ts";
 import { TestPki } from "../../helpers/certs.ts";
+import { type RunResult as CliResult, runFred } from "../../support/index.ts";
 import { SECRET } from "./helpers.ts";
 import { spawnMock } from "./process.ts";
 
@@ -39,8 +39,8 @@ describe("fred backend mock (CLI)", () => {
       MOCK_BACKEND_CALLBACK_SECRET: SECRET,
       MOCK_BACKEND_DB_PATH: db,
     });
-    assert.equal(mock.storageId, storage_id);
-    assert.equal(await mock.kill("SIGTERM"), 0);
+    assert.equal(mock.ready.storage_id, storage_id);
+    assert.equal((await mock.stop()).code, 0);
     const noPath = await run(["backend", "mock", "--initialize-storage-identity", "new"], {});
     assert.equal(noPath.code, 1);
     assert.match(noPath.stderr, /needs MOCK_BACKEND_DB_PATH/);
@@ -59,13 +59,13 @@ describe("fred backend mock (CLI)", () => {
     });
     const dispatcher = new Agent({ connect: { rejectUnauthorized: false } });
     try {
-      assert.match(mock.url, /^https:\/\//);
-      const res = await request(`${mock.url}/health`, { dispatcher });
+      assert.match(mock.ready.url, /^https:\/\//);
+      const res = await request(`${mock.ready.url}/health`, { dispatcher });
       assert.equal(res.statusCode, 200);
       assert.deepEqual(await res.body.json(), { status: "healthy" });
     } finally {
       await dispatcher.close();
-      await mock.kill("SIGTERM");
+      await mock.stop();
     }
     const half = await run(["backend", "mock"], {
       MOCK_BACKEND_STORAGE_ID: randomUUID(),

@@ -5,10 +5,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import Database from "better-sqlite3";
+import { until } from "../../support/index.ts";
 import { startReceiver } from "../kit/receiver.ts";
 import { signedClient } from "../kit/signed-client.ts";
 import { SECRET, SKU } from "./helpers.ts";
-import { type MockProcess, spawnMock, until } from "./process.ts";
+import { type MockProcess, spawnMock } from "./process.ts";
 
 /**
  * kill -9 of a real `fred backend mock` process at the three points that matter — after
@@ -20,7 +21,7 @@ describe("mock backend crash recovery (real processes, SIGKILL)", () => {
   const dir = mkdtempSync(join(tmpdir(), "fred-mock-crash-"));
   const procs: MockProcess[] = [];
   after(async () => {
-    for (const p of procs) await p.kill("SIGKILL");
+    for (const p of procs) await p.kill();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -63,41 +64,41 @@ describe("mock backend crash recovery (real processes, SIGKILL)", () => {
           .n;
       try {
         // Baseline: a normal provision is delivered.
-        await provision(first.url, l0 as string);
+        await provision(first.ready.url, l0 as string);
         await rx.waitFor((r) => r.effects.includes(`operation:${l0}:success`));
 
         // 1. Started but never settled: the substrate call hangs.
-        await provision(first.url, l1 as string);
+        await provision(first.ready.url, l1 as string);
         await until(() => phase(l1 as string) === "started", "L1 intent started");
 
         // 2. Settled, delivery refused: the row is committed and waits in the outbox.
         rx.setMode(503);
-        await provision(first.url, l2 as string);
+        await provision(first.ready.url, l2 as string);
         await until(() => rx.deliveries.some((d) => d.body.lease_uuid === l2), "a refused L2 delivery");
         assert.equal(outboxFor(l2 as string), 1);
 
         // 3. In flight: the receiver applies the effect but the reply never leaves.
         rx.setMode("hold");
-        await provision(first.url, l3 as string);
+        await provision(first.ready.url, l3 as string);
         await until(() => rx.effects.includes(`operation:${l3}:success`), "L3 applied at the receiver");
         assert.equal(outboxFor(l3 as string), 1, "the in-flight row is still durable");
       } finally {
         journal.close();
       }
-      assert.equal(await first.kill("SIGKILL"), null);
+      assert.equal((await first.kill()).code, null);
       rx.releaseHeld(503);
       rx.setMode(200);
 
       const second = await spawnMock(env);
       procs.push(second);
-      assert.equal(second.storageId, env.MOCK_BACKEND_STORAGE_ID);
+      assert.equal(second.ready.storage_id, env.MOCK_BACKEND_STORAGE_ID);
       await rx.waitFor(
         (r) =>
           r.effects.includes(`operation:${l1}:failed`) &&
           r.effects.includes(`operation:${l2}:success`) &&
           r.deliveries.filter((d) => d.body.lease_uuid === l3).length >= 2,
       );
-      const c = signedClient(second.url, SECRET);
+      const c = signedClient(second.ready.url, SECRET);
       for (const lease of [l0, l1, l2, l3] as string[]) {
         assert.equal((await c.post("/deprovision", { lease_uuid: lease })).status, 200);
       }
@@ -124,9 +125,11 @@ describe("mock backend crash recovery (real processes, SIGKILL)", () => {
           assert.equal(d.body.backend_storage_id, env.MOCK_BACKEND_STORAGE_ID);
         }
       }
-      const stats = (await (await fetch(`${second.url}/stats`)).json()) as { allocated_cpu_cores: number };
+      const stats = (await (await fetch(`${second.ready.url}/stats`)).json()) as {
+        allocated_cpu_cores: number;
+      };
       assert.equal(stats.allocated_cpu_cores, 0, "no capacity leaked");
-      assert.equal(await second.kill("SIGTERM"), 0);
+      assert.equal((await second.stop()).code, 0);
     } finally {
       await rx.close();
     }
@@ -146,7 +149,7 @@ describe("mock backend crash recovery (real processes, SIGKILL)", () => {
       procs.push(first);
       const lease = randomUUID();
       const op = randomUUID();
-      const res = await signedClient(first.url, SECRET).post("/provision", {
+      const res = await signedClient(first.ready.url, SECRET).post("/provision", {
         lease_uuid: lease,
         tenant: "manifest1vanish",
         provider_uuid: randomUUID(),
@@ -155,7 +158,7 @@ describe("mock backend crash recovery (real processes, SIGKILL)", () => {
       });
       assert.equal(res.status, 202);
       await rx.waitFor((r) => r.effects.includes(`operation:${lease}:success`));
-      assert.equal(await first.kill("SIGTERM"), 0);
+      assert.equal((await first.stop()).code, 0);
       // The fake substrate's records are gone, as after a reset of the reference mock.
       rmSync(`${dbPath}.substrate`, { force: true });
       const second = await spawnMock(env);
@@ -163,9 +166,9 @@ describe("mock backend crash recovery (real processes, SIGKILL)", () => {
       await rx.waitFor((r) => r.effects.includes(`lifecycle:${lease}:failed`));
       const d = rx.deliveries.find((x) => x.route === "lifecycle" && x.body.lease_uuid === lease);
       assert.equal(d?.callbackId, op);
-      const status = await signedClient(second.url, SECRET).get(`/provisions/${lease}`);
+      const status = await signedClient(second.ready.url, SECRET).get(`/provisions/${lease}`);
       assert.equal((status.json as { status: string }).status, "failed");
-      assert.equal(await second.kill("SIGTERM"), 0);
+      assert.equal((await second.stop()).code, 0);
     } finally {
       await rx.close();
     }

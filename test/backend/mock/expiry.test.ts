@@ -5,9 +5,9 @@ import { loadMockBackendConfig } from "../../../src/backend/mock/config.ts";
 import { startMockBackend } from "../../../src/backend/mock/main.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
+import { until } from "../../support/index.ts";
 import { signedClient } from "../kit/signed-client.ts";
 import { SECRET, SKU } from "./helpers.ts";
-import { until } from "./process.ts";
 
 /**
  * Reservations expire: a provision whose substrate call hangs holds its capacity only
