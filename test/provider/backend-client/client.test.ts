@@ -4,6 +4,7 @@ import { ManualClock } from "../../../src/core/clock.ts";
 import { isFredError } from "../../../src/core/errors.ts";
 import { BackendClient, type MutationOutcome } from "../../../src/provider/backend-client/index.ts";
 import type { BackendConfig } from "../../../src/provider/config/index.ts";
+import { until } from "../../support/index.ts";
 import { backendConfigFor } from "./backend-config.ts";
 import { type FakeBackend, startFakeBackend } from "./fake-backend.ts";
 
@@ -352,15 +353,15 @@ describe("backend client: circuit breaker", () => {
     );
     for (let i = 0; i < 5; i++) await c.provision(provisionRequest);
     assert.equal(c.circuitState, "open");
-    const trial = async () => {
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const out = await c.provision(provisionRequest);
-        if (!(out.kind === "not-sent" && out.reason === "circuit-open")) return out;
-        if (Date.now() > deadline) assert.fail("the breaker never let a trial request through");
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    };
+    const trial = () =>
+      until(
+        async () => {
+          const out = await c.provision(provisionRequest);
+          return out.kind === "not-sent" && out.reason === "circuit-open" ? undefined : out;
+        },
+        "the breaker to let a trial request through",
+        10_000,
+      );
     assert.equal((await trial()).kind, "ambiguous", "the trial met the sixth 500");
     assert.equal(fake.requests.length, 6);
     assert.equal(c.circuitState, "open", "a failed trial opens it again");

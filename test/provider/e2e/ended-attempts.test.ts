@@ -6,7 +6,8 @@ import { newUuidV4 } from "../../../src/core/uuid.ts";
 import { BackendClient, type ProvisionEntry } from "../../../src/provider/backend-client/index.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
-import { SECRETS, SIDS, Stack, until } from "./stack.ts";
+import { until } from "../../support/index.ts";
+import { SECRETS, SIDS, Stack } from "./stack.ts";
 
 /**
  * Unresolved attempts of leases that ended, with real processes (devnet, two mock

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { PayloadStore, PlacementStore } from "../../../src/provider/store/index.ts";
-import { mockSkus, Stack, sha256, until } from "./stack.ts";
+import { until } from "../../support/index.ts";
+import { mockSkus, Stack, sha256 } from "./stack.ts";
 
 /**
  * The lease lifecycle through real processes: a devnet, two mock backends that both

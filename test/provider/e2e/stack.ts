@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -8,7 +7,14 @@ import { type CosmosChain, openCosmosChain } from "../../../src/chain/cosmos/ada
 import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
 import { Keyring } from "../../../src/chain/keyring/index.ts";
 import { MsgCreateLease, MsgCreateLeaseResponse } from "../../../src/chain/proto/index.ts";
-import { runFred, type Started, startFred } from "../processes.ts";
+import {
+  type Launched,
+  type LaunchOptions,
+  launchFred,
+  pickFreePort,
+  runFred,
+  until,
+} from "../../support/index.ts";
 
 /**
  * A real local stack for providerd end-to-end tests: a devnet process, mock backend
@@ -34,34 +40,14 @@ export interface MockReady {
  * `FRED_PROFILE_DIR=<dir>` makes every process of the stack write a V8 CPU profile into
  * `<dir>/<role>` when it exits (open the .cpuprofile files in Chrome DevTools).
  */
-function profileEnv(role: string): Record<string, string> {
+function profile(role: string): Pick<LaunchOptions<unknown>, "nodeFlags"> {
   const dir = process.env.FRED_PROFILE_DIR;
-  return dir === undefined ? {} : { FRED_NODE_FLAGS: `--cpu-prof --cpu-prof-dir=${join(dir, role)}` };
+  return dir === undefined ? {} : { nodeFlags: ["--cpu-prof", `--cpu-prof-dir=${join(dir, role)}`] };
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-export async function until<T>(
-  check: () => T | undefined | false | Promise<T | undefined | false>,
-  what: string,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/** A stack process: ready when it prints its JSON line (within 120 s on a busy machine). */
+function start<T>(role: string, args: string[], env: Record<string, string | undefined> = {}) {
+  return launchFred<T>(args, { label: role, env, readyTimeoutMs: 120_000, ...profile(role) });
 }
 
 export interface BackendOverrides {
@@ -72,11 +58,11 @@ export interface BackendOverrides {
 
 export class Stack {
   readonly dir = mkdtempSync(join(tmpdir(), "fred-providerd-e2e-"));
-  devnet!: Started<{ rpc: string }>;
-  mocks: Started<MockReady>[] = [];
+  devnet!: Launched<{ rpc: string }>;
+  mocks: Launched<MockReady>[] = [];
   keys!: DevnetKeys;
   tenant!: CosmosChain;
-  providerd: Started<{ url: string }> | undefined;
+  providerd: Launched<{ url: string }> | undefined;
   apiPort = 0;
   configPath = "";
   readonly payloadPath = join(this.dir, "payloads.db");
@@ -97,10 +83,17 @@ export class Stack {
     devnetArgs: string[] = [],
   ): Promise<void> {
     const home = join(this.dir, "devnet");
-    this.devnet = await startFred<{ rpc: string }>(
-      ["devnet", "start", "--home", home, "--rpc-port", "0", "--block-time", "0s", ...devnetArgs],
-      profileEnv("devnet"),
-    );
+    this.devnet = await start<{ rpc: string }>("devnet", [
+      "devnet",
+      "start",
+      "--home",
+      home,
+      "--rpc-port",
+      "0",
+      "--block-time",
+      "0s",
+      ...devnetArgs,
+    ]);
     this.keys = JSON.parse((await runFred(["devnet", "keys", "--home", home])).stdout) as DevnetKeys;
     this.mockEnvs = mockEnv(this).map((extra, i) => ({
       MOCK_BACKEND_ADDR: "127.0.0.1:0",
@@ -108,11 +101,10 @@ export class Stack {
       MOCK_BACKEND_CALLBACK_SECRET: SECRETS[i]!,
       MOCK_BACKEND_NAME: `mock-${i + 1}`,
       MOCK_BACKEND_DB_PATH: join(this.dir, `mock-${i + 1}.db`),
-      ...profileEnv(`mock-${i + 1}`),
       ...extra,
     }));
     this.mocks = await Promise.all(
-      this.mockEnvs.map((env) => startFred<MockReady>(["backend", "mock"], env)),
+      this.mockEnvs.map((env, i) => start<MockReady>(`mock-${i + 1}`, ["backend", "mock"], env)),
     );
     const provider = this.account("provider");
     await new Keyring({ dir: join(this.dir, "keyring"), backend: "test" }).add("provider", provider.mnemonic);
@@ -122,7 +114,7 @@ export class Stack {
       txPollIntervalMs: 50,
       txTimeoutMs: 20_000,
     });
-    this.apiPort = await freePort();
+    this.apiPort = await pickFreePort();
     configure(this);
     this.writeConfig();
     const init = await runFred(["placement", "init", "--config", this.configPath]);
@@ -182,7 +174,7 @@ export class Stack {
 
   async restartMock(i: number): Promise<void> {
     const port = new URL(this.mocks[i]!.ready.url).port;
-    this.mocks[i] = await startFred<MockReady>(["backend", "mock"], {
+    this.mocks[i] = await start<MockReady>(`mock-${i + 1}`, ["backend", "mock"], {
       ...this.mockEnvs[i]!,
       MOCK_BACKEND_ADDR: `127.0.0.1:${port}`,
     });
@@ -193,9 +185,8 @@ export class Stack {
    * to its environment for this run only (e.g. `FRED_FAILPOINTS`).
    */
   async launchProviderd(env: Record<string, string> = {}): Promise<void> {
-    this.providerd = await startFred<{ url: string }>(["providerd", "-c", this.configPath], {
+    this.providerd = await start<{ url: string }>("providerd", ["providerd", "-c", this.configPath], {
       FRED_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
-      ...profileEnv("providerd"),
       ...env,
     });
   }
@@ -203,7 +194,10 @@ export class Stack {
   /** launchProviderd, then waits for /readyz 200. */
   async startProviderd(env: Record<string, string> = {}): Promise<void> {
     await this.launchProviderd(env);
-    await until(async () => (await fetch(`${this.api}/readyz`)).status === 200, "providerd /readyz 200");
+    await until(async () => (await fetch(`${this.api}/readyz`)).status === 200, "providerd /readyz 200", {
+      intervalMs: 100,
+      context: () => this.providerd?.logTail() ?? "",
+    });
   }
 
   /**
@@ -216,42 +210,20 @@ export class Stack {
   ): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     const p = this.providerd;
     if (p === undefined) throw new Error("providerd is not running");
-    const child = p.child;
-    if (child.exitCode === null && child.signalCode === null) {
-      let onExit = () => {};
-      const exited = new Promise<void>((resolve) => {
-        onExit = resolve;
-        child.once("exit", onExit);
-      });
-      let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<"timeout">((resolve) => {
-        timer = setTimeout(() => resolve("timeout"), timeoutMs);
-      });
-      const first = await Promise.race([exited, timedOut]);
-      clearTimeout(timer);
-      if (first === "timeout") {
-        child.off("exit", onExit);
-        throw new Error(`providerd did not exit within ${timeoutMs} ms\nstderr:\n${p.stderr().slice(-6000)}`);
-      }
-    }
+    const exit = await p.waitExit(timeoutMs);
     this.providerd = undefined;
-    return { code: child.exitCode, signal: child.signalCode };
+    return exit;
   }
 
   /** SIGTERM (SIGKILL after 10 s); returns the exit code, null when it had to be killed. */
   async stopProviderd(): Promise<number | null> {
-    const p = this.providerd;
-    await p?.stop();
+    const exit = await this.providerd?.stop();
     this.providerd = undefined;
-    return p?.child.exitCode ?? null;
+    return exit?.code ?? null;
   }
 
   async killProviderd(): Promise<void> {
-    const child = this.providerd?.child;
-    if (child === undefined || child.exitCode !== null) return;
-    const exited = new Promise((r) => child.once("exit", r));
-    child.kill("SIGKILL");
-    await exited;
+    await this.providerd?.kill();
     this.providerd = undefined;
   }
 
@@ -275,17 +247,20 @@ export class Stack {
   }
 
   async waitState(uuids: readonly string[], state: string, timeoutMs = 30_000): Promise<void> {
-    try {
-      await until(
-        async () => (await Promise.all(uuids.map((u) => this.leaseState(u)))).every((s) => s === state),
-        `${uuids.length} lease(s) ${state}`,
+    let states: (string | undefined)[] = [];
+    await until(
+      async () => {
+        states = await Promise.all(uuids.map((u) => this.leaseState(u)));
+        return states.every((s) => s === state);
+      },
+      `${uuids.length} lease(s) ${state}`,
+      {
         timeoutMs,
-      );
-    } catch (err) {
-      throw new Error(
-        `${(err as Error).message}\nproviderd stderr:\n${this.providerd?.stderr().slice(-6000)}`,
-      );
-    }
+        intervalMs: 100,
+        context: () =>
+          `states: ${states.join(", ")}\n${this.providerd?.logTail() ?? "providerd is not running"}`,
+      },
+    );
   }
 
   async workloads(

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -22,9 +21,10 @@ import {
 } from "../../../src/provider/lifecycle/index.ts";
 import { runRecovery } from "../../../src/provider/recovery/recovery.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
+import { type MockProcess, spawnMock } from "../../backend/mock/process.ts";
+import { pickFreePort, until } from "../../support/index.ts";
 import { type FakeBackend, startFakeBackend } from "../backend-client/fake-backend.ts";
 import { baseConfig, PROVIDER_UUID, yamlOf } from "../config/fixtures.ts";
-import { type Started, startFred } from "../processes.ts";
 import { lifecycleDeps } from "./deps.ts";
 
 /**
@@ -50,23 +50,11 @@ const HANGING = ["0190f3a2-7c1e-7000-8000-0000000000c1", "0190f3a2-7c1e-7000-800
 const dir = mkdtempSync(join(tmpdir(), "fred-ended-attempts-"));
 const never = new AbortController().signal;
 
-let mock: Started<{ url: string }>;
+let mock: MockProcess;
 let refuser: FakeBackend;
 let config: ProviderConfig;
 let clients: Map<string, BackendClient>;
 let leaseSeq = 0;
-
-/** A loopback port nothing listens on (bound, then released). */
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** A fresh chain-style lease UUID for each case. */
 function leaseId(): string {
@@ -74,7 +62,7 @@ function leaseId(): string {
 }
 
 before(async () => {
-  mock = await startFred<{ url: string }>(["backend", "mock"], {
+  mock = await spawnMock({
     MOCK_BACKEND_ADDR: "127.0.0.1:0",
     MOCK_BACKEND_STORAGE_ID: SID,
     MOCK_BACKEND_CALLBACK_SECRET: SECRET,
@@ -86,7 +74,7 @@ before(async () => {
   c.backends = [
     { name: "one", url: mock.ready.url, hmac_secret: SECRET, default: true },
     // Nothing listens there: every request fails in transport (an ambiguous outcome).
-    { name: "down", url: `http://127.0.0.1:${await closedPort()}`, hmac_secret: `${SECRET}-down` },
+    { name: "down", url: `http://127.0.0.1:${await pickFreePort()}`, hmac_secret: `${SECRET}-down` },
     { name: "fenced", url: mock.ready.url, hmac_secret: `${SECRET}-fenced`, fenced: true },
     { name: "refuser", url: refuser.url, hmac_secret: REFUSER_SECRET },
   ];
@@ -163,11 +151,14 @@ async function statusOnMock(leaseUuid: string): Promise<string | undefined> {
 }
 
 async function untilGoneFromMock(leaseUuid: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while ((await statusOnMock(leaseUuid)) !== undefined) {
-    if (Date.now() > deadline) throw new Error(`${leaseUuid} still listed by the mock`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await until(
+    async () => (await statusOnMock(leaseUuid)) === undefined,
+    `${leaseUuid} to leave the mock's list`,
+    {
+      timeoutMs: 20_000,
+      intervalMs: 50,
+    },
+  );
 }
 
 /** The claim retiring rests on: after the deprovision, the backend refuses the lease. */
@@ -351,11 +342,11 @@ describe("lease-ending chain events", () => {
       lifecycle.onEvent(event(kind, leases[i]!));
     });
     lifecycle.onEvent(event("lease_closed", foreign, "0190f3a2-7c1e-7000-8000-0000000000ff"));
-    const deadline = Date.now() + 20_000;
-    while (leases.some((l) => store.attemptFor(l) !== undefined)) {
-      if (Date.now() > deadline) assert.fail("lease-ending events did not retire the attempts");
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await until(
+      () => leases.every((l) => store.attemptFor(l) === undefined),
+      "the lease-ending events to retire the attempts",
+      { timeoutMs: 20_000, intervalMs: 20 },
+    );
     for (const l of leases) await untilGoneFromMock(l);
     assert.notEqual(store.attemptFor(foreign), undefined, "another provider's event changes nothing");
     assert.notEqual(await statusOnMock(foreign), undefined);

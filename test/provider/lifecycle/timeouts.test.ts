@@ -18,8 +18,9 @@ import {
   Provisioner,
 } from "../../../src/provider/lifecycle/index.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
+import { type MockProcess, spawnMock } from "../../backend/mock/process.ts";
+import { until } from "../../support/index.ts";
 import { baseConfig, PROVIDER_UUID, yamlOf } from "../config/fixtures.ts";
-import { type Started, startFred } from "../processes.ts";
 import { lifecycleDeps, recordingChain, type SentTx } from "./deps.ts";
 
 /**
@@ -33,7 +34,7 @@ const FAILING = "0190f3a2-7c1e-7000-8000-0000000000f1";
 const dir = mkdtempSync(join(tmpdir(), "fred-timeouts-"));
 const flush = () => new Promise((r) => setImmediate(r));
 
-let mock: Started<{ url: string }>;
+let mock: MockProcess;
 let config: ProviderConfig;
 let clients: Map<string, BackendClient>;
 const sent: SentTx[] = [];
@@ -50,7 +51,7 @@ const pendingLease = (uuid: string): ChainLease =>
   }) as ChainLease;
 
 before(async () => {
-  mock = await startFred<{ url: string }>(["backend", "mock"], {
+  mock = await spawnMock({
     MOCK_BACKEND_ADDR: "127.0.0.1:0",
     MOCK_BACKEND_STORAGE_ID: SID,
     MOCK_BACKEND_CALLBACK_SECRET: SECRET,
@@ -104,11 +105,14 @@ async function statusOnBackend(lease: string): Promise<string | undefined> {
 }
 
 async function untilStatus(lease: string, status: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while ((await statusOnBackend(lease)) !== status) {
-    if (Date.now() > deadline) throw new Error(`${lease} never became ${status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await until(
+    async () => (await statusOnBackend(lease)) === status,
+    `${lease} to become ${status} on the backend`,
+    {
+      timeoutMs: 20_000,
+      intervalMs: 50,
+    },
+  );
 }
 
 describe("callback timeout: ask the backend, act only on evidence", () => {

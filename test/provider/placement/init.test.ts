@@ -10,7 +10,7 @@ import { BackendClient } from "../../../src/provider/backend-client/index.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { CometRpcChainHistory } from "../../../src/provider/placement/chain-history.ts";
 import { initPlacementStore, inventoryTransportProblem } from "../../../src/provider/placement/init.ts";
-import { runFred, type Started, startFred } from "../processes.ts";
+import { type Launched, launchFred, runFred } from "../../support/index.ts";
 
 /**
  * `fred placement init|inspect` against a real devnet and real mock backends, plus the
@@ -30,9 +30,9 @@ interface MockReady {
 }
 
 const dir = mkdtempSync(join(tmpdir(), "fred-placement-init-"));
-const started: Started<unknown>[] = [];
-let devnet: Started<DevnetReady>;
-let mocks: Started<MockReady>[];
+const started: Launched<unknown>[] = [];
+let devnet: Launched<DevnetReady>;
+let mocks: Launched<MockReady>[];
 let providerUuid: string;
 let providerAddress: string;
 
@@ -45,13 +45,15 @@ before(async () => {
     MOCK_BACKEND_NAME: `mock-${i + 1}`,
   });
   const all = await Promise.all([
-    startFred<DevnetReady>(["devnet", "start", "--home", home, "--rpc-port", "0", "--block-time", "0s"]),
-    startFred<MockReady>(["backend", "mock"], mockEnv(0)),
-    startFred<MockReady>(["backend", "mock"], mockEnv(1)),
+    launchFred<DevnetReady>(["devnet", "start", "--home", home, "--rpc-port", "0", "--block-time", "0s"], {
+      readyTimeoutMs: 120_000,
+    }),
+    launchFred<MockReady>(["backend", "mock"], { env: mockEnv(0), readyTimeoutMs: 120_000 }),
+    launchFred<MockReady>(["backend", "mock"], { env: mockEnv(1), readyTimeoutMs: 120_000 }),
   ]);
   started.push(...all);
-  devnet = all[0] as Started<DevnetReady>;
-  mocks = all.slice(1) as Started<MockReady>[];
+  devnet = all[0] as Launched<DevnetReady>;
+  mocks = all.slice(1) as Launched<MockReady>[];
   const keys = JSON.parse((await runFred(["devnet", "keys", "--home", home])).stdout) as {
     provider_uuid: string;
     accounts: { name: string; address: string }[];

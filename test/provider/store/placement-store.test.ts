@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import {
   chmodSync,
   existsSync,
@@ -18,6 +17,7 @@ import { isFredError } from "../../../src/core/errors.ts";
 import { type Attempt, PlacementStore } from "../../../src/provider/store/index.ts";
 import { PLACEMENT_MIGRATIONS } from "../../../src/provider/store/placement-schema.ts";
 import { openStore, writeMeta } from "../../../src/provider/store/sqlite.ts";
+import { launchScript } from "../../support/index.ts";
 
 const PROVIDER = "0190f3a2-7c1e-7000-8000-0000000000aa";
 const OTHER_PROVIDER = "0190f3a2-7c1e-7000-8000-0000000000bb";
@@ -359,15 +359,10 @@ describe("placement store: attempts and settlement", () => {
     `;
     const scriptPath = join(root, `child${n}.ts`);
     writeFileSync(scriptPath, script);
-    const child = spawn(process.execPath, ["--import", "tsx", scriptPath], {
-      stdio: ["ignore", "pipe", "inherit"],
+    const child = await launchScript(scriptPath, [], {
+      ready: (line, stream) => (stream === "stdout" && line.includes("committed") ? true : undefined),
     });
-    await new Promise<void>((resolve, reject) => {
-      child.stdout.on("data", (d: Buffer) => d.toString().includes("committed") && resolve());
-      child.on("exit", (c) => reject(new Error(`child exited early (${c})`)));
-    });
-    child.kill("SIGKILL");
-    await new Promise((r) => child.once("exit", r));
+    await child.kill();
     using store = PlacementStore.open(path, PROVIDER);
     assert.equal(store.attemptFor(LEASE_1)?.operationId, OP_1);
   });
