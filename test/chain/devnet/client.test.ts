@@ -9,9 +9,9 @@ import { openProviderChain } from "../../../src/chain/from-config.ts";
 import { Keyring } from "../../../src/chain/keyring/index.ts";
 import { type Clock, systemClock } from "../../../src/core/clock.ts";
 import { isFredError } from "../../../src/core/errors.ts";
-import { runFred } from "../../support/index.ts";
+import { runFred, until } from "../../support/index.ts";
 import { type DevnetProcess, startDevnetProcess } from "./devnet-process.ts";
-import { advanceTime, clientFor, createLeases, until } from "./helpers.ts";
+import { advanceTime, clientFor, createLeases } from "./helpers.ts";
 
 /** The system clock, except that 0 ms timers fire before any I/O can answer (a node that is always too slow). */
 function zeroDelayFirstClock(): Clock {

@@ -9,8 +9,9 @@ import { EventFeed } from "../../../src/chain/events/feed.ts";
 import type { FeedItem } from "../../../src/chain/events/types.ts";
 import { registerChainMetrics } from "../../../src/chain/metrics.ts";
 import { MsgCancelLease } from "../../../src/chain/proto/index.ts";
+import { until } from "../../support/index.ts";
 import { type DevnetProcess, startDevnetProcess } from "./devnet-process.ts";
-import { advanceTime, clientFor, createLeases, until } from "./helpers.ts";
+import { advanceTime, clientFor, createLeases } from "./helpers.ts";
 
 /** Collects everything a consumer receives, in order. */
 function collector(consumer: FeedConsumer): FeedItem[] {

@@ -6,6 +6,7 @@ import {
 } from "../../../src/chain/cosmos/adapter.ts";
 import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
 import { MsgCreateLease, MsgCreateLeaseResponse } from "../../../src/chain/proto/index.ts";
+import { until } from "../../support/index.ts";
 import type { DevnetProcess } from "./devnet-process.ts";
 
 export async function clientFor(
@@ -37,19 +38,6 @@ export async function createLeases(
   }));
   const res = await c.send(msgs);
   return res.msgResponses.map((a) => MsgCreateLeaseResponse.decode(a.value).leaseUuid);
-}
-
-/** Polls `check` until it holds (real time, with a deadline). */
-export async function until(
-  check: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 15_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 /** Moves the devnet's block time forward and waits until a block carries the jump. */

@@ -6,8 +6,9 @@ import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
 import { deriveSubSigners, SubSignerFunder } from "../../../src/chain/cosmos/sub-signers.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { isFredError } from "../../../src/core/errors.ts";
+import { until } from "../../support/index.ts";
 import { type DevnetProcess, startDevnetProcess } from "./devnet-process.ts";
-import { clientFor, createLeases, until } from "./helpers.ts";
+import { clientFor, createLeases } from "./helpers.ts";
 
 describe("authz sub-signer lanes against a real devnet", () => {
   let dn: DevnetProcess;

@@ -61,12 +61,3 @@ export async function startFakeComet(
   });
   return fake;
 }
-
-/** Polls `check` until it holds, with a real-time deadline (never a fixed sleep). */
-export async function until(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}

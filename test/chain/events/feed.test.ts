@@ -3,7 +3,8 @@ import { afterEach, describe, it } from "node:test";
 import { EventFeed, jittered } from "../../../src/chain/events/feed.ts";
 import type { FeedItem } from "../../../src/chain/events/types.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
-import { type FakeComet, startFakeComet, until } from "./fake-comet.ts";
+import { until } from "../../support/index.ts";
+import { type FakeComet, startFakeComet } from "./fake-comet.ts";
 import {
   blockEventsFrame,
   createdEvents,
