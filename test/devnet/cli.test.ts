@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { addressFromPubkey } from "../../src/auth/address.ts";
 import { compressedPubkey, privateKeyFromMnemonic } from "../../src/auth/keys.ts";
-import { type DevnetProcess, rpc, runFred, startDevnetProcess } from "./helpers.ts";
+import { runFred } from "../support/index.ts";
+import { type DevnetProcess, rpc, startDevnetProcess } from "./helpers.ts";
 
 describe("fred devnet CLI", () => {
   const homes: string[] = [];
@@ -69,9 +70,7 @@ describe("fred devnet CLI", () => {
     const gone = await rpc(dn.url, "block", { height: "2" });
     assert.equal(gone.error.data, "height 2 is not available, lowest height is 4");
     assert.equal((await rpc(dn.url, "block", { height: "4" })).result.block.header.height, "4");
-    const exited = new Promise((r) => dn.proc.once("exit", r));
-    dn.proc.kill("SIGTERM");
-    await exited;
+    await dn.proc.stop();
     const again = await dn.restart();
     procs.push(again);
     const s2 = (await rpc(again.url, "status")).result.sync_info;

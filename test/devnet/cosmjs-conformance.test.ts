@@ -14,6 +14,7 @@ import {
 } from "@cosmjs/stargate";
 import { Comet38Client, connectComet, isComet38Client } from "@cosmjs/tendermint-rpc";
 import { encodeAddress } from "../../src/devnet/address.ts";
+import { until } from "../support/index.ts";
 import { type DevnetProcess, startDevnetProcess, stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
 
 stopCosmjsReconnectsAfterDisconnect();
@@ -200,12 +201,17 @@ describe("cosmjs 0.39 against fred devnet", () => {
         first = v;
       });
       const sent = new Map<number, bigint>();
-      const deadline = Date.now() + 20_000;
-      while (first === undefined && Date.now() < deadline) {
-        const res = await signer.sendTokens(tenant1, tenant2, [{ denom: "umfx", amount: "7" }], "auto");
-        assertIsDeliverTxSuccess(res);
-        sent.set(res.height, res.gasUsed);
-      }
+      await until(
+        async () => {
+          if (first !== undefined) return true;
+          const res = await signer.sendTokens(tenant1, tenant2, [{ denom: "umfx", amount: "7" }], "auto");
+          assertIsDeliverTxSuccess(res);
+          sent.set(res.height, res.gasUsed);
+          return first !== undefined;
+        },
+        "the Tx subscription to deliver one of the sent txs",
+        { timeoutMs: 20_000, intervalMs: 0 },
+      );
       const [tx] = await txs;
       assert.ok(tx);
       assert.ok(sent.has(tx.height), "the pushed tx is one we sent, at its committed height");

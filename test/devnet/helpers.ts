@@ -2,12 +2,11 @@
  * Test support: a real `fred devnet start` child process on a free loopback port, its keys,
  * and small JSON-RPC helpers. Every process and temp dir is cleaned up by `stop()`.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { ReconnectingSocket } from "@cosmjs/socket";
+import { type Launched, launchFred } from "../support/index.ts";
 
 export interface DevnetKeys {
   chain_id: string;
@@ -21,7 +20,7 @@ export interface DevnetProcess {
   wsUrl: string;
   home: string;
   keys: DevnetKeys;
-  proc: ChildProcess;
+  proc: Launched<{ rpc: string }>;
   stderr(): string;
   account(name: string): DevnetKeys["accounts"][number];
   /** Restarts on the same home (after stop or kill) and returns the new process. */
@@ -30,59 +29,28 @@ export interface DevnetProcess {
   stop(): Promise<void>;
 }
 
-const BIN = join(import.meta.dirname, "..", "..", "bin", "fred.js");
-
-export function runFred(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("exit", (code) => resolve({ code: code ?? 1, stdout, stderr }));
-  });
-}
-
-function exited(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => proc.once("exit", () => resolve()));
+interface Ready {
+  rpc: string;
+  chain_id: string;
+  height: number;
 }
 
 async function launch(home: string, args: string[], ownsHome: boolean): Promise<DevnetProcess> {
   // FRED_DEVNET_NODE_ARGS passes extra Node flags to the node process (e.g. --cpu-prof for profiling).
-  const nodeArgs = (process.env.FRED_DEVNET_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
-  const proc = spawn(
-    process.execPath,
-    [...nodeArgs, BIN, "devnet", "start", "--home", home, "--rpc-port", "0", ...args],
-    {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, FRED_LOG_LEVEL: process.env.FRED_LOG_LEVEL ?? "warn" },
-    },
-  );
-  let errText = "";
-  proc.stderr?.on("data", (d) => {
-    errText += d;
-    if (errText.length > 200_000) errText = errText.slice(-100_000);
+  const nodeFlags = (process.env.FRED_DEVNET_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
+  const proc = await launchFred<Ready>(["devnet", "start", "--home", home, "--rpc-port", "0", ...args], {
+    label: "devnet",
+    nodeFlags,
+    env: { FRED_LOG_LEVEL: process.env.FRED_LOG_LEVEL ?? "warn" },
   });
-  const lines = createInterface({ input: proc.stdout as NodeJS.ReadableStream });
-  const first = await new Promise<string>((resolve, reject) => {
-    lines.once("line", resolve);
-    proc.once("exit", (code) => reject(new Error(`devnet exited (${code}) before it was ready: ${errText}`)));
-  });
-  const ready = JSON.parse(first) as { rpc: string; chain_id: string; height: number };
   const keys = JSON.parse(readFileSync(join(home, "keys.json"), "utf8")) as DevnetKeys;
   const self: DevnetProcess = {
-    url: ready.rpc,
-    wsUrl: ready.rpc.replace(/^http/, "ws"),
+    url: proc.ready.rpc,
+    wsUrl: proc.ready.rpc.replace(/^http/, "ws"),
     home,
     keys,
     proc,
-    stderr: () => errText,
+    stderr: () => proc.stderr(),
     account(name) {
       const a = keys.accounts.find((x) => x.name === name);
       if (!a) throw new Error(`no dev account ${name}`);
@@ -90,14 +58,10 @@ async function launch(home: string, args: string[], ownsHome: boolean): Promise<
     },
     restart: (extra = args) => launch(home, extra, ownsHome),
     async kill9() {
-      proc.kill("SIGKILL");
-      await exited(proc);
+      await proc.kill();
     },
     async stop() {
-      if (proc.exitCode === null && proc.signalCode === null) {
-        proc.kill("SIGTERM");
-        await exited(proc);
-      }
+      await proc.stop();
       if (ownsHome) rmSync(home, { recursive: true, force: true });
     },
   };
@@ -120,17 +84,6 @@ export async function rpc(url: string, method: string, params: unknown = {}): Pr
     body: JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params }),
   });
   return res.json();
-}
-
-/** Polls `probe` until it returns a value other than undefined, or fails after `ms`. */
-export async function waitFor<T>(probe: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error("condition not met before the deadline");
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /**

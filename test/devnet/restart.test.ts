@@ -9,7 +9,8 @@ import { QueryBalanceRequest, QueryBalanceResponse } from "cosmjs-types/cosmos/b
 import { MsgSend } from "cosmjs-types/cosmos/bank/v1beta1/tx";
 import { privateKeyFromMnemonic } from "../../src/auth/keys.ts";
 import { buildSignedTx } from "../../src/devnet/tx/build.ts";
-import { type DevnetProcess, rpc, runFred, startDevnetProcess } from "./helpers.ts";
+import { runFred } from "../support/index.ts";
+import { type DevnetProcess, rpc, startDevnetProcess } from "./helpers.ts";
 
 const AMOUNT = 3n;
 const FEE = 5000n;

@@ -8,7 +8,8 @@ import { QueryBalanceRequest, QueryBalanceResponse } from "cosmjs-types/cosmos/b
 import { MsgSend } from "cosmjs-types/cosmos/bank/v1beta1/tx";
 import WebSocket from "ws";
 import { buildSignedTx } from "../../src/devnet/tx/build.ts";
-import { type DevnetProcess, rpc, startDevnetProcess, waitFor } from "./helpers.ts";
+import { until } from "../support/index.ts";
+import { type DevnetProcess, rpc, startDevnetProcess } from "./helpers.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC replies, asserted field by field.
 type Json = any;
@@ -345,10 +346,10 @@ describe("CometBFT RPC envelope and methods", () => {
     assert.equal(bad.error.code, -32602);
     await rpc(devnet.url, "devnet_resume");
     await rpc(devnet.url, "broadcast_tx_sync", { tx: sendTx() });
-    await waitFor(async () =>
-      Number((await rpc(devnet.url, "status")).result.sync_info.latest_block_height) > h0 + 1
-        ? true
-        : undefined,
+    await until(
+      async () => Number((await rpc(devnet.url, "status")).result.sync_info.latest_block_height) > h0 + 1,
+      `a block above height ${h0 + 1} after resume`,
+      { timeoutMs: 20_000, intervalMs: 50 },
     );
   });
 });

@@ -13,7 +13,7 @@ import {
   MsgCreateLeaseResponse,
   MsgWithdraw,
 } from "../../../src/chain/proto/index.ts";
-import { waitFor } from "../helpers.ts";
+import { until } from "../../support/index.ts";
 import { type Chain, msg, startChain } from "./harness.ts";
 
 interface Frame {
@@ -45,10 +45,10 @@ before(async () => {
   ];
   for (const [i, query] of queries.entries())
     ws.send(JSON.stringify({ jsonrpc: "2.0", method: "subscribe", id: i + 1, params: { query } }));
-  await waitFor(async () =>
-    frames.filter((f) => f.result !== undefined && f.result.events === undefined).length >= 5
-      ? true
-      : undefined,
+  await until(
+    () => frames.filter((f) => f.result !== undefined && f.result.events === undefined).length >= 5,
+    "5 subscription acknowledgements",
+    { timeoutMs: 20_000, intervalMs: 50 },
   );
 });
 after(async () => {
@@ -58,7 +58,14 @@ after(async () => {
 
 const notifications = (id: number) => frames.filter((f) => f.id === id && f.result?.events !== undefined);
 const waitNotification = (id: number, pred: (e: Record<string, string[]>) => boolean) =>
-  waitFor(async () => notifications(id).find((f) => pred(f.result?.events ?? {}))?.result?.events);
+  until(
+    () => notifications(id).find((f) => pred(f.result?.events ?? {}))?.result?.events,
+    `a notification on subscription ${id}`,
+    {
+      timeoutMs: 20_000,
+      intervalMs: 50,
+    },
+  );
 
 describe("websocket delivery with providerd's filters", () => {
   let leases: string[] = [];

@@ -34,7 +34,7 @@ import {
   Unit,
 } from "../../../src/chain/proto/index.ts";
 import { deriveCreditAddress } from "../../../src/devnet/economics/credit-address.ts";
-import { runFred } from "../helpers.ts";
+import { runFred } from "../../support/index.ts";
 import { type Chain, getCreditAccount, msg, startChain } from "./harness.ts";
 
 let chain: Chain;

@@ -94,8 +94,7 @@ export async function startChain(opts: ChainOptions = {}): Promise<Chain> {
   let devnet = await startDevnetProcess(args);
   if (opts.authority !== undefined) {
     // The authority is read at start; keys exist only after the first start, so restart once.
-    devnet.proc.kill("SIGTERM");
-    await new Promise((resolve) => devnet.proc.once("exit", resolve));
+    await devnet.proc.stop();
     process.env.POA_ADMIN_ADDRESS = devnet.account(opts.authority).address;
     try {
       devnet = await devnet.restart(args);
