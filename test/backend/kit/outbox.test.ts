@@ -6,6 +6,7 @@ import { Journal } from "../../../src/backend/kit/journal/journal.ts";
 import { OutboxSender } from "../../../src/backend/kit/outbox-sender.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
+import { until as poll } from "../../support/index.ts";
 import { type Receiver, startReceiver } from "./receiver.ts";
 
 /**
@@ -72,13 +73,8 @@ describe("outbox sender", () => {
     return lease;
   };
   const of = (lease: string) => rx.deliveries.filter((d) => d.body.lease_uuid === lease);
-  const until = async (check: () => boolean, what: string) => {
-    const deadline = Date.now() + 10_000;
-    while (!check()) {
-      if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  };
+  const until = (check: () => boolean, what: string) =>
+    poll(check, what, { timeoutMs: 10_000, intervalMs: 5 });
 
   it("tries three times at 0 s, 1 s and 5 s, then waits for the 30 s replay", async () => {
     fresh();

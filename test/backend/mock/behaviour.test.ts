@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { RunningBackend } from "../../../src/backend/kit/index.ts";
+import { until } from "../../support/index.ts";
 import { type Receiver, startReceiver } from "../kit/receiver.ts";
 import { type SignedClient, signedClient } from "../kit/signed-client.ts";
 import { SECRET, SKU, startTestMock } from "./helpers.ts";
@@ -72,10 +73,8 @@ describe("mock backend behaviour", () => {
   it("a close pre-empts a hung provision: failed result first, then deprovisioned", async () => {
     const { res } = await provision(hanging);
     assert.equal(res.status, 202);
-    await new Promise<void>((resolve) => {
-      const check = () =>
-        b.journal.getLease(hanging)?.phase === "started" ? resolve() : setTimeout(check, 10);
-      check();
+    await until(() => b.journal.getLease(hanging)?.phase === "started", "the hung provision to start", {
+      intervalMs: 10,
     });
     assert.equal((await c.post("/deprovision", { lease_uuid: hanging })).status, 200);
     await rx.waitFor((r) => r.effects.includes(`lifecycle:${hanging}:deprovisioned`));
