@@ -64,10 +64,28 @@ export interface Launched<T> extends AsyncDisposable {
 /** Output kept per stream: enough for any ready line or failure message, bounded for long runs. */
 const KEEP_CHARS = 1_000_000;
 
+/**
+ * Groups still running. A launched child does not share the test process's group, so a
+ * Ctrl-C in the terminal does not reach it: when the test process exits or is signalled,
+ * the groups are killed, then the signal is raised again to end the process as it would have.
+ */
 const live = new Set<number>();
-process.once("exit", () => {
-  for (const pid of live) killGroup(pid, "SIGKILL");
-});
+let reaperInstalled = false;
+
+function installReaper(): void {
+  if (reaperInstalled) return;
+  reaperInstalled = true;
+  const killAll = () => {
+    for (const pid of live) killGroup(pid, "SIGKILL");
+  };
+  process.once("exit", killAll);
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.once(signal, () => {
+      killAll();
+      process.kill(process.pid, signal);
+    });
+  }
+}
 
 function killGroup(pid: number, signal: NodeJS.Signals): void {
   try {
@@ -116,6 +134,7 @@ async function launch<T>(nodeArgs: string[], options: LaunchOptions<T>): Promise
     const err = await new Promise<Error>((resolve) => child.once("error", resolve));
     throw new Error(`${label} could not be started: ${err.message}`);
   }
+  installReaper();
   live.add(pid);
   const text: Record<Stream, string> = { stdout: "", stderr: "" };
   const exited = new Promise<Exit>((resolve) =>

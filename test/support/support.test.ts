@@ -4,6 +4,7 @@ import { describe, it } from "node:test";
 import { launchScript, listenLoopback, pickFreePort, portOf, runFred, until } from "./index.ts";
 
 const CHILD = new URL("./fixtures/child.ts", import.meta.url).pathname;
+const PARENT = new URL("./fixtures/parent.ts", import.meta.url).pathname;
 
 function alive(pid: number): boolean {
   try {
@@ -27,6 +28,18 @@ describe("test support: launcher", () => {
     }
     assert.equal(alive(pids.pid), false, "the child is gone after dispose");
     await until(() => !alive(pids.grandchild), "the grandchild to be gone", 5_000);
+  });
+
+  it("kills the launched groups when the test process itself is interrupted", async () => {
+    const parent = await launchScript<{ pid: number; grandchild: number }>(PARENT);
+    const { pid, grandchild } = parent.ready;
+    parent.signal("SIGINT");
+    assert.equal((await parent.waitExit(10_000)).signal, "SIGINT");
+    await until(
+      () => !alive(pid) && !alive(grandchild),
+      "the interrupted parent's children to be gone",
+      5_000,
+    );
   });
 
   it("recognises a custom ready line on stderr", async () => {
