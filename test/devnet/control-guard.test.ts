@@ -12,12 +12,12 @@ import { DirectSecp256k1HdWallet } from "@cosmjs/proto-signing";
 import { assertIsDeliverTxSuccess, GasPrice, SigningStargateClient } from "@cosmjs/stargate";
 import { Comet38Client } from "@cosmjs/tendermint-rpc";
 import WebSocket from "ws";
+import { until } from "../support/index.ts";
 import {
   type DevnetProcess,
   rpc,
   startDevnetProcess,
   stopCosmjsReconnectsAfterDisconnect,
-  waitFor,
 } from "./helpers.ts";
 
 stopCosmjsReconnectsAfterDisconnect();
@@ -160,7 +160,10 @@ describe("devnet control methods refuse what a web page can send", () => {
     assert.match(sync, /^[0-9A-F]{64}$/);
     assert.equal((await rpc(devnet.url, "num_unconfirmed_txs")).result.total, "1", "paused: the tx waits");
     assert.equal((await rpc(devnet.url, "devnet_resume")).result.paused, false);
-    const included = await waitFor(async () => (await signer.getTx(sync)) ?? undefined);
+    const included = await until(() => signer.getTx(sync), "the tx to be included after the resume", {
+      timeoutMs: 20_000,
+      intervalMs: 50,
+    });
     assert.equal(included.code, 0);
   });
 });
