@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { checkProviderConfig, REFUSED_KEYS } from "../../../src/provider/config/index.ts";
-import { runFred } from "../../cli/run-cli.ts";
+import { runFred } from "../../support/index.ts";
 import { PROVIDER_ADDRESS, PROVIDER_UUID } from "./fixtures.ts";
 
 const EXAMPLE = "examples/providerd.yaml";
