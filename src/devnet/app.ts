@@ -148,7 +148,9 @@ export class DevnetApp {
           throw sdkErrors.txDecode.wrap(`failed to decode ${any.typeUrl}: ${String(err)}`);
         }
         h.validateBasic?.(msg);
-        return { typeUrl: h.responseTypeUrl, value: h.execute(ctx, msg) };
+        const inner: ChainEvent[] = [];
+        const value = h.execute(this.#context(raw, mode, block, gas, inner), msg);
+        return { response: { typeUrl: h.responseTypeUrl, value }, events: inner };
       },
       signersOf: (any) => {
         const h = this.#handlers.get(any.typeUrl);
@@ -199,7 +201,10 @@ export class DevnetApp {
       const ctx = this.#context(msgKV, mode, block, gas, msgEvents);
       tx.msgs.forEach((m, i) => {
         const start = msgEvents.length;
-        responses.push({ typeUrl: m.handler.responseTypeUrl, value: m.handler.execute(ctx, m.msg) });
+        responses.push({
+          typeUrl: m.handler.responseTypeUrl,
+          value: executeAt(i, () => m.handler.execute(ctx, m.msg)),
+        });
         const own = msgEvents.splice(start);
         const signer = m.handler.signers(m.msg)[0];
         const message: ChainEvent = {
@@ -384,6 +389,24 @@ export class DevnetApp {
         msgResponses: out.msgResponses,
       },
     }).finish();
+  }
+}
+
+/**
+ * Runs message `index` of a tx; a failure reads as baseapp's runMsgs words it:
+ * "failed to execute message; message index: N: <error>" (same code and codespace). Out of
+ * gas is a panic in the SDK, recovered outside runMsgs, so it keeps its own text.
+ */
+function executeAt(index: number, run: () => Uint8Array): Uint8Array {
+  try {
+    return run();
+  } catch (err) {
+    if (!isChainError(err) || sdkErrors.outOfGas.is(err)) throw err;
+    throw new ChainError(
+      err.codespace,
+      err.abciCode,
+      `failed to execute message; message index: ${index}: ${err.log}`,
+    );
   }
 }
 

@@ -110,11 +110,12 @@ export interface ExecContext {
   emit(event: ChainEvent): void;
   /**
    * Runs one message through the router as part of the current message (authz MsgExec):
-   * decode, validateBasic, execute; its events are emitted into this context (no extra
-   * `message` event, as in the SDK). Throws the message's ChainError on failure.
-   * Returns the inner response as an Any. The caller checks who may act for the signers.
+   * decode, validateBasic, execute. Its events are collected, not emitted (the SDK runs an
+   * inner message on a fresh event manager; the caller re-emits them, e.g. with
+   * `authz_msg_index`, and no `message` event is added). Throws the message's ChainError on
+   * failure. The caller checks who may act for the signers.
    */
-  dispatch(msg: Any): Any;
+  dispatch(msg: Any): { response: Any; events: ChainEvent[] };
   /** Signers of an encoded message as its handler reports them (authz needs the granter). */
   signersOf(msg: Any): string[];
 }

@@ -143,7 +143,7 @@ export function authzModule(app: AppHandle): DevnetModule {
     },
     execute(ctx, m) {
       const results: Uint8Array[] = [];
-      for (const inner of m.msgs) {
+      for (const [index, inner] of m.msgs.entries()) {
         const signers = ctx.signersOf(inner);
         if (signers.length !== 1) throw authzErrors.numSigners.error();
         const granter = signers[0]!;
@@ -154,7 +154,14 @@ export function authzModule(app: AppHandle): DevnetModule {
               `failed to get grant with given granter: ${granter}, grantee: ${m.grantee} & msgType: ${inner.typeUrl} `,
             );
         }
-        results.push(ctx.dispatch(inner).value);
+        const { response, events } = ctx.dispatch(inner);
+        // SDK ≥ 0.46: every event of the i-th inner message carries authz_msg_index=i.
+        for (const e of events)
+          ctx.emit({
+            type: e.type,
+            attributes: [...e.attributes, { key: "authz_msg_index", value: `${index}` }],
+          });
+        results.push(response.value);
       }
       return MsgExecResponse.encode({ results }).finish();
     },

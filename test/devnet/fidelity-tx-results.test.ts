@@ -1,0 +1,168 @@
+/**
+ * What a cosmjs client reads back from transactions, compared with an SDK v0.50 node: the
+ * log of a failed message (delivered, and from Simulate) names the message index the way
+ * baseapp does, and every event of authz MsgExec's i-th inner message carries
+ * `authz_msg_index=i` before baseapp's `msg_index`. A real `fred devnet start` process.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { DirectSecp256k1HdWallet, type EncodeObject } from "@cosmjs/proto-signing";
+import { assertIsDeliverTxSuccess, GasPrice, SigningStargateClient } from "@cosmjs/stargate";
+import { GenericAuthorization } from "cosmjs-types/cosmos/authz/v1beta1/authz";
+import { MsgSend } from "cosmjs-types/cosmos/bank/v1beta1/tx";
+import { type DevnetProcess, startDevnetProcess, stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
+
+stopCosmjsReconnectsAfterDisconnect();
+
+const FEE = { amount: [{ denom: "umfx", amount: "10000" }], gas: "400000" };
+const HUGE = "999999999999999999";
+
+describe("tx results as an SDK v0.50 node reports them", () => {
+  let devnet: DevnetProcess;
+  const clients: SigningStargateClient[] = [];
+  let tenant1: string;
+  let tenant2: string;
+  let faucet: string;
+
+  async function client(name: string): Promise<SigningStargateClient> {
+    const wallet = await DirectSecp256k1HdWallet.fromMnemonic(devnet.account(name).mnemonic, {
+      prefix: "manifest",
+    });
+    const c = await SigningStargateClient.connectWithSigner(devnet.url, wallet, {
+      gasPrice: GasPrice.fromString("0.025umfx"),
+      broadcastPollIntervalMs: 100,
+      broadcastTimeoutMs: 20_000,
+    });
+    clients.push(c);
+    return c;
+  }
+
+  const send = (from: string, to: string, amount: string): EncodeObject => ({
+    typeUrl: "/cosmos.bank.v1beta1.MsgSend",
+    value: { fromAddress: from, toAddress: to, amount: [{ denom: "umfx", amount }] },
+  });
+
+  before(async () => {
+    devnet = await startDevnetProcess(["--block-time", "0s"]);
+    tenant1 = devnet.account("tenant1").address;
+    tenant2 = devnet.account("tenant2").address;
+    faucet = devnet.account("faucet").address;
+  });
+
+  after(async () => {
+    for (const c of clients) c.disconnect();
+    await devnet?.stop();
+  });
+
+  it("a failed message's DeliverTx log starts with baseapp's message-index prefix", async () => {
+    const c = await client("tenant1");
+    const res = await c.signAndBroadcast(
+      tenant1,
+      [send(tenant1, tenant2, "1"), send(tenant1, tenant2, HUGE)],
+      FEE,
+    );
+    assert.equal(res.code, 5);
+    assert.match(
+      res.rawLog ?? "",
+      new RegExp(
+        `^failed to execute message; message index: 1: spendable balance \\d+umfx is smaller than ${HUGE}umfx: insufficient funds$`,
+      ),
+    );
+  });
+
+  it("so does the Simulate error cosmjs throws before broadcasting", async () => {
+    const c = await client("tenant1");
+    await assert.rejects(c.simulate(tenant1, [send(tenant1, tenant2, HUGE)], ""), (err: Error) => {
+      assert.match(
+        err.message,
+        new RegExp(
+          `^Query failed with \\(6\\): rpc error: code = Unknown desc = failed to execute message; message index: 0: spendable balance \\d+umfx is smaller than ${HUGE}umfx: insufficient funds With gas wanted: '\\d+' and gas used: '\\d+' : unknown request$`,
+        ),
+      );
+      return true;
+    });
+  });
+
+  it("tags every event of MsgExec's i-th inner message with authz_msg_index=i", async () => {
+    const granter = await client("tenant1");
+    const grant = await granter.signAndBroadcast(
+      tenant1,
+      [
+        {
+          typeUrl: "/cosmos.authz.v1beta1.MsgGrant",
+          value: {
+            granter: tenant1,
+            grantee: tenant2,
+            grant: {
+              authorization: {
+                typeUrl: "/cosmos.authz.v1beta1.GenericAuthorization",
+                value: GenericAuthorization.encode({ msg: "/cosmos.bank.v1beta1.MsgSend" }).finish(),
+              },
+            },
+          },
+        },
+      ],
+      FEE,
+    );
+    assertIsDeliverTxSuccess(grant);
+
+    const grantee = await client("tenant2");
+    const inner = [send(tenant1, tenant2, "11"), send(tenant1, faucet, "22")].map((m) => ({
+      typeUrl: m.typeUrl,
+      value: MsgSend.encode(m.value as MsgSend).finish(),
+    }));
+    const res = await grantee.signAndBroadcast(
+      tenant2,
+      [{ typeUrl: "/cosmos.authz.v1beta1.MsgExec", value: { grantee: tenant2, msgs: inner } }],
+      FEE,
+    );
+    assertIsDeliverTxSuccess(res);
+
+    const tagged = res.events.filter((e) => e.attributes.some((a) => a.key === "authz_msg_index"));
+    const transfers = tagged.filter((e) => e.type === "transfer");
+    assert.deepEqual(
+      transfers.map((e) => e.attributes.map((a) => [a.key, a.value])),
+      [
+        [
+          ["recipient", tenant2],
+          ["sender", tenant1],
+          ["amount", "11umfx"],
+          ["authz_msg_index", "0"],
+          ["msg_index", "0"],
+        ],
+        [
+          ["recipient", faucet],
+          ["sender", tenant1],
+          ["amount", "22umfx"],
+          ["authz_msg_index", "1"],
+          ["msg_index", "0"],
+        ],
+      ],
+    );
+    for (const e of tagged) {
+      const keys = e.attributes.map((a) => a.key);
+      assert.deepEqual(
+        keys.slice(-2),
+        ["authz_msg_index", "msg_index"],
+        `${e.type}: order of the index tags`,
+      );
+    }
+    const spent = tagged.filter((e) => e.type === "coin_spent");
+    assert.deepEqual(
+      spent.map((e) => e.attributes.find((a) => a.key === "authz_msg_index")?.value),
+      ["0", "1"],
+    );
+    // The MsgExec's own `message` event is not an inner event.
+    const action = res.events.find(
+      (e) => e.type === "message" && e.attributes.some((a) => a.key === "action"),
+    );
+    assert.ok(action && !action.attributes.some((a) => a.key === "authz_msg_index"));
+
+    // Indexed like any attribute: a tenant tool can search for the second inner message.
+    const found = await grantee.searchTx(`transfer.authz_msg_index='1' AND transfer.recipient='${faucet}'`);
+    assert.deepEqual(
+      found.map((t) => t.hash),
+      [res.transactionHash],
+    );
+  });
+});
