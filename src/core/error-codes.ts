@@ -325,6 +325,11 @@ export const ERROR_CODES = {
     retryable: false,
     http: 404,
   },
+  ERR_API_BAD_QUERY: {
+    meaning: "a tenant request's query parameter is malformed or repeated",
+    retryable: false,
+    http: 400,
+  },
   ERR_API_BAD_TAIL: {
     meaning: "the logs tail is not an integer from 1 to 10000",
     retryable: false,

@@ -221,7 +221,13 @@ export async function startProviderd(
         clock,
         logger: logger.child({ component: "callbacks" }),
         apply: () =>
-          state === "running" || state === "recovering" ? (cb) => lc.applyCallback(cb) : undefined,
+          state === "running" || state === "recovering"
+            ? (cb) =>
+                lc.applyCallback(cb).then((result) => {
+                  tenant.events.callbackApplied(cb, result);
+                  return result;
+                })
+            : undefined,
         observe: (outcome) => metrics.observer.callback(outcome),
         rateLimit: { rps: config.callbackRateLimitRps, burst: config.callbackRateLimitBurst },
       },

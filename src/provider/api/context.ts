@@ -8,8 +8,17 @@ import type { ProviderConfig } from "../config/index.ts";
 import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
 import { sendApiError } from "./errors.ts";
+import type { EventHubOptions } from "./event-hub.ts";
 import { LeaseReads, type LeaseReadsOptions } from "./lease-reads.ts";
 import { RequestScope } from "./request-scope.ts";
+
+export interface EventTimings {
+  maxMessageBytes: number;
+  pingIntervalMs: number;
+  pongTimeoutMs: number;
+  lifetimeMs: number;
+  maxBufferedBytes: number;
+}
 
 /** What the tenant API is built from; the composition root passes each piece explicitly. */
 export interface TenantApiDeps {
@@ -30,6 +39,9 @@ export interface TenantApiDeps {
   /** Deadline for writing a materialised log response (default: http_write_timeout). */
   writeTimeoutMs?: number;
   leaseReads?: Partial<Pick<LeaseReadsOptions, "ttlMs" | "concurrency" | "queue" | "timeoutMs">>;
+  /** Event stream caps and timings (tests shrink them; defaults are the documented ones). */
+  events?: Partial<Pick<EventHubOptions, "perLease" | "total" | "bufferSize" | "maxLeases">>;
+  eventTimings?: Partial<EventTimings>;
 }
 
 export interface TenantContext {

@@ -1,8 +1,11 @@
 import type { FastifyInstance } from "fastify";
 import { type TenantApiDeps, type TenantContext, tenantContext } from "./context.ts";
+import { EventHub } from "./event-hub.ts";
+import { LeaseEventPublisher } from "./lease-events.ts";
 import { LogAdmission } from "./log-admission.ts";
 import { registerConnectionRoute } from "./routes/connection.ts";
 import { registerDataRoute } from "./routes/data.ts";
+import { registerEventsRoute, WS_LIMITS } from "./routes/events.ts";
 import { registerLogsRoute } from "./routes/logs.ts";
 import { registerProvisionRoute } from "./routes/provision.ts";
 import { registerReleasesRoute } from "./routes/releases.ts";
@@ -11,7 +14,8 @@ import { registerStatusRoute } from "./routes/status.ts";
 /**
  * The tenant API: `/v1/leases/{uuid}/…` on providerd's listener. Built once by the
  * composition root from explicit dependencies; `register` adds its routes to the
- * server, `close` stops its timers (the replay-store sweep).
+ * server, `events` is where the lifecycle reports status changes for the WebSocket
+ * stream, `close` stops its timers (the replay-store sweep).
  */
 export type { TenantApiDeps } from "./context.ts";
 
@@ -20,12 +24,16 @@ const SWEEP_INTERVAL_MS = 30_000;
 export class TenantApi {
   readonly context: TenantContext;
   readonly logs: LogAdmission;
+  readonly hub: EventHub;
+  readonly events: LeaseEventPublisher;
   #cancelSweep: (() => void) | undefined;
   #closed = false;
 
   constructor(deps: TenantApiDeps) {
     this.context = tenantContext(deps);
     this.logs = new LogAdmission();
+    this.hub = new EventHub({ clock: deps.clock, ...deps.events });
+    this.events = new LeaseEventPublisher(this.hub, this.context.leases, deps.logger);
     this.#scheduleSweep();
   }
 
@@ -36,7 +44,8 @@ export class TenantApi {
     registerProvisionRoute(app, ctx);
     registerReleasesRoute(app, ctx);
     registerLogsRoute(app, ctx, this.logs, ctx.deps.writeTimeoutMs ?? ctx.deps.config.httpWriteTimeoutMs);
-    registerDataRoute(app, ctx);
+    registerDataRoute(app, ctx, (lease) => void this.events.publish(lease, "provisioning"));
+    registerEventsRoute(app, ctx, this.hub, { ...WS_LIMITS, ...ctx.deps.eventTimings });
   }
 
   /** Chained timer: the next sweep is scheduled once this one has run. */
@@ -51,5 +60,6 @@ export class TenantApi {
   close(): void {
     this.#closed = true;
     this.#cancelSweep?.();
+    this.hub.close();
   }
 }

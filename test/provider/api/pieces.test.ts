@@ -8,6 +8,7 @@ import { ApiError } from "../../../src/provider/api/errors.ts";
 import { LeaseReads } from "../../../src/provider/api/lease-reads.ts";
 import { LogAdmission } from "../../../src/provider/api/log-admission.ts";
 import { tenantRelease } from "../../../src/provider/api/routes/releases.ts";
+import { chainLease } from "./harness.ts";
 
 /**
  * The tenant API's pure pieces, each against its contract: the connection shape, the
@@ -17,24 +18,7 @@ import { tenantRelease } from "../../../src/provider/api/routes/releases.ts";
 const logger = createLogger("test", "error");
 const LEASE = "0190f3a2-7c1e-7000-8000-000000000001";
 
-function lease(): ChainLease {
-  return {
-    uuid: LEASE,
-    tenant: "manifest1abc",
-    providerUuid: "p",
-    state: "LEASE_STATE_ACTIVE",
-    items: [],
-    metaHash: "",
-    createdAt: undefined,
-    closedAt: undefined,
-    lastSettledAt: undefined,
-    acknowledgedAt: undefined,
-    rejectedAt: undefined,
-    expiredAt: undefined,
-    rejectionReason: "",
-    closureReason: "",
-  };
-}
+const lease = (): ChainLease => chainLease(LEASE, "manifest1abc");
 
 /** A chain port whose getLease is answered by the test, one deferred promise per call. */
 function deferredChain() {

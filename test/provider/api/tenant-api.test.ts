@@ -7,6 +7,7 @@ import { until } from "../../support/index.ts";
 import { mockSkus, Stack, sha256 } from "../e2e/stack.ts";
 import { keplrAccessToken } from "./keplr-token.ts";
 import { type Answer, call, envelope, highS, TenantKey, tampered } from "./tenant-client.ts";
+import { type HttpRefusal, WsClient } from "./ws-client.ts";
 
 /**
  * The tenant API over real HTTP against real processes: a devnet, two mock backends and
@@ -139,10 +140,34 @@ describe("tenant API (devnet + providerd + mock backends, real HTTP)", () => {
     expectError(await get(`/v1/leases/${manifestLease}/connection`, highS(token)), 401);
   });
 
+  it("GET events: ?token= upgrade, a snapshot, then provisioning and ready as they happen", async () => {
+    const lease = await createLease("docker-medium", { metaHash: sha256(MANIFEST) });
+    const url = `${stack.api.replace(/^http/, "ws")}/v1/leases/${lease}/events?token=${encodeURIComponent(tenant1.access(lease))}`;
+    const stream = await new WsClient(url).open();
+    const snap = await stream.frame(1);
+    assert.deepEqual(
+      { type: snap.type, lease_uuid: snap.lease_uuid, status: snap.status, state: snap.state },
+      { type: "snapshot", lease_uuid: lease, status: "unknown", state: "LEASE_STATE_PENDING" },
+    );
+    const accepted = await upload(lease, tenant1.payload(lease, hex(sha256(MANIFEST))), MANIFEST);
+    assert.equal(accepted.status, 202);
+    const provisioning = await stream.frame(2);
+    const ready = await stream.frame(3);
+    assert.equal(provisioning.status, "provisioning");
+    assert.equal(ready.status, "ready");
+    assert.ok((ready.seq as number) > (provisioning.seq as number));
+    assert.ok((provisioning.seq as number) > (snap.seq as number));
+    stream.close();
+    const refused = await new WsClient(url.replace(/token=[^&]*/, "token=nope")).open().catch((e) => e);
+    assert.equal((refused as HttpRefusal).status, 401);
+  });
+
   it("GET connection of a two-instance lease lists both instances", async () => {
     const lease = await createLease("docker-small", { quantity: 2n });
-    await stack.waitState([lease], "LEASE_STATE_ACTIVE");
-    await until(async () => (await statusOf(lease)).provision_status === "ready", "two-instance lease ready");
+    await until(async () => {
+      const s = await statusOf(lease);
+      return s.state === "LEASE_STATE_ACTIVE" && s.provision_status === "ready";
+    }, "two-instance lease ACTIVE and ready through the API");
     const a = await get(`/v1/leases/${lease}/connection`, tenant1.fresh(lease));
     assert.equal(a.status, 200, a.text);
     const c = a.body.connection as { instances: { instance_index: number }[] };

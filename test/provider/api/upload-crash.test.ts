@@ -4,6 +4,7 @@ import { MsgCreateLease, MsgCreateLeaseResponse } from "../../../src/chain/proto
 import { until } from "../../support/index.ts";
 import { mockSkus, Stack, sha256 } from "../e2e/stack.ts";
 import { call, envelope, TenantKey } from "./tenant-client.ts";
+import { WsClient } from "./ws-client.ts";
 
 /**
  * Durability of an accepted upload, through real processes: providerd is killed (-9)
@@ -91,5 +92,15 @@ describe("tenant upload durability (devnet + providerd + mock backends)", () => 
     const s = await call(stack.api, `/v1/leases/${lease}/status`, token);
     assert.equal(s.status, 200);
     assert.equal(s.body.provision_status, undefined, "no guess from another backend");
+  });
+
+  it("SIGTERM closes every event stream with 1001", async () => {
+    const url = `${stack.api.replace(/^http/, "ws")}/v1/leases/${lease}/events`;
+    const stream = await new WsClient(url, {
+      headers: { authorization: `Bearer ${tenant.access(lease)}` },
+    }).open();
+    await stream.frame(1);
+    assert.equal(await stack.stopProviderd(), 0);
+    assert.equal((await stream.closed).code, 1001);
   });
 });

@@ -78,7 +78,11 @@ async function storeDurably(payloads: PayloadStore, uuid: string, body: Buffer, 
   }
 }
 
-export function registerDataRoute(app: FastifyInstance, ctx: TenantContext): void {
+export function registerDataRoute(
+  app: FastifyInstance,
+  ctx: TenantContext,
+  onAccepted: (leaseUuid: string) => void = () => {},
+): void {
   const { config, payloads, logger } = ctx.deps;
   void app.register(async (scoped) => {
     // The body is read by the handler, after authentication, whatever its content type.
@@ -109,6 +113,7 @@ export function registerDataRoute(app: FastifyInstance, ctx: TenantContext): voi
         void answered.then(() => {
           failpoint("upload.after-accepted");
           ctx.deps.payloadStored(uuid);
+          onAccepted(uuid);
         });
         logger.info({ lease_uuid: uuid, bytes: body.length }, "payload received");
         return { status: 202 };

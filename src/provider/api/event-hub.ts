@@ -1,0 +1,173 @@
+import type { LeaseStateName } from "../../chain/port.ts";
+import type { Clock } from "../../core/clock.ts";
+
+/**
+ * Lease status events for WebSocket subscribers, with what makes a stream trustworthy:
+ * every frame carries `seq` — one counter for the whole hub, so it increases per lease
+ * and is never reused, and it starts from the clock (in microsecond steps) so frames of
+ * a restarted providerd sort after the old ones — and the chain `state`. Each lease keeps
+ * its last `bufferSize` frames, so a client that reconnects with `since` gets exactly what
+ * it missed; when the frames it missed are no longer all held (fell out of the buffer, the
+ * lease was forgotten, or a restart), it is told so with a reset instead of a silent gap.
+ *
+ * Subscribers are sinks: the hub never blocks on one. The caps (per lease, in total) are
+ * checked on subscribe; the route closes a refused connection with 1013.
+ */
+export interface EventFrame {
+  type?: "snapshot";
+  lease_uuid: string;
+  status: string;
+  error?: string;
+  timestamp: string;
+  seq: number;
+  state: LeaseStateName;
+}
+
+/** A frame without lease_uuid/status: only for clients that opted in (`since`, `notices`). */
+export type Notice = { type: string } & Record<string, unknown>;
+
+export interface Subscriber {
+  readonly leaseUuid: string;
+  /** Receives reset and notice frames (the client asked with `since` or `notices`). */
+  readonly optedIn: boolean;
+  send(frame: EventFrame | Notice): void;
+  close(code: number, reason: string): void;
+}
+
+export interface EventHubOptions {
+  clock: Clock;
+  perLease?: number;
+  total?: number;
+  bufferSize?: number;
+  /** Leases whose frames are remembered; the least recently active is forgotten first. */
+  maxLeases?: number;
+}
+
+interface Channel {
+  frames: EventFrame[];
+  subscribers: Set<Subscriber>;
+  /** The highest seq this channel dropped from its buffer (0: none). */
+  droppedUpTo: number;
+  lastStatus: string | undefined;
+}
+
+export type Resume = { kind: "replay"; frames: EventFrame[] } | { kind: "reset" };
+
+export class EventHub {
+  readonly #clock: Clock;
+  readonly #perLease: number;
+  readonly #total: number;
+  readonly #bufferSize: number;
+  readonly #maxLeases: number;
+  readonly #channels = new Map<string, Channel>();
+  /** Every seq at or below this may have belonged to a frame no channel holds any more. */
+  #forgottenUpTo: number;
+  #seq: number;
+  #subscribers = 0;
+  #closed = false;
+
+  constructor(opts: EventHubOptions) {
+    this.#clock = opts.clock;
+    this.#perLease = opts.perLease ?? 10;
+    this.#total = opts.total ?? 1_000;
+    this.#bufferSize = opts.bufferSize ?? 32;
+    this.#maxLeases = opts.maxLeases ?? 4_096;
+    this.#seq = opts.clock.now() * 1_000;
+    // Frames of an earlier process (seq below ours) are not held by this one.
+    this.#forgottenUpTo = this.#seq;
+  }
+
+  get subscribers(): number {
+    return this.#subscribers;
+  }
+
+  /** The seq of the latest frame published anywhere: a snapshot taken now reflects it. */
+  get currentSeq(): number {
+    return this.#seq;
+  }
+
+  /** The last status published for the lease by this process, if any. */
+  lastStatus(leaseUuid: string): string | undefined {
+    return this.#channels.get(leaseUuid)?.lastStatus;
+  }
+
+  /** Adds a subscriber; "full" when the lease or the hub is at its cap (or the hub closed). */
+  subscribe(sub: Subscriber): "ok" | "full" {
+    if (this.#closed || this.#subscribers >= this.#total) return "full";
+    const ch = this.#channel(sub.leaseUuid);
+    if (ch.subscribers.size >= this.#perLease) return "full";
+    ch.subscribers.add(sub);
+    this.#subscribers++;
+    return "ok";
+  }
+
+  unsubscribe(sub: Subscriber): void {
+    const ch = this.#channels.get(sub.leaseUuid);
+    if (ch?.subscribers.delete(sub)) this.#subscribers--;
+  }
+
+  /** What a client that saw everything up to `since` missed, or "reset" when that is not known. */
+  resume(leaseUuid: string, since: number): Resume {
+    if (since > this.#seq) return { kind: "reset" };
+    const ch = this.#channels.get(leaseUuid);
+    const lost = Math.max(this.#forgottenUpTo, ch?.droppedUpTo ?? 0);
+    if (since < lost) return { kind: "reset" };
+    return { kind: "replay", frames: (ch?.frames ?? []).filter((f) => f.seq > since) };
+  }
+
+  /** Publishes a status frame for the lease to its subscribers and its buffer. */
+  publish(leaseUuid: string, status: string, state: LeaseStateName, error?: string): EventFrame {
+    const frame: EventFrame = {
+      lease_uuid: leaseUuid,
+      status,
+      timestamp: new Date(this.#clock.now()).toISOString(),
+      seq: ++this.#seq,
+      state,
+    };
+    if (error !== undefined && error !== "") frame.error = error;
+    const ch = this.#channel(leaseUuid);
+    ch.lastStatus = status;
+    ch.frames.push(frame);
+    if (ch.frames.length > this.#bufferSize) ch.droppedUpTo = ch.frames.shift()?.seq ?? ch.droppedUpTo;
+    for (const sub of [...ch.subscribers]) sub.send(frame);
+    return frame;
+  }
+
+  /** Sends a notice to the lease's opted-in subscribers (not buffered). */
+  notify(leaseUuid: string, notice: Notice): void {
+    for (const sub of [...(this.#channels.get(leaseUuid)?.subscribers ?? [])]) {
+      if (sub.optedIn) sub.send(notice);
+    }
+  }
+
+  /** Closes every subscriber (shutdown: 1001) and refuses new ones. */
+  close(code = 1001, reason = "server shutting down"): void {
+    this.#closed = true;
+    for (const ch of this.#channels.values()) for (const sub of [...ch.subscribers]) sub.close(code, reason);
+  }
+
+  #channel(leaseUuid: string): Channel {
+    let ch = this.#channels.get(leaseUuid);
+    if (ch !== undefined) {
+      // Map order is recency order: re-inserting marks the lease as the most recent.
+      this.#channels.delete(leaseUuid);
+      this.#channels.set(leaseUuid, ch);
+      return ch;
+    }
+    ch = { frames: [], subscribers: new Set(), droppedUpTo: 0, lastStatus: undefined };
+    this.#channels.set(leaseUuid, ch);
+    if (this.#channels.size > this.#maxLeases) this.#evictIdle();
+    return ch;
+  }
+
+  /** Forgets the least recently active lease that has no subscriber. */
+  #evictIdle(): void {
+    for (const [uuid, ch] of this.#channels) {
+      if (ch.subscribers.size > 0) continue;
+      const last = ch.frames.at(-1)?.seq ?? 0;
+      this.#forgottenUpTo = Math.max(this.#forgottenUpTo, last);
+      this.#channels.delete(uuid);
+      return;
+    }
+  }
+}

@@ -1,0 +1,193 @@
+import websocket from "@fastify/websocket";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { WebSocket } from "ws";
+import type { ChainLease } from "../../../chain/port.ts";
+import { tenantError } from "../../../core/envelope.ts";
+import { leaseUuidParam } from "../auth.ts";
+import { routeRead } from "../backend-route.ts";
+import type { EventTimings, TenantContext } from "../context.ts";
+import { lookupDiagnostics } from "../diagnostics.ts";
+import { ApiError, sendApiError } from "../errors.ts";
+import type { EventFrame, EventHub, Notice, Subscriber } from "../event-hub.ts";
+
+/**
+ * `GET /v1/leases/{uuid}/events`: a push-only WebSocket of the lease's status frames.
+ * The token (Authorization header, or `?token=` since browsers cannot set headers on an
+ * upgrade) and the lease are checked before the upgrade, so refusals are plain HTTP
+ * answers. A connection starts with a snapshot of the current status (or, with `since`,
+ * the frames it missed, or a reset then a snapshot), then receives frames as they happen.
+ * Pings every 30 s, closed when no pong came for 40 s; client data closes it (1008, or
+ * 1009 past 512 bytes); at the caps or after one hour it closes with 1013; shutdown 1001.
+ * A client that stops reading is cut off once 64 KiB wait for it: memory never grows.
+ */
+export const WS_LIMITS: EventTimings = {
+  maxMessageBytes: 512,
+  pingIntervalMs: 30_000,
+  pongTimeoutMs: 40_000,
+  lifetimeMs: 60 * 60_000,
+  maxBufferedBytes: 64 * 1024,
+};
+
+interface Upgrade {
+  lease: ChainLease;
+  since: number | undefined;
+  notices: boolean;
+}
+
+const upgrades = new WeakMap<FastifyRequest, Upgrade>();
+
+function queryValue(req: FastifyRequest, key: string): string | undefined {
+  const v = (req.query as Record<string, unknown> | undefined)?.[key];
+  if (v === undefined) return undefined;
+  if (typeof v !== "string") throw new ApiError("ERR_API_BAD_QUERY", 400, `${key} may be given once`);
+  return v;
+}
+
+function parseSince(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^\d{1,16}$/.test(raw)) throw new ApiError("ERR_API_BAD_QUERY", 400, "since must be a frame seq");
+  return Number(raw);
+}
+
+export function registerEventsRoute(
+  app: FastifyInstance,
+  ctx: TenantContext,
+  hub: EventHub,
+  limits = WS_LIMITS,
+): void {
+  const { clock, store, clients, logger } = ctx.deps;
+
+  async function authorize(req: FastifyRequest): Promise<Upgrade> {
+    const uuid = leaseUuidParam(req);
+    const queryToken = queryValue(req, "token");
+    if (req.headers.authorization === undefined && queryToken !== undefined) {
+      req.headers.authorization = `Bearer ${queryToken}`;
+    }
+    const since = parseSince(queryValue(req, "since"));
+    const notices = queryValue(req, "notices");
+    const claims = ctx.auth.authenticate(req, uuid, { kind: "access", replay: false });
+    const lease = await ctx.leases.owned(claims);
+    return { lease, since, notices: notices !== undefined && notices !== "0" && notices !== "false" };
+  }
+
+  async function snapshot(lease: ChainLease): Promise<EventFrame> {
+    const seq = hub.currentSeq;
+    let status = hub.lastStatus(lease.uuid);
+    if (status === undefined) {
+      const found = await lookupDiagnostics(
+        routeRead(store, clients, lease.uuid),
+        lease.uuid,
+        AbortSignal.timeout(5_000),
+      );
+      status = found.kind === "found" ? found.diagnostics.status : "unknown";
+    }
+    return {
+      type: "snapshot",
+      lease_uuid: lease.uuid,
+      status,
+      timestamp: new Date(clock.now()).toISOString(),
+      seq,
+      state: lease.state,
+    };
+  }
+
+  function serve(socket: WebSocket, up: Upgrade): void {
+    const timers: (() => void)[] = [];
+    const stop = () => {
+      for (const cancel of timers.splice(0)) cancel();
+      hub.unsubscribe(sub);
+    };
+    // Cut off without a closing handshake (the peer is not reading, or not answering).
+    const drop = () => {
+      stop();
+      socket.terminate();
+    };
+    // Frames that arrive while the opening frames are prepared wait here, in order.
+    let backlog: (EventFrame | Notice)[] | undefined = [];
+    let lastSeq = 0;
+    const write = (frame: EventFrame | Notice) => {
+      if (socket.readyState !== socket.OPEN) return;
+      if (typeof frame.seq === "number") {
+        if (frame.seq <= lastSeq) return;
+        lastSeq = frame.seq;
+      }
+      if (socket.bufferedAmount > limits.maxBufferedBytes) {
+        logger.info({ lease_uuid: up.lease.uuid }, "event subscriber too slow; disconnected");
+        drop();
+        return;
+      }
+      socket.send(JSON.stringify(frame));
+    };
+    const sub: Subscriber = {
+      leaseUuid: up.lease.uuid,
+      optedIn: up.since !== undefined || up.notices,
+      send: (frame) => (backlog === undefined ? write(frame) : backlog.push(frame)),
+      close: (code, reason) => socket.close(code, reason),
+    };
+    socket.on("close", stop);
+    socket.on("message", () => socket.close(1008, "client messages not allowed"));
+    if (hub.subscribe(sub) !== "ok") {
+      socket.close(1013, "too many connections");
+      return;
+    }
+    timers.push(
+      clock.setTimer(limits.lifetimeMs, () => socket.close(1013, "max connection lifetime reached")),
+    );
+    let cancelPongDeadline = clock.setTimer(limits.pongTimeoutMs, drop);
+    timers.push(() => cancelPongDeadline());
+    socket.on("pong", () => {
+      cancelPongDeadline();
+      cancelPongDeadline = clock.setTimer(limits.pongTimeoutMs, drop);
+    });
+    const ping = () => {
+      if (socket.readyState === socket.OPEN) socket.ping();
+      timers.push(clock.setTimer(limits.pingIntervalMs, ping));
+    };
+    timers.push(clock.setTimer(limits.pingIntervalMs, ping));
+
+    void (async () => {
+      const resume = up.since === undefined ? undefined : hub.resume(up.lease.uuid, up.since);
+      if (resume?.kind === "replay") {
+        for (const f of resume.frames) write(f);
+      } else {
+        if (resume?.kind === "reset") write({ type: "reset" });
+        write(await snapshot(up.lease));
+      }
+      const waiting = backlog ?? [];
+      backlog = undefined;
+      for (const f of waiting) write(f);
+    })().catch((err) => {
+      logger.warn({ err, lease_uuid: up.lease.uuid }, "event stream setup failed");
+      socket.close(1011, "internal error");
+    });
+  }
+
+  void app.register(async (scoped) => {
+    await scoped.register(websocket, {
+      options: { maxPayload: limits.maxMessageBytes },
+      // Shutdown: every subscriber hears 1001 before the listener closes.
+      preClose: (done) => {
+        hub.close(1001, "server shutting down");
+        done();
+      },
+    });
+    scoped.route({
+      method: "GET",
+      url: "/v1/leases/:lease_uuid/events",
+      preValidation: async (req, reply) => {
+        try {
+          upgrades.set(req, await authorize(req));
+        } catch (err) {
+          return sendApiError(reply, err, logger);
+        }
+      },
+      handler: async (_req, reply) =>
+        reply.code(400).send(tenantError(400, "expected a WebSocket upgrade request")),
+      wsHandler: (socket, req) => {
+        const up = upgrades.get(req);
+        if (up === undefined) socket.close(1011, "internal error");
+        else serve(socket, up);
+      },
+    });
+  });
+}
