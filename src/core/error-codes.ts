@@ -183,6 +183,10 @@ export const ERROR_CODES = {
     meaning: "the database schema is newer than this code; upgrade fred",
     retryable: false,
   },
+  ERR_STORE_SCHEMA_OLDER: {
+    meaning: "a read-only open found a schema older than this code; start the daemon once to migrate",
+    retryable: false,
+  },
   ERR_PLACEMENT_PROVIDER: {
     meaning: "the placement store belongs to another provider, or the UUID is not canonical",
     retryable: false,

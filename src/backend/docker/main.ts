@@ -34,7 +34,7 @@ export function initializeDockerBackendStorage(config: DockerBackendConfig): str
 /** The storage id the journal is bound to; refuses a missing or unbound journal. */
 function boundStorageId(dbPath: string): string {
   const opened = openJournalDatabase({ path: dbPath, mode: "verify" });
-  opened.db.close();
+  opened.database.close();
   return opened.storageId;
 }
 

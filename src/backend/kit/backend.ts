@@ -71,7 +71,7 @@ export const DEFAULT_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
 /** `--initialize-storage-identity new`: binds a fresh id into a new, empty journal and returns it. */
 export function initializeStorageIdentity(path: string, storageId?: string): string {
   const opened = openJournalDatabase({ path, mode: "initialize", storageId });
-  opened.db.close();
+  opened.database.close();
   return opened.storageId;
 }
 

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import type { Clock } from "../../core/clock.ts";
+import { openDatabase } from "../../sqlite/index.ts";
 import {
   type ConnectionInfo,
   type Substrate,
@@ -51,11 +52,14 @@ export class MockSubstrate implements Substrate {
 
   constructor(opts: MockSubstrateOptions) {
     this.#o = opts;
-    this.#db = new Database(opts.statePath ?? ":memory:");
-    this.#db.pragma("journal_mode = WAL");
-    // A fake substrate: surviving a process crash is enough (no fsync per record).
-    this.#db.pragma("synchronous = NORMAL");
-    this.#db.exec("CREATE TABLE IF NOT EXISTS workloads (lease_uuid TEXT PRIMARY KEY, doc TEXT NOT NULL)");
+    // A fake substrate: surviving a process crash is enough (no fsync per record). Older
+    // state files hold the table without a schema version, hence IF NOT EXISTS.
+    this.#db = openDatabase({
+      path: opts.statePath ?? ":memory:",
+      migrations: ["CREATE TABLE IF NOT EXISTS workloads (lease_uuid TEXT PRIMARY KEY, doc TEXT NOT NULL)"],
+      durability: "normal",
+      label: "mock substrate state",
+    }).db;
     this.#put = this.#db.prepare("INSERT OR REPLACE INTO workloads (lease_uuid, doc) VALUES (?, ?)");
     this.#del = this.#db.prepare("DELETE FROM workloads WHERE lease_uuid = ?");
     for (const row of this.#db.prepare("SELECT lease_uuid, doc FROM workloads").all() as {

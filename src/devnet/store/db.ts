@@ -5,8 +5,8 @@
  */
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import Database from "better-sqlite3";
-import { FredError } from "../../core/errors.ts";
+import type Database from "better-sqlite3";
+import { openDatabase } from "../../sqlite/index.ts";
 
 const MIGRATIONS: string[] = [
   `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -27,28 +27,21 @@ const MIGRATIONS: string[] = [
    CREATE TABLE tx_kv (kv TEXT NOT NULL, pos INTEGER NOT NULL, PRIMARY KEY (kv, pos)) WITHOUT ROWID;`,
 ];
 
+/**
+ * Opens (creating and migrating) the chain database. `normal` durability: WAL with
+ * `synchronous = NORMAL` survives a process crash (kill -9); only an OS crash can lose
+ * the tail, which a development chain can afford. Nothing is deferred, so closing the
+ * returned handle directly is enough.
+ */
 export function openChainDb(path: string): Database.Database {
   mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
-  db.pragma("journal_mode = WAL");
-  // NORMAL in WAL mode survives process crashes (kill -9); only an OS crash can lose the tail.
-  db.pragma("synchronous = NORMAL");
-  db.pragma("foreign_keys = ON");
-  const version = db.pragma("user_version", { simple: true }) as number;
-  if (version > MIGRATIONS.length) {
-    db.close();
-    throw new FredError(
-      "ERR_DEVNET_SCHEMA",
-      `devnet database ${path} has schema ${version}, newer than this code (${MIGRATIONS.length})`,
-    );
-  }
-  for (let v = version; v < MIGRATIONS.length; v++) {
-    db.transaction(() => {
-      db.exec(MIGRATIONS[v] as string);
-      db.pragma(`user_version = ${v + 1}`);
-    })();
-  }
-  return db;
+  return openDatabase({
+    path,
+    migrations: MIGRATIONS,
+    durability: "normal",
+    label: "devnet database",
+    newerSchemaCode: "ERR_DEVNET_SCHEMA",
+  }).db;
 }
 
 export class MetaTable {

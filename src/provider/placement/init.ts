@@ -119,7 +119,7 @@ export async function initPlacementStore(config: ProviderConfig, deps: InitDeps)
 
 /** Everything the store holds, as JSON-friendly records (offline; no network). */
 export function inspectPlacementStore(config: ProviderConfig): Record<string, unknown> {
-  using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid);
+  using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid, { readonly: true });
   const configured = config.backends.map((b) => b.name);
   return {
     placement_store: config.placementStoreDbPath,

@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import type { Statement } from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
-import { WalDurability } from "../../sqlite/wal-durability.ts";
-import { type Db, openStore } from "./sqlite.ts";
+import type { SqliteDatabase } from "../../sqlite/index.ts";
+import { openStore } from "./sqlite.ts";
 
 /**
  * Uploaded manifests, keyed by lease, stored with the SHA-256 computed at write time.
@@ -11,17 +11,21 @@ import { type Db, openStore } from "./sqlite.ts";
  * Commits use the WAL group commit: whoever answers on a write (the upload's 202)
  * first awaits `durable()`.
  */
-const SPEC = {
-  kind: "payload",
-  migrations: [
-    `CREATE TABLE payloads (
-       lease_uuid TEXT PRIMARY KEY,
-       sha256     TEXT NOT NULL,
-       payload    BLOB NOT NULL,
-       stored_at  INTEGER NOT NULL
-     ) STRICT;`,
-  ],
-};
+const MIGRATIONS = [
+  `CREATE TABLE payloads (
+     lease_uuid TEXT PRIMARY KEY,
+     sha256     TEXT NOT NULL,
+     payload    BLOB NOT NULL,
+     stored_at  INTEGER NOT NULL
+   ) STRICT;`,
+];
+
+interface PayloadRow {
+  lease_uuid: string;
+  sha256: string;
+  payload: Buffer;
+  stored_at: number;
+}
 
 export interface StoredPayload {
   leaseUuid: string;
@@ -38,36 +42,46 @@ export function sha256Hex(bytes: Uint8Array): string {
 }
 
 export class PayloadStore {
-  readonly #db: Db;
-  readonly #put: Statement;
-  readonly #get: Statement;
-  readonly #delete: Statement;
-  readonly #wal: WalDurability;
+  readonly #database: SqliteDatabase;
+  readonly #put: Statement<[string, string, Buffer, number]>;
+  readonly #get: Statement<[string], PayloadRow>;
+  readonly #delete: Statement<[string]>;
+  readonly #putOnce: (leaseUuid: string, sha256: string, payload: Buffer, now: number) => PutResult;
 
-  private constructor(db: Db, path: string) {
-    this.#db = db;
-    this.#wal = new WalDurability(db, path);
+  private constructor(database: SqliteDatabase) {
+    const db = database.db;
+    this.#database = database;
     this.#put = db.prepare(
       "INSERT INTO payloads (lease_uuid, sha256, payload, stored_at) VALUES (?, ?, ?, ?)",
     );
     this.#get = db.prepare("SELECT * FROM payloads WHERE lease_uuid = ?");
     this.#delete = db.prepare("DELETE FROM payloads WHERE lease_uuid = ?");
+    this.#putOnce = db.transaction((leaseUuid: string, sha256: string, payload: Buffer, now: number) => {
+      const existing = this.#get.get(leaseUuid);
+      if (existing !== undefined) {
+        if (existing.sha256 === sha256) return "duplicate";
+        throw new FredError("ERR_PAYLOAD_CONFLICT", "a different payload is already stored for this lease");
+      }
+      this.#put.run(leaseUuid, sha256, payload, now);
+      this.#database.committed();
+      return "stored";
+    });
   }
 
   /** Opens the store, creating it (mode 0600) on first use. */
   static open(path: string): PayloadStore {
-    return new PayloadStore(openStore(path, SPEC, { create: "if-missing" }), path);
+    return new PayloadStore(
+      openStore(path, "payload", MIGRATIONS, { create: "if-missing", durability: "group-commit" }),
+    );
   }
 
   close(): void {
-    if (!this.#db.open) return;
-    this.#wal.close();
-    this.#db.close();
+    this.#database.close();
   }
 
   /** Resolves once every write made so far is on stable storage. */
   durable(): Promise<void> {
-    return this.#wal.durable();
+    return this.#database.durable();
   }
 
   [Symbol.dispose](): void {
@@ -85,23 +99,12 @@ export class PayloadStore {
     if (expectedSha256 !== undefined && expectedSha256.toLowerCase() !== sha256) {
       throw new FredError("ERR_PAYLOAD_HASH_MISMATCH", "payload does not match the lease's meta_hash");
     }
-    return this.#db.transaction((): PutResult => {
-      const existing = this.#get.get(leaseUuid) as { sha256: string } | undefined;
-      if (existing !== undefined) {
-        if (existing.sha256 === sha256) return "duplicate";
-        throw new FredError("ERR_PAYLOAD_CONFLICT", "a different payload is already stored for this lease");
-      }
-      this.#put.run(leaseUuid, sha256, Buffer.from(payload), now);
-      this.#wal.committed();
-      return "stored";
-    })();
+    return this.#putOnce(leaseUuid, sha256, Buffer.from(payload), now);
   }
 
   /** The stored payload, verified against its recorded hash; undefined when none. */
   get(leaseUuid: string): StoredPayload | undefined {
-    const row = this.#get.get(leaseUuid) as
-      | { lease_uuid: string; sha256: string; payload: Buffer; stored_at: number }
-      | undefined;
+    const row = this.#get.get(leaseUuid);
     if (row === undefined) return undefined;
     if (sha256Hex(row.payload) !== row.sha256) {
       throw new FredError(
@@ -117,8 +120,6 @@ export class PayloadStore {
   }
 
   delete(leaseUuid: string): boolean {
-    const deleted = this.#delete.run(leaseUuid).changes === 1;
-    if (deleted) this.#wal.committed();
-    return deleted;
+    return this.#delete.run(leaseUuid).changes === 1;
   }
 }

@@ -1,9 +1,9 @@
-import type { Statement } from "better-sqlite3";
+import type Database from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid, isUuidV4 } from "../../core/uuid.ts";
-import { WalDurability } from "../../sqlite/wal-durability.ts";
+import type { SqliteDatabase } from "../../sqlite/index.ts";
 import { PLACEMENT_MIGRATIONS } from "./placement-schema.ts";
-import { type Db, openStore, readMeta, writeMeta } from "./sqlite.ts";
+import { openStore } from "./sqlite.ts";
 
 /**
  * providerd's authority on *where* each lease was placed. Bound to one provider UUID.
@@ -62,8 +62,6 @@ export interface InventoryOutcome {
   unrecorded: string[];
 }
 
-const SPEC = { kind: "placement", migrations: PLACEMENT_MIGRATIONS };
-
 /** Canonical UUID text ↔ its 16 raw bytes (the stored form). */
 function uuidBytes(uuid: string): Buffer {
   return Buffer.from(uuid.replaceAll("-", ""), "hex");
@@ -115,38 +113,68 @@ export interface NewBackendPin {
   baseline: Omit<InventoryBaseline, "at">;
 }
 
+interface BackendRow {
+  name: string;
+  storage_id: string;
+  pinned_at: number;
+  baseline_at: number | null;
+  baseline_provisions: number | null;
+  baseline_retentions: number | null;
+}
+
+/** Every statement the store runs, typed and prepared once per connection. */
+function prepare(db: Database.Database) {
+  return {
+    insertAttempt: db.prepare<[Buffer, Buffer, string, AttemptKind, number]>(
+      "INSERT OR IGNORE INTO attempts (operation_id, lease_uuid, backend, kind, created_at) VALUES (?, ?, ?, ?, ?)",
+    ),
+    attemptByLease: db.prepare<[Buffer], AttemptRow>("SELECT * FROM attempts WHERE lease_uuid = ?"),
+    attemptsCreatedBy: db.prepare<[number], AttemptRow>(
+      "SELECT * FROM attempts WHERE created_at <= ? ORDER BY created_at, operation_id",
+    ),
+    attempts: db.prepare<[], AttemptRow>("SELECT * FROM attempts ORDER BY created_at, operation_id"),
+    deleteAttempt: db.prepare<[Buffer]>("DELETE FROM attempts WHERE lease_uuid = ?"),
+    placement: db.prepare<[Buffer], PlacementRow>("SELECT * FROM placements WHERE lease_uuid = ?"),
+    placements: db.prepare<[], PlacementRow>("SELECT * FROM placements ORDER BY lease_uuid"),
+    deletePlacement: db.prepare<[Buffer]>("DELETE FROM placements WHERE lease_uuid = ?"),
+    upsertPlacement: db.prepare<[Buffer, Placement["state"], string | null, Buffer | null, string, number]>(
+      `INSERT INTO placements (lease_uuid, state, owner, lifecycle_id, candidates, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT(lease_uuid) DO UPDATE SET state = excluded.state, owner = excluded.owner,
+         lifecycle_id = excluded.lifecycle_id, candidates = excluded.candidates,
+         updated_at = excluded.updated_at`,
+    ),
+    backends: db.prepare<[], BackendRow>("SELECT * FROM backends ORDER BY name"),
+    recordBaseline: db.prepare<[number, number, number, string]>(
+      "UPDATE backends SET baseline_at = ?, baseline_provisions = ?, baseline_retentions = ? WHERE name = ?",
+    ),
+    // Read on every /metrics scrape: one statement, one pass over each table.
+    counts: db.prepare<[], { placements: number; conflicts: number; attempts: number }>(
+      `SELECT (SELECT count(*) FROM placements WHERE state = 'confirmed') AS placements,
+              (SELECT count(*) FROM placements WHERE state = 'conflict') AS conflicts,
+              (SELECT count(*) FROM attempts) AS attempts`,
+    ),
+    providerUuid: db.prepare<[], string>("SELECT value FROM store_meta WHERE key = 'provider_uuid'").pluck(),
+  };
+}
+
 export class PlacementStore {
-  readonly #db: Db;
+  readonly #database: SqliteDatabase;
+  readonly #db: Database.Database;
   readonly providerUuid: string;
-  readonly #stmt: Record<string, Statement>;
+  readonly #stmt: ReturnType<typeof prepare>;
   /** Pinned backend names; pins change only through create(), so this is read once. */
   readonly #backendNames: Set<string>;
-  readonly #wal: WalDurability;
   /** One transaction wrapper, built once (better-sqlite3 wrappers are not free to create). */
   readonly #tx: (work: () => unknown) => unknown;
 
-  private constructor(db: Db, path: string, providerUuid: string) {
-    this.#db = db;
-    this.#wal = new WalDurability(db, path);
-    this.#tx = db.transaction((work: () => unknown) => work());
+  private constructor(database: SqliteDatabase, providerUuid: string) {
+    this.#database = database;
+    this.#db = database.db;
+    this.#tx = this.#db.transaction((work: () => unknown) => work());
     this.providerUuid = providerUuid;
-    this.#stmt = {
-      insertAttempt: db.prepare(
-        "INSERT OR IGNORE INTO attempts (operation_id, lease_uuid, backend, kind, created_at) VALUES (?, ?, ?, ?, ?)",
-      ),
-      attemptByLease: db.prepare("SELECT * FROM attempts WHERE lease_uuid = ?"),
-      deleteAttempt: db.prepare("DELETE FROM attempts WHERE lease_uuid = ?"),
-      placement: db.prepare("SELECT * FROM placements WHERE lease_uuid = ?"),
-      deletePlacement: db.prepare("DELETE FROM placements WHERE lease_uuid = ?"),
-      upsertPlacement: db.prepare(
-        `INSERT INTO placements (lease_uuid, state, owner, lifecycle_id, candidates, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT(lease_uuid) DO UPDATE SET state = excluded.state, owner = excluded.owner,
-           lifecycle_id = excluded.lifecycle_id, candidates = excluded.candidates,
-           updated_at = excluded.updated_at`,
-      ),
-    };
-    this.#backendNames = new Set(db.prepare("SELECT name FROM backends").pluck().all() as string[]);
+    this.#stmt = prepare(this.#db);
+    this.#backendNames = new Set(this.#stmt.backends.all().map((b) => b.name));
   }
 
   /**
@@ -170,10 +198,14 @@ export class PlacementStore {
         );
       }
     }
-    const db = openStore(path, SPEC, { create: "must-not-exist" });
+    const database = openStore(path, "placement", PLACEMENT_MIGRATIONS, {
+      create: "must-not-exist",
+      durability: "group-commit",
+    });
+    const db = database.db;
     try {
       db.transaction(() => {
-        writeMeta(db, "provider_uuid", providerUuid);
+        db.prepare("INSERT INTO store_meta (key, value) VALUES ('provider_uuid', ?)").run(providerUuid);
         const pin = db.prepare(
           `INSERT INTO backends (name, storage_id, pinned_at, baseline_at, baseline_provisions, baseline_retentions)
            VALUES (?, ?, ?, ?, ?, ?)`,
@@ -181,39 +213,51 @@ export class PlacementStore {
         for (const b of backends)
           pin.run(b.name, b.storageId, now, now, b.baseline.provisions, b.baseline.retentions);
       })();
+      database.committed();
     } catch (err) {
-      db.close();
+      database.close();
       throw err;
     }
-    return new PlacementStore(db, path, providerUuid);
+    return new PlacementStore(database, providerUuid);
   }
 
-  /** Opens an existing store; never creates one. Refuses another provider's file. */
-  static open(path: string, providerUuid: string): PlacementStore {
-    const db = openStore(path, SPEC, { create: "never" });
-    const bound = readMeta(db, "provider_uuid");
-    if (bound !== providerUuid) {
-      db.close();
-      throw new FredError(
-        "ERR_PLACEMENT_PROVIDER",
-        `placement store ${path} belongs to provider ${bound ?? "(none)"}, not ${providerUuid}`,
-      );
+  /**
+   * Opens an existing store; never creates one. Refuses another provider's file.
+   * `readonly` reads beside a running providerd (inspection, tests): nothing is
+   * migrated, written or checkpointed, and any write throws.
+   */
+  static open(path: string, providerUuid: string, opts: { readonly?: boolean } = {}): PlacementStore {
+    const database = openStore(path, "placement", PLACEMENT_MIGRATIONS, {
+      create: "never",
+      durability: "group-commit",
+      readonly: opts.readonly ?? false,
+    });
+    try {
+      const store = new PlacementStore(database, providerUuid);
+      const bound = store.#stmt.providerUuid.get();
+      if (bound !== providerUuid) {
+        throw new FredError(
+          "ERR_PLACEMENT_PROVIDER",
+          `placement store ${path} belongs to provider ${bound ?? "(none)"}, not ${providerUuid}`,
+        );
+      }
+      return store;
+    } catch (err) {
+      database.close();
+      throw err;
     }
-    return new PlacementStore(db, path, providerUuid);
   }
 
-  /** Syncs and checkpoints the WAL, then closes. */
+  /** Syncs and checkpoints the WAL (a writer), then closes. */
   close(): void {
-    if (!this.#db.open) return;
-    this.#wal.close();
-    this.#db.close();
+    this.#database.close();
   }
 
   /** Resolves once every commit made so far is on stable storage. */
   durable(): Promise<void> {
     // Conservatively count a commit: callers ask right after their writes.
-    this.#wal.committed();
-    return this.#wal.durable();
+    this.#database.committed();
+    return this.#database.durable();
   }
 
   [Symbol.dispose](): void {
@@ -229,7 +273,7 @@ export class PlacementStore {
     for (const a of attempts) this.#checkAttempt(a);
     return this.#atomic(() =>
       attempts.map((a): RecordResult => {
-        const r = this.#stmt.insertAttempt!.run(
+        const r = this.#stmt.insertAttempt.run(
           uuidBytes(a.operationId),
           uuidBytes(a.leaseUuid),
           a.backend,
@@ -275,7 +319,7 @@ export class PlacementStore {
       const row = this.#exactAttempt(leaseUuid, operationId);
       if (row === undefined) return { kind: "unknown-operation" };
       const attempt = toAttempt(row);
-      this.#stmt.deleteAttempt!.run(row.lease_uuid);
+      this.#stmt.deleteAttempt.run(row.lease_uuid);
       const placement =
         outcome === "success"
           ? this.#claim(attempt.leaseUuid, attempt.backend, now, attempt.operationId)
@@ -288,7 +332,7 @@ export class PlacementStore {
   clearRefusedAttempt(leaseUuid: string, operationId: string): Attempt | undefined {
     return this.#atomic(() => {
       const row = this.#exactAttempt(leaseUuid, operationId);
-      if (row !== undefined) this.#stmt.deleteAttempt!.run(row.lease_uuid);
+      if (row !== undefined) this.#stmt.deleteAttempt.run(row.lease_uuid);
       return row === undefined ? undefined : toAttempt(row);
     });
   }
@@ -315,7 +359,7 @@ export class PlacementStore {
   retirePlacement(leaseUuid: string, backend: string): boolean {
     const p = this.placement(leaseUuid);
     if (p?.state !== "confirmed" || p.owner !== backend) return false;
-    return this.#stmt.deletePlacement!.run(uuidBytes(leaseUuid)).changes === 1;
+    return this.#stmt.deletePlacement.run(uuidBytes(leaseUuid)).changes === 1;
   }
 
   /**
@@ -326,15 +370,15 @@ export class PlacementStore {
   retireAttempt(leaseUuid: string, backend: string): boolean {
     if (!isCanonicalUuid(leaseUuid)) return false;
     return this.#atomic(() => {
-      const row = this.#stmt.attemptByLease!.get(uuidBytes(leaseUuid)) as AttemptRow | undefined;
+      const row = this.#stmt.attemptByLease.get(uuidBytes(leaseUuid));
       if (row?.backend !== backend) return false;
-      return this.#stmt.deleteAttempt!.run(row.lease_uuid).changes === 1;
+      return this.#stmt.deleteAttempt.run(row.lease_uuid).changes === 1;
     });
   }
 
   #exactAttempt(leaseUuid: string, operationId: string): AttemptRow | undefined {
     if (!isCanonicalUuid(leaseUuid) || !isUuidV4(operationId)) return undefined;
-    const row = this.#stmt.attemptByLease!.get(uuidBytes(leaseUuid)) as AttemptRow | undefined;
+    const row = this.#stmt.attemptByLease.get(uuidBytes(leaseUuid));
     return row?.operation_id.equals(uuidBytes(operationId)) ? row : undefined;
   }
 
@@ -348,14 +392,14 @@ export class PlacementStore {
     this.#atomic(() => {
       for (const lease of leaseUuids) {
         if (!isCanonicalUuid(lease)) continue;
-        const attemptRow = this.#stmt.attemptByLease!.get(uuidBytes(lease)) as AttemptRow | undefined;
+        const attemptRow = this.#stmt.attemptByLease.get(uuidBytes(lease));
         const existing = this.placement(lease);
         if (attemptRow === undefined && existing === undefined) {
           out.unrecorded.push(lease);
           continue;
         }
         if (attemptRow !== undefined && attemptRow.backend === backend) {
-          this.#stmt.deleteAttempt!.run(attemptRow.lease_uuid);
+          this.#stmt.deleteAttempt.run(attemptRow.lease_uuid);
         }
         const candidates = new Set<string>([backend]);
         if (attemptRow !== undefined && attemptRow.backend !== backend) candidates.add(attemptRow.backend);
@@ -407,7 +451,7 @@ export class PlacementStore {
     ) {
       return existing;
     }
-    this.#stmt.upsertPlacement!.run(
+    this.#stmt.upsertPlacement.run(
       uuidBytes(lease),
       next.state,
       next.owner ?? null,
@@ -420,47 +464,31 @@ export class PlacementStore {
 
   placement(leaseUuid: string): Placement | undefined {
     if (!isCanonicalUuid(leaseUuid)) return undefined;
-    const row = this.#stmt.placement!.get(uuidBytes(leaseUuid)) as PlacementRow | undefined;
+    const row = this.#stmt.placement.get(uuidBytes(leaseUuid));
     return row === undefined ? undefined : toPlacement(row);
   }
 
   attemptFor(leaseUuid: string): Attempt | undefined {
     if (!isCanonicalUuid(leaseUuid)) return undefined;
-    const row = this.#stmt.attemptByLease!.get(uuidBytes(leaseUuid)) as AttemptRow | undefined;
+    const row = this.#stmt.attemptByLease.get(uuidBytes(leaseUuid));
     return row === undefined ? undefined : toAttempt(row);
   }
 
   /** Unresolved attempts created at or before `cutoff` (the overdue ones), oldest first. */
   attemptsCreatedBy(cutoff: number): Attempt[] {
-    return (
-      this.#db
-        .prepare("SELECT * FROM attempts WHERE created_at <= ? ORDER BY created_at, operation_id")
-        .all(cutoff) as AttemptRow[]
-    ).map(toAttempt);
+    return this.#stmt.attemptsCreatedBy.all(cutoff).map(toAttempt);
   }
 
   unresolvedAttempts(): Attempt[] {
-    return (
-      this.#db.prepare("SELECT * FROM attempts ORDER BY created_at, operation_id").all() as AttemptRow[]
-    ).map(toAttempt);
+    return this.#stmt.attempts.all().map(toAttempt);
   }
 
   placements(): Placement[] {
-    return (this.#db.prepare("SELECT * FROM placements ORDER BY lease_uuid").all() as PlacementRow[]).map(
-      toPlacement,
-    );
+    return this.#stmt.placements.all().map(toPlacement);
   }
 
   backends(): BackendPin[] {
-    const rows = this.#db.prepare("SELECT * FROM backends ORDER BY name").all() as {
-      name: string;
-      storage_id: string;
-      pinned_at: number;
-      baseline_at: number | null;
-      baseline_provisions: number | null;
-      baseline_retentions: number | null;
-    }[];
-    return rows.map((r) => ({
+    return this.#stmt.backends.all().map((r) => ({
       name: r.name,
       storageId: r.storage_id,
       pinnedAt: r.pinned_at,
@@ -482,11 +510,7 @@ export class PlacementStore {
 
   /** Records a complete inventory projection for one backend. */
   recordBaseline(backend: string, counts: Omit<InventoryBaseline, "at">, now: number): void {
-    const r = this.#db
-      .prepare(
-        "UPDATE backends SET baseline_at = ?, baseline_provisions = ?, baseline_retentions = ? WHERE name = ?",
-      )
-      .run(now, counts.provisions, counts.retentions, backend);
+    const r = this.#stmt.recordBaseline.run(now, counts.provisions, counts.retentions, backend);
     if (r.changes !== 1)
       throw new FredError("ERR_PLACEMENT_UNKNOWN_BACKEND", `backend ${backend} is not pinned`);
   }
@@ -499,11 +523,6 @@ export class PlacementStore {
   }
 
   counts(): { placements: number; conflicts: number; attempts: number } {
-    const one = (sql: string) => this.#db.prepare(sql).pluck().get() as number;
-    return {
-      placements: one("SELECT count(*) FROM placements WHERE state = 'confirmed'"),
-      conflicts: one("SELECT count(*) FROM placements WHERE state = 'conflict'"),
-      attempts: one("SELECT count(*) FROM attempts"),
-    };
+    return { ...this.#stmt.counts.get()! };
   }
 }

@@ -36,7 +36,7 @@ describe("journal storage identity", () => {
     );
     const ok = openJournalDatabase({ path, mode: "verify" });
     assert.equal(ok.storageId, id);
-    ok.db.close();
+    ok.database.close();
     assert.equal(
       code(() => openJournalDatabase({ path, mode: "verify", storageId: randomUUID() })),
       "ERR_STORAGE_MISMATCH",
@@ -67,8 +67,8 @@ describe("journal storage identity", () => {
   it("bind-or-verify binds an empty journal and refuses another id later", () => {
     const path = join(dir, "c.db");
     const id = randomUUID();
-    openJournalDatabase({ path, mode: "bind-or-verify", storageId: id }).db.close();
-    openJournalDatabase({ path, mode: "bind-or-verify", storageId: id }).db.close();
+    openJournalDatabase({ path, mode: "bind-or-verify", storageId: id }).database.close();
+    openJournalDatabase({ path, mode: "bind-or-verify", storageId: id }).database.close();
     assert.equal(
       code(() => openJournalDatabase({ path, mode: "bind-or-verify", storageId: randomUUID() })),
       "ERR_STORAGE_MISMATCH",

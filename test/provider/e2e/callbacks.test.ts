@@ -32,7 +32,7 @@ after(async () => {
 });
 
 function records(): string {
-  const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid);
+  const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
   try {
     return JSON.stringify({ placements: s.placements(), attempts: s.unresolvedAttempts() });
   } finally {

@@ -53,7 +53,7 @@ async function entriesFor(lease: string): Promise<ProvisionEntry[]> {
 
 /** Opens the placement store (providerd may be running: WAL readers do not block it). */
 function withStore<T>(fn: (s: PlacementStore) => T): T {
-  const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid);
+  const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
   try {
     return fn(s);
   } finally {

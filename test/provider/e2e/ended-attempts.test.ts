@@ -35,8 +35,9 @@ after(async () => {
   await stack.close();
 });
 
-function withStore<T>(fn: (s: PlacementStore) => T): T {
-  const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid);
+/** Reads the store beside providerd; `writer` only while providerd is stopped. */
+function withStore<T>(fn: (s: PlacementStore) => T, writer = false): T {
+  const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: !writer });
   try {
     return fn(s);
   } finally {
@@ -83,14 +84,16 @@ describe("providerd retires unresolved attempts of leases that ended (devnet + p
     // for a lease that then ended: only mock-1 could ever have received it.
     const [neverSent] = (await stack.createLeases(1, "docker-small")) as [string];
     await cancel(neverSent);
-    withStore((s) =>
-      s.recordAttempt({
-        leaseUuid: neverSent,
-        backend: "mock-1",
-        operationId: newUuidV4(),
-        kind: "provision",
-        createdAt: Date.now(),
-      }),
+    withStore(
+      (s) =>
+        s.recordAttempt({
+          leaseUuid: neverSent,
+          backend: "mock-1",
+          operationId: newUuidV4(),
+          kind: "provision",
+          createdAt: Date.now(),
+        }),
+      true,
     );
 
     await stack.startProviderd();

@@ -30,7 +30,7 @@ after(async () => {
 });
 
 function placements(): PlacementStore {
-  return PlacementStore.open(stack.placementPath, stack.keys.provider_uuid);
+  return PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
 }
 
 describe("providerd lifecycle (devnet + providerd + mock backends)", () => {

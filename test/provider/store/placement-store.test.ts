@@ -16,7 +16,7 @@ import Database from "better-sqlite3";
 import { isFredError } from "../../../src/core/errors.ts";
 import { type Attempt, PlacementStore } from "../../../src/provider/store/index.ts";
 import { PLACEMENT_MIGRATIONS } from "../../../src/provider/store/placement-schema.ts";
-import { openStore, writeMeta } from "../../../src/provider/store/sqlite.ts";
+import { openStore } from "../../../src/provider/store/sqlite.ts";
 import { launchScript } from "../../support/index.ts";
 
 const PROVIDER = "0190f3a2-7c1e-7000-8000-0000000000aa";
@@ -100,14 +100,12 @@ describe("placement store: creation and binding", () => {
 
   it("upgrades a schema-1 store in place: its placements keep their owner, without a lifecycle id", () => {
     // Build the file as the first release wrote it (migration 1 only).
-    const db = openStore(
-      path,
-      { kind: "placement", migrations: PLACEMENT_MIGRATIONS.slice(0, 1) },
-      {
-        create: "must-not-exist",
-      },
-    );
-    writeMeta(db, "provider_uuid", PROVIDER);
+    const first = openStore(path, "placement", PLACEMENT_MIGRATIONS.slice(0, 1), {
+      create: "must-not-exist",
+      durability: "full",
+    });
+    const db = first.db;
+    db.prepare("INSERT INTO store_meta (key, value) VALUES ('provider_uuid', ?)").run(PROVIDER);
     db.prepare(
       "INSERT INTO backends (name, storage_id, pinned_at, baseline_at, baseline_provisions, baseline_retentions) VALUES ('one', ?, 0, 0, 0, 0)",
     ).run(SID_1);
@@ -167,6 +165,21 @@ describe("placement store: creation and binding", () => {
       code(() => PlacementStore.open(foreign, PROVIDER)),
       "ERR_STORE_KIND",
     );
+  });
+
+  it("a read-only open reads beside the writer, refuses writes and another provider", () => {
+    using writer = fresh();
+    writer.recordAttempt(attempt(LEASE_1, "one", OP_1));
+    using reader = PlacementStore.open(path, PROVIDER, { readonly: true });
+    assert.deepEqual(reader.unresolvedAttempts(), [attempt(LEASE_1, "one", OP_1)]);
+    assert.deepEqual(reader.counts(), { placements: 0, conflicts: 0, attempts: 1 });
+    assert.throws(() => reader.recordAttempt(attempt(LEASE_2, "two", OP_2)), /readonly/);
+    assert.equal(
+      code(() => PlacementStore.open(path, OTHER_PROVIDER, { readonly: true })),
+      "ERR_PLACEMENT_PROVIDER",
+    );
+    writer.recordAttempt(attempt(LEASE_2, "two", OP_2));
+    assert.equal(reader.counts().attempts, 2, "the reader sees the writer's later commits");
   });
 
   it("refuses a non-v4 storage ID at creation", () => {

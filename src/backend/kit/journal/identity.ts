@@ -1,7 +1,8 @@
-import { closeSync, existsSync, openSync, statSync } from "node:fs";
-import Database from "better-sqlite3";
+import { existsSync, statSync } from "node:fs";
+import type Database from "better-sqlite3";
 import { type ErrorCode, FredError } from "../../../core/errors.ts";
 import { isUuidV4, newUuidV4 } from "../../../core/uuid.ts";
+import { openDatabase, type SqliteDatabase } from "../../../sqlite/index.ts";
 import { MIGRATIONS } from "./migrations.ts";
 
 /**
@@ -26,7 +27,8 @@ export interface OpenJournalOptions {
 }
 
 export interface OpenedDatabase {
-  db: Database.Database;
+  /** Under group commit: close it with `database.close()`, which makes the last commits durable. */
+  database: SqliteDatabase;
   storageId: string;
 }
 
@@ -41,26 +43,23 @@ export function openJournalDatabase(opts: OpenJournalOptions): OpenedDatabase {
   if (opts.mode === "verify" && !memory && !exists) {
     throw storageError("ERR_STORAGE_MISSING", `journal ${opts.path} does not exist; initialize it first`);
   }
-  // The journal holds callback URLs (bearer capabilities): create it readable by us only.
-  if (!memory && !existsSync(opts.path) && opts.mode !== "verify") closeSync(openSync(opts.path, "a", 0o600));
-  const db = new Database(opts.path, { fileMustExist: opts.mode === "verify" && !memory });
+  // The journal holds callback URLs (bearer capabilities): the opener creates it 0600.
+  const database = openDatabase({
+    path: opts.path,
+    migrations: MIGRATIONS,
+    durability: "group-commit",
+    create: opts.mode === "verify" ? "never" : "if-missing",
+    label: "journal",
+    newerSchemaCode: "ERR_JOURNAL_TOO_NEW",
+    ...(opts.mode === "verify"
+      ? {
+          refuseEmpty: () =>
+            storageError("ERR_STORAGE_UNBOUND", "journal is not bound to a storage identity"),
+        }
+      : {}),
+  });
+  const db = database.db;
   try {
-    db.pragma("journal_mode = WAL");
-    db.pragma("synchronous = FULL");
-    db.pragma("foreign_keys = ON");
-    db.pragma("busy_timeout = 5000");
-    const version = db.pragma("user_version", { simple: true }) as number;
-    if (version > MIGRATIONS.length) {
-      throw storageError(
-        "ERR_JOURNAL_TOO_NEW",
-        `journal schema version ${version} is newer than this code supports (${MIGRATIONS.length})`,
-      );
-    }
-    const fresh = version === 0;
-    if (fresh && opts.mode === "verify") {
-      throw storageError("ERR_STORAGE_UNBOUND", "journal is not bound to a storage identity");
-    }
-    migrate(db, version);
     const bound = (
       db.prepare("SELECT value FROM meta WHERE key = 'storage_id'").get() as { value: string } | undefined
     )?.value;
@@ -68,11 +67,11 @@ export function openJournalDatabase(opts: OpenJournalOptions): OpenedDatabase {
       if (bound !== undefined) {
         throw storageError("ERR_STORAGE_ALREADY_BOUND", `journal is already bound to storage id ${bound}`);
       }
-      return { db, storageId: bind(db, opts.storageId ?? newUuidV4()) };
+      return { database, storageId: bind(database, opts.storageId ?? newUuidV4()) };
     }
     if (bound === undefined) {
       if (opts.mode === "bind-or-verify" && opts.storageId !== undefined && isEmpty(db)) {
-        return { db, storageId: bind(db, opts.storageId) };
+        return { database, storageId: bind(database, opts.storageId) };
       }
       throw storageError("ERR_STORAGE_UNBOUND", "journal is not bound to a storage identity");
     }
@@ -82,24 +81,16 @@ export function openJournalDatabase(opts: OpenJournalOptions): OpenedDatabase {
         `journal is bound to storage id ${bound}, not the configured ${opts.storageId}`,
       );
     }
-    return { db, storageId: bound };
+    return { database, storageId: bound };
   } catch (err) {
-    db.close();
+    database.close();
     throw err;
   }
 }
 
-function migrate(db: Database.Database, from: number): void {
-  for (let v = from; v < MIGRATIONS.length; v++) {
-    db.transaction(() => {
-      db.exec(MIGRATIONS[v] as string);
-      db.pragma(`user_version = ${v + 1}`);
-    })();
-  }
-}
-
-function bind(db: Database.Database, storageId: string): string {
-  db.prepare("INSERT INTO meta (key, value) VALUES ('storage_id', ?)").run(storageId);
+function bind(database: SqliteDatabase, storageId: string): string {
+  database.db.prepare("INSERT INTO meta (key, value) VALUES ('storage_id', ?)").run(storageId);
+  database.committed();
   return storageId;
 }
 

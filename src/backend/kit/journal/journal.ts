@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import type Database from "better-sqlite3";
 import { newUuidV4 } from "../../../core/uuid.ts";
-import { WalDurability } from "../../../sqlite/wal-durability.ts";
+import type { SqliteDatabase } from "../../../sqlite/index.ts";
 import type { InstanceSpec, LeaseItem } from "../substrate.ts";
 import { type OpenJournalOptions, openJournalDatabase } from "./identity.ts";
 import { prepare, toLease } from "./statements.ts";
@@ -116,7 +116,7 @@ export class Journal {
   readonly backendName: string;
   readonly maxLeases: number;
   readonly #s: ReturnType<typeof prepare>;
-  readonly #group: WalDurability;
+  readonly #database: SqliteDatabase;
   /** Cached leaseCount(); a lease UUID takes a slot on admission and keeps it as a tombstone. */
   #slots: number | undefined;
   readonly #path: string;
@@ -126,32 +126,30 @@ export class Journal {
 
   constructor(opts: JournalOptions) {
     const opened = openJournalDatabase(opts);
-    this.db = opened.db;
+    this.#database = opened.database;
+    this.db = opened.database.db;
     this.storageId = opened.storageId;
     this.backendName = opts.backendName;
     this.maxLeases = opts.maxLeases ?? 100_000;
     this.#s = prepare(this.db);
-    this.#group = new WalDurability(this.db, opts.path);
     this.#path = opts.path;
     this.#inode = opts.path === ":memory:" ? undefined : statSync(opts.path).ino;
   }
 
   close(): void {
-    if (!this.db.open) return;
-    this.#group.close();
-    this.db.close();
+    this.#database.close();
   }
 
   /** Resolves once every commit so far is on stable storage (group commit; see WalDurability). */
   durable(): Promise<void> {
-    return this.#group.durable();
+    return this.#database.durable();
   }
 
   /** Runs `fn` as one write transaction and counts it for the group commit. */
   #write<T>(fn: () => T): T {
     this.#tx ??= this.db.transaction((work: () => unknown) => work());
     const result = this.#tx(fn) as T;
-    this.#group.committed();
+    this.#database.committed();
     return result;
   }
 

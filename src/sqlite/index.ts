@@ -1,0 +1,1 @@
+export { type Durability, type OpenDatabaseOptions, openDatabase, type SqliteDatabase } from "./open.ts";

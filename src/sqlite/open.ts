@@ -1,0 +1,208 @@
+import { closeSync, lstatSync, openSync } from "node:fs";
+import Database from "better-sqlite3";
+import type { ErrorCode } from "../core/error-codes.ts";
+import { FredError } from "../core/errors.ts";
+import { WalDurability } from "./wal-durability.ts";
+
+/**
+ * The one way this codebase opens a SQLite file. WAL always; numbered append-only
+ * migrations tracked in `user_version` (migration N is `migrations[N-1]`, each in its own
+ * transaction); a database whose schema is newer than the code is refused, never touched.
+ *
+ * Durability says what a commit costs and promises:
+ * - `group-commit`: commits do not wait for the disk; `durable()` resolves once one
+ *   fsync covers every commit counted so far (see WalDurability). For stores whose
+ *   effects leave the process (providerd's placement store, the backend journal).
+ * - `full`: every commit is fsynced before it returns (`synchronous = FULL`).
+ * - `normal`: survives a process crash, not an OS crash (`synchronous = NORMAL`): the
+ *   devnet chain and the mock substrate, which are development tools.
+ *
+ * `readonly` opens an existing file without writing anything (no migration, no
+ * checkpoint), so tools and tests can read a live daemon's file beside its writer.
+ */
+export type Durability = "group-commit" | "full" | "normal";
+
+export interface OpenDatabaseOptions {
+  /** File path, or ":memory:". */
+  path: string;
+  migrations: readonly string[];
+  durability: Durability;
+  readonly?: boolean;
+  /** What to do when the file is missing or present; default "if-missing". Created files are mode 0600. */
+  create?: "never" | "if-missing" | "must-not-exist";
+  /** Refuse a symlink, a non-regular file, extra hard links, or any group/other access. */
+  privateFile?: boolean;
+  /**
+   * A kind marker written once into `store_meta` and checked on every open, so one
+   * store's file is never opened as another's (and a foreign SQLite file is refused).
+   */
+  kind?: string;
+  /** Names the database in messages, e.g. "placement store"; default "database". */
+  label?: string;
+  /** The code a too-new schema raises; default ERR_STORE_SCHEMA_NEWER. */
+  newerSchemaCode?: ErrorCode;
+  /** When set, a file without a schema yet (user_version 0) is refused with this error, not migrated. */
+  refuseEmpty?: () => FredError;
+}
+
+export interface SqliteDatabase {
+  /** The better-sqlite3 handle: prepare statements once against it. */
+  readonly db: Database.Database;
+  readonly path: string;
+  readonly readonly: boolean;
+  /** Counts one committed write transaction toward the next `durable()` (group commit only). */
+  committed(): void;
+  /** Resolves once every counted commit is on stable storage. */
+  durable(): Promise<void>;
+  /** Makes everything durable (checkpoint under group commit) and closes; idempotent. */
+  close(): void;
+  [Symbol.dispose](): void;
+}
+
+export function openDatabase(o: OpenDatabaseOptions): SqliteDatabase {
+  const label = o.label ?? "database";
+  const memory = o.path === ":memory:";
+  const readonly = o.readonly ?? false;
+  if (!memory) prepareFile(o, label, readonly);
+  let db: Database.Database;
+  try {
+    db = new Database(o.path, { readonly, fileMustExist: !memory });
+    db.pragma("busy_timeout = 5000");
+    if (!readonly) {
+      db.pragma("journal_mode = WAL");
+      db.pragma(`synchronous = ${o.durability === "normal" ? "NORMAL" : "FULL"}`);
+      db.pragma("foreign_keys = ON");
+      // Keep hot B-tree pages in memory (64 MiB at most) and checkpoint in larger, rarer
+      // steps: both cut the per-commit cost of the write paths.
+      db.pragma("cache_size = -65536");
+      db.pragma("wal_autocheckpoint = 8192");
+    }
+  } catch (err) {
+    throw new FredError("ERR_STORE_OPEN", `cannot open ${label} ${o.path}: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  try {
+    migrate(db, o, label, readonly);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  const wal = !readonly && o.durability === "group-commit" ? new WalDurability(db, o.path) : undefined;
+  const database: SqliteDatabase = {
+    db,
+    path: o.path,
+    readonly,
+    committed: () => wal?.committed(),
+    durable: () => wal?.durable() ?? Promise.resolve(),
+    close: () => {
+      if (!db.open) return;
+      wal?.close();
+      db.close();
+    },
+    [Symbol.dispose]: () => database.close(),
+  };
+  return database;
+}
+
+/** Applies the create policy and the private-file rule before SQLite sees the path. */
+function prepareFile(o: OpenDatabaseOptions, label: string, readonly: boolean): void {
+  const create = readonly ? "never" : (o.create ?? "if-missing");
+  const present = fileState(o.path, o.privateFile ?? false);
+  if (!present && create === "never") {
+    throw new FredError("ERR_STORE_MISSING", `${label} ${o.path} does not exist`);
+  }
+  if (present && create === "must-not-exist") {
+    throw new FredError("ERR_STORE_EXISTS", `${label} ${o.path} already exists; refusing to overwrite it`);
+  }
+  if (!present) {
+    try {
+      closeSync(openSync(o.path, "wx", 0o600));
+    } catch (err) {
+      throw new FredError("ERR_STORE_OPEN", `cannot create ${o.path}: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+  }
+}
+
+function fileState(path: string, privateFile: boolean): boolean {
+  let st: ReturnType<typeof lstatSync>;
+  try {
+    st = lstatSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw new FredError("ERR_STORE_OPEN", `cannot inspect ${path}: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  if (!privateFile) return true;
+  if (st.isSymbolicLink())
+    throw new FredError("ERR_STORE_UNSAFE", `${path} is a symbolic link; refusing to open it`);
+  if (!st.isFile()) throw new FredError("ERR_STORE_UNSAFE", `${path} is not a regular file`);
+  if (st.nlink !== 1)
+    throw new FredError("ERR_STORE_UNSAFE", `${path} has ${st.nlink} hard links; expected exactly one`);
+  if ((st.mode & 0o077) !== 0) {
+    throw new FredError(
+      "ERR_STORE_UNSAFE",
+      `${path} is readable or writable by others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 it`,
+    );
+  }
+  return true;
+}
+
+function migrate(db: Database.Database, o: OpenDatabaseOptions, label: string, readonly: boolean): void {
+  const target = o.migrations.length;
+  const version = db.pragma("user_version", { simple: true }) as number;
+  if (version > target) {
+    throw new FredError(
+      o.newerSchemaCode ?? "ERR_STORE_SCHEMA_NEWER",
+      `${label} ${o.path} has schema version ${version}, newer than this fred (${target}); upgrade fred`,
+    );
+  }
+  if (version === 0 && o.refuseEmpty !== undefined) throw o.refuseEmpty();
+  if (o.kind !== undefined) checkKind(db, o.kind, version, label, o.path);
+  if (version === target) return;
+  if (readonly) {
+    throw new FredError(
+      "ERR_STORE_SCHEMA_OLDER",
+      `${label} ${o.path} has schema version ${version}, older than this fred (${target}); ` +
+        "open it read-write once (start the daemon) to migrate it",
+    );
+  }
+  for (let v = version; v < target; v++) {
+    db.transaction(() => {
+      if (v === 0 && o.kind !== undefined) {
+        db.exec("CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT");
+        db.prepare("INSERT INTO store_meta (key, value) VALUES ('kind', ?)").run(o.kind);
+      }
+      db.exec(o.migrations[v] as string);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}
+
+function checkKind(db: Database.Database, kind: string, version: number, label: string, path: string): void {
+  if (version > 0) {
+    const hasMeta = db
+      .prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'store_meta'")
+      .pluck()
+      .get();
+    const found =
+      hasMeta === 1 ? db.prepare("SELECT value FROM store_meta WHERE key = 'kind'").pluck().get() : undefined;
+    if (found !== kind) {
+      throw new FredError(
+        "ERR_STORE_KIND",
+        found === undefined
+          ? `${path} is not a fred ${label}`
+          : `${path} is a ${String(found)} store, not a ${kind} store`,
+      );
+    }
+    return;
+  }
+  const tables = db
+    .prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
+    .pluck()
+    .get() as number;
+  if (tables > 0) throw new FredError("ERR_STORE_KIND", `${path} is not a fred ${label}`);
+}
