@@ -6,7 +6,8 @@ import { FredError } from "../core/errors.ts";
  * covers "<t>\n<METHOD>\n<request URI incl. query>\n<hex sha256(body)>", so a request
  * cannot be replayed against another method, path or query, and only inside its window.
  */
-export const SIGNATURE_HEADER = "x-fred-signature";
+/** The header is the backend contract's; re-exported for the callback ingress. */
+export { SIGNATURE_HEADER } from "../core/backend-contract/index.ts";
 export const MIN_SECRET_BYTES = 32;
 export const HMAC_MAX_AGE_MS = 5 * 60_000;
 export const HMAC_MAX_FUTURE_SKEW_MS = 60_000;

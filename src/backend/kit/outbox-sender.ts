@@ -1,6 +1,7 @@
 import { type Dispatcher, request } from "undici";
 import { signRequest } from "../../auth/hmac.ts";
 import { retry, sleepOrAbort } from "../../core/async/index.ts";
+import { SIGNATURE_HEADER } from "../../core/backend-contract/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { Journal, OutboxRow } from "./journal/journal.ts";
@@ -241,7 +242,7 @@ export class OutboxSender {
     const attempt = AbortSignal.any([signal, AbortSignal.timeout(this.#o.attemptTimeoutMs)]);
     const res = await request(url, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-fred-signature": signature },
+      headers: { "content-type": "application/json", [SIGNATURE_HEADER]: signature },
       body: row.body,
       signal: attempt,
       dispatcher: this.#o.dispatcher,

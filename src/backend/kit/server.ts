@@ -1,7 +1,26 @@
 import type { TLSSocket } from "node:tls";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { HmacError, verifyRequest } from "../../auth/hmac.ts";
-import { backendError } from "../../core/envelope.ts";
+import {
+  backendError,
+  type DeprovisionedBody,
+  type HealthBody,
+  LIMITS,
+  leasePath,
+  MUTATIONS,
+  type Mutation,
+  mutationPath,
+  PATHS,
+  type ProvisionAcceptedBody,
+  type ProvisionsPageBody,
+  QUERY,
+  type RetentionsPageBody,
+  SIGNATURE_HEADER,
+  STORAGE_HEADER,
+  type StatsBody,
+  UNAUTHENTICATED_PATHS,
+  UNHEALTHY,
+} from "../../core/backend-contract/index.ts";
 import { isFredError } from "../../core/errors.ts";
 import { parseStrictJson } from "../../core/strict-json.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
@@ -40,19 +59,6 @@ export interface ContractServerOptions {
   https?: ContractHttpsOptions;
 }
 
-const STORAGE_HEADER = "x-fred-backend-storage-id";
-const MAX_PAGE = 5000;
-const DEFAULT_TAIL = 100;
-const MAX_TAIL = 10_000;
-const MUTATIONS = [
-  "provision",
-  "deprovision",
-  "reconcile_custom_domain",
-  "restart",
-  "update",
-  "restore",
-] as const;
-const UNAUTHENTICATED = new Set(["/health", "/stats", "/metrics"]);
 /** How long GET /health waits for the substrate's verdict. */
 const HEALTH_TIMEOUT_MS = 3_000;
 
@@ -113,17 +119,17 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
 
   app.addHook("preHandler", async (req) => {
     const path = req.url.split("?", 1)[0] as string;
-    if (UNAUTHENTICATED.has(path)) return;
+    if (UNAUTHENTICATED_PATHS.has(path)) return;
     const body = req.body instanceof Buffer ? req.body : undefined;
     verifyRequest({
-      header: req.headers["x-fred-signature"] as string | undefined,
+      header: req.headers[SIGNATURE_HEADER] as string | undefined,
       method: req.method,
       uri: req.raw.url ?? req.url,
       body,
       nowMs: o.nowMs(),
       secrets: o.secrets,
     });
-    const q = (req.query as Record<string, unknown>).backend_storage_id;
+    const q = (req.query as Record<string, unknown>)[QUERY.storageId];
     if (q !== undefined && (Array.isArray(q) || q !== storageId)) throw storageMismatch();
     const sid = (req.params as Record<string, unknown> | undefined)?.storageId;
     if (sid !== undefined && sid !== storageId) throw storageMismatch();
@@ -153,15 +159,12 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     return parseStrictJson(body, o.bodyLimitBytes);
   };
 
-  const handlers: Record<
-    (typeof MUTATIONS)[number],
-    (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>
-  > = {
+  const handlers: Record<Mutation, (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>> = {
     provision: async (req, reply) => {
       try {
         const { operationId } = await engine.provision(parseProvisionRequest(json(req)));
         o.metrics.provisionsAdmitted.inc();
-        return reply.code(202).send({ provision_id: operationId });
+        return reply.code(202).send({ provision_id: operationId } satisfies ProvisionAcceptedBody);
       } catch (err) {
         const status = err instanceof ContractError ? err.status : err instanceof WireError ? 400 : 500;
         o.metrics.provisionsRefused.inc({ status: String(status) });
@@ -170,7 +173,7 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     },
     deprovision: async (req, reply) => {
       await engine.deprovision(parseDeprovisionRequest(json(req)).leaseUuid);
-      return reply.code(200).send({ status: "ok" });
+      return reply.code(200).send({ status: "ok" } satisfies DeprovisionedBody);
     },
     reconcile_custom_domain: async (req, reply) => {
       parseReconcileCustomDomainRequest(json(req));
@@ -187,8 +190,8 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     },
   };
   for (const op of MUTATIONS) {
-    app.post(`/${op}`, handlers[op]);
-    app.post(`/_fred/storage/:storageId/${op}`, handlers[op]);
+    app.post(mutationPath(op), handlers[op]);
+    app.post(mutationPath(op, ":storageId"), handlers[op]);
   }
 
   const leaseParam = (req: FastifyRequest): string => {
@@ -206,48 +209,49 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
 
   // Unauthenticated: the answer is a fixed word per failing part; the detail (engine or
   // SQLite text) goes to the operator's log only.
-  app.get("/health", async (_req, reply) => {
+  app.get(PATHS.health, async (_req, reply) => {
     const problem = journal.db.open
       ? await substrateProblem(substrate)
-      : { part: "journal", err: new Error("journal is closed") };
-    if (problem === undefined) return reply.send({ status: "healthy" });
+      : { part: "journal" as const, err: new Error("journal is closed") };
+    if (problem === undefined) return reply.send({ status: "healthy" } satisfies HealthBody);
     log.warn({ err: problem.err, part: problem.part }, "health check: unhealthy");
-    return reply.code(503).send({ status: "unhealthy", error: `${problem.part} unavailable` });
+    return reply.code(503).send(UNHEALTHY[problem.part]);
   });
-  app.get("/stats", async () => engine.pool.stats());
-  app.get("/metrics", async (_req, reply) =>
+  app.get(PATHS.stats, async (): Promise<StatsBody> => engine.pool.stats());
+  app.get(PATHS.metrics, async (_req, reply) =>
     reply.type(o.metrics.registry.contentType).send(await o.metrics.registry.metrics()),
   );
 
-  app.get("/info/:uuid", async (req, reply) => {
+  app.get(leasePath("info", ":uuid"), async (req, reply) => {
     const lease = liveLease(req);
     if (lease.status !== "ready") throw notFound("lease is not ready");
     const info = await substrate.connection(lease.leaseUuid, AbortSignal.timeout(30_000));
     if (info === undefined) throw notFound("lease is not ready");
     return reply.send(info);
   });
-  app.get("/provisions/:uuid", async (req) => provisionInfo(liveLease(req)));
-  app.get("/releases/:uuid", async (req) => {
+  app.get(leasePath("provisions", ":uuid"), async (req) => provisionInfo(liveLease(req)));
+  app.get(leasePath("releases", ":uuid"), async (req) => {
     const lease = liveLease(req);
     return journal.releases(lease.leaseUuid).map(releaseInfo);
   });
-  app.get("/logs/:uuid", async (req) => {
+  app.get(leasePath("logs", ":uuid"), async (req) => {
     const lease = liveLease(req);
-    const raw = (req.query as Record<string, unknown>).tail;
-    let tail = DEFAULT_TAIL;
+    const raw = (req.query as Record<string, unknown>)[QUERY.tail];
+    let tail: number = LIMITS.defaultTail;
     if (raw !== undefined) {
       if (typeof raw !== "string" || !/^\d{1,9}$/.test(raw))
         throw badRequest("tail must be a non-negative integer");
-      tail = Math.min(Number(raw), MAX_TAIL);
+      tail = Math.min(Number(raw), LIMITS.maxTail);
     }
     return substrate.logs(lease.leaseUuid, tail, AbortSignal.timeout(30_000));
   });
-  app.get("/retentions", async () => ({ retentions: [] }));
-  app.get("/provisions", async (req) => {
+  app.get(PATHS.retentions, async (): Promise<RetentionsPageBody> => ({ retentions: [] }));
+  app.get(PATHS.provisions, async (req): Promise<ProvisionsPageBody> => {
     const q = req.query as Record<string, unknown>;
-    if (q.lease_uuid !== undefined) {
-      const ids = (Array.isArray(q.lease_uuid) ? q.lease_uuid : [q.lease_uuid]) as unknown[];
-      if (ids.length > MAX_PAGE) throw badRequest(`at most ${MAX_PAGE} lease_uuid filters`);
+    const filter = q[QUERY.leaseUuid];
+    if (filter !== undefined) {
+      const ids = (Array.isArray(filter) ? filter : [filter]) as unknown[];
+      if (ids.length > LIMITS.maxPage) throw badRequest(`at most ${LIMITS.maxPage} lease_uuid filters`);
       for (const id of ids)
         if (!isCanonicalUuid(id)) throw badRequest("lease_uuid must be a canonical lowercase UUID");
       const rows = [...new Set(ids as string[])].sort().flatMap((id) => {
@@ -257,21 +261,24 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
       return { provisions: rows };
     }
     let limit: number | undefined;
-    if (q.limit !== undefined) {
-      if (typeof q.limit !== "string" || !/^\d{1,9}$/.test(q.limit) || Number(q.limit) < 1) {
+    const rawLimit = q[QUERY.limit];
+    if (rawLimit !== undefined) {
+      if (typeof rawLimit !== "string" || !/^\d{1,9}$/.test(rawLimit) || Number(rawLimit) < 1) {
         throw badRequest("limit must be a positive integer");
       }
-      limit = Math.min(Number(q.limit), MAX_PAGE);
+      limit = Math.min(Number(rawLimit), LIMITS.maxPage);
     }
     let after: string | undefined;
-    if (q.continue !== undefined) {
+    const cursor = q[QUERY.continue];
+    if (cursor !== undefined) {
       if (limit === undefined) throw badRequest("continue requires a positive limit");
-      if (!isCanonicalUuid(q.continue)) throw badRequest("continue must be a lease UUID");
-      after = q.continue;
+      if (!isCanonicalUuid(cursor)) throw badRequest("continue must be a lease UUID");
+      after = cursor;
     }
     const rows = journal.listLeases(after, limit);
-    const out: Record<string, unknown> = { provisions: rows.map(provisionInfo) };
-    if (limit !== undefined && rows.length === limit) out.continue = rows[rows.length - 1]?.leaseUuid;
+    const out: ProvisionsPageBody = { provisions: rows.map(provisionInfo) };
+    const last = rows[rows.length - 1];
+    if (limit !== undefined && rows.length === limit && last !== undefined) out.continue = last.leaseUuid;
     return out;
   });
 

@@ -1,3 +1,4 @@
+import type { WireLeaseItem } from "../../core/backend-contract/index.ts";
 import { FredError } from "../../core/errors.ts";
 
 /**
@@ -19,12 +20,7 @@ import { FredError } from "../../core/errors.ts";
  */
 
 /** A lease item as the chain records it (the backend wire calls the SKU field `sku`). */
-export interface LeaseItem {
-  sku: string;
-  quantity: number;
-  service_name?: string;
-  custom_domain?: string;
-}
+export type LeaseItem = WireLeaseItem;
 
 /** Sizing of one instance of a SKU, frozen at admission (renaming a SKU never re-prices a lease). */
 export interface SkuProfile {

@@ -1,8 +1,9 @@
+import type { ProvisionInfoBody, ReleaseInfoBody } from "../../core/backend-contract/index.ts";
 import type { LeaseRecord, ReleaseRecord } from "./journal/journal.ts";
 
-/** JSON shapes of the read endpoints, built from journal records in one place. */
-export function provisionInfo(lease: LeaseRecord): Record<string, unknown> {
-  const out: Record<string, unknown> = {
+/** JSON bodies of the read endpoints (the contract's shapes), built from journal records in one place. */
+export function provisionInfo(lease: LeaseRecord): ProvisionInfoBody {
+  const out: ProvisionInfoBody = {
     lease_uuid: lease.leaseUuid,
     provider_uuid: lease.providerUuid,
     tenant: lease.tenant,
@@ -14,14 +15,14 @@ export function provisionInfo(lease: LeaseRecord): Record<string, unknown> {
     lifecycle_generation: { kind: "typed", id: lease.operationId },
   };
   if (lease.image !== "") out.image = lease.image;
-  if (lease.items.length === 1) out.sku = lease.items[0]?.sku;
+  if (lease.items.length === 1 && lease.items[0] !== undefined) out.sku = lease.items[0].sku;
   if (lease.reason !== undefined) out.reason = lease.reason;
   if (lease.message !== undefined) out.message = lease.message;
   return out;
 }
 
-export function releaseInfo(r: ReleaseRecord): Record<string, unknown> {
-  const out: Record<string, unknown> = {
+export function releaseInfo(r: ReleaseRecord): ReleaseInfoBody {
+  const out: ReleaseInfoBody = {
     version: r.version,
     image: r.image,
     status: r.status,

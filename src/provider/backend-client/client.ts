@@ -6,48 +6,54 @@ import {
   circuitBreaker,
   handleType,
 } from "cockatiel";
-import type { Clock } from "../../core/clock.ts";
-import { FredError } from "../../core/errors.ts";
-import { parseStrictJson } from "../../core/strict-json.ts";
-import type { BackendConfig } from "../config/index.ts";
-import { classifyMutation, countsAsFailure, type MutationOutcome } from "./classify.ts";
+import type { z } from "zod";
 import {
   type BackendStats,
-  decodeInfo,
-  decodeLogs,
-  decodeProvisionInfo,
-  decodeProvisionsPage,
-  decodeReleases,
-  decodeRetentionsPage,
-  decodeStats,
+  type DeprovisionBody,
+  healthySchema,
   type LeaseInfo,
+  type LeaseRead,
+  LIMITS,
+  leaseInfoSchema,
+  leasePath,
+  logsSchema,
+  type Mutation,
+  mutationPath,
+  PATHS,
   type Page,
+  type ProvisionBody,
   type ProvisionEntry,
-} from "./decode.ts";
+  type ProvisionInfoBody,
+  provisionInfoSchema,
+  provisionsPageSchema,
+  QUERY,
+  RESPONSE_CAPS,
+  type ReconcileCustomDomainBody,
+  type ReleaseInfoBody,
+  type RestartBody,
+  type RestoreBody,
+  releasesSchema,
+  retentionsPageSchema,
+  statsSchema,
+  type UpdateBody,
+} from "../../core/backend-contract/index.ts";
+import type { Clock } from "../../core/clock.ts";
+import { FredError } from "../../core/errors.ts";
+import type { BackendConfig } from "../config/index.ts";
+import { classifyMutation, countsAsFailure, type MutationOutcome } from "./classify.ts";
+import { decodeBody } from "./decode.ts";
 import { BackendTransport, type RawResponse, type SendInput } from "./http.ts";
 
 /**
  * The typed client providerd uses for one backend. Mutations answer with a
  * MutationOutcome (accepted / refused / ambiguous / not-sent) and never throw for a
  * backend's answer; reads return decoded values or throw FredError (ERR_BACKEND_*).
+ * Paths, bodies and response readers are the backend contract's (src/core/backend-contract).
  */
-const MiB = 1024 * 1024;
-export const RESPONSE_CAPS = {
-  provision: 1 * MiB,
-  mutation: 1 * MiB,
-  info: 1 * MiB,
-  provisionsPage: 8 * MiB,
-  retentionsPage: 1 * MiB,
-  logs: 16 * MiB,
-  releases: 8 * MiB,
-  stats: 1 * MiB,
-  health: 64 * 1024,
-} as const;
-export const INVENTORY_PAGE_LIMIT = 1000;
 /** Hard stop for a paginated walk, so a looping cursor cannot spin forever. */
 const MAX_PAGES = 10_000;
 
-export interface ProvisionRequestBody {
+export interface ProvisionRequest {
   leaseUuid: string;
   tenant: string;
   providerUuid: string;
@@ -158,7 +164,12 @@ export class BackendClient {
     }
   }
 
-  async #mutate(op: string, expected: number, body: unknown, signal?: AbortSignal): Promise<MutationOutcome> {
+  async #mutate(
+    op: Mutation,
+    expected: number,
+    body: unknown,
+    signal?: AbortSignal,
+  ): Promise<MutationOutcome> {
     const sid = this.storageId;
     if (this.backend.fenced)
       return { kind: "not-sent", reason: "fenced", detail: `backend ${this.name} is fenced` };
@@ -171,21 +182,20 @@ export class BackendClient {
     }
     let res: RawResponse;
     try {
-      res = await this.#send({
-        method: "POST",
-        path: `/_fred/storage/${sid}/${op}`,
-        body,
-        maxBytes: RESPONSE_CAPS.mutation,
-        ...(signal === undefined ? {} : { signal }),
-      });
+      res = await this.#send(
+        withSignal(
+          { method: "POST", path: mutationPath(op, sid), body, maxBytes: RESPONSE_CAPS.mutation },
+          signal,
+        ),
+      );
     } catch (err) {
       return mutationFailure(err);
     }
     return classifyMutation(res.status, expected, res.body);
   }
 
-  provision(req: ProvisionRequestBody, signal?: AbortSignal): Promise<MutationOutcome> {
-    const body: Record<string, unknown> = {
+  provision(req: ProvisionRequest, signal?: AbortSignal): Promise<MutationOutcome> {
+    const body: ProvisionBody = {
       lease_uuid: req.leaseUuid,
       tenant: req.tenant,
       provider_uuid: req.providerUuid,
@@ -201,18 +211,20 @@ export class BackendClient {
   }
 
   deprovision(leaseUuid: string, signal?: AbortSignal): Promise<MutationOutcome> {
-    return this.#mutate("deprovision", 200, { lease_uuid: leaseUuid }, signal);
+    const body: DeprovisionBody = { lease_uuid: leaseUuid };
+    return this.#mutate("deprovision", 200, body, signal);
   }
 
   restart(req: { leaseUuid: string; callbackUrl: string }, signal?: AbortSignal): Promise<MutationOutcome> {
-    return this.#mutate("restart", 202, { lease_uuid: req.leaseUuid, callback_url: req.callbackUrl }, signal);
+    const body: RestartBody = { lease_uuid: req.leaseUuid, callback_url: req.callbackUrl };
+    return this.#mutate("restart", 202, body, signal);
   }
 
   update(
     req: { leaseUuid: string; callbackUrl: string; payload: Uint8Array; payloadHash: string },
     signal?: AbortSignal,
   ): Promise<MutationOutcome> {
-    const body = {
+    const body: UpdateBody = {
       lease_uuid: req.leaseUuid,
       callback_url: req.callbackUrl,
       payload: Buffer.from(req.payload).toString("base64"),
@@ -222,10 +234,10 @@ export class BackendClient {
   }
 
   restore(
-    req: Omit<ProvisionRequestBody, "payload" | "payloadHash"> & { fromLeaseUuid: string },
+    req: Omit<ProvisionRequest, "payload" | "payloadHash"> & { fromLeaseUuid: string },
     signal?: AbortSignal,
   ): Promise<MutationOutcome> {
-    const body = {
+    const body: RestoreBody = {
       lease_uuid: req.leaseUuid,
       from_lease_uuid: req.fromLeaseUuid,
       tenant: req.tenant,
@@ -239,15 +251,11 @@ export class BackendClient {
 
   reconcileCustomDomain(
     leaseUuid: string,
-    items: ProvisionRequestBody["items"],
+    items: ProvisionRequest["items"],
     signal?: AbortSignal,
   ): Promise<MutationOutcome> {
-    return this.#mutate(
-      "reconcile_custom_domain",
-      204,
-      { lease_uuid: leaseUuid, items: itemsBody(items) },
-      signal,
-    );
+    const body: ReconcileCustomDomainBody = { lease_uuid: leaseUuid, items: itemsBody(items) };
+    return this.#mutate("reconcile_custom_domain", 204, body, signal);
   }
 
   /** GET helper: 200 → response; 404 → undefined when `allow404`; else ERR_BACKEND_STATUS. */
@@ -265,43 +273,60 @@ export class BackendClient {
     );
   }
 
-  async #read(input: SendInput, allow404 = false): Promise<Buffer | undefined> {
-    return (await this.#readResponse(input, allow404))?.body;
+  /** A per-lease read: the decoded body, or undefined when the backend answers 404. */
+  async #leaseRead<S extends z.ZodType>(
+    read: LeaseRead,
+    leaseUuid: string,
+    schema: S,
+    maxBytes: number,
+    signal?: AbortSignal,
+    query?: Record<string, string>,
+  ): Promise<z.output<S> | undefined> {
+    const path = leasePath(read, leaseUuid);
+    const res = await this.#readResponse(
+      withSignal({ method: "GET", path, maxBytes, ...(query && { query }) }, signal),
+      true,
+    );
+    return res === undefined
+      ? undefined
+      : decodeBody(schema, res.body, maxBytes, this.name, read === "provisions" ? "provision" : read);
   }
 
-  async provisionsPage(
+  /** One inventory page (`GET /provisions` or `/retentions`) and the storage identity it came from. */
+  async #page<T>(
+    path: string,
+    schema: z.ZodType<Page<T>>,
+    maxBytes: number,
+    what: string,
     cursor: string | undefined,
     signal?: AbortSignal,
-  ): Promise<StoragePage<ProvisionEntry>> {
-    const query: Record<string, string> = { limit: String(INVENTORY_PAGE_LIMIT) };
-    if (cursor !== undefined) query.continue = cursor;
-    const res = await this.#readResponse({
-      method: "GET",
-      path: "/provisions",
-      query,
-      maxBytes: RESPONSE_CAPS.provisionsPage,
-      ...(signal === undefined ? {} : { signal }),
-    });
-    return {
-      ...decodeProvisionsPage(res!.body, RESPONSE_CAPS.provisionsPage, this.name),
-      storageId: res!.storageId,
-    };
+  ): Promise<StoragePage<T>> {
+    const query: Record<string, string> = { [QUERY.limit]: String(LIMITS.inventoryPage) };
+    if (cursor !== undefined) query[QUERY.continue] = cursor;
+    const res = (await this.#readResponse(withSignal({ method: "GET", path, query, maxBytes }, signal)))!;
+    return { ...decodeBody(schema, res.body, maxBytes, this.name, what), storageId: res.storageId };
   }
 
-  async retentionsPage(cursor: string | undefined, signal?: AbortSignal): Promise<StoragePage<string>> {
-    const query: Record<string, string> = { limit: String(INVENTORY_PAGE_LIMIT) };
-    if (cursor !== undefined) query.continue = cursor;
-    const res = await this.#readResponse({
-      method: "GET",
-      path: "/retentions",
-      query,
-      maxBytes: RESPONSE_CAPS.retentionsPage,
-      ...(signal === undefined ? {} : { signal }),
-    });
-    return {
-      ...decodeRetentionsPage(res!.body, RESPONSE_CAPS.retentionsPage, this.name),
-      storageId: res!.storageId,
-    };
+  provisionsPage(cursor: string | undefined, signal?: AbortSignal): Promise<StoragePage<ProvisionEntry>> {
+    return this.#page(
+      PATHS.provisions,
+      provisionsPageSchema,
+      RESPONSE_CAPS.provisionsPage,
+      "provisions",
+      cursor,
+      signal,
+    );
+  }
+
+  retentionsPage(cursor: string | undefined, signal?: AbortSignal): Promise<StoragePage<string>> {
+    return this.#page(
+      PATHS.retentions,
+      retentionsPageSchema,
+      RESPONSE_CAPS.retentionsPage,
+      "retentions",
+      cursor,
+      signal,
+    );
   }
 
   /**
@@ -321,92 +346,67 @@ export class BackendClient {
   }
 
   async stats(signal?: AbortSignal): Promise<BackendStats> {
-    const body = await this.#read({
-      method: "GET",
-      path: "/stats",
-      maxBytes: RESPONSE_CAPS.stats,
-      ...(signal === undefined ? {} : { signal }),
-    });
-    return decodeStats(body!, RESPONSE_CAPS.stats, this.name);
+    const cap = RESPONSE_CAPS.stats;
+    const res = await this.#readResponse(
+      withSignal({ method: "GET", path: PATHS.stats, maxBytes: cap }, signal),
+    );
+    return decodeBody(statsSchema, res!.body, cap, this.name, "stats");
   }
 
   /** GET /provisions/{uuid}: the backend's diagnostics record; undefined on 404. */
-  async provisionInfo(leaseUuid: string, signal?: AbortSignal): Promise<Record<string, unknown> | undefined> {
-    const body = await this.#read(
-      this.#get(`/provisions/${leaseUuid}`, RESPONSE_CAPS.provision, signal),
-      true,
-    );
-    return body === undefined ? undefined : decodeProvisionInfo(body, RESPONSE_CAPS.provision, this.name);
+  provisionInfo(leaseUuid: string, signal?: AbortSignal): Promise<ProvisionInfoBody | undefined> {
+    return this.#leaseRead("provisions", leaseUuid, provisionInfoSchema, RESPONSE_CAPS.provision, signal);
   }
 
   /** GET /logs/{uuid}?tail=N: log text per "<service>/<instance>" key; undefined on 404. */
-  async logs(
-    leaseUuid: string,
-    tail: number,
-    signal?: AbortSignal,
-  ): Promise<Record<string, string> | undefined> {
-    const input = this.#get(`/logs/${leaseUuid}`, RESPONSE_CAPS.logs, signal, { tail: String(tail) });
-    const body = await this.#read(input, true);
-    return body === undefined ? undefined : decodeLogs(body, RESPONSE_CAPS.logs, this.name);
+  logs(leaseUuid: string, tail: number, signal?: AbortSignal): Promise<Record<string, string> | undefined> {
+    return this.#leaseRead("logs", leaseUuid, logsSchema, RESPONSE_CAPS.logs, signal, {
+      [QUERY.tail]: String(tail),
+    });
   }
 
   /** GET /releases/{uuid}: the release history, relayed as the backend's JSON objects. */
-  async releases(leaseUuid: string, signal?: AbortSignal): Promise<Record<string, unknown>[] | undefined> {
-    const body = await this.#read(this.#get(`/releases/${leaseUuid}`, RESPONSE_CAPS.releases, signal), true);
-    return body === undefined ? undefined : decodeReleases(body, RESPONSE_CAPS.releases, this.name);
+  releases(leaseUuid: string, signal?: AbortSignal): Promise<ReleaseInfoBody[] | undefined> {
+    return this.#leaseRead("releases", leaseUuid, releasesSchema, RESPONSE_CAPS.releases, signal);
+  }
+
+  /** GET /info/{uuid}: connection details; undefined on 404 (not provisioned or not ready). */
+  info(leaseUuid: string, signal?: AbortSignal): Promise<LeaseInfo | undefined> {
+    return this.#leaseRead("info", leaseUuid, leaseInfoSchema, RESPONSE_CAPS.info, signal);
   }
 
   /** GET /health: true only for 200 {"status":"healthy"}. */
   async healthy(signal?: AbortSignal): Promise<boolean> {
-    const res = await this.#send(this.#get("/health", RESPONSE_CAPS.health, signal));
+    const cap = RESPONSE_CAPS.health;
+    const res = await this.#send(withSignal({ method: "GET", path: PATHS.health, maxBytes: cap }, signal));
     if (res.status !== 200) return false;
     try {
-      return (parseStrictJson(res.body, RESPONSE_CAPS.health) as { status?: unknown }).status === "healthy";
+      decodeBody(healthySchema, res.body, cap, this.name, "health");
+      return true;
     } catch {
       return false;
     }
   }
 
-  #get(path: string, maxBytes: number, signal?: AbortSignal, query?: Record<string, string>): SendInput {
-    return {
-      method: "GET",
-      path,
-      maxBytes,
-      ...(query === undefined ? {} : { query }),
-      ...(signal === undefined ? {} : { signal }),
-    };
-  }
-
-  async info(leaseUuid: string, signal?: AbortSignal): Promise<LeaseInfo | undefined> {
-    const body = await this.#read(
-      {
-        method: "GET",
-        path: `/info/${leaseUuid}`,
-        maxBytes: RESPONSE_CAPS.info,
-        ...(signal === undefined ? {} : { signal }),
-      },
-      true,
-    );
-    return body === undefined ? undefined : decodeInfo(body, RESPONSE_CAPS.info, this.name);
-  }
-
   /** Reads the inventories for `lease_uuid` filters (≤ 100 per call). */
   async provisionsFor(leaseUuids: readonly string[], signal?: AbortSignal): Promise<ProvisionEntry[]> {
-    if (leaseUuids.length === 0 || leaseUuids.length > 100) {
-      throw new FredError("ERR_BACKEND_QUERY", "between 1 and 100 lease UUIDs per lookup");
+    if (leaseUuids.length === 0 || leaseUuids.length > LIMITS.leaseFilters) {
+      throw new FredError("ERR_BACKEND_QUERY", `between 1 and ${LIMITS.leaseFilters} lease UUIDs per lookup`);
     }
-    const body = await this.#read({
-      method: "GET",
-      path: "/provisions",
-      query: { lease_uuid: leaseUuids },
-      maxBytes: RESPONSE_CAPS.provisionsPage,
-      ...(signal === undefined ? {} : { signal }),
-    });
-    return decodeProvisionsPage(body!, RESPONSE_CAPS.provisionsPage, this.name).items;
+    const cap = RESPONSE_CAPS.provisionsPage;
+    const query = { [QUERY.leaseUuid]: leaseUuids };
+    const res = await this.#readResponse(
+      withSignal({ method: "GET", path: PATHS.provisions, query, maxBytes: cap }, signal),
+    );
+    return decodeBody(provisionsPageSchema, res!.body, cap, this.name, "provisions").items;
   }
 }
 
-function itemsBody(items: ProvisionRequestBody["items"]) {
+function withSignal(input: SendInput, signal: AbortSignal | undefined): SendInput {
+  return signal === undefined ? input : { ...input, signal };
+}
+
+function itemsBody(items: ProvisionRequest["items"]) {
   return items.map((i) => ({
     sku: i.sku,
     quantity: i.quantity,

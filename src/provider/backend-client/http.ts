@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { Pool } from "undici";
-import { hmacSecret, SIGNATURE_HEADER, signRequest } from "../../auth/hmac.ts";
+import { hmacSecret, signRequest } from "../../auth/hmac.ts";
+import { QUERY, SIGNATURE_HEADER, STORAGE_HEADER } from "../../core/backend-contract/index.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import { isUuidV4 } from "../../core/uuid.ts";
@@ -12,8 +13,6 @@ import type { BackendConfig } from "../config/index.ts";
  * response (exactly one X-Fred-Backend-Storage-ID, equal to the pin once pinned). Body
  * reads stop at a per-route size cap.
  */
-export const STORAGE_HEADER = "x-fred-backend-storage-id";
-
 export interface RawResponse {
   status: number;
   body: Buffer;
@@ -100,7 +99,7 @@ export class BackendTransport {
 
   async send(input: SendInput): Promise<RawResponse> {
     const query = { ...(input.query ?? {}) };
-    if (this.storageId !== undefined) query.backend_storage_id = this.storageId;
+    if (this.storageId !== undefined) query[QUERY.storageId] = this.storageId;
     const uri = `${input.path}${encodeQuery(query)}`;
     const body = input.body === undefined ? undefined : Buffer.from(JSON.stringify(input.body));
     const timestamp = Math.floor(this.#clock.now() / 1000);

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { CallbackUrlError, resolveCallbackUrls } from "../../../src/backend/kit/callback-url.ts";
 import {
   ImageReferenceError,
   imageRefusal,
@@ -8,6 +7,7 @@ import {
   parseRegistry,
 } from "../../../src/backend/kit/registry.ts";
 import { buildInstances, parseItems, WireError } from "../../../src/backend/kit/wire.ts";
+import { CallbackUrlError, resolveCallbackUrls } from "../../../src/core/backend-contract/index.ts";
 import { isFredError } from "../../../src/core/errors.ts";
 
 const OP = "6ba7b811-9dad-41d1-80b4-00c04fd430c8";

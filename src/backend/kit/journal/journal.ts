@@ -1,5 +1,6 @@
 import { statSync } from "node:fs";
 import type Database from "better-sqlite3";
+import type { CallbackBody } from "../../../core/backend-contract/index.ts";
 import { newUuidV4 } from "../../../core/uuid.ts";
 import type { SqliteDatabase } from "../../../sqlite/index.ts";
 import type { InstanceSpec, LeaseItem } from "../substrate.ts";
@@ -429,7 +430,7 @@ export class Journal {
     facts: CallbackFacts,
     nowMs: number,
   ): void {
-    const body: Record<string, unknown> = {
+    const body: CallbackBody = {
       lease_uuid: lease.leaseUuid,
       status: facts.status,
       error: facts.error,

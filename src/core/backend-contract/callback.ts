@@ -1,0 +1,93 @@
+import { z } from "zod";
+import { isUuidV4 } from "../uuid.ts";
+import type { Capability } from "./callback-url.ts";
+import { canonicalUuid, parseWith, typedOnly, uuidV4 } from "./fields.ts";
+
+/**
+ * The callback a backend POSTs to providerd's callback URL, and providerd's reader of it.
+ * The body's own operation_id / lifecycle_id are untrusted and ignored: the capability
+ * comes from the URL query (see callback-url.ts).
+ */
+export const CALLBACK_STATUSES = ["success", "failed", "deprovisioned"] as const;
+export type CallbackStatus = (typeof CALLBACK_STATUSES)[number];
+
+const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
+const isString = (text: string) => z.string({ error: text }).optional();
+
+export const callbackBodySchema = z.object(
+  {
+    lease_uuid: canonicalUuid("must be a canonical UUID"),
+    status: z.enum(CALLBACK_STATUSES, { error: "status must be success, failed or deprovisioned" }),
+    backend_storage_id: uuidV4(),
+    /** Generic on purpose: it may end up on chain. */
+    error: isString("error must be a string"),
+    /** The backend's name. */
+    backend: isString("backend must be a string"),
+    /** Only with `deprovisioned`: the volumes were kept (soft delete). */
+    retained: z.boolean({ error: "retained must be a boolean" }).optional(),
+    // Checked by `callbackRules`, after the rules that come before them.
+    maintenance_id: typedOnly<string>(),
+    maintenance_admitted_at: typedOnly<string>(),
+  },
+  { error: "body must be a JSON object" },
+);
+
+/** What a backend sends (the kit's outbox builds exactly this). */
+export type CallbackBody = z.input<typeof callbackBodySchema>;
+type CallbackFields = z.output<typeof callbackBodySchema>;
+
+/** A callback as providerd applies it. */
+export interface ParsedCallback {
+  capability: Capability;
+  leaseUuid: string;
+  status: CallbackStatus;
+  error: string;
+  storageId: string;
+  backendLabel: string | undefined;
+  retained: boolean;
+}
+
+/** The rules that relate fields to each other and to the URL's capability, in order. */
+function callbackProblem(o: CallbackFields, capability: Capability): string | undefined {
+  if (o.retained === true && o.status !== "deprovisioned") {
+    return "retained is allowed only with status deprovisioned";
+  }
+  if (o.status === "deprovisioned" && capability.kind === "operation") {
+    return "deprovisioned is accepted only on a lifecycle_id URL";
+  }
+  if (o.maintenance_id !== undefined) {
+    if (!isUuidV4(o.maintenance_id)) return "maintenance_id must be a canonical UUIDv4";
+    if (capability.kind === "operation" || o.status === "deprovisioned") {
+      return "maintenance_id is not allowed on an operation_id URL or with deprovisioned";
+    }
+  }
+  if (o.maintenance_admitted_at !== undefined) {
+    if (o.maintenance_id === undefined) return "maintenance_admitted_at requires maintenance_id";
+    if (typeof o.maintenance_admitted_at !== "string" || !RFC3339_UTC.test(o.maintenance_admitted_at)) {
+      return "maintenance_admitted_at must be an RFC 3339 UTC timestamp ending in Z";
+    }
+  }
+  return undefined;
+}
+
+/** providerd's reading of a callback body received on a URL carrying `capability`. */
+export function parseCallbackBody(
+  body: unknown,
+  capability: Capability,
+): { ok: true; callback: ParsedCallback } | { ok: false; problem: string } {
+  const fields = parseWith(callbackBodySchema, body);
+  if (!fields.ok) return fields;
+  const o = fields.value;
+  const problem = callbackProblem(o, capability);
+  if (problem !== undefined) return { ok: false, problem };
+  const callback: ParsedCallback = {
+    capability,
+    leaseUuid: o.lease_uuid,
+    status: o.status,
+    error: o.error ?? "",
+    storageId: o.backend_storage_id,
+    backendLabel: o.backend,
+    retained: o.retained === true,
+  };
+  return { ok: true, callback };
+}

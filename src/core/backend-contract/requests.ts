@@ -1,0 +1,191 @@
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { decodeBase64Std, decodeHex } from "../encoding.ts";
+import { DEFAULT_SERVICE_NAME } from "../manifest/index.ts";
+import { CallbackUrlError, type CallbackUrls, resolveCallbackUrls } from "./callback-url.ts";
+import { at, canonicalUuid, requiredUuid, typedOnly } from "./fields.ts";
+import { LIMITS } from "./http.ts";
+
+/**
+ * Request bodies providerd sends and a backend reads. The schemas are the backend's
+ * reader (first problem wins, unknown keys ignored, as the reference does); their input
+ * types are what providerd's client builds.
+ */
+/** The service a single unnamed item deploys. */
+export const DEFAULT_SERVICE = DEFAULT_SERVICE_NAME;
+const SERVICE_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+const MAX_ITEMS = 64;
+const MAX_QUANTITY = 1000;
+const MAX_TENANT_LENGTH = 256;
+const MAX_DOMAIN_LENGTH = 253;
+
+/** A lease item on the backend wire (the chain calls the SKU field `sku_uuid`). */
+export interface WireLeaseItem {
+  sku: string;
+  quantity: number;
+  service_name?: string;
+  custom_domain?: string;
+}
+
+/** Absent or "" means none; anything else must be a string passing `ok`. */
+const optionalText = (ok: (v: string) => boolean, text: string) =>
+  z
+    .string({ error: at(text) })
+    .refine((v) => v === "" || ok(v), { error: at(text) })
+    .optional();
+
+const quantityText = `must be an integer from 1 to ${MAX_QUANTITY}`;
+const leaseItem = z
+  .object(
+    {
+      sku: canonicalUuid(),
+      quantity: z
+        .int({ error: at(quantityText) })
+        .min(1, { error: at(quantityText) })
+        .max(MAX_QUANTITY, { error: at(quantityText) }),
+      service_name: optionalText((v) => SERVICE_NAME.test(v), "must be a lowercase DNS label"),
+      custom_domain: optionalText((v) => v.length <= MAX_DOMAIN_LENGTH, "must be a domain name"),
+    },
+    { error: at("must be an object") },
+  )
+  .transform((o): WireLeaseItem => {
+    const item: WireLeaseItem = { sku: o.sku, quantity: o.quantity };
+    if (o.service_name) item.service_name = o.service_name;
+    if (o.custom_domain) item.custom_domain = o.custom_domain;
+    return item;
+  });
+
+/** Either one unnamed item (service "app") or every item named, names unique. */
+function namingProblem(items: readonly WireLeaseItem[]): string | undefined {
+  const named = items.filter((it) => it.service_name !== undefined).length;
+  if (named !== 0 && named !== items.length) return "items must be all named or a single unnamed item";
+  if (named === 0 && items.length > 1) return "only a single item may omit service_name";
+  const names = new Set(items.map((it) => it.service_name ?? DEFAULT_SERVICE));
+  if (names.size !== items.length) return "items must not repeat a service_name";
+  return undefined;
+}
+
+export const leaseItemsSchema = z
+  .array(leaseItem, { error: "items must be a non-empty array" })
+  .min(1, { error: "items must be a non-empty array" })
+  .max(MAX_ITEMS, { error: `items may hold at most ${MAX_ITEMS} entries` })
+  .superRefine((items, ctx) => {
+    const problem = namingProblem(items);
+    if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem, input: items });
+  });
+
+const body = { error: "request body must be a JSON object" };
+
+/** What a backend admits: the checked request, with the payload decoded and hashed. */
+export interface ProvisionRequest extends CallbackUrls {
+  leaseUuid: string;
+  tenant: string;
+  providerUuid: string;
+  items: WireLeaseItem[];
+  payload: Buffer | undefined;
+  /** sha256 hex of the payload (computed when the caller sent none). */
+  payloadHash: string | undefined;
+}
+
+const absent = (v: unknown) => v === undefined || v === null || v === "";
+
+export const provisionRequestSchema = z
+  .object(
+    {
+      lease_uuid: requiredUuid(),
+      tenant: z
+        .string({ error: "tenant is required" })
+        .min(1, { error: "tenant is required" })
+        .max(MAX_TENANT_LENGTH, { error: "tenant is required" }),
+      provider_uuid: requiredUuid(),
+      items: leaseItemsSchema,
+      // The URL rules and the payload rules run in that order after the fields above.
+      callback_url: typedOnly<string>(),
+      lifecycle_callback_url: typedOnly<string | null>(),
+      /** Standard padded base64 of the manifest. */
+      payload: typedOnly<string>(),
+      /** Hex SHA-256 of the decoded payload. */
+      payload_hash: typedOnly<string>(),
+    },
+    body,
+  )
+  .transform((o, ctx): ProvisionRequest => {
+    try {
+      const urls = resolveCallbackUrls(o.callback_url, o.lifecycle_callback_url);
+      const { payload, payloadHash } = readPayload(o.payload, o.payload_hash);
+      return {
+        leaseUuid: o.lease_uuid,
+        tenant: o.tenant,
+        providerUuid: o.provider_uuid,
+        items: o.items,
+        ...urls,
+        payload,
+        payloadHash,
+      };
+    } catch (err) {
+      if (!(err instanceof RequestProblem || err instanceof CallbackUrlError)) throw err;
+      ctx.addIssue({ code: "custom", message: err.message, input: o });
+      return z.NEVER;
+    }
+  });
+
+class RequestProblem extends Error {}
+
+function readPayload(raw: unknown, rawHash: unknown): Pick<ProvisionRequest, "payload" | "payloadHash"> {
+  const hashSent = rawHash !== undefined && rawHash !== "";
+  if (absent(raw)) {
+    if (hashSent) throw new RequestProblem("payload_hash requires payload");
+    return { payload: undefined, payloadHash: undefined };
+  }
+  const payload = decodingProblem(() => decodeBase64Std(raw as string, "payload", LIMITS.payloadBytes));
+  if (payload.length > LIMITS.payloadBytes) throw new RequestProblem("payload is too large");
+  const payloadHash = createHash("sha256").update(payload).digest("hex");
+  if (hashSent) {
+    const sent = decodingProblem(() => decodeHex(rawHash as string, "payload_hash", 32));
+    if (sent.toString("hex") !== payloadHash) throw new RequestProblem("payload_hash does not match payload");
+  }
+  return { payload, payloadHash };
+}
+
+function decodingProblem<T>(decode: () => T): T {
+  try {
+    return decode();
+  } catch (err) {
+    throw new RequestProblem((err as Error).message);
+  }
+}
+
+export const deprovisionRequestSchema = z.object({ lease_uuid: requiredUuid() }, body);
+
+export const reconcileCustomDomainRequestSchema = z.object(
+  { lease_uuid: requiredUuid(), items: leaseItemsSchema },
+  body,
+);
+
+/** Bodies a backend may refuse as unsupported (the kit answers 501); typed for the client. */
+export const restartRequestSchema = z.object({ lease_uuid: requiredUuid(), callback_url: z.string() }, body);
+
+export const updateRequestSchema = z.object(
+  { lease_uuid: requiredUuid(), callback_url: z.string(), payload: z.string(), payload_hash: z.string() },
+  body,
+);
+
+export const restoreRequestSchema = z.object(
+  {
+    lease_uuid: requiredUuid(),
+    from_lease_uuid: requiredUuid(),
+    tenant: z.string(),
+    provider_uuid: requiredUuid(),
+    items: leaseItemsSchema,
+    callback_url: z.string(),
+    lifecycle_callback_url: z.string(),
+  },
+  body,
+);
+
+export type ProvisionBody = z.input<typeof provisionRequestSchema>;
+export type RestartBody = z.input<typeof restartRequestSchema>;
+export type UpdateBody = z.input<typeof updateRequestSchema>;
+export type RestoreBody = z.input<typeof restoreRequestSchema>;
+export type ReconcileCustomDomainBody = z.input<typeof reconcileCustomDomainRequestSchema>;
+export type DeprovisionBody = z.input<typeof deprovisionRequestSchema>;

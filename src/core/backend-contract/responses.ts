@@ -1,0 +1,181 @@
+import { z } from "zod";
+import { isUuidV4 } from "../uuid.ts";
+import { canonicalUuid, isPlainObject, relayed, typedOnly } from "./fields.ts";
+import type { WireLeaseItem } from "./requests.ts";
+
+/**
+ * Response bodies a backend sends and providerd reads. Input types are what the backend
+ * builds; the schemas are providerd's readers: a body off the contract's shape fails as a
+ * whole (never half-used), unknown extra fields are dropped, and a few fields are read
+ * leniently where the reference tolerates old backends (see each one).
+ */
+
+/** `lifecycle_generation` as a backend persists it. */
+export type GenerationWire = { kind: "typed"; id: string } | { kind: "legacy" } | { kind: "unknown" };
+/** What providerd makes of it: an off-contract generation is unusable, not an error. */
+export type Generation = { kind: "unknown" | "legacy" | "typed" | "unusable"; id?: string };
+
+function readGeneration(g: unknown): Generation {
+  if (g === undefined || g === null || typeof g !== "object") return { kind: "unknown" };
+  const { kind, id } = g as Record<string, unknown>;
+  if (kind === "typed") return isUuidV4(id) ? { kind: "typed", id } : { kind: "unusable" };
+  if (kind === "legacy") return { kind: "legacy" };
+  if (kind === "unknown") return { kind: "unknown" };
+  return { kind: "unusable" };
+}
+
+/** GET /provisions/{uuid} and each inventory row, as the backend builds it. */
+export interface ProvisionInfoBody {
+  lease_uuid: string;
+  provider_uuid?: string;
+  tenant?: string;
+  status: string;
+  created_at?: string;
+  fail_count?: number;
+  quantity?: number;
+  items?: WireLeaseItem[];
+  lifecycle_generation?: GenerationWire;
+  image?: string;
+  sku?: string;
+  reason?: string;
+  message?: string;
+}
+
+/** GET /provisions/{uuid}: relayed as sent once `lease_uuid` and `status` check out. */
+export const provisionInfoSchema = relayed<ProvisionInfoBody>(
+  z.object({ lease_uuid: canonicalUuid(), status: z.string() }),
+);
+
+/** One inventory row as providerd uses it. */
+export interface ProvisionEntry {
+  leaseUuid: string;
+  status: string;
+  /** typed: the lifecycle generation id the backend persisted; unknown when omitted. */
+  lifecycleGeneration: Generation;
+  createdAt?: string;
+  failCount?: number;
+}
+
+const provisionRow = z
+  .object({
+    lease_uuid: canonicalUuid(),
+    status: z.string().min(1),
+    lifecycle_generation: typedOnly<GenerationWire>(),
+    // Informational: a value of another type is ignored rather than failing the page.
+    created_at: z.string().optional().catch(undefined),
+    fail_count: z.number().optional().catch(undefined),
+  })
+  .transform((p): ProvisionEntry => {
+    const entry: ProvisionEntry = {
+      leaseUuid: p.lease_uuid,
+      status: p.status,
+      lifecycleGeneration: readGeneration(p.lifecycle_generation),
+    };
+    if (p.created_at !== undefined) entry.createdAt = p.created_at;
+    if (p.fail_count !== undefined) entry.failCount = p.fail_count;
+    return entry;
+  });
+
+/** A page's cursor: the last lease UUID of a full page; absent or "" on the last page. */
+const cursor = z
+  .union([z.literal(""), canonicalUuid()])
+  .optional()
+  .transform((c) => (c === "" ? undefined : c));
+
+export interface Page<T> {
+  items: T[];
+  continueToken: string | undefined;
+}
+
+/** GET /provisions (a page, or the rows of `lease_uuid` filters). */
+export const provisionsPageSchema = z
+  .object({ provisions: z.array(provisionRow), continue: cursor })
+  .transform((o): Page<ProvisionEntry> => ({ items: o.provisions, continueToken: o.continue }));
+
+export type ProvisionsPageBody = z.input<typeof provisionsPageSchema>;
+
+/** GET /retentions: the list is never null. */
+export const retentionsPageSchema = z
+  .object({ retentions: z.array(z.object({ lease_uuid: canonicalUuid() })), continue: cursor })
+  .transform(
+    (o): Page<string> => ({
+      items: o.retentions.map((r) => r.lease_uuid),
+      continueToken: o.continue,
+    }),
+  );
+
+export type RetentionsPageBody = z.input<typeof retentionsPageSchema>;
+
+export interface BackendStats {
+  totalCpuCores: number;
+  allocatedCpuCores: number;
+  diskWithheld: boolean;
+}
+
+/** GET /stats (memory, disk, available_* and counts too; providerd reads only these). */
+export const statsSchema = z
+  .object({
+    total_cpu_cores: z.number().min(0),
+    allocated_cpu_cores: z.number().min(0),
+    disk_withheld: z.boolean().optional(),
+  })
+  .transform(
+    (o): BackendStats => ({
+      totalCpuCores: o.total_cpu_cores,
+      allocatedCpuCores: o.allocated_cpu_cores,
+      diskWithheld: o.disk_withheld === true,
+    }),
+  );
+
+export type StatsBody = z.input<typeof statsSchema>;
+
+const plainObject = z.custom<Record<string, unknown>>(isPlainObject);
+
+/** GET /info/{uuid}: connection details (only these fields are relayed). */
+export const leaseInfoSchema = z.object({
+  host: z.string().optional(),
+  fqdn: z.string().optional(),
+  protocol: z.string().optional(),
+  ports: plainObject.optional(),
+  services: plainObject.optional(),
+  instances: z.array(z.unknown()).optional(),
+  metadata: z
+    .custom<Record<string, string>>(
+      (v) => isPlainObject(v) && Object.values(v).every((s) => typeof s === "string"),
+    )
+    .optional(),
+});
+export type LeaseInfo = z.output<typeof leaseInfoSchema>;
+
+/** GET /logs/{uuid}?tail=N: text per "<service>/<index>". */
+export const logsSchema = z.custom<Record<string, string>>(
+  (v) => isPlainObject(v) && Object.values(v).every((s) => typeof s === "string"),
+);
+
+export interface ReleaseInfoBody {
+  version: number;
+  image: string;
+  status: string;
+  created_at: string;
+  /** Standard base64 of the release's manifest. */
+  manifest?: string;
+  reason?: string;
+  message?: string;
+}
+
+/** GET /releases/{uuid}: relayed object by object. */
+export const releasesSchema = z.array(z.custom<ReleaseInfoBody>(isPlainObject));
+
+/** 202 to POST /provision. */
+export type ProvisionAcceptedBody = { provision_id: string };
+/** 200 to POST /deprovision (idempotent). */
+export type DeprovisionedBody = { status: "ok" };
+
+/** GET /health: healthy only as 200 with exactly this status. */
+export const healthySchema = z.object({ status: z.literal("healthy") });
+export type HealthBody = { status: "healthy" } | { status: "unhealthy"; error: string };
+/** The fixed 503 answers (the unauthenticated route never carries engine or SQLite text). */
+export const UNHEALTHY = {
+  journal: { status: "unhealthy", error: "journal unavailable" },
+  substrate: { status: "unhealthy", error: "substrate unavailable" },
+} as const satisfies Record<string, HealthBody>;
