@@ -42,7 +42,7 @@ export interface ProvisionInfoBody {
 }
 
 /** GET /provisions/{uuid}: relayed as sent once `lease_uuid` and `status` check out. */
-export const provisionInfoSchema = relayed<ProvisionInfoBody>(
+export const provisionInfoSchema = relayed<ProvisionInfoBody & Record<string, unknown>>(
   z.object({ lease_uuid: canonicalUuid(), status: z.string() }),
 );
 
@@ -164,7 +164,7 @@ export interface ReleaseInfoBody {
 }
 
 /** GET /releases/{uuid}: relayed object by object. */
-export const releasesSchema = z.array(z.custom<ReleaseInfoBody>(isPlainObject));
+export const releasesSchema = z.array(z.custom<ReleaseInfoBody & Record<string, unknown>>(isPlainObject));
 
 /** 202 to POST /provision. */
 export type ProvisionAcceptedBody = { provision_id: string };

@@ -354,7 +354,10 @@ export class BackendClient {
   }
 
   /** GET /provisions/{uuid}: the backend's diagnostics record; undefined on 404. */
-  provisionInfo(leaseUuid: string, signal?: AbortSignal): Promise<ProvisionInfoBody | undefined> {
+  provisionInfo(
+    leaseUuid: string,
+    signal?: AbortSignal,
+  ): Promise<(ProvisionInfoBody & Record<string, unknown>) | undefined> {
     return this.#leaseRead("provisions", leaseUuid, provisionInfoSchema, RESPONSE_CAPS.provision, signal);
   }
 
@@ -366,7 +369,10 @@ export class BackendClient {
   }
 
   /** GET /releases/{uuid}: the release history, relayed as the backend's JSON objects. */
-  releases(leaseUuid: string, signal?: AbortSignal): Promise<ReleaseInfoBody[] | undefined> {
+  releases(
+    leaseUuid: string,
+    signal?: AbortSignal,
+  ): Promise<(ReleaseInfoBody & Record<string, unknown>)[] | undefined> {
     return this.#leaseRead("releases", leaseUuid, releasesSchema, RESPONSE_CAPS.releases, signal);
   }
 
