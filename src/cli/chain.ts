@@ -15,6 +15,7 @@ import {
   MsgFundCreditResponse,
 } from "../chain/proto/index.ts";
 import type { Clock } from "../core/clock.ts";
+import { parseCoin } from "../core/coin.ts";
 import { FredError } from "../core/errors.ts";
 import { isCanonicalUuid } from "../core/uuid.ts";
 import { readKeys } from "../devnet/home.ts";
@@ -148,14 +149,14 @@ export function leaseView(l: ChainLease): Record<string, unknown> {
   return view;
 }
 
-export function parseCoin(text: string): { denom: string; amount: string } {
-  const m = /^([0-9]+)([a-zA-Z][a-zA-Z0-9/:._-]{2,127})$/.exec(text);
-  if (m === null || BigInt(m[1] as string) === 0n)
+export function parseAmountFlag(text: string): { denom: string; amount: string } {
+  const coin = parseCoin(text);
+  if (coin === undefined || coin.amount === 0n)
     throw new FredError(
       "ERR_USAGE",
       `--amount must look like 1000000umfx (a positive integer and a denom), got ${JSON.stringify(text)}`,
     );
-  return { amount: BigInt(m[1] as string).toString(), denom: m[2] as string };
+  return { amount: coin.amount.toString(), denom: coin.denom };
 }
 
 interface SkuSpec {
@@ -239,7 +240,7 @@ Examples:
     .action(async (opts: TxFlags & { tenant: string; amount: string }) => {
       if (!isAccountAddress(opts.tenant))
         throw new FredError("ERR_USAGE", "--tenant must be a manifest1… account address");
-      const amount = parseCoin(opts.amount);
+      const amount = parseAmountFlag(opts.amount);
       await using(await txClient(opts), async (c) => {
         const msg = MsgFundCredit.fromPartial({ sender: c.address, tenant: opts.tenant, amount });
         const res = await c.send([{ typeUrl: MsgFundCredit.typeUrl, value: msg }]);

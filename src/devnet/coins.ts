@@ -4,18 +4,16 @@
  * the SDK's canonical `Coins` form and what its string form ("10umfx,5upwr") prints.
  */
 import type { Coin } from "cosmjs-types/cosmos/base/v1beta1/coin";
+import { isValidDenom, parseCoin } from "../core/coin.ts";
 import { sdkErrors } from "./errors.ts";
 
 export type { Coin };
 
-const DENOM = /^[a-zA-Z][a-zA-Z0-9/:._-]{2,127}$/;
 const AMOUNT = /^(0|[1-9][0-9]*)$/;
 /** The SDK's Int is 256 bits. */
 const MAX_AMOUNT = (1n << 256n) - 1n;
 
-export function isValidDenom(denom: string): boolean {
-  return DENOM.test(denom);
-}
+export { isValidDenom };
 
 export function coin(amount: bigint | number | string, denom: string): Coin {
   return { denom, amount: BigInt(amount).toString() };
@@ -56,9 +54,9 @@ export function parseCoins(text: string): Coin[] {
   if (trimmed === "") return [];
   const out: Coin[] = [];
   for (const part of trimmed.split(",")) {
-    const m = /^([0-9]+)([a-zA-Z][a-zA-Z0-9/:._-]{2,127})$/.exec(part.trim());
-    if (!m) throw sdkErrors.invalidCoins.wrap(`invalid coin expression: ${part.trim()}`);
-    out.push(coin(m[1] as string, m[2] as string));
+    const parsed = parseCoin(part.trim());
+    if (!parsed) throw sdkErrors.invalidCoins.wrap(`invalid coin expression: ${part.trim()}`);
+    out.push(coin(parsed.amount, parsed.denom));
   }
   return normalize(out);
 }

@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { sanitizeReason } from "../../src/chain/cosmos/messages.ts";
-import { leaseView, parseCoin, parseSkuSpec, privateKeyFrom, STATE_FILTERS } from "../../src/cli/chain.ts";
+import {
+  leaseView,
+  parseAmountFlag,
+  parseSkuSpec,
+  privateKeyFrom,
+  STATE_FILTERS,
+} from "../../src/cli/chain.ts";
 import { isFredError } from "../../src/core/errors.ts";
 
 const usage = (e: unknown) => isFredError(e, "ERR_USAGE");
@@ -30,10 +36,10 @@ describe("fred chain argument rules", () => {
   });
 
   it("--amount <integer><denom>", () => {
-    assert.deepEqual(parseCoin("1000000umfx"), { amount: "1000000", denom: "umfx" });
-    assert.deepEqual(parseCoin("007upwr"), { amount: "7", denom: "upwr" });
+    assert.deepEqual(parseAmountFlag("1000000umfx"), { amount: "1000000", denom: "umfx" });
+    assert.deepEqual(parseAmountFlag("007upwr"), { amount: "7", denom: "upwr" });
     for (const bad of ["0umfx", "umfx", "10", "1.5umfx", "-1umfx", "10 umfx", "1u"])
-      assert.throws(() => parseCoin(bad), usage, bad);
+      assert.throws(() => parseAmountFlag(bad), usage, bad);
   });
 
   it("exactly one key source; --from needs --home", () => {

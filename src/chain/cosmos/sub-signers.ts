@@ -13,6 +13,7 @@ import { QueryBalanceRequest, QueryBalanceResponse } from "cosmjs-types/cosmos/b
 import { MsgSend } from "cosmjs-types/cosmos/bank/v1beta1/tx";
 import { cosmosHdPath, privateKeyFromMnemonic } from "../../auth/keys.ts";
 import type { Clock } from "../../core/clock.ts";
+import { parseCoin } from "../../core/coin.ts";
 import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import { MsgAcknowledgeLease, MsgCloseLease, MsgRejectLease } from "../proto/index.ts";
@@ -86,9 +87,9 @@ export async function missingGrants(
 }
 
 export function parseCoinText(text: string, what: string): { denom: string; amount: bigint } {
-  const m = /^([0-9]+)([a-zA-Z][a-zA-Z0-9/:._-]{2,127})$/.exec(text);
-  if (m === null) throw new FredError("ERR_CONFIG", `${what} must look like 10000000umfx`);
-  return { amount: BigInt(m[1] as string), denom: m[2] as string };
+  const coin = parseCoin(text);
+  if (coin === undefined) throw new FredError("ERR_CONFIG", `${what} must look like 10000000umfx`);
+  return coin;
 }
 
 /** MsgSend top-ups for sub-signers whose balance of `min.denom` is below `min.amount`. */

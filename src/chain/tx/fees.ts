@@ -7,6 +7,7 @@
  * A tx whose gas exceeds max_gas_limit (when > 0) is refused before broadcast; the
  * out-of-gas retry ladder (× 1.5) is clamped by it.
  */
+import { isValidDenom } from "../../core/coin.ts";
 import { FredError } from "../../core/errors.ts";
 
 export interface GasConfig {
@@ -39,8 +40,7 @@ export function checkGasConfig(c: GasConfig): void {
   if (c.maxGasLimit > 0 && c.maxGasLimit < c.gasLimit)
     throw new FredError("ERR_CONFIG", "max_gas_limit must be ≥ gas_limit when set");
   scaled(c.gasPrice, "gas_price");
-  if (!/^[a-zA-Z][a-zA-Z0-9/:._-]{2,127}$/.test(c.feeDenom))
-    throw new FredError("ERR_CONFIG", "fee_denom is not a valid denom");
+  if (!isValidDenom(c.feeDenom)) throw new FredError("ERR_CONFIG", "fee_denom is not a valid denom");
 }
 
 export function adjustGas(gas: number, adjustment: number): number {

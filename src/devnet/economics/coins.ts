@@ -6,11 +6,7 @@ import type { Coin } from "../../chain/proto/cosmos.ts";
 
 export type Coins = Map<string, bigint>;
 
-const DENOM_RE = /^[a-zA-Z][a-zA-Z0-9/:._-]{2,127}$/;
-
-export function isValidDenom(denom: string): boolean {
-  return DENOM_RE.test(denom);
-}
+export { isValidDenom } from "../../core/coin.ts";
 
 /** Parses a list of proto Coins (amounts as decimal strings); negative or malformed amounts throw. */
 export function coinsFromProto(list: readonly Coin[]): Coins {

@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
 import { z } from "zod";
+import { COIN_RE, DENOM_RE } from "../../core/coin.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import {
   bool,
@@ -30,8 +31,6 @@ import { parseBackendOrigin, parseCallbackBase, type UrlCheck } from "./urls.ts"
  */
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 const KEYRING_BACKENDS = ["file", "os", "test"] as const;
-const COIN = /^\d+[a-zA-Z][a-zA-Z0-9/:._-]{2,127}$/;
-const DENOM = /^[a-zA-Z][a-zA-Z0-9/:._-]{2,127}$/;
 const PRINTABLE = /^[^\p{Cc}\p{Cs}\p{Co}\p{Cn}]+$/u;
 const WEBSOCKET_URL = /^(wss?):\/\/([^/?#@\s]+)(\/[^?#\s]*)?$/;
 const LISTEN = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(\d{1,5})$/;
@@ -62,7 +61,7 @@ const listenAddr = text().superRefine((value, ctx) => {
     ctx.addIssue({ code: "custom", message: "port must be between 0 and 65535" });
 });
 
-const coin = () => text().regex(COIN, "must be an amount with denomination, e.g. 10000000umfx");
+const coin = () => text().regex(COIN_RE, "must be an amount with denomination, e.g. 10000000umfx");
 const positiveInt = () => int().positive("must be greater than zero");
 const positiveNum = () => num().positive("must be greater than zero");
 
@@ -170,7 +169,7 @@ export const fileFields = z.strictObject({
     .prefault(1.2),
   max_gas_limit: int().nonnegative("must not be negative").prefault(0),
   gas_price: positiveNum().prefault(25),
-  fee_denom: text().regex(DENOM, "must be a valid denomination such as umfx").prefault("umfx"),
+  fee_denom: text().regex(DENOM_RE, "must be a valid denomination such as umfx").prefault("umfx"),
   sub_signer_count: int().nonnegative("must not be negative").prefault(0),
   sub_signer_min_balance: coin().prefault("10000000umfx"),
   sub_signer_top_up_amount: coin().prefault("50000000umfx"),
