@@ -20,6 +20,16 @@ export const MUTATIONS = [
 ] as const;
 export type Mutation = (typeof MUTATIONS)[number];
 
+/** The one status that means a backend took a mutation; any other answer is classified. */
+export const MUTATION_ACCEPTED: Record<Mutation, number> = {
+  provision: 202,
+  deprovision: 200,
+  reconcile_custom_domain: 204,
+  restart: 202,
+  update: 202,
+  restore: 202,
+};
+
 /** `/{op}`, or the storage-pinned `/_fred/storage/{storageId}/{op}` (pass ":storageId" for a route). */
 export function mutationPath(op: Mutation, storageId?: string): string {
   return storageId === undefined ? `/${op}` : `/_fred/storage/${storageId}/${op}`;

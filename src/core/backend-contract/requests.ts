@@ -189,3 +189,13 @@ export type UpdateBody = z.input<typeof updateRequestSchema>;
 export type RestoreBody = z.input<typeof restoreRequestSchema>;
 export type ReconcileCustomDomainBody = z.input<typeof reconcileCustomDomainRequestSchema>;
 export type DeprovisionBody = z.input<typeof deprovisionRequestSchema>;
+
+/** What each mutation sends. */
+export interface MutationBodies {
+  provision: ProvisionBody;
+  deprovision: DeprovisionBody;
+  reconcile_custom_domain: ReconcileCustomDomainBody;
+  restart: RestartBody;
+  update: UpdateBody;
+  restore: RestoreBody;
+}

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { isUuidV4 } from "../uuid.ts";
 import { canonicalUuid, isPlainObject, relayed, typedOnly } from "./fields.ts";
+import { type LeaseRead, RESPONSE_CAPS } from "./http.ts";
 import type { WireLeaseItem } from "./requests.ts";
 
 /**
@@ -179,3 +180,17 @@ export const UNHEALTHY = {
   journal: { status: "unhealthy", error: "journal unavailable" },
   substrate: { status: "unhealthy", error: "substrate unavailable" },
 } as const satisfies Record<string, HealthBody>;
+
+/** Per-lease reads: providerd's reader of each and how much of the answer it reads. */
+export const LEASE_READS = {
+  info: { schema: leaseInfoSchema, maxBytes: RESPONSE_CAPS.info, what: "info" },
+  provisions: { schema: provisionInfoSchema, maxBytes: RESPONSE_CAPS.provision, what: "provision" },
+  releases: { schema: releasesSchema, maxBytes: RESPONSE_CAPS.releases, what: "releases" },
+  logs: { schema: logsSchema, maxBytes: RESPONSE_CAPS.logs, what: "logs" },
+} as const satisfies Record<LeaseRead, { schema: z.ZodType; maxBytes: number; what: string }>;
+
+/** The two inventories providerd walks page by page. */
+export const INVENTORIES = {
+  provisions: { schema: provisionsPageSchema, maxBytes: RESPONSE_CAPS.provisionsPage },
+  retentions: { schema: retentionsPageSchema, maxBytes: RESPONSE_CAPS.retentionsPage },
+} as const;

@@ -9,33 +9,27 @@ import {
 import type { z } from "zod";
 import {
   type BackendStats,
-  type DeprovisionBody,
   healthySchema,
+  INVENTORIES,
+  LEASE_READS,
   type LeaseInfo,
   type LeaseRead,
   LIMITS,
-  leaseInfoSchema,
   leasePath,
-  logsSchema,
+  MUTATION_ACCEPTED,
   type Mutation,
+  type MutationBodies,
   mutationPath,
   PATHS,
   type Page,
   type ProvisionBody,
   type ProvisionEntry,
   type ProvisionInfoBody,
-  provisionInfoSchema,
   provisionsPageSchema,
   QUERY,
   RESPONSE_CAPS,
-  type ReconcileCustomDomainBody,
   type ReleaseInfoBody,
-  type RestartBody,
-  type RestoreBody,
-  releasesSchema,
-  retentionsPageSchema,
   statsSchema,
-  type UpdateBody,
 } from "../../core/backend-contract/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
@@ -50,6 +44,9 @@ import { BackendTransport, type RawResponse, type SendInput } from "./http.ts";
  * backend's answer; reads return decoded values or throw FredError (ERR_BACKEND_*).
  * Paths, bodies and response readers are the backend contract's (src/core/backend-contract).
  */
+/** What each per-lease read decodes to (TypeScript cannot correlate the table's entries itself). */
+type LeaseReadResult = { [R in LeaseRead]: z.output<(typeof LEASE_READS)[R]["schema"]> };
+
 /** Hard stop for a paginated walk, so a looping cursor cannot spin forever. */
 const MAX_PAGES = 10_000;
 
@@ -164,10 +161,9 @@ export class BackendClient {
     }
   }
 
-  async #mutate(
-    op: Mutation,
-    expected: number,
-    body: unknown,
+  async #mutate<Op extends Mutation>(
+    op: Op,
+    body: MutationBodies[Op],
     signal?: AbortSignal,
   ): Promise<MutationOutcome> {
     const sid = this.storageId;
@@ -182,16 +178,14 @@ export class BackendClient {
     }
     let res: RawResponse;
     try {
+      const path = mutationPath(op, sid);
       res = await this.#send(
-        withSignal(
-          { method: "POST", path: mutationPath(op, sid), body, maxBytes: RESPONSE_CAPS.mutation },
-          signal,
-        ),
+        withSignal({ method: "POST", path, body, maxBytes: RESPONSE_CAPS.mutation }, signal),
       );
     } catch (err) {
       return mutationFailure(err);
     }
-    return classifyMutation(res.status, expected, res.body);
+    return classifyMutation(res.status, MUTATION_ACCEPTED[op], res.body);
   }
 
   provision(req: ProvisionRequest, signal?: AbortSignal): Promise<MutationOutcome> {
@@ -207,37 +201,35 @@ export class BackendClient {
       body.payload = Buffer.from(req.payload).toString("base64");
       if (req.payloadHash !== undefined) body.payload_hash = req.payloadHash;
     }
-    return this.#mutate("provision", 202, body, signal);
+    return this.#mutate("provision", body, signal);
   }
 
   deprovision(leaseUuid: string, signal?: AbortSignal): Promise<MutationOutcome> {
-    const body: DeprovisionBody = { lease_uuid: leaseUuid };
-    return this.#mutate("deprovision", 200, body, signal);
+    return this.#mutate("deprovision", { lease_uuid: leaseUuid }, signal);
   }
 
   restart(req: { leaseUuid: string; callbackUrl: string }, signal?: AbortSignal): Promise<MutationOutcome> {
-    const body: RestartBody = { lease_uuid: req.leaseUuid, callback_url: req.callbackUrl };
-    return this.#mutate("restart", 202, body, signal);
+    return this.#mutate("restart", { lease_uuid: req.leaseUuid, callback_url: req.callbackUrl }, signal);
   }
 
   update(
     req: { leaseUuid: string; callbackUrl: string; payload: Uint8Array; payloadHash: string },
     signal?: AbortSignal,
   ): Promise<MutationOutcome> {
-    const body: UpdateBody = {
+    const body = {
       lease_uuid: req.leaseUuid,
       callback_url: req.callbackUrl,
       payload: Buffer.from(req.payload).toString("base64"),
       payload_hash: req.payloadHash,
     };
-    return this.#mutate("update", 202, body, signal);
+    return this.#mutate("update", body, signal);
   }
 
   restore(
     req: Omit<ProvisionRequest, "payload" | "payloadHash"> & { fromLeaseUuid: string },
     signal?: AbortSignal,
   ): Promise<MutationOutcome> {
-    const body: RestoreBody = {
+    const body = {
       lease_uuid: req.leaseUuid,
       from_lease_uuid: req.fromLeaseUuid,
       tenant: req.tenant,
@@ -246,7 +238,7 @@ export class BackendClient {
       callback_url: req.callbackUrl,
       lifecycle_callback_url: req.lifecycleCallbackUrl,
     };
-    return this.#mutate("restore", 202, body, signal);
+    return this.#mutate("restore", body, signal);
   }
 
   reconcileCustomDomain(
@@ -254,8 +246,11 @@ export class BackendClient {
     items: ProvisionRequest["items"],
     signal?: AbortSignal,
   ): Promise<MutationOutcome> {
-    const body: ReconcileCustomDomainBody = { lease_uuid: leaseUuid, items: itemsBody(items) };
-    return this.#mutate("reconcile_custom_domain", 204, body, signal);
+    return this.#mutate(
+      "reconcile_custom_domain",
+      { lease_uuid: leaseUuid, items: itemsBody(items) },
+      signal,
+    );
   }
 
   /** GET helper: 200 → response; 404 → undefined when `allow404`; else ERR_BACKEND_STATUS. */
@@ -273,60 +268,43 @@ export class BackendClient {
     );
   }
 
-  /** A per-lease read: the decoded body, or undefined when the backend answers 404. */
-  async #leaseRead<S extends z.ZodType>(
-    read: LeaseRead,
+  /** A per-lease read (`GET /{read}/{uuid}`): the decoded body, or undefined on 404. */
+  async #leaseRead<R extends LeaseRead>(
+    read: R,
     leaseUuid: string,
-    schema: S,
-    maxBytes: number,
     signal?: AbortSignal,
     query?: Record<string, string>,
-  ): Promise<z.output<S> | undefined> {
-    const path = leasePath(read, leaseUuid);
-    const res = await this.#readResponse(
-      withSignal({ method: "GET", path, maxBytes, ...(query && { query }) }, signal),
-      true,
-    );
+  ): Promise<LeaseReadResult[R] | undefined> {
+    const { schema, maxBytes, what } = LEASE_READS[read];
+    const input: SendInput = { method: "GET", path: leasePath(read, leaseUuid), maxBytes };
+    if (query !== undefined) input.query = query;
+    const res = await this.#readResponse(withSignal(input, signal), true);
     return res === undefined
       ? undefined
-      : decodeBody(schema, res.body, maxBytes, this.name, read === "provisions" ? "provision" : read);
+      : (decodeBody(schema, res.body, maxBytes, this.name, what) as LeaseReadResult[R]);
   }
 
-  /** One inventory page (`GET /provisions` or `/retentions`) and the storage identity it came from. */
+  /** One inventory page and the storage identity it came from (`T`: the inventory's row). */
   async #page<T>(
-    path: string,
-    schema: z.ZodType<Page<T>>,
-    maxBytes: number,
-    what: string,
+    inventory: keyof typeof INVENTORIES,
     cursor: string | undefined,
     signal?: AbortSignal,
   ): Promise<StoragePage<T>> {
+    const { schema, maxBytes } = INVENTORIES[inventory];
     const query: Record<string, string> = { [QUERY.limit]: String(LIMITS.inventoryPage) };
     if (cursor !== undefined) query[QUERY.continue] = cursor;
-    const res = (await this.#readResponse(withSignal({ method: "GET", path, query, maxBytes }, signal)))!;
-    return { ...decodeBody(schema, res.body, maxBytes, this.name, what), storageId: res.storageId };
+    const input: SendInput = { method: "GET", path: PATHS[inventory], query, maxBytes };
+    const res = (await this.#readResponse(withSignal(input, signal)))!;
+    const page = decodeBody(schema, res.body, maxBytes, this.name, inventory) as Page<T>;
+    return { ...page, storageId: res.storageId };
   }
 
   provisionsPage(cursor: string | undefined, signal?: AbortSignal): Promise<StoragePage<ProvisionEntry>> {
-    return this.#page(
-      PATHS.provisions,
-      provisionsPageSchema,
-      RESPONSE_CAPS.provisionsPage,
-      "provisions",
-      cursor,
-      signal,
-    );
+    return this.#page("provisions", cursor, signal);
   }
 
   retentionsPage(cursor: string | undefined, signal?: AbortSignal): Promise<StoragePage<string>> {
-    return this.#page(
-      PATHS.retentions,
-      retentionsPageSchema,
-      RESPONSE_CAPS.retentionsPage,
-      "retentions",
-      cursor,
-      signal,
-    );
+    return this.#page("retentions", cursor, signal);
   }
 
   /**
@@ -358,14 +336,12 @@ export class BackendClient {
     leaseUuid: string,
     signal?: AbortSignal,
   ): Promise<(ProvisionInfoBody & Record<string, unknown>) | undefined> {
-    return this.#leaseRead("provisions", leaseUuid, provisionInfoSchema, RESPONSE_CAPS.provision, signal);
+    return this.#leaseRead("provisions", leaseUuid, signal);
   }
 
   /** GET /logs/{uuid}?tail=N: log text per "<service>/<instance>" key; undefined on 404. */
   logs(leaseUuid: string, tail: number, signal?: AbortSignal): Promise<Record<string, string> | undefined> {
-    return this.#leaseRead("logs", leaseUuid, logsSchema, RESPONSE_CAPS.logs, signal, {
-      [QUERY.tail]: String(tail),
-    });
+    return this.#leaseRead("logs", leaseUuid, signal, { [QUERY.tail]: String(tail) });
   }
 
   /** GET /releases/{uuid}: the release history, relayed as the backend's JSON objects. */
@@ -373,12 +349,12 @@ export class BackendClient {
     leaseUuid: string,
     signal?: AbortSignal,
   ): Promise<(ReleaseInfoBody & Record<string, unknown>)[] | undefined> {
-    return this.#leaseRead("releases", leaseUuid, releasesSchema, RESPONSE_CAPS.releases, signal);
+    return this.#leaseRead("releases", leaseUuid, signal);
   }
 
   /** GET /info/{uuid}: connection details; undefined on 404 (not provisioned or not ready). */
   info(leaseUuid: string, signal?: AbortSignal): Promise<LeaseInfo | undefined> {
-    return this.#leaseRead("info", leaseUuid, leaseInfoSchema, RESPONSE_CAPS.info, signal);
+    return this.#leaseRead("info", leaseUuid, signal);
   }
 
   /** GET /health: true only for 200 {"status":"healthy"}. */
