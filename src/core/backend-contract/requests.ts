@@ -1,17 +1,17 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { decodeBase64Std, decodeHex } from "../encoding.ts";
+import { FredError, isFredError } from "../errors.ts";
 import { DEFAULT_SERVICE_NAME } from "../manifest/index.ts";
-import { CallbackUrlError, type CallbackUrls, resolveCallbackUrls } from "./callback-url.ts";
+import { type CallbackUrls, resolveCallbackUrls } from "./callback-url.ts";
 import { at, canonicalUuid, requiredUuid, typedOnly } from "./fields.ts";
 import { LIMITS } from "./http.ts";
 
 /**
  * Request bodies providerd sends and a backend reads. The schemas are the backend's
  * reader (first problem wins, unknown keys ignored, as the reference does); their input
- * types are what providerd's client builds.
+ * types are what providerd's client builds. A single unnamed item deploys service "app".
  */
-/** The service a single unnamed item deploys. */
 export const DEFAULT_SERVICE = DEFAULT_SERVICE_NAME;
 const SERVICE_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const MAX_ITEMS = 64;
@@ -87,8 +87,6 @@ export interface ProvisionRequest extends CallbackUrls {
   payloadHash: string | undefined;
 }
 
-const absent = (v: unknown) => v === undefined || v === null || v === "";
-
 export const provisionRequestSchema = z
   .object(
     {
@@ -123,36 +121,27 @@ export const provisionRequestSchema = z
         payloadHash,
       };
     } catch (err) {
-      if (!(err instanceof RequestProblem || err instanceof CallbackUrlError)) throw err;
+      // The URL rules, the decoders and readPayload refuse with caller-safe FredErrors.
+      if (!isFredError(err)) throw err;
       ctx.addIssue({ code: "custom", message: err.message, input: o });
       return z.NEVER;
     }
   });
 
-class RequestProblem extends Error {}
-
 function readPayload(raw: unknown, rawHash: unknown): Pick<ProvisionRequest, "payload" | "payloadHash"> {
+  const refuse = (message: string) => new FredError("ERR_WIRE", message);
   const hashSent = rawHash !== undefined && rawHash !== "";
-  if (absent(raw)) {
-    if (hashSent) throw new RequestProblem("payload_hash requires payload");
+  if (raw === undefined || raw === null || raw === "") {
+    if (hashSent) throw refuse("payload_hash requires payload");
     return { payload: undefined, payloadHash: undefined };
   }
-  const payload = decodingProblem(() => decodeBase64Std(raw as string, "payload", LIMITS.payloadBytes));
-  if (payload.length > LIMITS.payloadBytes) throw new RequestProblem("payload is too large");
+  const payload = decodeBase64Std(raw as string, "payload", LIMITS.payloadBytes);
+  if (payload.length > LIMITS.payloadBytes) throw refuse("payload is too large");
   const payloadHash = createHash("sha256").update(payload).digest("hex");
-  if (hashSent) {
-    const sent = decodingProblem(() => decodeHex(rawHash as string, "payload_hash", 32));
-    if (sent.toString("hex") !== payloadHash) throw new RequestProblem("payload_hash does not match payload");
+  if (hashSent && decodeHex(rawHash as string, "payload_hash", 32).toString("hex") !== payloadHash) {
+    throw refuse("payload_hash does not match payload");
   }
   return { payload, payloadHash };
-}
-
-function decodingProblem<T>(decode: () => T): T {
-  try {
-    return decode();
-  } catch (err) {
-    throw new RequestProblem((err as Error).message);
-  }
 }
 
 export const deprovisionRequestSchema = z.object({ lease_uuid: requiredUuid() }, body);
@@ -183,19 +172,12 @@ export const restoreRequestSchema = z.object(
   body,
 );
 
-export type ProvisionBody = z.input<typeof provisionRequestSchema>;
-export type RestartBody = z.input<typeof restartRequestSchema>;
-export type UpdateBody = z.input<typeof updateRequestSchema>;
-export type RestoreBody = z.input<typeof restoreRequestSchema>;
-export type ReconcileCustomDomainBody = z.input<typeof reconcileCustomDomainRequestSchema>;
-export type DeprovisionBody = z.input<typeof deprovisionRequestSchema>;
-
-/** What each mutation sends. */
+/** What each mutation sends (the input side of its schema). */
 export interface MutationBodies {
-  provision: ProvisionBody;
-  deprovision: DeprovisionBody;
-  reconcile_custom_domain: ReconcileCustomDomainBody;
-  restart: RestartBody;
-  update: UpdateBody;
-  restore: RestoreBody;
+  provision: z.input<typeof provisionRequestSchema>;
+  deprovision: z.input<typeof deprovisionRequestSchema>;
+  reconcile_custom_domain: z.input<typeof reconcileCustomDomainRequestSchema>;
+  restart: z.input<typeof restartRequestSchema>;
+  update: z.input<typeof updateRequestSchema>;
+  restore: z.input<typeof restoreRequestSchema>;
 }

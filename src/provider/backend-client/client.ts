@@ -22,7 +22,6 @@ import {
   mutationPath,
   PATHS,
   type Page,
-  type ProvisionBody,
   type ProvisionEntry,
   type ProvisionInfoBody,
   provisionsPageSchema,
@@ -189,7 +188,7 @@ export class BackendClient {
   }
 
   provision(req: ProvisionRequest, signal?: AbortSignal): Promise<MutationOutcome> {
-    const body: ProvisionBody = {
+    const body: MutationBodies["provision"] = {
       lease_uuid: req.leaseUuid,
       tenant: req.tenant,
       provider_uuid: req.providerUuid,
