@@ -10,7 +10,7 @@ import { newUuidV4 } from "../core/uuid.ts";
 import { createLogger } from "../log.ts";
 import { registerDockerBackendCommand } from "./backend-docker.ts";
 import { printJson, say } from "./output.ts";
-import type { UpComponent } from "./up.ts";
+import type { UpComponent } from "./up/component.ts";
 
 /**
  * `fred backend <kind>`: backend processes. Each kind registers one subcommand on the

@@ -6,7 +6,7 @@ import { readKeys } from "../devnet/home.ts";
 import { DEFAULT_MIN_GAS_PRICE, initDevnet, type RunningDevnet, startDevnet } from "../devnet/main.ts";
 import { createLogger } from "../log.ts";
 import { printJson, say } from "./output.ts";
-import type { UpComponent } from "./up.ts";
+import type { UpComponent } from "./up/component.ts";
 
 function intArg(min: number, max: number) {
   return (value: string): number => {

@@ -9,7 +9,7 @@ import { ExitCode, say } from "./output.ts";
 import { registerPlacementCommands } from "./placement.ts";
 import { registerProviderdCommand } from "./providerd.ts";
 import { registerTokenCommands } from "./token.ts";
-import { registerUpCommand } from "./up.ts";
+import { registerUpCommand } from "./up/command.ts";
 
 export function buildProgram(): Command {
   const program = new Command("fred")

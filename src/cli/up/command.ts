@@ -1,32 +1,15 @@
 import type { Command } from "commander";
-import { providerdUpComponent } from "../provider/dev-up.ts";
-import { mockBackendUpComponent } from "./backend.ts";
-import { devnetUpComponent } from "./devnet.ts";
-import { say } from "./output.ts";
+import { mockBackendUpComponent } from "../backend.ts";
+import { devnetUpComponent } from "../devnet.ts";
+import { say } from "../output.ts";
+import type { RunningComponent, UpComponent, UpContext } from "./component.ts";
+import { providerdUpComponent } from "./providerd.ts";
 
 /**
  * `fred up`: one command that starts every local component on embedded defaults, with
  * state under ./.fred/. Components register here as they are built; each one starts,
  * reports how to reach it, and stops on Ctrl-C in reverse order.
  */
-export interface UpComponent {
-  name: string;
-  start(ctx: UpContext): Promise<RunningComponent>;
-}
-
-export interface UpContext {
-  /** State directory, ./.fred by default. */
-  home: string;
-  /** What earlier components published (e.g. the devnet RPC URL), by key. */
-  facts: Map<string, string>;
-}
-
-export interface RunningComponent {
-  /** Human lines printed once everything is up. */
-  summary: string[];
-  stop(): Promise<void>;
-}
-
 export const upComponents: UpComponent[] = [devnetUpComponent, mockBackendUpComponent, providerdUpComponent];
 
 const TOOLS = [

@@ -2,16 +2,16 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { stringify } from "yaml";
-import { Keyring } from "../chain/keyring/index.ts";
-import type { UpComponent } from "../cli/up.ts";
-import { systemClock } from "../core/clock.ts";
-import { FredError } from "../core/errors.ts";
-import { readKeys } from "../devnet/home.ts";
-import { createLogger } from "../log.ts";
-import { parseProviderConfig } from "./config/index.ts";
-import { startProviderd } from "./main.ts";
-import { CometRpcChainHistory } from "./placement/chain-history.ts";
-import { initPlacementStore } from "./placement/init.ts";
+import { Keyring } from "../../chain/keyring/index.ts";
+import { systemClock } from "../../core/clock.ts";
+import { FredError } from "../../core/errors.ts";
+import { readKeys } from "../../devnet/home.ts";
+import { createLogger } from "../../log.ts";
+import { parseProviderConfig } from "../../provider/config/index.ts";
+import { startProviderd } from "../../provider/main.ts";
+import { CometRpcChainHistory } from "../../provider/placement/chain-history.ts";
+import { initPlacementStore } from "../../provider/placement/init.ts";
+import type { UpComponent } from "./component.ts";
 
 /**
  * providerd inside `fred up`: a development configuration generated from what the devnet
