@@ -64,6 +64,15 @@ export interface ExecTxResultJson {
   codespace: string;
 }
 
+/** A transaction as committed in a block, with its result (what the tx index stores). */
+export interface CommittedTx {
+  hash: string;
+  height: number;
+  index: number;
+  tx: Uint8Array;
+  result: ExecTxResultJson;
+}
+
 export interface BlockResultsJson {
   height: string;
   txs_results: ExecTxResultJson[] | null;

@@ -7,9 +7,9 @@ import {
   type BlockJson,
   type BlockResultsJson,
   CONSENSUS_PARAMS,
+  type CommittedTx,
   eventMap,
 } from "./blocks.ts";
-import type { CommittedTx } from "./node.ts";
 
 export type BusEventKind = "Tx" | "NewBlock" | "NewBlockHeader" | "NewBlockEvents";
 

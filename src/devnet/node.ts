@@ -14,6 +14,7 @@ import {
   blockIdFor,
   CONSENSUS_PARAMS,
   type CommitJson,
+  type CommittedTx,
   commitFor,
   EMPTY_BLOCK_ID,
   type ExecTxResultJson,
@@ -35,6 +36,7 @@ export const MAX_TX_BYTES = 1_048_576;
 const MAX_MEMPOOL_TXS = 20_000;
 const CACHE_SIZE = 100_000;
 
+export type { CommittedTx } from "./blocks.ts";
 export type { BusEvent, BusEventKind } from "./bus-events.ts";
 
 /** A JSON-RPC level refusal (CometBFT answers these as errors, not as CheckTx codes). */
@@ -65,14 +67,6 @@ export interface NodeOptions {
 interface PendingTx {
   bytes: Uint8Array;
   hash: string;
-}
-
-export interface CommittedTx {
-  hash: string;
-  height: number;
-  index: number;
-  tx: Uint8Array;
-  result: ExecTxResultJson;
 }
 
 type Lifecycle = { state: "running" } | { state: "stopped" };

@@ -3,9 +3,8 @@
  * selective indexed condition for SQL and evaluate the whole query on each candidate.
  */
 import type Database from "better-sqlite3";
-import type { ExecTxResultJson } from "./blocks.ts";
+import type { CommittedTx, ExecTxResultJson } from "./blocks.ts";
 import { eventMap } from "./blocks.ts";
-import type { CommittedTx } from "./node.ts";
 import { type Condition, matches } from "./rpc/query-lang.ts";
 
 interface TxRow {

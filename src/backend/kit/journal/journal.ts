@@ -5,79 +5,25 @@ import { newUuidV4 } from "../../../core/uuid.ts";
 import type { SqliteDatabase } from "../../../sqlite/index.ts";
 import type { InstanceSpec, LeaseItem } from "../substrate.ts";
 import { type OpenJournalOptions, openJournalDatabase } from "./identity.ts";
+import type {
+  LeaseHead,
+  LeaseHeadRecord,
+  LeaseRecord,
+  LeaseStatus,
+  OutboxRow,
+  ReleaseRecord,
+} from "./records.ts";
 import { prepare, toLease } from "./statements.ts";
 
-/**
- * The backend's durable journal: one mutation head per lease, write-ahead operation
- * intents, release history, closed-lease tombstones and the callback outbox, all in one
- * SQLite file so "settle the intent + write the release + append the callback" is one
- * transaction. Every method is synchronous and runs in its own transaction; heads move by
- * compare-and-swap on `generation`, so a stale worker can never settle a newer intent.
- */
-export type LeaseHead = "operation" | "close" | "none";
-export type LeasePhase = "before_effects" | "started";
-export type LeaseStatus = "provisioning" | "ready" | "failed" | "deprovisioning";
-
-export interface LeaseRecord {
-  leaseUuid: string;
-  tenant: string;
-  providerUuid: string;
-  operationId: string;
-  callbackUrl: string;
-  lifecycleUrl: string;
-  items: LeaseItem[];
-  instances: InstanceSpec[];
-  payload: Buffer | undefined;
-  payloadHash: string | undefined;
-  image: string;
-  release: number;
-  head: LeaseHead;
-  phase: LeasePhase | undefined;
-  status: LeaseStatus;
-  failCount: number;
-  reason: string | undefined;
-  message: string | undefined;
-  createdAtMs: number;
-  admittedAtMs: number;
-  generation: number;
-}
-
-export type LeaseHeadRecord = Pick<
+export type {
+  LeaseHead,
+  LeaseHeadRecord,
+  LeasePhase,
   LeaseRecord,
-  | "leaseUuid"
-  | "tenant"
-  | "operationId"
-  | "callbackUrl"
-  | "lifecycleUrl"
-  | "release"
-  | "head"
-  | "status"
-  | "failCount"
-  | "createdAtMs"
-  | "generation"
->;
-
-export interface ReleaseRecord {
-  version: number;
-  operationId: string;
-  image: string;
-  status: "deploying" | "active" | "failed" | "superseded";
-  manifest: Buffer | undefined;
-  reason: string | undefined;
-  message: string | undefined;
-  createdAtMs: number;
-}
-
-export interface OutboxRow {
-  seq: number;
-  deliveryId: string;
-  leaseUuid: string;
-  kind: "operation" | "close" | "lifecycle";
-  url: string;
-  body: string;
-  storageId: string;
-  createdAtMs: number;
-}
+  LeaseStatus,
+  OutboxRow,
+  ReleaseRecord,
+} from "./records.ts";
 
 export interface CallbackFacts {
   status: "success" | "failed" | "deprovisioned";
@@ -111,6 +57,13 @@ export interface JournalOptions extends OpenJournalOptions {
   maxLeases?: number;
 }
 
+/**
+ * The backend's durable journal: one mutation head per lease, write-ahead operation
+ * intents, release history, closed-lease tombstones and the callback outbox, all in one
+ * SQLite file so "settle the intent + write the release + append the callback" is one
+ * transaction. Every method is synchronous and runs in its own transaction; heads move by
+ * compare-and-swap on `generation`, so a stale worker can never settle a newer intent.
+ */
 export class Journal {
   readonly db: Database.Database;
   readonly storageId: string;

@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
 import type { InstanceSpec, LeaseItem } from "../substrate.ts";
-import type { LeaseHead, LeasePhase, LeaseRecord, LeaseStatus } from "./journal.ts";
+import type { LeaseHead, LeasePhase, LeaseRecord, LeaseStatus } from "./records.ts";
 
 /** Row decoding and the journal's SQL, prepared once per connection. */
 type Row = Record<string, unknown>;
