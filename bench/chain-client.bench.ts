@@ -15,6 +15,8 @@ import { deriveSubSigners } from "../src/chain/cosmos/sub-signers.ts";
 import { classifyFrame } from "../src/chain/events/frame.ts";
 import { parseTxEventMap } from "../src/chain/events/parse.ts";
 import { MsgCreateLease, MsgCreateLeaseResponse } from "../src/chain/proto/index.ts";
+import { AckBatcher } from "../src/chain/tx/ack-batcher.ts";
+import { systemClock } from "../src/core/clock.ts";
 import { type DevnetProcess, startDevnetProcess } from "../test/chain/devnet/devnet-process.ts";
 
 const LEASES = Number(process.env.BENCH_LEASES ?? 10_000);
@@ -102,7 +104,13 @@ try {
     await provider.enableSubSigners(subs, { minBalance: "1000000umfx", topUpAmount: "10000000umfx" });
   }
   const broadcastsBefore = provider.pipeline?.metrics.broadcasts ?? 0;
-  const batcher = provider.ackBatcher({ lanes: LANES, maxBatch: UUIDS_PER_TX, maxWaitMs: 500 });
+  const batcher = new AckBatcher({
+    chain: provider,
+    clock: systemClock,
+    lanes: LANES,
+    maxBatch: UUIDS_PER_TX,
+    maxWaitMs: 500,
+  });
   const startHeight = (await provider.latestBlock()).height;
   const t0 = process.hrtime.bigint();
   if (process.env.BENCH_TRACE)

@@ -110,10 +110,30 @@ export interface ChainPort {
   /** Sum over all pages of the provider's withdrawable amounts. */
   providerWithdrawable(providerUuid: string, signal?: AbortSignal): Promise<WithdrawableView>;
   latestBlock(signal?: AbortSignal): Promise<BlockInfo>;
+  /** The chain id the node serves (its network), to check the configured chain_id against. */
+  network(signal?: AbortSignal): Promise<string>;
+  /** Whether the provider has ever had a lease, in any state (`fred placement init` asks). */
+  hasLeaseHistory(providerUuid: string, signal?: AbortSignal): Promise<boolean>;
+  /** The finalize-block events of one height (the event feed's fallback and gap filler). */
+  blockEvents(height: number, signal: AbortSignal): Promise<unknown>;
 
-  acknowledge(leaseUuids: readonly string[], signal?: AbortSignal): Promise<LeaseOutcome[]>;
-  reject(leaseUuids: readonly string[], reason: string, signal?: AbortSignal): Promise<LeaseOutcome[]>;
-  closeLeases(leaseUuids: readonly string[], reason: string, signal?: AbortSignal): Promise<LeaseOutcome[]>;
+  /**
+   * Lease transactions, one outcome per lease. `lane` picks the signer that sends them
+   * (an authz sub-signer when those are enabled; otherwise the provider key, whatever the lane).
+   */
+  acknowledge(leaseUuids: readonly string[], signal?: AbortSignal, lane?: number): Promise<LeaseOutcome[]>;
+  reject(
+    leaseUuids: readonly string[],
+    reason: string,
+    signal?: AbortSignal,
+    lane?: number,
+  ): Promise<LeaseOutcome[]>;
+  closeLeases(
+    leaseUuids: readonly string[],
+    reason: string,
+    signal?: AbortSignal,
+    lane?: number,
+  ): Promise<LeaseOutcome[]>;
   withdrawLeases(leaseUuids: readonly string[], signal?: AbortSignal): Promise<WithdrawPage[]>;
   /** Provider-wide withdraw, threading next_key until done or max_withdraw_iterations. */
   withdrawAll(providerUuid: string, signal?: AbortSignal): Promise<WithdrawSummary>;

@@ -5,7 +5,6 @@ import { isAccountAddress } from "../auth/address.ts";
 import { privateKeyFromHex, privateKeyFromMnemonic } from "../auth/keys.ts";
 import { type CosmosChain, openCosmosChain } from "../chain/cosmos/adapter.ts";
 import { signerFromKey } from "../chain/cosmos/signer.ts";
-import { resolveSku } from "../chain/cosmos/skus.ts";
 import { type ChainLease, LEASE_STATES, type LeaseOutcome, type LeaseStateName } from "../chain/port.ts";
 import {
   MsgCancelLease,
@@ -292,7 +291,7 @@ Examples:
         const items = [];
         for (const s of specs)
           items.push({
-            skuUuid: await resolveSku(c.conn, s.ref),
+            skuUuid: await c.resolveSku(s.ref),
             quantity: s.quantity,
             serviceName: s.serviceName,
           });

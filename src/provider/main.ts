@@ -1,11 +1,11 @@
 import type { AddressInfo } from "node:net";
 import { type CosmosChain, openCosmosChain } from "../chain/cosmos/adapter.ts";
-import { blockEventsFetcher } from "../chain/cosmos/block-events.ts";
 import { signerFromKey } from "../chain/cosmos/signer.ts";
 import { TxMetrics } from "../chain/cosmos/tx-pipeline.ts";
 import { EventFeed } from "../chain/events/feed.ts";
 import { Keyring } from "../chain/keyring/index.ts";
 import { registerChainMetrics } from "../chain/metrics.ts";
+import { AckBatcher } from "../chain/tx/ack-batcher.ts";
 import { KeyedMutex } from "../core/async/index.ts";
 import { type Clock, systemClock } from "../core/clock.ts";
 import { FredError } from "../core/errors.ts";
@@ -16,7 +16,7 @@ import type { ProviderConfig } from "./config/index.ts";
 import { armFailpoints } from "./failpoints.ts";
 import { createProviderMetrics } from "./http/metrics.ts";
 import { buildHttpServer } from "./http/server.ts";
-import { AckQueue, Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
+import { Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
 import { runRecovery } from "./recovery/recovery.ts";
 import { Router } from "./router.ts";
 import { PayloadStore, PlacementStore, TokenTracker } from "./store/index.ts";
@@ -112,7 +112,7 @@ export async function startProviderd(
       metrics: txMetrics,
     });
     cleanup.push(() => chain.disconnect());
-    const network = (await chain.conn.comet.status()).nodeInfo.network;
+    const network = await chain.network();
     if (network !== config.chainId) {
       throw new FredError(
         "ERR_CHAIN_ID_MISMATCH",
@@ -123,7 +123,8 @@ export async function startProviderd(
     const clients: Map<string, BackendClient> = await createBackendClients(config, store.pins(), clock);
     cleanup.push(() => closeBackendClients(clients));
     const router = new Router({ backends: config.backends, clock });
-    const acks = new AckQueue({ chain, clock, logger: logger.child({ component: "acks" }) });
+    // One lane: the provider key sends every lease tx (sub-signer lanes are not wired yet).
+    const acks = new AckBatcher({ chain, clock, logger: logger.child({ component: "acks" }) });
     cleanup.push(() => acks.close());
 
     const feed = new EventFeed({
@@ -133,7 +134,7 @@ export async function startProviderd(
       pingIntervalMs: config.websocketPingIntervalMs,
       reconnectInitialMs: config.websocketReconnectInitialMs,
       reconnectMaxMs: config.websocketReconnectMaxMs,
-      fetchBlockEvents: blockEventsFetcher(chain.conn),
+      fetchBlockEvents: (height, signal) => chain.blockEvents(height, signal),
       logger: logger.child({ component: "feed" }),
     });
     const consumer = feed.subscribe("lifecycle", 10_000);

@@ -22,8 +22,8 @@ import type {
   WithdrawSummary,
 } from "../port.ts";
 import { MsgWithdrawResponse } from "../proto/index.ts";
-import { AckBatcher, type AckRequest } from "../tx/ack-batcher.ts";
 import { checkGasConfig, type GasConfig } from "../tx/fees.ts";
+import { blockEventsFetcher } from "./block-events.ts";
 import { toCoins } from "./convert.ts";
 import {
   chunk,
@@ -37,6 +37,7 @@ import {
 import * as q from "./queries.ts";
 import { connectNode, type NodeConnection } from "./rpc.ts";
 import { chainRegistry, type TxSigner } from "./signer.ts";
+import { resolveSku } from "./skus.ts";
 import { execAs, missingGrants, parseCoinText, topUps } from "./sub-signers.ts";
 import { TxMetrics, TxPipeline, type TxPipelineOptions, type TxResult } from "./tx-pipeline.ts";
 
@@ -97,7 +98,8 @@ const TRANSITION: Record<
 };
 
 export class CosmosChain implements ChainPort {
-  readonly conn: NodeConnection;
+  /** The cosmjs connection: nothing outside chain/cosmos/ sees it (the port is the surface). */
+  readonly #conn: NodeConnection;
   readonly chainId: string;
   readonly pipeline: TxPipeline | undefined;
   readonly #pipelineOptions: TxPipelineOptions;
@@ -109,7 +111,8 @@ export class CosmosChain implements ChainPort {
     CosmosChainOptions;
 
   constructor(conn: NodeConnection, chainId: string, opts: CosmosChainOptions) {
-    this.conn = conn;
+    this.#conn = conn;
+    this.#blockEvents = blockEventsFetcher(conn);
     this.chainId = chainId;
     this.#o = { queryPageLimit: 100, withdrawLimit: 100, maxWithdrawIterations: 100, msgsPerTx: 10, ...opts };
     if (!Number.isInteger(this.#o.withdrawLimit) || this.#o.withdrawLimit < 1 || this.#o.withdrawLimit > 100)
@@ -152,9 +155,9 @@ export class CosmosChain implements ChainPort {
     const provider = this.#requirePipeline();
     const min = parseCoinText(funding.minBalance, "sub_signer_min_balance");
     const amount = parseCoinText(funding.topUpAmount, "sub_signer_top_up_amount");
-    const grants = await missingGrants(this.conn, provider.signer.address, subs);
+    const grants = await missingGrants(this.#conn, provider.signer.address, subs);
     if (grants.length > 0) await provider.send(grants, signal === undefined ? {} : { signal });
-    const sends = await topUps(this.conn, provider.signer.address, subs, min, amount);
+    const sends = await topUps(this.#conn, provider.signer.address, subs, min, amount);
     if (sends.length > 0) await provider.send(sends, signal === undefined ? {} : { signal });
     this.#subs = subs.map((s) => new TxPipeline(this.#pipelineOptions, s));
     this.#funding = { min, amount };
@@ -166,7 +169,7 @@ export class CosmosChain implements ChainPort {
     const provider = this.#requirePipeline();
     if (this.#funding === undefined || this.#subs.length === 0) return 0;
     const sends = await topUps(
-      this.conn,
+      this.#conn,
       provider.signer.address,
       this.#subs.map((p) => p.signer),
       this.#funding.min,
@@ -182,7 +185,7 @@ export class CosmosChain implements ChainPort {
 
   /** Releases the node connection. */
   disconnect(): void {
-    this.conn.close();
+    this.#conn.close();
   }
 
   get address(): string {
@@ -202,7 +205,7 @@ export class CosmosChain implements ChainPort {
 
   // ---- queries ----
   getLease(uuid: string, signal?: AbortSignal): Promise<ChainLease | undefined> {
-    return q.getLease(this.conn, uuid, signal);
+    return q.getLease(this.#conn, uuid, signal);
   }
   leasesByProvider(
     providerUuid: string,
@@ -211,7 +214,7 @@ export class CosmosChain implements ChainPort {
     onPage?: (page: readonly ChainLease[]) => void,
   ): Promise<ChainLease[]> {
     return q.leasesByProvider(
-      this.conn,
+      this.#conn,
       { pageLimit: this.#o.queryPageLimit },
       providerUuid,
       state,
@@ -220,13 +223,28 @@ export class CosmosChain implements ChainPort {
     );
   }
   creditAccount(tenant: string, signal?: AbortSignal): Promise<CreditView | undefined> {
-    return q.creditAccount(this.conn, { pageLimit: this.#o.queryPageLimit }, tenant, signal);
+    return q.creditAccount(this.#conn, { pageLimit: this.#o.queryPageLimit }, tenant, signal);
   }
   providerWithdrawable(providerUuid: string, signal?: AbortSignal): Promise<WithdrawableView> {
-    return q.providerWithdrawable(this.conn, { pageLimit: this.#o.queryPageLimit }, providerUuid, signal);
+    return q.providerWithdrawable(this.#conn, { pageLimit: this.#o.queryPageLimit }, providerUuid, signal);
   }
   latestBlock(signal?: AbortSignal): Promise<BlockInfo> {
-    return q.latestBlock(this.conn, signal);
+    return q.latestBlock(this.#conn, signal);
+  }
+  network(signal?: AbortSignal): Promise<string> {
+    return q.network(this.#conn, signal);
+  }
+  hasLeaseHistory(providerUuid: string, signal?: AbortSignal): Promise<boolean> {
+    return q.hasLeaseHistory(this.#conn, providerUuid, signal);
+  }
+  blockEvents(height: number, signal: AbortSignal): Promise<unknown> {
+    return this.#blockEvents(height, signal);
+  }
+  readonly #blockEvents: (height: number, signal: AbortSignal) => Promise<unknown>;
+
+  /** A SKU UUID passes through; a name must match exactly one active SKU (the tenant CLI). */
+  resolveSku(ref: string, signal?: AbortSignal): Promise<string> {
+    return resolveSku(this.#conn, ref, signal);
   }
 
   // ---- lease transactions ----
@@ -398,29 +416,6 @@ export class CosmosChain implements ChainPort {
       key = page.nextKey;
     }
     return { pages, truncated: true };
-  }
-
-  /** An ack batcher whose flushes are this client's acknowledge/reject calls. */
-  ackBatcher(
-    opts: { lanes?: number; maxBatch?: number; maxWaitMs?: number; clock?: Clock } = {},
-  ): AckBatcher {
-    return new AckBatcher({
-      clock: opts.clock ?? this.#o.clock ?? systemClock,
-      lanes: opts.lanes ?? 1,
-      maxBatch: opts.maxBatch ?? 50,
-      maxWaitMs: opts.maxWaitMs ?? 500,
-      flush: async (lane, batch: readonly AckRequest[]) => {
-        const acks = batch.filter((r) => r.kind === "acknowledge").map((r) => r.leaseUuid);
-        const byReason = new Map<string, string[]>();
-        for (const r of batch)
-          if (r.kind === "reject") byReason.set(r.reason, [...(byReason.get(r.reason) ?? []), r.leaseUuid]);
-        const parts = await Promise.all([
-          acks.length > 0 ? this.acknowledge(acks, undefined, lane) : Promise.resolve([]),
-          ...[...byReason].map(([reason, uuids]) => this.reject(uuids, reason, undefined, lane)),
-        ]);
-        return parts.flat();
-      },
-    });
   }
 }
 

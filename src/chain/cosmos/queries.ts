@@ -1,6 +1,7 @@
 /**
  * The Chain port's queries over ABCI: lease by UUID, leases by provider and state (every
- * page), credit account, provider withdrawable (every page, summed) and the latest block.
+ * page), lease history, credit account, provider withdrawable (every page, summed), and
+ * from the node's status the latest block and the network (chain id).
  * Pagination follows the chain's cursors: `next_key` is passed back as `key` until empty.
  */
 import { FredError } from "../../core/errors.ts";
@@ -165,6 +166,33 @@ export async function providerWithdrawable(
     key = next;
   }
   throw new FredError("ERR_CHAIN_QUERY", `ProviderWithdrawable exceeded ${MAX_PAGES} pages`);
+}
+
+/** One page of one lease, any state: enough to tell whether the provider has a history. */
+export async function hasLeaseHistory(
+  conn: NodeConnection,
+  providerUuid: string,
+  signal?: AbortSignal,
+): Promise<boolean> {
+  requireUuid(providerUuid, "provider UUID");
+  const res = await abciQuery(
+    conn,
+    `${Q}LeasesByProvider`,
+    QueryLeasesByProviderRequest,
+    QueryLeasesByProviderResponse,
+    QueryLeasesByProviderRequest.fromPartial({ providerUuid, stateFilter: 0, pagination: { limit: 1n } }),
+    signal,
+  );
+  return res.leases.length > 0;
+}
+
+export async function network(conn: NodeConnection, signal?: AbortSignal): Promise<string> {
+  signal?.throwIfAborted();
+  try {
+    return (await conn.comet.status()).nodeInfo.network;
+  } catch (err) {
+    throw chainError(err, "status");
+  }
 }
 
 export async function latestBlock(conn: NodeConnection, signal?: AbortSignal): Promise<BlockInfo> {

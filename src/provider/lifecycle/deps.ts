@@ -1,4 +1,5 @@
 import type { ChainPort } from "../../chain/port.ts";
+import type { AckBatcher } from "../../chain/tx/ack-batcher.ts";
 import type { KeyedMutex } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
@@ -6,7 +7,6 @@ import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import type { Router } from "../router.ts";
 import type { PayloadStore, PlacementStore } from "../store/index.ts";
-import type { AckQueue } from "./ack-queue.ts";
 
 /** What the lifecycle workflows share; built once by the composition root. */
 export interface LifecycleDeps {
@@ -16,7 +16,8 @@ export interface LifecycleDeps {
   payloads: PayloadStore | undefined;
   clients: ReadonlyMap<string, BackendClient>;
   router: Router;
-  acks: AckQueue;
+  /** The one acknowledgement path to the chain. */
+  acks: AckBatcher;
   /** The one serial queue per lease (keyed by lease UUID). */
   queue: KeyedMutex;
   clock: Clock;

@@ -1,4 +1,3 @@
-export { AckQueue, type AckQueueOptions } from "./ack-queue.ts";
 export { type CloseResult, Closer, DEFAULT_CLOSE_RETRY } from "./closer.ts";
 export { isBillingOnly, type LifecycleDeps, type LifecycleObserver, silentObserver } from "./deps.ts";
 export { Lifecycle, type LifecycleOptions } from "./lifecycle.ts";

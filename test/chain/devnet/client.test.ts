@@ -1,12 +1,6 @@
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { CosmosChain } from "../../../src/chain/cosmos/adapter.ts";
-import { websocketUrlFor } from "../../../src/chain/cosmos/rpc.ts";
-import { openProviderChain } from "../../../src/chain/from-config.ts";
-import { Keyring } from "../../../src/chain/keyring/index.ts";
 import { type Clock, systemClock } from "../../../src/core/clock.ts";
 import { isFredError } from "../../../src/core/errors.ts";
 import { runFred, until } from "../../support/index.ts";
@@ -198,61 +192,6 @@ describe("chain client against a real devnet", () => {
     } finally {
       fallback.disconnect();
       capped.disconnect();
-    }
-  });
-
-  it("openProviderChain: signing key from an encrypted keyring, client and feed from config", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "fred-chain-keyring-"));
-    try {
-      const fast = { n: 1024, r: 8, p: 1 };
-      await new Keyring({ dir, backend: "file", passphrase: "long passphrase", scrypt: fast }).add(
-        "prov",
-        dn.account("provider").mnemonic,
-      );
-      const cfg = {
-        providerUuid: dn.keys.provider_uuid,
-        providerAddress: dn.account("provider").address,
-        keyringDir: dir,
-        keyName: "prov",
-        keyringBackend: "file",
-        bech32Prefix: "manifest",
-        chainId: dn.keys.chain_id,
-        rpcUrl: dn.rpc,
-        websocketUrl: websocketUrlFor(dn.rpc),
-        websocketPingIntervalMs: 30_000,
-        websocketReconnectInitialMs: 1000,
-        websocketReconnectMaxMs: 60_000,
-        txPollIntervalMs: 50,
-        txTimeoutMs: 20_000,
-        queryPageLimit: 100,
-        maxWithdrawIterations: 100,
-        withdrawLimit: 100,
-        gasLimit: 1_500_000,
-        gasAdjustment: 1.2,
-        maxGasLimit: 0,
-        gasPrice: 25,
-        feeDenom: "umfx",
-      };
-      await assert.rejects(openProviderChain(cfg, { keyringPassphrase: "wrong passphrase" }), (e) =>
-        isFredError(e, "ERR_KEYRING_PASSPHRASE"),
-      );
-      const pc = await openProviderChain(
-        cfg,
-        { keyringPassphrase: "long passphrase" },
-        { expectedBlockTimeMs: 200 },
-      );
-      try {
-        const events = pc.feed.subscribe("test");
-        pc.feed.start();
-        await until(() => pc.feed.state === "live", "feed live");
-        const [l] = await createLeases(tenant1, dn, 1);
-        await until(() => events.poll()?.type === "event", "lease_created via the configured feed");
-        assert.equal((await pc.chain.acknowledge([l as string]))[0]?.status, "acknowledged");
-      } finally {
-        await pc.close();
-      }
-    } finally {
-      await rm(dir, { recursive: true, force: true });
     }
   });
 

@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { Registry } from "prom-client";
 import type { CosmosChain } from "../../../src/chain/cosmos/adapter.ts";
-import { blockEventsFetcher } from "../../../src/chain/cosmos/block-events.ts";
 import { websocketUrlFor } from "../../../src/chain/cosmos/rpc.ts";
 import type { FeedConsumer } from "../../../src/chain/events/fanout.ts";
 import { EventFeed } from "../../../src/chain/events/feed.ts";
@@ -47,7 +46,7 @@ describe("event feed against a real devnet", () => {
       reconnectMaxMs: 400,
       expectedBlockTimeMs: 200,
       heartbeatMultiple: 10,
-      fetchBlockEvents: blockEventsFetcher(provider.conn),
+      fetchBlockEvents: (height, signal) => provider.blockEvents(height, signal),
     });
     seen = collector(feed.subscribe("lifecycle"));
     feed.start();

@@ -4,7 +4,8 @@ import { cosmosHdPath, privateKeyFromMnemonic } from "../../../src/auth/keys.ts"
 import type { CosmosChain } from "../../../src/chain/cosmos/adapter.ts";
 import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
 import { deriveSubSigners, SubSignerFunder } from "../../../src/chain/cosmos/sub-signers.ts";
-import { ManualClock } from "../../../src/core/clock.ts";
+import { AckBatcher } from "../../../src/chain/tx/ack-batcher.ts";
+import { ManualClock, systemClock } from "../../../src/core/clock.ts";
 import { isFredError } from "../../../src/core/errors.ts";
 import { until } from "../../support/index.ts";
 import { type DevnetProcess, startDevnetProcess } from "./devnet-process.ts";
@@ -63,7 +64,13 @@ describe("authz sub-signer lanes against a real devnet", () => {
     assert.equal(again[0]?.status, "already_done");
     // The batcher spreads its lanes over the sub-signers.
     const more = await createLeases(tenant, dn, 2);
-    const batcher = provider.ackBatcher({ lanes: 2, maxBatch: 1, maxWaitMs: 0 });
+    const batcher = new AckBatcher({
+      chain: provider,
+      clock: systemClock,
+      lanes: 2,
+      maxBatch: 1,
+      maxWaitMs: 0,
+    });
     const outs = await Promise.all(
       more.map((leaseUuid) => batcher.submit({ kind: "acknowledge", leaseUuid })),
     );

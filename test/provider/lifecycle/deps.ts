@@ -1,10 +1,11 @@
 import type { ChainPort } from "../../../src/chain/port.ts";
+import { AckBatcher } from "../../../src/chain/tx/ack-batcher.ts";
 import { KeyedMutex } from "../../../src/core/async/index.ts";
 import type { ManualClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { BackendClient } from "../../../src/provider/backend-client/index.ts";
 import type { ProviderConfig } from "../../../src/provider/config/index.ts";
-import { AckQueue, type LifecycleDeps, silentObserver } from "../../../src/provider/lifecycle/index.ts";
+import { type LifecycleDeps, silentObserver } from "../../../src/provider/lifecycle/index.ts";
 import { Router } from "../../../src/provider/router.ts";
 import type { PlacementStore } from "../../../src/provider/store/index.ts";
 
@@ -27,7 +28,7 @@ export function lifecycleDeps(o: {
     payloads: undefined,
     clients: o.clients ?? new Map(),
     router: new Router({ backends: o.config.backends, clock: o.clock }),
-    acks: new AckQueue({ chain: o.chain, clock: o.clock, logger, maxBatch: 1 }),
+    acks: new AckBatcher({ chain: o.chain, clock: o.clock, logger, maxBatch: 1 }),
     queue: new KeyedMutex(),
     clock: o.clock,
     logger,
@@ -35,25 +36,4 @@ export function lifecycleDeps(o: {
   };
 }
 
-/** What a recording chain was asked to send. */
-export type SentTx = { kind: string; uuids: readonly string[]; reason?: string };
-
-/**
- * A chain fake that records acknowledgements and rejections into `sent` and answers them
- * as done; `reads` adds the query side a suite needs (getLease, leasesByProvider…).
- */
-export function recordingChain(sent: SentTx[], reads: Partial<ChainPort> = {}): ChainPort {
-  const outcome = (status: string) => (uuids: readonly string[]) =>
-    Promise.resolve(uuids.map((leaseUuid) => ({ leaseUuid, status })));
-  return {
-    ...reads,
-    acknowledge: (uuids: readonly string[]) => {
-      sent.push({ kind: "acknowledge", uuids });
-      return outcome("acknowledged")(uuids);
-    },
-    reject: (uuids: readonly string[], reason: string) => {
-      sent.push({ kind: "reject", uuids, reason });
-      return outcome("rejected")(uuids);
-    },
-  } as unknown as ChainPort;
-}
+export { RecordingChain, recordingChain, type SentTx } from "../../chain/recording-chain.ts";

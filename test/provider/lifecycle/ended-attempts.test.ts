@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import type { ChainLease, ChainPort, LeaseStateName } from "../../../src/chain/port.ts";
+import type { ChainLease, LeaseStateName } from "../../../src/chain/port.ts";
 import { ManualClock, systemClock } from "../../../src/core/clock.ts";
 import { newUuidV4 } from "../../../src/core/uuid.ts";
 import { type BackendClient, createBackendClients } from "../../../src/provider/backend-client/index.ts";
@@ -25,7 +25,7 @@ import { type MockProcess, spawnMock } from "../../backend/mock/process.ts";
 import { pickFreePort, until } from "../../support/index.ts";
 import { type FakeBackend, startFakeBackend } from "../backend-client/fake-backend.ts";
 import { baseConfig, PROVIDER_UUID, yamlOf } from "../config/fixtures.ts";
-import { lifecycleDeps } from "./deps.ts";
+import { lifecycleDeps, recordingChain } from "./deps.ts";
 
 /**
  * Attempts whose lease ended on chain, against a real mock backend process: deprovision
@@ -118,12 +118,10 @@ function setup() {
   );
   /** What the chain says about each lease; absent = "not found". */
   const onChain = new Map<string, ChainLease>();
-  const chain = {
+  const chain = recordingChain([], {
     getLease: async (uuid: string) => onChain.get(uuid),
     leasesByProvider: async () => [],
-    acknowledge: async (uuids: readonly string[]) => uuids.map((leaseUuid) => ({ leaseUuid, status: "ok" })),
-    reject: async (uuids: readonly string[]) => uuids.map((leaseUuid) => ({ leaseUuid, status: "ok" })),
-  } as unknown as ChainPort;
+  });
   const deps: LifecycleDeps = lifecycleDeps({ config, chain, store, clock, clients });
   const attempt = (leaseUuid: string, backend: string, state?: LeaseStateName) => {
     const operationId = newUuidV4();
