@@ -27,6 +27,11 @@ export const ERROR_CODES = {
   },
   ERR_BUSY: { meaning: "a bounded queue is full; try again later", retryable: true },
   ERR_SHUTTING_DOWN: { meaning: "the component is closed and takes no new work", retryable: false },
+  ERR_NOT_READY: {
+    meaning: "providerd cannot apply this yet (starting, or stopping); try again later",
+    retryable: true,
+    http: 503,
+  },
   ERR_FAILPOINT: { meaning: "FRED_FAILPOINTS names a crash point that does not exist", retryable: false },
 
   // --- decoding --------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import { armFailpoints } from "./failpoints.ts";
 import { createProviderMetrics } from "./http/metrics.ts";
 import { buildHttpServer } from "./http/server.ts";
 import { Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
-import { runRecovery } from "./recovery/recovery.ts";
+import { Recovery } from "./recovery/index.ts";
 import { Router } from "./router.ts";
 import { PayloadStore, PlacementStore, TokenTracker } from "./store/index.ts";
 
@@ -140,9 +140,7 @@ export async function startProviderd(
     const consumer = feed.subscribe("lifecycle", 10_000);
     cleanup.push(() => feed.stop());
 
-    let lifecycle: Lifecycle | undefined;
-    let recoveryDone = false;
-    const backendOk = new Map<string, boolean>(config.backends.map((b) => [b.name, !b.fenced]));
+    // The gauges below read the lifecycle and recovery built further down (at scrape time only).
     const metrics = createProviderMetrics({
       leaseStates: () => {
         const c = store.counts();
@@ -150,12 +148,12 @@ export async function startProviderd(
           confirmed: c.placements,
           conflict: c.conflicts,
           attempt: c.attempts,
-          awaiting_payload: lifecycle?.awaitingPayload ?? 0,
+          awaiting_payload: lc.awaitingPayload,
         };
       },
-      backendHealthy: () => backendOk,
+      backendHealthy: () => recovery.backendHealthy,
       queueDepths: () => ({
-        lease: lifecycle?.deps.queue.depth ?? 0,
+        lease: deps.queue.depth,
         ack: acks.queued,
         feed: consumer.queued,
       }),
@@ -177,13 +175,13 @@ export async function startProviderd(
       logger: logger.child({ component: "lifecycle" }),
       observe: metrics.observer,
     };
-    const recover = async (signal: AbortSignal) => {
-      const report = await runRecovery(lc, signal);
-      for (const b of config.backends) backendOk.set(b.name, report.answered.includes(b.name));
-      if (report.complete) recoveryDone = true;
-    };
-    const lc = new Lifecycle(deps, { recover });
-    lifecycle = lc;
+    const lc = new Lifecycle(deps);
+    const recovery = new Recovery({
+      lifecycle: lc,
+      feedLive: (signal) => feed.whenState("live", signal),
+      clock,
+      logger: logger.child({ component: "recovery" }),
+    });
 
     const tenant = new TenantApi({
       config,
@@ -210,7 +208,7 @@ export async function startProviderd(
         tokens,
         inFlight: () => lc.provisioner.inFlight.size + store.counts().attempts,
         feedLive: () => feed.state === "live",
-        recoveryDone: () => recoveryDone,
+        recoveryDone: () => recovery.done,
       },
       workloads: { config, store, clients },
       tenant,
@@ -221,14 +219,13 @@ export async function startProviderd(
         canonicalPathPrefix: config.callbackCanonicalPathPrefix,
         clock,
         logger: logger.child({ component: "callbacks" }),
-        apply: () =>
-          state === "running" || state === "recovering"
-            ? (cb) =>
-                lc.applyCallback(cb).then((result) => {
-                  tenant.events.callbackApplied(cb, result);
-                  return result;
-                })
-            : undefined,
+        apply: async (cb) => {
+          if (state !== "running" && state !== "recovering")
+            throw new FredError("ERR_NOT_READY", `providerd is ${state}; callbacks are not applied now`);
+          const result = await lc.applyCallback(cb);
+          tenant.events.callbackApplied(cb, result);
+          return result;
+        },
         observe: (outcome) => metrics.observer.callback(outcome),
         rateLimit: { rps: config.callbackRateLimitRps, burst: config.callbackRateLimitBurst },
       },
@@ -257,30 +254,18 @@ export async function startProviderd(
 
     state = "recovering";
     feed.start();
-    lc.start(consumer);
+    lc.start(consumer, (signal) => recovery.pass(signal));
     // The startup pass runs once the feed is subscribed (events meanwhile wait in the
     // consumer's queue), and repeats with backoff until every backend has answered.
-    void (async () => {
-      let delay = 1_000;
-      while (!lc.signal.aborted && !recoveryDone) {
-        if (feed.state === "live") {
-          try {
-            await recover(lc.signal);
-          } catch (err) {
-            logger.warn({ err }, "startup recovery failed; retrying");
-          }
-          if (recoveryDone) break;
-        }
-        try {
-          await clock.sleep(feed.state === "live" ? delay : 100, lc.signal);
-        } catch {
-          return;
-        }
-        if (feed.state === "live") delay = Math.min(delay * 2, 30_000);
-      }
-      if (recoveryDone && state === "recovering") state = "running";
-      logger.info({ url }, "providerd recovered and running");
-    })();
+    recovery.untilComplete(lc.signal).then(
+      () => {
+        if (state === "recovering") state = "running";
+        logger.info({ url }, "providerd recovered and running");
+      },
+      (err: unknown) => {
+        if (!lc.signal.aborted) logger.error({ err }, "startup recovery stopped");
+      },
+    );
 
     let stopping: Promise<void> | undefined;
     return {

@@ -21,7 +21,10 @@ const TRANSITIONS = {
   reject: { from: "LEASE_STATE_PENDING", to: "LEASE_STATE_REJECTED", ok: "rejected" },
   close: { from: "LEASE_STATE_ACTIVE", to: "LEASE_STATE_CLOSED", ok: "closed" },
 } as const;
-const NOT_FROM = { LEASE_STATE_PENDING: "ERR_LEASE_NOT_PENDING", LEASE_STATE_ACTIVE: "ERR_LEASE_NOT_ACTIVE" } as const;
+const NOT_FROM = {
+  LEASE_STATE_PENDING: "ERR_LEASE_NOT_PENDING",
+  LEASE_STATE_ACTIVE: "ERR_LEASE_NOT_ACTIVE",
+} as const;
 
 /**
  * The Chain port in memory, for the lifecycle suites and the port's contract suite (which

@@ -14,6 +14,7 @@ import { QueryAccountRequest, QueryAccountResponse } from "cosmjs-types/cosmos/a
 import { TxMsgData } from "cosmjs-types/cosmos/base/abci/v1beta1/abci";
 import { SimulateRequest, SimulateResponse } from "cosmjs-types/cosmos/tx/v1beta1/service";
 import type { Any } from "cosmjs-types/google/protobuf/any";
+import { Backoff, sleepOrAbort } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
@@ -176,7 +177,8 @@ export class TxPipeline {
     const { clock } = this.#o;
     const deadline = clock.now() + this.#o.txTimeoutMs;
     const maxAttempts = this.#o.maxAttempts ?? 3;
-    const delays = this.#o.retryDelaysMs ?? [1000, 3000];
+    // Sequence and out-of-gas retries go again at once; only "node unreachable" waits.
+    const unreachable = new Backoff(this.#o.retryDelaysMs ?? [1000, 3000]);
     const memo = opts.memo ?? "";
     let gasOverride: number | undefined;
     let lastFailure = "";
@@ -203,9 +205,9 @@ export class TxPipeline {
           this.#o.onProgress?.(`out of gas at ${sent.gas} in CheckTx; retrying with ${next}`);
           continue;
         }
-        const delay = delays[Math.min(attempt - 1, delays.length - 1)] ?? 1000;
+        const delay = unreachable.next();
         if (clock.now() + delay >= deadline) break;
-        await clock.sleep(delay, opts.signal);
+        await sleepOrAbort(clock, delay, opts.signal);
         continue;
       }
       this.#o.onProgress?.(`broadcast ${sent.hash}; waiting for inclusion`);

@@ -5,7 +5,8 @@
  * arrives within `heartbeatMultiple × expectedBlockTimeMs` the socket is treated as dead
  * even if it is still open. Reconnects back off exponentially with ±25 % jitter, and each
  * reconnect tells every consumer to `resync` (sweep the chain for edges it may have missed).
- * Every timer goes through the injected Clock.
+ * Every timer goes through the injected Clock. Typed events (`FeedEvents`) let callers wait
+ * for a state (`whenState("live")`) instead of polling it.
  *
  * Subscriptions (ids are fixed so pushes can be routed by id):
  *   1 Tx lease_created for our provider      3 Tx lease_closed for our provider
@@ -14,6 +15,7 @@
  */
 import { EventEmitter } from "node:events";
 import WebSocket from "ws";
+import { Backoff, sleepOrAbort } from "../../core/async/index.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
@@ -44,6 +46,20 @@ export interface EventFeedOptions {
 }
 
 export type FeedState = "idle" | "connecting" | "live" | "backoff" | "stopped";
+
+/** What the feed emits (all synchronously, from its own callbacks). */
+export interface FeedEvents {
+  /** Every state change. */
+  state: [state: FeedState];
+  /** Subscribed on a fresh connection (also a `state` change to "live"). */
+  live: [info: { reconnect: boolean }];
+  /** A connection ended (why, in words). */
+  disconnected: [reason: string];
+  /** Waiting this long before the next connection attempt. */
+  backoff: [delayMs: number];
+  /** A new highest block height. */
+  block: [height: number];
+}
 
 export interface FeedMetrics {
   state: FeedState;
@@ -89,12 +105,12 @@ export function subscriptionQueries(providerUuid: string): Map<number, string> {
   ]);
 }
 
-/** Next backoff delay: `base` with ±25 % jitter. */
-export function jittered(baseMs: number, random: () => number): number {
-  return Math.max(0, Math.round(baseMs * (0.75 + 0.5 * random())));
+/** The reconnect delays: doubling from `initialMs` to `maxMs`, each ±25 % at random. */
+export function reconnectBackoff(initialMs: number, maxMs: number, random: () => number): Backoff {
+  return new Backoff({ initialMs, maxMs, factor: 2, jitter: 0.25 }, random);
 }
 
-export class EventFeed extends EventEmitter {
+export class EventFeed extends EventEmitter<FeedEvents> {
   readonly fanout = new FanOut();
   readonly #o: Required<Omit<EventFeedOptions, "fetchBlockEvents" | "logger">> &
     Pick<EventFeedOptions, "fetchBlockEvents" | "logger">;
@@ -162,6 +178,33 @@ export class EventFeed extends EventEmitter {
     this.emit("state", state);
   }
 
+  /**
+   * Resolves once the feed is in `state` (at once when it already is). Rejects when the
+   * feed stops first (ERR_SHUTTING_DOWN) or `signal` aborts (ERR_ABORTED).
+   */
+  whenState(state: FeedState, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const done = (err?: FredError) => {
+        this.off("state", onState);
+        signal?.removeEventListener("abort", onAbort);
+        if (err === undefined) resolve();
+        else reject(err);
+      };
+      const onState = (s: FeedState) => {
+        if (s === state) done();
+        else if (s === "stopped")
+          done(new FredError("ERR_SHUTTING_DOWN", `event feed stopped before ${state}`));
+      };
+      const onAbort = () =>
+        done(new FredError("ERR_ABORTED", `interrupted while waiting for the feed: ${state}`));
+      if (this.#m.state === state) return resolve();
+      if (signal?.aborted) return onAbort();
+      this.on("state", onState);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      if (this.#m.state === "stopped") onState("stopped");
+    });
+  }
+
   start(): void {
     if (this.#loop !== undefined) return;
     this.#loop = this.#run();
@@ -183,18 +226,18 @@ export class EventFeed extends EventEmitter {
 
   async #run(): Promise<void> {
     const signal = this.#abort.signal;
-    let backoff = this.#o.reconnectInitialMs;
+    const backoff = reconnectBackoff(this.#o.reconnectInitialMs, this.#o.reconnectMaxMs, this.#o.random);
     while (!signal.aborted) {
       this.#setState("connecting");
       const wasLive = await this.#connectOnce(signal);
       if (signal.aborted) break;
-      if (wasLive) backoff = this.#o.reconnectInitialMs;
-      const delay = jittered(backoff, this.#o.random);
-      backoff = Math.min(backoff * 2, this.#o.reconnectMaxMs);
+      // A connection that went live proves the node was reachable: start the delays over.
+      if (wasLive) backoff.reset();
+      const delay = backoff.next();
       this.#setState("backoff");
       this.emit("backoff", delay);
       try {
-        await this.#o.clock.sleep(delay, signal);
+        await sleepOrAbort(this.#o.clock, delay, signal);
       } catch {
         break;
       }
@@ -267,6 +310,7 @@ export class EventFeed extends EventEmitter {
         const reconnect = this.#everLive;
         this.#everLive = true;
         this.#setState("live");
+        this.emit("live", { reconnect });
         armHeartbeat();
         schedulePing();
         if (reconnect) {
@@ -274,7 +318,6 @@ export class EventFeed extends EventEmitter {
           this.fanout.resyncAll("reconnect");
         }
         this.#o.logger?.info({ url: this.#o.url, reconnect }, "chain event feed connected");
-        this.emit("connected", { reconnect });
       });
       ws.on("pong", () => {
         lastActivity = clock.now();
@@ -354,11 +397,7 @@ export class EventFeed extends EventEmitter {
     if (fetch === undefined) return;
     fetch(height, signal).then(
       (events) => this.#blockEvents(height, events),
-      (err: unknown) =>
-        this.#o.logger?.warn(
-          { height, err: (err as Error).message },
-          "block_results fetch failed; resync covers it",
-        ),
+      (err: unknown) => this.#o.logger?.warn({ height, err }, "block_results fetch failed; resync covers it"),
     );
   }
 
@@ -382,7 +421,12 @@ export class EventFeed extends EventEmitter {
     if (previous > 0 && this.#lastBlockEventsHeight > 0 && this.#o.fetchBlockEvents !== undefined) {
       const from = Math.max(this.#lastBlockEventsHeight + 1, height - this.#o.maxGapFill);
       // Heights strictly between what we processed and the new tip, fetched in order.
-      if (from < height) void this.#fillGap(from, height - 1, signal);
+      if (from < height)
+        this.#fillGap(from, height - 1, signal).catch((err: unknown) =>
+          signal.aborted
+            ? undefined
+            : this.#o.logger?.warn({ err, from, to: height - 1 }, "gap fill failed; resync covers it"),
+        );
     }
     return true;
   }
@@ -391,13 +435,10 @@ export class EventFeed extends EventEmitter {
   async #fillGap(from: number, to: number, signal: AbortSignal): Promise<void> {
     const fetch = this.#o.fetchBlockEvents;
     if (fetch === undefined) return;
+    // The first failure ends the fill (the caller logs it); the resync of the reconnect covers the rest.
     for (let h = from; h <= to && !signal.aborted; h++) {
-      try {
-        const events = await fetch(h, signal);
-        this.#publish(parseAbciEvents(events, BLOCK_KINDS, this.#o.providerUuid, h, undefined));
-      } catch {
-        return;
-      }
+      const events = await fetch(h, signal);
+      this.#publish(parseAbciEvents(events, BLOCK_KINDS, this.#o.providerUuid, h, undefined));
     }
   }
 

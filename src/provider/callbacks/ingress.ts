@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { HmacError, hmacSecret, SIGNATURE_HEADER, verifyRequest } from "../../auth/hmac.ts";
 import type { Clock } from "../../core/clock.ts";
+import { isFredError } from "../../core/errors.ts";
 import { parseStrictJson } from "../../core/strict-json.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendConfig } from "../config/index.ts";
@@ -13,8 +14,9 @@ import { RateBuckets } from "./rate-limit.ts";
  * the only one whose keys (current, then previous) may verify the signature, over
  * callback_canonical_path_prefix + the request URI as received. 200 is returned only
  * after the result is durably applied (or terminally ignored as stale); anything that
- * stops the application — not started, shutting down, the two-minute budget — is 503,
- * so the backend keeps the callback queued and retries.
+ * stops the application — not started or shutting down (`ERR_NOT_READY` from `apply`),
+ * the two-minute budget, a failure — is 503, so the backend keeps the callback queued
+ * and retries.
  */
 export const CALLBACK_PATH = "/callbacks/provision";
 export const CALLBACK_BODY_LIMIT = 64 * 1024;
@@ -28,8 +30,8 @@ export interface CallbackIngressOptions {
   canonicalPathPrefix: string;
   clock: Clock;
   logger: Logger;
-  /** Undefined while the lifecycle is not running (→ 503). */
-  apply: () => ((cb: VerifiedCallback) => Promise<ApplyResult>) | undefined;
+  /** Applies a verified callback; rejects with ERR_NOT_READY while providerd cannot (→ 503). */
+  apply: (cb: VerifiedCallback) => Promise<ApplyResult>;
   observe: (outcome: string) => void;
   applyBudgetMs?: number;
   /** Budgets of the pre-auth (per IP) and per-storage buckets (defaults 100/s, burst 200). */
@@ -112,9 +114,6 @@ export function registerCallbackIngress(app: FastifyInstance, o: CallbackIngress
       const storageWait = perStorage.take(cb.storageId);
       if (storageWait > 0) return tooMany(reply, storageWait, o);
       if (backend.config.fenced) return refuse(reply, 403, "backend is fenced", "fenced");
-      const apply = o.apply();
-      if (apply === undefined)
-        return refuse(reply, 503, "callback application is not available", "unavailable");
       const verified: VerifiedCallback = {
         backend: backend.config.name,
         leaseUuid: cb.leaseUuid,
@@ -127,11 +126,13 @@ export function registerCallbackIngress(app: FastifyInstance, o: CallbackIngress
         cancel = o.clock.setTimer(budget, () => resolve("timeout"));
       });
       try {
-        const result = await Promise.race([apply(verified), expired]);
+        const result = await Promise.race([o.apply(verified), expired]);
         if (result === "timeout") return refuse(reply, 503, "callback application timed out", "timeout");
         o.observe(result);
         return reply.code(200).send();
       } catch (err) {
+        if (isFredError(err, "ERR_NOT_READY"))
+          return refuse(reply, 503, "callback application is not available", "unavailable");
         o.logger.error({ err, lease_uuid: cb.leaseUuid }, "callback application failed");
         return refuse(reply, 503, "callback application failed", "error");
       } finally {

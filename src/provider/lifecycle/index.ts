@@ -1,6 +1,6 @@
 export { type CloseResult, Closer, DEFAULT_CLOSE_RETRY } from "./closer.ts";
 export { isBillingOnly, type LifecycleDeps, type LifecycleObserver, silentObserver } from "./deps.ts";
-export { Lifecycle, type LifecycleOptions } from "./lifecycle.ts";
+export { Lifecycle, type LifecycleEvents, type LifecycleOptions, type RecoverFn } from "./lifecycle.ts";
 export { Provisioner, type ProvisionStep } from "./provisioner.ts";
 export { REJECT_REASONS, rejectionForFailure, rejectionForRefusal } from "./reasons.ts";
 export {

@@ -28,9 +28,10 @@ const noop = () => {};
 /** Tries of one lease step: a lagging RPC node or a backend not reached yet (retryable). */
 const STEP_RETRY = { attempts: 4, backoff: { initialMs: 500, maxMs: 10_000 } } as const;
 
+/** The recovery pass the lifecycle hands over to on a feed resync and periodically. */
+export type RecoverFn = (signal: AbortSignal) => Promise<unknown>;
+
 export interface LifecycleOptions {
-  /** Recovery pass (startup, feed resync, periodic). */
-  recover: (signal: AbortSignal) => Promise<void>;
   /** How often leases waiting for their payload look again (default 1 s). */
   payloadPollMs?: number;
   /** How often overdue attempts are checked (default: a quarter of the timeout, 1 s..60 s). */
@@ -62,7 +63,7 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
   /** Callbacks arriving together are applied in one transaction (one fsync). */
   readonly #callbacks: GroupCommitter<VerifiedCallback, Applied>;
 
-  constructor(deps: LifecycleDeps, opts: LifecycleOptions) {
+  constructor(deps: LifecycleDeps, opts: LifecycleOptions = {}) {
     super();
     this.deps = deps;
     this.provisioner = new Provisioner(deps);
@@ -106,17 +107,17 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     return this.#awaitingPayload.size;
   }
 
-  /** Starts consuming the feed and the periodic checks. */
-  start(consumer: FeedConsumer): void {
-    this.#consumerLoop = this.#consume(consumer);
+  /** Starts consuming the feed and the periodic checks; resyncs and the periodic pass call `recover`. */
+  start(consumer: FeedConsumer, recover: RecoverFn): void {
+    this.#consumerLoop = this.#consume(consumer, recover);
     this.#every(this.#opts.payloadPollMs, () => this.#pollPayloads());
     this.#every(this.#opts.timeoutCheckMs, () =>
       checkOverdueAttempts(this.deps, this.provisioner, this.signal),
     );
-    this.#every(this.#opts.recoveryIntervalMs, () => this.#opts.recover(this.signal));
+    this.#every(this.#opts.recoveryIntervalMs, () => recover(this.signal));
   }
 
-  async #consume(consumer: FeedConsumer): Promise<void> {
+  async #consume(consumer: FeedConsumer, recover: RecoverFn): Promise<void> {
     for (;;) {
       let item: FeedItem | undefined;
       try {
@@ -127,7 +128,7 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
       if (item === undefined) return;
       if (item.type === "resync") {
         this.deps.logger.info({ reason: item.reason }, "event feed resync; running recovery");
-        this.#track(this.#opts.recover(this.signal));
+        this.#track(recover(this.signal));
       } else {
         this.onEvent(item.event);
       }

@@ -1,164 +1,74 @@
-import type { ChainLease } from "../../chain/port.ts";
-import { leaseEnded } from "../lifecycle/closer.ts";
-import { isBillingOnly, type Lifecycle } from "../lifecycle/index.ts";
-import type { Attempt } from "../store/index.ts";
+import { retry } from "../../core/async/index.ts";
+import type { Clock } from "../../core/clock.ts";
+import type { Logger } from "../../log.ts";
+import type { Lifecycle } from "../lifecycle/index.ts";
+import { type RecoveryReport, runRecovery } from "./pass.ts";
 
 /**
- * Startup and resync recovery — the part of reconciliation the lifecycle needs:
- * 1. read both inventories of every unfenced backend (the client checks every page
- *    against the pinned storage ID) and re-record its baseline;
- * 2. settle attempts the attempted backend positively reports as finished, and learn
- *    each reported lease's status;
- * 3. redeliver every other unresolved attempt with its original operation id; an attempt
- *    whose lease ended on chain (CLOSED/REJECTED/EXPIRED, read exactly) is instead
- *    deprovisioned on its backend, and retired once that backend accepts — this also
- *    applies to attempts the backend still reports in progress, so a lease cancelled
- *    while it was provisioning is stopped instead of finishing for nobody;
- * 4. for PENDING leases on chain: acknowledge billing-only ones and ones whose confirmed
- *    owner reports them ready, reject ones it reports failed, and start the provision
- *    workflow for leases with no record at all (a missed `lease_created`).
- * Absence proves nothing: a silent backend defers every lease tied to it.
+ * Recovery as providerd runs it: the pass (pass.ts) plus what the rest of the daemon
+ * reads from it — whether a complete pass has run (readiness) and which backends answered
+ * the latest one (the backend-health gauge). The startup pass waits for the event feed to
+ * be live (events meanwhile wait in the lifecycle's queue), then repeats with backoff
+ * until every unfenced backend has answered. Feed resyncs and the periodic pass call
+ * `pass()` through the lifecycle.
  */
-export interface RecoveryReport {
-  complete: boolean;
-  answered: string[];
-  unanswered: string[];
-  confirmed: number;
-  redelivered: number;
-  acknowledged: number;
-  rejected: number;
-  started: number;
-  deferred: number;
+export interface RecoveryDeps {
+  /** The lease workflows a pass hands leases to. */
+  lifecycle: Lifecycle;
+  /** Resolves once the chain event feed is live (rejects when `signal` aborts). */
+  feedLive: (signal: AbortSignal) => Promise<void>;
+  clock: Clock;
+  logger: Logger;
 }
 
-/** Inventory statuses that mean the backend finished working on the provision. */
-const SETTLED_STATUSES = new Set(["ready", "failed"]);
+/** Startup passes: 1 s after a pass that left a backend unanswered, doubling up to 30 s. */
+const STARTUP_BACKOFF = { initialMs: 1_000, maxMs: 30_000 };
 
-export async function runRecovery(lifecycle: Lifecycle, signal: AbortSignal): Promise<RecoveryReport> {
-  const d = lifecycle.deps;
-  const report: RecoveryReport = {
-    complete: true,
-    answered: [],
-    unanswered: [],
-    confirmed: 0,
-    redelivered: 0,
-    acknowledged: 0,
-    rejected: 0,
-    started: 0,
-    deferred: 0,
-  };
-  const status = new Map<string, { backend: string; status: string }>();
-  const retained = new Set<string>();
+export class Recovery {
+  readonly #d: RecoveryDeps;
+  /** By backend: did its inventory answer the latest pass (fenced backends: false)? */
+  readonly backendHealthy: Map<string, boolean>;
+  #done = false;
 
-  await Promise.all(
-    d.config.backends.map(async (b) => {
-      const client = d.clients.get(b.name);
-      if (b.fenced || client === undefined) {
-        report.unanswered.push(b.name);
-        return;
-      }
-      try {
-        const inv = await client.inventory(signal);
-        d.store.recordBaseline(
-          b.name,
-          { provisions: inv.provisions.length, retentions: inv.retentions.length },
-          d.clock.now(),
-        );
-        for (const p of inv.provisions) status.set(p.leaseUuid, { backend: b.name, status: p.status });
-        for (const r of inv.retentions) retained.add(r);
-        const finished = inv.provisions.filter((p) => SETTLED_STATUSES.has(p.status)).map((p) => p.leaseUuid);
-        const out = d.store.applyPositiveInventory(b.name, finished, d.clock.now());
-        report.confirmed += out.confirmed.length;
-        report.answered.push(b.name);
-      } catch (err) {
-        d.logger.warn({ err, backend: b.name }, "recovery: backend inventory unavailable");
-        report.unanswered.push(b.name);
-      }
-    }),
-  );
-  report.complete = report.unanswered.every((n) => d.config.backends.find((b) => b.name === n)?.fenced);
-  // What the inventories settled is on disk before anything below reaches the chain.
-  await d.store.durable();
-
-  for (const attempt of d.store.unresolvedAttempts()) {
-    if (!report.answered.includes(attempt.backend)) {
-      report.deferred++;
-      continue;
-    }
-    const seen = status.get(attempt.leaseUuid);
-    if (seen?.backend === attempt.backend) {
-      // Still provisioning there: its callback will come, unless the lease has ended.
-      void d.queue
-        .run(attempt.leaseUuid, () => closeIfEnded(lifecycle, attempt, signal))
-        .catch((err) => d.logger.warn({ err, lease_uuid: attempt.leaseUuid }, "recovery: close failed"));
-      continue;
-    }
-    report.redelivered++;
-    void d.queue
-      .run(attempt.leaseUuid, async () => {
-        const step = await lifecycle.provisioner.redeliver(attempt, signal);
-        if (step === "lease-ended") await closeEnded(lifecycle, attempt, signal);
-      })
-      .catch((err) => d.logger.warn({ err, lease_uuid: attempt.leaseUuid }, "recovery: redelivery failed"));
+  constructor(deps: RecoveryDeps) {
+    this.#d = deps;
+    const backends = deps.lifecycle.deps.config.backends;
+    this.backendHealthy = new Map(backends.map((b) => [b.name, !b.fenced]));
   }
 
-  let pending: ChainLease[];
-  try {
-    pending = await d.chain.leasesByProvider(d.config.providerUuid, "LEASE_STATE_PENDING", signal);
-  } catch (err) {
-    d.logger.warn({ err }, "recovery: cannot list PENDING leases");
-    report.complete = false;
+  /** True once a pass has run in which every unfenced backend answered. */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** One recovery pass; records which backends answered it. */
+  async pass(signal: AbortSignal): Promise<RecoveryReport> {
+    const report = await runRecovery(this.#d.lifecycle, signal);
+    for (const name of this.backendHealthy.keys())
+      this.backendHealthy.set(name, report.answered.includes(name));
+    if (report.complete) this.#done = true;
     return report;
   }
-  for (const lease of pending) {
-    if (
-      isBillingOnly(
-        d.config,
-        lease.items.map((i) => i.skuUuid),
-      )
-    ) {
-      d.acks.acknowledge(lease.uuid);
-      report.acknowledged++;
-      continue;
-    }
-    const placement = d.store.placement(lease.uuid);
-    if (d.store.attemptFor(lease.uuid) !== undefined || placement?.state === "conflict") continue;
-    if (placement !== undefined) {
-      const owner = placement.owner as string;
-      const seen = status.get(lease.uuid);
-      if (!report.answered.includes(owner) || seen?.backend !== owner) {
-        report.deferred++;
-      } else if (seen.status === "ready") {
-        d.acks.acknowledge(lease.uuid);
-        report.acknowledged++;
-      } else if (seen.status === "failed") {
-        d.acks.reject(lease.uuid, "provisioning failed");
-        report.rejected++;
-      }
-      continue;
-    }
-    if (status.has(lease.uuid) || retained.has(lease.uuid) || !report.complete) {
-      report.deferred++;
-      continue;
-    }
-    lifecycle.startProvision(lease.uuid, lease);
-    report.started++;
+
+  /** The startup pass: once the feed is live, repeated until complete (or `signal` aborts). */
+  async untilComplete(signal: AbortSignal): Promise<void> {
+    const incomplete = new Error("a backend did not answer the recovery pass");
+    await retry(
+      async () => {
+        // A resync or periodic pass may have completed meanwhile.
+        if (this.#done) return;
+        await this.#d.feedLive(signal);
+        if (!(await this.pass(signal)).complete) throw incomplete;
+      },
+      {
+        clock: this.#d.clock,
+        backoff: STARTUP_BACKOFF,
+        signal,
+        retryable: () => true,
+        onRetry: (err) => {
+          if (err !== incomplete) this.#d.logger.warn({ err }, "startup recovery failed; retrying");
+        },
+      },
+    );
   }
-  d.logger.info({ ...report, answered: undefined, unanswered: report.unanswered }, "recovery pass done");
-  return report;
-}
-
-/** Run inside the lease's queue: deprovision an in-progress attempt's lease if it has ended. */
-async function closeIfEnded(lifecycle: Lifecycle, attempt: Attempt, signal: AbortSignal): Promise<void> {
-  if (lifecycle.deps.store.attemptFor(attempt.leaseUuid)?.operationId !== attempt.operationId) return;
-  const lease = await lifecycle.provisioner.leases.get(attempt.leaseUuid);
-  if (lease !== undefined && leaseEnded(lease.state)) await closeEnded(lifecycle, attempt, signal);
-}
-
-async function closeEnded(lifecycle: Lifecycle, attempt: Attempt, signal: AbortSignal): Promise<void> {
-  lifecycle.deps.logger.info(
-    { lease_uuid: attempt.leaseUuid, backend: attempt.backend, operation_id: attempt.operationId },
-    "recovery: the lease of an unresolved attempt ended on chain; deprovisioning it",
-  );
-  await lifecycle.closer.close(attempt.leaseUuid, signal);
 }

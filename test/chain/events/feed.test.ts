@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
+import { once } from "node:events";
 import { afterEach, describe, it } from "node:test";
-import { EventFeed, jittered } from "../../../src/chain/events/feed.ts";
+import { EventFeed, reconnectBackoff } from "../../../src/chain/events/feed.ts";
 import type { FeedItem } from "../../../src/chain/events/types.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
+import { isFredError } from "../../../src/core/errors.ts";
 import { until } from "../../support/index.ts";
 import { type FakeComet, startFakeComet } from "./fake-comet.ts";
 import {
@@ -100,7 +102,7 @@ describe("event feed (websocket)", () => {
     const backoffs: number[] = [];
     feed.on("backoff", (d: number) => backoffs.push(d));
     feed.start();
-    await until(() => feed.state === "live", "live");
+    await feed.whenState("live");
     fake.push(blockEventsFrame(4, 5, []));
     await until(() => feed.metrics().lastHeight === 5, "height 5");
     clock.advance(9_999);
@@ -111,11 +113,12 @@ describe("event feed (websocket)", () => {
     clock.advance(9_999);
     assert.equal(feed.state, "live");
     clock.advance(2);
-    await until(() => feed.state === "backoff", "backoff");
+    await feed.whenState("backoff");
     assert.equal(feed.metrics().heartbeatTimeouts, 1);
     assert.deepEqual(backoffs, [1000]);
     clock.advance(1000);
-    await until(() => feed.metrics().reconnects === 1 && feed.state === "live", "reconnected");
+    await feed.whenState("live");
+    assert.equal(feed.metrics().reconnects, 1);
     assert.equal(fake.connections, 2);
     assert.deepEqual(
       drain(() => c.poll()),
@@ -129,26 +132,28 @@ describe("event feed (websocket)", () => {
     await fake.close();
     const clock = new ManualClock();
     const feed = feedFor(fake, clock, { reconnectInitialMs: 1000, reconnectMaxMs: 5000 });
-    const backoffs: number[] = [];
-    feed.on("backoff", (d: number) => backoffs.push(d));
+    let next = once(feed, "backoff");
     feed.start();
     for (const expected of [1000, 2000, 4000, 5000, 5000]) {
-      await until(
-        () => backoffs.length > 0 && backoffs.at(-1) === expected && feed.state === "backoff",
-        `backoff ${expected}`,
-      );
-      const n = backoffs.length;
+      assert.deepEqual(await next, [expected], `backoff ${expected}`);
+      assert.equal(feed.state, "backoff");
+      next = once(feed, "backoff");
       clock.advance(expected);
-      await until(() => backoffs.length > n, "next attempt");
     }
+    assert.deepEqual(await next, [5000], "next attempt, still capped");
     const again = await startFakeComet({ port });
     cleanups.push(() => again.close());
     clock.advance(5000);
-    await until(() => feed.state === "live", "live on the same port");
+    await feed.whenState("live");
+    const dropped = once(feed, "backoff");
     again.dropAll();
-    await until(() => feed.state === "backoff", "backoff after drop");
-    assert.equal(backoffs.at(-1), 1000);
-    assert.ok([0, 0.999].every((r) => jittered(1000, () => r) >= 750 && jittered(1000, () => r) <= 1250));
+    assert.deepEqual(await dropped, [1000], "reset after a live connection");
+    assert.ok(
+      [0, 0.999].every((r) => {
+        const d = reconnectBackoff(1000, 5000, () => r).next();
+        return d >= 750 && d <= 1250;
+      }),
+    );
   });
 
   it("read deadline: a socket that answers no pings is dropped after 2 ping intervals", async () => {
@@ -161,7 +166,7 @@ describe("event feed (websocket)", () => {
     clock.advance(1000);
     assert.equal(feed.state, "live");
     clock.advance(1000);
-    await until(() => feed.state === "backoff", "dropped");
+    await feed.whenState("backoff");
     assert.equal(feed.metrics().readTimeouts, 1);
   });
 
@@ -212,13 +217,14 @@ describe("event feed (websocket)", () => {
     const clock = new ManualClock();
     const feed = feedFor(fake, clock);
     feed.start();
-    await until(() => feed.state === "live", "live");
+    await feed.whenState("live");
     fake.push(blockEventsFrame(4, 10, []));
     await until(() => feed.metrics().lastHeight === 10, "height 10");
     fake.dropAll();
-    await until(() => feed.state === "backoff", "dropped");
+    await feed.whenState("backoff");
     clock.advance(1000);
-    await until(() => feed.state === "live" && feed.metrics().reconnects === 1, "reconnected");
+    await feed.whenState("live");
+    assert.equal(feed.metrics().reconnects, 1);
     // The node lost two blocks in its crash: heights 8, 9, 10 come again, 6 s apart
     // (the heartbeat window is 10 s, so only re-arming on each of them keeps the feed up).
     for (const h of [8, 9, 10]) {
@@ -230,6 +236,26 @@ describe("event feed (websocket)", () => {
     assert.equal(feed.state, "live");
     assert.equal(feed.metrics().heartbeatTimeouts, 0);
     assert.equal(feed.metrics().lastHeight, 10);
+  });
+
+  it("whenState: resolves at once in that state, rejects when the feed stops first or the wait aborts", async () => {
+    const fake = await startFakeComet();
+    cleanups.push(() => fake.close());
+    const clock = new ManualClock();
+    const feed = feedFor(fake, clock);
+    const lived = once(feed, "live");
+    feed.start();
+    await feed.whenState("live");
+    assert.deepEqual(await lived, [{ reconnect: false }]);
+    await feed.whenState("live");
+    const aborted = new AbortController();
+    const waiting = feed.whenState("backoff", aborted.signal);
+    aborted.abort();
+    await assert.rejects(waiting, (e) => isFredError(e, "ERR_ABORTED"));
+    const never = feed.whenState("backoff");
+    await feed.stop();
+    await assert.rejects(never, (e) => isFredError(e, "ERR_SHUTTING_DOWN"));
+    await assert.rejects(feed.whenState("live"), (e) => isFredError(e, "ERR_SHUTTING_DOWN"));
   });
 
   it("rejects a provider UUID that is not canonical (it is interpolated into queries)", () => {

@@ -87,9 +87,7 @@ function lifecycleWith(read: (uuid: string, call: number) => ChainLease | undefi
       return read(uuid, mine.length);
     },
   });
-  const lifecycle = new Lifecycle(lifecycleDeps({ config, chain, store, clock }), {
-    recover: async () => {},
-  });
+  const lifecycle = new Lifecycle(lifecycleDeps({ config, chain, store, clock }));
   return { clock, store, sent, calls, lifecycle };
 }
 
