@@ -7,6 +7,7 @@ import type Database from "better-sqlite3";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../log.ts";
 import type { DevnetApp, TxOutcome } from "./app.ts";
+import { BlockIndex } from "./block-index.ts";
 import {
   type BlockIdJson,
   type BlockJson,
@@ -82,6 +83,7 @@ export class DevnetNode {
   readonly #blockTimeMs: number;
   readonly #historyBlocks: number;
   readonly index: TxIndex;
+  readonly blockIndex: BlockIndex;
   #height: number;
   #lastTimeMs: number;
   #lastBlockId: BlockIdJson;
@@ -117,6 +119,7 @@ export class DevnetNode {
     this.#blockTimeMs = opts.blockTimeMs;
     this.#historyBlocks = opts.historyBlocks;
     this.index = new TxIndex(opts.db);
+    this.blockIndex = new BlockIndex(opts.db);
     this.#height = Number(this.#meta.get("height") ?? "0");
     this.#lastTimeMs = Number(this.#meta.get("last_time_ms") ?? String(opts.clock.now()));
     this.#lastBlockId = JSON.parse(this.#meta.get("last_block_id") ?? JSON.stringify(EMPTY_BLOCK_ID));
@@ -384,6 +387,7 @@ export class DevnetNode {
         result: txResults[i] as ExecTxResultJson,
       }));
       this.index.add(committed, resultTexts);
+      this.blockIndex.add(height, blockEvents);
       this.#meta.set("height", String(height));
       this.#meta.set("last_time_ms", String(timeMs));
       this.#meta.set("last_block_id", JSON.stringify(blockId));
@@ -445,6 +449,7 @@ export class DevnetNode {
     if (cutoff < 1) return;
     this.#db.prepare("DELETE FROM blocks WHERE height <= ?").run(cutoff);
     this.index.prune(cutoff);
+    this.blockIndex.prune(cutoff);
     this.#meta.set("earliest_height", String(cutoff + 1));
   }
 

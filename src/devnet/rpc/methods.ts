@@ -249,6 +249,23 @@ export const methods: Record<string, Method> = {
     return { txs: slice.map(resultTx), total_count: String(all.length) };
   },
 
+  block_search: ({ node }, params) => {
+    const query = stringParam(params, "query", true) as string;
+    // CometBFT lists the newest blocks first unless asked otherwise (tx_search: oldest first).
+    const order = stringParam(params, "order_by", false) ?? "";
+    if (order !== "" && order !== "asc" && order !== "desc") {
+      throw internalRpcError("expected order_by to be either `asc` or `desc` or empty");
+    }
+    const heights = node.blockIndex.search(conditionsOf(query), node.earliestHeight, node.height);
+    if (order !== "asc") heights.reverse();
+    const { page, perPage } = paging(params, heights.length);
+    const blocks = heights.slice((page - 1) * perPage, page * perPage).map((h) => {
+      const b = stored(node, h);
+      return { block_id: b.block_id, block: b.block };
+    });
+    return { blocks, total_count: String(heights.length) };
+  },
+
   block: ({ node }, params) => {
     const b = stored(node, heightParam(node, params));
     return { block_id: b.block_id, block: b.block };

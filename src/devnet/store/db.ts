@@ -25,6 +25,15 @@ const MIGRATIONS: string[] = [
   // (height × 2^20 + index), no secondary indexes to maintain on every insert.
   `DROP TABLE tx_attrs;
    CREATE TABLE tx_kv (kv TEXT NOT NULL, pos INTEGER NOT NULL, PRIMARY KEY (kv, pos)) WITHOUT ROWID;`,
+  // The block event index behind block_search ("<type>.<key>=<value>" → height), filled
+  // for the blocks already stored from their FinalizeBlock events.
+  `CREATE TABLE block_kv (kv TEXT NOT NULL, height INTEGER NOT NULL, PRIMARY KEY (kv, height)) WITHOUT ROWID;
+   INSERT OR IGNORE INTO block_kv (kv, height)
+     SELECT json_extract(e.value, '$.type') || '.' || json_extract(a.value, '$.key') || '=' ||
+            json_extract(a.value, '$.value'), b.height
+     FROM blocks b, json_each(b.results, '$.finalize_block_events') e, json_each(e.value, '$.attributes') a
+     WHERE json_extract(e.value, '$.type') <> '' AND json_extract(a.value, '$.key') <> ''
+       AND json_extract(a.value, '$.index') = 1;`,
 ];
 
 /**
