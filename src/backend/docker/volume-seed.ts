@@ -1,239 +1,41 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { type Readable, Transform } from "node:stream";
+import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type Docker from "dockerode";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import { SubstrateError } from "../kit/substrate.ts";
-import { ambiguous, classify, definite, engineMessage, isNotFound, withPhase } from "./engine.ts";
+import { ambiguous, classify, engineMessage, isNotFound, withPhase } from "./engine.ts";
+import {
+  readArchiveTop,
+  SEED_FAILED,
+  SEED_FAILED_MESSAGE,
+  type SeedLimits,
+  type SeedTop,
+  seedFailed,
+  seedTooLarge,
+  vetArchive,
+} from "./seed-archive.ts";
 
 /**
  * Seeding a fresh durable volume with what the image holds at its VOLUME path, the way the
  * engine fills an empty named volume. The content comes from a helper container that is
- * created from the image but never started, read through the engine's archive API and
- * unpacked by GNU tar as root (numeric owners and modes kept). Images are tenant input, so
- * the tar stream is inspected on its way through: entry and byte caps, no absolute or `..`
- * names, no device nodes. Symlinks pointing outside are left to GNU tar, which writes them
- * last (placeholders first), so no later member can be written through one.
+ * created from the image but never started, read through the engine's archive API, vetted
+ * (seed-archive.ts: images are tenant input) and unpacked by GNU tar as root (numeric
+ * owners and modes kept).
  *
  * The same helper answers who owns each VOLUME directory in the image (the first header of
  * its archive), which decides the user a container without a manifest `user` runs as.
- *
- * This file is over 250 lines: the tar header reading has to sit next to the extraction it
- * guards and the owner read that reuses it.
  */
 
-export interface SeedLimits {
-  /** Sum of the regular files' sizes. */
-  maxBytes: number;
-  /** Members of the archive, directories and links included. */
-  maxEntries: number;
-}
+export type { SeedLimits, SeedTop } from "./seed-archive.ts";
 
 export const DEFAULT_SEED_MAX_ENTRIES = 100_000;
-
-/** Mode and numeric owner of the VOLUME directory itself, as the image has it. */
-export interface SeedTop {
-  mode: number;
-  uid: number;
-  gid: number;
-}
 
 /** Label that tells a seed helper apart from an instance container. */
 export const SEED_ROLE_LABEL = "fred.role";
 export const SEED_ROLE = "volume-seed";
-
-const TOO_LARGE = "VolumeSeedTooLarge";
-const TOO_LARGE_MESSAGE = "the image's content at a VOLUME path is larger than the volume seed limits allow";
-const FAILED = "VolumeSeedFailed";
-const FAILED_MESSAGE = "the image's content at a VOLUME path could not be copied into the volume";
-
-const BLOCK = 512;
-/** Type flags whose size field announces no data blocks (what GNU tar and Go agree on). */
-const HEADER_ONLY = new Set(["1", "2", "3", "4", "5", "6"]);
-/** pax (`x`, `g`) and GNU long name/link (`L`, `K`) records: their data is read here. */
-const META = new Set(["x", "g", "L", "K"]);
-const META_MAX = 64 * 1024;
-
-function padded(size: number): number {
-  return Math.ceil(size / BLOCK) * BLOCK;
-}
-
-function text(block: Buffer, start: number, length: number): string {
-  const field = block.subarray(start, start + length);
-  const nul = field.indexOf(0);
-  return field.subarray(0, nul === -1 ? field.length : nul).toString("utf8");
-}
-
-/** Octal text, or GNU base-256 when the high bit of the first byte is set. */
-function numeric(block: Buffer, start: number, length: number): number {
-  const field = block.subarray(start, start + length);
-  if (((field[0] ?? 0) & 0x80) !== 0) {
-    let value = (field[0] ?? 0) & 0x7f;
-    for (const byte of field.subarray(1)) value = value * 256 + byte;
-    return value;
-  }
-  const digits = text(block, start, length).trim();
-  return digits === "" ? 0 : Number.parseInt(digits, 8);
-}
-
-function checksumOk(block: Buffer): boolean {
-  let sum = 0;
-  for (let i = 0; i < BLOCK; i++) sum += i >= 148 && i < 156 ? 0x20 : (block[i] as number);
-  return sum === numeric(block, 148, 8);
-}
-
-function unsafeName(name: string): boolean {
-  return name.startsWith("/") || name.split("/").includes("..");
-}
-
-/** `<len> key=value\n` records of a pax header. */
-function paxRecords(data: Buffer): Map<string, string> {
-  const out = new Map<string, string>();
-  let pos = 0;
-  while (pos < data.length) {
-    const space = data.indexOf(0x20, pos);
-    const length = Number(data.subarray(pos, space).toString("latin1"));
-    if (space === -1 || !Number.isInteger(length) || length <= 0 || pos + length > data.length) {
-      throw definite(FAILED, FAILED_MESSAGE, "volume seed: malformed pax header");
-    }
-    const record = data.subarray(space + 1, pos + length - 1).toString("utf8");
-    const eq = record.indexOf("=");
-    if (eq > 0) out.set(record.slice(0, eq), record.slice(eq + 1));
-    pos += length;
-  }
-  return out;
-}
-
-/**
- * Reads tar headers as the bytes pass, enforcing the limits and name rules; `feed` returns
- * what may be forwarded to tar (nothing after the end-of-archive block).
- */
-export class TarGuard {
-  entries = 0;
-  bytes = 0;
-  top: SeedTop | undefined;
-  ended = false;
-  readonly #limits: SeedLimits;
-  /** Stop after the first member: only the top directory's header is wanted. */
-  readonly #headOnly: boolean;
-  #header = Buffer.alloc(0);
-  #skip = 0;
-  #meta: { type: string; size: number; chunks: Buffer[] } | undefined;
-  #pending: { path?: string; linkpath?: string; size?: number } = {};
-
-  constructor(limits: SeedLimits, headOnly = false) {
-    this.#limits = limits;
-    this.#headOnly = headOnly;
-  }
-
-  feed(chunk: Buffer): Buffer {
-    if (this.ended) return Buffer.alloc(0);
-    let i = 0;
-    while (i < chunk.length && !this.ended) {
-      if (this.#skip > 0) {
-        const n = Math.min(this.#skip, chunk.length - i);
-        this.#meta?.chunks.push(chunk.subarray(i, i + n));
-        this.#skip -= n;
-        i += n;
-        if (this.#skip === 0 && this.#meta) this.#finishMeta(this.#meta);
-        continue;
-      }
-      const n = Math.min(BLOCK - this.#header.length, chunk.length - i);
-      this.#header = Buffer.concat([this.#header, chunk.subarray(i, i + n)]);
-      i += n;
-      if (this.#header.length === BLOCK) {
-        const block = this.#header;
-        this.#header = Buffer.alloc(0);
-        this.#onHeader(block);
-      }
-    }
-    // The first zero block ends the archive for GNU tar too; a second one makes it tidy.
-    return this.ended ? Buffer.concat([chunk.subarray(0, i), Buffer.alloc(BLOCK)]) : chunk;
-  }
-
-  #onHeader(block: Buffer): void {
-    if (block.every((b) => b === 0)) {
-      this.ended = true;
-      return;
-    }
-    if (!checksumOk(block)) throw definite(FAILED, FAILED_MESSAGE, "volume seed: bad tar header checksum");
-    const type = String.fromCharCode(block[156] as number);
-    const headerSize = numeric(block, 124, 12);
-    if (META.has(type)) {
-      const size = headerSize;
-      if (size > META_MAX) throw definite(FAILED, FAILED_MESSAGE, "volume seed: oversized tar meta record");
-      this.#meta = { type, size, chunks: [] };
-      this.#skip = padded(size);
-      if (this.#skip === 0) this.#finishMeta(this.#meta);
-      return;
-    }
-    const ustar = block.subarray(257, 263).toString("latin1") === "ustar\u0000";
-    const prefix = ustar ? text(block, 345, 155) : "";
-    const name = this.#pending.path ?? (prefix ? `${prefix}/${text(block, 0, 100)}` : text(block, 0, 100));
-    const link = this.#pending.linkpath ?? text(block, 157, 100);
-    const size = this.#pending.size ?? headerSize;
-    this.#pending = {};
-    if (++this.entries > this.#limits.maxEntries) {
-      throw definite(
-        TOO_LARGE,
-        TOO_LARGE_MESSAGE,
-        `volume seed: more than ${this.#limits.maxEntries} entries`,
-      );
-    }
-    if (unsafeName(name) || (type === "1" && unsafeName(link))) {
-      throw definite(FAILED, FAILED_MESSAGE, `volume seed: unsafe member name ${JSON.stringify(name)}`);
-    }
-    if (type === "3" || type === "4") {
-      throw definite(FAILED, FAILED_MESSAGE, `volume seed: device node ${JSON.stringify(name)} refused`);
-    }
-    const data = HEADER_ONLY.has(type) ? 0 : size;
-    this.bytes += data;
-    if (this.bytes > this.#limits.maxBytes) {
-      throw definite(TOO_LARGE, TOO_LARGE_MESSAGE, `volume seed: more than ${this.#limits.maxBytes} bytes`);
-    }
-    if (this.entries === 1 && type === "5") {
-      this.top = {
-        mode: numeric(block, 100, 8) & 0o7777,
-        uid: numeric(block, 108, 8),
-        gid: numeric(block, 116, 8),
-      };
-    }
-    if (this.#headOnly) {
-      this.ended = true;
-      return;
-    }
-    this.#skip = padded(data);
-  }
-
-  #finishMeta(meta: { type: string; size: number; chunks: Buffer[] }): void {
-    this.#meta = undefined;
-    const data = Buffer.concat(meta.chunks).subarray(0, meta.size);
-    if (meta.type === "L" || meta.type === "K") {
-      const value = data.subarray(0, data.indexOf(0) === -1 ? data.length : data.indexOf(0)).toString("utf8");
-      if (meta.type === "L") this.#pending.path = value;
-      else this.#pending.linkpath = value;
-      return;
-    }
-    const records = paxRecords(data);
-    if (meta.type === "g") {
-      if (records.has("path") || records.has("linkpath") || records.has("size")) {
-        throw definite(FAILED, FAILED_MESSAGE, "volume seed: global pax header naming members refused");
-      }
-      return;
-    }
-    const path = records.get("path");
-    const linkpath = records.get("linkpath");
-    const size = records.get("size");
-    if (path !== undefined) this.#pending.path = path;
-    if (linkpath !== undefined) this.#pending.linkpath = linkpath;
-    if (size !== undefined) {
-      if (!/^\d+$/.test(size)) throw definite(FAILED, FAILED_MESSAGE, "volume seed: bad pax size");
-      this.#pending.size = Number(size);
-    }
-  }
-}
 
 function isPipeError(err: unknown): boolean {
   return (err as { code?: unknown } | null)?.code === "EPIPE";
@@ -249,7 +51,7 @@ export async function extractArchive(
   limits: SeedLimits,
   signal: AbortSignal,
 ): Promise<SeedTop | undefined> {
-  const guard = new TarGuard(limits);
+  const vetted = vetArchive(archive, limits);
   const tar = spawn(
     "tar",
     [
@@ -274,54 +76,27 @@ export async function extractArchive(
     tar.on("error", () => resolve(null));
     tar.on("close", (code) => resolve(code));
   });
-  const filter = new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      try {
-        done(null, guard.feed(chunk));
-      } catch (err) {
-        done(err as Error);
-      }
-    },
-  });
   let streamError: unknown;
   try {
-    await pipeline(archive, filter, tar.stdin, { signal });
+    await pipeline(vetted.output, tar.stdin, { signal });
   } catch (err) {
     streamError = err;
   }
-  // A broken pipe means tar stopped reading (it failed, or the archive ended): its exit
-  // status and message tell which, below.
+  // A broken pipe means tar stopped reading (it failed): its exit status and message tell why, below.
   if (streamError !== undefined && !isPipeError(streamError)) {
     tar.kill("SIGKILL");
     await exited;
+    vetted.output.destroy();
     if (streamError instanceof SubstrateError) throw streamError;
     throw ambiguous("volume seed: reading the image archive", signal.aborted ? signal.reason : streamError);
   }
   const code = await exited;
-  if (code !== 0 || !guard.ended) {
-    const detail = stderr.trim().split("\n")[0] ?? "";
-    const what = `volume seed: tar exited with ${code}${guard.ended ? "" : " (archive truncated)"}: ${detail}`;
-    if (/quota/i.test(stderr)) throw definite(TOO_LARGE, TOO_LARGE_MESSAGE, what);
-    throw definite(FAILED, FAILED_MESSAGE, what);
+  if (code !== 0) {
+    const what = `volume seed: tar exited with ${code}: ${stderr.trim().split("\n")[0] ?? ""}`;
+    if (/quota/i.test(stderr)) throw seedTooLarge(what);
+    throw seedFailed(what);
   }
-  return guard.top;
-}
-
-/**
- * Reads only as far as the archive's first member (the top directory) and drops the rest
- * of the stream: the image's mode and owner of that directory, when it is one.
- */
-export async function readArchiveTop(archive: Readable): Promise<SeedTop | undefined> {
-  const guard = new TarGuard({ maxBytes: Number.MAX_SAFE_INTEGER, maxEntries: 1 }, true);
-  try {
-    for await (const chunk of archive) {
-      guard.feed(chunk as Buffer);
-      if (guard.ended) break;
-    }
-  } finally {
-    archive.destroy();
-  }
-  return guard.top;
+  return vetted.summary.top;
 }
 
 /** What an image says about who runs it: its own `USER` and its VOLUME dirs' owners. */
@@ -378,7 +153,7 @@ export class VolumeSeeder {
       this.#helpers.set(imageId, c.id);
       return c.id;
     } catch (err) {
-      throw classify(err, "create volume seed helper", FAILED, FAILED_MESSAGE);
+      throw classify(err, "create volume seed helper", SEED_FAILED, SEED_FAILED_MESSAGE);
     }
   }
 
