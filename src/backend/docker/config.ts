@@ -7,6 +7,7 @@ import { parseConfigDuration } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import { checkClientCaBundle } from "../kit/client-tls.ts";
+import { DEFAULT_DIAGNOSTICS_MAX_AGE_MS } from "../kit/diagnostics.ts";
 
 /**
  * `fred backend docker -c docker-backend.yaml`: the operator's file, validated once into a
@@ -124,6 +125,7 @@ const fileSchema = z.strictObject({
   startup_verify_duration: duration("startup_verify_duration").default(5_000),
   reconcile_interval: positiveDuration("reconcile_interval").default(300_000),
   reservation_ttl: positiveDuration("reservation_ttl").default(600_000),
+  diagnostics_max_age: positiveDuration("diagnostics_max_age").default(DEFAULT_DIAGNOSTICS_MAX_AGE_MS),
 });
 
 type FileConfig = z.output<typeof fileSchema>;
@@ -181,6 +183,8 @@ export interface DockerBackendConfig {
   readonly startupVerifyDurationMs: number;
   readonly reconcileIntervalMs: number;
   readonly reservationTtlMs: number;
+  /** How long a lease's last failure (reason, message, captured logs) stays readable. */
+  readonly diagnosticsMaxAgeMs: number;
 }
 
 /** Environment variables that override a file key (the reference's names). */
@@ -350,6 +354,7 @@ export function parseDockerBackendConfig(
     startupVerifyDurationMs: file.startup_verify_duration,
     reconcileIntervalMs: file.reconcile_interval,
     reservationTtlMs: file.reservation_ttl,
+    diagnosticsMaxAgeMs: file.diagnostics_max_age,
   };
   return Object.freeze(config);
 }

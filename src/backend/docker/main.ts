@@ -106,6 +106,7 @@ export async function startDockerBackend(
       requirePayload: true,
       reservationTtlMs: config.reservationTtlMs,
       reconcileIntervalMs: config.reconcileIntervalMs,
+      diagnosticsMaxAgeMs: config.diagnosticsMaxAgeMs,
       bodyLimitBytes: config.maxRequestBodySize,
     });
     return Object.assign(running, { substrate });

@@ -5,6 +5,7 @@ import { type Clock, systemClock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { AdmissionConfig } from "./admission.ts";
 import { type ContractHttpsOptions, checkHttpsOptions } from "./client-tls.ts";
+import { DEFAULT_DIAGNOSTICS_MAX_AGE_MS } from "./diagnostics.ts";
 import { BackendEngine } from "./engine.ts";
 import { openJournalDatabase } from "./journal/identity.ts";
 import { Journal } from "./journal/journal.ts";
@@ -41,6 +42,8 @@ export interface BackendKitOptions {
   requirePayload?: boolean;
   reservationTtlMs?: number;
   reconcileIntervalMs?: number;
+  /** How long a lease's last failure stays readable (default 168h). */
+  diagnosticsMaxAgeMs?: number;
   bodyLimitBytes?: number;
   readTimeoutMs?: number;
   idleTimeoutMs?: number;
@@ -114,6 +117,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       allowedRegistries: o.allowedRegistries,
       reservationTtlMs: o.reservationTtlMs ?? DEFAULT_RESERVATION_TTL_MS,
       reconcileIntervalMs: o.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS,
+      diagnosticsMaxAgeMs: o.diagnosticsMaxAgeMs ?? DEFAULT_DIAGNOSTICS_MAX_AGE_MS,
       wakeOutbox: wake,
     });
     const server = buildContractServer({

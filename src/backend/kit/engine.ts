@@ -1,7 +1,9 @@
 import { KeyedMutex } from "../../core/async/index.ts";
 import type { Logger } from "../../log.ts";
 import { type AdmissionConfig, admit, prepare, probe, workloadSpec } from "./admission.ts";
+import { captureLogs } from "./diagnostics.ts";
 import { badRequest } from "./errors.ts";
+import type { DiagnosticRecord } from "./journal/diagnostics.ts";
 import type { Failure, Journal, LeaseRecord } from "./journal/journal.ts";
 import type { ResourcePool } from "./resources.ts";
 import { type RuntimeEvent, type Substrate, SubstrateError, substrateOutcomeOf } from "./substrate.ts";
@@ -17,6 +19,8 @@ export interface EngineConfig extends AdmissionConfig {
   substrate: Substrate;
   logger: Logger;
   reconcileIntervalMs: number;
+  /** A lease's last failure stays readable for this long after it was recorded. */
+  diagnosticsMaxAgeMs: number;
   /** Called after every commit that appended an outbox row. */
   wakeOutbox(lease: string): void;
 }
@@ -155,7 +159,10 @@ export class BackendEngine {
     try {
       // A re-provision after a failure: the failed release's containers go first; its
       // volumes stay, holding the tenant's data for this release.
-      if (lease.release > 1) await substrate.removeWorkload(lease.leaseUuid, signal);
+      if (lease.release > 1) {
+        await this.#preserveLogs(lease.leaseUuid, signal);
+        await substrate.removeWorkload(lease.leaseUuid, signal);
+      }
       await substrate.create(spec, signal);
       await substrate.start(spec, signal);
       if (this.#c.journal.settleSuccess(lease.leaseUuid, lease.generation, this.#c.clock.now())) {
@@ -167,9 +174,10 @@ export class BackendEngine {
       if (substrateOutcomeOf(err) === "definite" && !signal.aborted) {
         const e = err as SubstrateError;
         log.warn({ reason: e.reason, err: e }, "provision failed");
-        if (
-          this.#c.journal.settleFailure(lease.leaseUuid, lease.generation, failureOf(e), this.#c.clock.now())
-        ) {
+        // The failed instances are still there (stopped): their logs go with the failure.
+        const logs = await captureLogs(substrate, lease.leaseUuid, signal, log);
+        const now = this.#c.clock.now();
+        if (this.#c.journal.settleFailure(lease.leaseUuid, lease.generation, failureOf(e), now, logs)) {
           this.#c.pool.release(lease.leaseUuid);
           this.#settled(lease.leaseUuid);
           return;
@@ -194,6 +202,7 @@ export class BackendEngine {
     if (current?.head === "close") return; // the close destroys under the same gate
     if (current?.status === "ready") return;
     // The lease lives on (failed or expired): its volumes stay for a later release or the close.
+    await this.#preserveLogs(lease.leaseUuid, this.#shutdown.signal);
     await this.#c.substrate.removeWorkload(lease.leaseUuid, this.#shutdown.signal).catch((err) => {
       log.warn({ err }, "cleanup of a superseded provision failed; recovery retries");
     });
@@ -235,6 +244,7 @@ export class BackendEngine {
       const lease = this.#c.journal.getLease(leaseUuid);
       if (lease?.head !== "close") return;
       try {
+        await this.#preserveLogs(leaseUuid, this.#shutdown.signal);
         await this.#c.substrate.destroyLease(leaseUuid, this.#shutdown.signal);
       } catch (err) {
         this.#c.logger.warn({ lease_uuid: leaseUuid, err }, "teardown failed; will retry");
@@ -345,7 +355,9 @@ export class BackendEngine {
       }
       return;
     }
+    let logs: Awaited<ReturnType<typeof captureLogs>>;
     if (obs !== undefined) {
+      logs = await captureLogs(substrate, leaseUuid, signal, logger);
       try {
         await substrate.removeWorkload(leaseUuid, signal);
       } catch {
@@ -357,7 +369,7 @@ export class BackendEngine {
       obs?.state === "failed" && obs.reason
         ? { reason: obs.reason, message: obs.message ?? "" }
         : INTERRUPTED;
-    if (journal.settleFailure(leaseUuid, lease.generation, failure, clock.now())) {
+    if (journal.settleFailure(leaseUuid, lease.generation, failure, clock.now(), logs)) {
       this.#c.pool.release(leaseUuid);
       this.#settled(leaseUuid);
     }
@@ -384,6 +396,30 @@ export class BackendEngine {
     }
   }
 
+  // ---- diagnostics ----
+
+  /** The lease's last recorded failure, unless it is older than diagnostics_max_age. */
+  diagnostic(leaseUuid: string): DiagnosticRecord | undefined {
+    const d = this.#c.journal.diagnostics.get(leaseUuid);
+    if (d === undefined || d.createdAtMs < this.#c.clock.now() - this.#c.diagnosticsMaxAgeMs)
+      return undefined;
+    return d;
+  }
+
+  /**
+   * Before a failed lease's workload is removed: captures its logs into the recorded
+   * failure if that has none yet (a runtime death, an expiry), durably, so they outlive
+   * the removal. Runs under the lease's gate, like the removal that follows.
+   */
+  async #preserveLogs(leaseUuid: string, signal: AbortSignal): Promise<void> {
+    const { journal, substrate, logger } = this.#c;
+    const d = journal.diagnostics.get(leaseUuid);
+    if (d === undefined || d.logs !== undefined) return;
+    const logs = await captureLogs(substrate, leaseUuid, signal, logger);
+    if (logs === undefined || !journal.diagnostics.attachLogs(leaseUuid, d.createdAtMs, logs)) return;
+    await journal.durable();
+  }
+
   #tickMs(): number {
     return Math.max(10, Math.min(this.#c.reconcileIntervalMs, this.#c.reservationTtlMs / 4, 30_000));
   }
@@ -392,6 +428,8 @@ export class BackendEngine {
   async #tick(): Promise<void> {
     this.expireReservations();
     const now = this.#c.clock.now();
+    const expired = this.#c.journal.diagnostics.expire(now - this.#c.diagnosticsMaxAgeMs);
+    if (expired > 0) this.#c.logger.debug({ expired }, "expired failure diagnostics");
     if (now - this.#lastRecoveryMs >= this.#c.reconcileIntervalMs) {
       this.#lastRecoveryMs = now;
       await this.recover().catch((err) => this.#c.logger.error({ err }, "recovery pass failed"));

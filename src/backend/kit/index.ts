@@ -7,6 +7,7 @@ export {
   type RunningBackend,
   startBackend,
 } from "./backend.ts";
+export { DEFAULT_DIAGNOSTICS_MAX_AGE_MS } from "./diagnostics.ts";
 export { BackendEngine, type EngineEvent } from "./engine.ts";
 export { openJournalDatabase } from "./journal/identity.ts";
 export { Journal, type LeaseRecord } from "./journal/journal.ts";

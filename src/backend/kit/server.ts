@@ -26,11 +26,12 @@ import { parseStrictJson } from "../../core/strict-json.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import type { Logger } from "../../log.ts";
 import { type ContractHttpsOptions, peerNames, tlsServerOptions } from "./client-tls.ts";
+import { tailDiagnosticLogs } from "./diagnostics.ts";
 import type { BackendEngine } from "./engine.ts";
 import { badRequest, ContractError, notFound, storageMismatch, unsupported } from "./errors.ts";
 import type { KitMetrics } from "./metrics.ts";
 import type { Substrate } from "./substrate.ts";
-import { provisionInfo, releaseInfo } from "./views.ts";
+import { diagnosticInfo, provisionInfo, releaseInfo } from "./views.ts";
 import {
   parseDeprovisionRequest,
   parseLeaseUuid,
@@ -229,13 +230,25 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     if (info === undefined) throw notFound("lease is not ready");
     return reply.send(info);
   });
-  app.get(leasePath("provisions", ":uuid"), async (req) => provisionInfo(liveLease(req)));
+  // A lease no longer live (closed) still answers with its last failure while that is kept.
+  app.get(leasePath("provisions", ":uuid"), async (req) => {
+    const uuid = leaseParam(req);
+    const lease = journal.getLease(uuid);
+    if (lease) return provisionInfo(lease);
+    const failure = engine.diagnostic(uuid);
+    if (!failure) throw notFound();
+    return diagnosticInfo(failure);
+  });
   app.get(leasePath("releases", ":uuid"), async (req) => {
     const lease = liveLease(req);
     return journal.releases(lease.leaseUuid).map(releaseInfo);
   });
+  // Live containers first; once they are gone, the logs captured with the last failure.
   app.get(leasePath("logs", ":uuid"), async (req) => {
-    const lease = liveLease(req);
+    const uuid = leaseParam(req);
+    const lease = journal.getLease(uuid);
+    const failure = engine.diagnostic(uuid);
+    if (!lease && !failure) throw notFound();
     const raw = (req.query as Record<string, unknown>)[QUERY.tail];
     let tail: number = LIMITS.defaultTail;
     if (raw !== undefined) {
@@ -243,7 +256,11 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
         throw badRequest("tail must be a non-negative integer");
       tail = Math.min(Number(raw), LIMITS.maxTail);
     }
-    return substrate.logs(lease.leaseUuid, tail, AbortSignal.timeout(30_000));
+    if (lease) {
+      const live = await substrate.logs(lease.leaseUuid, tail, AbortSignal.timeout(30_000));
+      if (Object.keys(live).length > 0 || failure?.logs === undefined) return live;
+    }
+    return tailDiagnosticLogs(failure?.logs ?? {}, tail);
   });
   app.get(PATHS.retentions, async (): Promise<RetentionsPageBody> => ({ retentions: [] }));
   app.get(PATHS.provisions, async (req): Promise<ProvisionsPageBody> => {

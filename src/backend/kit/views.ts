@@ -1,4 +1,5 @@
 import type { ProvisionInfoBody, ReleaseInfoBody } from "../../core/backend-contract/index.ts";
+import type { DiagnosticRecord } from "./journal/diagnostics.ts";
 import type { LeaseRecord, ReleaseRecord } from "./journal/journal.ts";
 
 /** JSON bodies of the read endpoints (the contract's shapes), built from journal records in one place. */
@@ -19,6 +20,23 @@ export function provisionInfo(lease: LeaseRecord): ProvisionInfoBody {
   if (lease.reason !== undefined) out.reason = lease.reason;
   if (lease.message !== undefined) out.message = lease.message;
   return out;
+}
+
+/**
+ * GET /provisions/{uuid} once the lease is no longer live: its last failure, from the
+ * diagnostics table (tenant-safe fields only; no items, image or generation).
+ */
+export function diagnosticInfo(d: DiagnosticRecord): ProvisionInfoBody {
+  return {
+    lease_uuid: d.leaseUuid,
+    provider_uuid: d.providerUuid,
+    tenant: d.tenant,
+    status: "failed",
+    created_at: new Date(d.createdAtMs).toISOString(),
+    fail_count: d.failCount,
+    reason: d.reason,
+    message: d.message,
+  };
 }
 
 export function releaseInfo(r: ReleaseRecord): ReleaseInfoBody {

@@ -42,6 +42,7 @@ export async function startMockBackend(
       requirePayload: false,
       reservationTtlMs: config.reservationTtlMs,
       reconcileIntervalMs: config.reconcileIntervalMs,
+      diagnosticsMaxAgeMs: config.diagnosticsMaxAgeMs,
       readTimeoutMs: Math.max(config.readTimeoutMs, config.writeTimeoutMs),
       idleTimeoutMs: config.idleTimeoutMs,
       callbacks: { attemptTimeoutMs: config.clientTimeoutMs, tlsSkipVerify: config.tlsSkipVerify },

@@ -26,7 +26,8 @@ export interface SignedClient {
 
 const WRONG_SECRET = "this-is-definitely-not-the-right-secret-0123";
 
-export function signedClient(baseUrl: string, secret: string): SignedClient {
+/** `now` is the signing time source (a test on a manual clock signs in the backend's time). */
+export function signedClient(baseUrl: string, secret: string, now: () => number = Date.now): SignedClient {
   const send = async (
     method: string,
     uri: string,
@@ -34,7 +35,7 @@ export function signedClient(baseUrl: string, secret: string): SignedClient {
     tamper: Tamper,
     keyText: string,
   ): Promise<SignedResponse> => {
-    let t = Math.floor(Date.now() / 1000);
+    let t = Math.floor(now() / 1000);
     if (tamper === "stale") t -= 6 * 60;
     if (tamper === "future") t += 5 * 60;
     const key = hmacSecret(tamper === "wrong-key" ? WRONG_SECRET : keyText);

@@ -97,3 +97,31 @@ describe("mock backend config: mutual TLS", () => {
     );
   });
 });
+
+describe("mock backend config: MOCK_BACKEND_DIAGNOSTICS_MAX_AGE", () => {
+  const env = (extra: Record<string, string>): NodeJS.ProcessEnv => ({
+    MOCK_BACKEND_STORAGE_ID: randomUUID(),
+    MOCK_BACKEND_CALLBACK_SECRET: SECRET,
+    ...extra,
+  });
+
+  it("defaults to 168h and takes a Go duration", () => {
+    assert.equal(loadMockBackendConfig(env({})).diagnosticsMaxAgeMs, 168 * 3_600_000);
+    const c = loadMockBackendConfig(env({ MOCK_BACKEND_DIAGNOSTICS_MAX_AGE: "2h30m" }));
+    assert.equal(c.diagnosticsMaxAgeMs, 9_000_000);
+  });
+
+  it("refuses zero and values that are not durations, naming the variable", () => {
+    for (const [value, why] of [
+      ["0s", /MOCK_BACKEND_DIAGNOSTICS_MAX_AGE must be greater than zero/],
+      ["7d", /MOCK_BACKEND_DIAGNOSTICS_MAX_AGE must be a Go duration/],
+      ["-1h", /MOCK_BACKEND_DIAGNOSTICS_MAX_AGE must be a Go duration/],
+    ] as const) {
+      assert.throws(
+        () => loadMockBackendConfig(env({ MOCK_BACKEND_DIAGNOSTICS_MAX_AGE: value })),
+        (err: unknown) => isFredError(err, "ERR_CONFIG") && why.test(err.message),
+        value,
+      );
+    }
+  });
+});

@@ -4,6 +4,7 @@ import type { CallbackBody } from "../../../core/backend-contract/index.ts";
 import { newUuidV4 } from "../../../core/uuid.ts";
 import type { SqliteDatabase } from "../../../sqlite/index.ts";
 import type { InstanceSpec, LeaseItem } from "../substrate.ts";
+import { type CapturedLogs, DiagnosticsTable } from "./diagnostics.ts";
 import { type OpenJournalOptions, openJournalDatabase } from "./identity.ts";
 import type {
   LeaseHead,
@@ -69,6 +70,8 @@ export class Journal {
   readonly storageId: string;
   readonly backendName: string;
   readonly maxLeases: number;
+  /** The last failure of each lease, outliving the lease row (see DiagnosticsTable). */
+  readonly diagnostics: DiagnosticsTable;
   readonly #s: ReturnType<typeof prepare>;
   readonly #database: SqliteDatabase;
   /** Cached leaseCount(); a lease UUID takes a slot on admission and keeps it as a tombstone. */
@@ -86,6 +89,7 @@ export class Journal {
     this.backendName = opts.backendName;
     this.maxLeases = opts.maxLeases ?? 100_000;
     this.#s = prepare(this.db);
+    this.diagnostics = new DiagnosticsTable(this.db, (fn) => this.#write(fn));
     this.#path = opts.path;
     this.#inode = opts.path === ":memory:" ? undefined : statSync(opts.path).ino;
   }
@@ -239,19 +243,30 @@ export class Journal {
       this.#s.supersedeActive.run(leaseUuid, lease.release);
       this.#s.setReleaseStatus.run("active", null, null, leaseUuid, lease.release);
       this.#s.settleLease.run("ready", null, null, 0, leaseUuid);
+      this.diagnostics.drop(leaseUuid);
       this.#s.insertReceipt.run(leaseUuid, lease.operationId, "success");
       this.#enqueue(lease, "operation", lease.callbackUrl, { status: "success", error: "" }, nowMs);
       return true;
     });
   }
 
-  /** Settles an operation as failed: failed release, receipt and failure callback in one transaction. */
-  settleFailure(leaseUuid: string, generation: number, failure: Failure, nowMs: number): boolean {
+  /**
+   * Settles an operation as failed: failed release, receipt, failure callback and the
+   * lease's diagnostic (with `logs` when they were captured first) in one transaction.
+   */
+  settleFailure(
+    leaseUuid: string,
+    generation: number,
+    failure: Failure,
+    nowMs: number,
+    logs?: CapturedLogs,
+  ): boolean {
     return this.#write(() => {
       const lease = this.#currentOperation(leaseUuid, generation);
       if (!lease) return false;
       this.#s.setReleaseStatus.run("failed", failure.reason, failure.message, leaseUuid, lease.release);
       this.#s.settleLease.run("failed", failure.reason, failure.message, 1, leaseUuid);
+      this.#putDiagnostic(lease, failure, nowMs, logs);
       this.#s.insertReceipt.run(leaseUuid, lease.operationId, "failed");
       this.#enqueue(
         lease,
@@ -286,6 +301,7 @@ export class Journal {
       if (operationId !== undefined && operationId !== lease.operationId) return false;
       this.#s.settleLease.run("failed", failure.reason, failure.message, 1, leaseUuid);
       this.#s.bumpGeneration.run(leaseUuid);
+      this.#putDiagnostic(lease, failure, nowMs, undefined);
       // Drop the observation while a result is still queued for this lease; else coalesce.
       const pendingResult = this.#s.pendingResult.get(leaseUuid) !== undefined;
       if (!pendingResult) {
@@ -355,6 +371,19 @@ export class Journal {
     });
   }
 
+  #putDiagnostic(lease: LeaseHeadRecord, failure: Failure, nowMs: number, logs: CapturedLogs | undefined) {
+    this.diagnostics.put({
+      leaseUuid: lease.leaseUuid,
+      tenant: lease.tenant,
+      providerUuid: lease.providerUuid,
+      reason: failure.reason,
+      message: failure.message,
+      failCount: lease.failCount + 1,
+      logs,
+      createdAtMs: nowMs,
+    });
+  }
+
   /** The small, fixed-size part of a lease row that transitions need (no JSON, no payload). */
   #headOf(leaseUuid: string): LeaseHeadRecord | undefined {
     const r = this.#s.getHead.get(leaseUuid) as Row | undefined;
@@ -362,6 +391,7 @@ export class Journal {
     return {
       leaseUuid,
       tenant: r.tenant as string,
+      providerUuid: r.provider_uuid as string,
       operationId: r.operation_id as string,
       callbackUrl: r.callback_url as string,
       lifecycleUrl: r.lifecycle_url as string,

@@ -78,4 +78,22 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX outbox_lease ON outbox(lease_uuid, seq);
   `,
+  // 2: the last failure of each lease, kept after its workload and lease row are gone.
+  `
+  -- Tenant-safe text only (reason, curated message, the tenant's own container output);
+  -- operator detail goes to the log. logs is a JSON object of bounded texts, NULL until
+  -- captured. One row per lease, replaced by the next failure, deleted by a success or
+  -- once older than diagnostics_max_age.
+  CREATE TABLE diagnostics (
+    lease_uuid    TEXT PRIMARY KEY,
+    tenant        TEXT NOT NULL,
+    provider_uuid TEXT NOT NULL,
+    reason        TEXT NOT NULL,
+    message       TEXT NOT NULL,
+    fail_count    INTEGER NOT NULL,
+    logs          TEXT,
+    created_at    INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX diagnostics_age ON diagnostics(created_at);
+  `,
 ];

@@ -33,6 +33,7 @@ export type LeaseHeadRecord = Pick<
   LeaseRecord,
   | "leaseUuid"
   | "tenant"
+  | "providerUuid"
   | "operationId"
   | "callbackUrl"
   | "lifecycleUrl"

@@ -35,7 +35,7 @@ export function prepare(db: Database.Database) {
   return {
     getLease: db.prepare("SELECT * FROM leases WHERE lease_uuid = ?"),
     getHead: db.prepare(
-      "SELECT tenant, operation_id, callback_url, lifecycle_url, release, head, status, fail_count, created_at, generation FROM leases WHERE lease_uuid = ?",
+      "SELECT tenant, provider_uuid, operation_id, callback_url, lifecycle_url, release, head, status, fail_count, created_at, generation FROM leases WHERE lease_uuid = ?",
     ),
     getTombstone: db.prepare("SELECT 1 FROM tombstones WHERE lease_uuid = ?"),
     getReceipt: db.prepare("SELECT outcome FROM receipts WHERE lease_uuid = ? AND operation_id = ?"),
