@@ -354,6 +354,11 @@ export const ERROR_CODES = {
     retryable: false,
     http: 409,
   },
+  ERR_API_RATE_LIMITED: {
+    meaning: "a tenant's request budget is spent; retry after Retry-After",
+    retryable: true,
+    http: 429,
+  },
   ERR_API_CHAIN_READ: { meaning: "the chain read of a tenant's lease failed", retryable: true, http: 500 },
   ERR_API_BACKEND_READ: {
     meaning: "the lease's backend answered a tenant read with an error or an unreadable body",

@@ -14,6 +14,7 @@ import { TenantApi } from "./api/index.ts";
 import { type BackendClient, closeBackendClients, createBackendClients } from "./backend-client/index.ts";
 import type { ProviderConfig } from "./config/index.ts";
 import { armFailpoints } from "./failpoints.ts";
+import { listenerOptions } from "./http/listener.ts";
 import { createProviderMetrics } from "./http/metrics.ts";
 import { buildHttpServer } from "./http/server.ts";
 import { Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
@@ -42,6 +43,8 @@ export interface RunningProviderd {
   url: string;
   readonly state: ProviderdState;
   readonly lifecycle: Lifecycle;
+  /** Serves the TLS certificate files' current content (SIGHUP); false when refused or plain HTTP. */
+  reloadTls(): boolean;
   stop(): Promise<void>;
 }
 
@@ -198,7 +201,8 @@ export async function startProviderd(
       requestTimeoutMs: config.httpReadTimeoutMs + config.httpWriteTimeoutMs,
     });
     cleanup.push(() => tenant.close());
-    const app = buildHttpServer({
+    const listener = listenerOptions(config);
+    const { app, reloadTls } = buildHttpServer({
       health: {
         config,
         chain,
@@ -230,16 +234,17 @@ export async function startProviderd(
         rateLimit: { rps: config.callbackRateLimitRps, burst: config.callbackRateLimitBurst },
       },
       metrics: metrics.registry,
-      maxRequestBodySize: config.maxRequestBodySize,
-      requestTimeoutMs: config.httpReadTimeoutMs + config.httpWriteTimeoutMs,
-      idleTimeoutMs: config.httpIdleTimeoutMs,
+      listener,
+      clock,
+      logger: logger.child({ component: "http" }),
     });
     const target = listenTarget(config.apiListenAddr);
     await app.listen({ host: target.host, port: target.port });
     cleanup.push(() => app.close());
     const address = app.server.address() as AddressInfo;
     const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
-    const url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${address.port}`;
+    const scheme = listener.tls === undefined ? "http" : "https";
+    const url = `${scheme}://${host === "0.0.0.0" ? "127.0.0.1" : host}:${address.port}`;
 
     // Routing loads: read /stats now and then; a failed read drops that backend's signal.
     let cancelStats: (() => void) | undefined;
@@ -274,6 +279,7 @@ export async function startProviderd(
         return state;
       },
       lifecycle: lc,
+      reloadTls,
       stop() {
         stopping ??= (async () => {
           state = "stopping";

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import {
   TOKEN_MAX_AGE_SECONDS,
   type TokenClaims,
@@ -8,13 +8,17 @@ import {
 import type { Clock } from "../../core/clock.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import type { Logger } from "../../log.ts";
+import { rateLimitHeaders } from "../http/edge.ts";
+import type { RateBuckets } from "../http/rate-buckets.ts";
 import type { TokenTracker } from "../store/index.ts";
-import { refuse } from "./errors.ts";
+import { ApiError, refuse } from "./errors.ts";
 
 /**
  * Tenant authentication: the ADR-036 bearer token (src/auth verifies it), then replay
  * protection on the endpoints that need it, then the token's lease against the path.
  * Every token failure is the same 401 (which check failed is logged, never answered).
+ * A verified token spends one token of its tenant's rate bucket (429 when empty), before
+ * anything touches the replay store or the chain.
  * A replay store that cannot answer fails closed with 503: a token is never let through
  * because we could not tell whether it was used before.
  */
@@ -24,6 +28,8 @@ export interface AuthOptions {
   /** Replay store; undefined disables replay protection (development only). */
   tokens: TokenTracker | undefined;
   logger: Logger;
+  /** Per-tenant buckets (`tenant_rate_limit_*`), spent once a token verifies; undefined: off. */
+  tenantLimit?: RateBuckets;
 }
 
 export interface AuthRequirement {
@@ -58,7 +64,12 @@ export class TenantAuth {
    * comparison (as in the reference), so a replay-protected token is spent even when it
    * names another lease.
    */
-  authenticate(req: FastifyRequest, leaseUuid: string, need: AuthRequirement): TokenClaims {
+  authenticate(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    leaseUuid: string,
+    need: AuthRequirement,
+  ): TokenClaims {
     const token = bearerToken(req.headers.authorization);
     if (token === undefined) throw refuse.unauthorized();
     let claims: TokenClaims;
@@ -69,12 +80,25 @@ export class TenantAuth {
       throw refuse.unauthorized(err);
     }
     if (claims.kind !== need.kind) throw refuse.unauthorized();
+    this.#limit(claims.tenant, reply);
     if (need.replay) this.#spend(claims);
     if (claims.leaseUuid !== leaseUuid) {
       this.#o.logger.debug({ lease_uuid: leaseUuid }, "tenant token names another lease");
       throw refuse.unauthorized();
     }
     return claims;
+  }
+
+  #limit(tenant: string, reply: FastifyReply): void {
+    const buckets = this.#o.tenantLimit;
+    if (buckets === undefined) return;
+    const verdict = buckets.consume(tenant);
+    rateLimitHeaders(reply, verdict, Math.max(1, Math.ceil(buckets.burst / buckets.rps)));
+    if (!verdict.allowed) {
+      throw new ApiError("ERR_API_RATE_LIMITED", 429, "rate limit exceeded", {
+        retryAfterSeconds: verdict.retryAfterSeconds,
+      });
+    }
   }
 
   #spend(claims: TokenClaims): void {

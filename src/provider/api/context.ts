@@ -5,6 +5,7 @@ import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
+import { RateBuckets } from "../http/rate-buckets.ts";
 import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
 import { sendApiError } from "./errors.ts";
@@ -36,8 +37,6 @@ export interface TenantApiDeps {
   payloadStored(leaseUuid: string): void;
   /** Deadline of one tenant request, body upload and backend reads included (default 30 s). */
   requestTimeoutMs?: number;
-  /** Deadline for writing a materialised log response (default: http_write_timeout). */
-  writeTimeoutMs?: number;
   leaseReads?: Partial<Pick<LeaseReadsOptions, "ttlMs" | "concurrency" | "queue" | "timeoutMs">>;
   /** Event stream caps and timings (tests shrink them; defaults are the documented ones). */
   events?: Partial<Pick<EventHubOptions, "perLease" | "total" | "bufferSize" | "maxLeases">>;
@@ -63,6 +62,16 @@ export function tenantContext(deps: TenantApiDeps): TenantContext {
       bech32Prefix: deps.config.bech32Prefix,
       tokens: deps.tokens,
       logger,
+      ...(deps.config.tenantRateLimitRps > 0
+        ? {
+            tenantLimit: new RateBuckets(
+              deps.config.tenantRateLimitRps,
+              deps.config.tenantRateLimitBurst,
+              deps.clock,
+              { idleMs: 5 * 60_000 },
+            ),
+          }
+        : {}),
     }),
     leases: new LeaseReads({
       chain: deps.chain,
@@ -87,11 +96,12 @@ export interface AuthorizedLease {
 export async function authorizeLease(
   ctx: TenantContext,
   req: FastifyRequest,
+  reply: FastifyReply,
   need: AuthRequirement,
   state?: LeaseStateName,
 ): Promise<AuthorizedLease> {
   const uuid = leaseUuidParam(req);
-  const claims = ctx.auth.authenticate(req, uuid, need);
+  const claims = ctx.auth.authenticate(req, reply, uuid, need);
   return { uuid, claims, lease: await ctx.leases.owned(claims, state) };
 }
 

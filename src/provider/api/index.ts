@@ -43,7 +43,7 @@ export class TenantApi {
     registerConnectionRoute(app, ctx);
     registerProvisionRoute(app, ctx);
     registerReleasesRoute(app, ctx);
-    registerLogsRoute(app, ctx, this.logs, ctx.deps.writeTimeoutMs ?? ctx.deps.config.httpWriteTimeoutMs);
+    registerLogsRoute(app, ctx, this.logs);
     registerDataRoute(app, ctx, (lease) => void this.events.publish(lease, "provisioning"));
     registerEventsRoute(app, ctx, this.hub, { ...WS_LIMITS, ...ctx.deps.eventTimings });
   }

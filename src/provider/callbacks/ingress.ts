@@ -5,9 +5,9 @@ import { isFredError } from "../../core/errors.ts";
 import { parseStrictJson } from "../../core/strict-json.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendConfig } from "../config/index.ts";
+import { RateBuckets } from "../http/rate-buckets.ts";
 import type { ApplyResult, VerifiedCallback } from "../lifecycle/index.ts";
 import { parseCallbackBody, parseCapability } from "./parse.ts";
-import { RateBuckets } from "./rate-limit.ts";
 
 /**
  * `POST /callbacks/provision`: the backend named by the body's backend_storage_id is

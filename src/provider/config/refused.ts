@@ -17,11 +17,6 @@ export interface Refusal {
 export type RefusedKeys = Readonly<Record<string, Refusal>>;
 
 const notYet = (what: string) => `not supported yet: ${what}; remove the key`;
-const HTTPS = notYet("the tenant API (HTTPS listener) is not built");
-const IP_LIMIT = notYet("the tenant API's per-IP rate limit is not built");
-const TENANT_LIMIT = notYet("the tenant API's per-tenant rate limit is not built");
-const PROXIES = notYet("the tenant API (X-Forwarded-For from trusted proxies) is not built");
-const CORS = notYet("the tenant API (CORS) is not built");
 const MAINTENANCE = notYet("restart and update (the maintenance journal) are not built");
 const WITHDRAW = notYet("providerd does not withdraw fees yet");
 const CREDIT = notYet("the credit monitor is not built");
@@ -29,20 +24,11 @@ const SUB_SIGNERS = notYet("providerd signs with its one key (sub-signers are no
 const SNAPSHOTS = notYet("online placement snapshots are not built");
 const GRPC = "this implementation reads the chain through CometBFT RPC: set rpc_url";
 
-const TENANT_API = "issue 13 (tenant API)";
 const LIVE_OPS = "issue 14 (live operations)";
 const PAID = "issue 17 (getting paid)";
 const TOOLING = "issue 20 (operator tooling)";
 
 export const REFUSED_KEYS: RefusedKeys = {
-  tls_cert_file: { reason: HTTPS, until: TENANT_API },
-  tls_key_file: { reason: HTTPS, until: TENANT_API },
-  rate_limit_rps: { reason: IP_LIMIT, until: TENANT_API },
-  rate_limit_burst: { reason: IP_LIMIT, until: TENANT_API },
-  tenant_rate_limit_rps: { reason: TENANT_LIMIT, until: TENANT_API },
-  tenant_rate_limit_burst: { reason: TENANT_LIMIT, until: TENANT_API },
-  trusted_proxies: { reason: PROXIES, until: TENANT_API },
-  cors_origins: { reason: CORS, until: TENANT_API },
   maintenance_legacy_idempotency_tenants: { reason: MAINTENANCE, until: LIVE_OPS },
   withdraw_interval: { reason: WITHDRAW, until: PAID },
   withdraw_limit: { reason: WITHDRAW, until: PAID },

@@ -1,14 +1,22 @@
+import type { Server as TlsServer } from "node:tls";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Registry } from "prom-client";
+import type { Clock } from "../../core/clock.ts";
+import type { Logger } from "../../log.ts";
 import type { TenantApi } from "../api/index.ts";
-import { type CallbackIngressOptions, registerCallbackIngress } from "../callbacks/ingress.ts";
+import { CALLBACK_PATH, type CallbackIngressOptions, registerCallbackIngress } from "../callbacks/ingress.ts";
+import { ClientIp } from "./client-ip.ts";
+import { installEdge } from "./edge.ts";
 import { type HealthSources, healthReport, isReady } from "./health.ts";
+import { type ListenerOptions, readTls } from "./listener.ts";
+import { TLS_MIN_VERSION, TlsReloader } from "./tls-reload.ts";
 import { registerWorkloadsRoute, type WorkloadsSources } from "./workloads.ts";
 
 /**
  * providerd's HTTP listener: operational endpoints, the backend callback route and the
  * tenant API (`/v1/leases/…`).
  * Errors leave as `{"error": "...", "code": <status>}`; internal detail is logged, not sent.
+ * HTTPS (TLS 1.2 or newer) when tls_cert_file/tls_key_file are set.
  */
 export interface HttpServerOptions {
   health: HealthSources;
@@ -17,18 +25,35 @@ export interface HttpServerOptions {
   /** The tenant API; absent in tests of the operational routes alone. */
   tenant?: TenantApi;
   metrics: Registry;
-  maxRequestBodySize: number;
-  requestTimeoutMs: number;
-  idleTimeoutMs: number;
+  listener: ListenerOptions;
+  clock: Clock;
+  logger: Logger;
 }
 
-export function buildHttpServer(o: HttpServerOptions): FastifyInstance {
+export interface ProviderServer {
+  app: FastifyInstance;
+  /** Serves the certificate files' current content (SIGHUP); false when the listener is plain HTTP or the pair is refused. */
+  reloadTls(): boolean;
+}
+
+export function buildHttpServer(o: HttpServerOptions): ProviderServer {
+  const l = o.listener;
+  const tls = l.tls === undefined ? undefined : readTls(l.tls);
   const app = Fastify({
     logger: false,
-    bodyLimit: o.maxRequestBodySize,
-    requestTimeout: o.requestTimeoutMs,
-    keepAliveTimeout: o.idleTimeoutMs,
+    bodyLimit: l.maxRequestBodySize,
+    requestTimeout: l.readTimeoutMs,
+    keepAliveTimeout: l.idleTimeoutMs,
     return503OnClosing: true,
+    ...(tls === undefined ? {} : { https: { ...tls, minVersion: TLS_MIN_VERSION } }),
+  }) as unknown as FastifyInstance;
+  installEdge(app, {
+    clock: o.clock,
+    clientIp: new ClientIp(l.trustedProxies),
+    rateLimit: l.rateLimit,
+    corsOrigins: l.corsOrigins,
+    writeTimeoutMs: l.writeTimeoutMs,
+    exempt: (path) => path === CALLBACK_PATH,
   });
   app.setNotFoundHandler((_req, reply) => reply.code(404).send({ error: "not found", code: 404 }));
   app.setErrorHandler((err: { statusCode?: number }, _req, reply) => {
@@ -36,7 +61,7 @@ export function buildHttpServer(o: HttpServerOptions): FastifyInstance {
       err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     const message =
       status === 413 ? "request body too large" : status === 500 ? "internal error" : "bad request";
-    if (status === 500) o.callbacks.logger.error({ err }, "request failed");
+    if (status === 500) o.logger.error({ err }, "request failed");
     return reply.code(status).send({ error: message, code: status });
   });
 
@@ -54,5 +79,9 @@ export function buildHttpServer(o: HttpServerOptions): FastifyInstance {
   registerWorkloadsRoute(app, o.workloads);
   registerCallbackIngress(app, o.callbacks);
   o.tenant?.register(app);
-  return app;
+  if (l.tls === undefined) return { app, reloadTls: () => false };
+  const reloader = new TlsReloader(l.tls, app.server as unknown as TlsServer, o.clock, o.logger);
+  reloader.watch();
+  app.addHook("onClose", async () => reloader.close());
+  return { app, reloadTls: () => reloader.reload() };
 }

@@ -53,7 +53,9 @@ export class Harness {
   url = "";
 
   async start(overrides: Partial<TenantApiDeps> = {}): Promise<this> {
-    const config = parseProviderConfig(yamlOf(baseConfig()));
+    const config = parseProviderConfig(
+      yamlOf({ ...baseConfig(), tenant_rate_limit_rps: 10_000, tenant_rate_limit_burst: 10_000 }),
+    );
     this.store = PlacementStore.create(
       join(this.dir, "placements.db"),
       PROVIDER_UUID,

@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
+import { once } from "node:events";
+import { connect } from "node:net";
 import { describe, it } from "node:test";
+import Fastify from "fastify";
 import type { ChainLease, ChainPort } from "../../../src/chain/port.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
@@ -8,6 +11,8 @@ import { ApiError } from "../../../src/provider/api/errors.ts";
 import { LeaseReads } from "../../../src/provider/api/lease-reads.ts";
 import { LogAdmission } from "../../../src/provider/api/log-admission.ts";
 import { tenantRelease } from "../../../src/provider/api/routes/releases.ts";
+import { ClientIp } from "../../../src/provider/http/client-ip.ts";
+import { installEdge } from "../../../src/provider/http/edge.ts";
 import { chainLease } from "./harness.ts";
 
 /**
@@ -227,5 +232,56 @@ describe("lease reads", () => {
     await settle();
     calls[2]!.resolve(undefined);
     assert.equal(await queued, undefined);
+  });
+});
+
+describe("client address behind trusted proxies", () => {
+  const req = (remoteAddress: string, xff?: string) =>
+    ({ socket: { remoteAddress }, headers: xff === undefined ? {} : { "x-forwarded-for": xff } }) as never;
+
+  it("ignores X-Forwarded-For from untrusted peers and uses the rightmost untrusted hop otherwise", () => {
+    const ip = new ClientIp(["10.0.0.0/8", "fd00::/8"]);
+    assert.equal(ip.of(req("203.0.113.9", "1.1.1.1")), "203.0.113.9");
+    assert.equal(ip.of(req("10.1.1.1", "1.1.1.1, 2.2.2.2")), "2.2.2.2");
+    assert.equal(ip.of(req("::ffff:10.1.1.1", "1.1.1.1, 10.2.2.2")), "1.1.1.1");
+    assert.equal(ip.of(req("fd00::1", "2001:db8::7")), "2001:db8::7");
+    assert.equal(ip.of(req("10.1.1.1", "10.2.2.2, 10.3.3.3")), "10.2.2.2", "all trusted: the leftmost");
+    assert.equal(ip.of(req("10.1.1.1", "garbage")), "10.1.1.1", "an unreadable hop: the proxy itself");
+    assert.equal(ip.of(req("10.1.1.1")), "10.1.1.1");
+    assert.equal(new ClientIp([]).of(req("::ffff:127.0.0.1", "9.9.9.9")), "127.0.0.1");
+  });
+});
+
+describe("write deadline", () => {
+  it("a client that does not read the answer loses its connection at http_write_timeout", async () => {
+    const clock = new ManualClock();
+    const app = Fastify();
+    installEdge(app, {
+      clock,
+      clientIp: new ClientIp([]),
+      rateLimit: { rps: 100, burst: 100 },
+      corsOrigins: [],
+      writeTimeoutMs: 15_000,
+      exempt: () => false,
+    });
+    app.get("/big", async () => "x".repeat(64 * 1024 * 1024));
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    try {
+      const socket = connect((app.server.address() as { port: number }).port, "127.0.0.1");
+      await once(socket, "connect");
+      socket.write("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+      let received = (await once(socket, "data"))[0].length as number;
+      socket.pause();
+      socket.on("data", (d: Buffer) => {
+        received += d.length;
+      });
+      const closed = once(socket, "close");
+      clock.advance(15_000);
+      socket.resume();
+      await closed;
+      assert.ok(received < 64 * 1024 * 1024, `cut off after ${received} bytes`);
+    } finally {
+      await app.close();
+    }
   });
 });

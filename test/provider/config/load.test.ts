@@ -290,11 +290,11 @@ describe("providerd config: a key either takes effect or is refused", () => {
   it("reports refusals beside the file's other problems", () => {
     assert.deepEqual(
       problemsOf((c) => {
-        c.cors_origins = ["https://app.example.com"];
+        c.withdraw_limit = 50;
         c.log_level = "loud";
       }),
       [
-        `cors_origins: ${REFUSED_KEYS.cors_origins!.reason}`,
+        `withdraw_limit: ${REFUSED_KEYS.withdraw_limit!.reason}`,
         "log_level must be one of debug, info, warn, error",
       ],
     );

@@ -358,6 +358,16 @@ const RULES: [string, Mutation, string[]][] = [
     ["max_gas_limit must be 0 (uncapped) or at least gas_limit"],
   ],
   ["fee_denom", (c) => (c.fee_denom = "1x"), ["fee_denom must be a valid denomination such as umfx"]],
+  [
+    "API TLS files together",
+    (c) => (c.tls_cert_file = "/etc/api.pem"),
+    ["tls_cert_file and tls_key_file must be set together"],
+  ],
+  [
+    "trusted_proxies CIDRs",
+    (c) => (c.trusted_proxies = ["10.0.0.1"]),
+    ["trusted_proxies[0] must be a CIDR block such as 10.0.0.0/8"],
+  ],
 ];
 
 /**
@@ -387,16 +397,6 @@ const RULES_OF_REFUSED_KEYS: [string, Mutation, string[]][] = [
       c.payload_store_db_path = "/tmp/fred/payloads.db";
     },
     ["placement_snapshot_dir must be an absolute, clean path"],
-  ],
-  [
-    "API TLS files together",
-    (c) => (c.tls_cert_file = "/etc/api.pem"),
-    ["tls_cert_file and tls_key_file must be set together"],
-  ],
-  [
-    "trusted_proxies CIDRs",
-    (c) => (c.trusted_proxies = ["10.0.0.1"]),
-    ["trusted_proxies[0] must be a CIDR block such as 10.0.0.0/8"],
   ],
   ["withdraw_limit range", (c) => (c.withdraw_limit = 101), ["withdraw_limit must be between 1 and 100"]],
   [

@@ -149,6 +149,12 @@ export class Stack {
       payload_store_db_path: this.payloadPath,
       provision_callback_timeout: "20s",
       shutdown_timeout: "5s",
+      // Tests poll and probe far faster than any client should: the listener's budgets are
+      // raised here (suites about the limits set their own through extraConfig).
+      rate_limit_rps: 1_000,
+      rate_limit_burst: 2_000,
+      tenant_rate_limit_rps: 1_000,
+      tenant_rate_limit_burst: 2_000,
       backends: this.mocks.map((m, i) => ({
         name: `mock-${i + 1}`,
         url: m.ready.url,

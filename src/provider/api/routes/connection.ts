@@ -13,9 +13,9 @@ export function registerConnectionRoute(app: FastifyInstance, ctx: TenantContext
   const { store, clients, config } = ctx.deps;
   app.get(
     "/v1/leases/:lease_uuid/connection",
-    tenantRoute(ctx, async (req, _reply, scope) => {
+    tenantRoute(ctx, async (req, reply, scope) => {
       const need = { kind: "access", replay: true } as const;
-      const { uuid, lease } = await authorizeLease(ctx, req, need, "LEASE_STATE_ACTIVE");
+      const { uuid, lease } = await authorizeLease(ctx, req, reply, need, "LEASE_STATE_ACTIVE");
       const client = ownerOrRefuse(routeRead(store, clients, uuid));
       let info: LeaseInfo | undefined;
       try {

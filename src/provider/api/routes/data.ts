@@ -92,7 +92,10 @@ export function registerDataRoute(
       "/v1/leases/:lease_uuid/data",
       tenantRoute(ctx, async (req, reply, scope) => {
         const answered = new Promise<void>((resolve) => reply.raw.once("close", resolve));
-        const { uuid, claims, lease } = await authorizeLease(ctx, req, { kind: "payload", replay: false });
+        const { uuid, claims, lease } = await authorizeLease(ctx, req, reply, {
+          kind: "payload",
+          replay: false,
+        });
         const skus = lease.items.map((i) => i.skuUuid);
         if (isBillingOnly(config, skus))
           throw bad("lease is billing-only; it takes no payload", "billing_only");

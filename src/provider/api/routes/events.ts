@@ -1,5 +1,5 @@
 import websocket from "@fastify/websocket";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { WebSocket } from "ws";
 import type { ChainLease } from "../../../chain/port.ts";
 import { tenantError } from "../../../core/envelope.ts";
@@ -57,7 +57,7 @@ export function registerEventsRoute(
 ): void {
   const { clock, store, clients, logger } = ctx.deps;
 
-  async function authorize(req: FastifyRequest): Promise<Upgrade> {
+  async function authorize(req: FastifyRequest, reply: FastifyReply): Promise<Upgrade> {
     const uuid = leaseUuidParam(req);
     const queryToken = queryValue(req, "token");
     if (req.headers.authorization === undefined && queryToken !== undefined) {
@@ -65,7 +65,7 @@ export function registerEventsRoute(
     }
     const since = parseSince(queryValue(req, "since"));
     const notices = queryValue(req, "notices");
-    const claims = ctx.auth.authenticate(req, uuid, { kind: "access", replay: false });
+    const claims = ctx.auth.authenticate(req, reply, uuid, { kind: "access", replay: false });
     const lease = await ctx.leases.owned(claims);
     return { lease, since, notices: notices !== undefined && notices !== "0" && notices !== "false" };
   }
@@ -176,7 +176,7 @@ export function registerEventsRoute(
       url: "/v1/leases/:lease_uuid/events",
       preValidation: async (req, reply) => {
         try {
-          upgrades.set(req, await authorize(req));
+          upgrades.set(req, await authorize(req, reply));
         } catch (err) {
           return sendApiError(reply, err, logger);
         }

@@ -7,8 +7,8 @@ import { LOG_CONTENT_BUDGET_BYTES, type LogAdmission, logCapacity } from "../log
 /**
  * `GET /v1/leases/{uuid}/logs?tail=N` (access token, no replay, any state): the owner's
  * container logs, `tail` lines per container (default 100, 1..10000). Admission (see
- * log-admission.ts) bounds how many run and how much is materialised at once; the
- * finished answer gets its own write deadline, and the slot is held until it is written.
+ * log-admission.ts) bounds how many run and how much is materialised at once; the slot
+ * is held until the answer is written, within the listener's write deadline.
  */
 export const DEFAULT_TAIL = 100;
 export const MAX_TAIL = 10_000;
@@ -23,23 +23,15 @@ export function parseTail(req: FastifyRequest): number {
   return Number(raw);
 }
 
-export function registerLogsRoute(
-  app: FastifyInstance,
-  ctx: TenantContext,
-  admission: LogAdmission,
-  writeTimeoutMs: number,
-): void {
-  const { store, clients, config, clock } = ctx.deps;
+export function registerLogsRoute(app: FastifyInstance, ctx: TenantContext, admission: LogAdmission): void {
+  const { store, clients, config } = ctx.deps;
   app.get(
     "/v1/leases/:lease_uuid/logs",
     tenantRoute(ctx, async (req, reply, scope) => {
       const ticket = admission.admit(scope.signal);
-      let cancelWrite = () => {};
-      reply.raw.once("close", () => {
-        cancelWrite();
-        ticket.release();
-      });
-      const { uuid, claims } = await authorizeLease(ctx, req, { kind: "access", replay: false });
+      // The slot is held until the answer is written (the listener's write deadline bounds that).
+      reply.raw.once("close", () => ticket.release());
+      const { uuid, claims } = await authorizeLease(ctx, req, reply, { kind: "access", replay: false });
       const tail = parseTail(req);
       const client = ownerOrRefuse(routeRead(store, clients, uuid), "logs not found");
       await ticket.responseSlot(scope.signal);
@@ -57,8 +49,6 @@ export function registerLogsRoute(
         logs,
       });
       if (Buffer.byteLength(body) > LOG_CONTENT_BUDGET_BYTES) throw logCapacity();
-      // A client that reads too slowly loses the connection instead of holding the slot.
-      cancelWrite = clock.setTimer(writeTimeoutMs, () => reply.raw.destroy());
       reply.type("application/json");
       return { status: 200, body };
     }),

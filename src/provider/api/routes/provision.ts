@@ -14,8 +14,8 @@ export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext)
   const { store, clients, config } = ctx.deps;
   app.get(
     "/v1/leases/:lease_uuid/provision",
-    tenantRoute(ctx, async (req, _reply, scope) => {
-      const { uuid, claims } = await authorizeLease(ctx, req, { kind: "access", replay: false });
+    tenantRoute(ctx, async (req, reply, scope) => {
+      const { uuid, claims } = await authorizeLease(ctx, req, reply, { kind: "access", replay: false });
       const found = await lookupDiagnostics(routeRead(store, clients, uuid), uuid, scope.signal);
       if (found.kind === "absent") throw refuse.notProvisioned("provision not found");
       if (found.kind === "unknown") {

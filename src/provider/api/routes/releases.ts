@@ -30,8 +30,8 @@ export function registerReleasesRoute(app: FastifyInstance, ctx: TenantContext):
   const { store, clients, config } = ctx.deps;
   app.get(
     "/v1/leases/:lease_uuid/releases",
-    tenantRoute(ctx, async (req, _reply, scope) => {
-      const { uuid, claims } = await authorizeLease(ctx, req, { kind: "access", replay: false });
+    tenantRoute(ctx, async (req, reply, scope) => {
+      const { uuid, claims } = await authorizeLease(ctx, req, reply, { kind: "access", replay: false });
       const client = ownerOrRefuse(routeRead(store, clients, uuid));
       let raw: Record<string, unknown>[] | undefined;
       try {

@@ -12,8 +12,11 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
   const { store, clients, payloads, config, logger } = ctx.deps;
   app.get(
     "/v1/leases/:lease_uuid/status",
-    tenantRoute(ctx, async (req, _reply, scope) => {
-      const { uuid, claims, lease } = await authorizeLease(ctx, req, { kind: "access", replay: false });
+    tenantRoute(ctx, async (req, reply, scope) => {
+      const { uuid, claims, lease } = await authorizeLease(ctx, req, reply, {
+        kind: "access",
+        replay: false,
+      });
       let payloadReceived = false;
       try {
         payloadReceived = payloads?.has(uuid) ?? false;

@@ -1,0 +1,90 @@
+import type { FastifyInstance, FastifyReply } from "fastify";
+import type { Clock } from "../../core/clock.ts";
+import { tenantError } from "../../core/envelope.ts";
+import type { ClientIp } from "./client-ip.ts";
+import { type BucketVerdict, RateBuckets } from "./rate-buckets.ts";
+
+/**
+ * What every answer of providerd's listener goes through, in this order:
+ * 1. security headers (no sniffing, no framing, no caching: answers are per tenant and
+ *    change with state);
+ * 2. CORS for browser clients (`cors_origins`: `["*"]` any origin, a list those origins,
+ *    `[]` none), preflights answered here;
+ * 3. the per-IP rate limit (`rate_limit_rps`/`_burst`) on every route — operational ones
+ *    included — except the callback route, which has budgets of its own so tenant traffic
+ *    can never spend a backend's; a refusal is 429 with `Retry-After`, and every answer
+ *    carries the IETF `RateLimit-*` headers of the bucket that applies;
+ * 4. the write deadline (`http_write_timeout`): a response not delivered in time (a
+ *    client that does not read) loses its connection.
+ */
+export interface EdgeOptions {
+  clock: Clock;
+  clientIp: ClientIp;
+  rateLimit: { rps: number; burst: number };
+  corsOrigins: readonly string[];
+  writeTimeoutMs: number;
+  /** Routes with their own budgets (the callback route). */
+  exempt: (path: string) => boolean;
+}
+
+const CORS_METHODS = "GET, POST";
+const CORS_HEADERS = "Authorization, Content-Type, Idempotency-Key";
+
+/**
+ * Writes the RateLimit-* headers of `v` (and Retry-After on a refusal). A second bucket
+ * (the tenant's, after the client IP's) replaces them only when it is the tighter one.
+ */
+export function rateLimitHeaders(reply: FastifyReply, v: BucketVerdict, windowSeconds: number): void {
+  const current = reply.getHeader("ratelimit-remaining");
+  if (v.allowed && current !== undefined && Number(current) <= v.remaining) return;
+  reply.header("ratelimit-limit", String(v.limit));
+  reply.header("ratelimit-remaining", String(v.remaining));
+  reply.header("ratelimit-reset", String(v.resetSeconds));
+  reply.header("ratelimit-policy", `${v.limit};w=${windowSeconds}`);
+  if (!v.allowed) reply.header("retry-after", String(v.retryAfterSeconds));
+}
+
+export function rateLimited(reply: FastifyReply): FastifyReply {
+  return reply.code(429).send(tenantError(429, "rate limit exceeded"));
+}
+
+export function installEdge(app: FastifyInstance, o: EdgeOptions): void {
+  const perIp = new RateBuckets(o.rateLimit.rps, o.rateLimit.burst, o.clock, { idleMs: 3 * 60_000 });
+  const window = Math.max(1, Math.ceil(o.rateLimit.burst / o.rateLimit.rps));
+  const anyOrigin = o.corsOrigins.includes("*");
+  const origins = new Set(o.corsOrigins);
+
+  app.addHook("onRequest", async (req, reply) => {
+    reply.header("x-content-type-options", "nosniff");
+    reply.header("x-frame-options", "DENY");
+    reply.header("x-xss-protection", "1; mode=block");
+    reply.header("cache-control", "no-store");
+
+    const origin = req.headers.origin;
+    const corsAllowed = origin !== undefined && (anyOrigin || origins.has(origin));
+    if (corsAllowed) {
+      reply.header("access-control-allow-origin", anyOrigin ? "*" : origin);
+      if (!anyOrigin) reply.header("vary", "Origin");
+    }
+    if (req.method === "OPTIONS" && req.headers["access-control-request-method"] !== undefined) {
+      if (!corsAllowed) return reply.code(403).send(tenantError(403, "origin not allowed"));
+      reply.header("access-control-allow-methods", CORS_METHODS);
+      reply.header("access-control-allow-headers", CORS_HEADERS);
+      reply.header("access-control-max-age", "600");
+      return reply.code(204).send();
+    }
+
+    const path = req.url.split("?", 1)[0] ?? "";
+    if (o.exempt(path)) return;
+    const verdict = perIp.consume(o.clientIp.of(req));
+    rateLimitHeaders(reply, verdict, window);
+    if (!verdict.allowed) return rateLimited(reply);
+  });
+
+  app.addHook("onSend", async (_req, reply, payload) => {
+    const res = reply.raw;
+    const cancel = o.clock.setTimer(o.writeTimeoutMs, () => res.destroy());
+    res.once("close", cancel);
+    return payload;
+  });
+}
