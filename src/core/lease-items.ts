@@ -1,6 +1,12 @@
 import { z } from "zod";
-import { DEFAULT_SERVICE_NAME, type Manifest, type Problem, toPointer } from "./manifest/index.ts";
-import { problemsFromIssues, problemWording } from "./manifest/problems.ts";
+import {
+  DEFAULT_SERVICE_NAME,
+  type Manifest,
+  type Problem,
+  problemsFromIssues,
+  problemWording,
+  toPointer,
+} from "./manifest/index.ts";
 import { isCanonicalUuid } from "./uuid.ts";
 
 /**

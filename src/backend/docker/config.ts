@@ -6,8 +6,7 @@ import { isStrongSecret } from "../../auth/hmac.ts";
 import { parseConfigDuration } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
-import { checkClientCaBundle } from "../kit/client-tls.ts";
-import { DEFAULT_DIAGNOSTICS_MAX_AGE_MS } from "../kit/diagnostics.ts";
+import { checkClientCaBundle, DEFAULT_DIAGNOSTICS_MAX_AGE_MS } from "../kit/index.ts";
 
 /**
  * `fred backend docker -c docker-backend.yaml`: the operator's file, validated once into a

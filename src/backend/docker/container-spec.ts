@@ -1,5 +1,5 @@
 import type { ContainerCreateOptions } from "dockerode";
-import type { InstanceSpec, WorkloadSpec } from "../kit/substrate.ts";
+import type { InstanceSpec, WorkloadSpec } from "../kit/index.ts";
 import type { DockerBackendConfig } from "./config.ts";
 import { instanceName, LABEL } from "./names.ts";
 import { hasActiveHealthCheck, type ServiceModel } from "./service-model.ts";

@@ -1,7 +1,7 @@
 import type Docker from "dockerode";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
-import type { RuntimeEvent } from "../kit/substrate.ts";
+import type { RuntimeEvent } from "../kit/index.ts";
 import { engineMessage } from "./engine.ts";
 import { type ContainerDeath, EventSupervisor } from "./event-supervisor.ts";
 import { LABEL } from "./names.ts";

@@ -9,7 +9,7 @@ import {
   SubstrateError,
   type WorkloadObservation,
   type WorkloadSpec,
-} from "../kit/substrate.ts";
+} from "../kit/index.ts";
 import type { BtrfsVolumes } from "./btrfs-volumes.ts";
 import type { DockerBackendConfig } from "./config.ts";
 import { buildContainerSpec } from "./container-spec.ts";

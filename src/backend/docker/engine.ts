@@ -1,7 +1,7 @@
 import Docker from "dockerode";
 import type { Clock } from "../../core/clock.ts";
 import { type ErrorCode, FredError } from "../../core/errors.ts";
-import { SubstrateError } from "../kit/substrate.ts";
+import { SubstrateError } from "../kit/index.ts";
 
 /**
  * The dockerode client and the two habits every engine call shares: a named timeout phase

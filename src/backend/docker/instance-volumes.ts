@@ -2,7 +2,7 @@ import type Docker from "dockerode";
 import type { Clock } from "../../core/clock.ts";
 import { isFredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
-import { SubstrateError, type WorkloadSpec } from "../kit/substrate.ts";
+import { SubstrateError, type WorkloadSpec } from "../kit/index.ts";
 import type { BtrfsVolumes } from "./btrfs-volumes.ts";
 import type { DockerBackendConfig } from "./config.ts";
 import { type InstanceMounts, numericOwner } from "./container-spec.ts";

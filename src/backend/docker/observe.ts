@@ -4,7 +4,7 @@ import type {
   InstanceObservation,
   WorkloadObservation,
   WorkloadState,
-} from "../kit/substrate.ts";
+} from "../kit/index.ts";
 import { LABEL } from "./names.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import tarStream, { type Header } from "tar-stream";
-import { SubstrateError } from "../kit/substrate.ts";
+import { SubstrateError } from "../kit/index.ts";
 import { definite } from "./engine.ts";
 
 /**

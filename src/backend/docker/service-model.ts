@@ -1,6 +1,6 @@
 import { parseGoDuration } from "../../core/duration.ts";
 import type { ServiceSpec } from "../../core/manifest/index.ts";
-import type { ParsedManifest } from "../kit/substrate.ts";
+import type { ParsedManifest } from "../kit/index.ts";
 
 /**
  * The part of a validated manifest service the Docker substrate turns into a container.

@@ -2,7 +2,7 @@ import type Docker from "dockerode";
 import { retry } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
-import { SubstrateError } from "../kit/substrate.ts";
+import { SubstrateError } from "../kit/index.ts";
 import { ambiguous, definite, engineMessage, engineStatus, withPhase } from "./engine.ts";
 import { LABEL } from "./names.ts";
 import { type ContainerRow, failureOf, instancePhase, isUp } from "./observe.ts";

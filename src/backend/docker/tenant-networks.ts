@@ -1,7 +1,7 @@
 import type Docker from "dockerode";
 import { KeyedMutex } from "../../core/async/index.ts";
 import type { Logger } from "../../log.ts";
-import { SubstrateError } from "../kit/substrate.ts";
+import { SubstrateError } from "../kit/index.ts";
 import { ambiguous, engineStatus, isNotFound } from "./engine.ts";
 import { LABEL, tenantNetworkName } from "./names.ts";
 

@@ -5,7 +5,7 @@ import { pipeline } from "node:stream/promises";
 import type Docker from "dockerode";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
-import { SubstrateError } from "../kit/substrate.ts";
+import { SubstrateError } from "../kit/index.ts";
 import { ambiguous, classify, engineMessage, isNotFound, withPhase } from "./engine.ts";
 import {
   readArchiveTop,

@@ -7,12 +7,19 @@ export {
   type RunningBackend,
   startBackend,
 } from "./backend.ts";
+export { checkClientCaBundle } from "./client-tls.ts";
 export { DEFAULT_DIAGNOSTICS_MAX_AGE_MS } from "./diagnostics.ts";
 export { BackendEngine, type EngineEvent } from "./engine.ts";
 export { openJournalDatabase } from "./journal/identity.ts";
 export { Journal, type LeaseRecord } from "./journal/journal.ts";
 export { parseTenantManifest } from "./manifest.ts";
 export { imageRefusal, isImageAllowed, parseRegistry } from "./registry.ts";
-export { type PoolOptions, type PoolStats, ResourcePool, type TenantQuota } from "./resources.ts";
+export {
+  type PoolOptions,
+  type PoolStats,
+  type PoolTotals,
+  ResourcePool,
+  type TenantQuota,
+} from "./resources.ts";
 export * from "./substrate.ts";
 export { WireError } from "./wire.ts";

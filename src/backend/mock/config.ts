@@ -3,9 +3,8 @@ import { isStrongSecret, MIN_SECRET_BYTES } from "../../auth/hmac.ts";
 import { parseConfigDuration } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid, isUuidV4 } from "../../core/uuid.ts";
-import { checkClientCaBundle } from "../kit/client-tls.ts";
-import type { PoolTotals } from "../kit/resources.ts";
-import type { SkuProfile } from "../kit/substrate.ts";
+import type { PoolTotals, SkuProfile } from "../kit/index.ts";
+import { checkClientCaBundle } from "../kit/index.ts";
 
 /**
  * `fred backend mock` configuration, from MOCK_BACKEND_* environment variables only

@@ -8,7 +8,7 @@ import {
   SubstrateError,
   type WorkloadObservation,
   type WorkloadSpec,
-} from "../kit/substrate.ts";
+} from "../kit/index.ts";
 
 /**
  * The mock backend's fake substrate: a workload is a record, not a process. Everything

@@ -15,6 +15,6 @@ export {
   type ParseManifestResult,
   parseManifest,
 } from "./parse.ts";
-export { type Problem, toPointer } from "./problems.ts";
+export { type Problem, problemsFromIssues, problemWording, toPointer } from "./problems.ts";
 export { manifestDocumentSchema } from "./schema.ts";
 export type { ServiceSpec } from "./service-schema.ts";

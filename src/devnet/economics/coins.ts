@@ -2,7 +2,7 @@
  * Multi-denom amounts as exact bigints. The chain's Coins type is a denom-sorted list without
  * zero entries; we keep a Map while computing and convert at the edges.
  */
-import type { Coin } from "../../chain/proto/cosmos.ts";
+import type { Coin } from "../../chain/proto/index.ts";
 
 export type Coins = Map<string, bigint>;
 

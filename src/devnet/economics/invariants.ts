@@ -4,9 +4,8 @@
  * returns human-readable violations (empty = healthy).
  */
 
-import type { CreditAccount } from "../../chain/proto/billing-types.ts";
-import { type Lease, LeaseState } from "../../chain/proto/billing-types.ts";
-import { timestampToNanos } from "../../chain/proto/cosmos.ts";
+import type { CreditAccount } from "../../chain/proto/index.ts";
+import { type Lease, LeaseState, timestampToNanos } from "../../chain/proto/index.ts";
 import { addAll, amountOf, type Coins, coinsEqual, coinsFromProto, formatCoins } from "./coins.ts";
 import { deriveCreditAddress } from "./credit-address.ts";
 import { isPastPendingDeadline } from "./expiry.ts";

@@ -7,7 +7,7 @@
  * `spendable = balance − (reserved − own tranche)`, so it never eats other leases' tranches;
  * what it takes first consumes its own tranche.
  */
-import type { Coin } from "../../chain/proto/cosmos.ts";
+import type { Coin } from "../../chain/proto/index.ts";
 import { add, amountOf, type Coins, parseAmount } from "./coins.ts";
 
 export const NANOS_PER_SECOND = 1_000_000_000n;

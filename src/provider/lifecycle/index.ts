@@ -1,4 +1,4 @@
-export { type CloseResult, Closer, DEFAULT_CLOSE_RETRY } from "./closer.ts";
+export { type CloseResult, Closer, DEFAULT_CLOSE_RETRY, leaseEnded } from "./closer.ts";
 export { isBillingOnly, type LifecycleDeps, type LifecycleObserver, silentObserver } from "./deps.ts";
 export { Lifecycle, type LifecycleEvents, type LifecycleOptions, type RecoverFn } from "./lifecycle.ts";
 export { Provisioner, type ProvisionStep } from "./provisioner.ts";

@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
-import type { FeedConsumer, FeedItem, LeaseEvent } from "../../chain/index.ts";
+import type { FeedConsumer } from "../../chain/events/fanout.ts";
+import type { FeedItem, LeaseEvent } from "../../chain/events/types.ts";
 import type { ChainLease } from "../../chain/port.ts";
 import { retry } from "../../core/async/index.ts";
 import { GroupCommitter } from "../store/index.ts";

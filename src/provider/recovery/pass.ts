@@ -1,6 +1,5 @@
 import type { ChainLease } from "../../chain/port.ts";
-import { leaseEnded } from "../lifecycle/closer.ts";
-import { isBillingOnly, type Lifecycle } from "../lifecycle/index.ts";
+import { isBillingOnly, type Lifecycle, leaseEnded } from "../lifecycle/index.ts";
 import type { Attempt } from "../store/index.ts";
 
 /**

@@ -24,7 +24,7 @@ import {
   MsgRevoke,
   MsgRevokeResponse,
 } from "cosmjs-types/cosmos/authz/v1beta1/tx";
-import type { PageRequest } from "../../../chain/proto/cosmos.ts";
+import type { PageRequest } from "../../../chain/proto/index.ts";
 import { defineError } from "../../errors.ts";
 import type { AppHandle, DevnetModule, ExecContext, MsgHandler, QueryContext } from "../../module.ts";
 import { grpcError, paginate } from "../sku/query-kit.ts";

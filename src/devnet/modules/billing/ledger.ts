@@ -4,9 +4,13 @@
  * terminating a lease (tranche released, counters moved, domain claims freed). Accounts are
  * cached per message so a batch touching one tenant twice sees its own updates.
  */
-import type { CreditAccount, Lease } from "../../../chain/proto/billing-types.ts";
-import { LeaseState } from "../../../chain/proto/billing-types.ts";
-import { type Timestamp, timestampFromNanos, timestampToNanos } from "../../../chain/proto/cosmos.ts";
+import type { CreditAccount, Lease } from "../../../chain/proto/index.ts";
+import {
+  LeaseState,
+  type Timestamp,
+  timestampFromNanos,
+  timestampToNanos,
+} from "../../../chain/proto/index.ts";
 import { addAll, type Coins, coinsFromProto, coinsToProto, isZero, subAll } from "../../economics/coins.ts";
 import { deriveCreditAddress } from "../../economics/credit-address.ts";
 import { leaseRate, type SettleResult, settle } from "../../economics/settlement.ts";

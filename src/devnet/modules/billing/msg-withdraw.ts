@@ -5,8 +5,13 @@
  * processed UUID while more remain.
  */
 
-import { timestampFromNanos } from "../../../chain/proto/cosmos.ts";
-import { type Lease, LeaseState, MsgWithdraw, MsgWithdrawResponse } from "../../../chain/proto/index.ts";
+import {
+  type Lease,
+  LeaseState,
+  MsgWithdraw,
+  MsgWithdrawResponse,
+  timestampFromNanos,
+} from "../../../chain/proto/index.ts";
 import { addAll, type Coins, coinsToProto, formatCoins } from "../../economics/coins.ts";
 import {
   WITHDRAW_DEFAULT_LIMIT,

@@ -1,5 +1,5 @@
 /** x/billing params: defaults, the bench profile's caps, and validation (code 1). */
-import type { BillingParams } from "../../../chain/proto/billing-types.ts";
+import type { BillingParams } from "../../../chain/proto/index.ts";
 import { addressProblem } from "../sku/validate.ts";
 import { billingErrors } from "./errors.ts";
 import { fqdnProblem } from "./validate.ts";

@@ -2,7 +2,7 @@
  * Stateless x/billing checks (ValidateBasic, run at CheckTx): addresses, batch UUID lists,
  * lease items, DNS labels and custom domains.
  */
-import type { LeaseItemInput } from "../../../chain/proto/billing-types.ts";
+import type { LeaseItemInput } from "../../../chain/proto/index.ts";
 import { isUuidV7 } from "../../economics/uuidv7.ts";
 import type { RegisteredError } from "../../errors.ts";
 import { addressProblem } from "../sku/validate.ts";

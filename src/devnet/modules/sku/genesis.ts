@@ -3,7 +3,7 @@
  * SKUs priced in upwr (three Docker sizes and one billing-only SKU that providerd acknowledges
  * without running anything). Prices divide evenly into per-second rates.
  */
-import { Unit } from "../../../chain/proto/sku.ts";
+import { Unit } from "../../../chain/proto/index.ts";
 import type { GenesisContext } from "../../module.ts";
 import type { SkuKeeper } from "./types.ts";
 

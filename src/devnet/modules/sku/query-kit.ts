@@ -5,7 +5,7 @@
  * key together with offset refused). `next_key` is the UTF-8 of the first key not returned
  * (inclusive resume).
  */
-import type { PageRequest, PageResponse } from "../../../chain/proto/cosmos.ts";
+import type { PageRequest, PageResponse } from "../../../chain/proto/index.ts";
 import { type ChainError, type RegisteredError, sdkErrors } from "../../errors.ts";
 import type { KVStore } from "../../module.ts";
 

@@ -1,5 +1,5 @@
 /** What x/billing (and genesis) may ask of x/sku. */
-import type { Provider, SKU, SkuParams } from "../../../chain/proto/sku.ts";
+import type { Provider, SKU, SkuParams } from "../../../chain/proto/index.ts";
 import type { ExecContext, QueryContext } from "../../module.ts";
 
 export const SKU_MODULE = "sku";

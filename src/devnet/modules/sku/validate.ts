@@ -3,8 +3,8 @@
  * price must split into a whole, non-zero per-second price).
  */
 import { bech32 } from "@scure/base";
-import type { Coin } from "../../../chain/proto/cosmos.ts";
-import { Unit } from "../../../chain/proto/sku.ts";
+import type { Coin } from "../../../chain/proto/index.ts";
+import { Unit } from "../../../chain/proto/index.ts";
 import { isValidDenom } from "../../economics/coins.ts";
 
 export const MAX_META_HASH = 64;
