@@ -114,6 +114,14 @@ export class DevnetApp {
     return this.#ante.feeCollector;
   }
 
+  /** Adds query services that are not a module's (the node-level ones, see ../node-queries.ts). */
+  registerQueries(queries: Record<string, QueryHandler>): void {
+    for (const [path, q] of Object.entries(queries)) {
+      if (this.#queries.has(path)) throw new Error(`duplicate query ${path}`);
+      this.#queries.set(path, q);
+    }
+  }
+
   handler(typeUrl: string): MsgHandler<unknown> | undefined {
     return this.#handlers.get(typeUrl);
   }

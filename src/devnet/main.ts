@@ -25,6 +25,7 @@ import {
 } from "./home.ts";
 import { moduleFactories } from "./modules/index.ts";
 import { DevnetNode } from "./node.ts";
+import { nodeQueries } from "./node-queries.ts";
 import { startRpcServer } from "./rpc/server.ts";
 import { openChainDb } from "./store/db.ts";
 
@@ -164,8 +165,11 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
       historyBlocks: opts.historyBlocks ?? 0,
       logger: opts.logger,
     });
+    let rpcAddress = "";
+    app.registerQueries(nodeQueries(node, () => rpcAddress));
     // Listen first: a busy port must fail before any block is produced.
     const server = await startRpcServer({ node, logger: opts.logger, port: opts.rpcPort });
+    rpcAddress = server.url.replace(/^http/, "tcp");
     node.start();
     const opened = db;
     let stopped = false;

@@ -5,6 +5,7 @@
  */
 import { hexUpper, rfc3339, sha256 } from "../blocks.ts";
 import { type CommittedTx, type DevnetNode, internalRpcError, RpcError } from "../node.ts";
+import { nodeInfoJson } from "../node-info.ts";
 import { CONTROL_REFUSED } from "./control-guard.ts";
 import {
   base64Param,
@@ -17,7 +18,6 @@ import {
 } from "./params.ts";
 import { parseQuery, QuerySyntaxError } from "./query-lang.ts";
 
-export const COMETBFT_VERSION = "0.38.17";
 const BROADCAST_COMMIT_TIMEOUT_MS = 10_000;
 
 export interface CallContext {
@@ -113,16 +113,7 @@ export const methods: Record<string, Method> = {
     const latest = node.height > 0 ? node.blockSummary(node.height) : undefined;
     const earliest = node.height > 0 ? node.blockSummary(node.earliestHeight) : undefined;
     return {
-      node_info: {
-        protocol_version: { p2p: "8", block: "11", app: "0" },
-        id: node.validator.address.toLowerCase(),
-        listen_addr: "tcp://127.0.0.1:26656",
-        network: node.chainId,
-        version: COMETBFT_VERSION,
-        channels: "40202122233038606100",
-        moniker: "fred-devnet",
-        other: { tx_index: "on", rpc_address: rpcAddress },
-      },
+      node_info: nodeInfoJson(node, rpcAddress),
       sync_info: {
         latest_block_hash: latest?.hash ?? "",
         latest_app_hash: node.appHash,

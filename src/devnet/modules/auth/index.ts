@@ -1,22 +1,15 @@
 import { BaseAccount } from "cosmjs-types/cosmos/auth/v1beta1/auth";
-import {
-  QueryAccountInfoRequest,
-  QueryAccountInfoResponse,
-  QueryAccountRequest,
-  QueryAccountResponse,
-} from "cosmjs-types/cosmos/auth/v1beta1/query";
 import { PubKey } from "cosmjs-types/cosmos/crypto/secp256k1/keys";
 import type { Any } from "cosmjs-types/google/protobuf/any";
-import { decodeAddress, moduleAddress } from "../../address.ts";
-import { ChainError, sdkErrors } from "../../errors.ts";
+import { moduleAddress } from "../../address.ts";
 import type { AppHandle, DevnetModule, ExecContext, KVStore, QueryContext } from "../../module.ts";
+import { accountKey, authQueries, MODULE_PERMISSIONS } from "./queries.ts";
 import { type AccountInfo, AUTH, type AuthKeeper } from "./types.ts";
 
 export const SECP256K1_PUBKEY_URL = "/cosmos.crypto.secp256k1.PubKey";
-export const BASE_ACCOUNT_URL = "/cosmos.auth.v1beta1.BaseAccount";
+export { BASE_ACCOUNT_URL } from "./queries.ts";
 
 const NEXT_NUMBER_KEY = "next_account_number";
-const accountKey = (address: string) => `acc/${address}`;
 
 function encodeAccount(a: AccountInfo): Uint8Array {
   const pubKey: Any | undefined = a.pubKey
@@ -40,24 +33,6 @@ function decodeAccount(bytes: Uint8Array): AccountInfo {
 function readAccount(store: KVStore, address: string): AccountInfo | undefined {
   const raw = store.get(accountKey(address));
   return raw === undefined ? undefined : decodeAccount(raw);
-}
-
-/** The query side checks addresses the way the gRPC server does: code 18, invalid request. */
-function queryAddress(address: string, prefix: string): void {
-  try {
-    decodeAddress(address, prefix);
-  } catch (err) {
-    const text = err instanceof ChainError ? err.log.replace(/^invalid address: /, "") : String(err);
-    throw sdkErrors.invalidRequest.wrap(text.replace(/: invalid address$/, ""));
-  }
-}
-
-function notFound(address: string): ChainError {
-  return new ChainError(
-    "sdk",
-    22,
-    `rpc error: code = NotFound desc = account ${address} not found: key not found`,
-  );
 }
 
 /** x/auth: account numbers, sequences and public keys; the Account queries cosmjs uses. */
@@ -86,25 +61,10 @@ export function authModule(app: AppHandle): DevnetModule {
     keeper,
     initGenesis(ctx) {
       // Module accounts that exist on every SDK chain; the fee collector receives every fee.
-      for (const name of ["fee_collector", "distribution", "bonded_tokens_pool", "gov"]) {
+      for (const name of Object.keys(MODULE_PERMISSIONS)) {
         keeper.ensureAccount(ctx, moduleAddress(name, app.bech32Prefix));
       }
     },
-    queries: {
-      "/cosmos.auth.v1beta1.Query/Account"(ctx, request) {
-        const { address } = QueryAccountRequest.decode(request);
-        queryAddress(address, app.bech32Prefix);
-        const raw = ctx.store(AUTH).get(accountKey(address));
-        if (raw === undefined) throw notFound(address);
-        return QueryAccountResponse.encode({ account: { typeUrl: BASE_ACCOUNT_URL, value: raw } }).finish();
-      },
-      "/cosmos.auth.v1beta1.Query/AccountInfo"(ctx, request) {
-        const { address } = QueryAccountInfoRequest.decode(request);
-        queryAddress(address, app.bech32Prefix);
-        const raw = ctx.store(AUTH).get(accountKey(address));
-        if (raw === undefined) throw notFound(address);
-        return QueryAccountInfoResponse.encode({ info: BaseAccount.decode(raw) }).finish();
-      },
-    },
+    queries: authQueries(app.bech32Prefix),
   };
 }

@@ -1,12 +1,4 @@
 import {
-  QueryAllBalancesRequest,
-  QueryAllBalancesResponse,
-  QueryBalanceRequest,
-  QueryBalanceResponse,
-  QuerySupplyOfRequest,
-  QuerySupplyOfResponse,
-} from "cosmjs-types/cosmos/bank/v1beta1/query";
-import {
   MsgMultiSend,
   MsgMultiSendResponse,
   MsgSend,
@@ -14,23 +6,13 @@ import {
 } from "cosmjs-types/cosmos/bank/v1beta1/tx";
 import type { Coin } from "cosmjs-types/cosmos/base/v1beta1/coin";
 import { decodeAddress } from "../../address.ts";
-import { coin, isValidDenom, normalize, validateCoins } from "../../coins.ts";
+import { normalize, validateCoins } from "../../coins.ts";
 import { ChainError, sdkErrors } from "../../errors.ts";
 import type { AppHandle, DevnetModule, MsgHandler } from "../../module.ts";
 import { AUTH, type AuthKeeper } from "../auth/types.ts";
 import { createBankKeeper } from "./keeper.ts";
+import { bankQueries } from "./queries.ts";
 import { BANK } from "./types.ts";
-
-function queryAddress(address: string, prefix: string): void {
-  try {
-    decodeAddress(address, prefix);
-  } catch (err) {
-    const text = err instanceof ChainError ? err.log : String(err);
-    throw sdkErrors.invalidRequest.wrap(
-      text.replace(/^invalid address: /, "").replace(/: invalid address$/, ""),
-    );
-  }
-}
 
 /** x/bank: balances, supply, MsgSend and MsgMultiSend, and the balance queries cosmjs uses. */
 export function bankModule(app: AppHandle): DevnetModule {
@@ -85,39 +67,6 @@ export function bankModule(app: AppHandle): DevnetModule {
     name: BANK,
     keeper,
     messages: [send, multiSend] as MsgHandler<unknown>[],
-    queries: {
-      "/cosmos.bank.v1beta1.Query/Balance"(ctx, request) {
-        const req = QueryBalanceRequest.decode(request);
-        queryAddress(req.address, prefix);
-        if (!isValidDenom(req.denom)) throw sdkErrors.invalidRequest.wrap(`invalid denom: ${req.denom}`);
-        const amount = keeper.getBalance(ctx, req.address, req.denom);
-        return QueryBalanceResponse.encode({ balance: coin(amount, req.denom) }).finish();
-      },
-      "/cosmos.bank.v1beta1.Query/AllBalances"(ctx, request) {
-        const req = QueryAllBalancesRequest.decode(request);
-        queryAddress(req.address, prefix);
-        const balances = keeper.getAllBalances(ctx, req.address);
-        const limit = Number(req.pagination?.limit ?? 0n) || 100;
-        const offset = Number(req.pagination?.offset ?? 0n);
-        const page = balances.slice(offset, offset + limit);
-        const more = offset + limit < balances.length;
-        return QueryAllBalancesResponse.encode({
-          balances: page,
-          pagination: {
-            nextKey: more
-              ? new TextEncoder().encode(balances[offset + limit]?.denom ?? "")
-              : new Uint8Array(),
-            total: req.pagination?.countTotal ? BigInt(balances.length) : 0n,
-          },
-        }).finish();
-      },
-      "/cosmos.bank.v1beta1.Query/SupplyOf"(ctx, request) {
-        const req = QuerySupplyOfRequest.decode(request);
-        if (!isValidDenom(req.denom)) throw sdkErrors.invalidRequest.wrap(`invalid denom: ${req.denom}`);
-        return QuerySupplyOfResponse.encode({
-          amount: coin(keeper.getSupply(ctx, req.denom), req.denom),
-        }).finish();
-      },
-    },
+    queries: bankQueries(keeper, prefix),
   };
 }

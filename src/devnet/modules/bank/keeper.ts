@@ -9,7 +9,8 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 export const balanceKey = (address: string, denom: string) => `bal/${address}/${denom}`;
-const supplyKey = (denom: string) => `supply/${denom}`;
+export const SUPPLY_PREFIX = "supply/";
+const supplyKey = (denom: string) => `${SUPPLY_PREFIX}${denom}`;
 
 function readAmount(store: KVStore, key: string): bigint {
   const raw = store.get(key);
