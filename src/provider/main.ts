@@ -12,7 +12,7 @@ import { FredError } from "../core/errors.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { TenantApi } from "./api/index.ts";
 import { type BackendClient, closeBackendClients, createBackendClients } from "./backend-client/index.ts";
-import type { ProviderConfig } from "./config/index.ts";
+import { type ProviderConfig, withBoundCallbackBase } from "./config/index.ts";
 import { armFailpoints } from "./failpoints.ts";
 import { listenerOptions } from "./http/listener.ts";
 import { createProviderMetrics } from "./http/metrics.ts";
@@ -245,6 +245,9 @@ export async function startProviderd(
     const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
     const scheme = listener.tls === undefined ? "http" : "https";
     const url = `${scheme}://${host === "0.0.0.0" ? "127.0.0.1" : host}:${address.port}`;
+    // Without callback_base_url (port 0) the base is this bound URL; nothing builds a callback
+    // URL before lc.start() below.
+    deps.config = withBoundCallbackBase(config, url);
 
     // Routing loads: read /stats now and then; a failed read drops that backend's signal.
     let cancelStats: (() => void) | undefined;

@@ -9,6 +9,7 @@ export {
   parseProviderConfig,
   providerConfigSchema,
   readConfigFile,
+  withBoundCallbackBase,
 } from "./load.ts";
 export { redactConfig } from "./redact.ts";
 export { REFUSED_KEYS, type Refusal, type RefusedKeys } from "./refused.ts";

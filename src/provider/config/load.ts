@@ -5,7 +5,7 @@ import { ConfigError, decodeConfig, type Env } from "./decode.ts";
 import { camelize } from "./introspect.ts";
 import { REFUSED_KEYS, type RefusedKeys } from "./refused.ts";
 import { type BackendConfig, type FileConfig, fileFields, rpcUrlOf } from "./schema.ts";
-import type { CallbackBase } from "./urls.ts";
+import { type CallbackBase, parseCallbackBase } from "./urls.ts";
 import { checkTopLevel } from "./validate.ts";
 import { checkBackends } from "./validate-backends.ts";
 
@@ -25,15 +25,31 @@ export const providerConfigSchema = fileFields.transform((file, ctx) => {
 /** providerd's validated configuration: camelCase, durations in milliseconds (`…Ms`). */
 export type ProviderConfig = z.output<typeof providerConfigSchema>;
 
+/**
+ * Stands in for a callback base that only the bound listener knows (callback_base_url left
+ * out, api_listen_addr on port 0): startProviderd replaces it (withBoundCallbackBase) before
+ * any provision can run. Port 0 is no destination, so a URL built from it cannot misdirect.
+ */
+const UNBOUND_CALLBACK_BASE: CallbackBase = {
+  origin: "http://127.0.0.1:0",
+  scheme: "http",
+  host: "127.0.0.1",
+  path: "",
+  query: "",
+};
+
 function toConfig(file: FileConfig) {
-  const { callback_base_url: callbackBase, rpc_url: _, backends, ...rest } = file;
+  const { callback_base_url: fileBase, rpc_url: _, backends, ...rest } = file;
   const entries: readonly BackendConfig[] = backends;
+  const callbackBase = fileBase ?? UNBOUND_CALLBACK_BASE;
   return {
     ...camelize(fileFields, rest),
     backends: entries,
     callbackBase,
     /** callback_base_url normalised: trailing slashes gone, escapes canonical, query kept. */
     callbackBaseUrl: callbackUrlOf(callbackBase),
+    /** callback_base_url was left out: the bound API address gives it at startup. */
+    callbackBaseFromListener: fileBase === undefined,
     /** CometBFT RPC (extension); derived from websocket_url when rpc_url is not set. */
     rpcUrl: rpcUrlOf(file),
   };
@@ -41,6 +57,17 @@ function toConfig(file: FileConfig) {
 
 function callbackUrlOf(base: CallbackBase): string {
   return `${base.origin}${base.path}${base.query === "" ? "" : `?${base.query}`}`;
+}
+
+/**
+ * The config with its callback base taken from the API's bound URL (e.g.
+ * `http://127.0.0.1:40123`) when the file left callback_base_url out; otherwise unchanged.
+ */
+export function withBoundCallbackBase(config: ProviderConfig, boundUrl: string): ProviderConfig {
+  if (!config.callbackBaseFromListener) return config;
+  const base = parseCallbackBase(boundUrl);
+  if (!base.ok) throw new FredError("ERR_CONFIG_INVALID", `bound API URL ${boundUrl} ${base.problem}`);
+  return deepFreeze({ ...config, callbackBase: base.value, callbackBaseUrl: callbackUrlOf(base.value) });
 }
 
 export type CheckResult = { ok: true; config: ProviderConfig } | { ok: false; problems: string[] };

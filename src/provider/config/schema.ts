@@ -106,7 +106,10 @@ export const fileFields = z.strictObject({
   provider_address: required(),
   keyring_dir: required(),
   key_name: required(),
-  callback_base_url: required().transform(parsed(parseCallbackBase)),
+  // May be left out where providerd can derive it from its bound API address (see checkCallback).
+  callback_base_url: required()
+    .optional()
+    .transform((v, ctx) => (v === undefined ? undefined : parsed(parseCallbackBase)(v, ctx))),
   placement_store_db_path: required(" (create the store with `fred placement init`)"),
   billing_only_skus: list().prefault([]),
 

@@ -22,6 +22,20 @@ export function checkTopLevel(file: FileConfig, problems: string[]): void {
 
 function checkCallback(file: FileConfig, problems: string[]): void {
   const base = file.callback_base_url;
+  if (base === undefined) {
+    // Only a port-0 listener outside production_mode derives its own base: a fixed port may
+    // sit behind a proxy providerd cannot see, and production needs a public https URL.
+    if (file.production_mode) problems.push("callback_base_url is required in production_mode");
+    else if (Number(file.api_listen_addr.slice(file.api_listen_addr.lastIndexOf(":") + 1)) !== 0) {
+      problems.push(
+        "callback_base_url is required unless api_listen_addr has port 0 (providerd then derives it from the bound address)",
+      );
+    }
+    if (file.callback_canonical_path_prefix !== "") {
+      problems.push("callback_canonical_path_prefix must be empty when callback_base_url is derived");
+    }
+    return;
+  }
   if (file.production_mode && base.scheme !== "https") {
     problems.push("callback_base_url must use https:// in production_mode");
   }

@@ -8,6 +8,7 @@ import {
   providerConfigSchema,
   REFUSED_KEYS,
   redactConfig,
+  withBoundCallbackBase,
 } from "../../../src/provider/config/index.ts";
 import { baseConfig, PROVIDER_UUID, problemsOf, SECRET_1, SECRET_2, SKU_A, yamlOf } from "./fixtures.ts";
 
@@ -81,6 +82,28 @@ describe("providerd config: loading", () => {
       buildCallbackUrl(nested.callbackBase, "lifecycle_id", op),
       `https://fred.example.com/api/fred/callbacks/provision?tenant=a%20b&lifecycle_id=${op}`,
     );
+  });
+
+  it("leaves callback_base_url to the bound API address on port 0 outside production_mode", () => {
+    const op = "11111111-1111-4111-8111-111111111111";
+    const c = baseConfig();
+    delete c.callback_base_url;
+    c.api_listen_addr = "127.0.0.1:0";
+    const config = parseProviderConfig(yamlOf(c));
+    assert.equal(config.callbackBaseFromListener, true);
+    const bound = withBoundCallbackBase(config, "http://127.0.0.1:40123");
+    assert.equal(bound.callbackBaseUrl, "http://127.0.0.1:40123");
+    assert.equal(
+      buildCallbackUrl(bound.callbackBase, "operation_id", op),
+      `http://127.0.0.1:40123/callbacks/provision?operation_id=${op}`,
+    );
+    assert.ok(Object.isFrozen(bound) && Object.isFrozen(bound.callbackBase));
+    const fixed = parseProviderConfig(yamlOf(baseConfig()));
+    assert.equal(fixed.callbackBaseFromListener, false);
+    assert.equal(withBoundCallbackBase(fixed, "http://127.0.0.1:40123"), fixed, "a configured base is kept");
+    const production = checkProviderConfig(yamlOf({ ...c, production_mode: true }));
+    assert.ok(!production.ok);
+    assert.ok(production.problems.includes("callback_base_url is required in production_mode"));
   });
 
   it("redacts every secret for logging", () => {

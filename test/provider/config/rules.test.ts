@@ -14,6 +14,22 @@ const RULES: [string, Mutation, string[]][] = [
     ["placement_store_db_path is required (create the store with `fred placement init`)"],
   ],
   ["backends required", (c) => delete c.backends, ["backends is required"]],
+  [
+    "callback_base_url left out with a fixed API port",
+    (c) => delete c.callback_base_url,
+    [
+      "callback_base_url is required unless api_listen_addr has port 0 (providerd then derives it from the bound address)",
+    ],
+  ],
+  [
+    "derived callback_base_url with a path prefix",
+    (c) => {
+      delete c.callback_base_url;
+      c.api_listen_addr = "127.0.0.1:0";
+      c.callback_canonical_path_prefix = "/api";
+    },
+    ["callback_canonical_path_prefix must be empty when callback_base_url is derived"],
+  ],
   ["at least one backend", (c) => (c.backends = []), ["backends must list at least one backend"]],
   [
     "provider_uuid canonical",

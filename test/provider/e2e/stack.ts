@@ -11,7 +11,7 @@ import {
   type Launched,
   type LaunchOptions,
   launchFred,
-  pickFreePort,
+  portOf,
   runFred,
   until,
 } from "../../support/index.ts";
@@ -63,6 +63,7 @@ export class Stack {
   keys!: DevnetKeys;
   tenant!: CosmosChain;
   providerd: Launched<{ url: string }> | undefined;
+  /** providerd's API port: 0 until its first start binds one, then kept for restarts. */
   apiPort = 0;
   configPath = "";
   readonly payloadPath = join(this.dir, "payloads.db");
@@ -114,7 +115,6 @@ export class Stack {
       txPollIntervalMs: 50,
       txTimeoutMs: 20_000,
     });
-    this.apiPort = await pickFreePort();
     configure(this);
     this.writeConfig();
     const init = await runFred(["placement", "init", "--config", this.configPath]);
@@ -144,7 +144,8 @@ export class Stack {
       key_name: "provider",
       websocket_url: `${this.devnet.ready.rpc.replace(/^http/, "ws")}/websocket`,
       api_listen_addr: `127.0.0.1:${this.apiPort}`,
-      callback_base_url: `http://127.0.0.1:${this.apiPort}`,
+      // On port 0 providerd derives its callback base from the address it binds.
+      ...(this.apiPort === 0 ? {} : { callback_base_url: `http://127.0.0.1:${this.apiPort}` }),
       placement_store_db_path: this.placementPath,
       payload_store_db_path: this.payloadPath,
       provision_callback_timeout: "20s",
@@ -195,6 +196,12 @@ export class Stack {
       FRED_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
       ...env,
     });
+    if (this.apiPort === 0) {
+      // The first start bound a free port; restarts keep it, so callbacks a backend still
+      // holds for the earlier process reach the next one, as on a real host.
+      this.apiPort = portOf(this.providerd.ready.url);
+      this.writeConfig();
+    }
   }
 
   /** launchProviderd, then waits for /readyz 200. */
