@@ -31,11 +31,8 @@ before(async () => {
   await stack.start(
     (s) => [{ MOCK_BACKEND_SKUS: mockSkus(s.sku("docker-small")), MOCK_BACKEND_TLS_SKIP_VERIFY: "true" }],
     (s) => {
-      s.extraConfig = {
-        tls_cert_file: certFile,
-        tls_key_file: keyFile,
-        callback_base_url: `https://127.0.0.1:${s.apiPort}`,
-      };
+      // callback_base_url comes from the bound https:// listener.
+      s.extraConfig = { tls_cert_file: certFile, tls_key_file: keyFile };
     },
   );
   await stack.launchProviderd();

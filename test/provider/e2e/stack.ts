@@ -63,8 +63,8 @@ export class Stack {
   keys!: DevnetKeys;
   tenant!: CosmosChain;
   providerd: Launched<{ url: string }> | undefined;
-  /** providerd's API port: 0 until its first start binds one, then kept for restarts. */
-  apiPort = 0;
+  /** providerd's URL from its first ready line ("" before): its port is kept for restarts. */
+  apiUrl = "";
   configPath = "";
   readonly payloadPath = join(this.dir, "payloads.db");
   readonly placementPath = join(this.dir, "placements.db");
@@ -143,9 +143,9 @@ export class Stack {
       keyring_backend: "test",
       key_name: "provider",
       websocket_url: `${this.devnet.ready.rpc.replace(/^http/, "ws")}/websocket`,
-      api_listen_addr: `127.0.0.1:${this.apiPort}`,
-      // On port 0 providerd derives its callback base from the address it binds.
-      ...(this.apiPort === 0 ? {} : { callback_base_url: `http://127.0.0.1:${this.apiPort}` }),
+      // Port 0 until the first start: providerd derives its callback base from what it binds.
+      api_listen_addr: `127.0.0.1:${this.apiUrl === "" ? 0 : portOf(this.apiUrl)}`,
+      ...(this.apiUrl === "" ? {} : { callback_base_url: this.apiUrl }),
       placement_store_db_path: this.placementPath,
       payload_store_db_path: this.payloadPath,
       provision_callback_timeout: "20s",
@@ -171,7 +171,8 @@ export class Stack {
   }
 
   get api(): string {
-    return `http://127.0.0.1:${this.apiPort}`;
+    if (this.apiUrl === "") throw new Error("providerd has not started yet: no API URL");
+    return this.apiUrl;
   }
 
   /** Stops mock `i`; `restartMock` brings it back on the same port with the same journal. */
@@ -196,10 +197,10 @@ export class Stack {
       FRED_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
       ...env,
     });
-    if (this.apiPort === 0) {
+    if (this.apiUrl === "") {
       // The first start bound a free port; restarts keep it, so callbacks a backend still
       // holds for the earlier process reach the next one, as on a real host.
-      this.apiPort = portOf(this.providerd.ready.url);
+      this.apiUrl = this.providerd.ready.url;
       this.writeConfig();
     }
   }
