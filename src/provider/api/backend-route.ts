@@ -10,7 +10,10 @@ import { refuse } from "./errors.ts";
  *   it even while a newer attempt is unresolved;
  * - "attempt": no confirmed owner, but an unresolved attempt: that backend may hold the
  *   lease; a positive answer from it is usable, its silence proves nothing;
- * - "none": no record at all: nothing was ever placed here;
+ * - "none": no placement record: nothing is placed here now. A backend may still keep
+ *   what is left of the lease (the diagnostics of a failed or closed lease), so reads of
+ *   that kind search every backend we may ask (`searchBackends`): a search, not a
+ *   selection — only a backend that holds the lease answers for it;
  * - "unresolved": a conflict, or a record naming a backend we cannot ask.
  */
 export type BackendRoute =
@@ -38,6 +41,46 @@ export function routeRead(
   if (attempt === undefined) return { kind: "none" };
   const client = usable(attempt.backend);
   return client === undefined ? { kind: "unresolved" } : { kind: "attempt", client };
+}
+
+/** Every configured backend we may ask (not fenced), in configuration order. */
+export function askableBackends(clients: ReadonlyMap<string, BackendClient>): BackendClient[] {
+  return [...clients.values()].filter((c) => !c.backend.fenced);
+}
+
+/**
+ * Asks every askable backend at once; the first (in configuration order) that holds the
+ * lease answers. Undefined when every one reported 404; when none holds it and one
+ * failed, that failure is thrown (a backend error is not a "not found").
+ */
+export async function searchBackends<T>(
+  clients: ReadonlyMap<string, BackendClient>,
+  read: (client: BackendClient) => Promise<T | undefined>,
+): Promise<T | undefined> {
+  const answers = await Promise.allSettled(askableBackends(clients).map(read));
+  for (const a of answers) if (a.status === "fulfilled" && a.value !== undefined) return a.value;
+  const failed = answers.find((a) => a.status === "rejected");
+  if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+  return undefined;
+}
+
+/**
+ * Reads through the route: the owner; with no record at all, the first backend that
+ * holds the lease; undefined when it is known that none does. An attempt or an
+ * unresolved record is 503 (the attempted backend's silence proves nothing).
+ */
+export async function readRouted<T>(
+  route: BackendRoute,
+  clients: ReadonlyMap<string, BackendClient>,
+  read: (client: BackendClient) => Promise<T | undefined>,
+): Promise<T | undefined> {
+  try {
+    if (route.kind === "owner") return await read(route.client);
+    if (route.kind === "none") return await searchBackends(clients, read);
+  } catch (err) {
+    throw backendReadFailure(err);
+  }
+  throw refuse.unavailable("ERR_API_PLACEMENT_UNRESOLVED");
 }
 
 /** The owner, or the 404/503 a read that needs one answers with. */

@@ -1,5 +1,5 @@
 import type { BackendClient } from "../backend-client/index.ts";
-import { type BackendRoute, backendReadFailure } from "./backend-route.ts";
+import { type BackendRoute, backendReadFailure, searchBackends } from "./backend-route.ts";
 
 /**
  * A backend's provision record (`GET /provisions/{uuid}`), reduced to what a tenant may
@@ -33,24 +33,26 @@ export type DiagnosticsLookup =
   | { kind: "unknown"; error?: Error };
 
 /**
- * Asks the routed backend for the lease's provision record. "absent" is a fact only when
- * nothing was ever placed here or the confirmed owner says 404; an attempted backend's
- * 404, a record we cannot route, or a failed read leave it "unknown".
+ * Asks for the lease's provision record: its confirmed owner; with no placement record,
+ * every backend (one may keep the diagnostics of a failed or closed lease); with only an
+ * unsettled attempt, the attempted backend. "absent" is said only when it is known: the
+ * owner has no record, or no backend has one. An attempted backend's 404, a record we
+ * cannot route, or a failed read leave it "unknown".
  */
 export async function lookupDiagnostics(
   route: BackendRoute,
+  clients: ReadonlyMap<string, BackendClient>,
   leaseUuid: string,
   signal: AbortSignal,
 ): Promise<DiagnosticsLookup> {
-  if (route.kind === "none") return { kind: "absent" };
   if (route.kind === "unresolved") return { kind: "unknown" };
-  const client: BackendClient = route.client;
+  const read = (client: BackendClient) => client.provisionInfo(leaseUuid, signal);
   let record: Record<string, unknown> | undefined;
   try {
-    record = await client.provisionInfo(leaseUuid, signal);
+    record = route.kind === "none" ? await searchBackends(clients, read) : await read(route.client);
   } catch (err) {
     return { kind: "unknown", error: backendReadFailure(err) };
   }
   if (record !== undefined) return { kind: "found", diagnostics: tenantDiagnostics(record) };
-  return route.kind === "owner" ? { kind: "absent" } : { kind: "unknown" };
+  return route.kind === "attempt" ? { kind: "unknown" } : { kind: "absent" };
 }

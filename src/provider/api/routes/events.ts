@@ -76,6 +76,7 @@ export function registerEventsRoute(
     if (status === undefined) {
       const found = await lookupDiagnostics(
         routeRead(store, clients, lease.uuid),
+        clients,
         lease.uuid,
         AbortSignal.timeout(5_000),
       );

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { backendReadFailure, ownerOrRefuse, routeRead } from "../backend-route.ts";
+import { readRouted, routeRead } from "../backend-route.ts";
 import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
 import { ApiError, refuse } from "../errors.ts";
 import { LOG_CONTENT_BUDGET_BYTES, type LogAdmission, logCapacity } from "../log-admission.ts";
@@ -33,14 +33,12 @@ export function registerLogsRoute(app: FastifyInstance, ctx: TenantContext, admi
       reply.raw.once("close", () => ticket.release());
       const { uuid, claims } = await authorizeLease(ctx, req, reply, { kind: "access", replay: false });
       const tail = parseTail(req);
-      const client = ownerOrRefuse(routeRead(store, clients, uuid), "logs not found");
-      await ticket.responseSlot(scope.signal);
-      let logs: Record<string, string> | undefined;
-      try {
-        logs = await client.logs(uuid, tail, scope.signal);
-      } catch (err) {
-        throw backendReadFailure(err);
+      const route = routeRead(store, clients, uuid);
+      if (route.kind === "attempt" || route.kind === "unresolved") {
+        throw refuse.unavailable("ERR_API_PLACEMENT_UNRESOLVED");
       }
+      await ticket.responseSlot(scope.signal);
+      const logs = await readRouted(route, clients, (c) => c.logs(uuid, tail, scope.signal));
       if (logs === undefined) throw refuse.notProvisioned("logs not found");
       const body = JSON.stringify({
         lease_uuid: uuid,

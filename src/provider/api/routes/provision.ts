@@ -16,7 +16,7 @@ export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext)
     "/v1/leases/:lease_uuid/provision",
     tenantRoute(ctx, async (req, reply, scope) => {
       const { uuid, claims } = await authorizeLease(ctx, req, reply, { kind: "access", replay: false });
-      const found = await lookupDiagnostics(routeRead(store, clients, uuid), uuid, scope.signal);
+      const found = await lookupDiagnostics(routeRead(store, clients, uuid), clients, uuid, scope.signal);
       if (found.kind === "absent") throw refuse.notProvisioned("provision not found");
       if (found.kind === "unknown") {
         throw found.error ?? refuse.unavailable("ERR_API_PLACEMENT_UNRESOLVED");

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { FredError } from "../../../core/errors.ts";
-import { backendReadFailure, ownerOrRefuse, routeRead } from "../backend-route.ts";
+import { readRouted, routeRead } from "../backend-route.ts";
 import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
 import { refuse } from "../errors.ts";
 
@@ -32,13 +32,9 @@ export function registerReleasesRoute(app: FastifyInstance, ctx: TenantContext):
     "/v1/leases/:lease_uuid/releases",
     tenantRoute(ctx, async (req, reply, scope) => {
       const { uuid, claims } = await authorizeLease(ctx, req, reply, { kind: "access", replay: false });
-      const client = ownerOrRefuse(routeRead(store, clients, uuid));
-      let raw: Record<string, unknown>[] | undefined;
-      try {
-        raw = await client.releases(uuid, scope.signal);
-      } catch (err) {
-        throw backendReadFailure(err);
-      }
+      const raw = await readRouted(routeRead(store, clients, uuid), clients, (c) =>
+        c.releases(uuid, scope.signal),
+      );
       if (raw === undefined) throw refuse.notProvisioned();
       let releases: Record<string, unknown>[];
       try {

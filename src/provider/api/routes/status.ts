@@ -33,7 +33,7 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
       if (lease.metaHash !== "") body.meta_hash_hex = lease.metaHash;
       body.payload_received = payloadReceived;
       body.provisioning_started = ctx.deps.provisioningStarted(uuid);
-      const found = await lookupDiagnostics(routeRead(store, clients, uuid), uuid, scope.signal);
+      const found = await lookupDiagnostics(routeRead(store, clients, uuid), clients, uuid, scope.signal);
       if (found.kind === "found") {
         const d = found.diagnostics;
         body.provision_status = d.status;
