@@ -236,7 +236,9 @@ export async function startChain(opts: ChainOptions = {}): Promise<Chain> {
     async stop() {
       for (const c of clients.values()) c.disconnect();
       comet.disconnect();
-      await devnet.stop();
+      // A test may swap in a restarted process (chain.devnet): stop whichever runs now.
+      await chain.devnet.stop();
+      if (chain.devnet !== devnet) await devnet.stop();
     },
   };
   return chain;
