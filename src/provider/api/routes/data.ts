@@ -113,11 +113,17 @@ export function registerDataRoute(
         if (payloads === undefined) throw notStored("payload store is not configured");
         await storeDurably(payloads, uuid, body, ctx.deps.clock.now());
         // Provisioning starts once the 202 is written (or the client is gone): the payload is on disk.
-        void answered.then(() => {
-          failpoint("upload.after-accepted");
-          ctx.deps.payloadStored(uuid);
-          onAccepted(uuid);
-        });
+        // The payload is already durable; a failure to start provisioning here is logged for
+        // the operator, never left as an unhandled rejection.
+        answered
+          .then(() => {
+            failpoint("upload.after-accepted");
+            ctx.deps.payloadStored(uuid);
+            onAccepted(uuid);
+          })
+          .catch((err: unknown) =>
+            logger.warn({ err, lease_uuid: uuid }, "starting provisioning after upload failed"),
+          );
         logger.info({ lease_uuid: uuid, bytes: body.length }, "payload received");
         return { status: 202 };
       }),
