@@ -121,7 +121,14 @@ export class AckBatcher {
     if (existing !== undefined) return existing;
     if (this.#queue.length >= this.#maxQueued)
       return Promise.reject(new FredError("ERR_BUSY", "ack queue is full", { retryable: true }));
-    const life = this.#resubmitting(req).finally(() => this.#requests.delete(req.leaseUuid));
+    // The common case settles on the first try; only a retryable failure takes the slow path.
+    const life = this.#enqueue(req).then((first) => {
+      if (!this.#resubmittable(first)) {
+        this.#requests.delete(req.leaseUuid);
+        return first;
+      }
+      return this.#resubmit(req, first).finally(() => this.#requests.delete(req.leaseUuid));
+    });
     this.#requests.set(req.leaseUuid, life);
     return life;
   }
@@ -135,21 +142,31 @@ export class AckBatcher {
   }
 
   #report(req: AckRequest, outcome: LeaseOutcome): void {
-    const log = this.#logger?.child({ lease_uuid: req.leaseUuid, kind: req.kind });
-    if (outcome.status === "rejected") log?.info({ tx_hash: outcome.txHash }, "lease rejected on chain");
+    const log = this.#logger;
+    const fields = { lease_uuid: req.leaseUuid, kind: req.kind };
+    if (outcome.status === "rejected")
+      log?.info({ ...fields, tx_hash: outcome.txHash }, "lease rejected on chain");
     else if (outcome.status !== "failed")
-      log?.info({ status: outcome.status, tx_hash: outcome.txHash }, "lease settled on chain");
-    else log?.warn({ err: outcome.error, status: outcome.status }, "lease tx failed");
+      log?.info({ ...fields, status: outcome.status, tx_hash: outcome.txHash }, "lease settled on chain");
+    else log?.warn({ ...fields, err: outcome.error, status: outcome.status }, "lease tx failed");
   }
 
-  /** Queues `req`, and queues it again after a retryable failure (until closed or out of tries). */
-  async #resubmitting(req: AckRequest): Promise<LeaseOutcome> {
-    let last: LeaseOutcome | undefined;
+  #resubmittable(o: LeaseOutcome): boolean {
+    return o.status === "failed" && o.error?.retryable === true && !this.#closed;
+  }
+
+  /**
+   * The slow path: `first` failed retryably. Try 1 is the one already made; each further
+   * try queues the lease again after its delay, until it settles, the tries run out or
+   * the batcher closes (the last outcome stands).
+   */
+  async #resubmit(req: AckRequest, first: LeaseOutcome): Promise<LeaseOutcome> {
+    let last = first;
     try {
       return await retry(
-        async () => {
-          last = await this.#enqueue(req);
-          if (last.status === "failed" && last.error?.retryable === true && !this.#closed) throw last.error;
+        async (attempt) => {
+          if (attempt > 1) last = await this.#enqueue(req);
+          if (this.#resubmittable(last)) throw last.error;
           return last;
         },
         {
@@ -164,9 +181,8 @@ export class AckBatcher {
             ),
         },
       );
-    } catch (err) {
-      // Out of tries, or closed while waiting: the last outcome stands.
-      return last ?? failed(req.leaseUuid, asFredError(err));
+    } catch {
+      return last;
     }
   }
 
