@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { isAccountAddress } from "../auth/address.ts";
 import { privateKeyFromHex, privateKeyFromMnemonic } from "../auth/keys.ts";
 import { type CosmosChain, openCosmosChain } from "../chain/cosmos/adapter.ts";
-import { signerFromKey } from "../chain/cosmos/signer.ts";
+import { type SignModeName, signerFromKey } from "../chain/cosmos/signer.ts";
 import { type ChainLease, LEASE_STATES, type LeaseOutcome, type LeaseStateName } from "../chain/port.ts";
 import {
   MsgCancelLease,
@@ -30,6 +30,7 @@ export interface TxFlags extends ReadFlags {
   mnemonic?: string;
   from?: string;
   home?: string;
+  signMode?: string;
 }
 
 const DEFAULT_RPC = "http://127.0.0.1:26657";
@@ -70,7 +71,19 @@ function withTx(cmd: Command): Command {
     .option("--key-hex <hex>", "signing secp256k1 private key, 64 hex characters")
     .option("--mnemonic <words>", "signing BIP-39 mnemonic (m/44'/118'/0'/0/0)")
     .option("--from <name>", "dev account name from `fred devnet keys` (needs --home)")
-    .option("--home <dir>", "devnet home directory for --from");
+    .option("--home <dir>", "devnet home directory for --from")
+    .option(
+      "--sign-mode <mode>",
+      "direct (SIGN_MODE_DIRECT) or amino-json (SIGN_MODE_LEGACY_AMINO_JSON, as Keplr and Ledger sign)",
+      "direct",
+    );
+}
+
+export function signModeFrom(flags: TxFlags): SignModeName {
+  const mode = flags.signMode ?? "direct";
+  if (mode !== "direct" && mode !== "amino-json")
+    throw new FredError("ERR_USAGE", `--sign-mode must be direct or amino-json, got ${JSON.stringify(mode)}`);
+  return mode;
 }
 
 export function privateKeyFrom(flags: TxFlags): Uint8Array {
@@ -99,7 +112,7 @@ async function readClient(flags: ReadFlags): Promise<CosmosChain> {
 }
 
 async function txClient(flags: TxFlags): Promise<CosmosChain> {
-  const signer = signerFromKey(privateKeyFrom(flags));
+  const signer = signerFromKey(privateKeyFrom(flags), undefined, signModeFrom(flags));
   return openCosmosChain({
     rpcUrl: flags.rpc,
     ...(flags.chainId === undefined ? {} : { chainId: flags.chainId }),

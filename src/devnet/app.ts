@@ -35,6 +35,7 @@ import { BANK, type BankKeeper } from "./modules/bank/types.ts";
 import { BasicGasMeter } from "./store/gas.ts";
 import { ModuleStore } from "./store/module-store.ts";
 import { OverlayKV, type RawKV, SqliteKV } from "./store/raw-kv.ts";
+import { aminoSignDoc } from "./tx/amino.ts";
 import { type AnteDeps, runAnte } from "./tx/ante.ts";
 import { type DecodedTx, decodeTx } from "./tx/decode.ts";
 import { addressOfPubkey, signBytes } from "./tx/verify.ts";
@@ -63,6 +64,7 @@ export interface TxOutcome {
 }
 
 const INFINITE = Number.POSITIVE_INFINITY;
+const SIGN_MODE_DIRECT = 1;
 
 export class DevnetApp {
   readonly config: AppConfig;
@@ -107,6 +109,7 @@ export class DevnetApp {
       bech32Prefix: config.bech32Prefix,
       minGasPrice: config.minGasPrice,
       feeCollector: moduleAddress("fee_collector", config.bech32Prefix),
+      aminoSignBytes: aminoSignDoc(config.chainId),
     };
   }
 
@@ -257,6 +260,8 @@ export class DevnetApp {
       };
       authInfo.signerInfos.forEach((info, i) => {
         const signature = raw.signatures[i];
+        // Only SIGN_MODE_DIRECT is pre-verified; other modes are checked in CheckTx.
+        if (info.modeInfo?.single?.mode !== SIGN_MODE_DIRECT) return;
         if (!info.publicKey || info.publicKey.typeUrl !== SECP256K1_PUBKEY_URL || !signature) return;
         const pubKey = PubKey.decode(info.publicKey.value).key;
         if (pubKey.length !== 33) return;

@@ -37,7 +37,7 @@ before(async () => {
 });
 after(() => chain.stop());
 
-describe("block_search", () => {
+describe("block_search", { timeout: 120_000 }, () => {
   it("finds the block whose EndBlock expired a lease, by event attribute", async () => {
     const res = await chain.comet.blockSearch({ query: `lease_expired.lease_uuid='${expired[1]}'` });
     assert.equal(res.totalCount, 1);

@@ -13,7 +13,7 @@ type Of<C extends { decode: (...a: never[]) => unknown }> = ReturnType<C["decode
 export const MsgFundCredit = message(`${P}MsgFundCredit`, {
   sender: f.string(1),
   tenant: f.string(2),
-  amount: f.message(3, Coin),
+  amount: f.message(3, Coin, { required: true }),
 });
 export type MsgFundCredit = Of<typeof MsgFundCredit>;
 export const MsgFundCreditResponse = message(`${P}MsgFundCreditResponse`, {
@@ -103,7 +103,7 @@ export type MsgWithdrawResponse = Of<typeof MsgWithdrawResponse>;
 
 export const BillingMsgUpdateParams = message(`${P}MsgUpdateParams`, {
   authority: f.string(1),
-  params: f.message(2, BillingParams),
+  params: f.message(2, BillingParams, { required: true }),
 });
 export type BillingMsgUpdateParams = Of<typeof BillingMsgUpdateParams>;
 export const BillingMsgUpdateParamsResponse = message(`${P}MsgUpdateParamsResponse`, {});

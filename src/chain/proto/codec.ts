@@ -24,6 +24,11 @@ export interface FieldSpec<T> {
   readonly kind: ScalarKind | "message";
   readonly repeated: boolean;
   readonly codec?: MessageCodec<unknown>;
+  /**
+   * A sub-message declared `(gogoproto.nullable) = false` on the chain: the binary form is
+   * unchanged, but amino JSON always carries it (an empty one when unset).
+   */
+  readonly required?: boolean;
   /** Phantom marker so `Infer` can read the value type. */
   readonly _type?: T;
 }
@@ -60,12 +65,20 @@ export const f = {
   uint32: scalar("uint32"),
   enum: scalar("enum"),
   repeatedString: (no: number): FieldSpec<string[]> => ({ no, kind: "string", repeated: true }),
-  /** A singular sub-message; absent (undefined) when not set, as in cosmjs-types. */
-  message: <M>(no: number, codec: MessageCodec<M>): FieldSpec<M | undefined> => ({
+  /**
+   * A singular sub-message; absent (undefined) when not set, as in cosmjs-types. `required`
+   * marks a non-nullable field (see FieldSpec.required).
+   */
+  message: <M>(
+    no: number,
+    codec: MessageCodec<M>,
+    opts: { required?: true } = {},
+  ): FieldSpec<M | undefined> => ({
     no,
     kind: "message",
     repeated: false,
     codec: codec as MessageCodec<unknown>,
+    ...(opts.required ? { required: true } : {}),
   }),
   repeatedMessage: <M>(no: number, codec: MessageCodec<M>): FieldSpec<M[]> => ({
     no,

@@ -83,7 +83,7 @@ export const MsgCreateSKU = message(`${P}MsgCreateSKU`, {
   providerUuid: f.string(2),
   name: f.string(3),
   unit: f.enum(4),
-  basePrice: f.message(5, Coin),
+  basePrice: f.message(5, Coin, { required: true }),
   metaHash: f.bytes(6),
 });
 export type MsgCreateSKU = Of<typeof MsgCreateSKU>;
@@ -95,7 +95,7 @@ export const MsgUpdateSKU = message(`${P}MsgUpdateSKU`, {
   providerUuid: f.string(3),
   name: f.string(4),
   unit: f.enum(5),
-  basePrice: f.message(6, Coin),
+  basePrice: f.message(6, Coin, { required: true }),
   metaHash: f.bytes(7),
   active: f.bool(8),
 });
@@ -111,7 +111,7 @@ export const MsgDeactivateSKUResponse = message(`${P}MsgDeactivateSKUResponse`, 
 
 export const SkuMsgUpdateParams = message(`${P}MsgUpdateParams`, {
   authority: f.string(1),
-  params: f.message(2, SkuParams),
+  params: f.message(2, SkuParams, { required: true }),
 });
 export type SkuMsgUpdateParams = Of<typeof SkuMsgUpdateParams>;
 export const SkuMsgUpdateParamsResponse = message(`${P}MsgUpdateParamsResponse`, {});

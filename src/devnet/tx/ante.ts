@@ -27,6 +27,7 @@ export const ANTE_GAS = {
 } as const;
 
 const SIGN_MODE_DIRECT = 1;
+const SIGN_MODE_LEGACY_AMINO_JSON = 127;
 
 export interface AnteDeps {
   auth: AuthKeeper;
@@ -35,6 +36,8 @@ export interface AnteDeps {
   bech32Prefix: string;
   minGasPrice: GasPrice;
   feeCollector: string;
+  /** The StdSignDoc JSON bytes of a SIGN_MODE_LEGACY_AMINO_JSON signer (throws if a message has no amino form). */
+  aminoSignBytes(tx: DecodedTx, accountNumber: bigint, sequence: bigint): Uint8Array;
 }
 
 export function validateTxBasic(tx: DecodedTx): void {
@@ -182,9 +185,20 @@ function verifySignatures(ctx: ExecContext, tx: DecodedTx, deps: AnteDeps): void
       sdkErrors.unauthorized.wrap(
         `signature verification failed; please verify account number (${acc.accountNumber}) and chain-id (${deps.chainId}): (${reason})`,
       );
-    if (mode !== SIGN_MODE_DIRECT)
-      throw failed(`unsupported sign mode ${mode ?? "unset"}; the devnet accepts SIGN_MODE_DIRECT`);
-    const doc = signBytes(tx.raw.bodyBytes, tx.raw.authInfoBytes, deps.chainId, acc.accountNumber);
+    let doc: Uint8Array;
+    if (mode === SIGN_MODE_DIRECT) {
+      doc = signBytes(tx.raw.bodyBytes, tx.raw.authInfoBytes, deps.chainId, acc.accountNumber);
+    } else if (mode === SIGN_MODE_LEGACY_AMINO_JSON) {
+      try {
+        doc = deps.aminoSignBytes(tx, acc.accountNumber, seq);
+      } catch (err) {
+        throw failed(`no amino JSON sign doc: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    } else {
+      throw failed(
+        `unsupported sign mode ${mode ?? "unset"}; the devnet accepts SIGN_MODE_DIRECT and SIGN_MODE_LEGACY_AMINO_JSON`,
+      );
+    }
     const reason = verifySecp256k1(acc.pubKey, doc, tx.raw.signatures[i] ?? new Uint8Array());
     if (reason !== undefined) throw failed(reason);
   });
