@@ -155,7 +155,7 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
   try {
     db = openChainDb(homePaths(opts.home).db);
     const app = buildApp(db, opts.minGasPrice ?? DEFAULT_MIN_GAS_PRICE, opts.logger);
-    ensureGenesis(db, app, opts);
+    const { keys } = ensureGenesis(db, app, opts);
     const node = new DevnetNode({
       db,
       app,
@@ -168,7 +168,8 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
     let rpcAddress = "";
     app.registerQueries(nodeQueries(node, () => rpcAddress));
     // Listen first: a busy port must fail before any block is produced.
-    const server = await startRpcServer({ node, logger: opts.logger, port: opts.rpcPort });
+    const accounts = keys.accounts.map((a) => ({ name: a.name, address: a.address }));
+    const server = await startRpcServer({ node, logger: opts.logger, port: opts.rpcPort, accounts });
     rpcAddress = server.url.replace(/^http/, "tcp");
     node.start();
     const opened = db;

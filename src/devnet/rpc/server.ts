@@ -12,6 +12,7 @@ import { type DevnetNode, RpcError } from "../node.ts";
 import { controlAllowed } from "./control-guard.ts";
 import { type CallContext, callMethod } from "./methods.ts";
 import { type Params, paramsFromQueryString } from "./params.ts";
+import { type DevAccountRef, STATUS_PAGE_HEADERS, statusPage } from "./status-page.ts";
 import { SubscriptionSession } from "./subscriptions.ts";
 
 export const MAX_BODY_BYTES = 2_000_000;
@@ -103,6 +104,8 @@ async function handleBody(
 export interface RpcServerOptions {
   node: DevnetNode;
   logger: Logger;
+  /** Dev accounts shown on GET /fred/devnet (names and addresses only). */
+  accounts?: readonly DevAccountRef[];
   host?: string;
   port: number;
 }
@@ -116,6 +119,7 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<{ app: Fas
   );
   await app.register(websocket, { options: { maxPayload: MAX_WS_FRAME_BYTES } });
   let rpcAddress = "";
+  let url = "";
   // Only a JSON POST may reach the control methods; URI requests and websocket frames never do.
   const ctxFor = (control: boolean): CallContext => ({ node, control, rpcAddress });
 
@@ -175,14 +179,20 @@ export async function startRpcServer(opts: RpcServerOptions): Promise<{ app: Fas
     reply.header("content-type", "application/json").send(JSON.stringify(out));
   });
 
+  app.get("/fred/devnet", async (_req, reply) => {
+    reply.headers(STATUS_PAGE_HEADERS).send(statusPage(node, url, opts.accounts ?? []));
+  });
+
   app.get("/", async (_req, reply) => {
     reply
       .type("text/plain")
-      .send("fred devnet: CometBFT 0.38 JSON-RPC; POST / or GET /<method>, websocket at /websocket\n");
+      .send(
+        "fred devnet: CometBFT 0.38 JSON-RPC; POST / or GET /<method>, websocket at /websocket; a page at /fred/devnet\n",
+      );
   });
 
   const address = await app.listen({ host: opts.host ?? "127.0.0.1", port: opts.port });
-  const url = address.replace("[::1]", "127.0.0.1");
+  url = address.replace("[::1]", "127.0.0.1");
   rpcAddress = url.replace(/^http/, "tcp");
   return { app, url };
 }
