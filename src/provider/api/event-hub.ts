@@ -91,6 +91,11 @@ export class EventHub {
     return this.#channels.get(leaseUuid)?.lastStatus;
   }
 
+  /** Whether anybody is subscribed to the lease now. */
+  watched(leaseUuid: string): boolean {
+    return (this.#channels.get(leaseUuid)?.subscribers.size ?? 0) > 0;
+  }
+
   /** Adds a subscriber; "full" when the lease or the hub is at its cap (or the hub closed). */
   subscribe(sub: Subscriber): "ok" | "full" {
     if (this.#closed || this.#subscribers >= this.#total) return "full";

@@ -44,7 +44,11 @@ export class TenantApi {
     registerProvisionRoute(app, ctx);
     registerReleasesRoute(app, ctx);
     registerLogsRoute(app, ctx, this.logs);
-    registerDataRoute(app, ctx, (lease) => void this.events.publish(lease, "provisioning"));
+    registerDataRoute(
+      app,
+      ctx,
+      (lease) => void this.events.publish(lease, "provisioning", undefined, "LEASE_STATE_PENDING"),
+    );
     registerEventsRoute(app, ctx, this.hub, { ...WS_LIMITS, ...ctx.deps.eventTimings });
   }
 

@@ -6,10 +6,13 @@ import type { EventHub } from "./event-hub.ts";
 import type { LeaseReads } from "./lease-reads.ts";
 
 /**
- * Turns what providerd learns about a lease into hub frames. The chain state each frame
- * carries is read through the lease cache (coalesced, under one block old); frames of one
- * lease are published one at a time, in the order they were reported. Publishing never
- * holds up the caller (a callback answer, an upload's 202).
+ * Turns what providerd learns about a lease into hub frames, published one lease at a time
+ * in the order they were reported; publishing never holds up the caller (a callback
+ * answer, an upload's 202). The chain state a frame carries is read through the lease
+ * cache (coalesced, under one block old) while somebody watches the lease. A frame nobody
+ * watches takes the state its source already knows (an upload or a provision outcome
+ * happens while the lease is PENDING): a burst of 10,000 callbacks must not turn into
+ * 10,000 chain queries for frames that may never be read.
  */
 const MAX_ERROR_CHARS = 512;
 
@@ -23,13 +26,14 @@ export function tenantSafeText(text: string): string {
 export function callbackFrame(
   cb: VerifiedCallback,
   result: ApplyResult,
-): { status: string; error?: string } | undefined {
+): { status: string; error?: string; state?: LeaseStateName } | undefined {
   const failed = { status: "failed", error: cb.error };
   switch (result) {
+    // The outcome of a provision: the lease is PENDING until the ack or reject lands.
     case "acknowledging":
-      return { status: "ready" };
+      return { status: "ready", state: "LEASE_STATE_PENDING" };
     case "rejecting":
-      return failed;
+      return { ...failed, state: "LEASE_STATE_PENDING" };
     case "observed":
       if (cb.status === "success") return { status: "ready" };
       return cb.status === "failed" ? failed : undefined;
@@ -51,15 +55,21 @@ export class LeaseEventPublisher {
     this.#logger = logger;
   }
 
-  /** Publishes `status` for the lease; resolves once its frame went out. */
-  publish(leaseUuid: string, status: string, error?: string): Promise<void> {
+  /**
+   * Publishes `status` for the lease; resolves once its frame went out. `knownState` is the
+   * chain state the caller knows the lease is in; it stands in for a chain read while
+   * nobody watches the lease.
+   */
+  publish(leaseUuid: string, status: string, error?: string, knownState?: LeaseStateName): Promise<void> {
     return this.#order
       .run(leaseUuid, async () => {
-        let state = this.#lastState.get(leaseUuid) ?? "LEASE_STATE_UNSPECIFIED";
-        try {
-          state = (await this.#leases.read(leaseUuid))?.state ?? state;
-        } catch (err) {
-          this.#logger.debug({ err, lease_uuid: leaseUuid }, "event frame: chain state unavailable");
+        let state = knownState ?? this.#lastState.get(leaseUuid) ?? "LEASE_STATE_UNSPECIFIED";
+        if (knownState === undefined || this.#hub.watched(leaseUuid)) {
+          try {
+            state = (await this.#leases.read(leaseUuid))?.state ?? state;
+          } catch (err) {
+            this.#logger.debug({ err, lease_uuid: leaseUuid }, "event frame: chain state unavailable");
+          }
         }
         if (this.#lastState.size > 10_000) this.#lastState.clear();
         this.#lastState.set(leaseUuid, state);
@@ -70,6 +80,6 @@ export class LeaseEventPublisher {
 
   callbackApplied(cb: VerifiedCallback, result: ApplyResult): void {
     const frame = callbackFrame(cb, result);
-    if (frame !== undefined) void this.publish(cb.leaseUuid, frame.status, frame.error);
+    if (frame !== undefined) void this.publish(cb.leaseUuid, frame.status, frame.error, frame.state);
   }
 }

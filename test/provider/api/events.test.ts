@@ -105,6 +105,36 @@ describe("lease event stream", () => {
     future.close();
   });
 
+  it("a provision outcome nobody watches is buffered without a chain read; a watched one reads the chain", async () => {
+    const cb = {
+      backend: "one",
+      leaseUuid: LEASE,
+      capability: { kind: "operation" as const, id: "0190f3a2-7c1e-4000-8000-0000000000aa" },
+      status: "success" as const,
+      error: "",
+    };
+    const before = h.chainReads;
+    const since = h.api.hub.currentSeq;
+    h.api.events.callbackApplied(cb, "acknowledging");
+    await until(() => h.api.hub.lastStatus(LEASE) === "ready", "unwatched frame published");
+    assert.equal(h.chainReads, before, "no chain read for a frame nobody watches");
+    const replay = await subscribe(`?since=${since}`);
+    const buffered = await replay.frame(1);
+    assert.equal(buffered.status, "ready");
+    assert.equal(
+      buffered.state,
+      "LEASE_STATE_PENDING",
+      "a provision outcome happens while the lease is PENDING",
+    );
+    const reads = h.chainReads;
+    h.api.events.callbackApplied({ ...cb, status: "failed", error: "boom" }, "rejecting");
+    const watched = await replay.frame(2);
+    assert.equal(watched.status, "failed");
+    assert.ok(h.chainReads > reads, "a watched lease's frame reads the chain");
+    assert.equal(watched.state, "LEASE_STATE_ACTIVE", "the state the chain reports");
+    replay.close();
+  });
+
   it("notices reach only clients that opted in", async () => {
     const plain = await subscribe();
     const opted = await subscribe("?notices=1");

@@ -68,7 +68,12 @@ export class Harness {
       ],
       this.clock.now(),
     );
-    const chain = { getLease: async (uuid: string) => this.leases.get(uuid) } as unknown as ChainPort;
+    const chain = {
+      getLease: async (uuid: string) => {
+        this.chainReads++;
+        return this.leases.get(uuid);
+      },
+    } as unknown as ChainPort;
     this.api = new TenantApi({
       config,
       chain,
@@ -89,6 +94,9 @@ export class Harness {
     this.url = `http://127.0.0.1:${(this.app.server.address() as { port: number }).port}`;
     return this;
   }
+
+  /** Lease reads the fake chain has answered. */
+  chainReads = 0;
 
   /** Adds a lease owned by the harness tenant (or `tenant`) to the fake chain. */
   lease(uuid: string, tenant = this.tenant): string {
