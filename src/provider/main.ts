@@ -249,15 +249,19 @@ export async function startProviderd(
     // URL before lc.start() below.
     deps.config = withBoundCallbackBase(config, url);
 
-    // Routing loads: read /stats now and then; a failed read drops that backend's signal.
+    // Routing loads and GET /v1/provider: read /stats now and then; a failed read drops that
+    // backend's load signal and marks it unreachable.
     let cancelStats: (() => void) | undefined;
     cleanup.push(() => cancelStats?.());
     const refreshStats = (): Promise<void> =>
-      router.refreshLoads(clients, lc.signal).finally(() => {
-        if (!lc.signal.aborted && state !== "stopping") {
-          cancelStats = clock.setTimer(opts.statsIntervalMs ?? 15_000, () => void refreshStats());
-        }
-      });
+      router
+        .refreshLoads(clients, lc.signal)
+        .then((readings) => tenant.backends.record(readings))
+        .finally(() => {
+          if (!lc.signal.aborted && state !== "stopping") {
+            cancelStats = clock.setTimer(opts.statsIntervalMs ?? 15_000, () => void refreshStats());
+          }
+        });
     void refreshStats();
 
     state = "recovering";

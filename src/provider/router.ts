@@ -1,6 +1,6 @@
 import type { Clock } from "../core/clock.ts";
 import { type BackendLoad, type RouteDecision, route } from "../core/routing.ts";
-import type { BackendClient } from "./backend-client/index.ts";
+import type { BackendClient, BackendStats } from "./backend-client/index.ts";
 import type { BackendConfig } from "./config/index.ts";
 
 /**
@@ -71,21 +71,30 @@ export class Router {
 
   /**
    * Reads `/stats` from every unfenced backend in parallel. A failed read removes that
-   * backend's reading rather than keeping an old one.
+   * backend's reading rather than keeping an old one. Returns what each read gave
+   * (undefined: it failed), for the other readers of `/stats` (the tenant API's
+   * `GET /v1/provider`), so the poll stays the only caller.
    */
-  async refreshLoads(clients: ReadonlyMap<string, BackendClient>, signal?: AbortSignal): Promise<void> {
+  async refreshLoads(
+    clients: ReadonlyMap<string, BackendClient>,
+    signal?: AbortSignal,
+  ): Promise<Map<string, BackendStats | undefined>> {
+    const readings = new Map<string, BackendStats | undefined>();
     await Promise.all(
       this.#backends
         .filter((b) => !b.fenced)
         .map(async (b) => {
           const client = clients.get(b.name);
-          if (client === undefined) return this.recordLoad(b.name, undefined);
+          let stats: BackendStats | undefined;
           try {
-            this.recordLoad(b.name, await client.stats(signal));
+            stats = client === undefined ? undefined : await client.stats(signal);
           } catch {
-            this.recordLoad(b.name, undefined);
+            stats = undefined;
           }
+          readings.set(b.name, stats);
+          this.recordLoad(b.name, stats);
         }),
     );
+    return readings;
   }
 }

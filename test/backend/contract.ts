@@ -111,6 +111,13 @@ export function runBackendContractSuite(label: string, start: () => Promise<Back
           assert.equal(typeof s[f], "number", f);
         }
         assert.equal(typeof s.disk_withheld, "boolean");
+        // The registry allowlist admission applies: a list of domains, or null for none kept.
+        const registries = s.allowed_registries;
+        assert.ok(
+          registries === null ||
+            (Array.isArray(registries) && registries.every((r) => typeof r === "string" && r !== "")),
+          `allowed_registries: ${JSON.stringify(registries)}`,
+        );
       });
       it("GET /metrics serves Prometheus text", async () => {
         const res = await fetch(`${b.baseUrl}/metrics`);

@@ -131,6 +131,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       readTimeoutMs: o.readTimeoutMs ?? 15_000,
       idleTimeoutMs: o.idleTimeoutMs ?? 60_000,
       https: o.https,
+      allowedRegistries: o.allowedRegistries,
     });
     await engine.start();
     sender.start();

@@ -31,7 +31,7 @@ import type { BackendEngine } from "./engine.ts";
 import { badRequest, ContractError, notFound, storageMismatch, unsupported } from "./errors.ts";
 import type { KitMetrics } from "./metrics.ts";
 import type { Substrate } from "./substrate.ts";
-import { diagnosticInfo, provisionInfo, releaseInfo } from "./views.ts";
+import { diagnosticInfo, provisionInfo, releaseInfo, statsInfo } from "./views.ts";
 import {
   parseDeprovisionRequest,
   parseLeaseUuid,
@@ -58,6 +58,8 @@ export interface ContractServerOptions {
   readTimeoutMs: number;
   idleTimeoutMs: number;
   https?: ContractHttpsOptions;
+  /** The registry allowlist admission applies (reported by GET /stats); undefined: none. */
+  allowedRegistries?: readonly string[] | undefined;
 }
 
 /** How long GET /health waits for the substrate's verdict. */
@@ -218,7 +220,7 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     log.warn({ err: problem.err, part: problem.part }, "health check: unhealthy");
     return reply.code(503).send(UNHEALTHY[problem.part]);
   });
-  app.get(PATHS.stats, async (): Promise<StatsBody> => engine.pool.stats());
+  app.get(PATHS.stats, async (): Promise<StatsBody> => statsInfo(engine.pool.stats(), o.allowedRegistries));
   app.get(PATHS.metrics, async (_req, reply) =>
     reply.type(o.metrics.registry.contentType).send(await o.metrics.registry.metrics()),
   );

@@ -1,6 +1,7 @@
-import type { ProvisionInfoBody, ReleaseInfoBody } from "../../core/backend-contract/index.ts";
+import type { ProvisionInfoBody, ReleaseInfoBody, StatsBody } from "../../core/backend-contract/index.ts";
 import type { DiagnosticRecord } from "./journal/diagnostics.ts";
 import type { LeaseRecord, ReleaseRecord } from "./journal/journal.ts";
+import type { PoolStats } from "./resources.ts";
 
 /** JSON bodies of the read endpoints (the contract's shapes), built from journal records in one place. */
 export function provisionInfo(lease: LeaseRecord): ProvisionInfoBody {
@@ -50,4 +51,13 @@ export function releaseInfo(r: ReleaseRecord): ReleaseInfoBody {
   if (r.reason !== undefined) out.reason = r.reason;
   if (r.message !== undefined) out.message = r.message;
   return out;
+}
+
+/**
+ * GET /stats: the pool's books plus the registry allowlist admission applies, so
+ * providerd can tell tenants before they pay which images a backend would run. Without
+ * an allowlist the field is null ("any registry"); an empty list admits no image.
+ */
+export function statsInfo(pool: PoolStats, allowedRegistries: readonly string[] | undefined): StatsBody {
+  return { ...pool, allowed_registries: allowedRegistries === undefined ? null : [...allowedRegistries] };
 }

@@ -111,6 +111,12 @@ export interface BackendStats {
   totalCpuCores: number;
   allocatedCpuCores: number;
   diskWithheld: boolean;
+  /**
+   * Registry domains the backend accepts images from: a list is exactly those (empty:
+   * none), null is "any registry" (no allowlist). Absent when the backend does not say
+   * (the reference's backends), so nothing may be concluded from it.
+   */
+  allowedRegistries?: readonly string[] | null;
 }
 
 /** GET /stats (memory, disk, available_* and counts too; providerd reads only these). */
@@ -119,14 +125,17 @@ export const statsSchema = z
     total_cpu_cores: z.number().min(0),
     allocated_cpu_cores: z.number().min(0),
     disk_withheld: z.boolean().optional(),
+    allowed_registries: z.array(z.string().min(1).max(255)).max(1_000).nullable().optional(),
   })
-  .transform(
-    (o): BackendStats => ({
+  .transform((o): BackendStats => {
+    const stats: BackendStats = {
       totalCpuCores: o.total_cpu_cores,
       allocatedCpuCores: o.allocated_cpu_cores,
       diskWithheld: o.disk_withheld === true,
-    }),
-  );
+    };
+    if (o.allowed_registries !== undefined) stats.allowedRegistries = o.allowed_registries;
+    return stats;
+  });
 
 export type StatsBody = z.input<typeof statsSchema>;
 

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from "fastify";
+import { BackendCatalog } from "./backend-catalog.ts";
 import { type TenantApiDeps, type TenantContext, tenantContext } from "./context.ts";
 import { EventHub } from "./event-hub.ts";
 import { LeaseEventPublisher } from "./lease-events.ts";
@@ -7,6 +8,7 @@ import { registerConnectionRoute } from "./routes/connection.ts";
 import { registerDataRoute } from "./routes/data.ts";
 import { registerEventsRoute, WS_LIMITS } from "./routes/events.ts";
 import { registerLogsRoute } from "./routes/logs.ts";
+import { registerProviderRoute } from "./routes/provider.ts";
 import { registerProvisionRoute } from "./routes/provision.ts";
 import { registerReleasesRoute } from "./routes/releases.ts";
 import { registerStatusRoute } from "./routes/status.ts";
@@ -15,7 +17,8 @@ import { registerStatusRoute } from "./routes/status.ts";
  * The tenant API: `/v1/leases/{uuid}/…` on providerd's listener. Built once by the
  * composition root from explicit dependencies; `register` adds its routes to the
  * server, `events` is where the lifecycle reports status changes for the WebSocket
- * stream, `close` stops its timers (the replay-store sweep).
+ * stream, `backends` is where the `/stats` poll leaves each round for `GET /v1/provider`,
+ * `close` stops its timers (the replay-store sweep).
  */
 export type { TenantApiDeps } from "./context.ts";
 
@@ -26,6 +29,7 @@ export class TenantApi {
   readonly logs: LogAdmission;
   readonly hub: EventHub;
   readonly events: LeaseEventPublisher;
+  readonly backends: BackendCatalog;
   #cancelSweep: (() => void) | undefined;
   #closed = false;
 
@@ -34,6 +38,7 @@ export class TenantApi {
     this.logs = new LogAdmission();
     this.hub = new EventHub({ clock: deps.clock, ...deps.events });
     this.events = new LeaseEventPublisher(this.hub, this.context.leases, deps.logger);
+    this.backends = new BackendCatalog(deps.config.backends);
     this.#scheduleSweep();
   }
 
@@ -50,6 +55,7 @@ export class TenantApi {
       (lease) => void this.events.publish(lease, "provisioning", undefined, "LEASE_STATE_PENDING"),
     );
     registerEventsRoute(app, ctx, this.hub, { ...WS_LIMITS, ...ctx.deps.eventTimings });
+    registerProviderRoute(app, ctx.deps.config, this.backends);
   }
 
   /** Chained timer: the next sweep is scheduled once this one has run. */
