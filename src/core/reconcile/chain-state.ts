@@ -1,0 +1,48 @@
+import type { ChainLeaseView } from "./types.ts";
+
+/**
+ * How the reconciler reads a chain lease state. Only these three prove a lease ended: the
+ * chain never leaves them. PENDING and ACTIVE are live. Everything else — UNSPECIFIED, a
+ * number this build does not know, a lease the chain does not return, a failed query — is
+ * a safety state that proves nothing and keeps every piece of state.
+ */
+export const TERMINAL_STATES: ReadonlySet<string> = new Set([
+  "LEASE_STATE_CLOSED",
+  "LEASE_STATE_REJECTED",
+  "LEASE_STATE_EXPIRED",
+]);
+
+export type StateClass = "pending" | "active" | "terminal" | "unknown";
+
+export function classifyState(state: string): StateClass {
+  if (state === "LEASE_STATE_PENDING") return "pending";
+  if (state === "LEASE_STATE_ACTIVE") return "active";
+  return TERMINAL_STATES.has(state) ? "terminal" : "unknown";
+}
+
+/**
+ * The act phase's gate for every destructive candidate: the exact re-read of that one lease
+ * (`undefined`: not found, or the read failed) must report a terminal state.
+ */
+export function rereadPermitsDestruction(state: string | undefined): boolean {
+  return state !== undefined && TERMINAL_STATES.has(state);
+}
+
+/**
+ * The two listings (PENDING, then ACTIVE) are not atomic, so one lease can appear in both,
+ * or appear twice in a lagging page walk. Merge to one entry per lease, keeping the state
+ * furthest along (chain states only move forward); an unknown state wins over all, so a
+ * doubtful lease is deferred rather than acted on.
+ */
+const RANK: Record<StateClass, number> = { pending: 0, active: 1, terminal: 2, unknown: 3 };
+
+export function mergeListings(chain: readonly ChainLeaseView[]): Map<string, ChainLeaseView> {
+  const out = new Map<string, ChainLeaseView>();
+  for (const lease of chain) {
+    const seen = out.get(lease.uuid);
+    if (seen === undefined || RANK[classifyState(lease.state)] > RANK[classifyState(seen.state)]) {
+      out.set(lease.uuid, lease);
+    }
+  }
+  return out;
+}

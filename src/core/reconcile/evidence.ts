@@ -1,0 +1,89 @@
+import type { BackendView, PlacementView, PlanInput, ProvisionObservation } from "./types.ts";
+
+/** A raw positive that cannot be trusted, and whether it came from an answered backend (overlap). */
+export interface UntrustedReport {
+  backend: string;
+  overlap: boolean;
+}
+
+/**
+ * The sweep's backend evidence indexed by lease, built once per plan. "Trusted" means: from a
+ * backend that answered both inventories, and not also listed as untrusted there.
+ */
+export class Evidence {
+  /** Backends that answered both inventories, in configuration order. */
+  readonly answered: readonly string[];
+  /** Every configured backend answered. */
+  readonly complete: boolean;
+  readonly #views: ReadonlyMap<string, BackendView>;
+  readonly #reporters = new Map<string, string[]>();
+  readonly #retainers = new Map<string, string[]>();
+  readonly #untrusted = new Map<string, UntrustedReport[]>();
+
+  constructor(input: PlanInput) {
+    this.#views = input.backends;
+    const answered: string[] = [];
+    for (const [name, view] of input.backends) {
+      for (const lease of view.untrusted)
+        push(this.#untrusted, lease, { backend: name, overlap: view.kind === "answered" });
+      if (view.kind !== "answered") continue;
+      answered.push(name);
+      for (const lease of view.provisions.keys())
+        if (!view.untrusted.has(lease)) push(this.#reporters, lease, name);
+      for (const lease of view.retentions) if (!view.untrusted.has(lease)) push(this.#retainers, lease, name);
+    }
+    this.answered = answered;
+    this.complete = answered.length === input.backends.size;
+  }
+
+  configured(backend: string): boolean {
+    return this.#views.has(backend);
+  }
+
+  answeredBy(backend: string): boolean {
+    return this.#views.get(backend)?.kind === "answered";
+  }
+
+  /** The trusted /provisions row `backend` reported for `lease`. */
+  observation(backend: string, lease: string): ProvisionObservation | undefined {
+    const view = this.#views.get(backend);
+    if (view?.kind !== "answered" || view.untrusted.has(lease)) return undefined;
+    return view.provisions.get(lease);
+  }
+
+  /** Backends whose trusted /provisions list the lease. */
+  reporters(lease: string): readonly string[] {
+    return this.#reporters.get(lease) ?? [];
+  }
+
+  /** Backends whose trusted /retentions list the lease. */
+  retainers(lease: string): readonly string[] {
+    return this.#retainers.get(lease) ?? [];
+  }
+
+  untrusted(lease: string): readonly UntrustedReport[] {
+    return this.#untrusted.get(lease) ?? [];
+  }
+
+  /** Every lease some backend reported in any form (trusted provisions or retentions, untrusted). */
+  reportedLeases(): Set<string> {
+    return new Set([...this.#reporters.keys(), ...this.#retainers.keys(), ...this.#untrusted.keys()]);
+  }
+}
+
+function push<T>(map: Map<string, T[]>, key: string, value: T): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [value]);
+  else list.push(value);
+}
+
+/** The backends a placement record names (owner, or every candidate). */
+export function recordBackends(placement: PlacementView | undefined): readonly string[] {
+  if (placement === undefined || placement.kind === "unusable") return [];
+  return placement.kind === "confirmed" ? [placement.owner] : placement.candidates;
+}
+
+/** Sorted union of backend names. */
+export function union(...lists: readonly (readonly string[])[]): string[] {
+  return [...new Set(lists.flat())].sort();
+}

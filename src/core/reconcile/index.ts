@@ -1,0 +1,24 @@
+export { classifyState, mergeListings, rereadPermitsDestruction, TERMINAL_STATES } from "./chain-state.ts";
+export { REASONS } from "./live.ts";
+export { type Plan, plan } from "./plan.ts";
+export { DEFERRING_ROWS, ROWS, type Row } from "./rows.ts";
+export {
+  type Action,
+  type ActionKind,
+  type AttemptView,
+  type BackendView,
+  type ChainLeaseView,
+  type CleanupPass,
+  type CleanupSkip,
+  type DestructiveAction,
+  isDestructive,
+  type PayloadSource,
+  type PlacementView,
+  type PlanInput,
+  type ProvisionObservation,
+  type ProvisionTarget,
+  type QuarantineReason,
+  REREAD_GATE,
+  type SkipReason,
+  type StoreView,
+} from "./types.ts";
