@@ -28,6 +28,28 @@ export function rereadPermitsDestruction(state: string | undefined): boolean {
   return state !== undefined && TERMINAL_STATES.has(state);
 }
 
+/** How the bounded exact re-read of one lease ended. */
+export type Reread = { kind: "found"; state: string } | { kind: "not_found" } | { kind: "failed" };
+
+export type RereadRefusal = "reread_not_found" | "reread_failed" | "reread_live" | "reread_unknown_state";
+
+/**
+ * The same gate with the reason it refused, for fred_reconciler_cleanup_skips_total. Not
+ * found is not absence (a lagging node, a reset chain); a failed read proves nothing.
+ */
+export function rereadGate(r: Reread): { proceed: true } | { proceed: false; reason: RereadRefusal } {
+  if (r.kind === "not_found") return { proceed: false, reason: "reread_not_found" };
+  if (r.kind === "failed") return { proceed: false, reason: "reread_failed" };
+  if (rereadPermitsDestruction(r.state)) return { proceed: true };
+  const cls = classifyState(r.state);
+  return { proceed: false, reason: cls === "unknown" ? "reread_unknown_state" : "reread_live" };
+}
+
+/** A lease whose items all use billing-only SKUs: acknowledged, never provisioned. */
+export function isBillingOnlyLease(lease: ChainLeaseView, billingOnlySkus: ReadonlySet<string>): boolean {
+  return lease.skus.length > 0 && lease.skus.every((s) => billingOnlySkus.has(s));
+}
+
 /**
  * The two listings (PENDING, then ACTIVE) are not atomic, so one lease can appear in both,
  * or appear twice in a lagging page walk. Merge to one entry per lease, keeping the state

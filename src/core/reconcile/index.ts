@@ -1,4 +1,20 @@
-export { classifyState, mergeListings, rereadPermitsDestruction, TERMINAL_STATES } from "./chain-state.ts";
+export {
+  classifyState,
+  isBillingOnlyLease,
+  mergeListings,
+  type Reread,
+  type RereadRefusal,
+  rereadGate,
+  rereadPermitsDestruction,
+  TERMINAL_STATES,
+} from "./chain-state.ts";
+export {
+  budgetReads,
+  type InventoryHalf,
+  type PairInput,
+  type ProvisionRow,
+  pairInventories,
+} from "./collect.ts";
 export { REASONS } from "./live.ts";
 export { type Plan, plan } from "./plan.ts";
 export { DEFERRING_ROWS, ROWS, type Row } from "./rows.ts";

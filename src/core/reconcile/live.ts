@@ -1,3 +1,4 @@
+import { isBillingOnlyLease } from "./chain-state.ts";
 import { type Evidence, recordBackends, union } from "./evidence.ts";
 import type { Row } from "./rows.ts";
 import type {
@@ -54,7 +55,7 @@ export function decideLive(
 ): Decision {
   const c: Ctx = { input, ev, lease, pending };
   const id = lease.uuid;
-  if (lease.skus.length > 0 && lease.skus.every((s) => input.billingOnlySkus.has(s))) {
+  if (isBillingOnlyLease(lease, input.billingOnlySkus)) {
     return pending
       ? { row: "billingPending", actions: [{ kind: "acknowledge", lease: id }] }
       : { row: "billingActive", actions: [] };
