@@ -133,6 +133,7 @@ async function callbacksDelivered(): Promise<void> {
         payload: undefined,
         payloadHash: undefined,
         image: "",
+        requestDigest: "bench",
         nowMs: Date.now(),
       });
       const s = journal.markStarted(lease, a.generation);

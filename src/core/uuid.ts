@@ -18,6 +18,14 @@ export function isCanonicalUuid(value: unknown): value is string {
   return typeof value === "string" && value.length === 36 && CANONICAL.test(value);
 }
 
+/** The all-zero UUID: canonical in form, but never a lease the chain minted. */
+export const NIL_UUID = "00000000-0000-0000-0000-000000000000";
+
+/** A lease UUID at our edges: canonical lowercase of any version, and not the nil UUID. */
+export function isLeaseUuid(value: unknown): value is string {
+  return isCanonicalUuid(value) && value !== NIL_UUID;
+}
+
 export function newUuidV4(): string {
   return randomUUID();
 }

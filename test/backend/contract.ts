@@ -237,6 +237,52 @@ export function runBackendContractSuite(label: string, start: () => Promise<Back
         assert.equal(res.status, 409);
         assert.equal(codeOf(res), "already_provisioned");
       });
+      it("refuses a redelivery whose body differs from the admitted one with 409; the admitted request stands", async () => {
+        const p = await provisionReady();
+        const variants: [string, (x: Record<string, unknown>) => void][] = [
+          ["another tenant", (x) => (x.tenant = "manifest1someoneelse")],
+          ["another provider", (x) => (x.provider_uuid = "01234567-89ab-7def-8123-000000000000")],
+          ["another quantity", (x) => (x.items = [{ sku: b.sku, quantity: 2, service_name: "app" }])],
+          ["other items", (x) => (x.items = [{ sku: b.sku, quantity: 1, service_name: "other" }])],
+        ];
+        for (const [name, mutate] of variants) {
+          const body = structuredClone(p.body);
+          mutate(body);
+          const res = await c.post("/provision", body);
+          assert.equal(res.status, 409, `${name}: ${res.text}`);
+          assert.equal(typeof (res.json as { error?: unknown }).error, "string");
+        }
+        const prov = await c.get(`/provisions/${p.lease}`);
+        const row = prov.json as { status: string; tenant: string; quantity: number; items: unknown[] };
+        assert.equal(row.status, "ready");
+        assert.equal(row.tenant, TENANT);
+        assert.equal(row.quantity, 1);
+        assert.deepEqual(row.items, [{ sku: b.sku, quantity: 1, service_name: "app" }]);
+        assert.equal((await c.post("/provision", p.body)).status, 202, "the identical redelivery still acks");
+      });
+      it("refuses an operation id already used by another lease with 409 and creates nothing", async () => {
+        const p = await provisionReady();
+        const other = provisionBody({ operationId: p.op });
+        const res = await c.post("/provision", other.body);
+        assert.equal(res.status, 409, res.text);
+        assert.equal(codeOf(res), undefined);
+        assert.equal((await c.get(`/provisions/${other.lease}`)).status, 404);
+        assert.equal((await c.get(`/provisions/${p.lease}`)).status, 200);
+      });
+      it("refuses the nil UUID as a lease UUID with 400 everywhere", async () => {
+        const nil = "00000000-0000-0000-0000-000000000000";
+        const p = provisionBody({ lease: nil });
+        const res = await c.post("/provision", p.body);
+        assert.equal(res.status, 400, res.text);
+        assert.match((res.json as { error: string }).error, /lease_uuid/);
+        assert.equal((await c.post("/deprovision", { lease_uuid: nil })).status, 400);
+        for (const path of [`/provisions/${nil}`, `/info/${nil}`, `/releases/${nil}`, `/logs/${nil}`]) {
+          assert.equal((await c.get(path)).status, 400, path);
+        }
+        assert.equal((await c.get(`/provisions?lease_uuid=${nil}`)).status, 400);
+        const listed = (await c.get("/provisions")).json as { provisions: { lease_uuid: string }[] };
+        assert.ok(!listed.provisions.some((r) => r.lease_uuid === nil));
+      });
       it("refuses capacity it does not have with 503 insufficient_resources and reserves nothing", async () => {
         const before = (await (await fetch(`${b.baseUrl}/stats`)).json()) as Record<string, number>;
         const p = provisionBody({
@@ -420,6 +466,27 @@ export function runBackendContractSuite(label: string, start: () => Promise<Back
         const again = provisionBody({ lease: p.lease });
         const refused = await c.post("/provision", again.body);
         assert.equal(refused.status, 409);
+      });
+      it("refuses a redelivery of the original operation after the close with 409 (lease closed)", async () => {
+        const p = await provisionReady();
+        assert.equal((await c.post("/deprovision", { lease_uuid: p.lease })).status, 200);
+        const closing = await c.post("/provision", p.body);
+        assert.equal(closing.status, 409, `while closing: ${closing.text}`);
+        assert.equal(codeOf(closing), undefined);
+        await rx.waitFor((r) => r.effects.includes(`lifecycle:${p.lease}:deprovisioned`), timeout());
+        const res = await c.post("/provision", p.body);
+        assert.equal(res.status, 409, res.text);
+        assert.equal(codeOf(res), undefined, "the same refusal as for a new operation id");
+        const fresh = await c.post("/provision", provisionBody({ lease: p.lease }).body);
+        assert.equal(fresh.status, 409);
+        assert.deepEqual(res.json, fresh.json);
+        assert.equal((await c.get(`/info/${p.lease}`)).status, 404);
+        assert.ok(
+          !rx.effects.some(
+            (e) => e.startsWith(`operation:${p.lease}:`) && e !== `operation:${p.lease}:success`,
+          ),
+          "no second operation result",
+        );
       });
       it("deprovision of an unknown lease is 200 and a bad body is 400", async () => {
         assert.equal((await c.post("/deprovision", { lease_uuid: randomUUID() })).status, 200);

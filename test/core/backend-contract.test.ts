@@ -88,6 +88,7 @@ describe("backend contract: one definition for both sides", () => {
         payload: undefined,
         payloadHash: undefined,
         image: "",
+        requestDigest: "digest",
         nowMs: 0,
       });
       const started = journal.markStarted(LEASE, a.generation);

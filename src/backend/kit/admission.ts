@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Clock } from "../../core/clock.ts";
 import { badRequest, conflict, insufficientResources } from "./errors.ts";
 import type { Journal, LeaseRecord } from "./journal/journal.ts";
@@ -8,8 +9,8 @@ import { buildInstances, DEFAULT_SERVICE, type ProvisionRequest, WireError } fro
 
 /**
  * Provision admission: everything decided before the 202. Order matters — redelivery
- * probe first (an identical retry is acknowledged without re-validating), then
- * tombstone and head, then validation, then capacity — and the final check + reserve +
+ * probe first (a closed lease is refused whatever the operation id; an identical retry is
+ * acknowledged without re-validating, a differing one refused), then the head, then validation, then capacity — and the final check + reserve +
  * persist runs synchronously, so no other request can slip in between.
  */
 export interface AdmissionConfig {
@@ -38,21 +39,48 @@ export interface Prepared {
   image: string;
 }
 
-/** Sync checks that may end the request early (redelivery ack, closed, busy). */
+/** Sync checks that may end the request early (closed, redelivery ack or conflict, busy). */
 export function probe(cfg: AdmissionConfig, req: ProvisionRequest): Admission | undefined {
-  const existing = cfg.journal.getLease(req.leaseUuid);
-  if (existing?.operationId === req.operationId) {
+  const { journal } = cfg;
+  // A close is final: neither a new operation nor a redelivered one provisions the lease again.
+  if (journal.isTombstoned(req.leaseUuid)) throw closedLease();
+  const existing = journal.getLease(req.leaseUuid);
+  if (existing?.head === "close") throw closedLease();
+  const op = journal.operation(req.operationId);
+  if (op !== undefined) {
+    if (op.leaseUuid !== req.leaseUuid) throw conflict("operation id is already used by another lease");
+    // Journals older than the digest compare the current operation against its lease row.
+    const admitted =
+      op.requestDigest ?? (existing?.operationId === req.operationId ? requestDigest(existing) : undefined);
+    if (admitted !== undefined && admitted !== requestDigest(req)) {
+      throw conflict(
+        "operation was admitted with a different request; the admitted request stands",
+        "already_provisioned",
+      );
+    }
     return { kind: "acknowledged", lease: existing, operationId: req.operationId };
   }
-  if (cfg.journal.hasReceipt(req.leaseUuid, req.operationId)) {
-    return { kind: "acknowledged", lease: existing, operationId: req.operationId };
-  }
-  if (cfg.journal.isTombstoned(req.leaseUuid))
-    throw conflict("lease is closed and cannot be provisioned again");
   if (existing && !(existing.head === "none" && existing.status === "failed")) {
     throw conflict("lease is already provisioned", "already_provisioned");
   }
   return undefined;
+}
+
+const closedLease = () => conflict("lease is closed and cannot be provisioned again");
+
+/**
+ * What a provision asks for, as a sha256 hex: tenant, provider, items (in service order)
+ * and payload hash. Callback URLs are left out: they say where the result goes, not what
+ * is asked, and the operation id they carry is the key this digest is stored under.
+ */
+export function requestDigest(
+  r: Pick<ProvisionRequest, "tenant" | "providerUuid" | "items" | "payloadHash">,
+): string {
+  const items = r.items
+    .map((i) => [i.service_name ?? DEFAULT_SERVICE, i.sku, i.quantity, i.custom_domain ?? ""] as const)
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const doc = JSON.stringify([r.tenant, r.providerUuid, items, r.payloadHash ?? ""]);
+  return createHash("sha256").update(doc).digest("hex");
 }
 
 /** Validation that needs no lock: SKUs, manifest, images, service names. */
@@ -120,6 +148,7 @@ export function admit(cfg: AdmissionConfig, p: Prepared, reprobe = true): Admiss
       payload: p.req.payload,
       payloadHash: p.req.payloadHash,
       image: p.image,
+      requestDigest: requestDigest(p.req),
       nowMs: now,
     });
     return { kind: "admitted", lease };

@@ -23,7 +23,7 @@ import {
 } from "../../core/backend-contract/index.ts";
 import { isFredError } from "../../core/errors.ts";
 import { parseStrictJson } from "../../core/strict-json.ts";
-import { isCanonicalUuid } from "../../core/uuid.ts";
+import { isCanonicalUuid, isLeaseUuid } from "../../core/uuid.ts";
 import type { Logger } from "../../log.ts";
 import { type ContractHttpsOptions, peerNames, tlsServerOptions } from "./client-tls.ts";
 import { tailDiagnosticLogs } from "./diagnostics.ts";
@@ -272,7 +272,7 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
       const ids = (Array.isArray(filter) ? filter : [filter]) as unknown[];
       if (ids.length > LIMITS.maxPage) throw badRequest(`at most ${LIMITS.maxPage} lease_uuid filters`);
       for (const id of ids)
-        if (!isCanonicalUuid(id)) throw badRequest("lease_uuid must be a canonical lowercase UUID");
+        if (!isLeaseUuid(id)) throw badRequest("lease_uuid must be a canonical lowercase non-nil UUID");
       const rows = [...new Set(ids as string[])].sort().flatMap((id) => {
         const lease = journal.getLease(id);
         return lease ? [provisionInfo(lease)] : [];

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isCanonicalUuid, isUuidV4 } from "../uuid.ts";
+import { isCanonicalUuid, isUuidV4, NIL_UUID } from "../uuid.ts";
 
 /**
  * Building blocks of the contract's schemas. Readers report the first problem only, in
@@ -42,6 +42,17 @@ export const requiredUuid = () =>
       issue.input === undefined || issue.input === null || issue.input === ""
         ? at("is required")(issue)
         : at("must be a canonical lowercase UUID")(issue),
+  });
+
+/** A lease UUID: required, canonical lowercase, and never the nil UUID (no chain mints it). */
+export const requiredLeaseUuid = () =>
+  z.custom<string>((v) => isCanonicalUuid(v) && v !== NIL_UUID, {
+    error: (issue) => {
+      if (issue.input === undefined || issue.input === null || issue.input === "")
+        return at("is required")(issue);
+      if (issue.input === NIL_UUID) return at("must not be the nil UUID")(issue);
+      return at("must be a canonical lowercase UUID")(issue);
+    },
   });
 
 /** A JSON object (not null, not an array), kept as it came. */

@@ -4,7 +4,7 @@ import { decodeBase64Std, decodeHex } from "../encoding.ts";
 import { FredError, isFredError } from "../errors.ts";
 import { DEFAULT_SERVICE_NAME } from "../manifest/index.ts";
 import { type CallbackUrls, resolveCallbackUrls } from "./callback-url.ts";
-import { at, canonicalUuid, requiredUuid, typedOnly } from "./fields.ts";
+import { at, canonicalUuid, requiredLeaseUuid, requiredUuid, typedOnly } from "./fields.ts";
 import { LIMITS } from "./http.ts";
 
 /**
@@ -90,7 +90,7 @@ export interface ProvisionRequest extends CallbackUrls {
 export const provisionRequestSchema = z
   .object(
     {
-      lease_uuid: requiredUuid(),
+      lease_uuid: requiredLeaseUuid(),
       tenant: z
         .string({ error: "tenant is required" })
         .min(1, { error: "tenant is required" })
@@ -144,25 +144,33 @@ function readPayload(raw: unknown, rawHash: unknown): Pick<ProvisionRequest, "pa
   return { payload, payloadHash };
 }
 
-export const deprovisionRequestSchema = z.object({ lease_uuid: requiredUuid() }, body);
+export const deprovisionRequestSchema = z.object({ lease_uuid: requiredLeaseUuid() }, body);
 
 export const reconcileCustomDomainRequestSchema = z.object(
-  { lease_uuid: requiredUuid(), items: leaseItemsSchema },
+  { lease_uuid: requiredLeaseUuid(), items: leaseItemsSchema },
   body,
 );
 
 /** Bodies a backend may refuse as unsupported (the kit answers 501); typed for the client. */
-export const restartRequestSchema = z.object({ lease_uuid: requiredUuid(), callback_url: z.string() }, body);
+export const restartRequestSchema = z.object(
+  { lease_uuid: requiredLeaseUuid(), callback_url: z.string() },
+  body,
+);
 
 export const updateRequestSchema = z.object(
-  { lease_uuid: requiredUuid(), callback_url: z.string(), payload: z.string(), payload_hash: z.string() },
+  {
+    lease_uuid: requiredLeaseUuid(),
+    callback_url: z.string(),
+    payload: z.string(),
+    payload_hash: z.string(),
+  },
   body,
 );
 
 export const restoreRequestSchema = z.object(
   {
-    lease_uuid: requiredUuid(),
-    from_lease_uuid: requiredUuid(),
+    lease_uuid: requiredLeaseUuid(),
+    from_lease_uuid: requiredLeaseUuid(),
     tenant: z.string(),
     provider_uuid: requiredUuid(),
     items: leaseItemsSchema,

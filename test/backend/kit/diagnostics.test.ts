@@ -84,6 +84,7 @@ describe("diagnostics in the journal", () => {
       payload: undefined,
       payloadHash: undefined,
       image: "",
+      requestDigest: "digest",
       nowMs,
     };
   };

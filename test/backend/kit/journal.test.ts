@@ -92,6 +92,7 @@ describe("journal heads, settlement and outbox", () => {
     payload: undefined,
     payloadHash: undefined,
     image: "",
+    requestDigest: "digest",
     nowMs: 1,
   });
 

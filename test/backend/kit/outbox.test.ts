@@ -62,6 +62,7 @@ describe("outbox sender", () => {
       payload: undefined,
       payloadHash: undefined,
       image: "",
+      requestDigest: "digest",
       nowMs: clock.now(),
     });
     const s = journal.markStarted(lease, a.generation);

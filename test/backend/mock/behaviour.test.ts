@@ -8,6 +8,8 @@ import { type SignedClient, signedClient } from "../kit/signed-client.ts";
 import { SECRET, SKU, startTestMock } from "./helpers.ts";
 
 /** Mock-specific behaviour on the real kit: failure injection, re-provision, pre-emption, quotas of the SKU map. */
+const PROVIDER = "01234567-89ab-7def-8123-456789abcdef";
+
 describe("mock backend behaviour", () => {
   const failing = randomUUID();
   const hanging = randomUUID();
@@ -36,7 +38,7 @@ describe("mock backend behaviour", () => {
       .post("/provision", {
         lease_uuid: lease,
         tenant: "manifest1behaviour",
-        provider_uuid: randomUUID(),
+        provider_uuid: PROVIDER,
         items: [{ sku, quantity: 1 }],
         callback_url: `${rx.url}/callbacks/provision?operation_id=${op}`,
       })
@@ -58,7 +60,7 @@ describe("mock backend behaviour", () => {
     const again = await c.post("/provision", {
       lease_uuid: failing,
       tenant: "manifest1behaviour",
-      provider_uuid: randomUUID(),
+      provider_uuid: PROVIDER,
       items: [{ sku: SKU, quantity: 1 }],
       callback_url: `${rx.url}/callbacks/provision?operation_id=${first.op}`,
     });
@@ -114,7 +116,7 @@ describe("mock backend behaviour", () => {
     const res = await c.post("/provision", {
       lease_uuid: lease,
       tenant: "manifest1behaviour",
-      provider_uuid: randomUUID(),
+      provider_uuid: PROVIDER,
       items: [{ sku: SKU, quantity: 1, service_name: "web" }],
       callback_url: `${rx.url}/callbacks/provision?operation_id=${randomUUID()}`,
       payload: Buffer.from(JSON.stringify({ services: { db: { image: "redis:7" } } })).toString("base64"),
@@ -124,7 +126,7 @@ describe("mock backend behaviour", () => {
     const bad = await c.post("/provision", {
       lease_uuid: lease,
       tenant: "manifest1behaviour",
-      provider_uuid: randomUUID(),
+      provider_uuid: PROVIDER,
       items: [{ sku: SKU, quantity: 1 }],
       callback_url: `${rx.url}/callbacks/provision?operation_id=${randomUUID()}`,
       payload: Buffer.from("{not json").toString("base64"),

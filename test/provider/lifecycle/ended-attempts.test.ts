@@ -188,8 +188,11 @@ describe("closer: an accepted deprovision retires the attempt at that backend", 
     assert.equal(result.retiredAttempt, "one");
     assert.equal(store.attemptFor(l), undefined);
     await untilGoneFromMock(l);
-    // The same request arriving late is only acknowledged: nothing comes back to life.
-    assert.equal((await provisionOnMock(l, op)).kind, "accepted");
+    // The same request arriving late is refused like any other for a closed lease (409):
+    // nothing comes back to life.
+    const late = await provisionOnMock(l, op);
+    assert.equal(late.kind, "refused");
+    assert.equal(late.kind === "refused" ? late.status : 0, 409);
     assert.equal(await statusOnMock(l), undefined);
     await assertRefusedByMock(l);
     store.close();

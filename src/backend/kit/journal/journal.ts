@@ -44,7 +44,15 @@ export interface AdmitInput {
   payload: Buffer | undefined;
   payloadHash: string | undefined;
   image: string;
+  /** What the operation asked for (see `requestDigest`), kept with its operation id for good. */
+  requestDigest: string;
   nowMs: number;
+}
+
+/** The lease an operation id belongs to, and the digest of its admitted request (undefined: admitted before digests). */
+export interface OperationRecord {
+  leaseUuid: string;
+  requestDigest: string | undefined;
 }
 
 export type Failure = { reason: string; message: string };
@@ -122,8 +130,14 @@ export class Journal {
     return this.#s.getTombstone.get(leaseUuid) !== undefined;
   }
 
-  hasReceipt(leaseUuid: string, operationId: string): boolean {
-    return this.#s.getReceipt.get(leaseUuid, operationId) !== undefined;
+  /** The lease an operation id was admitted for, if it ever was (rows are permanent). */
+  operation(operationId: string): OperationRecord | undefined {
+    const r = this.#s.getOperation.get(operationId) as Row | undefined;
+    if (r === undefined) return undefined;
+    return {
+      leaseUuid: r.lease_uuid as string,
+      requestDigest: (r.request_digest as string | null) ?? undefined,
+    };
   }
 
   /** Live leases in UUID order, starting after `after`, at most `limit` (all when undefined). */
@@ -187,6 +201,7 @@ export class Journal {
         admitted_at: input.nowMs,
         generation,
       });
+      this.#s.insertOperation.run(input.operationId, input.leaseUuid, input.requestDigest);
       this.#s.insertRelease.run(
         input.leaseUuid,
         release,

@@ -96,4 +96,18 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX diagnostics_age ON diagnostics(created_at);
   `,
+  // 3: which lease each operation id belongs to, and what it asked for.
+  `
+  -- Permanent, like tombstones: an operation id names exactly one lease, for good, and a
+  -- redelivery must ask for what was admitted. request_digest is a sha256 over the
+  -- admitted tenant, provider, items and payload hash; NULL for operations admitted before
+  -- this migration (the current one is then compared against its lease row instead).
+  CREATE TABLE operations (
+    operation_id   TEXT PRIMARY KEY,
+    lease_uuid     TEXT NOT NULL,
+    request_digest TEXT
+  ) STRICT;
+  INSERT OR IGNORE INTO operations (operation_id, lease_uuid) SELECT operation_id, lease_uuid FROM leases;
+  INSERT OR IGNORE INTO operations (operation_id, lease_uuid) SELECT operation_id, lease_uuid FROM receipts;
+  `,
 ];

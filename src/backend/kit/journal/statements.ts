@@ -38,7 +38,10 @@ export function prepare(db: Database.Database) {
       "SELECT tenant, provider_uuid, operation_id, callback_url, lifecycle_url, release, head, status, fail_count, created_at, generation FROM leases WHERE lease_uuid = ?",
     ),
     getTombstone: db.prepare("SELECT 1 FROM tombstones WHERE lease_uuid = ?"),
-    getReceipt: db.prepare("SELECT outcome FROM receipts WHERE lease_uuid = ? AND operation_id = ?"),
+    getOperation: db.prepare("SELECT lease_uuid, request_digest FROM operations WHERE operation_id = ?"),
+    insertOperation: db.prepare(
+      "INSERT INTO operations (operation_id, lease_uuid, request_digest) VALUES (?, ?, ?)",
+    ),
     listLeases: db.prepare("SELECT * FROM leases WHERE lease_uuid > ? ORDER BY lease_uuid LIMIT ?"),
     leasesWithHead: db.prepare("SELECT * FROM leases WHERE head = ? ORDER BY admitted_at"),
     countLeases: db.prepare("SELECT count(*) AS n FROM leases"),
