@@ -20,6 +20,7 @@ const SECRETS = ["mock-one-secret-0123456789abcdef0123", "mock-two-secret-012345
 const SIDS = ["6f1c2a4e-8b3d-4c5e-9f60-7a8b9c0d1e2f", "7a2d3b5f-9c4e-4d6f-8a71-8b9cad0e1f30"];
 const LEASE = "0190f3a2-7c1e-7000-8000-000000000001";
 const OP = "11111111-1111-4111-8111-111111111111";
+const OP_2 = "33333333-3333-4333-8333-333333333333";
 
 interface DevnetReady {
   rpc: string;
@@ -239,8 +240,9 @@ describe("backend client against a real `fred backend mock`", () => {
         tenant: providerAddress,
         providerUuid,
         items: [{ sku: "0190f3a2-7c1e-7000-8000-00000000000a", quantity: 1 }],
-        callbackUrl: `http://127.0.0.1:1/callbacks/provision?operation_id=${OP}`,
-        lifecycleCallbackUrl: `http://127.0.0.1:1/callbacks/provision?lifecycle_id=${OP}`,
+        // An operation id names one lease only: this lease gets its own.
+        callbackUrl: `http://127.0.0.1:1/callbacks/provision?operation_id=${OP_2}`,
+        lifecycleCallbackUrl: `http://127.0.0.1:1/callbacks/provision?lifecycle_id=${OP_2}`,
       });
       assert.equal(out.kind, "accepted", JSON.stringify(out));
     } finally {
