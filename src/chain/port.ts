@@ -56,6 +56,16 @@ export interface CreditView {
   availableBalances: CoinAmount[];
 }
 
+/** The chain's own estimate for a tenant (Query/CreditEstimate): every provider's ACTIVE leases. */
+export interface CreditEstimate {
+  /** Credit balance, only in the denoms the tenant's ACTIVE leases burn. */
+  balance: CoinAmount[];
+  ratePerSecond: CoinAmount[];
+  /** 0 when nothing burns or a burnt denom is empty; saturates at 2^64 − 1. */
+  estimatedSeconds: bigint;
+  activeLeaseCount: bigint;
+}
+
 export interface WithdrawableView {
   amounts: CoinAmount[];
   leaseCount: bigint;
@@ -107,6 +117,8 @@ export interface ChainPort {
     onPage?: (page: readonly ChainLease[]) => void,
   ): Promise<ChainLease[]>;
   creditAccount(tenant: string, signal?: AbortSignal): Promise<CreditView | undefined>;
+  /** undefined when the tenant has no credit account. */
+  creditEstimate(tenant: string, signal?: AbortSignal): Promise<CreditEstimate | undefined>;
   /** Sum over all pages of the provider's withdrawable amounts. */
   providerWithdrawable(providerUuid: string, signal?: AbortSignal): Promise<WithdrawableView>;
   latestBlock(signal?: AbortSignal): Promise<BlockInfo>;

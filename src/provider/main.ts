@@ -12,6 +12,7 @@ import { FredError } from "../core/errors.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { TenantApi } from "./api/index.ts";
 import { type BackendClient, closeBackendClients, createBackendClients } from "./backend-client/index.ts";
+import { createBilling } from "./billing/index.ts";
 import { type ProviderConfig, withBoundCallbackBase } from "./config/index.ts";
 import { armFailpoints } from "./failpoints.ts";
 import { listenerOptions } from "./http/listener.ts";
@@ -110,6 +111,8 @@ export async function startProviderd(
       txTimeoutMs: config.txTimeoutMs,
       txPollIntervalMs: config.txPollIntervalMs,
       queryPageLimit: config.queryPageLimit,
+      withdrawLimit: config.withdrawLimit,
+      maxWithdrawIterations: config.maxWithdrawIterations,
       clock,
       logger: logger.child({ component: "chain" }),
       metrics: txMetrics,
@@ -267,6 +270,15 @@ export async function startProviderd(
     state = "recovering";
     feed.start();
     lc.start(consumer, (signal) => recovery.pass(signal));
+    const billing = createBilling({
+      config,
+      chain,
+      clock,
+      logger: logger.child({ component: "billing" }),
+      registry: metrics.registry,
+    });
+    billing.start();
+    cleanup.push(() => billing.stop());
     // The startup pass runs once the feed is subscribed (events meanwhile wait in the
     // consumer's queue), and repeats with backoff until every backend has answered.
     recovery.untilComplete(lc.signal).then(
@@ -295,6 +307,7 @@ export async function startProviderd(
           const keepAlive = setInterval(() => {}, 1_000);
           // Phase 1: stop intake and drain lease work, bounded by shutdown_timeout.
           await feed.stop();
+          await billing.stop();
           await lc.stop(config.shutdownTimeoutMs);
           // Phase 2: flush acknowledgements and close everything; past the deadline,
           // whatever is still closing is abandoned (the process is about to exit).

@@ -2,6 +2,7 @@ import type {
   BlockInfo,
   ChainLease,
   ChainPort,
+  CreditEstimate,
   CreditView,
   LeaseOutcome,
   LeaseStateName,
@@ -92,6 +93,10 @@ export class RecordingChain implements ChainPort {
   }
 
   async creditAccount(_tenant: string): Promise<CreditView | undefined> {
+    return undefined;
+  }
+
+  async creditEstimate(_tenant: string): Promise<CreditEstimate | undefined> {
     return undefined;
   }
 

@@ -14,6 +14,7 @@ import type {
   BlockInfo,
   ChainLease,
   ChainPort,
+  CreditEstimate,
   CreditView,
   LeaseOutcome,
   LeaseStateName,
@@ -224,6 +225,9 @@ export class CosmosChain implements ChainPort {
   }
   creditAccount(tenant: string, signal?: AbortSignal): Promise<CreditView | undefined> {
     return q.creditAccount(this.#conn, { pageLimit: this.#o.queryPageLimit }, tenant, signal);
+  }
+  creditEstimate(tenant: string, signal?: AbortSignal): Promise<CreditEstimate | undefined> {
+    return q.creditEstimate(this.#conn, tenant, signal);
   }
   providerWithdrawable(providerUuid: string, signal?: AbortSignal): Promise<WithdrawableView> {
     return q.providerWithdrawable(this.#conn, { pageLimit: this.#o.queryPageLimit }, providerUuid, signal);

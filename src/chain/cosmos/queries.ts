@@ -6,10 +6,19 @@
  */
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
-import type { BlockInfo, ChainLease, CreditView, LeaseStateName, WithdrawableView } from "../port.ts";
+import type {
+  BlockInfo,
+  ChainLease,
+  CreditEstimate,
+  CreditView,
+  LeaseStateName,
+  WithdrawableView,
+} from "../port.ts";
 import {
   QueryCreditAccountRequest,
   QueryCreditAccountResponse,
+  QueryCreditEstimateRequest,
+  QueryCreditEstimateResponse,
   QueryLeaseRequest,
   QueryLeaseResponse,
   QueryLeasesByProviderRequest,
@@ -130,6 +139,30 @@ export async function creditAccount(
     pendingLeaseCount: acct.pendingLeaseCount,
     balances: coinsFromMap(balances),
     availableBalances: coinsFromMap(available),
+  };
+}
+
+export async function creditEstimate(
+  conn: NodeConnection,
+  tenant: string,
+  signal?: AbortSignal,
+): Promise<CreditEstimate | undefined> {
+  if (typeof tenant !== "string" || tenant === "")
+    throw new FredError("ERR_INVALID_ARGUMENT", "tenant address must not be empty");
+  const res = await abciQueryOptional(
+    conn,
+    `${Q}CreditEstimate`,
+    QueryCreditEstimateRequest,
+    QueryCreditEstimateResponse,
+    QueryCreditEstimateRequest.fromPartial({ tenant }),
+    signal,
+  );
+  if (res === undefined) return undefined;
+  return {
+    balance: toCoins(res.currentBalance),
+    ratePerSecond: toCoins(res.totalRatePerSecond),
+    estimatedSeconds: res.estimatedDurationSeconds,
+    activeLeaseCount: res.activeLeaseCount,
   };
 }
 

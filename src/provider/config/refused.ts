@@ -18,7 +18,6 @@ export type RefusedKeys = Readonly<Record<string, Refusal>>;
 
 const notYet = (what: string) => `not supported yet: ${what}; remove the key`;
 const MAINTENANCE = notYet("restart and update (the maintenance journal) are not built");
-const WITHDRAW = notYet("providerd does not withdraw fees yet");
 const CREDIT = notYet("the credit monitor is not built");
 const SUB_SIGNERS = notYet("providerd signs with its one key (sub-signers are not wired)");
 const SNAPSHOTS = notYet("online placement snapshots are not built");
@@ -30,9 +29,6 @@ const TOOLING = "issue 20 (operator tooling)";
 
 export const REFUSED_KEYS: RefusedKeys = {
   maintenance_legacy_idempotency_tenants: { reason: MAINTENANCE, until: LIVE_OPS },
-  withdraw_interval: { reason: WITHDRAW, until: PAID },
-  withdraw_limit: { reason: WITHDRAW, until: PAID },
-  max_withdraw_iterations: { reason: WITHDRAW, until: PAID },
   credit_check_interval: { reason: CREDIT, until: PAID },
   credit_check_error_threshold: { reason: CREDIT, until: PAID },
   credit_check_retry_interval: { reason: CREDIT, until: PAID },

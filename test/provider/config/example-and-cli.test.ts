@@ -124,11 +124,11 @@ describe("fred providerd (process)", () => {
     for (const k of keys) assert.match(r.stderr, new RegExp(` {2}- ${k}: not supported yet`));
 
     const fromEnv = await fred(["providerd", "--check-config", "-c", good], {
-      PROVIDER_WITHDRAW_LIMIT: "50",
+      PROVIDER_PLACEMENT_SNAPSHOT_RETAIN: "48",
     });
     assert.equal(fromEnv.code, 1);
     assert.deepEqual((JSON.parse(fromEnv.stdout) as { problems: string[] }).problems, [
-      `withdraw_limit (from PROVIDER_WITHDRAW_LIMIT): ${REFUSED_KEYS.withdraw_limit!.reason}`,
+      `placement_snapshot_retain (from PROVIDER_PLACEMENT_SNAPSHOT_RETAIN): ${REFUSED_KEYS.placement_snapshot_retain!.reason}`,
     ]);
   });
 

@@ -313,11 +313,11 @@ describe("providerd config: a key either takes effect or is refused", () => {
   it("reports refusals beside the file's other problems", () => {
     assert.deepEqual(
       problemsOf((c) => {
-        c.withdraw_limit = 50;
+        c.placement_snapshot_retain = 48;
         c.log_level = "loud";
       }),
       [
-        `withdraw_limit: ${REFUSED_KEYS.withdraw_limit!.reason}`,
+        `placement_snapshot_retain: ${REFUSED_KEYS.placement_snapshot_retain!.reason}`,
         "log_level must be one of debug, info, warn, error",
       ],
     );

@@ -384,6 +384,7 @@ const RULES: [string, Mutation, string[]][] = [
     (c) => (c.trusted_proxies = ["10.0.0.1"]),
     ["trusted_proxies[0] must be a CIDR block such as 10.0.0.0/8"],
   ],
+  ["withdraw_limit range", (c) => (c.withdraw_limit = 101), ["withdraw_limit must be between 1 and 100"]],
 ];
 
 /**
@@ -414,7 +415,6 @@ const RULES_OF_REFUSED_KEYS: [string, Mutation, string[]][] = [
     },
     ["placement_snapshot_dir must be an absolute, clean path"],
   ],
-  ["withdraw_limit range", (c) => (c.withdraw_limit = 101), ["withdraw_limit must be between 1 and 100"]],
   [
     "credit check ≤ withdraw interval",
     (c) => (c.credit_check_interval = "2h"),
