@@ -15,6 +15,7 @@ import {
 } from "../chain/proto/index.ts";
 import type { Clock } from "../core/clock.ts";
 import { parseCoin } from "../core/coin.ts";
+import { parseConfigDuration } from "../core/duration.ts";
 import { FredError } from "../core/errors.ts";
 import { isCanonicalUuid } from "../core/uuid.ts";
 import { readKeys } from "../devnet/home.ts";
@@ -31,6 +32,7 @@ export interface TxFlags extends ReadFlags {
   from?: string;
   home?: string;
   signMode?: string;
+  txTimeout?: string;
 }
 
 const DEFAULT_RPC = "http://127.0.0.1:26657";
@@ -76,7 +78,23 @@ function withTx(cmd: Command): Command {
       "--sign-mode <mode>",
       "direct (SIGN_MODE_DIRECT) or amino-json (SIGN_MODE_LEGACY_AMINO_JSON, as Keplr and Ledger sign)",
       "direct",
+    )
+    .option(
+      "--tx-timeout <duration>",
+      "how long to wait for the tx to be included in a block (Go duration, e.g. 90s)",
+      "30s",
     );
+}
+
+/** The inclusion deadline of `--tx-timeout`, in milliseconds. */
+export function txTimeoutFrom(flags: TxFlags): number {
+  const parsed = parseConfigDuration(flags.txTimeout ?? "30s");
+  if (!parsed.ok || parsed.ms <= 0)
+    throw new FredError(
+      "ERR_USAGE",
+      `--tx-timeout must be a positive duration such as 30s or 2m, got ${JSON.stringify(flags.txTimeout)}`,
+    );
+  return parsed.ms;
 }
 
 export function signModeFrom(flags: TxFlags): SignModeName {
@@ -117,6 +135,7 @@ async function txClient(flags: TxFlags): Promise<CosmosChain> {
     rpcUrl: flags.rpc,
     ...(flags.chainId === undefined ? {} : { chainId: flags.chainId }),
     signer,
+    txTimeoutMs: txTimeoutFrom(flags),
     clock: commandClock,
     onProgress: (line) => say(`fred: ${line}`),
   });

@@ -91,4 +91,26 @@ describe("fred chain --sign-mode amino-json against a real devnet", () => {
     ) as unknown[];
     assert.deepEqual(leases, [], "no lease was created");
   });
+
+  it("refuses a bad --tx-timeout with a usage error and sends nothing", async () => {
+    const tenant = dn.account("tenant1");
+    for (const bad of ["soon", "0s", "-5s"]) {
+      const r = await fred(
+        "lease",
+        "create",
+        "--sku",
+        "docker-small",
+        "--key-hex",
+        tenant.private_key_hex,
+        "--tx-timeout",
+        bad,
+      );
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /--tx-timeout must be a positive duration/);
+    }
+    const leases = JSON.parse(
+      (await fred("leases", "--provider", dn.keys.provider_uuid, "--state", "pending")).stdout,
+    ) as unknown[];
+    assert.deepEqual(leases, [], "no lease was created");
+  });
 });

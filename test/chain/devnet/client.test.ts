@@ -238,6 +238,10 @@ describe("chain client against a real devnet", () => {
             dn.home,
             "--rpc",
             dn.rpc,
+            // The first tx waits in the paused mempool until the second process has started;
+            // on a loaded machine that can take longer than the default 30 s.
+            "--tx-timeout",
+            "180s",
           ]).finally(() => {
             exited++;
           }),

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import pkg from "../../../../package.json" with { type: "json" };
 import { TOKEN_MAX_AGE_SECONDS, TOKEN_MAX_FUTURE_SKEW_SECONDS } from "../../../auth/token.ts";
 import { LIMITS } from "../../../core/backend-contract/index.ts";
-import { MANIFEST_LIMITS } from "../../../core/manifest/limits.ts";
+import { MANIFEST_LIMITS } from "../../../core/manifest/index.ts";
 import type { ProviderConfig } from "../../config/index.ts";
 import { type BackendCatalog, unionOfRegistries } from "../backend-catalog.ts";
 import type { ProviderInfo } from "../schemas/provider.ts";
