@@ -9,7 +9,7 @@ import type { DecodedTx } from "./decode.ts";
 
 export function aminoSignDoc(
   chainId: string,
-): (tx: DecodedTx, accountNumber: bigint, sequence: bigint) => Uint8Array {
+): (tx: Pick<DecodedTx, "body" | "authInfo">, accountNumber: bigint, sequence: bigint) => Uint8Array {
   const registry = chainRegistry();
   const aminoTypes = chainAminoTypes(registry);
   return (tx, accountNumber, sequence) => {
