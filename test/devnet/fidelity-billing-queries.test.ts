@@ -10,6 +10,7 @@ import { createProtobufRpcClient, type ProtobufRpcClient } from "@cosmjs/stargat
 import {
   type MessageCodec,
   MsgAcknowledgeLease,
+  MsgCloseLease,
   MsgCreateLease,
   MsgCreateLeaseResponse,
   MsgFundCredit,
@@ -29,6 +30,8 @@ let rpcClient: ProtobufRpcClient;
 let t1: string;
 let provider: string;
 let small: string;
+/** tenant1's ACTIVE leases, in creation order. */
+const active: string[] = [];
 
 before(async () => {
   chain = await startChain({ checkEveryBlock: false });
@@ -98,6 +101,41 @@ describe("CreditEstimate as manifest-ledger answers it", () => {
     assert.deepEqual(e.totalRatePerSecond, [{ denom: "upwr", amount: rate.toString() }]);
     assert.equal(e.estimatedDurationSeconds, upwr / rate);
     assert.equal(e.activeLeaseCount, 1n);
+    active.push(uuid);
+  });
+
+  it("sums a second ACTIVE lease's rate, and reports nothing again once every lease is closed", async () => {
+    const created = await chain.send("tenant1", [
+      msg(MsgCreateLease, { tenant: t1, items: [{ skuUuid: small, quantity: 3n, serviceName: "" }] }),
+    ]);
+    assert.equal(created.code, 0, created.rawLog);
+    const uuid = MsgCreateLeaseResponse.decode(created.msgResponses[0]!.value).leaseUuid;
+    const ack = await chain.send("provider", [
+      msg(MsgAcknowledgeLease, { sender: provider, leaseUuids: [uuid] }),
+    ]);
+    assert.equal(ack.code, 0, ack.rawLog);
+    active.push(uuid);
+    let rate = 0n;
+    for (const u of active)
+      for (const item of (await getLease(chain, u)).items)
+        rate += BigInt(item.lockedPrice!.amount) * item.quantity;
+    const upwr = BigInt((await chain.query.bank.balance(deriveCreditAddress(t1), "upwr")).amount);
+    const two = await estimate(t1);
+    assert.deepEqual(two.totalRatePerSecond, [{ denom: "upwr", amount: rate.toString() }]);
+    assert.deepEqual(two.currentBalance, [{ denom: "upwr", amount: upwr.toString() }]);
+    assert.equal(two.estimatedDurationSeconds, upwr / rate);
+    assert.equal(two.activeLeaseCount, 2n);
+
+    const closed = await chain.send("tenant1", [
+      msg(MsgCloseLease, { sender: t1, leaseUuids: active, reason: "" }),
+    ]);
+    assert.equal(closed.code, 0, closed.rawLog);
+    assert.deepEqual(await estimate(t1), {
+      currentBalance: [],
+      totalRatePerSecond: [],
+      estimatedDurationSeconds: 0n,
+      activeLeaseCount: 0n,
+    });
   });
 });
 
