@@ -227,9 +227,15 @@ describe("SDK v0.50 query services on the devnet", () => {
 
   it("cosmos.base.node Config and Status", async () => {
     const config = await nodeSvc.Config();
-    assert.equal(config.minimumGasPrice, "0.000025000000000000umfx");
-    assert.equal(config.haltHeight, 0n);
+    // app.toml's defaults as a v0.50 node reports them: strings for pruning, the gas price as a DecCoin.
+    assert.deepEqual(config, {
+      minimumGasPrice: "0.000025000000000000umfx",
+      pruningKeepRecent: "0",
+      pruningInterval: "0",
+      haltHeight: 0n,
+    });
     const status = await nodeSvc.Status();
+    assert.equal(status.earliestStoreHeight, 0n, "v0.50 leaves it unset");
     const height = Number(status.height);
     const block = await comet.block(height);
     assert.deepEqual(status.appHash, block.block.header.appHash);

@@ -10,12 +10,20 @@ import { DirectSecp256k1HdWallet, type EncodeObject } from "@cosmjs/proto-signin
 import { assertIsDeliverTxSuccess, GasPrice, SigningStargateClient } from "@cosmjs/stargate";
 import { GenericAuthorization } from "cosmjs-types/cosmos/authz/v1beta1/authz";
 import { MsgSend } from "cosmjs-types/cosmos/bank/v1beta1/tx";
+import {
+  chainRegistry,
+  MsgAcknowledgeLease,
+  MsgCreateLease,
+  MsgCreateLeaseResponse,
+  MsgRejectLease,
+} from "../../src/chain/proto/index.ts";
 import { type DevnetProcess, startDevnetProcess, stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
 
 stopCosmjsReconnectsAfterDisconnect();
 
 const FEE = { amount: [{ denom: "umfx", amount: "10000" }], gas: "400000" };
 const HUGE = "999999999999999999";
+const registryAny = (typeUrl: string, value: unknown) => chainRegistry().encodeAsAny({ typeUrl, value });
 
 describe("tx results as an SDK v0.50 node reports them", () => {
   let devnet: DevnetProcess;
@@ -24,11 +32,13 @@ describe("tx results as an SDK v0.50 node reports them", () => {
   let tenant2: string;
   let faucet: string;
 
+  /** A direct-signing client; with the billing/sku codecs registered, as providerd's. */
   async function client(name: string): Promise<SigningStargateClient> {
     const wallet = await DirectSecp256k1HdWallet.fromMnemonic(devnet.account(name).mnemonic, {
       prefix: "manifest",
     });
     const c = await SigningStargateClient.connectWithSigner(devnet.url, wallet, {
+      registry: chainRegistry(),
       gasPrice: GasPrice.fromString("0.025umfx"),
       broadcastPollIntervalMs: 100,
       broadcastTimeoutMs: 20_000,
@@ -160,6 +170,87 @@ describe("tx results as an SDK v0.50 node reports them", () => {
 
     // Indexed like any attribute: a tenant tool can search for the second inner message.
     const found = await grantee.searchTx(`transfer.authz_msg_index='1' AND transfer.recipient='${faucet}'`);
+    assert.deepEqual(
+      found.map((t) => t.hash),
+      [res.transactionHash],
+    );
+  });
+
+  it("on providerd's sub-signer path: MsgExec of billing messages tags each one's events", async () => {
+    const provider = devnet.account("provider").address;
+    const small = devnet.keys.skus.find((k) => k.name === "docker-small")!.uuid;
+    const tenant = await client("tenant1");
+    const leases: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const created = await tenant.signAndBroadcast(
+        tenant1,
+        [
+          {
+            typeUrl: MsgCreateLease.typeUrl,
+            value: MsgCreateLease.fromPartial({ tenant: tenant1, items: [{ skuUuid: small, quantity: 1n }] }),
+          },
+        ],
+        FEE,
+      );
+      assertIsDeliverTxSuccess(created);
+      leases.push(MsgCreateLeaseResponse.decode(created.msgResponses[0]!.value).leaseUuid);
+    }
+    // The provider key grants its sub-signer (here the faucet account) the billing messages.
+    const owner = await client("provider");
+    const grants = [MsgAcknowledgeLease.typeUrl, MsgRejectLease.typeUrl].map((msg) => ({
+      typeUrl: "/cosmos.authz.v1beta1.MsgGrant",
+      value: {
+        granter: provider,
+        grantee: faucet,
+        grant: {
+          authorization: {
+            typeUrl: "/cosmos.authz.v1beta1.GenericAuthorization",
+            value: GenericAuthorization.encode({ msg }).finish(),
+          },
+        },
+      },
+    }));
+    assertIsDeliverTxSuccess(await owner.signAndBroadcast(provider, grants, FEE));
+
+    const lane = await client("faucet");
+    const inner = [
+      registryAny(
+        MsgAcknowledgeLease.typeUrl,
+        MsgAcknowledgeLease.fromPartial({ sender: provider, leaseUuids: [leases[0]!] }),
+      ),
+      registryAny(
+        MsgRejectLease.typeUrl,
+        MsgRejectLease.fromPartial({ sender: provider, leaseUuids: [leases[1]!] }),
+      ),
+    ];
+    const res = await lane.signAndBroadcast(
+      faucet,
+      [{ typeUrl: "/cosmos.authz.v1beta1.MsgExec", value: { grantee: faucet, msgs: inner } }],
+      FEE,
+    );
+    assertIsDeliverTxSuccess(res);
+    const pick = (type: string) =>
+      res.events.find((e) => e.type === type)?.attributes.map((a) => [a.key, a.value]);
+    assert.deepEqual(pick("lease_acknowledged"), [
+      ["lease_uuid", leases[0]],
+      ["tenant", tenant1],
+      ["provider_uuid", devnet.keys.provider_uuid],
+      ["acknowledged_by", provider],
+      ["authz_msg_index", "0"],
+      ["msg_index", "0"],
+    ]);
+    const rejected = pick("lease_rejected") ?? [];
+    assert.deepEqual(rejected.slice(-2), [
+      ["authz_msg_index", "1"],
+      ["msg_index", "0"],
+    ]);
+    assert.deepEqual(
+      rejected.find(([k]) => k === "rejection_reason"),
+      ["rejection_reason", ""],
+    );
+    const found = await lane.searchTx(
+      `lease_rejected.authz_msg_index='1' AND lease_rejected.lease_uuid='${leases[1]}'`,
+    );
     assert.deepEqual(
       found.map((t) => t.hash),
       [res.transactionHash],
