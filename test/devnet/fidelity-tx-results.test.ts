@@ -176,6 +176,28 @@ describe("tx results as an SDK v0.50 node reports them", () => {
     );
   });
 
+  it("a failed inner message fails the MsgExec with the inner code, under the outer message's index", async () => {
+    // Uses the MsgSend grant tenant1 gave tenant2 above.
+    const grantee = await client("tenant2");
+    const inner = [send(tenant1, tenant2, "1"), send(tenant1, tenant2, HUGE)].map((m) => ({
+      typeUrl: m.typeUrl,
+      value: MsgSend.encode(m.value as MsgSend).finish(),
+    }));
+    const res = await grantee.signAndBroadcast(
+      tenant2,
+      [{ typeUrl: "/cosmos.authz.v1beta1.MsgExec", value: { grantee: tenant2, msgs: inner } }],
+      FEE,
+    );
+    assert.equal(res.code, 5);
+    // A real node also names the inner message in Go's proto text form (docs/devnet.md, Differences).
+    assert.match(
+      res.rawLog ?? "",
+      new RegExp(
+        `^failed to execute message; message index: 0: .*spendable balance \\d+umfx is smaller than ${HUGE}umfx: insufficient funds$`,
+      ),
+    );
+  });
+
   it("on providerd's sub-signer path: MsgExec of billing messages tags each one's events", async () => {
     const provider = devnet.account("provider").address;
     const small = devnet.keys.skus.find((k) => k.name === "docker-small")!.uuid;
