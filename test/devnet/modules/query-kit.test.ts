@@ -1,11 +1,13 @@
 /**
  * Pagination over ordered KV prefixes (single and merged per-state indexes), on a small
- * sorted in-memory KVStore: cursors, offsets, totals, reverse order and the refusals.
+ * sorted in-memory KVStore: cursors, offsets, totals, reverse order and the refusals; and
+ * the gRPC-status → ABCI error table for every status a query can raise (no query raises
+ * FailedPrecondition today, so the wire tests cannot reach that row).
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { KVRange, KVStore } from "../../../src/devnet/module.ts";
-import { paginate } from "../../../src/devnet/modules/sku/query-kit.ts";
+import { grpcError, paginate } from "../../../src/devnet/modules/sku/query-kit.ts";
 
 /** Sorted map with the KVStore range semantics (prefix, inclusive start, exclusive end, reverse). */
 function memoryStore(keys: string[]): KVStore {
@@ -87,4 +89,23 @@ describe("paginate", () => {
     );
     assert.throws(() => paginate(store, states, req({ offset: 20_001n }), load), /ResourceExhausted/);
   });
+});
+
+describe("grpcError: the SDK's gRPC-to-ABCI mapping", () => {
+  const rows = [
+    ["NotFound", 22, "key not found"],
+    ["InvalidArgument", 18, "invalid request"],
+    ["FailedPrecondition", 18, "invalid request"],
+    ["ResourceExhausted", 6, "unknown request"],
+    ["Internal", 6, "unknown request"],
+  ] as const;
+  for (const [status, code, suffix] of rows) {
+    it(`${status} → sdk code ${code}, log ending ": ${suffix}"`, () => {
+      const err = grpcError(status, "what went wrong");
+      assert.deepEqual(
+        [err.codespace, err.abciCode, err.log],
+        ["sdk", code, `rpc error: code = ${status} desc = what went wrong: ${suffix}`],
+      );
+    });
+  }
 });
