@@ -27,6 +27,14 @@ export interface EdgeOptions {
   exempt: (path: string) => boolean;
 }
 
+/** On every answer, including those written before routing (see client-errors.ts). */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "x-xss-protection": "1; mode=block",
+  "cache-control": "no-store",
+};
+
 const CORS_METHODS = "GET, POST";
 const CORS_HEADERS = "Authorization, Content-Type, Idempotency-Key";
 
@@ -55,10 +63,7 @@ export function installEdge(app: FastifyInstance, o: EdgeOptions): void {
   const origins = new Set(o.corsOrigins);
 
   app.addHook("onRequest", async (req, reply) => {
-    reply.header("x-content-type-options", "nosniff");
-    reply.header("x-frame-options", "DENY");
-    reply.header("x-xss-protection", "1; mode=block");
-    reply.header("cache-control", "no-store");
+    reply.headers(SECURITY_HEADERS);
 
     const origin = req.headers.origin;
     const corsAllowed = origin !== undefined && (anyOrigin || origins.has(origin));
