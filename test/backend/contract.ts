@@ -208,6 +208,10 @@ export function runBackendContractSuite(label: string, start: () => Promise<Back
         const prov = await c.get(`/provisions/${p.lease}`);
         assert.equal(prov.status, 200);
         assert.equal((prov.json as { status: string }).status, "ready");
+        assert.deepEqual((prov.json as { terminal_budget?: unknown }).terminal_budget, {
+          verdict: "retry",
+          consecutive_failures: 0,
+        });
         const rel = await c.get(`/releases/${p.lease}`);
         assert.equal(rel.status, 200);
         const releases = rel.json as { version: number; status: string }[];

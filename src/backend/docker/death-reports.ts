@@ -122,10 +122,13 @@ export class DeathReports {
       const fresh = leaseRows.filter((r) => !this.#reported.has(r.Id) && !this.#expected.has(r.Id));
       if (fresh.length === 0) continue;
       for (const r of leaseRows) remember(this.#reported, r.Id);
+      // Found dead only after the engine was away (restarted, unreachable): the platform
+      // may have stopped it, so it never counts toward the lease's terminal budget.
       const event: RuntimeEvent = {
         leaseUuid: lease,
         reason: obs.reason ?? "ContainerExited",
         message: obs.message ?? "a container exited unexpectedly",
+        platform: true,
       };
       if (obs.operationId) event.operationId = obs.operationId;
       this.#emit(event);

@@ -7,6 +7,7 @@ import type { DiagnosticRecord } from "./journal/diagnostics.ts";
 import type { Failure, Journal, LeaseRecord } from "./journal/journal.ts";
 import type { ResourcePool } from "./resources.ts";
 import { type RuntimeEvent, type Substrate, SubstrateError, substrateOutcomeOf } from "./substrate.ts";
+import { NO_STREAK } from "./terminal-budget.ts";
 import type { ProvisionRequest } from "./wire.ts";
 
 /**
@@ -389,11 +390,23 @@ export class BackendEngine {
   }
 
   #onRuntimeEvent(e: RuntimeEvent): void {
-    const failure = { reason: e.reason, message: e.message };
+    const failure: Failure = { reason: e.reason, message: e.message };
+    if (e.platform === true) failure.platform = true;
     if (this.#c.journal.recordRuntimeFailure(e.leaseUuid, e.operationId, failure, this.#c.clock.now())) {
       this.#c.pool.release(e.leaseUuid);
       this.#c.wakeOutbox(e.leaseUuid);
     }
+  }
+
+  /**
+   * A restart or update the tenant requested was admitted: the lease's consecutive-failure
+   * streak starts over (terminal_budget). Durable when it resolves; false if the lease is
+   * not live here.
+   */
+  async resetTerminalBudget(leaseUuid: string): Promise<boolean> {
+    const reset = this.#c.journal.resetFailureStreak(leaseUuid);
+    await this.#c.journal.durable();
+    return reset;
   }
 
   // ---- diagnostics ----
@@ -480,5 +493,6 @@ function syntheticLease(req: ProvisionRequest, instances: LeaseRecord["instances
     createdAtMs: 0,
     admittedAtMs: 0,
     generation: 0,
+    streak: NO_STREAK,
   };
 }

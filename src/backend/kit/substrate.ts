@@ -118,6 +118,12 @@ export interface RuntimeEvent {
   operationId?: string;
   reason: string;
   message: string;
+  /**
+   * True when the substrate knows the platform ended the workload, not the workload
+   * itself (e.g. found dead only after the engine was away): it never counts toward the
+   * lease's consecutive-failure budget. Absent: judged by `reason`.
+   */
+  platform?: boolean;
 }
 
 export interface Substrate {

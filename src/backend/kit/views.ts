@@ -2,6 +2,7 @@ import type { ProvisionInfoBody, ReleaseInfoBody, StatsBody } from "../../core/b
 import type { DiagnosticRecord } from "./journal/diagnostics.ts";
 import type { LeaseRecord, ReleaseRecord } from "./journal/journal.ts";
 import type { PoolStats } from "./resources.ts";
+import { budgetView } from "./terminal-budget.ts";
 
 /** JSON bodies of the read endpoints (the contract's shapes), built from journal records in one place. */
 export function provisionInfo(lease: LeaseRecord): ProvisionInfoBody {
@@ -15,6 +16,7 @@ export function provisionInfo(lease: LeaseRecord): ProvisionInfoBody {
     quantity: lease.items.reduce((n, i) => n + i.quantity, 0),
     items: lease.items,
     lifecycle_generation: { kind: "typed", id: lease.operationId },
+    terminal_budget: budgetView(lease.streak),
   };
   if (lease.image !== "") out.image = lease.image;
   if (lease.items.length === 1 && lease.items[0] !== undefined) out.sku = lease.items[0].sku;
@@ -25,7 +27,8 @@ export function provisionInfo(lease: LeaseRecord): ProvisionInfoBody {
 
 /**
  * GET /provisions/{uuid} once the lease is no longer live: its last failure, from the
- * diagnostics table (tenant-safe fields only; no items, image or generation).
+ * diagnostics table (tenant-safe fields only; no items, image, generation or budget: the
+ * streak went with the lease row, and a closed lease has nothing left to close).
  */
 export function diagnosticInfo(d: DiagnosticRecord): ProvisionInfoBody {
   return {

@@ -25,6 +25,27 @@ function readGeneration(g: unknown): Generation {
   return { kind: "unusable" };
 }
 
+/**
+ * The consecutive-failure budget a backend reports with a lease: the recorded count of
+ * consecutive failures of the tenant's own workload, and `exhausted` once the provider
+ * should close the lease for repeated failure (else `retry`).
+ */
+export interface TerminalBudgetBody {
+  verdict: "retry" | "exhausted";
+  consecutive_failures: number;
+}
+
+export const terminalBudgetSchema = z.object({
+  verdict: z.enum(["retry", "exhausted"]),
+  consecutive_failures: z.int().min(0),
+});
+
+/** A record's `terminal_budget` when it is on the contract's shape; an off-shape one counts as none. */
+export function readTerminalBudget(record: Record<string, unknown>): TerminalBudgetBody | undefined {
+  const parsed = terminalBudgetSchema.safeParse(record.terminal_budget);
+  return parsed.success ? parsed.data : undefined;
+}
+
 /** GET /provisions/{uuid} and each inventory row, as the backend builds it. */
 export interface ProvisionInfoBody {
   lease_uuid: string;
@@ -40,6 +61,7 @@ export interface ProvisionInfoBody {
   sku?: string;
   reason?: string;
   message?: string;
+  terminal_budget?: TerminalBudgetBody;
 }
 
 /** GET /provisions/{uuid}: relayed as sent once `lease_uuid` and `status` check out. */
@@ -55,6 +77,8 @@ export interface ProvisionEntry {
   lifecycleGeneration: Generation;
   createdAt?: string;
   failCount?: number;
+  /** The backend's consecutive-failure budget, when it reports one on the contract's shape. */
+  terminalBudget?: TerminalBudgetBody;
 }
 
 const provisionRow = z
@@ -65,6 +89,7 @@ const provisionRow = z
     // Informational: a value of another type is ignored rather than failing the page.
     created_at: z.string().optional().catch(undefined),
     fail_count: z.number().optional().catch(undefined),
+    terminal_budget: terminalBudgetSchema.optional().catch(undefined),
   })
   .transform((p): ProvisionEntry => {
     const entry: ProvisionEntry = {
@@ -74,6 +99,7 @@ const provisionRow = z
     };
     if (p.created_at !== undefined) entry.createdAt = p.created_at;
     if (p.fail_count !== undefined) entry.failCount = p.fail_count;
+    if (p.terminal_budget !== undefined) entry.terminalBudget = p.terminal_budget;
     return entry;
   });
 

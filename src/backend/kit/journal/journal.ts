@@ -4,6 +4,13 @@ import type { CallbackBody } from "../../../core/backend-contract/index.ts";
 import { newUuidV4 } from "../../../core/uuid.ts";
 import type { SqliteDatabase } from "../../../sqlite/index.ts";
 import type { InstanceSpec, LeaseItem } from "../substrate.ts";
+import {
+  afterFailure,
+  afterReady,
+  afterRequestedRestart,
+  type FailureStreak,
+  NO_STREAK,
+} from "../terminal-budget.ts";
 import { type CapturedLogs, DiagnosticsTable } from "./diagnostics.ts";
 import { type OpenJournalOptions, openJournalDatabase } from "./identity.ts";
 import type {
@@ -14,7 +21,7 @@ import type {
   OutboxRow,
   ReleaseRecord,
 } from "./records.ts";
-import { prepare, toLease } from "./statements.ts";
+import { prepare, toLease, toStreak } from "./statements.ts";
 
 export type {
   LeaseHead,
@@ -55,7 +62,11 @@ export interface OperationRecord {
   requestDigest: string | undefined;
 }
 
-export type Failure = { reason: string; message: string };
+/**
+ * A recorded failure: tenant-safe reason and message. `platform` marks one the substrate
+ * knows the platform caused whatever its reason says (it never counts toward terminal_budget).
+ */
+export type Failure = { reason: string; message: string; platform?: boolean };
 
 type Row = Record<string, unknown>;
 
@@ -232,6 +243,7 @@ export class Journal {
         createdAtMs: prev?.createdAtMs ?? input.nowMs,
         admittedAtMs: input.nowMs,
         generation,
+        streak: prev?.streak ?? NO_STREAK,
       };
       return record;
     });
@@ -258,6 +270,7 @@ export class Journal {
       this.#s.supersedeActive.run(leaseUuid, lease.release);
       this.#s.setReleaseStatus.run("active", null, null, leaseUuid, lease.release);
       this.#s.settleLease.run("ready", null, null, 0, leaseUuid);
+      this.#putStreak(leaseUuid, afterReady(lease.streak, nowMs));
       this.diagnostics.drop(leaseUuid);
       this.#s.insertReceipt.run(leaseUuid, lease.operationId, "success");
       this.#enqueue(lease, "operation", lease.callbackUrl, { status: "success", error: "" }, nowMs);
@@ -281,6 +294,7 @@ export class Journal {
       if (!lease) return false;
       this.#s.setReleaseStatus.run("failed", failure.reason, failure.message, leaseUuid, lease.release);
       this.#s.settleLease.run("failed", failure.reason, failure.message, 1, leaseUuid);
+      this.#putStreak(leaseUuid, afterFailure(lease.streak, failure, nowMs));
       this.#putDiagnostic(lease, failure, nowMs, logs);
       this.#s.insertReceipt.run(leaseUuid, lease.operationId, "failed");
       this.#enqueue(
@@ -315,6 +329,7 @@ export class Journal {
       if (lease?.head !== "none" || lease.status !== "ready") return false;
       if (operationId !== undefined && operationId !== lease.operationId) return false;
       this.#s.settleLease.run("failed", failure.reason, failure.message, 1, leaseUuid);
+      this.#putStreak(leaseUuid, afterFailure(lease.streak, failure, nowMs));
       this.#s.bumpGeneration.run(leaseUuid);
       this.#putDiagnostic(lease, failure, nowMs, undefined);
       // Drop the observation while a result is still queued for this lease; else coalesce.
@@ -331,6 +346,30 @@ export class Journal {
       }
       return true;
     });
+  }
+
+  /**
+   * A restart or update the tenant requested resets the lease's consecutive-failure streak
+   * (terminal_budget). The maintenance workflows call this when they admit the command.
+   * False when the lease is not live here.
+   */
+  resetFailureStreak(leaseUuid: string): boolean {
+    return this.#write(() => {
+      const lease = this.#headOf(leaseUuid);
+      if (lease === undefined) return false;
+      this.#putStreak(leaseUuid, afterRequestedRestart(lease.streak));
+      return true;
+    });
+  }
+
+  #putStreak(leaseUuid: string, s: FailureStreak): void {
+    this.#s.setStreak.run(
+      s.failures,
+      s.startedAtMs ?? null,
+      s.exhausted ? 1 : 0,
+      s.readySinceMs ?? null,
+      leaseUuid,
+    );
   }
 
   // ---- close ----
@@ -416,6 +455,7 @@ export class Journal {
       failCount: r.fail_count as number,
       createdAtMs: r.created_at as number,
       generation: r.generation as number,
+      streak: toStreak(r),
     };
   }
 

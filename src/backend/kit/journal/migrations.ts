@@ -110,4 +110,16 @@ export const MIGRATIONS: readonly string[] = [
   INSERT OR IGNORE INTO operations (operation_id, lease_uuid) SELECT operation_id, lease_uuid FROM leases;
   INSERT OR IGNORE INTO operations (operation_id, lease_uuid) SELECT operation_id, lease_uuid FROM receipts;
   `,
+  // 4: the consecutive-failure budget (terminal_budget), kept with the lease.
+  `
+  -- streak_failures/streak_started_at/streak_exhausted: the current streak of the tenant's
+  -- own workload failures and the verdict recorded with the last one (see terminal-budget.ts).
+  -- ready_since: since when the lease has been ready without interruption (NULL: not ready).
+  ALTER TABLE leases ADD COLUMN streak_failures INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE leases ADD COLUMN streak_started_at INTEGER;
+  ALTER TABLE leases ADD COLUMN streak_exhausted INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE leases ADD COLUMN ready_since INTEGER;
+  -- Ready before this migration: admission is the earliest it can have become ready.
+  UPDATE leases SET ready_since = admitted_at WHERE status = 'ready';
+  `,
 ];

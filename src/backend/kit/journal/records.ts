@@ -1,4 +1,5 @@
 import type { InstanceSpec, LeaseItem } from "../substrate.ts";
+import type { FailureStreak } from "../terminal-budget.ts";
 
 /** What the journal stores, as its readers see it (rows decoded by statements.ts). */
 export type LeaseHead = "operation" | "close" | "none";
@@ -27,6 +28,8 @@ export interface LeaseRecord {
   createdAtMs: number;
   admittedAtMs: number;
   generation: number;
+  /** The consecutive-failure budget's state (terminal_budget). */
+  streak: FailureStreak;
 }
 
 export type LeaseHeadRecord = Pick<
@@ -43,6 +46,7 @@ export type LeaseHeadRecord = Pick<
   | "failCount"
   | "createdAtMs"
   | "generation"
+  | "streak"
 >;
 
 export interface ReleaseRecord {

@@ -1,9 +1,19 @@
 import type Database from "better-sqlite3";
 import type { InstanceSpec, LeaseItem } from "../substrate.ts";
+import type { FailureStreak } from "../terminal-budget.ts";
 import type { LeaseHead, LeasePhase, LeaseRecord, LeaseStatus } from "./records.ts";
 
 /** Row decoding and the journal's SQL, prepared once per connection. */
 type Row = Record<string, unknown>;
+
+export function toStreak(r: Row): FailureStreak {
+  return {
+    failures: r.streak_failures as number,
+    startedAtMs: (r.streak_started_at as number | null) ?? undefined,
+    exhausted: r.streak_exhausted === 1,
+    readySinceMs: (r.ready_since as number | null) ?? undefined,
+  };
+}
 
 export function toLease(r: Row): LeaseRecord {
   return {
@@ -28,6 +38,7 @@ export function toLease(r: Row): LeaseRecord {
     createdAtMs: r.created_at as number,
     admittedAtMs: r.admitted_at as number,
     generation: r.generation as number,
+    streak: toStreak(r),
   };
 }
 
@@ -35,7 +46,7 @@ export function prepare(db: Database.Database) {
   return {
     getLease: db.prepare("SELECT * FROM leases WHERE lease_uuid = ?"),
     getHead: db.prepare(
-      "SELECT tenant, provider_uuid, operation_id, callback_url, lifecycle_url, release, head, status, fail_count, created_at, generation FROM leases WHERE lease_uuid = ?",
+      "SELECT tenant, provider_uuid, operation_id, callback_url, lifecycle_url, release, head, status, fail_count, created_at, generation, streak_failures, streak_started_at, streak_exhausted, ready_since FROM leases WHERE lease_uuid = ?",
     ),
     getTombstone: db.prepare("SELECT 1 FROM tombstones WHERE lease_uuid = ?"),
     getOperation: db.prepare("SELECT lease_uuid, request_digest FROM operations WHERE operation_id = ?"),
@@ -74,6 +85,9 @@ export function prepare(db: Database.Database) {
     ),
     settleLease: db.prepare(
       "UPDATE leases SET head = 'none', phase = NULL, status = ?, reason = ?, message = ?, fail_count = fail_count + ?, generation = generation + 1 WHERE lease_uuid = ?",
+    ),
+    setStreak: db.prepare(
+      "UPDATE leases SET streak_failures = ?, streak_started_at = ?, streak_exhausted = ?, ready_since = ? WHERE lease_uuid = ?",
     ),
     bumpGeneration: db.prepare("UPDATE leases SET generation = generation + 1 WHERE lease_uuid = ?"),
     insertReceipt: db.prepare(
