@@ -12,7 +12,7 @@ import { Journal } from "./journal/journal.ts";
 import { createKitMetrics } from "./metrics.ts";
 import { OutboxSender } from "./outbox-sender.ts";
 import { type PoolOptions, ResourcePool } from "./resources.ts";
-import { buildContractServer } from "./server.ts";
+import { buildContractServer, type ContractServerOptions } from "./server.ts";
 import type { Substrate } from "./substrate.ts";
 
 /**
@@ -35,6 +35,8 @@ export interface BackendKitOptions {
   listen: { host: string; port: number };
   /** Serve HTTPS; `clientCa` (+ `clientAllowedNames`) turns on mutual TLS. */
   https?: ContractHttpsOptions;
+  /** Extra routes of a backend kind (signed like every contract route), e.g. the mock's failure injection. */
+  routes?: ContractServerOptions["routes"];
   resolveSku: AdmissionConfig["resolveSku"];
   pool: PoolOptions;
   allowedRegistries?: readonly string[];
@@ -132,6 +134,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       idleTimeoutMs: o.idleTimeoutMs ?? 60_000,
       https: o.https,
       allowedRegistries: o.allowedRegistries,
+      routes: o.routes,
     });
     await engine.start();
     sender.start();

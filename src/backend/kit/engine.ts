@@ -270,6 +270,15 @@ export class BackendEngine {
     return this.#recovering;
   }
 
+  /**
+   * A pass that starts after this call: one in progress may have read the substrate
+   * before the caller's change, so it is awaited first rather than shared.
+   */
+  async recoverNow(): Promise<void> {
+    await this.#recovering?.catch(() => {});
+    await this.recover();
+  }
+
   async #recoverOnce(): Promise<void> {
     const signal = this.#shutdown.signal;
     const { journal, substrate, logger } = this.#c;

@@ -10,6 +10,7 @@ export {
 export { checkClientCaBundle } from "./client-tls.ts";
 export { DEFAULT_DIAGNOSTICS_MAX_AGE_MS } from "./diagnostics.ts";
 export { BackendEngine, type EngineEvent } from "./engine.ts";
+export { badRequest, notFound } from "./errors.ts";
 export { openJournalDatabase } from "./journal/identity.ts";
 export { Journal, type LeaseRecord } from "./journal/journal.ts";
 export { parseTenantManifest } from "./manifest.ts";
@@ -22,4 +23,4 @@ export {
   type TenantQuota,
 } from "./resources.ts";
 export * from "./substrate.ts";
-export { WireError } from "./wire.ts";
+export { parseLeaseUuid, WireError } from "./wire.ts";

@@ -60,6 +60,8 @@ export interface ContractServerOptions {
   https?: ContractHttpsOptions;
   /** The registry allowlist admission applies (reported by GET /stats); undefined: none. */
   allowedRegistries?: readonly string[] | undefined;
+  /** Registers a backend kind's own routes after the contract's (same hooks: signed, enveloped). */
+  routes?: (app: FastifyInstance, engine: BackendEngine) => void;
 }
 
 /** How long GET /health waits for the substrate's verdict. */
@@ -301,6 +303,7 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     return out;
   });
 
+  o.routes?.(app, engine);
   return app;
 }
 

@@ -2,6 +2,7 @@ import { type Clock, systemClock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import { parseTenantManifest, type RunningBackend, startBackend } from "../kit/index.ts";
 import { DEFAULT_MOCK_PROFILE, type MockBackendConfig } from "./config.ts";
+import { registerLoseRoute } from "./lose-route.ts";
 import { MockSubstrate } from "./substrate.ts";
 
 /**
@@ -35,6 +36,7 @@ export async function startMockBackend(
       previousSecret: config.previousSecret,
       listen: { host: config.host, port: config.port },
       https: config.tls,
+      routes: registerLoseRoute(substrate),
       resolveSku: (sku) => (skus === undefined ? DEFAULT_MOCK_PROFILE : skus[sku]),
       pool: { totals: config.capacity },
       allowedRegistries: config.allowedRegistries,

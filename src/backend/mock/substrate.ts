@@ -120,12 +120,26 @@ export class MockSubstrate implements Substrate {
 
   /** A fake workload has no volumes: removing it and destroying the lease are the same. */
   async removeWorkload(leaseUuid: string): Promise<void> {
+    this.#forget(leaseUuid);
+  }
+
+  #forget(leaseUuid: string): void {
     this.#workloads.delete(leaseUuid);
     this.#del.run(leaseUuid);
   }
 
   destroyLease(leaseUuid: string): Promise<void> {
     return this.removeWorkload(leaseUuid);
+  }
+
+  /**
+   * Failure injection: the lease's workload vanishes behind the kit's back, the way a
+   * crashed host loses its containers. False when nothing of it exists.
+   */
+  lose(leaseUuid: string): boolean {
+    if (!this.#workloads.has(leaseUuid)) return false;
+    this.#forget(leaseUuid);
+    return true;
   }
 
   async inspect(leaseUuid: string): Promise<WorkloadObservation | undefined> {
