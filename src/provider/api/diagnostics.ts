@@ -1,15 +1,18 @@
+import { readTerminalBudget, type TerminalBudgetBody } from "../../core/backend-contract/index.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import { type BackendRoute, backendReadFailure, searchBackends } from "./backend-route.ts";
 
 /**
  * A backend's provision record (`GET /provisions/{uuid}`), reduced to what a tenant may
- * see: status, lifetime failure count, and the curated reason/message. A failed record
+ * see: status, lifetime failure count, the consecutive-failure budget when the backend
+ * reports one on the contract's shape, and the curated reason/message. A failed record
  * without a reason reads as `Unknown` (the seed's read-boundary default). Operator-side
  * fields (created_at, tenant, anything unknown) are dropped.
  */
 export interface Diagnostics {
   status: string;
   failCount: number;
+  terminalBudget?: TerminalBudgetBody;
   reason?: string;
   message?: string;
 }
@@ -20,6 +23,8 @@ export function tenantDiagnostics(record: Record<string, unknown>): Diagnostics 
     status,
     failCount: typeof record.fail_count === "number" && record.fail_count > 0 ? record.fail_count : 0,
   };
+  const budget = readTerminalBudget(record);
+  if (budget !== undefined) out.terminalBudget = budget;
   const reason = typeof record.reason === "string" && record.reason !== "" ? record.reason : undefined;
   if (reason !== undefined) out.reason = reason;
   else if (status === "failed") out.reason = "Unknown";

@@ -122,6 +122,7 @@ describe("tenant API (devnet + providerd + mock backends, real HTTP)", () => {
     assert.equal(active.payload_received, true);
     assert.equal(active.provision_status, "ready");
     assert.equal(active.fail_count, undefined, "fail_count is omitted when zero");
+    assert.deepEqual(active.terminal_budget, { verdict: "retry", consecutive_failures: 0 });
   });
 
   it("GET connection: the owner's details, ports as integers, replay refused", async () => {
@@ -206,6 +207,7 @@ describe("tenant API (devnet + providerd + mock backends, real HTTP)", () => {
       provider_uuid: stack.keys.provider_uuid,
       status: "ready",
       fail_count: 0,
+      terminal_budget: { verdict: "retry", consecutive_failures: 0 },
     });
     const r = await get(`/v1/leases/${manifestLease}/releases`, token);
     assert.equal(r.status, 200, r.text);

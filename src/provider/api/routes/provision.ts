@@ -29,6 +29,7 @@ export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext)
         status: d.status,
         fail_count: d.failCount,
       };
+      if (d.terminalBudget !== undefined) body.terminal_budget = d.terminalBudget;
       if (d.reason !== undefined) body.reason = d.reason;
       if (d.message !== undefined) body.message = d.message;
       return { status: 200, body };

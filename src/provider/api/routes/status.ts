@@ -38,6 +38,7 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
         const d = found.diagnostics;
         body.provision_status = d.status;
         if (d.failCount > 0) body.fail_count = d.failCount;
+        if (d.terminalBudget !== undefined) body.terminal_budget = d.terminalBudget;
         if (d.reason !== undefined) body.reason = d.reason;
         if (d.message !== undefined) body.message = d.message;
       } else if (found.kind === "unknown" && found.error !== undefined) {
