@@ -12,7 +12,7 @@ import { FredError } from "../core/errors.ts";
 import { createLogger, type Logger } from "../log.ts";
 import { TenantApi } from "./api/index.ts";
 import { type BackendClient, closeBackendClients, createBackendClients } from "./backend-client/index.ts";
-import { createBilling } from "./billing/index.ts";
+import { closedByMonitor, createBilling, creditNotices } from "./billing/index.ts";
 import { type ProviderConfig, withBoundCallbackBase } from "./config/index.ts";
 import { armFailpoints } from "./failpoints.ts";
 import { listenerOptions } from "./http/listener.ts";
@@ -189,6 +189,17 @@ export async function startProviderd(
       logger: logger.child({ component: "recovery" }),
     });
 
+    const billing = createBilling({
+      config,
+      chain,
+      clock,
+      logger: logger.child({ component: "billing" }),
+      registry: metrics.registry,
+      // Called only once the scheduler runs (after `tenant` below exists).
+      notices: creditNotices(() => tenant.hub),
+      leaseClosed: (leaseUuid, tenant) => lc.onEvent(closedByMonitor(config.providerUuid, leaseUuid, tenant)),
+    });
+
     const tenant = new TenantApi({
       config,
       chain,
@@ -201,6 +212,7 @@ export async function startProviderd(
       provisioningStarted: (lease) =>
         lc.provisioner.inFlight.has(lease) || store.attemptFor(lease) !== undefined,
       payloadStored: (lease) => lc.payloadUploaded(lease),
+      credit: (tenantAddress, signal) => billing.monitor.status(tenantAddress, signal),
       requestTimeoutMs: config.httpReadTimeoutMs + config.httpWriteTimeoutMs,
     });
     cleanup.push(() => tenant.close());
@@ -270,15 +282,8 @@ export async function startProviderd(
     state = "recovering";
     feed.start();
     lc.start(consumer, (signal) => recovery.pass(signal));
-    const billing = createBilling({
-      config,
-      chain,
-      clock,
-      logger: logger.child({ component: "billing" }),
-      registry: metrics.registry,
-    });
-    billing.start();
-    cleanup.push(() => billing.stop());
+    billing.scheduler.start();
+    cleanup.push(() => billing.scheduler.stop());
     // The startup pass runs once the feed is subscribed (events meanwhile wait in the
     // consumer's queue), and repeats with backoff until every backend has answered.
     recovery.untilComplete(lc.signal).then(
@@ -307,7 +312,7 @@ export async function startProviderd(
           const keepAlive = setInterval(() => {}, 1_000);
           // Phase 1: stop intake and drain lease work, bounded by shutdown_timeout.
           await feed.stop();
-          await billing.stop();
+          await billing.scheduler.stop();
           await lc.stop(config.shutdownTimeoutMs);
           // Phase 2: flush acknowledgements and close everything; past the deadline,
           // whatever is still closing is abandoned (the process is about to exit).

@@ -35,6 +35,11 @@ export interface TenantApiDeps {
   provisioningStarted(leaseUuid: string): boolean;
   /** A payload for the lease is durably stored: start its provisioning now. */
   payloadStored(leaseUuid: string): void;
+  /** The tenant's credit for `GET status` (the credit monitor); undefined drops the field. */
+  credit?(
+    tenant: string,
+    signal: AbortSignal,
+  ): Promise<{ balance: string; burn_rate_per_hour: string; depletes_at: string | null } | undefined>;
   /** Deadline of one tenant request, body upload and backend reads included (default 30 s). */
   requestTimeoutMs?: number;
   leaseReads?: Partial<Pick<LeaseReadsOptions, "ttlMs" | "concurrency" | "queue" | "timeoutMs">>;

@@ -138,11 +138,15 @@ export class EventHub {
     return frame;
   }
 
-  /** Sends a notice to the lease's opted-in subscribers (not buffered). */
+  /**
+   * Sends a notice to the lease's opted-in subscribers (not buffered), stamped with the
+   * next seq so it sorts among the status frames.
+   */
   notify(leaseUuid: string, notice: Notice): void {
-    for (const sub of [...(this.#channels.get(leaseUuid)?.subscribers ?? [])]) {
-      if (sub.optedIn) sub.send(notice);
-    }
+    const subs = [...(this.#channels.get(leaseUuid)?.subscribers ?? [])].filter((s) => s.optedIn);
+    if (subs.length === 0) return;
+    const frame = { ...notice, seq: ++this.#seq };
+    for (const sub of subs) sub.send(frame);
   }
 
   /** Closes every subscriber (shutdown: 1001) and refuses new ones. */

@@ -18,7 +18,6 @@ export type RefusedKeys = Readonly<Record<string, Refusal>>;
 
 const notYet = (what: string) => `not supported yet: ${what}; remove the key`;
 const MAINTENANCE = notYet("restart and update (the maintenance journal) are not built");
-const CREDIT = notYet("the credit monitor is not built");
 const SUB_SIGNERS = notYet("providerd signs with its one key (sub-signers are not wired)");
 const SNAPSHOTS = notYet("online placement snapshots are not built");
 const GRPC = "this implementation reads the chain through CometBFT RPC: set rpc_url";
@@ -29,10 +28,6 @@ const TOOLING = "issue 20 (operator tooling)";
 
 export const REFUSED_KEYS: RefusedKeys = {
   maintenance_legacy_idempotency_tenants: { reason: MAINTENANCE, until: LIVE_OPS },
-  credit_check_interval: { reason: CREDIT, until: PAID },
-  credit_check_error_threshold: { reason: CREDIT, until: PAID },
-  credit_check_retry_interval: { reason: CREDIT, until: PAID },
-  credit_check_zero_grace_period: { reason: CREDIT, until: PAID },
   sub_signer_count: { reason: SUB_SIGNERS, until: PAID },
   sub_signer_min_balance: { reason: SUB_SIGNERS, until: PAID },
   sub_signer_top_up_amount: { reason: SUB_SIGNERS, until: PAID },

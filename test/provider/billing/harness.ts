@@ -3,7 +3,11 @@ import { StargateClient } from "@cosmjs/stargate";
 import type { CosmosChain } from "../../../src/chain/cosmos/adapter.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
-import type { BillingScheduler, BillingSchedulerEvents } from "../../../src/provider/billing/index.ts";
+import type {
+  BillingDeps,
+  BillingScheduler,
+  BillingSchedulerEvents,
+} from "../../../src/provider/billing/index.ts";
 import type { DevnetProcess } from "../../chain/devnet/devnet-process.ts";
 import { clientFor } from "../../chain/devnet/helpers.ts";
 
@@ -16,6 +20,22 @@ export const quiet = createLogger("billing-test", process.env.E2E_LOG_LEVEL ?? "
 
 export function manualClock(): ManualClock {
   return new ManualClock(Date.UTC(2026, 0, 1));
+}
+
+/** The billing keys of a provider config, at the reference's defaults unless given. */
+export function billingConfig(
+  providerUuid: string,
+  over: Partial<Omit<BillingDeps["config"], "providerUuid">> = {},
+) {
+  return {
+    providerUuid,
+    withdrawIntervalMs: 3_600_000,
+    creditCheckIntervalMs: 0,
+    creditCheckErrorThreshold: 3,
+    creditCheckRetryIntervalMs: 30_000,
+    creditCheckZeroGracePeriodMs: 300_000,
+    ...over,
+  };
 }
 
 /** A block's header time in nanoseconds since the epoch (RFC 3339 with up to 9 digits). */

@@ -5,7 +5,15 @@ import type { CosmosChain } from "../../../src/chain/cosmos/adapter.ts";
 import { createBilling } from "../../../src/provider/billing/index.ts";
 import { type DevnetProcess, startDevnetProcess } from "../../chain/devnet/devnet-process.ts";
 import { advanceTime, clientFor, createLeases } from "../../chain/devnet/helpers.ts";
-import { bankBalance, blockTimeNs, manualClock, next, providerClient, quiet } from "./harness.ts";
+import {
+  bankBalance,
+  billingConfig,
+  blockTimeNs,
+  manualClock,
+  next,
+  providerClient,
+  quiet,
+} from "./harness.ts";
 
 /**
  * Withdrawals against a real devnet: the scheduler (on a ManualClock) settles every ACTIVE
@@ -33,18 +41,14 @@ after(async () => {
 
 function billingOver(chain: CosmosChain, registry: Registry) {
   const clock = manualClock();
-  const billing = createBilling({
-    config: {
-      providerUuid: dn.keys.provider_uuid,
-      withdrawIntervalMs: INTERVAL_MS,
-      creditCheckIntervalMs: 0,
-    },
+  const { scheduler } = createBilling({
+    config: billingConfig(dn.keys.provider_uuid, { withdrawIntervalMs: INTERVAL_MS }),
     chain,
     clock,
     logger: quiet,
     registry,
   });
-  return { clock, billing };
+  return { clock, billing: scheduler };
 }
 
 async function metric(registry: Registry, line: RegExp): Promise<number> {

@@ -385,6 +385,11 @@ const RULES: [string, Mutation, string[]][] = [
     ["trusted_proxies[0] must be a CIDR block such as 10.0.0.0/8"],
   ],
   ["withdraw_limit range", (c) => (c.withdraw_limit = 101), ["withdraw_limit must be between 1 and 100"]],
+  [
+    "credit check ≤ withdraw interval",
+    (c) => (c.credit_check_interval = "2h"),
+    ["credit_check_interval must not exceed withdraw_interval (0s couples them)"],
+  ],
 ];
 
 /**
@@ -414,11 +419,6 @@ const RULES_OF_REFUSED_KEYS: [string, Mutation, string[]][] = [
       c.payload_store_db_path = "/tmp/fred/payloads.db";
     },
     ["placement_snapshot_dir must be an absolute, clean path"],
-  ],
-  [
-    "credit check ≤ withdraw interval",
-    (c) => (c.credit_check_interval = "2h"),
-    ["credit_check_interval must not exceed withdraw_interval (0s couples them)"],
   ],
   [
     "sub-signer amounts are coins",

@@ -7,6 +7,8 @@ import { lookupDiagnostics } from "../diagnostics.ts";
  * `GET /v1/leases/{uuid}/status` (access token, no replay, any state): the chain state
  * as its protobuf enum name, what providerd holds for the lease, and — best effort —
  * the backend's provision status. A backend that cannot answer only drops those fields.
+ * `credit` (balance, burn per hour and depletion date of the tenant's credit, from the
+ * credit monitor) is likewise dropped when the chain cannot be read.
  */
 export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): void {
   const { store, clients, payloads, config, logger } = ctx.deps;
@@ -43,6 +45,14 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
         if (d.message !== undefined) body.message = d.message;
       } else if (found.kind === "unknown" && found.error !== undefined) {
         logger.warn({ err: found.error.cause, lease_uuid: uuid }, "status: provision lookup failed");
+      }
+      if (ctx.deps.credit !== undefined) {
+        try {
+          const credit = await ctx.deps.credit(claims.tenant, scope.signal);
+          if (credit !== undefined) body.credit = credit;
+        } catch (err) {
+          logger.warn({ err, lease_uuid: uuid }, "status: credit read failed");
+        }
       }
       return { status: 200, body };
     }),
