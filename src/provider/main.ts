@@ -195,6 +195,7 @@ export async function startProviderd(
       clock,
       logger: logger.child({ component: "billing" }),
       registry: metrics.registry,
+      consumer: feed.subscribe("credit", 1_000),
       // Called only once the scheduler runs (after `tenant` below exists).
       notices: creditNotices(() => tenant.hub),
       leaseClosed: (leaseUuid, tenant) => lc.onEvent(closedByMonitor(config.providerUuid, leaseUuid, tenant)),
@@ -282,8 +283,8 @@ export async function startProviderd(
     state = "recovering";
     feed.start();
     lc.start(consumer, (signal) => recovery.pass(signal));
-    billing.scheduler.start();
-    cleanup.push(() => billing.scheduler.stop());
+    billing.start();
+    cleanup.push(() => billing.stop());
     // The startup pass runs once the feed is subscribed (events meanwhile wait in the
     // consumer's queue), and repeats with backoff until every backend has answered.
     recovery.untilComplete(lc.signal).then(
@@ -312,7 +313,7 @@ export async function startProviderd(
           const keepAlive = setInterval(() => {}, 1_000);
           // Phase 1: stop intake and drain lease work, bounded by shutdown_timeout.
           await feed.stop();
-          await billing.scheduler.stop();
+          await billing.stop();
           await lc.stop(config.shutdownTimeoutMs);
           // Phase 2: flush acknowledgements and close everything; past the deadline,
           // whatever is still closing is abandoned (the process is about to exit).

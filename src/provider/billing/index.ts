@@ -1,10 +1,12 @@
 import type { Registry } from "prom-client";
+import type { FeedConsumer } from "../../chain/events/fanout.ts";
 import type { ChainPort } from "../../chain/port.ts";
 import { definedOnly } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import { CreditMonitor, type CreditNotices } from "./credit-monitor.ts";
+import { DepletionWatcher } from "./depletion-watcher.ts";
 import { createBillingMetrics } from "./metrics.ts";
 import { BillingScheduler } from "./scheduler.ts";
 import { withdrawCycle } from "./withdrawals.ts";
@@ -22,6 +24,7 @@ export {
   type CreditNotices,
   type CreditStatus,
 } from "./credit-monitor.ts";
+export { DepletionWatcher, type DepletionWatcherDeps } from "./depletion-watcher.ts";
 export { type BillingMetrics, createBillingMetrics } from "./metrics.ts";
 export { closedByMonitor, creditNotices } from "./notices.ts";
 export { BillingScheduler, type BillingSchedulerEvents } from "./scheduler.ts";
@@ -48,6 +51,8 @@ export interface BillingDeps {
   logger: Logger;
   registry?: Registry;
   notices?: CreditNotices;
+  /** The depletion watcher's own consumer on the chain feed (none: no watcher). */
+  consumer?: FeedConsumer;
   /** A lease the credit monitor closed: deprovision it (the lifecycle's close path). */
   leaseClosed?(leaseUuid: string, tenant: string): void;
 }
@@ -55,6 +60,9 @@ export interface BillingDeps {
 export interface Billing {
   scheduler: BillingScheduler;
   monitor: CreditMonitor;
+  start(): void;
+  /** Stops the watcher and the scheduler (a run in flight is interrupted); idempotent. */
+  stop(): Promise<void>;
 }
 
 export function createBilling(d: BillingDeps): Billing {
@@ -90,5 +98,28 @@ export function createBilling(d: BillingDeps): Billing {
       tenantCheck: (tenant, signal) => monitor.checkTenant(tenant, signal),
     },
   });
-  return { scheduler, monitor };
+  const consumer = d.consumer;
+  const watcher =
+    consumer === undefined
+      ? undefined
+      : new DepletionWatcher({
+          consumer,
+          providerUuid: c.providerUuid,
+          holds: (tenant) => monitor.holds(tenant),
+          checkTenant: (tenant) => scheduler.checkTenantNow(tenant),
+          checkAll: () => scheduler.checkAllSoon(),
+          logger: d.logger.child({ job: "depletion-watcher" }),
+        });
+  return {
+    scheduler,
+    monitor,
+    start() {
+      watcher?.start();
+      scheduler.start();
+    },
+    async stop() {
+      await watcher?.stop();
+      await scheduler.stop();
+    },
+  };
 }
