@@ -329,11 +329,14 @@ export class BackendEngine {
           );
         });
       } else if (lease.status === "ready" && lease.head === "none" && obs.state === "failed") {
+        // Found failed after the fact, not seen dying: the platform may have ended it (a
+        // host or engine restart), so it never counts toward the terminal budget.
         this.#onRuntimeEvent({
           leaseUuid: obs.leaseUuid,
           operationId: obs.operationId,
           reason: obs.reason ?? VANISHED.reason,
           message: obs.message ?? VANISHED.message,
+          platform: true,
         });
       }
     }

@@ -123,8 +123,12 @@ describe("docker backend: faults", { skip }, () => {
       await rx.waitFor((r) => r.effects.includes(`lifecycle:${call.lease}:failed`), 60_000);
       const p = (await signedClient(proc.ready.url, SECRET).get(`/provisions/${call.lease}`)).json as {
         status: string;
+        terminal_budget: unknown;
       };
       assert.equal(p.status, "failed");
+      // Found dead only after the backend was away: the platform may have ended it, so
+      // it does not count toward the consecutive-failure budget.
+      assert.deepEqual(p.terminal_budget, { verdict: "retry", consecutive_failures: 0 });
       assert.equal((await containersOf(`fred.lease_uuid=${call.lease}`)).length, 1, "not recreated");
     });
   });

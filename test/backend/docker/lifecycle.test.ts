@@ -187,9 +187,15 @@ describe("docker backend: provision lifecycle", { skip }, () => {
     );
     assert.equal(d?.callbackId, call.op);
     assertCurated(d?.body.error);
-    const p = (await c.get(`/provisions/${call.lease}`)).json as { status: string; reason: string };
+    const p = (await c.get(`/provisions/${call.lease}`)).json as {
+      status: string;
+      reason: string;
+      terminal_budget: unknown;
+    };
     assert.equal(p.status, "failed");
     assert.equal(p.reason, "ContainerExited");
+    // Seen dying on the live event stream: one failure of the workload, counted.
+    assert.deepEqual(p.terminal_budget, { verdict: "retry", consecutive_failures: 1 });
   });
 
   it("stale handles: a same-lease container of another deployment is never touched", async () => {
