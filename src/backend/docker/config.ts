@@ -124,7 +124,8 @@ const fileSchema = z.strictObject({
   startup_verify_duration: duration("startup_verify_duration").default(5_000),
   reconcile_interval: positiveDuration("reconcile_interval").default(300_000),
   reservation_ttl: positiveDuration("reservation_ttl").default(600_000),
-  diagnostics_max_age: positiveDuration("diagnostics_max_age").default(DEFAULT_DIAGNOSTICS_MAX_AGE_MS),
+  // 0 = never expire, as in the reference.
+  diagnostics_max_age: duration("diagnostics_max_age").default(DEFAULT_DIAGNOSTICS_MAX_AGE_MS),
 });
 
 type FileConfig = z.output<typeof fileSchema>;
@@ -182,7 +183,7 @@ export interface DockerBackendConfig {
   readonly startupVerifyDurationMs: number;
   readonly reconcileIntervalMs: number;
   readonly reservationTtlMs: number;
-  /** How long a lease's last failure (reason, message, captured logs) stays readable. */
+  /** How long a lease's last failure (reason, message, captured logs) stays readable; 0 = always. */
   readonly diagnosticsMaxAgeMs: number;
 }
 

@@ -21,6 +21,16 @@ export const DIAGNOSTIC_CAPTURE_TIMEOUT_MS = 15_000;
 /** Default `diagnostics_max_age`: a week. */
 export const DEFAULT_DIAGNOSTICS_MAX_AGE_MS = 168 * 3_600_000;
 
+/**
+ * The recording time before which a failure counts as expired, or undefined when
+ * `diagnostics_max_age` is 0: as in the reference's DiagnosticsStore, 0 means a failure
+ * never expires (each record stays bounded in size; only a later success or a new
+ * failure of the same lease replaces it).
+ */
+export function diagnosticsCutoffMs(nowMs: number, maxAgeMs: number): number | undefined {
+  return maxAgeMs === 0 ? undefined : nowMs - maxAgeMs;
+}
+
 export const CUT_MARKER = "[fred: earlier output not kept]\n";
 export const DROPPED_MARKER = "[fred: not kept, the lease's diagnostic log budget is spent]\n";
 

@@ -1,7 +1,7 @@
 import { KeyedMutex } from "../../core/async/index.ts";
 import type { Logger } from "../../log.ts";
 import { type AdmissionConfig, admit, prepare, probe, workloadSpec } from "./admission.ts";
-import { captureLogs } from "./diagnostics.ts";
+import { captureLogs, diagnosticsCutoffMs } from "./diagnostics.ts";
 import { badRequest } from "./errors.ts";
 import type { DiagnosticRecord } from "./journal/diagnostics.ts";
 import type { Failure, Journal, LeaseRecord } from "./journal/journal.ts";
@@ -20,7 +20,7 @@ export interface EngineConfig extends AdmissionConfig {
   substrate: Substrate;
   logger: Logger;
   reconcileIntervalMs: number;
-  /** A lease's last failure stays readable for this long after it was recorded. */
+  /** A lease's last failure stays readable for this long after it was recorded (0: always). */
   diagnosticsMaxAgeMs: number;
   /** Called after every commit that appended an outbox row. */
   wakeOutbox(lease: string): void;
@@ -426,8 +426,8 @@ export class BackendEngine {
   /** The lease's last recorded failure, unless it is older than diagnostics_max_age. */
   diagnostic(leaseUuid: string): DiagnosticRecord | undefined {
     const d = this.#c.journal.diagnostics.get(leaseUuid);
-    if (d === undefined || d.createdAtMs < this.#c.clock.now() - this.#c.diagnosticsMaxAgeMs)
-      return undefined;
+    const cutoff = diagnosticsCutoffMs(this.#c.clock.now(), this.#c.diagnosticsMaxAgeMs);
+    if (d === undefined || (cutoff !== undefined && d.createdAtMs < cutoff)) return undefined;
     return d;
   }
 
@@ -453,7 +453,8 @@ export class BackendEngine {
   async #tick(): Promise<void> {
     this.expireReservations();
     const now = this.#c.clock.now();
-    const expired = this.#c.journal.diagnostics.expire(now - this.#c.diagnosticsMaxAgeMs);
+    const cutoff = diagnosticsCutoffMs(now, this.#c.diagnosticsMaxAgeMs);
+    const expired = cutoff === undefined ? 0 : this.#c.journal.diagnostics.expire(cutoff);
     if (expired > 0) this.#c.logger.debug({ expired }, "expired failure diagnostics");
     if (now - this.#lastRecoveryMs >= this.#c.reconcileIntervalMs) {
       this.#lastRecoveryMs = now;

@@ -41,7 +41,7 @@ export interface MockBackendConfig {
   readonly allowedRegistries: readonly string[];
   readonly reservationTtlMs: number;
   readonly reconcileIntervalMs: number;
-  /** MOCK_BACKEND_DIAGNOSTICS_MAX_AGE: how long a lease's last failure stays readable. */
+  /** MOCK_BACKEND_DIAGNOSTICS_MAX_AGE: how long a lease's last failure stays readable; 0 = always. */
   readonly diagnosticsMaxAgeMs: number;
   readonly failRate: number;
   readonly failLeases: ReadonlySet<string>;
@@ -66,12 +66,6 @@ function duration(env: NodeJS.ProcessEnv, key: string, fallback: string): number
   const d = parseConfigDuration(raw);
   if (!d.ok) throw fail(`${key} must be a Go duration such as 500ms, 10s or 5m (got ${JSON.stringify(raw)})`);
   return d.ms;
-}
-
-function positiveDuration(env: NodeJS.ProcessEnv, key: string, fallback: string): number {
-  const ms = duration(env, key, fallback);
-  if (ms <= 0) throw fail(`${key} must be greater than zero`);
-  return ms;
 }
 
 function bool(env: NodeJS.ProcessEnv, key: string): boolean {
@@ -232,7 +226,7 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
     allowedRegistries: Object.freeze(registries),
     reservationTtlMs: duration(env, "MOCK_BACKEND_RESERVATION_TTL", "10m"),
     reconcileIntervalMs: duration(env, "MOCK_BACKEND_RECONCILE_INTERVAL", "5m"),
-    diagnosticsMaxAgeMs: positiveDuration(env, "MOCK_BACKEND_DIAGNOSTICS_MAX_AGE", "168h"),
+    diagnosticsMaxAgeMs: duration(env, "MOCK_BACKEND_DIAGNOSTICS_MAX_AGE", "168h"),
     failRate,
     failLeases: leaseList(env, "MOCK_BACKEND_FAIL_LEASES"),
     hangLeases: leaseList(env, "MOCK_BACKEND_HANG_LEASES"),

@@ -74,16 +74,14 @@ describe("docker backend config", () => {
     assert.match(refusal(minimal({ reconcile_interval: "5d" })), /reconcile_interval/);
   });
 
-  it("diagnostics_max_age defaults to 168h, takes a Go duration and refuses zero or junk by name", () => {
+  it("diagnostics_max_age defaults to 168h, takes a Go duration (0 = never expire) and refuses junk by name", () => {
     assert.equal(parseDockerBackendConfig(minimal()).diagnosticsMaxAgeMs, 168 * 3_600_000);
     assert.equal(
       parseDockerBackendConfig(minimal({ diagnostics_max_age: "90m" })).diagnosticsMaxAgeMs,
       5_400_000,
     );
-    assert.match(
-      refusal(minimal({ diagnostics_max_age: "0s" })),
-      /diagnostics_max_age must be greater than zero/,
-    );
+    assert.equal(parseDockerBackendConfig(minimal({ diagnostics_max_age: "0s" })).diagnosticsMaxAgeMs, 0);
+    assert.equal(parseDockerBackendConfig(minimal({ diagnostics_max_age: "0" })).diagnosticsMaxAgeMs, 0);
     assert.match(
       refusal(minimal({ diagnostics_max_age: "a week" })),
       /diagnostics_max_age: "a week" is not a Go duration/,

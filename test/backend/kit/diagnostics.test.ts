@@ -237,6 +237,60 @@ describe("diagnostics over the contract (mock backend, manual clock)", () => {
       await b.close();
     }
   });
+
+  it("with MOCK_BACKEND_DIAGNOSTICS_MAX_AGE=0 a failure never expires", async () => {
+    const clock = new ManualClock(Date.now());
+    const lease = randomUUID();
+    const config = loadMockBackendConfig({
+      MOCK_BACKEND_ADDR: "127.0.0.1:0",
+      MOCK_BACKEND_STORAGE_ID: randomUUID(),
+      MOCK_BACKEND_CALLBACK_SECRET: SECRET,
+      MOCK_BACKEND_FAIL_LEASES: lease,
+      MOCK_BACKEND_DIAGNOSTICS_MAX_AGE: "0s",
+    });
+    assert.equal(config.diagnosticsMaxAgeMs, 0);
+    const b = await startMockBackend(config, { logger: silent, clock });
+    try {
+      const c = signedClient(b.url, SECRET, () => clock.now());
+      const op = randomUUID();
+      const settled = once(b, "operation:settled", lease);
+      const res = await c.post("/provision", {
+        lease_uuid: lease,
+        tenant: "manifest1forever",
+        provider_uuid: randomUUID(),
+        items: [{ sku: SKU, quantity: 1 }],
+        callback_url: `http://127.0.0.1:9/callbacks/provision?operation_id=${op}`,
+      });
+      assert.equal(res.status, 202, res.text);
+      await settled;
+      const closed = once(b, "close:done", lease);
+      assert.equal((await c.post("/deprovision", { lease_uuid: lease })).status, 200);
+      await closed;
+
+      // A month on (four times the default maximum age), then past a recovery tick: a tick
+      // runs its expiry step right before its recovery pass, so once a recovery pass is
+      // done, the expiry has had its chance.
+      clock.advance(30 * 24 * 3_600_000);
+      let recovered = false;
+      const off = b.engine.on((e) => {
+        if (e === "recovery:done") recovered = true;
+      });
+      await until(() => {
+        clock.advance(5 * 60_000);
+        return recovered;
+      }, "a recovery tick a month on");
+      off();
+      assert.equal(b.journal.diagnostics.count(), 1, "the tick deleted nothing");
+      const p = await c.get(`/provisions/${lease}`);
+      assert.equal(p.status, 200, p.text);
+      assert.equal((p.json as Record<string, unknown>).reason, "ContainerExited");
+      const logs = await c.get(`/logs/${lease}`);
+      assert.equal(logs.status, 200, logs.text);
+      assert.deepEqual(logs.json, { "app/0": "mock app/0 started\nstate failed\n" });
+    } finally {
+      await b.close();
+    }
+  });
 });
 
 /** A mock workload whose instances print far more than a diagnostic keeps. */

@@ -111,9 +111,18 @@ describe("mock backend config: MOCK_BACKEND_DIAGNOSTICS_MAX_AGE", () => {
     assert.equal(c.diagnosticsMaxAgeMs, 9_000_000);
   });
 
-  it("refuses zero and values that are not durations, naming the variable", () => {
+  it("takes 0 as never expire", () => {
+    for (const value of ["0", "0s"]) {
+      assert.equal(
+        loadMockBackendConfig(env({ MOCK_BACKEND_DIAGNOSTICS_MAX_AGE: value })).diagnosticsMaxAgeMs,
+        0,
+        value,
+      );
+    }
+  });
+
+  it("refuses values that are not durations, naming the variable", () => {
     for (const [value, why] of [
-      ["0s", /MOCK_BACKEND_DIAGNOSTICS_MAX_AGE must be greater than zero/],
       ["7d", /MOCK_BACKEND_DIAGNOSTICS_MAX_AGE must be a Go duration/],
       ["-1h", /MOCK_BACKEND_DIAGNOSTICS_MAX_AGE must be a Go duration/],
     ] as const) {
