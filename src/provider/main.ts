@@ -21,6 +21,7 @@ import { buildHttpServer } from "./http/server.ts";
 import { Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
 import { Recovery } from "./recovery/index.ts";
 import { Router } from "./router.ts";
+import { registerSignerMetrics, startSigners } from "./signers/index.ts";
 import { PayloadStore, PlacementStore, TokenTracker } from "./store/index.ts";
 
 /**
@@ -30,7 +31,10 @@ import { PayloadStore, PlacementStore, TokenTracker } from "./store/index.ts";
  * shutdown_timeout (intake first, then draining, then force).
  */
 export interface ProviderdOptions {
-  /** Environment for secrets (FRED_KEYRING_PASSPHRASE) and test crash points (FRED_FAILPOINTS). */
+  /**
+   * Environment for secrets (FRED_KEYRING_PASSPHRASE, FRED_MNEMONIC for sub-signers) and
+   * test crash points (FRED_FAILPOINTS).
+   */
   env: Record<string, string | undefined>;
   clock?: Clock;
   logger?: Logger;
@@ -129,8 +133,21 @@ export async function startProviderd(
     const clients: Map<string, BackendClient> = await createBackendClients(config, store.pins(), clock);
     cleanup.push(() => closeBackendClients(clients));
     const router = new Router({ backends: config.backends, clock });
-    // One lane: the provider key sends every lease tx (sub-signer lanes are not wired yet).
-    const acks = new AckBatcher({ chain, clock, logger: logger.child({ component: "acks" }) });
+    // With sub_signer_count > 0 each ack lane is a sub-signer (converged before lease work).
+    const signers = await startSigners({
+      config,
+      mnemonic: opts.env.FRED_MNEMONIC,
+      chain,
+      clock,
+      logger: logger.child({ component: "signers" }),
+    });
+    cleanup.push(() => signers.stop());
+    const acks = new AckBatcher({
+      chain,
+      clock,
+      lanes: signers.lanes,
+      logger: logger.child({ component: "acks" }),
+    });
     cleanup.push(() => acks.close());
 
     const feed = new EventFeed({
@@ -167,6 +184,7 @@ export async function startProviderd(
       now: () => clock.now(),
     });
     registerChainMetrics(metrics.registry, { feed: () => feed.metrics(), tx: txMetrics });
+    registerSignerMetrics(metrics.registry, signers);
 
     const deps: LifecycleDeps = {
       config,

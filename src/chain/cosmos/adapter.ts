@@ -38,8 +38,9 @@ import {
 import * as q from "./queries.ts";
 import { connectNode, type NodeConnection } from "./rpc.ts";
 import { chainRegistry, type TxSigner } from "./signer.ts";
+import { SignerLanes, type SignerLanesOptions } from "./signer-lanes.ts";
 import { resolveSku } from "./skus.ts";
-import { execAs, missingGrants, parseCoinText, topUps } from "./sub-signers.ts";
+import { execAs, laneFault, parseCoinText } from "./sub-signers.ts";
 import { TxMetrics, TxPipeline, type TxPipelineOptions, type TxResult } from "./tx-pipeline.ts";
 
 export interface CosmosChainOptions {
@@ -104,8 +105,7 @@ export class CosmosChain implements ChainPort {
   readonly chainId: string;
   readonly pipeline: TxPipeline | undefined;
   readonly #pipelineOptions: TxPipelineOptions;
-  #subs: TxPipeline[] = [];
-  #funding: { min: { denom: string; amount: bigint }; amount: { denom: string; amount: bigint } } | undefined;
+  #lanes: SignerLanes | undefined;
   readonly #o: Required<
     Pick<CosmosChainOptions, "queryPageLimit" | "withdrawLimit" | "maxWithdrawIterations" | "msgsPerTx">
   > &
@@ -144,44 +144,34 @@ export class CosmosChain implements ChainPort {
   }
 
   /**
-   * Adds authz sub-signer lanes: lease transactions sent with a lane number go out as
-   * MsgExec from sub-signer `lane mod N`, in parallel with each other. Grants and fee
-   * top-ups are sent by the provider key first (only what is missing).
+   * Adds authz sub-signer lanes: lease transactions go out as MsgExec from an active
+   * sub-signer (lane `lane mod N`, round robin without a lane), in parallel with each
+   * other; the provider key sends while none is active. Lanes start inactive: each
+   * `converge()` pass (grants and top-ups sent by the provider key, only what is missing)
+   * activates those it confirms.
    */
-  async enableSubSigners(
+  enableSubSigners(
     subs: readonly TxSigner[],
     funding: { minBalance: string; topUpAmount: string },
-    signal?: AbortSignal,
-  ): Promise<{ grantsSent: number; toppedUp: number }> {
+    onFault?: SignerLanesOptions["onFault"],
+  ): SignerLanes {
     const provider = this.#requirePipeline();
-    const min = parseCoinText(funding.minBalance, "sub_signer_min_balance");
-    const amount = parseCoinText(funding.topUpAmount, "sub_signer_top_up_amount");
-    const grants = await missingGrants(this.#conn, provider.signer.address, subs);
-    if (grants.length > 0) await provider.send(grants, signal === undefined ? {} : { signal });
-    const sends = await topUps(this.#conn, provider.signer.address, subs, min, amount);
-    if (sends.length > 0) await provider.send(sends, signal === undefined ? {} : { signal });
-    this.#subs = subs.map((s) => new TxPipeline(this.#pipelineOptions, s));
-    this.#funding = { min, amount };
-    return { grantsSent: grants.length, toppedUp: sends.length };
+    if (this.#lanes !== undefined) throw new FredError("ERR_CONFIG", "sub-signers are already enabled");
+    this.#lanes = new SignerLanes({
+      conn: this.#conn,
+      provider,
+      subs,
+      newPipeline: (s) => new TxPipeline(this.#pipelineOptions, s),
+      minBalance: parseCoinText(funding.minBalance, "sub_signer_min_balance"),
+      topUpAmount: parseCoinText(funding.topUpAmount, "sub_signer_top_up_amount"),
+      ...(onFault === undefined ? {} : { onFault }),
+    });
+    return this.#lanes;
   }
 
-  /** One funding pass (for SubSignerFunder): tops up sub-signers below the floor. */
-  async topUpSubSigners(signal?: AbortSignal): Promise<number> {
-    const provider = this.#requirePipeline();
-    if (this.#funding === undefined || this.#subs.length === 0) return 0;
-    const sends = await topUps(
-      this.#conn,
-      provider.signer.address,
-      this.#subs.map((p) => p.signer),
-      this.#funding.min,
-      this.#funding.amount,
-    );
-    if (sends.length > 0) await provider.send(sends, signal === undefined ? {} : { signal });
-    return sends.length;
-  }
-
-  get subSignerPipelines(): readonly TxPipeline[] {
-    return this.#subs;
+  /** The sub-signer lanes, once enabled. */
+  get lanes(): SignerLanes | undefined {
+    return this.#lanes;
   }
 
   /** Releases the node connection. */
@@ -252,7 +242,10 @@ export class CosmosChain implements ChainPort {
   }
 
   // ---- lease transactions ----
-  /** `lane` picks an authz sub-signer when they are enabled; otherwise the provider key sends. */
+  /**
+   * With sub-signers enabled, an active sub-signer sends (`lane` picks which, round robin
+   * without one); otherwise the provider key.
+   */
   acknowledge(leaseUuids: readonly string[], signal?: AbortSignal, lane?: number): Promise<LeaseOutcome[]> {
     return this.#leaseTx("acknowledge", leaseUuids, "", signal, lane);
   }
@@ -274,9 +267,7 @@ export class CosmosChain implements ChainPort {
   }
 
   #laneFor(lane: number | undefined): TxPipeline {
-    if (lane !== undefined && this.#subs.length > 0)
-      return this.#subs[lane % this.#subs.length] as TxPipeline;
-    return this.#requirePipeline();
+    return this.#lanes?.pick(lane) ?? this.#requirePipeline();
   }
 
   async #leaseTx(
@@ -329,6 +320,14 @@ export class CosmosChain implements ChainPort {
       return;
     } catch (err) {
       const e = err instanceof FredError ? err : new FredError("ERR_CHAIN_TX", String(err), { cause: err });
+      const fault = laneFault(e);
+      const provider = this.#requirePipeline();
+      if (fault !== undefined && pipeline !== provider && this.#lanes !== undefined) {
+        // The sub-signer, not the leases, is at fault and nothing landed: restart its lane
+        // and send the same messages with the provider key, which needs no grant.
+        this.#lanes.fault(pipeline, fault, e);
+        return this.#sendGroup(provider, kind, group, reason, outcomes, round, signal);
+      }
       const failure = (e.details?.failure as { kind?: string } | undefined)?.kind;
       if (e.code !== "ERR_TX_FAILED" || failure !== "lease" || round >= 2) {
         for (const u of group) outcomes.set(u, { leaseUuid: u, status: "failed", error: e });

@@ -18,20 +18,14 @@ export type RefusedKeys = Readonly<Record<string, Refusal>>;
 
 const notYet = (what: string) => `not supported yet: ${what}; remove the key`;
 const MAINTENANCE = notYet("restart and update (the maintenance journal) are not built");
-const SUB_SIGNERS = notYet("providerd signs with its one key (sub-signers are not wired)");
 const SNAPSHOTS = notYet("online placement snapshots are not built");
 const GRPC = "this implementation reads the chain through CometBFT RPC: set rpc_url";
 
 const LIVE_OPS = "issue 14 (live operations)";
-const PAID = "issue 17 (getting paid)";
 const TOOLING = "issue 20 (operator tooling)";
 
 export const REFUSED_KEYS: RefusedKeys = {
   maintenance_legacy_idempotency_tenants: { reason: MAINTENANCE, until: LIVE_OPS },
-  sub_signer_count: { reason: SUB_SIGNERS, until: PAID },
-  sub_signer_min_balance: { reason: SUB_SIGNERS, until: PAID },
-  sub_signer_top_up_amount: { reason: SUB_SIGNERS, until: PAID },
-  sub_signer_fund_check_interval: { reason: SUB_SIGNERS, until: PAID },
   placement_snapshot_dir: { reason: SNAPSHOTS, until: TOOLING },
   placement_snapshot_interval: { reason: SNAPSHOTS, until: TOOLING },
   placement_snapshot_retain: { reason: SNAPSHOTS, until: TOOLING },

@@ -1,5 +1,6 @@
 import { isAbsolute, normalize, resolve } from "node:path";
 import { isAccountAddress } from "../../auth/address.ts";
+import { parseCoin } from "../../core/coin.ts";
 import type { FileConfig } from "./schema.ts";
 import { isLocalOnlyHost } from "./urls.ts";
 
@@ -17,6 +18,7 @@ export function checkTopLevel(file: FileConfig, problems: string[]): void {
   checkApi(file, problems);
   checkStores(file, problems);
   checkNumbers(file, problems);
+  checkSubSigners(file, problems);
   checkTenants(file.maintenance_legacy_idempotency_tenants, prefix, problems);
 }
 
@@ -104,6 +106,24 @@ function checkNumbers(file: FileConfig, problems: string[]): void {
   if (file.credit_check_interval > file.withdraw_interval) {
     problems.push("credit_check_interval must not exceed withdraw_interval (0s couples them)");
   }
+}
+
+/** deriveSubSigners' limit (chain/cosmos/sub-signers.ts), kept here to load no chain code. */
+const MAX_SUB_SIGNERS = 100;
+
+function checkSubSigners(file: FileConfig, problems: string[]): void {
+  if (file.sub_signer_count === 0) return;
+  if (file.sub_signer_count > MAX_SUB_SIGNERS)
+    problems.push(`sub_signer_count must be at most ${MAX_SUB_SIGNERS}`);
+  for (const key of ["sub_signer_min_balance", "sub_signer_top_up_amount"] as const) {
+    const coin = parseCoin(file[key]);
+    if (coin !== undefined && coin.denom !== file.fee_denom)
+      problems.push(
+        `${key} must be in fee_denom (${file.fee_denom}): the sub-signers pay their fees from it`,
+      );
+  }
+  if (parseCoin(file.sub_signer_top_up_amount)?.amount === 0n)
+    problems.push("sub_signer_top_up_amount must be greater than zero");
 }
 
 function checkTenants(tenants: readonly string[], prefix: string, problems: string[]): void {

@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
+import { once } from "node:events";
 import { after, before, describe, it } from "node:test";
 import { cosmosHdPath, privateKeyFromMnemonic } from "../../../src/auth/keys.ts";
 import type { CosmosChain } from "../../../src/chain/cosmos/adapter.ts";
 import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
-import { deriveSubSigners, SubSignerFunder } from "../../../src/chain/cosmos/sub-signers.ts";
+import { deriveSubSigners } from "../../../src/chain/cosmos/sub-signers.ts";
 import { AckBatcher } from "../../../src/chain/tx/ack-batcher.ts";
 import { ManualClock, systemClock } from "../../../src/core/clock.ts";
 import { isFredError } from "../../../src/core/errors.ts";
-import { until } from "../../support/index.ts";
+import { SignerSupervisor } from "../../../src/provider/signers/index.ts";
 import { type DevnetProcess, startDevnetProcess } from "./devnet-process.ts";
 import { clientFor, createLeases } from "./helpers.ts";
 
@@ -40,8 +41,17 @@ describe("authz sub-signer lanes against a real devnet", () => {
   it("grants once, tops up, then sends lease txs through MsgExec on parallel lanes", async () => {
     const subs = deriveSubSigners(dn.account("provider").mnemonic, 2);
     const funding = { minBalance: "1000000umfx", topUpAmount: "5000000umfx" };
-    assert.deepEqual(await provider.enableSubSigners(subs, funding), { grantsSent: 6, toppedUp: 2 });
-    assert.deepEqual(await provider.enableSubSigners(subs, funding), { grantsSent: 0, toppedUp: 0 });
+    const laneSet = provider.enableSubSigners(subs, funding);
+    const counts = ({ grantsSent, toppedUp }: { grantsSent: number; toppedUp: number }) => ({
+      grantsSent,
+      toppedUp,
+    });
+    assert.deepEqual(counts(await laneSet.converge()), { grantsSent: 6, toppedUp: 2 });
+    assert.deepEqual(counts(await laneSet.converge()), { grantsSent: 0, toppedUp: 0 });
+    assert.deepEqual(
+      laneSet.view().map((l) => l.state),
+      ["active", "active"],
+    );
     const leases = await createLeases(tenant, dn, 4);
     const [a, b] = await Promise.all([
       provider.acknowledge(leases.slice(0, 2), undefined, 0),
@@ -51,7 +61,7 @@ describe("authz sub-signer lanes against a real devnet", () => {
       [...(a ?? []), ...(b ?? [])].map((o) => o.status),
       ["acknowledged", "acknowledged", "acknowledged", "acknowledged"],
     );
-    const lanes = provider.subSignerPipelines;
+    const lanes = laneSet.pipelines();
     assert.equal(lanes.length, 2);
     assert.deepEqual(
       lanes.map((p) => p.owner.cached?.sequence),
@@ -81,20 +91,30 @@ describe("authz sub-signer lanes against a real devnet", () => {
     );
   });
 
-  it("the funder re-checks balances on its interval (Clock-driven)", async () => {
+  it("the supervisor re-checks balances on its interval (Clock-driven)", async () => {
     const clock = new ManualClock();
+    const laneSet = provider.lanes;
+    assert.ok(laneSet !== undefined);
     let topped = -1;
-    const funder = new SubSignerFunder(clock, 3_600_000, async () => {
-      topped = await provider.topUpSubSigners();
+    const supervisor = new SignerSupervisor({
+      clock,
+      intervalMs: 3_600_000,
+      converge: async (signal) => {
+        const report = await laneSet.converge(signal);
+        topped = report.toppedUp;
+        return report;
+      },
     });
-    funder.start();
+    await supervisor.start();
+    topped = -1;
     clock.advance(3_599_999);
-    assert.equal(funder.checks, 0);
+    assert.equal(supervisor.passes.get("converged"), 1);
+    const pass = once(supervisor, "pass");
     clock.advance(1);
-    assert.equal(funder.checks, 1);
-    await until(() => topped >= 0, "funding pass");
+    assert.equal((await pass)[0], "converged");
+    assert.equal(supervisor.passes.get("converged"), 2);
     assert.equal(topped, 0, "balances are above the floor");
-    funder.stop();
+    await supervisor.stop();
     assert.equal(clock.pendingTimers, 0);
   });
 });
