@@ -2,9 +2,9 @@
  * The one acknowledgement path: providerd's lease acknowledgements and rejections, from
  * any lease, coalesced into batched transactions. Requests wait in one queue; a batch is
  * cut when it reaches `maxBatch` (size flush) or when the oldest request has waited
- * `maxWaitMs` (time flush), and handed to a free lane. Each lane has at most one tx in
- * flight, so lanes map onto signers (the provider key, or authz sub-signers) without
- * racing a sequence. A batch is grouped here, once: its acknowledgements in one call,
+ * `maxWaitMs` (time flush), and handed to the next free lane (round robin). Each lane
+ * has at most one tx in flight, so lanes map onto signers (the provider key, or authz
+ * sub-signers) without racing a sequence. A batch is grouped here, once: its acknowledgements in one call,
  * its rejections one call per reason. A lease submitted again while its request is
  * queued, in flight or waiting to be resubmitted shares that request's outcome.
  *
@@ -78,6 +78,7 @@ export class AckBatcher {
   /** Every lease with a request alive (queued, in flight or waiting to be resubmitted). */
   readonly #requests = new Map<string, Promise<LeaseOutcome>>();
   #cancelTimer: (() => void) | undefined;
+  #cursor = 0;
   #closed = false;
   readonly #abort = new AbortController();
   readonly #inFlight = new Set<Promise<void>>();
@@ -197,7 +198,7 @@ export class AckBatcher {
   #pump(): void {
     for (;;) {
       if (this.#queue.length === 0) break;
-      const lane = this.#lanes.indexOf(false);
+      const lane = this.#freeLane();
       if (lane < 0) break;
       const oldest = this.#queue[0] as Pending;
       const overdue = this.#clock.now() - oldest.enqueuedAt >= this.#maxWaitMs;
@@ -209,6 +210,19 @@ export class AckBatcher {
     }
     this.stats.queued = this.#queue.length;
     this.#armTimer();
+  }
+
+  /**
+   * The next free lane after the last one used: batches rotate over the signers even when
+   * one lane would keep up, so every sub-signer's sequence and fee balance stay exercised.
+   */
+  #freeLane(): number {
+    const n = this.#lanes.length;
+    for (let k = 0; k < n; k++) {
+      const lane = (this.#cursor + k) % n;
+      if (!this.#lanes[lane]) return lane;
+    }
+    return -1;
   }
 
   #armTimer(): void {
@@ -225,6 +239,7 @@ export class AckBatcher {
 
   #start(lane: number, batch: Pending[]): void {
     this.#lanes[lane] = true;
+    this.#cursor = (lane + 1) % this.#lanes.length;
     this.stats.flushes++;
     this.stats.inFlight++;
     const run = (async () => {

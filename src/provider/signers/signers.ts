@@ -88,7 +88,14 @@ export async function startSigners(deps: {
     intervalMs: config.subSignerFundCheckIntervalMs,
     logger,
   });
-  await supervisor.start();
+  // Clock timers are unref'd and nothing else holds the process yet (the port is not
+  // bound): this handle keeps it alive while the first pass waits for its txs.
+  const keepAlive = setInterval(() => {}, 1_000);
+  try {
+    await supervisor.start();
+  } finally {
+    clearInterval(keepAlive);
+  }
   logger.info(
     { lanes: lanes.view().map((l) => ({ address: l.address, state: l.state })) },
     "sub-signer lanes ready",
