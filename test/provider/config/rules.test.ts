@@ -390,6 +390,32 @@ const RULES: [string, Mutation, string[]][] = [
     (c) => (c.credit_check_interval = "2h"),
     ["credit_check_interval must not exceed withdraw_interval (0s couples them)"],
   ],
+  [
+    "sub-signer amounts are coins",
+    (c) => (c.sub_signer_min_balance = "lots"),
+    ["sub_signer_min_balance must be an amount with denomination, e.g. 10000000umfx"],
+  ],
+  [
+    "sub-signer amounts in fee_denom, a top-up above zero, at most 100 lanes",
+    (c) => {
+      c.sub_signer_count = 101;
+      c.sub_signer_min_balance = "10uatom";
+      c.sub_signer_top_up_amount = "0umfx";
+    },
+    [
+      "sub_signer_count must be at most 100",
+      "sub_signer_min_balance must be in fee_denom (umfx): the sub-signers pay their fees from it",
+      "sub_signer_top_up_amount must be greater than zero",
+    ],
+  ],
+  [
+    "sub-signer amounts are not checked without sub-signers",
+    (c) => {
+      c.sub_signer_count = 0;
+      c.fee_denom = "uatom";
+    },
+    [],
+  ],
 ];
 
 /**
@@ -419,11 +445,6 @@ const RULES_OF_REFUSED_KEYS: [string, Mutation, string[]][] = [
       c.payload_store_db_path = "/tmp/fred/payloads.db";
     },
     ["placement_snapshot_dir must be an absolute, clean path"],
-  ],
-  [
-    "sub-signer amounts are coins",
-    (c) => (c.sub_signer_min_balance = "lots"),
-    ["sub_signer_min_balance must be an amount with denomination, e.g. 10000000umfx"],
   ],
   [
     "legacy idempotency tenants distinct addresses",
