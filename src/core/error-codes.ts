@@ -170,6 +170,14 @@ export const ERROR_CODES = {
   },
   ERR_BACKEND_TOO_LARGE: { meaning: "a backend response exceeds its size limit", retryable: true },
   ERR_BACKEND_QUERY: { meaning: "a backend lookup asked for too few or too many leases", retryable: false },
+  ERR_RECONCILE_CHAIN_LISTING: {
+    meaning: "a reconciler sweep could not list the provider's leases (nothing was acted on)",
+    retryable: true,
+  },
+  ERR_RECONCILE_DEADLINE: {
+    meaning: "a reconciler read (backend inventory, chain re-read) did not answer within its deadline",
+    retryable: true,
+  },
   ERR_PROVISION_NOT_SENT: {
     meaning: "a provision was not sent (circuit open, fenced, unpinned)",
     retryable: true,

@@ -19,7 +19,7 @@ import { listenerOptions } from "./http/listener.ts";
 import { createProviderMetrics } from "./http/metrics.ts";
 import { buildHttpServer } from "./http/server.ts";
 import { Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
-import { Recovery } from "./recovery/index.ts";
+import { Reconciler } from "./reconciler/index.ts";
 import { Router } from "./router.ts";
 import { registerSignerMetrics, startSigners } from "./signers/index.ts";
 import { PayloadStore, PlacementStore, TokenTracker } from "./store/index.ts";
@@ -200,11 +200,12 @@ export async function startProviderd(
       observe: metrics.observer,
     };
     const lc = new Lifecycle(deps);
-    const recovery = new Recovery({
+    const recovery = new Reconciler({
       lifecycle: lc,
       feedLive: (signal) => feed.whenState("live", signal),
       clock,
-      logger: logger.child({ component: "recovery" }),
+      logger: logger.child({ component: "reconciler" }),
+      registry: metrics.registry,
     });
 
     const billing = createBilling({
@@ -300,7 +301,7 @@ export async function startProviderd(
 
     state = "recovering";
     feed.start();
-    lc.start(consumer, (signal) => recovery.pass(signal));
+    lc.start(consumer, (signal) => recovery.sweep(signal));
     billing.start();
     cleanup.push(() => billing.stop());
     // The startup pass runs once the feed is subscribed (events meanwhile wait in the

@@ -46,6 +46,7 @@ export class PayloadStore {
   readonly #put: Statement<[string, string, Buffer, number]>;
   readonly #get: Statement<[string], PayloadRow>;
   readonly #delete: Statement<[string]>;
+  readonly #leases: Statement<[], string>;
   readonly #putOnce: (leaseUuid: string, sha256: string, payload: Buffer, now: number) => PutResult;
 
   private constructor(database: SqliteDatabase) {
@@ -56,6 +57,7 @@ export class PayloadStore {
     );
     this.#get = db.prepare("SELECT * FROM payloads WHERE lease_uuid = ?");
     this.#delete = db.prepare("DELETE FROM payloads WHERE lease_uuid = ?");
+    this.#leases = db.prepare<[], string>("SELECT lease_uuid FROM payloads ORDER BY lease_uuid").pluck();
     this.#putOnce = db.transaction((leaseUuid: string, sha256: string, payload: Buffer, now: number) => {
       const existing = this.#get.get(leaseUuid);
       if (existing !== undefined) {
@@ -117,6 +119,11 @@ export class PayloadStore {
 
   has(leaseUuid: string): boolean {
     return this.#get.get(leaseUuid) !== undefined;
+  }
+
+  /** Every lease with a stored payload (the reconciler's payload cleanup reads this). */
+  leases(): string[] {
+    return this.#leases.all();
   }
 
   delete(leaseUuid: string): boolean {

@@ -363,6 +363,36 @@ export class PlacementStore {
   }
 
   /**
+   * The reconciler located a recordless lease on exactly one backend (every peer answered
+   * absence), or a sole quarantine candidate now accounts for it: that backend becomes the
+   * confirmed owner. No operation id confirmed it, so lifecycle callbacks stay unmatched and
+   * the placement-pruning pass retires the record once the lease has ended.
+   */
+  adoptPlacement(leaseUuid: string, backend: string, now: number): void {
+    if (!isCanonicalUuid(leaseUuid)) return;
+    this.#stmt.upsertPlacement.run(uuidBytes(leaseUuid), "confirmed", backend, null, "[]", now);
+  }
+
+  /** Durable quarantine: the lease is deferred until an operator resolves `candidates`. */
+  quarantine(leaseUuid: string, candidates: readonly string[], now: number): void {
+    if (!isCanonicalUuid(leaseUuid)) return;
+    const sorted = JSON.stringify([...new Set(candidates)].sort());
+    this.#stmt.upsertPlacement.run(uuidBytes(leaseUuid), "conflict", null, null, sorted, now);
+  }
+
+  /**
+   * The reconciler's placement pruning: the lease ended on chain (exact re-read) and no
+   * backend reports it any more. Leases with an attempt keep their record.
+   */
+  prunePlacement(leaseUuid: string): boolean {
+    if (!isCanonicalUuid(leaseUuid)) return false;
+    return this.#atomic(() => {
+      if (this.#stmt.attemptByLease.get(uuidBytes(leaseUuid)) !== undefined) return false;
+      return this.#stmt.deletePlacement.run(uuidBytes(leaseUuid)).changes === 1;
+    });
+  }
+
+  /**
    * The lease ended on chain and `backend` accepted its deprovision: an attempt at that
    * backend can no longer take effect, so it is removed. An attempt at any other backend
    * stays (that backend has promised nothing). Returns whether a row was removed.

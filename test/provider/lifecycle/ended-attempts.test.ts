@@ -19,7 +19,7 @@ import {
   Lifecycle,
   type LifecycleDeps,
 } from "../../../src/provider/lifecycle/index.ts";
-import { runRecovery } from "../../../src/provider/recovery/index.ts";
+import { Reconciler } from "../../../src/provider/reconciler/index.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { type MockProcess, spawnMock } from "../../backend/mock/process.ts";
 import { pickFreePort, until } from "../../support/index.ts";
@@ -31,7 +31,7 @@ import { lifecycleDeps, recordingChain } from "./deps.ts";
  * Attempts whose lease ended on chain, against a real mock backend process: deprovision
  * accepted by the attempted backend retires the attempt (and the backend then refuses to
  * provision the lease again); a refusal, an unreachable backend or a fenced one keep it.
- * Recovery and the timeout check hand such attempts to the Closer; ACTIVE and unknown
+ * The reconciler's sweep and the timeout check hand such attempts to the Closer; ACTIVE and unknown
  * leases keep theirs. The chain is the only fake. The refusing backend is a scripted
  * HTTP server: a real backend never refuses a well-formed deprovision, but one that does
  * must not make us forget an attempt.
@@ -120,7 +120,9 @@ function setup() {
   const onChain = new Map<string, ChainLease>();
   const chain = recordingChain([], {
     getLease: async (uuid: string) => onChain.get(uuid),
-    leasesByProvider: async () => [],
+    // The listings the reconciler's sweep collects: every lease on chain in that state.
+    leasesByProvider: async (_provider: string, state: LeaseStateName | undefined) =>
+      [...onChain.values()].filter((l) => state === undefined || l.state === state),
   });
   const deps: LifecycleDeps = lifecycleDeps({ config, chain, store, clock, clients });
   const attempt = (leaseUuid: string, backend: string, state?: LeaseStateName) => {
@@ -240,7 +242,7 @@ describe("closer: an accepted deprovision retires the attempt at that backend", 
 });
 
 describe("redelivery of an attempt whose lease is no longer PENDING", () => {
-  it("recovery deprovisions and retires attempts of ended leases; ACTIVE and unknown leases keep theirs", async () => {
+  it("a reconciler sweep deprovisions and retires attempts of ended leases; ACTIVE and unknown leases keep theirs", async () => {
     const { deps, store, attempt } = setup();
     const lifecycle = new Lifecycle(deps);
     const closed = leaseId();
@@ -256,7 +258,13 @@ describe("redelivery of an attempt whose lease is no longer PENDING", () => {
     // The rejected lease's provision reached the backend and is still running there.
     assert.equal((await provisionOnMock(rejected, rejectedOp)).kind, "accepted");
 
-    await runRecovery(lifecycle, never);
+    const reconciler = new Reconciler({
+      lifecycle,
+      feedLive: async () => {},
+      clock: deps.clock,
+      logger: deps.logger,
+    });
+    await reconciler.sweep(never);
     await deps.queue.idle();
 
     assert.equal(store.attemptFor(closed), undefined, "CLOSED: retired");

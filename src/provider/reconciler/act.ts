@@ -1,0 +1,192 @@
+import type { ChainLease } from "../../chain/port.ts";
+import {
+  type Action,
+  type CleanupPass,
+  type DestructiveAction,
+  isDestructive,
+  type Plan,
+  type Reread,
+  rereadGate,
+} from "../../core/reconcile/index.ts";
+import type { Lifecycle } from "../lifecycle/index.ts";
+import { withDeadline } from "./deadline.ts";
+import type { ReconcilerMetrics } from "./metrics.ts";
+import { provisionOn } from "./provision.ts";
+
+/**
+ * The act phase. Projection actions (durable evidence) are applied first, in one store
+ * transaction made durable before anything leaves the process. Every other action runs in
+ * its lease's serial queue, one task per lease: its lifecycle actions, then its destructive
+ * candidates, which go ahead only if one bounded exact chain re-read of that lease inside
+ * the same task reports CLOSED, REJECTED or EXPIRED.
+ */
+export interface ActContext {
+  lifecycle: Lifecycle;
+  leases: ReadonlyMap<string, ChainLease>;
+  metrics: ReconcilerMetrics;
+  /** Bound on each chain re-read and backend call. */
+  deadlineMs: number;
+  signal: AbortSignal;
+}
+
+/** Lease tasks running at once (bounds the sweep's fan-out). */
+const CONCURRENCY = 32;
+
+export async function act(ctx: ActContext, plan: Plan): Promise<void> {
+  const d = ctx.lifecycle.deps;
+  const now = d.clock.now();
+  const byLease = new Map<string, Action[]>();
+  d.store.batch(() => {
+    for (const a of plan.actions) {
+      if (a.kind === "confirm_attempt") d.store.applyPositiveInventory(a.backend, [a.lease], now);
+      else if (a.kind === "adopt_placement") d.store.adoptPlacement(a.lease, a.backend, now);
+      else if (a.kind === "quarantine") {
+        d.store.quarantine(a.lease, a.candidates, now);
+        ctx.metrics.conflicts.inc();
+      } else {
+        const list = byLease.get(a.lease) ?? [];
+        list.push(a);
+        byLease.set(a.lease, list);
+        continue;
+      }
+      ctx.metrics.actions.inc({ action: a.kind });
+    }
+  });
+  await d.store.durable();
+  const queue = [...byLease];
+  const worker = async () => {
+    for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+      const [lease, actions] = next;
+      await ctx.lifecycle
+        .runForLease(lease, () => actOnLease(ctx, lease, actions))
+        .catch((err) => {
+          if (!ctx.signal.aborted)
+            d.logger.warn({ err, lease_uuid: lease }, "reconciler: lease action failed");
+        });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, queue.length) }, worker));
+}
+
+async function actOnLease(ctx: ActContext, lease: string, actions: readonly Action[]): Promise<void> {
+  const destructive: DestructiveAction[] = [];
+  for (const a of actions) {
+    if (isDestructive(a)) destructive.push(a);
+    else await lifecycleAction(ctx, a);
+  }
+  if (destructive.length === 0) return;
+  const gate = rereadGate(await reread(ctx, lease));
+  if (!gate.proceed) {
+    for (const a of destructive) ctx.metrics.skips.inc({ pass: passOf(a), reason: gate.reason });
+    return;
+  }
+  for (const a of destructive) await destroy(ctx, a);
+}
+
+async function lifecycleAction(ctx: ActContext, a: Exclude<Action, DestructiveAction>): Promise<void> {
+  const lc = ctx.lifecycle;
+  const d = lc.deps;
+  const chainLease = ctx.leases.get(a.lease);
+  ctx.metrics.actions.inc({ action: a.kind });
+  switch (a.kind) {
+    case "acknowledge":
+      d.acks.acknowledge(a.lease);
+      return;
+    case "reject":
+      d.acks.reject(a.lease, a.reason);
+      return;
+    case "close": {
+      const [out] = await d.chain.closeLeases([a.lease], a.reason, ctx.signal);
+      if (out?.error !== undefined)
+        d.logger.warn({ err: out.error, lease_uuid: a.lease }, "reconciler: close failed");
+      return;
+    }
+    case "redeliver": {
+      const attempt = d.store.attemptFor(a.lease);
+      if (attempt?.operationId !== a.operationId) return;
+      const step = await lc.provisioner.redeliver(attempt, ctx.signal);
+      if (step === "lease-ended") await lc.closer.close(a.lease, ctx.signal);
+      return;
+    }
+    case "provision":
+      if (chainLease === undefined) return;
+      if (chainLease.state === "LEASE_STATE_PENDING" && "scope" in a.target) {
+        // New work: the provision workflow routes it (and waits for a missing payload).
+        lc.startProvision(a.lease, chainLease);
+        return;
+      }
+      await provisionOn(lc, chainLease, a.target, a.payload, false, ctx.signal);
+      return;
+    case "reprovision":
+      if (chainLease !== undefined)
+        await provisionOn(lc, chainLease, { backend: a.backend }, a.payload, true, ctx.signal);
+      return;
+    case "reconcile_custom_domain": {
+      const client = d.clients.get(a.backend);
+      if (client === undefined || chainLease === undefined) return;
+      const items = chainLease.items.map((i) => ({
+        sku: i.skuUuid,
+        quantity: Number(i.quantity),
+        ...(i.serviceName === "" ? {} : { serviceName: i.serviceName }),
+        ...(i.customDomain === "" ? {} : { customDomain: i.customDomain }),
+      }));
+      const out = await client.reconcileCustomDomain(a.lease, items, ctx.signal);
+      if (out.kind !== "accepted")
+        d.logger.warn(
+          { lease_uuid: a.lease, backend: a.backend, outcome: out.kind },
+          "reconciler: custom domain not reconciled",
+        );
+      return;
+    }
+    case "lease_error":
+      d.logger.warn({ lease_uuid: a.lease, reason: a.reason }, "reconciler: lease error");
+      return;
+    default:
+      return;
+  }
+}
+
+/** The bounded exact re-read of one lease: not found and a failed read are kept apart. */
+async function reread(ctx: ActContext, lease: string): Promise<Reread> {
+  const chain = ctx.lifecycle.deps.chain;
+  try {
+    const l = await withDeadline(ctx.lifecycle.deps.clock, ctx.deadlineMs, ctx.signal, (s) =>
+      chain.getLease(lease, s),
+    );
+    return l === undefined ? { kind: "not_found" } : { kind: "found", state: l.state };
+  } catch (err) {
+    if (ctx.signal.aborted) throw err;
+    return { kind: "failed" };
+  }
+}
+
+async function destroy(ctx: ActContext, a: DestructiveAction): Promise<void> {
+  const d = ctx.lifecycle.deps;
+  ctx.metrics.actions.inc({ action: a.kind });
+  const log = d.logger.child({ lease_uuid: a.lease });
+  switch (a.kind) {
+    case "orphan_deprovision_candidate": {
+      const client = d.clients.get(a.backend);
+      if (client === undefined) return;
+      const out = await client.deprovision(a.lease, ctx.signal);
+      if (out.kind !== "accepted") {
+        log.warn({ backend: a.backend, outcome: out.kind }, "reconciler: orphan deprovision not confirmed");
+        return;
+      }
+      log.info({ backend: a.backend }, "reconciler: deprovisioned the workload of an ended lease");
+      if (a.retireAttempt && d.store.retireAttempt(a.lease, a.backend)) await d.store.durable();
+      return;
+    }
+    case "payload_cleanup_candidate":
+      if (d.payloads?.delete(a.lease)) log.info("reconciler: dropped the payload of an ended lease");
+      return;
+    case "placement_prune_candidate":
+      if (d.store.prunePlacement(a.lease)) log.info("reconciler: pruned the placement of an ended lease");
+      return;
+  }
+}
+
+function passOf(a: DestructiveAction): CleanupPass {
+  if (a.kind === "orphan_deprovision_candidate") return "orphan";
+  return a.kind === "payload_cleanup_candidate" ? "payload" : "placement";
+}

@@ -1,0 +1,172 @@
+import type { ChainLease } from "../../chain/port.ts";
+import { FredError } from "../../core/errors.ts";
+import {
+  type BackendView,
+  budgetReads,
+  type InventoryHalf,
+  type PlacementView,
+  type PlanInput,
+  type ProvisionRow,
+  pairInventories,
+} from "../../core/reconcile/index.ts";
+import type { LifecycleDeps } from "../lifecycle/index.ts";
+import { withDeadline } from "./deadline.ts";
+
+/**
+ * The sweep's collect phase: the chain's PENDING and ACTIVE leases of this provider (all
+ * pages), each configured backend's two inventories read as a pair within a deadline, the
+ * terminal budget of failed ACTIVE workloads, and the placement store. A chain listing that
+ * fails ends the sweep before anything is planned; a backend that fails is silent.
+ */
+export interface Collected {
+  input: PlanInput;
+  /** The listed leases, for the act phase (provision requests need their items). */
+  leases: Map<string, ChainLease>;
+}
+
+export class ChainListingFailed extends FredError {
+  constructor(cause: unknown) {
+    super("ERR_RECONCILE_CHAIN_LISTING", "cannot list this provider's leases", { retryable: true, cause });
+  }
+}
+
+export async function collect(d: LifecycleDeps, deadlineMs: number, signal: AbortSignal): Promise<Collected> {
+  const now = d.clock.now();
+  const [chain, views] = await Promise.all([
+    listChain(d, signal),
+    Promise.all(
+      d.config.backends.map(
+        async (b) => [b.name, await readBackend(d, b.name, b.fenced, deadlineMs, signal)] as const,
+      ),
+    ),
+  ]);
+  const backends = new Map<string, BackendView>(views);
+  for (const [name, view] of backends) {
+    if (view.kind !== "answered") continue;
+    const counts = { provisions: view.provisions.size, retentions: view.retentions.size };
+    d.store.recordBaseline(name, counts, d.clock.now());
+  }
+  const input: PlanInput = {
+    now,
+    chain: [...chain.values()].map((l) => ({
+      uuid: l.uuid,
+      state: l.state,
+      skus: l.items.map((i) => i.skuUuid),
+      metaHash: l.metaHash,
+    })),
+    backends,
+    store: storeView(d),
+    billingOnlySkus: new Set(d.config.billingOnlySkus),
+    placementGraceMs: d.config.provisionCallbackTimeoutMs,
+  };
+  await readBudgets(d, input, deadlineMs, signal);
+  return { input, leases: chain };
+}
+
+async function listChain(d: LifecycleDeps, signal: AbortSignal): Promise<Map<string, ChainLease>> {
+  const out = new Map<string, ChainLease>();
+  try {
+    // PENDING first: a lease acknowledged between the two reads shows up in ACTIVE as well.
+    for (const state of ["LEASE_STATE_PENDING", "LEASE_STATE_ACTIVE"] as const) {
+      for (const l of await d.chain.leasesByProvider(d.config.providerUuid, state, signal))
+        out.set(l.uuid, l);
+    }
+  } catch (err) {
+    if (signal.aborted) throw err;
+    throw new ChainListingFailed(err);
+  }
+  return out;
+}
+
+async function readBackend(
+  d: LifecycleDeps,
+  name: string,
+  fenced: boolean,
+  deadlineMs: number,
+  signal: AbortSignal,
+): Promise<BackendView> {
+  const client = d.clients.get(name);
+  const pinned = d.store.pins().get(name);
+  if (fenced || client === undefined || pinned === undefined) {
+    return pairInventories({
+      fenced: true,
+      pinnedStorageId: "",
+      provisions: UNREACHABLE,
+      retentions: UNREACHABLE,
+    });
+  }
+  let provisions: InventoryHalf<ProvisionRow> = UNREACHABLE;
+  let retentions: InventoryHalf<string> = UNREACHABLE;
+  try {
+    // The client walks every page of both endpoints and checks each page's identity.
+    const inv = await withDeadline(d.clock, deadlineMs, signal, (s) => client.inventory(s));
+    provisions = { kind: "read", storageId: inv.storageId, items: inv.provisions };
+    retentions = { kind: "read", storageId: inv.storageId, items: inv.retentions };
+  } catch (err) {
+    if (signal.aborted) throw err;
+    if (refused(err)) provisions = { kind: "rejected", positives: [] };
+    d.logger.warn({ err, backend: name }, "reconciler: backend inventory unavailable; silent this sweep");
+  }
+  return pairInventories({ fenced: false, pinnedStorageId: pinned, provisions, retentions });
+}
+
+const UNREACHABLE = { kind: "unreachable" } as const;
+
+/** A response that came back but was refused (another identity, malformed), not a transport failure. */
+function refused(err: unknown): boolean {
+  return (
+    err instanceof FredError && (err.code === "ERR_BACKEND_IDENTITY" || err.code === "ERR_BACKEND_MALFORMED")
+  );
+}
+
+/** Adds `terminal_budget.verdict` to failed ACTIVE workloads; a read that fails leaves it unknown. */
+async function readBudgets(d: LifecycleDeps, input: PlanInput, deadlineMs: number, signal: AbortSignal) {
+  await Promise.all(
+    budgetReads(input).map(async ({ lease, backend }) => {
+      const view = input.backends.get(backend);
+      const client = d.clients.get(backend);
+      if (view?.kind !== "answered" || client === undefined) return;
+      try {
+        const info = await withDeadline(d.clock, deadlineMs, signal, (s) => client.provisionInfo(lease, s));
+        const verdict = (info?.terminal_budget as { verdict?: unknown } | undefined)?.verdict;
+        if (verdict !== "exhausted" && verdict !== "retry") return;
+        const obs = view.provisions.get(lease);
+        if (obs !== undefined)
+          (view.provisions as Map<string, typeof obs>).set(lease, { ...obs, terminalBudget: verdict });
+      } catch (err) {
+        if (signal.aborted) throw err;
+        d.logger.warn({ err, backend, lease_uuid: lease }, "reconciler: terminal budget unreadable");
+      }
+    }),
+  );
+}
+
+function storeView(d: LifecycleDeps): PlanInput["store"] {
+  const placements = new Map<string, PlacementView>();
+  for (const p of d.store.placements()) {
+    placements.set(
+      p.leaseUuid,
+      p.state === "confirmed" && p.owner !== undefined
+        ? { kind: "confirmed", owner: p.owner, updatedAt: p.updatedAt }
+        : p.state === "conflict"
+          ? { kind: "quarantined", reason: "conflict", candidates: p.candidates, updatedAt: p.updatedAt }
+          : { kind: "unusable", updatedAt: p.updatedAt },
+    );
+  }
+  const attempts = new Map(
+    d.store
+      .unresolvedAttempts()
+      .map((a) => [
+        a.leaseUuid,
+        { backend: a.backend, operationId: a.operationId, kind: a.kind, createdAt: a.createdAt },
+      ]),
+  );
+  return {
+    placements,
+    attempts,
+    payloads: new Set(d.payloads?.leases() ?? []),
+    baseline: d.store.baselineMatches(d.config.backends.map((b) => b.name)),
+    retiredBackends: new Set(),
+    retirementUnproven: false,
+  };
+}

@@ -1,0 +1,1 @@
+export { Reconciler, type ReconcilerDeps, type SweepOutcome, type SweepReport } from "./reconciler.ts";

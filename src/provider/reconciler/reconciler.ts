@@ -1,0 +1,152 @@
+import type { Registry } from "prom-client";
+import { retry } from "../../core/async/index.ts";
+import type { Clock } from "../../core/clock.ts";
+import { plan } from "../../core/reconcile/index.ts";
+import type { Logger } from "../../log.ts";
+import type { Lifecycle } from "../lifecycle/index.ts";
+import { act } from "./act.ts";
+import { collect } from "./collect.ts";
+import { createReconcilerMetrics, type ReconcilerMetrics } from "./metrics.ts";
+
+/**
+ * providerd's reconciler: collect (chain, backends, placement store) → the pure `plan()` of
+ * src/core/reconcile → act under each lease's serial queue. It runs at startup (once the feed
+ * is live, repeated with backoff until every unfenced backend has answered), on every feed
+ * resync and every reconciliation_interval (both through the lifecycle). Sweeps never overlap:
+ * one requested while another runs is run once after it, however many asked.
+ */
+export interface ReconcilerDeps {
+  lifecycle: Lifecycle;
+  /** Resolves once the chain event feed is live (rejects when `signal` aborts). */
+  feedLive: (signal: AbortSignal) => Promise<void>;
+  clock: Clock;
+  logger: Logger;
+  registry?: Registry;
+  /** Bound on each backend inventory read and chain re-read (default 10 s). */
+  readDeadlineMs?: number;
+}
+
+export type SweepOutcome = "complete" | "degraded" | "failed";
+
+export interface SweepReport {
+  outcome: SweepOutcome;
+  /** Backends that answered both inventories. */
+  answered: readonly string[];
+  actions: number;
+}
+
+/** Startup sweeps: 1 s after one that left a backend unanswered, doubling up to 30 s. */
+const STARTUP_BACKOFF = { initialMs: 1_000, maxMs: 30_000 };
+
+export class Reconciler {
+  readonly #d: ReconcilerDeps;
+  readonly metrics: ReconcilerMetrics;
+  /** By backend: did it answer the latest sweep (fenced backends: false)? */
+  readonly backendHealthy: Map<string, boolean>;
+  #done = false;
+  /** Whether the latest sweep heard from every unfenced backend. */
+  #unfencedAnswered = false;
+  #running: Promise<SweepReport> | undefined;
+  #again: Promise<SweepReport> | undefined;
+
+  constructor(deps: ReconcilerDeps) {
+    this.#d = deps;
+    this.metrics = createReconcilerMetrics(deps.registry);
+    const backends = deps.lifecycle.deps.config.backends;
+    this.backendHealthy = new Map(backends.map((b) => [b.name, !b.fenced]));
+  }
+
+  /** True once a sweep has run in which every unfenced backend answered. */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** One sweep, or the one queued after the running sweep (never two at once). */
+  sweep(signal: AbortSignal): Promise<SweepReport> {
+    if (this.#running === undefined) return this.#start(signal);
+    this.#again ??= this.#running
+      .catch(() => undefined)
+      .then(() => {
+        this.#again = undefined;
+        return this.#start(signal);
+      });
+    return this.#again;
+  }
+
+  #start(signal: AbortSignal): Promise<SweepReport> {
+    const run = this.#run(signal).finally(() => {
+      this.#running = undefined;
+    });
+    this.#running = run;
+    return run;
+  }
+
+  async #run(signal: AbortSignal): Promise<SweepReport> {
+    const { lifecycle, clock, logger } = this.#d;
+    const deadlineMs = this.#d.readDeadlineMs ?? 10_000;
+    const end = this.metrics.duration.startTimer();
+    let report: SweepReport;
+    try {
+      const { input, leases } = await collect(lifecycle.deps, deadlineMs, signal);
+      const p = plan(input);
+      for (const s of p.skips) this.metrics.skips.inc({ pass: s.pass, reason: s.reason });
+      for (const name of this.backendHealthy.keys()) this.backendHealthy.set(name, p.answered.includes(name));
+      await act({ lifecycle, leases, metrics: this.metrics, deadlineMs, signal }, p);
+      const fenced = lifecycle.deps.config.backends.filter((b) => b.fenced).map((b) => b.name);
+      const unfencedAnswered = lifecycle.deps.config.backends.every(
+        (b) => b.fenced || p.answered.includes(b.name),
+      );
+      if (unfencedAnswered) this.#done = true;
+      report = {
+        outcome: p.complete ? "complete" : "degraded",
+        answered: p.answered,
+        actions: p.actions.length,
+      };
+      logger.info(
+        {
+          outcome: report.outcome,
+          answered: p.answered,
+          fenced,
+          actions: p.actions.length,
+          skips: p.skips.length,
+        },
+        "reconciler sweep done",
+      );
+      this.#unfencedAnswered = unfencedAnswered;
+    } catch (err) {
+      if (signal.aborted) throw err;
+      logger.warn({ err }, "reconciler sweep failed; nothing was acted on after the failure");
+      report = { outcome: "failed", answered: [], actions: 0 };
+      this.#unfencedAnswered = false;
+    } finally {
+      end();
+    }
+    this.metrics.runs.inc({ outcome: report.outcome });
+    this.metrics.sweepComplete.set(report.outcome === "complete" ? 1 : 0);
+    if (report.outcome === "complete") this.metrics.lastSuccess.set(clock.now() / 1000);
+    return report;
+  }
+
+  /** The startup sweep: once the feed is live, repeated until every unfenced backend answered. */
+  async untilComplete(signal: AbortSignal): Promise<void> {
+    const incomplete = new Error("a backend did not answer the reconciler sweep");
+    await retry(
+      async () => {
+        // A resync or periodic sweep may have completed meanwhile.
+        if (this.#done) return;
+        await this.#d.feedLive(signal);
+        await this.sweep(signal);
+        if (!this.#unfencedAnswered) throw incomplete;
+      },
+      {
+        clock: this.#d.clock,
+        backoff: STARTUP_BACKOFF,
+        signal,
+        retryable: () => true,
+        onRetry: (err) => {
+          if (err !== incomplete) this.#d.logger.warn({ err }, "startup sweep failed; retrying");
+        },
+      },
+    );
+  }
+}
