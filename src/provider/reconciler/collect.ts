@@ -1,4 +1,5 @@
 import type { ChainLease } from "../../chain/port.ts";
+import { readTerminalBudget } from "../../core/backend-contract/index.ts";
 import { FredError } from "../../core/errors.ts";
 import {
   type BackendView,
@@ -128,8 +129,8 @@ async function readBudgets(d: LifecycleDeps, input: PlanInput, deadlineMs: numbe
       if (view?.kind !== "answered" || client === undefined) return;
       try {
         const info = await withDeadline(d.clock, deadlineMs, signal, (s) => client.provisionInfo(lease, s));
-        const verdict = (info?.terminal_budget as { verdict?: unknown } | undefined)?.verdict;
-        if (verdict !== "exhausted" && verdict !== "retry") return;
+        const verdict = info === undefined ? undefined : readTerminalBudget(info)?.verdict;
+        if (verdict === undefined) return;
         const obs = view.provisions.get(lease);
         if (obs !== undefined)
           (view.provisions as Map<string, typeof obs>).set(lease, { ...obs, terminalBudget: verdict });
