@@ -5,7 +5,8 @@ import { randomUUID } from "node:crypto";
  * lowercase RFC 4122 version 4. Lease, SKU and provider UUIDs come from the chain, which
  * mints version 7, so for those we require only the canonical lowercase form.
  */
-const CANONICAL = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** Canonical lowercase 8-4-4-4-12 hex (exported for schemas that must show the pattern). */
+export const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /** Canonical lowercase v4 (version nibble 4, RFC 4122 variant). */
@@ -15,7 +16,7 @@ export function isUuidV4(value: unknown): value is string {
 
 /** Canonical lowercase 8-4-4-4-12 hex of any version (chain-minted ids). */
 export function isCanonicalUuid(value: unknown): value is string {
-  return typeof value === "string" && value.length === 36 && CANONICAL.test(value);
+  return typeof value === "string" && value.length === 36 && CANONICAL_UUID.test(value);
 }
 
 /** The all-zero UUID: canonical in form, but never a lease the chain minted. */

@@ -4,6 +4,7 @@ import { type TenantApiDeps, type TenantContext, tenantContext } from "./context
 import { EventHub } from "./event-hub.ts";
 import { LeaseEventPublisher } from "./lease-events.ts";
 import { LogAdmission } from "./log-admission.ts";
+import { registerOpenApiRoute } from "./openapi.ts";
 import { registerConnectionRoute } from "./routes/connection.ts";
 import { registerDataRoute } from "./routes/data.ts";
 import { registerEventsRoute, WS_LIMITS } from "./routes/events.ts";
@@ -56,6 +57,7 @@ export class TenantApi {
     );
     registerEventsRoute(app, ctx, this.hub, { ...WS_LIMITS, ...ctx.deps.eventTimings });
     registerProviderRoute(app, ctx.deps.config, this.backends);
+    registerOpenApiRoute(app);
   }
 
   /** Chained timer: the next sweep is scheduled once this one has run. */

@@ -89,11 +89,17 @@ export class Harness {
       ...overrides,
     });
     this.app = Fastify();
+    this.app.addHook("onRoute", (r) => {
+      for (const method of [r.method].flat()) this.routes.push({ method, url: r.url });
+    });
     this.api.register(this.app);
     await this.app.listen({ host: "127.0.0.1", port: 0 });
     this.url = `http://127.0.0.1:${(this.app.server.address() as { port: number }).port}`;
     return this;
   }
+
+  /** Every route the tenant API registered (method, URL pattern). */
+  readonly routes: { method: string; url: string }[] = [];
 
   /** Lease reads the fake chain has answered. */
   chainReads = 0;

@@ -9,6 +9,7 @@ import type { EventTimings, TenantContext } from "../context.ts";
 import { lookupDiagnostics } from "../diagnostics.ts";
 import { ApiError, sendApiError } from "../errors.ts";
 import type { EventFrame, EventHub, Notice, Subscriber } from "../event-hub.ts";
+import { eventsQuerySchema } from "../schemas/lease.ts";
 
 /**
  * `GET /v1/leases/{uuid}/events`: a push-only WebSocket of the lease's status frames.
@@ -36,17 +37,12 @@ interface Upgrade {
 
 const upgrades = new WeakMap<FastifyRequest, Upgrade>();
 
-function queryValue(req: FastifyRequest, key: string): string | undefined {
-  const v = (req.query as Record<string, unknown> | undefined)?.[key];
-  if (v === undefined) return undefined;
-  if (typeof v !== "string") throw new ApiError("ERR_API_BAD_QUERY", 400, `${key} may be given once`);
-  return v;
-}
-
-function parseSince(raw: string | undefined): number | undefined {
-  if (raw === undefined) return undefined;
-  if (!/^\d{1,16}$/.test(raw)) throw new ApiError("ERR_API_BAD_QUERY", 400, "since must be a frame seq");
-  return Number(raw);
+function eventsQuery(req: FastifyRequest) {
+  const query = eventsQuerySchema.safeParse(req.query ?? {});
+  if (!query.success) {
+    throw new ApiError("ERR_API_BAD_QUERY", 400, query.error.issues[0]?.message ?? "invalid query");
+  }
+  return query.data;
 }
 
 export function registerEventsRoute(
@@ -59,12 +55,11 @@ export function registerEventsRoute(
 
   async function authorize(req: FastifyRequest, reply: FastifyReply): Promise<Upgrade> {
     const uuid = leaseUuidParam(req);
-    const queryToken = queryValue(req, "token");
+    const { token: queryToken, since: rawSince, notices } = eventsQuery(req);
     if (req.headers.authorization === undefined && queryToken !== undefined) {
       req.headers.authorization = `Bearer ${queryToken}`;
     }
-    const since = parseSince(queryValue(req, "since"));
-    const notices = queryValue(req, "notices");
+    const since = rawSince === undefined ? undefined : Number(rawSince);
     const claims = ctx.auth.authenticate(req, reply, uuid, { kind: "access", replay: false });
     const lease = await ctx.leases.owned(claims);
     return { lease, since, notices: notices !== undefined && notices !== "0" && notices !== "false" };

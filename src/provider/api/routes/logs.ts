@@ -3,6 +3,7 @@ import { readRouted, routeRead } from "../backend-route.ts";
 import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
 import { ApiError, refuse } from "../errors.ts";
 import { LOG_CONTENT_BUDGET_BYTES, type LogAdmission, logCapacity } from "../log-admission.ts";
+import { DEFAULT_TAIL, type LogsBody, logsQuerySchema } from "../schemas/lease.ts";
 
 /**
  * `GET /v1/leases/{uuid}/logs?tail=N` (access token, no replay, any state): the owner's
@@ -10,17 +11,15 @@ import { LOG_CONTENT_BUDGET_BYTES, type LogAdmission, logCapacity } from "../log
  * log-admission.ts) bounds how many run and how much is materialised at once; the slot
  * is held until the answer is written, within the listener's write deadline.
  */
-export const DEFAULT_TAIL = 100;
-export const MAX_TAIL = 10_000;
+export { DEFAULT_TAIL, MAX_TAIL } from "../schemas/lease.ts";
 
 export function parseTail(req: FastifyRequest): number {
-  const raw = (req.query as Record<string, unknown> | undefined)?.tail;
-  if (raw === undefined || raw === "") return DEFAULT_TAIL;
-  if (typeof raw !== "string" || !/^\d{1,6}$/.test(raw) || Number(raw) < 1) {
-    throw new ApiError("ERR_API_BAD_TAIL", 400, "tail must be a positive integer");
+  const query = logsQuerySchema.safeParse(req.query ?? {});
+  if (!query.success) {
+    throw new ApiError("ERR_API_BAD_TAIL", 400, query.error.issues[0]?.message ?? "invalid tail");
   }
-  if (Number(raw) > MAX_TAIL) throw new ApiError("ERR_API_BAD_TAIL", 400, `tail must not exceed ${MAX_TAIL}`);
-  return Number(raw);
+  const tail = query.data.tail;
+  return tail === undefined || tail === "" ? DEFAULT_TAIL : Number(tail);
 }
 
 export function registerLogsRoute(app: FastifyInstance, ctx: TenantContext, admission: LogAdmission): void {
@@ -45,7 +44,7 @@ export function registerLogsRoute(app: FastifyInstance, ctx: TenantContext, admi
         tenant: claims.tenant,
         provider_uuid: config.providerUuid,
         logs,
-      });
+      } satisfies LogsBody);
       if (Buffer.byteLength(body) > LOG_CONTENT_BUDGET_BYTES) throw logCapacity();
       reply.type("application/json");
       return { status: 200, body };

@@ -3,6 +3,7 @@ import { routeRead } from "../backend-route.ts";
 import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
 import { lookupDiagnostics } from "../diagnostics.ts";
 import { refuse } from "../errors.ts";
+import type { ProvisionBody } from "../schemas/lease.ts";
 
 /**
  * `GET /v1/leases/{uuid}/provision` (access token, no replay, any state): the backend's
@@ -22,7 +23,7 @@ export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext)
         throw found.error ?? refuse.unavailable("ERR_API_PLACEMENT_UNRESOLVED");
       }
       const d = found.diagnostics;
-      const body: Record<string, unknown> = {
+      const body: ProvisionBody = {
         lease_uuid: uuid,
         tenant: claims.tenant,
         provider_uuid: config.providerUuid,

@@ -3,6 +3,7 @@ import { FredError } from "../../../core/errors.ts";
 import { readRouted, routeRead } from "../backend-route.ts";
 import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
 import { refuse } from "../errors.ts";
+import type { Release, ReleasesBody } from "../schemas/lease.ts";
 
 /**
  * `GET /v1/leases/{uuid}/releases` (access token, no replay, any state): the owner's
@@ -11,11 +12,11 @@ import { refuse } from "../errors.ts";
  */
 const STRING_FIELDS = ["image", "status", "created_at", "reason", "message", "manifest"] as const;
 
-export function tenantRelease(raw: Record<string, unknown>): Record<string, unknown> {
+export function tenantRelease(raw: Record<string, unknown>): Release {
   if (typeof raw.version !== "number" || !Number.isInteger(raw.version)) {
     throw new FredError("ERR_BACKEND_MALFORMED", "release without an integer version");
   }
-  const out: Record<string, unknown> = { version: raw.version };
+  const out: Release = { version: raw.version };
   for (const key of STRING_FIELDS) {
     const v = raw[key];
     if (v === undefined || v === null || (v === "" && key !== "image" && key !== "status")) continue;
@@ -36,7 +37,7 @@ export function registerReleasesRoute(app: FastifyInstance, ctx: TenantContext):
         c.releases(uuid, scope.signal),
       );
       if (raw === undefined) throw refuse.notProvisioned();
-      let releases: Record<string, unknown>[];
+      let releases: Release[];
       try {
         releases = raw.map(tenantRelease);
       } catch (err) {
@@ -44,7 +45,12 @@ export function registerReleasesRoute(app: FastifyInstance, ctx: TenantContext):
       }
       return {
         status: 200,
-        body: { lease_uuid: uuid, tenant: claims.tenant, provider_uuid: config.providerUuid, releases },
+        body: {
+          lease_uuid: uuid,
+          tenant: claims.tenant,
+          provider_uuid: config.providerUuid,
+          releases,
+        } satisfies ReleasesBody,
       };
     }),
   );

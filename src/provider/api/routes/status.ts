@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { routeRead } from "../backend-route.ts";
 import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
 import { lookupDiagnostics } from "../diagnostics.ts";
+import type { StatusBody } from "../schemas/lease.ts";
 
 /**
  * `GET /v1/leases/{uuid}/status` (access token, no replay, any state): the chain state
@@ -25,16 +26,16 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
       } catch (err) {
         logger.warn({ err, lease_uuid: uuid }, "payload store unreadable; status reports no payload");
       }
-      const body: Record<string, unknown> = {
+      const body: StatusBody = {
         lease_uuid: uuid,
         tenant: claims.tenant,
         provider_uuid: config.providerUuid,
         state: lease.state,
         requires_payload: lease.metaHash !== "",
+        ...(lease.metaHash === "" ? {} : { meta_hash_hex: lease.metaHash }),
+        payload_received: payloadReceived,
+        provisioning_started: ctx.deps.provisioningStarted(uuid),
       };
-      if (lease.metaHash !== "") body.meta_hash_hex = lease.metaHash;
-      body.payload_received = payloadReceived;
-      body.provisioning_started = ctx.deps.provisioningStarted(uuid);
       const found = await lookupDiagnostics(routeRead(store, clients, uuid), clients, uuid, scope.signal);
       if (found.kind === "found") {
         const d = found.diagnostics;

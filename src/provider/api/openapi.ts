@@ -1,0 +1,208 @@
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import pkg from "../../../package.json" with { type: "json" };
+import {
+  connectionBodySchema,
+  errorEnvelopeSchema,
+  eventFrameSchema,
+  eventsQuerySchema,
+  leaseParamsSchema,
+  logsBodySchema,
+  logsQuerySchema,
+  provisionBodySchema,
+  releasesBodySchema,
+  statusBodySchema,
+} from "./schemas/lease.ts";
+import { healthReportSchema } from "./schemas/operational.ts";
+import { providerInfoSchema } from "./schemas/provider.ts";
+
+/**
+ * `GET /openapi.json`: an OpenAPI 3.1 description of providerd's tenant and operational
+ * routes, generated from the zod schemas the handlers parse with and build their answers
+ * as (zod writes JSON Schema 2020-12, the dialect OpenAPI 3.1 uses). Built once, at
+ * registration. The backend callback route is not part of it: only backends call it.
+ */
+type Json = Record<string, unknown>;
+
+const COMPONENTS = {
+  Error: errorEnvelopeSchema,
+  StatusBody: statusBodySchema,
+  ConnectionBody: connectionBodySchema,
+  ProvisionBody: provisionBodySchema,
+  ReleasesBody: releasesBodySchema,
+  LogsBody: logsBodySchema,
+  EventFrame: eventFrameSchema,
+  ProviderInfo: providerInfoSchema,
+  HealthReport: healthReportSchema,
+} as const;
+type Component = keyof typeof COMPONENTS;
+
+const ref = (name: Component) => ({ $ref: `#/components/schemas/${name}` });
+const json = (name: Component) => ({ content: { "application/json": { schema: ref(name) } } });
+
+/** Drops the keys zod adds for a standalone schema ($schema, and $id from the registry). */
+function embedded(schema: Json): Json {
+  const { $schema: _s, $id: _i, ...rest } = schema;
+  return rest;
+}
+
+function componentSchemas(): Record<string, Json> {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries(COMPONENTS)) registry.add(schema, { id });
+  const { schemas } = z.toJSONSchema(registry, { uri: (id) => `#/components/schemas/${id}` });
+  return Object.fromEntries(Object.entries(schemas).map(([id, s]) => [id, embedded(s as Json)]));
+}
+
+/** One OpenAPI parameter per property of a path or query schema (strings on the wire). */
+function parameters(where: "path" | "query", schema: z.ZodObject): Json[] {
+  const js = z.toJSONSchema(schema, { io: "input" }) as {
+    properties?: Record<string, Json>;
+    required?: string[];
+  };
+  return Object.entries(js.properties ?? {}).map(([name, prop]) => {
+    const { description, ...rest } = prop;
+    return {
+      name,
+      in: where,
+      required: where === "path" || (js.required ?? []).includes(name),
+      ...(description === undefined ? {} : { description }),
+      schema: rest,
+    };
+  });
+}
+
+const REFUSALS: Record<string, string> = {
+  "400": "Malformed lease UUID or query",
+  "401": "Token missing, invalid, expired, for another lease, or (replay-protected routes) already used",
+  "403": "The lease belongs to another tenant or provider",
+  "404": "No such lease (or not in the required state), or nothing provisioned for it",
+  "409": "Nothing was stored (a payload exists, no payload store, or the write failed)",
+  "429": "Rate limit exceeded (Retry-After says when to retry)",
+  "500": "The chain or backend read failed",
+  "503":
+    "Temporarily unavailable: request deadline, chain read queue full, replay store, placement unresolved, log capacity (Retry-After: 1 where retrying soon helps)",
+};
+
+function refusals(codes: readonly string[]): Json {
+  return Object.fromEntries(codes.map((c) => [c, { description: REFUSALS[c], ...json("Error") }]));
+}
+
+const LEASE_REFUSALS = ["400", "401", "403", "404", "429", "500", "503"] as const;
+const lease = parameters("path", leaseParamsSchema);
+const bearer = [{ tenantToken: [] }];
+
+function leaseRead(summary: string, body: Component, extraParams: Json[] = []): Json {
+  return {
+    get: {
+      summary,
+      security: bearer,
+      parameters: [...lease, ...extraParams],
+      responses: { "200": { description: "OK", ...json(body) }, ...refusals(LEASE_REFUSALS) },
+    },
+  };
+}
+
+const operational = (summary: string, responses: Json): Json => ({
+  get: { summary, responses: { ...responses, ...refusals(["429"]) } },
+});
+
+export function openApiDocument(): Json {
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Fred providerd: tenant and operational API",
+      version: pkg.version,
+      description:
+        "Lease endpoints authenticate with an ADR-036 bearer token signed by the lease's tenant (docs/tenant-api.md). Every refusal is the Error envelope.",
+    },
+    paths: {
+      "/v1/leases/{lease_uuid}/status": leaseRead(
+        "Chain state and providerd's view of a lease",
+        "StatusBody",
+      ),
+      "/v1/leases/{lease_uuid}/connection": leaseRead(
+        "Where the workload listens (ACTIVE leases; the token is spent)",
+        "ConnectionBody",
+      ),
+      "/v1/leases/{lease_uuid}/provision": leaseRead(
+        "The backend's diagnostics of the lease",
+        "ProvisionBody",
+      ),
+      "/v1/leases/{lease_uuid}/releases": leaseRead("The lease's release history", "ReleasesBody"),
+      "/v1/leases/{lease_uuid}/logs": leaseRead(
+        "Container logs, tail lines each",
+        "LogsBody",
+        parameters("query", logsQuerySchema),
+      ),
+      "/v1/leases/{lease_uuid}/data": {
+        post: {
+          summary: "Upload the manifest of a PENDING lease (payload token; SHA-256 must equal meta_hash)",
+          security: bearer,
+          parameters: lease,
+          requestBody: {
+            required: true,
+            content: {
+              "application/octet-stream": {
+                schema: { type: "string", contentMediaType: "application/octet-stream" },
+              },
+            },
+          },
+          responses: {
+            "202": { description: "Stored durably; provisioning has started" },
+            ...refusals(["400", "401", "403", "404", "409", "429", "500", "503"]),
+          },
+        },
+      },
+      "/v1/leases/{lease_uuid}/events": {
+        get: {
+          summary: "WebSocket of the lease's status frames (EventFrame, a snapshot first)",
+          description:
+            'Checked before the upgrade, so refusals are plain HTTP answers. After 101 the server pushes JSON text frames shaped as EventFrame; with since or notices a {"type":"reset"} frame may come too. Close codes: 1008 client data, 1009 too large, 1013 caps or lifetime, 1001 shutdown.',
+          security: bearer,
+          parameters: [...lease, ...parameters("query", eventsQuerySchema)],
+          responses: {
+            "101": { description: "Switching Protocols: the stream of EventFrame texts" },
+            ...refusals(LEASE_REFUSALS),
+          },
+        },
+      },
+      "/v1/provider": operational("Who this provider is and what it accepts (no token)", {
+        "200": { description: "OK", ...json("ProviderInfo") },
+      }),
+      "/health": operational("Health of providerd and its dependencies (always 200)", {
+        "200": { description: "The report", ...json("HealthReport") },
+      }),
+      "/readyz": operational("Readiness: 200 when ready, 503 with the same report when not", {
+        "200": { description: "Ready", ...json("HealthReport") },
+        "503": { description: "Not ready", ...json("HealthReport") },
+      }),
+      "/metrics": operational("Prometheus metrics", {
+        "200": {
+          description: "Prometheus text format",
+          content: { "text/plain": { schema: { type: "string" } } },
+        },
+      }),
+      "/openapi.json": operational("This document", {
+        "200": {
+          description: "OpenAPI 3.1",
+          content: { "application/json": { schema: { type: "object" } } },
+        },
+      }),
+    },
+    components: {
+      schemas: componentSchemas(),
+      securitySchemes: {
+        tenantToken: {
+          type: "http",
+          scheme: "bearer",
+          description: "base64 JSON {tenant, lease_uuid, timestamp, pub_key, signature} signed with ADR-036",
+        },
+      },
+    },
+  };
+}
+
+export function registerOpenApiRoute(app: FastifyInstance): void {
+  const body = JSON.stringify(openApiDocument());
+  app.get("/openapi.json", async (_req, reply) => reply.code(200).type("application/json").send(body));
+}

@@ -1,0 +1,137 @@
+import { z } from "zod";
+import { LEASE_STATES } from "../../../chain/port.ts";
+import { CANONICAL_UUID } from "../../../core/uuid.ts";
+
+/**
+ * The lease endpoints' wire shapes, once: the handlers parse their path and query with
+ * the request schemas and build their answers as the response types, and the OpenAPI
+ * document (`GET /openapi.json`) is generated from the same objects. A refusal's wording
+ * is each schema's error message, so moving a check here changed no answer.
+ */
+
+/** `{"error", "code", "reason"?}`: every refusal of the tenant API. */
+export const errorEnvelopeSchema = z.object({
+  error: z.string().describe("Text written for tenants; never internal detail"),
+  code: z.number().int().describe("The HTTP status"),
+  reason: z.string().optional().describe("A machine-readable refinement, e.g. billing_only"),
+});
+
+export const leaseParamsSchema = z.object({
+  lease_uuid: z.string().regex(CANONICAL_UUID).describe("Canonical lowercase lease UUID"),
+});
+
+export const DEFAULT_TAIL = 100;
+export const MAX_TAIL = 10_000;
+const TAIL_INVALID = "tail must be a positive integer";
+
+/** `GET logs?tail=`: lines per container, 1..10000; omitted or empty is 100. */
+export const logsQuerySchema = z.object({
+  tail: z
+    .string({ error: TAIL_INVALID })
+    .regex(/^\d{0,6}$/, TAIL_INVALID)
+    .refine((t) => t === "" || Number(t) >= 1, TAIL_INVALID)
+    .refine((t) => t === "" || Number(t) <= MAX_TAIL, `tail must not exceed ${MAX_TAIL}`)
+    .optional()
+    .describe(`Lines per container, 1 to ${MAX_TAIL} (default ${DEFAULT_TAIL})`),
+});
+
+const once = (key: string) => z.string({ error: `${key} may be given once` });
+
+/** `GET events` query: a token for browsers, a resume cursor, the opt-in to notice frames. */
+export const eventsQuerySchema = z.object({
+  token: once("token").optional().describe("The access token, when no Authorization header can be set"),
+  since: once("since")
+    .regex(/^\d{1,16}$/, "since must be a frame seq")
+    .optional()
+    .describe("Resume after this frame seq"),
+  notices: once("notices").optional().describe("Any value but 0/false: also send reset and notice frames"),
+});
+
+const leaseState = z.enum(LEASE_STATES);
+const leaseHeader = {
+  lease_uuid: z.string(),
+  tenant: z.string(),
+  provider_uuid: z.string(),
+};
+const text = () => z.string().optional();
+
+export const statusBodySchema = z.object({
+  ...leaseHeader,
+  state: leaseState,
+  requires_payload: z.boolean(),
+  meta_hash_hex: text(),
+  payload_received: z.boolean(),
+  provisioning_started: z.boolean(),
+  provision_status: text(),
+  fail_count: z.number().int().positive().optional(),
+  reason: text(),
+  message: text(),
+});
+
+const portBinding = z.object({ host_ip: z.string(), host_port: z.number().int().min(0).max(65_535) });
+const ports = z.record(z.string(), portBinding);
+const instance = z.object({
+  instance_index: z.number().int(),
+  container_id: text(),
+  image: text(),
+  status: text(),
+  fqdn: text(),
+  ports: ports.optional(),
+});
+
+export const connectionSchema = z.object({
+  host: z.string(),
+  fqdn: text(),
+  ports: ports.optional(),
+  instances: z.array(instance).optional(),
+  services: z.record(z.string(), z.object({ fqdn: text(), instances: z.array(instance) })).optional(),
+  protocol: text(),
+  metadata: z.record(z.string(), z.string()).optional(),
+});
+
+export const connectionBodySchema = z.object({ ...leaseHeader, connection: connectionSchema });
+
+export const provisionBodySchema = z.object({
+  ...leaseHeader,
+  status: z.string(),
+  fail_count: z.number().int().min(0),
+  reason: text(),
+  message: text(),
+});
+
+export const releaseSchema = z.object({
+  version: z.number().int(),
+  image: text(),
+  status: text(),
+  created_at: text(),
+  reason: text(),
+  message: text(),
+  manifest: text().describe("Standard base64 of the release's manifest"),
+});
+
+export const releasesBodySchema = z.object({ ...leaseHeader, releases: z.array(releaseSchema) });
+
+export const logsBodySchema = z.object({
+  ...leaseHeader,
+  logs: z.record(z.string(), z.string()).describe('Text per "<service>/<instance>"'),
+});
+
+/** A frame of the event stream (text, JSON); a snapshot adds `"type":"snapshot"`. */
+export const eventFrameSchema = z.object({
+  type: z.literal("snapshot").optional(),
+  lease_uuid: z.string(),
+  status: z.string(),
+  error: text(),
+  timestamp: z.string(),
+  seq: z.number().int(),
+  state: leaseState,
+});
+
+export type ErrorEnvelope = z.infer<typeof errorEnvelopeSchema>;
+export type StatusBody = z.infer<typeof statusBodySchema>;
+export type Connection = z.infer<typeof connectionSchema>;
+export type ConnectionBody = z.infer<typeof connectionBodySchema>;
+export type ProvisionBody = z.infer<typeof provisionBodySchema>;
+export type Release = z.infer<typeof releaseSchema>;
+export type ReleasesBody = z.infer<typeof releasesBodySchema>;
+export type LogsBody = z.infer<typeof logsBodySchema>;
