@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { LEASE_STATES } from "../../../chain/port.ts";
+import { terminalBudgetSchema } from "../../../core/backend-contract/index.ts";
 import { CANONICAL_UUID } from "../../../core/uuid.ts";
 
 /**
@@ -64,8 +65,13 @@ export const statusBodySchema = z.object({
   provisioning_started: z.boolean(),
   provision_status: text(),
   fail_count: z.number().int().positive().optional(),
+  terminal_budget: terminalBudgetSchema.optional().describe("The backend's consecutive-failure budget"),
   reason: text(),
   message: text(),
+  credit: z
+    .object({ balance: z.string(), burn_rate_per_hour: z.string(), depletes_at: z.string().nullable() })
+    .optional()
+    .describe("The tenant's credit, when the chain could be read"),
 });
 
 const portBinding = z.object({ host_ip: z.string(), host_port: z.number().int().min(0).max(65_535) });
@@ -95,6 +101,7 @@ export const provisionBodySchema = z.object({
   ...leaseHeader,
   status: z.string(),
   fail_count: z.number().int().min(0),
+  terminal_budget: terminalBudgetSchema.optional(),
   reason: text(),
   message: text(),
 });
