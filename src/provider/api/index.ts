@@ -22,6 +22,7 @@ import { registerStatusRoute } from "./routes/status.ts";
  * `close` stops its timers (the replay-store sweep).
  */
 export type { TenantApiDeps } from "./context.ts";
+export type { EventHub } from "./event-hub.ts";
 
 const SWEEP_INTERVAL_MS = 30_000;
 

@@ -1,5 +1,5 @@
 import type { LeaseEvent } from "../../chain/events/types.ts";
-import type { EventHub } from "../api/event-hub.ts";
+import type { EventHub } from "../api/index.ts";
 import { CLOSE_REASON, type CreditNotices } from "./credit-monitor.ts";
 
 /**
