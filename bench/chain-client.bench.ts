@@ -101,7 +101,8 @@ try {
   const provider = await client(dn, "provider");
   if (SUB_SIGNERS > 0) {
     const subs = deriveSubSigners(dn.account("provider").mnemonic, SUB_SIGNERS);
-    await provider.enableSubSigners(subs, { minBalance: "1000000umfx", topUpAmount: "10000000umfx" });
+    const lanes = provider.enableSubSigners(subs, { minBalance: "1000000umfx", topUpAmount: "10000000umfx" });
+    await lanes.converge();
   }
   const broadcastsBefore = provider.pipeline?.metrics.broadcasts ?? 0;
   const batcher = new AckBatcher({
