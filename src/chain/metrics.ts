@@ -7,11 +7,9 @@ import { Gauge, type Registry } from "prom-client";
 import type { TxMetrics } from "./cosmos/tx-pipeline.ts";
 import type { FeedMetrics } from "./events/feed.ts";
 
-export function registerChainMetrics(
-  registry: Registry,
-  sources: { feed?: () => FeedMetrics; tx?: TxMetrics },
-): void {
-  const gauge = (name: string, help: string, labelNames: string[], collect: (g: Gauge) => void) =>
+/** A gauge factory on `registry` whose values are read at scrape time by `collect`. */
+export function scrapeGauge(registry: Registry) {
+  return (name: string, help: string, labelNames: string[], collect: (g: Gauge) => void) =>
     new Gauge({
       name,
       help,
@@ -21,6 +19,13 @@ export function registerChainMetrics(
         collect(this);
       },
     });
+}
+
+export function registerChainMetrics(
+  registry: Registry,
+  sources: { feed?: () => FeedMetrics; tx?: TxMetrics },
+): void {
+  const gauge = scrapeGauge(registry);
   const feed = sources.feed;
   if (feed !== undefined) {
     gauge("fred_chain_last_block_height", "Last block height the event feed saw", [], (g) =>

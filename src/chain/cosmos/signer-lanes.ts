@@ -147,14 +147,7 @@ export class SignerLanes {
   async converge(signal?: AbortSignal): Promise<LanePassReport> {
     const { conn, provider, minBalance: min, topUpAmount } = this.#o;
     const granter = provider.signer.address;
-    const report: LanePassReport = {
-      grantsSent: 0,
-      toppedUp: 0,
-      readErrors: 0,
-      txErrors: 0,
-      unsettled: 0,
-      errors: [],
-    };
+    const report = emptyPassReport();
     const fail = (what: string, err: unknown) => report.errors.push(`${what}: ${(err as Error).message}`);
     const send = async (msgs: EncodeObject[]): Promise<"ok" | "refused" | "unknown"> => {
       try {
@@ -220,6 +213,10 @@ export class SignerLanes {
     });
     return report;
   }
+}
+
+export function emptyPassReport(): LanePassReport {
+  return { grantsSent: 0, toppedUp: 0, readErrors: 0, txErrors: 0, unsettled: 0, errors: [] };
 }
 
 function viewOf(l: Lane): LaneView {

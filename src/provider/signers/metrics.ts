@@ -2,21 +2,13 @@
  * `fred_signer_*`: the sub-signer lanes as Prometheus sees them, read at scrape time from
  * the live lanes and supervisor (nothing here is on a tx path).
  */
-import { Gauge, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
+import { scrapeGauge } from "../../chain/metrics.ts";
 import type { Signers } from "./signers.ts";
 
 export function registerSignerMetrics(registry: Registry, signers: Signers): void {
   const lanes = signers.subLanes;
-  const gauge = (name: string, help: string, labelNames: string[], collect: (g: Gauge) => void) =>
-    new Gauge({
-      name,
-      help,
-      labelNames,
-      registers: [registry],
-      collect() {
-        collect(this);
-      },
-    });
+  const gauge = scrapeGauge(registry);
   gauge("fred_signer_lanes", "Lease-tx signing lanes, by state", ["state"], (g) => {
     if (lanes === undefined) {
       g.set({ state: "provider_key" }, 1);

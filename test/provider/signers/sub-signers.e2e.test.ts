@@ -160,6 +160,15 @@ async function drain(index: number): Promise<void> {
   }
 }
 
+/** All three lanes active again, and the next acknowledgement goes out on one of them. */
+async function lanesServeAgain(): Promise<void> {
+  await until(async () => (await metric('fred_signer_lanes{state="active"}')) === 3, "3 lanes active again");
+  assert.ok(
+    subs.map((s) => s.address).includes(await ackSigner(await ackedLease())),
+    "a sub-signer acks again",
+  );
+}
+
 async function revokeAckGrants(): Promise<void> {
   await provider.send(
     subs.map((s) => ({
@@ -245,14 +254,7 @@ describe("providerd with authz sub-signer lanes (devnet + mock backend + provide
       "every lane topped up above sub_signer_min_balance",
       { context: () => stack.providerd?.logTail() ?? "" },
     );
-    await until(
-      async () => (await metric('fred_signer_lanes{state="active"}')) === 3,
-      "3 lanes active again",
-    );
-    assert.ok(
-      subs.map((s) => s.address).includes(await ackSigner(await ackedLease())),
-      "a sub-signer acks again",
-    );
+    await lanesServeAgain();
   });
 
   it("a failed grant read demotes nothing; the lane comes back once reads do", async () => {
@@ -300,13 +302,6 @@ describe("providerd with authz sub-signer lanes (devnet + mock backend + provide
     await until(grantsComplete, "grants re-created by a retried pass", {
       context: () => stack.providerd?.logTail() ?? "",
     });
-    await until(
-      async () => (await metric('fred_signer_lanes{state="active"}')) === 3,
-      "3 lanes active again",
-    );
-    assert.ok(
-      subs.map((s) => s.address).includes(await ackSigner(await ackedLease())),
-      "a sub-signer acks again",
-    );
+    await lanesServeAgain();
   });
 });

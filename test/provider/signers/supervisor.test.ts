@@ -1,19 +1,11 @@
 import assert from "node:assert/strict";
 import { once } from "node:events";
 import { describe, it } from "node:test";
-import type { LanePassReport } from "../../../src/chain/cosmos/signer-lanes.ts";
+import { emptyPassReport, type LanePassReport } from "../../../src/chain/cosmos/signer-lanes.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { SignerSupervisor } from "../../../src/provider/signers/index.ts";
 
-const report = (over: Partial<LanePassReport> = {}): LanePassReport => ({
-  grantsSent: 0,
-  toppedUp: 0,
-  readErrors: 0,
-  txErrors: 0,
-  unsettled: 0,
-  errors: [],
-  ...over,
-});
+const report = (over: Partial<LanePassReport> = {}): LanePassReport => ({ ...emptyPassReport(), ...over });
 
 /** A converge step the test answers by hand, one pass at a time. */
 function scripted() {
