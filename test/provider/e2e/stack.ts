@@ -76,11 +76,12 @@ export class Stack {
 
   /**
    * `mockEnv` gives each mock backend's extra environment (one entry per backend);
-   * `configure` sets backendOverrides / extraConfig once the devnet's SKUs are known.
+   * `configure` sets backendOverrides / extraConfig once the devnet's SKUs are known (it
+   * may start other backends first, e.g. a Docker backend, and name them in extraConfig).
    */
   async start(
     mockEnv: (stack: Stack) => Record<string, string>[] = () => [{}, {}],
-    configure: (stack: Stack) => void = () => {},
+    configure: (stack: Stack) => void | Promise<void> = () => {},
     devnetArgs: string[] = [],
   ): Promise<void> {
     const home = join(this.dir, "devnet");
@@ -115,7 +116,7 @@ export class Stack {
       txPollIntervalMs: 50,
       txTimeoutMs: 20_000,
     });
-    configure(this);
+    await configure(this);
     this.writeConfig();
     const init = await runFred(["placement", "init", "--config", this.configPath]);
     if (init.code !== 0) throw new Error(`placement init failed: ${init.stderr}`);
