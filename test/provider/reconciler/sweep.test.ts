@@ -4,6 +4,7 @@ import { after, before, describe, it } from "node:test";
 import { BackendClient, type ProvisionEntry } from "../../../src/provider/backend-client/index.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
+import { signedClient } from "../../backend/kit/signed-client.ts";
 import { until } from "../../support/index.ts";
 import { SECRETS, SIDS, Stack } from "../e2e/stack.ts";
 
@@ -11,7 +12,8 @@ import { SECRETS, SIDS, Stack } from "../e2e/stack.ts";
  * The reconciler in providerd, with real processes (devnet, one mock backend, providerd):
  * a sweep every 2 s repairs what no event reports. An ACTIVE lease whose workload vanished
  * (the mock's substrate records are wiped across a restart, as a crashed host loses its
- * containers) is provisioned again on its owner; a lease closed while providerd was down
+ * containers), or lost behind the backend's back (`POST /_mock/lose`), is provisioned again
+ * on its owner, with a new operation id; a lease closed while providerd was down
  * has its workload torn down after the restart.
  */
 const stack = new Stack();
@@ -55,6 +57,23 @@ function withStore<T>(fn: (s: PlacementStore) => T): T {
   }
 }
 
+/** Waits for the lease to be confirmed again under a new operation, and its workload ready. */
+async function reprovisioned(lease: string, firstLifecycleId: string | undefined): Promise<void> {
+  await until(
+    () => {
+      const p = withStore((s) => s.placement(lease));
+      return p?.lifecycleId !== undefined && p.lifecycleId !== firstLifecycleId;
+    },
+    "the lease confirmed again under a new operation",
+    { timeoutMs: 60_000, intervalMs: 200, context: () => stack.providerd?.logTail() ?? "" },
+  );
+  await until(
+    async () => (await inventory()).find((p) => p.leaseUuid === lease)?.status === "ready",
+    "the re-provisioned workload ready",
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+}
+
 async function metric(name: string, label: string): Promise<number> {
   const text = await (await fetch(`${stack.api}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith(`${name}{${label}}`));
@@ -75,19 +94,7 @@ describe("the reconciler in providerd (devnet + providerd + mock backend)", () =
     await stack.restartMock(0);
 
     // A sweep finds it failed and provisions it again under a new operation id.
-    await until(
-      () => {
-        const p = withStore((s) => s.placement(lease!));
-        return p?.lifecycleId !== undefined && p.lifecycleId !== first?.lifecycleId;
-      },
-      "the lease confirmed again under a new operation",
-      { timeoutMs: 60_000, intervalMs: 200, context: () => stack.providerd?.logTail() ?? "" },
-    );
-    await until(
-      async () => (await inventory()).find((p) => p.leaseUuid === lease)?.status === "ready",
-      "the re-provisioned workload ready",
-      { timeoutMs: 30_000, intervalMs: 200 },
-    );
+    await reprovisioned(lease!, first?.lifecycleId);
     const entries = (await inventory()).filter((p) => p.leaseUuid === lease);
     assert.equal(entries.length, 1, "one workload, on its owner");
     assert.equal(withStore((s) => s.placement(lease!))?.owner, "mock-1", "never moved");
@@ -98,6 +105,21 @@ describe("the reconciler in providerd (devnet + providerd + mock backend)", () =
     );
     assert.equal(await stack.leaseState(lease!), ACTIVE, "the tenant's lease stays ACTIVE");
     assert.ok((await metric("fred_reconciler_actions_total", 'action="reprovision"')) >= 1);
+  });
+
+  it("re-provisions a workload the backend lost behind its back (POST /_mock/lose), on its owner", async () => {
+    const [lease] = await stack.createLeases(1, "docker-small");
+    await stack.waitState([lease!], ACTIVE);
+    const first = withStore((s) => s.placement(lease!));
+    const lost = await signedClient(stack.mocks[0]!.ready.url, SECRETS[0]!).post(
+      `/_mock/lose/${lease}`,
+      undefined,
+    );
+    assert.ok(lost.status >= 200 && lost.status < 300, `lose answered ${lost.status}`);
+    await reprovisioned(lease!, first?.lifecycleId);
+    assert.equal((await inventory()).filter((p) => p.leaseUuid === lease).length, 1);
+    assert.equal(withStore((s) => s.placement(lease!))?.owner, "mock-1", "never moved");
+    assert.equal(await stack.leaseState(lease!), ACTIVE);
   });
 
   it("deprovisions the workload of a lease closed on chain while providerd was down", async () => {
