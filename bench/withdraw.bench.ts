@@ -64,7 +64,11 @@ try {
   const acks = await provider.acknowledge(uuids);
   const unacked = acks.filter((o) => o.status !== "acknowledged").length;
   if (unacked > 0) throw new Error(`${unacked} leases not acknowledged`);
+  // Wait for a block that carries the jump: the gas simulation then prices the settlement
+  // the delivered tx makes (one that simulated a minute earlier owes fewer digits, less gas).
+  const before = (await provider.latestBlock()).time.getTime();
   await dn.call("devnet_advance_time", { seconds: 60 });
+  while ((await provider.latestBlock()).time.getTime() < before + 60_000) await systemClock.sleep(200);
   process.stderr.write(`${uuids.length} ACTIVE leases ready in ${Date.now() - setup} ms\n`);
 
   const metrics = createBillingMetrics(undefined);

@@ -236,6 +236,7 @@ export class CreditMonitor {
       d.leaseClosed?.(o.leaseUuid, tenant);
     }
     d.metrics.closures(closed);
+    d.logger.info({ tenant, closed, outcomes: outcomes.map((o) => o.status) }, "credit closure sent");
     // A lease whose close did not go through is closed at the next check: the grace
     // period is over, and a non-zero read in between still clears it.
     if (outcomes.every((o) => o.status === "closed" || o.status === "already_done"))

@@ -1,0 +1,174 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { type CosmosChain, openCosmosChain } from "../../../src/chain/cosmos/adapter.ts";
+import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
+import {
+  MsgCreateLease,
+  MsgCreateLeaseResponse,
+  MsgCreateProvider,
+  MsgCreateProviderResponse,
+  MsgCreateSKU,
+  MsgCreateSKUResponse,
+  Unit,
+} from "../../../src/chain/proto/index.ts";
+import { launchFred, portOf, until } from "../../support/index.ts";
+import { mockSkus, Stack } from "../e2e/stack.ts";
+
+/**
+ * The money loop through real processes: a devnet (the faucet as module authority), mock
+ * backends and providerd. Our lease's reservation is used up by providerd's own startup
+ * withdrawal; then a second provider's lease of the same tenant drains the credit and is
+ * auto-closed by the chain. providerd's watcher checks the tenant at once, finds the
+ * balance empty, waits out the grace period, closes our lease with `credit exhausted` and
+ * deprovisions it on its backend.
+ */
+const stack = new Stack();
+let authority: CosmosChain;
+let operator: CosmosChain;
+
+function client(name: string): Promise<CosmosChain> {
+  return openCosmosChain({
+    rpcUrl: stack.devnet.ready.rpc,
+    signer: signerFromKey(Buffer.from(stack.account(name).private_key_hex, "hex")),
+    txPollIntervalMs: 50,
+    txTimeoutMs: 20_000,
+  });
+}
+
+async function control(method: string, params: Record<string, unknown> = {}): Promise<void> {
+  const res = await fetch(stack.devnet.ready.rpc, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const body = (await res.json()) as { error?: unknown };
+  if (body.error !== undefined) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
+}
+
+/** Moves the chain's time forward and commits a block that carries the jump. */
+async function advance(seconds: number): Promise<void> {
+  await control("devnet_advance_time", { seconds });
+  await control("devnet_produce_block");
+}
+
+before(async () => {
+  await stack.start(
+    (s) => {
+      const served = mockSkus(s.sku("docker-small"));
+      return [{ MOCK_BACKEND_SKUS: served }, { MOCK_BACKEND_SKUS: served }];
+    },
+    (s) => {
+      s.backendOverrides = [{ skus: [s.sku("docker-small")] }, { skus: [s.sku("docker-small")] }];
+      s.extraConfig = {
+        withdraw_interval: "1h",
+        credit_check_zero_grace_period: "1s",
+        credit_check_retry_interval: "1s",
+      };
+    },
+  );
+  // The module authority is read at start: restart the devnet (same home, same port) with it.
+  const port = portOf(stack.devnet.ready.rpc);
+  await stack.devnet.stop();
+  stack.devnet = await launchFred<{ rpc: string }>(
+    [
+      "devnet",
+      "start",
+      "--home",
+      join(stack.dir, "devnet"),
+      "--rpc-port",
+      String(port),
+      "--block-time",
+      "0s",
+    ],
+    { label: "devnet", env: { POA_ADMIN_ADDRESS: stack.account("faucet").address }, readyTimeoutMs: 120_000 },
+  );
+  authority = await client("faucet");
+  operator = await client("tenant2");
+  await stack.startProviderd();
+});
+
+after(async () => {
+  authority?.disconnect();
+  operator?.disconnect();
+  await stack.close();
+});
+
+async function otherProviderLease(): Promise<{ providerUuid: string; lease: string }> {
+  const created = await authority.send([
+    {
+      typeUrl: MsgCreateProvider.typeUrl,
+      value: MsgCreateProvider.fromPartial({
+        authority: authority.address,
+        address: operator.address,
+        payoutAddress: operator.address,
+        apiUrl: "https://p2.example",
+      }),
+    },
+  ]);
+  assert.equal(created.code, 0, created.rawLog);
+  const providerUuid = MsgCreateProviderResponse.decode(created.msgResponses[0]!.value).uuid;
+  const sku = await authority.send([
+    {
+      typeUrl: MsgCreateSKU.typeUrl,
+      value: MsgCreateSKU.fromPartial({
+        authority: authority.address,
+        providerUuid,
+        name: "p2-small",
+        unit: Unit.UNIT_PER_HOUR,
+        basePrice: { denom: "upwr", amount: "360000" },
+      }),
+    },
+  ]);
+  assert.equal(sku.code, 0, sku.rawLog);
+  const skuUuid = MsgCreateSKUResponse.decode(sku.msgResponses[0]!.value).uuid;
+  const res = await stack.tenant.send([
+    {
+      typeUrl: MsgCreateLease.typeUrl,
+      value: MsgCreateLease.fromPartial({ tenant: stack.tenant.address, items: [{ skuUuid, quantity: 1n }] }),
+    },
+  ]);
+  const lease = MsgCreateLeaseResponse.decode(res.msgResponses[0]!.value).leaseUuid;
+  const [ack] = await operator.acknowledge([lease]);
+  assert.equal(ack!.status, "acknowledged");
+  return { providerUuid, lease };
+}
+
+describe("credit exhaustion end to end (devnet + providerd + mock backends)", () => {
+  it("closes and deprovisions our lease once another provider drained the tenant's credit", async () => {
+    const [ours] = await stack.createLeases(1, "docker-small");
+    await stack.waitState([ours!], "LEASE_STATE_ACTIVE");
+    assert.equal((await stack.workloads([ours!])).length, 1);
+    const p2 = await otherProviderLease();
+
+    // An hour on, providerd's startup withdrawal pays our lease its reserved hour.
+    await stack.stopProviderd();
+    await advance(3_600);
+    const settledBefore = (await stack.tenant.getLease(ours!))?.lastSettledAt?.getTime() ?? 0;
+    await stack.startProviderd();
+    await until(
+      async () => ((await stack.tenant.getLease(ours!))?.lastSettledAt?.getTime() ?? 0) > settledBefore,
+      "providerd's startup withdrawal settled our lease",
+    );
+    assert.equal(await stack.leaseState(ours!), "LEASE_STATE_ACTIVE");
+
+    // Far later, the other provider's withdrawal takes what is left and closes its lease.
+    await advance(10_000_000);
+    await operator.withdrawAll(p2.providerUuid);
+    assert.equal(await stack.leaseState(p2.lease), "LEASE_STATE_CLOSED");
+    const estimate = await stack.tenant.creditEstimate(stack.tenant.address);
+    assert.ok(!(estimate?.balance ?? []).some((c) => BigInt(c.amount) > 0n), "the tenant's credit is empty");
+
+    await stack.waitState([ours!], "LEASE_STATE_CLOSED");
+    assert.equal((await stack.tenant.getLease(ours!))?.closureReason, "credit exhausted");
+    await until(async () => (await stack.workloads([ours!])).length === 0, "our lease deprovisioned", {
+      context: () => stack.providerd?.logTail() ?? "",
+    });
+    // The feed's lease_closed can start the deprovision before the close tx's own
+    // confirmation (tx_poll_interval) reaches the monitor, which then counts it.
+    await until(
+      async () => /^fred_credit_closures_total 1$/m.test(await (await fetch(`${stack.api}/metrics`)).text()),
+      "the closure counted",
+    );
+  });
+});
