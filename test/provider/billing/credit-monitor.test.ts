@@ -188,4 +188,20 @@ describe("credit monitor (devnet)", () => {
     });
     await provider.closeLeases([lease], "test done");
   });
+
+  it("checks and closes a billing-only lease like any other", async () => {
+    const t = await clientFor(dn, "tenant1");
+    const [lease] = await createLeases(t, dn, 1, "billing-only");
+    t.disconnect();
+    await provider.acknowledge([lease!]);
+    const node = new StagedNode(provider);
+    const { clock, monitor, closed } = monitorOver(node);
+    node.script.push("zero", "zero");
+    await monitor.checkAll(signal);
+    assert.ok(monitor.holds(dn.account("tenant1").address));
+    clock.advance(GRACE_MS);
+    await monitor.checkAll(signal);
+    assert.deepEqual(closed, [lease]);
+    assert.equal((await provider.getLease(lease!))?.closureReason, "credit exhausted");
+  });
 });

@@ -121,4 +121,23 @@ describe("withdrawals (devnet + billing scheduler)", () => {
       capped.disconnect();
     }
   });
+
+  it("settles a billing-only lease like any other", async () => {
+    const registry = new Registry();
+    const { clock, billing } = billingOver(provider, registry);
+    await next(billing, "withdraw", () => billing.start());
+    const [lease] = await createLeases(tenant, dn, 1, "billing-only");
+    const [ack] = await provider.acknowledge([lease!]);
+    const ackNs = await blockTimeNs(dn.rpc, ack!.height!);
+    await advanceTime(dn, provider, 50);
+    const [report] = await next(billing, "withdraw", () => clock.advance(INTERVAL_MS));
+    assert.equal(report.outcome, "complete");
+    assert.equal(report.settled, 1n);
+    const pageNs = await blockTimeNs(dn.rpc, report.heights[0]!);
+    // billing-only: 36 000 upwr per hour, 10 per second.
+    const owed = 10n * ((pageNs - ackNs) / 1_000_000_000n);
+    assert.deepEqual(report.amounts, [{ denom: "upwr", amount: owed.toString() }]);
+    await billing.stop();
+    await provider.closeLeases([lease!], "test done");
+  });
 });
