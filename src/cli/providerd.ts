@@ -30,7 +30,8 @@ every problem (one per line on stderr, and {"ok":false,"problems":[…]} on stdo
 exits 1. Keys and rules: docs/providerd-config.md.
 
 Running, it prints one line {"url","provider_uuid"} on stdout once the API listens, then
-logs to stderr. SIGHUP reloads tls_cert_file/tls_key_file (so does a change to either). The placement store must exist (fred placement init). The file keyring
+logs to stderr. SIGHUP reloads tls_cert_file/tls_key_file (so does a change to either). SIGUSR1 runs a
+reconciler sweep now (one already running is followed by exactly one more). The placement store must exist (fred placement init). The file keyring
 needs FRED_KEYRING_PASSPHRASE. Operator guide: docs/providerd.md.
   $ FRED_KEYRING_PASSPHRASE=… fred providerd -c /etc/fred/providerd.yaml`,
     )
@@ -52,6 +53,8 @@ needs FRED_KEYRING_PASSPHRASE. Operator guide: docs/providerd.md.
       printJson({ url: running.url, provider_uuid: result.config.providerUuid });
       // SIGHUP: serve a renewed TLS certificate without a restart.
       process.on("SIGHUP", () => running.reloadTls());
+      // SIGUSR1: the operator's on-demand reconciler sweep (its outcome is logged and metered).
+      process.on("SIGUSR1", () => void running.reconcile().catch(() => {}));
       await new Promise<void>((resolve) => {
         process.once("SIGTERM", resolve);
         process.once("SIGINT", resolve);

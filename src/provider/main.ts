@@ -19,7 +19,7 @@ import { listenerOptions } from "./http/listener.ts";
 import { createProviderMetrics } from "./http/metrics.ts";
 import { buildHttpServer } from "./http/server.ts";
 import { Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
-import { Reconciler } from "./reconciler/index.ts";
+import { Reconciler, type SweepReport } from "./reconciler/index.ts";
 import { Router } from "./router.ts";
 import { registerSignerMetrics, startSigners } from "./signers/index.ts";
 import { PayloadStore, PlacementStore, TokenTracker } from "./store/index.ts";
@@ -50,6 +50,8 @@ export interface RunningProviderd {
   readonly lifecycle: Lifecycle;
   /** Serves the TLS certificate files' current content (SIGHUP); false when refused or plain HTTP. */
   reloadTls(): boolean;
+  /** A reconciler sweep now, or the one queued after the running sweep (SIGUSR1, tests). */
+  reconcile(): Promise<SweepReport>;
   stop(): Promise<void>;
 }
 
@@ -324,6 +326,7 @@ export async function startProviderd(
       },
       lifecycle: lc,
       reloadTls,
+      reconcile: () => recovery.sweep(lc.signal),
       stop() {
         stopping ??= (async () => {
           state = "stopping";

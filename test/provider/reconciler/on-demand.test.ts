@@ -1,0 +1,92 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { after, before, describe, it } from "node:test";
+import { BackendClient, type ProvisionEntry } from "../../../src/provider/backend-client/index.ts";
+import { parseProviderConfig } from "../../../src/provider/config/index.ts";
+import { PlacementStore } from "../../../src/provider/store/index.ts";
+import { signedClient } from "../../backend/kit/signed-client.ts";
+import { until } from "../../support/index.ts";
+import { SECRETS, SIDS, Stack } from "../e2e/stack.ts";
+
+/**
+ * The operator's on-demand sweep: with reconciliation_interval at an hour, a workload lost
+ * after startup stays failed until SIGUSR1 asks providerd for a sweep, which provisions it
+ * again on its owner (devnet + one mock backend + providerd, real processes).
+ */
+const stack = new Stack();
+
+before(async () => {
+  await stack.start(
+    () => [{}],
+    (s) => {
+      s.backendOverrides = [{ skus: [s.sku("docker-small")] }];
+      s.extraConfig = { reconciliation_interval: "1h" };
+    },
+  );
+  await stack.startProviderd();
+});
+
+after(async () => {
+  await stack.close();
+});
+
+async function inventory(): Promise<ProvisionEntry[]> {
+  const config = parseProviderConfig(readFileSync(stack.configPath, "utf8"));
+  const client = await BackendClient.create({
+    backend: config.backends[0]!,
+    secret: SECRETS[0]!,
+    storageId: SIDS[0],
+  });
+  try {
+    return (await client.inventory()).provisions;
+  } finally {
+    await client.close();
+  }
+}
+
+function lifecycleId(lease: string): string | undefined {
+  const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
+  try {
+    return s.placement(lease)?.lifecycleId;
+  } finally {
+    s.close();
+  }
+}
+
+async function sweeps(): Promise<number> {
+  const text = await (await fetch(`${stack.api}/metrics`)).text();
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith("fred_reconciler_runs_total{"))
+    .reduce((n, l) => n + Number(l.split(" ").at(-1)), 0);
+}
+
+describe("fred providerd: SIGUSR1 runs a reconciler sweep now", () => {
+  it("a lost workload is re-provisioned on the sweep the signal asks for", async () => {
+    const [lease] = await stack.createLeases(1, "docker-small");
+    await stack.waitState([lease!], "LEASE_STATE_ACTIVE");
+    const first = lifecycleId(lease!);
+    const lost = await signedClient(stack.mocks[0]!.ready.url, SECRETS[0]!).post(
+      `/_mock/lose/${lease}`,
+      undefined,
+    );
+    assert.ok(lost.status >= 200 && lost.status < 300, `lose answered ${lost.status}`);
+    await until(
+      async () => (await inventory()).find((p) => p.leaseUuid === lease)?.status === "failed",
+      "the mock reports the workload failed",
+      { intervalMs: 100 },
+    );
+    const before = await sweeps();
+    assert.equal(lifecycleId(lease!), first, "no sweep has repaired it yet");
+
+    stack.providerd!.signal("SIGUSR1");
+    await until(
+      async () =>
+        (await inventory()).find((p) => p.leaseUuid === lease)?.status === "ready" &&
+        lifecycleId(lease!) !== first,
+      "the lease provisioned again under a new operation",
+      { timeoutMs: 60_000, intervalMs: 200, context: () => stack.providerd?.logTail() ?? "" },
+    );
+    assert.ok((await sweeps()) > before, "a sweep ran");
+  });
+});
