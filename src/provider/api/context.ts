@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
 import type { TokenClaims } from "../../auth/token.ts";
 import type { ChainLease, ChainPort, LeaseStateName } from "../../chain/port.ts";
+import { Coalescer } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendClient } from "../backend-client/index.ts";
@@ -8,6 +9,7 @@ import type { ProviderConfig } from "../config/index.ts";
 import { RateBuckets } from "../http/rate-buckets.ts";
 import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
+import type { DiagnosticsLookup } from "./diagnostics.ts";
 import { sendApiError } from "./errors.ts";
 import type { EventHubOptions } from "./event-hub.ts";
 import { LeaseReads, type LeaseReadsOptions } from "./lease-reads.ts";
@@ -52,6 +54,12 @@ export interface TenantContext {
   deps: TenantApiDeps;
   auth: TenantAuth;
   leases: LeaseReads;
+  /**
+   * The backend's provision record behind `GET status`, shared by concurrent requests for a
+   * lease and reused for as long as a chain read is (`leaseReads.ttlMs`), so a tenant
+   * polling at its rate limit does not turn every poll into a backend call.
+   */
+  statusReads: Coalescer<DiagnosticsLookup>;
   requestTimeoutMs: number;
   logger: Logger;
 }
@@ -78,6 +86,7 @@ export function tenantContext(deps: TenantApiDeps): TenantContext {
           }
         : {}),
     }),
+    statusReads: new Coalescer({ clock: deps.clock, ttlMs: deps.leaseReads?.ttlMs ?? 1_000 }),
     leases: new LeaseReads({
       chain: deps.chain,
       clock: deps.clock,

@@ -1,18 +1,19 @@
 import type { FastifyInstance } from "fastify";
 import { routeRead } from "../backend-route.ts";
 import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
-import { lookupDiagnostics } from "../diagnostics.ts";
+import { type DiagnosticsLookup, lookupDiagnostics } from "../diagnostics.ts";
 import type { StatusBody } from "../schemas/lease.ts";
 
 /**
  * `GET /v1/leases/{uuid}/status` (access token, no replay, any state): the chain state
  * as its protobuf enum name, what providerd holds for the lease, and — best effort —
- * the backend's provision status. A backend that cannot answer only drops those fields.
+ * the backend's provision status (coalesced per lease, at most one chain-read TTL old). A
+ * backend that cannot answer only drops those fields.
  * `credit` (balance, burn per hour and depletion date of the tenant's credit, from the
  * credit monitor) is likewise dropped when the chain cannot be read.
  */
 export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): void {
-  const { store, clients, payloads, config, logger } = ctx.deps;
+  const { payloads, config, logger } = ctx.deps;
   app.get(
     "/v1/leases/:lease_uuid/status",
     tenantRoute(ctx, async (req, reply, scope) => {
@@ -36,7 +37,7 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
         payload_received: payloadReceived,
         provisioning_started: ctx.deps.provisioningStarted(uuid),
       };
-      const found = await lookupDiagnostics(routeRead(store, clients, uuid), clients, uuid, scope.signal);
+      const found = await sharedDiagnostics(ctx, uuid);
       if (found.kind === "found") {
         const d = found.diagnostics;
         body.provision_status = d.status;
@@ -58,4 +59,23 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
       return { status: 200, body };
     }),
   );
+}
+
+/**
+ * One backend read per lease, shared by concurrent polls and reused within the TTL; its
+ * deadline is its own, not the first caller's. A failed read is thrown out of the
+ * coalescer so that it is never reused, and comes back here as "unknown".
+ */
+async function sharedDiagnostics(ctx: TenantContext, uuid: string): Promise<DiagnosticsLookup> {
+  const { store, clients } = ctx.deps;
+  try {
+    return await ctx.statusReads.get(uuid, async () => {
+      const signal = AbortSignal.timeout(ctx.requestTimeoutMs);
+      const found = await lookupDiagnostics(routeRead(store, clients, uuid), clients, uuid, signal);
+      if (found.kind === "unknown" && found.error !== undefined) throw found.error;
+      return found;
+    });
+  } catch (err) {
+    return { kind: "unknown", error: err as Error };
+  }
 }
