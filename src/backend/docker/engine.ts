@@ -1,4 +1,5 @@
 import Docker from "dockerode";
+import { withDeadline } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { type ErrorCode, FredError } from "../../core/errors.ts";
 import { SubstrateError } from "../kit/index.ts";
@@ -60,34 +61,18 @@ export type DockerPhase = keyof typeof PHASE_TIMEOUT;
  * Runs `work` with a signal that aborts when the parent does or when `ms` elapse on the
  * clock; a timeout surfaces as FredError `ERR_DOCKER_<PHASE>_TIMEOUT` (retryable).
  */
-export async function withPhase<T>(
+export function withPhase<T>(
   clock: Clock,
   phase: DockerPhase,
   ms: number,
   parent: AbortSignal,
   work: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
-  const controller = new AbortController();
-  const timeoutError = new FredError(PHASE_TIMEOUT[phase], `docker ${phase} did not finish within ${ms} ms`, {
-    retryable: true,
-  });
-  const cancel = clock.setTimer(ms, () => controller.abort(timeoutError));
-  const onParent = () => controller.abort(parent.reason);
-  if (parent.aborted) onParent();
-  else parent.addEventListener("abort", onParent, { once: true });
-  try {
-    const result = await Promise.race([
-      work(controller.signal),
-      new Promise<never>((_, reject) => {
-        if (controller.signal.aborted) reject(controller.signal.reason);
-        controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true });
-      }),
-    ]);
-    return result;
-  } finally {
-    cancel();
-    parent.removeEventListener("abort", onParent);
-  }
+  const timeout = () =>
+    new FredError(PHASE_TIMEOUT[phase], `docker ${phase} did not finish within ${ms} ms`, {
+      retryable: true,
+    });
+  return withDeadline(clock, ms, parent, timeout, work);
 }
 
 /** The effect may or may not have happened (timeout, engine unreachable, lost reply). */

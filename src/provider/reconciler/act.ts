@@ -9,7 +9,7 @@ import {
   rereadGate,
 } from "../../core/reconcile/index.ts";
 import type { Lifecycle } from "../lifecycle/index.ts";
-import { withDeadline } from "./deadline.ts";
+import { sweepDeadline } from "./deadline.ts";
 import type { ReconcilerMetrics } from "./metrics.ts";
 import { provisionOn } from "./provision.ts";
 
@@ -150,7 +150,7 @@ async function lifecycleAction(ctx: ActContext, a: Exclude<Action, DestructiveAc
 async function reread(ctx: ActContext, lease: string): Promise<Reread> {
   const chain = ctx.lifecycle.deps.chain;
   try {
-    const l = await withDeadline(ctx.lifecycle.deps.clock, ctx.deadlineMs, ctx.signal, (s) =>
+    const l = await sweepDeadline(ctx.lifecycle.deps.clock, ctx.deadlineMs, ctx.signal, (s) =>
       chain.getLease(lease, s),
     );
     return l === undefined ? { kind: "not_found" } : { kind: "found", state: l.state };

@@ -11,7 +11,7 @@ import {
   pairInventories,
 } from "../../core/reconcile/index.ts";
 import type { LifecycleDeps } from "../lifecycle/index.ts";
-import { withDeadline } from "./deadline.ts";
+import { sweepDeadline } from "./deadline.ts";
 
 /**
  * The sweep's collect phase: the chain's PENDING and ACTIVE leases of this provider (all
@@ -100,7 +100,7 @@ async function readBackend(
   let retentions: InventoryHalf<string> = UNREACHABLE;
   try {
     // The client walks every page of both endpoints and checks each page's identity.
-    const inv = await withDeadline(d.clock, deadlineMs, signal, (s) => client.inventory(s));
+    const inv = await sweepDeadline(d.clock, deadlineMs, signal, (s) => client.inventory(s));
     provisions = { kind: "read", storageId: inv.storageId, items: inv.provisions };
     retentions = { kind: "read", storageId: inv.storageId, items: inv.retentions };
   } catch (err) {
@@ -128,7 +128,7 @@ async function readBudgets(d: LifecycleDeps, input: PlanInput, deadlineMs: numbe
       const client = d.clients.get(backend);
       if (view?.kind !== "answered" || client === undefined) return;
       try {
-        const info = await withDeadline(d.clock, deadlineMs, signal, (s) => client.provisionInfo(lease, s));
+        const info = await sweepDeadline(d.clock, deadlineMs, signal, (s) => client.provisionInfo(lease, s));
         const verdict = info === undefined ? undefined : readTerminalBudget(info)?.verdict;
         if (verdict === undefined) return;
         const obs = view.provisions.get(lease);

@@ -1,34 +1,18 @@
+import { withDeadline } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 
 /**
- * Runs `work` with a signal that aborts at `ms` on the injected clock (or with `signal`), so a
- * hanging backend or chain node is abandoned at the sweep's deadline and the work stops too.
+ * Runs one sweep read with the sweep's deadline on the injected clock, so a hanging backend
+ * or chain node is abandoned at the deadline and the read stops too.
  */
-export async function withDeadline<T>(
+export function sweepDeadline<T>(
   clock: Clock,
   ms: number,
   signal: AbortSignal,
   work: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
-  const controller = new AbortController();
-  const cancel = clock.setTimer(ms, () =>
-    controller.abort(
-      new FredError("ERR_RECONCILE_DEADLINE", `no answer within ${ms} ms`, { retryable: true }),
-    ),
-  );
-  const onAbort = () => controller.abort(signal.reason);
-  if (signal.aborted) onAbort();
-  else signal.addEventListener("abort", onAbort, { once: true });
-  try {
-    const aborted = new Promise<never>((_, reject) => {
-      if (controller.signal.aborted) reject(controller.signal.reason);
-      controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true });
-    });
-    aborted.catch(() => {});
-    return await Promise.race([work(controller.signal), aborted]);
-  } finally {
-    cancel();
-    signal.removeEventListener("abort", onAbort);
-  }
+  const timeout = () =>
+    new FredError("ERR_RECONCILE_DEADLINE", `no answer within ${ms} ms`, { retryable: true });
+  return withDeadline(clock, ms, signal, timeout, work);
 }

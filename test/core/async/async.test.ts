@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Backoff, Coalescer, KeyedMutex, retry, withDefaults } from "../../../src/core/async/index.ts";
+import {
+  Backoff,
+  Coalescer,
+  KeyedMutex,
+  retry,
+  withDeadline,
+  withDefaults,
+} from "../../../src/core/async/index.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { FredError, isFredError } from "../../../src/core/errors.ts";
 
@@ -140,5 +147,32 @@ describe("withDefaults", () => {
   it("keeps a default where the override is undefined", () => {
     const out = withDefaults<{ a?: number; b?: string }>({ a: 1, b: "x" }, { a: undefined, b: "y" });
     assert.deepEqual(out, { a: 1, b: "y" });
+  });
+});
+
+describe("withDeadline", () => {
+  const timeout = () => new Error("too slow");
+
+  it("rejects with the caller's error at the deadline, even if the work ignores its signal", async () => {
+    const clock = new ManualClock(0);
+    let seen: AbortSignal | undefined;
+    const p = withDeadline(clock, 100, new AbortController().signal, timeout, (s) => {
+      seen = s;
+      return new Promise<never>(() => {});
+    });
+    clock.advance(99);
+    assert.equal(seen?.aborted, false);
+    clock.advance(1);
+    await assert.rejects(p, /too slow/);
+    assert.equal(seen?.aborted, true, "the work's signal is aborted too");
+  });
+
+  it("passes the parent's abort through and returns what the work returns", async () => {
+    const clock = new ManualClock(0);
+    assert.equal(await withDeadline(clock, 100, new AbortController().signal, timeout, async () => 7), 7);
+    const parent = new AbortController();
+    const p = withDeadline(clock, 100, parent.signal, timeout, () => new Promise<never>(() => {}));
+    parent.abort(new Error("shutting down"));
+    await assert.rejects(p, /shutting down/);
   });
 });
