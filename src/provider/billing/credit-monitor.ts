@@ -69,7 +69,10 @@ export class CreditMonitor {
 
   constructor(deps: CreditMonitorDeps) {
     this.#d = deps;
-    this.#reads = new Coalescer({ clock: deps.clock });
+    // A tenant the monitor has not checked yet (no ACTIVE lease here) is read for `GET status`;
+    // reusing that read for a second keeps a polling tenant from reaching the chain node on
+    // every request, as the lease read does.
+    this.#reads = new Coalescer({ clock: deps.clock, ttlMs: 1_000 });
   }
 
   /** Whether the last check saw ACTIVE leases of this tenant here. */
