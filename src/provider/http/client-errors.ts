@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { tenantError } from "../../core/envelope.ts";
 import { SECURITY_HEADERS } from "./edge.ts";
@@ -41,6 +42,22 @@ export function clientErrorAnswer(err: NodeJS.ErrnoException, socket: Socket): v
     );
   }
   socket.destroy();
+}
+
+/**
+ * Node's `connect` event: a CONNECT request never reaches the router, and without a
+ * listener Node drops the socket with no answer. This is not a proxy: 405 in the envelope.
+ */
+export function connectRefused(_req: IncomingMessage, socket: Duplex): void {
+  const body = JSON.stringify(tenantError(405, "method not allowed"));
+  if (socket.writable) {
+    socket.end(
+      `HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/json\r\nAllow: GET, POST, OPTIONS\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n${RAW_SECURITY_HEADERS}Connection: close\r\n\r\n${body}`,
+    );
+  } else {
+    socket.destroy();
+  }
 }
 
 /** Node's `checkExpectation` event: an expectation we cannot meet is a 417 envelope. */

@@ -5,7 +5,12 @@ import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { TenantApi } from "../api/index.ts";
 import { CALLBACK_PATH, type CallbackIngressOptions, registerCallbackIngress } from "../callbacks/ingress.ts";
-import { clientErrorAnswer, expectationFailed, frameworkErrorAnswer } from "./client-errors.ts";
+import {
+  clientErrorAnswer,
+  connectRefused,
+  expectationFailed,
+  frameworkErrorAnswer,
+} from "./client-errors.ts";
 import { ClientIp } from "./client-ip.ts";
 import { installEdge } from "./edge.ts";
 import { type HealthSources, healthReport, isReady } from "./health.ts";
@@ -51,6 +56,7 @@ export function buildHttpServer(o: HttpServerOptions): ProviderServer {
     ...(tls === undefined ? {} : { https: { ...tls, minVersion: TLS_MIN_VERSION } }),
   }) as unknown as FastifyInstance;
   app.server.on("checkExpectation", expectationFailed);
+  app.server.on("connect", connectRefused);
   installEdge(app, {
     clock: o.clock,
     clientIp: new ClientIp(l.trustedProxies),

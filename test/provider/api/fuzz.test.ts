@@ -370,6 +370,14 @@ describe("answers the fuzz found outside the envelope (regressions)", () => {
       414,
     ],
     ["a path that is not URL encoding (Fastify)", head("GET /v1/leases/%zz/status HTTP/1.1"), 400],
+    [
+      "a CONNECT request (Node hands it to the connect event)",
+      head(
+        "CONNECT /v1/leases/00000008-0915-49bd-b0bb-01912aca21cf/events HTTP/1.1",
+        "M1-K-IZ: R6TB}F:Oj\r\n",
+      ),
+      405,
+    ],
   ];
   for (const [name, bytes, status] of cases) {
     it(`${name}: ${status} in the envelope, with the security headers`, async () => {

@@ -37,7 +37,7 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
         payload_received: payloadReceived,
         provisioning_started: ctx.deps.provisioningStarted(uuid),
       };
-      const found = await sharedDiagnostics(ctx, uuid);
+      const found = await sharedDiagnostics(ctx, uuid, lease.state);
       if (found.kind === "found") {
         const d = found.diagnostics;
         body.provision_status = d.status;
@@ -62,14 +62,19 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
 }
 
 /**
- * One backend read per lease, shared by concurrent polls and reused within the TTL; its
- * deadline is its own, not the first caller's. A failed read is thrown out of the
+ * One backend read per lease, shared by concurrent polls and reused within the TTL while
+ * the chain state it was read beside stays the same (a lease that just turned ACTIVE is
+ * read afresh); its deadline is its own, not the first caller's. A failed read is thrown out of the
  * coalescer so that it is never reused, and comes back here as "unknown".
  */
-async function sharedDiagnostics(ctx: TenantContext, uuid: string): Promise<DiagnosticsLookup> {
+async function sharedDiagnostics(
+  ctx: TenantContext,
+  uuid: string,
+  state: string,
+): Promise<DiagnosticsLookup> {
   const { store, clients } = ctx.deps;
   try {
-    return await ctx.statusReads.get(uuid, async () => {
+    return await ctx.statusReads.get(`${uuid} ${state}`, async () => {
       const signal = AbortSignal.timeout(ctx.requestTimeoutMs);
       const found = await lookupDiagnostics(routeRead(store, clients, uuid), clients, uuid, signal);
       if (found.kind === "unknown" && found.error !== undefined) throw found.error;
