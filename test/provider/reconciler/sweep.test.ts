@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
-import { readFileSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import { BackendClient, type ProvisionEntry } from "../../../src/provider/backend-client/index.ts";
-import { parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { signedClient } from "../../backend/kit/signed-client.ts";
 import { until } from "../../support/index.ts";
-import { SECRETS, SIDS, Stack } from "../e2e/stack.ts";
+import { SECRETS, Stack } from "../e2e/stack.ts";
+import { backendInventory } from "./inventory.ts";
 
 /**
  * The reconciler in providerd, with real processes (devnet, one mock backend, providerd):
@@ -34,19 +33,7 @@ after(async () => {
   await stack.close();
 });
 
-async function inventory(): Promise<ProvisionEntry[]> {
-  const config = parseProviderConfig(readFileSync(stack.configPath, "utf8"));
-  const client = await BackendClient.create({
-    backend: config.backends[0]!,
-    secret: SECRETS[0]!,
-    storageId: SIDS[0],
-  });
-  try {
-    return (await client.inventory()).provisions;
-  } finally {
-    await client.close();
-  }
-}
+const inventory = () => backendInventory(stack);
 
 function withStore<T>(fn: (s: PlacementStore) => T): T {
   const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
