@@ -425,6 +425,10 @@ export const BACKEND_BODY_CODES = {
   },
   client_certificate_not_allowed: { meaning: "403: the client certificate is not allowed", field: "code" },
   unsupported: { meaning: "501: the backend does not implement the operation", field: "code" },
+  maintenance_expired: {
+    meaning: "409: a restart or update not newer than the lease's newest one, with no receipt left; not run",
+    field: "code",
+  },
   demote_exceeds_tier: { meaning: "422: an update would demote below the lease's tier", field: "code" },
   unknown_sku: {
     meaning: "400: the request names a SKU the backend does not serve",

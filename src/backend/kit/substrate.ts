@@ -187,6 +187,31 @@ export interface Substrate {
   connection(leaseUuid: string, signal: AbortSignal): Promise<ConnectionInfo | undefined>;
 
   /**
+   * Optional maintenance: recreates the lease's workload from the same spec (same
+   * release): stop, remove, create, start, verify; volumes kept. Idempotent after a crash:
+   * called again with the same spec, it ends running. Without it the kit answers POST
+   * /restart with 501 `unsupported`. A definite failure leaves the lease failed
+   * (`RestartFailed`); an ambiguous one leaves the command pending and recovery calls
+   * this again.
+   */
+  restart?(spec: WorkloadSpec, signal: AbortSignal): Promise<void>;
+
+  /**
+   * Optional maintenance: replaces release `current` by `next` without ever
+   * deprovisioning: the current release's resources and volumes stay until `next`
+   * verifies. `next.release > current.release` (normally one more; a failed update in
+   * between took a version of its own). Definite failure of `next` with `current`
+   * restored: throw a definite SubstrateError (reason "UpdateFailed"); the kit records the
+   * failed release and the lease stays ready on `current`. Effects unknown (engine gone,
+   * timeout, compensation unsure): ambiguous; the kit keeps the command pending and calls
+   * update(current, next) again after a restart or in recovery. A re-call drives to a
+   * definite end from whatever exists (next fully running and verified: resolve;
+   * partial: roll back or finish, never guess, never leave two releases running).
+   * Without it the kit answers POST /update with 501 `unsupported`.
+   */
+  update?(current: WorkloadSpec, next: WorkloadSpec, signal: AbortSignal): Promise<void>;
+
+  /**
    * Optional supervision: the kit subscribes once after recovery; the substrate calls the
    * listener when a running workload dies. Returns an unsubscribe function.
    */

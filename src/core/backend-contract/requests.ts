@@ -3,6 +3,7 @@ import { z } from "zod";
 import { decodeBase64Std, decodeHex } from "../encoding.ts";
 import { FredError, isFredError } from "../errors.ts";
 import { DEFAULT_SERVICE_NAME } from "../manifest/index.ts";
+import { isUuidV4 } from "../uuid.ts";
 import { type CallbackUrls, resolveCallbackUrls } from "./callback-url.ts";
 import { at, canonicalUuid, requiredLeaseUuid, requiredUuid, typedOnly } from "./fields.ts";
 import { LIMITS } from "./http.ts";
@@ -76,6 +77,17 @@ export const leaseItemsSchema = z
 
 const body = { error: "request body must be a JSON object" };
 
+/** Turns a caller-safe FredError thrown by a reader into the schema's first problem. */
+function asIssue<T>(ctx: z.RefinementCtx, input: unknown, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    if (!isFredError(err)) throw err;
+    ctx.addIssue({ code: "custom", message: err.message, input });
+    return z.NEVER;
+  }
+}
+
 /** What a backend admits: the checked request, with the payload decoded and hashed. */
 export interface ProvisionRequest extends CallbackUrls {
   leaseUuid: string;
@@ -107,26 +119,23 @@ export const provisionRequestSchema = z
     },
     body,
   )
-  .transform((o, ctx): ProvisionRequest => {
-    try {
-      const urls = resolveCallbackUrls(o.callback_url, o.lifecycle_callback_url);
-      const { payload, payloadHash } = readPayload(o.payload, o.payload_hash);
-      return {
-        leaseUuid: o.lease_uuid,
-        tenant: o.tenant,
-        providerUuid: o.provider_uuid,
-        items: o.items,
-        ...urls,
-        payload,
-        payloadHash,
-      };
-    } catch (err) {
+  .transform(
+    (o, ctx): ProvisionRequest =>
       // The URL rules, the decoders and readPayload refuse with caller-safe FredErrors.
-      if (!isFredError(err)) throw err;
-      ctx.addIssue({ code: "custom", message: err.message, input: o });
-      return z.NEVER;
-    }
-  });
+      asIssue(ctx, o, () => {
+        const urls = resolveCallbackUrls(o.callback_url, o.lifecycle_callback_url);
+        const { payload, payloadHash } = readPayload(o.payload, o.payload_hash);
+        return {
+          leaseUuid: o.lease_uuid,
+          tenant: o.tenant,
+          providerUuid: o.provider_uuid,
+          items: o.items,
+          ...urls,
+          payload,
+          payloadHash,
+        };
+      }),
+  );
 
 function readPayload(raw: unknown, rawHash: unknown): Pick<ProvisionRequest, "payload" | "payloadHash"> {
   const refuse = (message: string) => new FredError("ERR_WIRE", message);
@@ -151,21 +160,107 @@ export const reconcileCustomDomainRequestSchema = z.object(
   body,
 );
 
-/** Bodies a backend may refuse as unsupported (the kit answers 501); typed for the client. */
-export const restartRequestSchema = z.object(
-  { lease_uuid: requiredLeaseUuid(), callback_url: z.string() },
-  body,
-);
+/**
+ * A restart or update as a backend admits it. `admittedAt` is providerd's admission
+ * stamp exactly as sent (echoed back on the completion callback); `admittedKey` is the
+ * same instant in a fixed-width form that sorts by time. Both are undefined for an
+ * unstamped command (an older providerd).
+ */
+export interface MaintenanceRequest {
+  kind: "restart" | "update";
+  leaseUuid: string;
+  maintenanceId: string;
+  callbackUrl: string;
+  admittedAt: string | undefined;
+  admittedKey: string | undefined;
+  /** update only: the new manifest, decoded, and its sha256 hex. */
+  payload: Buffer | undefined;
+  payloadHash: string | undefined;
+}
 
-export const updateRequestSchema = z.object(
-  {
-    lease_uuid: requiredLeaseUuid(),
-    callback_url: z.string(),
-    payload: z.string(),
-    payload_hash: z.string(),
-  },
-  body,
-);
+const RFC3339_UTC = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?Z$/;
+
+/**
+ * An RFC 3339 UTC timestamp (`Z`, up to nanoseconds) as `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ`,
+ * which orders lexicographically by instant; undefined when the text is not one (a
+ * `+00:00` offset included) or names no real date.
+ */
+export function admittedAtKey(text: string): string | undefined {
+  const m = RFC3339_UTC.exec(text);
+  if (m === null) return undefined;
+  const [, date, hh, mm, ss, frac] = m as unknown as [string, string, string, string, string, string?];
+  const ms = Date.parse(`${date}T${hh}:${mm}:${ss}Z`);
+  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 19) !== `${date}T${hh}:${mm}:${ss}`) {
+    return undefined;
+  }
+  return `${date}T${hh}:${mm}:${ss}.${(frac ?? "").padEnd(9, "0")}Z`;
+}
+
+const maintenanceFields = {
+  lease_uuid: requiredLeaseUuid(),
+  // Checked in this order by readMaintenance, after lease_uuid.
+  /** The command's idempotency key, a canonical UUIDv4 providerd mints. */
+  maintenance_id: typedOnly<string>(),
+  /** The lease's lifecycle callback URL (the completion goes there). */
+  callback_url: typedOnly<string>(),
+  /** providerd's admission time, RFC 3339 UTC; the same value on every replay. */
+  admitted_at: typedOnly<string>(),
+};
+
+function readMaintenance(
+  kind: MaintenanceRequest["kind"],
+  o: { lease_uuid: string; maintenance_id?: unknown; callback_url?: unknown; admitted_at?: unknown },
+): MaintenanceRequest {
+  const refuse = (message: string) => new FredError("ERR_WIRE", message);
+  const id = o.maintenance_id;
+  if (id === undefined || id === null || id === "") throw refuse("maintenance_id is required");
+  if (!isUuidV4(id)) throw refuse("maintenance_id must be a canonical lowercase UUIDv4");
+  const url = o.callback_url;
+  if (typeof url !== "string" || url === "") throw refuse("callback_url is required");
+  if (url.length > 2048) throw refuse("callback_url is too long");
+  let admittedAt: string | undefined;
+  let admittedKey: string | undefined;
+  if (o.admitted_at !== undefined && o.admitted_at !== null && o.admitted_at !== "") {
+    admittedKey = typeof o.admitted_at === "string" ? admittedAtKey(o.admitted_at) : undefined;
+    if (admittedKey === undefined) throw refuse("admitted_at must be an RFC 3339 UTC timestamp ending in Z");
+    admittedAt = o.admitted_at as string;
+  }
+  return {
+    kind,
+    leaseUuid: o.lease_uuid,
+    maintenanceId: id,
+    callbackUrl: url,
+    admittedAt,
+    admittedKey,
+    payload: undefined,
+    payloadHash: undefined,
+  };
+}
+
+export const restartRequestSchema = z
+  .object(maintenanceFields, body)
+  .transform((o, ctx) => asIssue(ctx, o, () => readMaintenance("restart", o)));
+
+export const updateRequestSchema = z
+  .object(
+    {
+      ...maintenanceFields,
+      /** Standard padded base64 of the new manifest. */
+      payload: typedOnly<string>(),
+      /** Optional hex SHA-256 of the decoded payload. */
+      payload_hash: typedOnly<string>(),
+    },
+    body,
+  )
+  .transform((o, ctx) =>
+    asIssue(ctx, o, () => {
+      const req = readMaintenance("update", o);
+      if (o.payload === undefined || o.payload === null || o.payload === "") {
+        throw new FredError("ERR_WIRE", "payload is required");
+      }
+      return { ...req, ...readPayload(o.payload, o.payload_hash) };
+    }),
+  );
 
 export const restoreRequestSchema = z.object(
   {
