@@ -51,4 +51,38 @@ export const PLACEMENT_MIGRATIONS: readonly string[] = [
   -- changes nothing; the reconciler speaks for such a lease).
   ALTER TABLE placements ADD COLUMN lifecycle_id BLOB CHECK (lifecycle_id IS NULL OR length(lifecycle_id) = 16);
   `,
+  `
+  -- The maintenance journal (src/provider/maintenance): one row per restart/update command,
+  -- keyed by the tenant's Idempotency-Key within the lease (legacy tenants: "token:" plus
+  -- the spent token's replay key). A row is committed before the backend hears of it and
+  -- stays as the command's receipt once settled (the lease's newest 1,024 are kept).
+  -- admitted_at_us is the stamp sent to the backend: strictly increasing per lease.
+  -- payload is an update's pending desired state; it is dropped on settlement, its
+  -- SHA-256 stays so a replay is still compared against the same bytes.
+  CREATE TABLE maintenance (
+    lease_uuid     TEXT NOT NULL,
+    command_key    TEXT NOT NULL,
+    maintenance_id TEXT NOT NULL,
+    tenant         TEXT NOT NULL,
+    kind           TEXT NOT NULL CHECK (kind IN ('restart', 'update')),
+    payload        BLOB,
+    payload_sha256 TEXT,
+    admitted_at_us INTEGER NOT NULL,
+    backend        TEXT NOT NULL,
+    lifecycle_id   TEXT NOT NULL,
+    phase          TEXT NOT NULL CHECK (phase IN ('admitted', 'accepted', 'confirmed', 'settled')),
+    outcome        TEXT CHECK (outcome IN ('succeeded', 'failed', 'refused', 'expired', 'ended')),
+    answer_status  INTEGER,
+    answer_error   TEXT,
+    answer_reason  TEXT,
+    content_bytes  INTEGER NOT NULL,
+    settled_at     INTEGER,
+    PRIMARY KEY (lease_uuid, command_key),
+    UNIQUE (lease_uuid, maintenance_id),
+    UNIQUE (lease_uuid, admitted_at_us),
+    CHECK ((phase = 'settled') = (outcome IS NOT NULL))
+  ) STRICT;
+  -- The budget and the recovery pass read only unsettled commands.
+  CREATE INDEX maintenance_unsettled ON maintenance (tenant) WHERE phase <> 'settled';
+  `,
 ];

@@ -248,6 +248,14 @@ export class PlacementStore {
     }
   }
 
+  /**
+   * The connection, for modules that keep their own tables in this file (the maintenance
+   * journal): their writes join `batch()` transactions and `durable()` covers them.
+   */
+  get db(): Database.Database {
+    return this.#db;
+  }
+
   /** Syncs and checkpoints the WAL (a writer), then closes. */
   close(): void {
     this.#database.close();
