@@ -22,6 +22,10 @@ export function tenantSafeText(text: string): string {
   return flat.length > MAX_ERROR_CHARS ? `${flat.slice(0, MAX_ERROR_CHARS)}…` : flat;
 }
 
+/** The instruction a `retained` frame carries in `error` (the stream's documented place for it). */
+export const RETAINED_NOTICE =
+  "the lease's data was retained; to restore it, open a new lease with the same services and POST /v1/leases/{new_lease_uuid}/restore with this lease as from_lease_uuid";
+
 /** The status frame an applied callback stands for, if any. */
 export function callbackFrame(
   cb: VerifiedCallback,
@@ -34,6 +38,9 @@ export function callbackFrame(
       return { status: "ready", state: "LEASE_STATE_PENDING" };
     case "rejecting":
       return { ...failed, state: "LEASE_STATE_PENDING" };
+    // Best effort: the lease's status (GET status) is the durable record of the retention.
+    case "retained":
+      return { status: "retained", error: RETAINED_NOTICE };
     case "observed":
       if (cb.status === "success") return { status: "ready" };
       return cb.status === "failed" ? failed : undefined;

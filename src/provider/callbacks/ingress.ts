@@ -120,6 +120,7 @@ export function registerCallbackIngress(app: FastifyInstance, o: CallbackIngress
         capability: cb.capability,
         status: cb.status,
         error: cb.error,
+        ...(cb.retained ? { retained: true } : {}),
       };
       let cancel: (() => void) | undefined;
       const expired = new Promise<"timeout">((resolve) => {

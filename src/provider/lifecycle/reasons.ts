@@ -14,6 +14,8 @@ export const REJECT_REASONS = {
   validationError: "validation error",
   insufficientResources: "insufficient resources",
   payloadCorrupted: "payload corrupted",
+  /** RestoreFailed: a restore into the lease did not complete (its data went back to the source). */
+  restoreFailed: "restore failed",
 } as const;
 
 type Refusal = Extract<MutationOutcome, { kind: "refused" }>;
@@ -37,8 +39,15 @@ export function rejectionForRefusal(refusal: Refusal): string | undefined {
   return undefined;
 }
 
-/** A backend `failed` callback's text, or the generic phrase when it sent none. */
-export function rejectionForFailure(error: string | undefined): string {
+/**
+ * A backend `failed` callback's text (the backend's curated message), or the generic phrase
+ * of the operation when it sent none.
+ */
+export function rejectionForFailure(
+  error: string | undefined,
+  kind: "provision" | "restore" = "provision",
+): string {
   const text = (error ?? "").trim();
-  return text === "" ? REJECT_REASONS.provisioningFailed : text;
+  if (text !== "") return text;
+  return kind === "restore" ? REJECT_REASONS.restoreFailed : REJECT_REASONS.provisioningFailed;
 }

@@ -16,6 +16,8 @@ export interface VerifiedCallback {
   capability: { kind: "operation" | "lifecycle"; id: string };
   status: "success" | "failed" | "deprovisioned";
   error: string;
+  /** `deprovisioned` only: the backend soft-deleted the lease's data instead of destroying it. */
+  retained?: boolean;
 }
 
 export type ApplyResult =
@@ -23,6 +25,7 @@ export type ApplyResult =
   | "rejecting"
   | "settled-conflict"
   | "retired"
+  | "retained"
   | "observed"
   | "ignored-stale";
 
@@ -55,6 +58,13 @@ export function applyCallback(d: LifecycleDeps, cb: VerifiedCallback): Applied {
       return { result: "ignored-stale" };
     }
     if (cb.status !== "deprovisioned") return { result: "observed" };
+    if (cb.retained === true) {
+      // The data is restorable: the row stays (owner and storage identity) for routing a restore.
+      const storageId = d.store.pins().get(cb.backend) ?? "";
+      d.store.retained.mark(cb.leaseUuid, cb.backend, storageId, d.clock.now());
+      log.info("teardown reported complete with the data retained; placement kept as retained");
+      return { result: "retained" };
+    }
     d.store.retirePlacement(cb.leaseUuid, cb.backend);
     log.info("teardown reported complete; placement retired");
     return { result: "retired" };
@@ -68,14 +78,14 @@ export function applyCallback(d: LifecycleDeps, cb: VerifiedCallback): Applied {
   if (settled.kind !== "settled") return { result: "ignored-stale" };
   d.observe.provisionSettled(cb.backend, cb.status, now - attempt.createdAt);
   if (cb.status === "failed") {
-    const reason = rejectionForFailure(cb.error);
-    log.info({ reason }, "backend reported the provision failed; rejecting");
+    const reason = rejectionForFailure(cb.error, attempt.kind);
+    log.info({ reason, kind: attempt.kind }, "backend reported the operation failed; rejecting");
     return { result: "rejecting", chain: { kind: "reject", reason } };
   }
   if (settled.placement?.state !== "confirmed") {
     log.warn("success callback produced a placement conflict; left for the operator");
     return { result: "settled-conflict" };
   }
-  log.info("provision succeeded; acknowledging");
+  log.info({ kind: attempt.kind }, "operation succeeded; acknowledging");
   return { result: "acknowledging", chain: { kind: "acknowledge" } };
 }

@@ -85,4 +85,18 @@ export const PLACEMENT_MIGRATIONS: readonly string[] = [
   -- The budget and the recovery pass read only unsettled commands.
   CREATE INDEX maintenance_unsettled ON maintenance (tenant) WHERE phase <> 'settled';
   `,
+  `
+  -- Retention: the owner soft-deleted the lease's data on close (a \`deprovisioned\`
+  -- callback with retained: true). The row stays, owner and storage identity kept, so a
+  -- restore can be routed to the backend holding the data. retention_misses counts
+  -- consecutive complete sweeps whose identity-checked /retentions of the owner did not
+  -- list the lease (two retire the row). restore_target names the lease an admitted
+  -- restore adopts the data into, until that restore settles.
+  ALTER TABLE placements ADD COLUMN retained_at INTEGER;
+  ALTER TABLE placements ADD COLUMN retained_storage_id TEXT;
+  ALTER TABLE placements ADD COLUMN retention_misses INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE placements ADD COLUMN restore_target BLOB
+    CHECK (restore_target IS NULL OR length(restore_target) = 16);
+  CREATE INDEX placements_restore_target ON placements (restore_target) WHERE restore_target IS NOT NULL;
+  `,
 ];

@@ -3,7 +3,9 @@ import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid, isUuidV4 } from "../../core/uuid.ts";
 import type { SqliteDatabase } from "../../sqlite/index.ts";
 import { PLACEMENT_MIGRATIONS } from "./placement-schema.ts";
+import { RetainedRows } from "./retained-rows.ts";
 import { openStore } from "./sqlite.ts";
+import { uuidBytes, uuidText } from "./uuid-bytes.ts";
 
 /**
  * providerd's authority on *where* each lease was placed. Bound to one provider UUID.
@@ -60,15 +62,6 @@ export interface InventoryOutcome {
   conflicts: string[];
   /** Leases the backend reports that we have no record of (the reconciler decides). */
   unrecorded: string[];
-}
-
-/** Canonical UUID text ↔ its 16 raw bytes (the stored form). */
-function uuidBytes(uuid: string): Buffer {
-  return Buffer.from(uuid.replaceAll("-", ""), "hex");
-}
-function uuidText(bytes: Buffer): string {
-  const h = bytes.toString("hex");
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
 interface PlacementRow {
@@ -167,6 +160,8 @@ export class PlacementStore {
   readonly #backendNames: Set<string>;
   /** One transaction wrapper, built once (better-sqlite3 wrappers are not free to create). */
   readonly #tx: (work: () => unknown) => unknown;
+  /** The retained side of the placement rows (retention and restore). */
+  readonly retained: RetainedRows;
 
   private constructor(database: SqliteDatabase, providerUuid: string) {
     this.#database = database;
@@ -174,6 +169,7 @@ export class PlacementStore {
     this.#tx = this.#db.transaction((work: () => unknown) => work());
     this.providerUuid = providerUuid;
     this.#stmt = prepare(this.#db);
+    this.retained = new RetainedRows(this.#db);
     this.#backendNames = new Set(this.#stmt.backends.all().map((b) => b.name));
   }
 
@@ -297,6 +293,29 @@ export class PlacementStore {
     return this.recordAttempts([attempt])[0]!;
   }
 
+  /**
+   * Durable restore admission, in one transaction: the target has no placement and no
+   * attempt, the retained `source` is claimed at the attempt's backend (its owner) with no
+   * other restore in flight, and the target's restore attempt is written. Await `durable()`
+   * before calling the backend.
+   */
+  beginRestore(attempt: Attempt, source: string): "recorded" | "target-busy" | "source-busy" {
+    this.#checkAttempt(attempt);
+    return this.#atomic(() => {
+      const target = attempt.leaseUuid;
+      if (this.attemptFor(target) !== undefined || this.placement(target) !== undefined) return "target-busy";
+      if (!this.retained.claimForRestore(source, target, attempt.backend)) return "source-busy";
+      this.#stmt.insertAttempt.run(
+        uuidBytes(attempt.operationId),
+        uuidBytes(target),
+        attempt.backend,
+        "restore",
+        attempt.createdAt,
+      );
+      return "recorded";
+    });
+  }
+
   #checkAttempt(a: Attempt): void {
     if (!isUuidV4(a.operationId)) {
       throw new FredError("ERR_PLACEMENT_ATTEMPT", "operation id must be a canonical UUIDv4");
@@ -328,6 +347,11 @@ export class PlacementStore {
       if (row === undefined) return { kind: "unknown-operation" };
       const attempt = toAttempt(row);
       this.#stmt.deleteAttempt.run(row.lease_uuid);
+      this.retained.attemptEnded(
+        row.lease_uuid,
+        row.kind,
+        outcome === "success" ? "committed" : "handed-back",
+      );
       const placement =
         outcome === "success"
           ? this.#claim(attempt.leaseUuid, attempt.backend, now, attempt.operationId)
@@ -340,8 +364,10 @@ export class PlacementStore {
   clearRefusedAttempt(leaseUuid: string, operationId: string): Attempt | undefined {
     return this.#atomic(() => {
       const row = this.#exactAttempt(leaseUuid, operationId);
-      if (row !== undefined) this.#stmt.deleteAttempt.run(row.lease_uuid);
-      return row === undefined ? undefined : toAttempt(row);
+      if (row === undefined) return undefined;
+      this.#stmt.deleteAttempt.run(row.lease_uuid);
+      this.retained.attemptEnded(row.lease_uuid, row.kind, "handed-back");
+      return toAttempt(row);
     });
   }
 
@@ -390,12 +416,14 @@ export class PlacementStore {
 
   /**
    * The reconciler's placement pruning: the lease ended on chain (exact re-read) and no
-   * backend reports it any more. Leases with an attempt keep their record.
+   * backend reports it any more. Leases with an attempt keep their record, and so does a
+   * retained lease (only its owner's /retentions can retire it).
    */
   prunePlacement(leaseUuid: string): boolean {
     if (!isCanonicalUuid(leaseUuid)) return false;
     return this.#atomic(() => {
       if (this.#stmt.attemptByLease.get(uuidBytes(leaseUuid)) !== undefined) return false;
+      if (this.retained.get(leaseUuid) !== undefined) return false;
       return this.#stmt.deletePlacement.run(uuidBytes(leaseUuid)).changes === 1;
     });
   }
@@ -410,6 +438,7 @@ export class PlacementStore {
     return this.#atomic(() => {
       const row = this.#stmt.attemptByLease.get(uuidBytes(leaseUuid));
       if (row?.backend !== backend) return false;
+      this.retained.attemptEnded(row.lease_uuid, row.kind, "handed-back");
       return this.#stmt.deleteAttempt.run(row.lease_uuid).changes === 1;
     });
   }
@@ -438,6 +467,7 @@ export class PlacementStore {
         }
         if (attemptRow !== undefined && attemptRow.backend === backend) {
           this.#stmt.deleteAttempt.run(attemptRow.lease_uuid);
+          this.retained.attemptEnded(attemptRow.lease_uuid, attemptRow.kind, "committed");
         }
         const candidates = new Set<string>([backend]);
         if (attemptRow !== undefined && attemptRow.backend !== backend) candidates.add(attemptRow.backend);
