@@ -21,8 +21,16 @@ import {
  * processes, the provider's keyring, a providerd config and its placement store, and
  * providerd itself as a child process that tests can stop, kill -9 and restart.
  */
-export const SECRETS = ["e2e-mock-one-secret-0123456789abcdef", "e2e-mock-two-secret-0123456789abcdef"];
-export const SIDS = ["5c0e2f1a-3b4d-4e6f-8a9b-0c1d2e3f4a5b", "6d1f3a2b-4c5e-4f70-9bac-1d2e3f4a5b6c"];
+export const SECRETS = [
+  "e2e-mock-one-secret-0123456789abcdef",
+  "e2e-mock-two-secret-0123456789abcdef",
+  "e2e-mock-three-secret-0123456789abcdef",
+];
+export const SIDS = [
+  "5c0e2f1a-3b4d-4e6f-8a9b-0c1d2e3f4a5b",
+  "6d1f3a2b-4c5e-4f70-9bac-1d2e3f4a5b6c",
+  "7e2a4b3c-5d6f-4a81-8cbd-2e3f4a5b6c7d",
+];
 
 export interface DevnetKeys {
   chain_id: string;
