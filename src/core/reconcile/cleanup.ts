@@ -82,6 +82,7 @@ export function cleanup(
     const backends = recordBackends(placement);
     let reason: SkipReason | undefined;
     if (placement.kind === "unusable") reason = "record_unusable";
+    else if (input.store.retained?.has(lease) === true) reason = "retained";
     else if (backends.some((b) => !ev.answeredBy(b))) reason = "backend_silent";
     else if (ev.reporters(lease).length + ev.retainers(lease).length + ev.untrusted(lease).length > 0)
       reason = "on_backend";

@@ -17,6 +17,7 @@ export {
 } from "./collect.ts";
 export { REASONS } from "./live.ts";
 export { type Plan, plan } from "./plan.ts";
+export { RETENTION_MISSES_TO_RETIRE } from "./retention.ts";
 export { DEFERRING_ROWS, ROWS, type Row } from "./rows.ts";
 export {
   type Action,
@@ -35,6 +36,7 @@ export {
   type ProvisionTarget,
   type QuarantineReason,
   REREAD_GATE,
+  type RetainedView,
   type SkipReason,
   type StoreView,
 } from "./types.ts";

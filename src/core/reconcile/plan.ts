@@ -2,6 +2,7 @@ import { classifyState, mergeListings } from "./chain-state.ts";
 import { cleanup } from "./cleanup.ts";
 import { Evidence } from "./evidence.ts";
 import { decideLive } from "./live.ts";
+import { retention } from "./retention.ts";
 import type { Row } from "./rows.ts";
 import type { Action, CleanupSkip, PlanInput } from "./types.ts";
 
@@ -30,6 +31,9 @@ const PHASE: Record<Action["kind"], number> = {
   confirm_attempt: 0,
   adopt_placement: 0,
   quarantine: 0,
+  retention_seen: 0,
+  retention_missed: 0,
+  adopt_retention: 0,
   acknowledge: 1,
   reject: 1,
   close: 1,
@@ -68,6 +72,7 @@ export function plan(input: PlanInput): Plan {
   for (const lease of swept.orphans)
     decisions.set(lease, terminal.has(lease) ? "terminalOrphan" : "absentOrphan");
   // A stable sort keeps each group in lease order while projection precedes what depends on it.
-  const actions = [...lifecycle, ...swept.actions].sort((a, b) => PHASE[a.kind] - PHASE[b.kind]);
+  const kept = retention(input, ev, live, unknown);
+  const actions = [...kept, ...lifecycle, ...swept.actions].sort((a, b) => PHASE[a.kind] - PHASE[b.kind]);
   return { actions, decisions, skips: swept.skips, answered: ev.answered, complete: ev.complete };
 }

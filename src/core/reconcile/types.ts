@@ -72,6 +72,16 @@ export interface StoreView {
   retiredBackends: ReadonlySet<string>;
   /** A retirement could not prove that every live lease had a placement record. */
   retirementUnproven: boolean;
+  /** Retained placements (their owner kept the lease's data on close), by lease. */
+  retained?: ReadonlyMap<string, RetainedView>;
+}
+
+export interface RetainedView {
+  owner: string;
+  /** Consecutive complete sweeps whose /retentions of the owner did not list the lease. */
+  misses: number;
+  /** A restore of the data is admitted and not settled yet. */
+  restoring: boolean;
 }
 
 export interface PlanInput {
@@ -102,6 +112,10 @@ export type Action =
   | { kind: "confirm_attempt"; lease: string; backend: string; operationId: string }
   | { kind: "adopt_placement"; lease: string; backend: string }
   | { kind: "quarantine"; lease: string; reason: QuarantineReason; candidates: readonly string[] }
+  // Retention bookkeeping (projection too): the owner's /retentions seen, missed, or learned.
+  | { kind: "retention_seen"; lease: string; backend: string }
+  | { kind: "retention_missed"; lease: string; backend: string; retire: boolean }
+  | { kind: "adopt_retention"; lease: string; backend: string }
   // Lease lifecycle.
   | { kind: "acknowledge"; lease: string }
   | { kind: "reject"; lease: string; reason: string }
@@ -138,7 +152,8 @@ export type SkipReason =
   | "on_backend"
   | "in_flight"
   | "grace_window"
-  | "record_unusable";
+  | "record_unusable"
+  | "retained";
 
 export interface CleanupSkip {
   pass: CleanupPass;

@@ -40,7 +40,18 @@ export async function act(ctx: ActContext, plan: Plan): Promise<void> {
     for (const a of plan.actions) {
       if (a.kind === "confirm_attempt") d.store.applyPositiveInventory(a.backend, [a.lease], now);
       else if (a.kind === "adopt_placement") d.store.adoptPlacement(a.lease, a.backend, now);
-      else if (a.kind === "quarantine") {
+      else if (a.kind === "retention_seen") d.store.retained.sweepSaw(a.lease, true);
+      else if (a.kind === "retention_missed") {
+        d.store.retained.sweepSaw(a.lease, false);
+        if (a.retire && d.store.retained.retireMissing(a.lease, a.backend))
+          d.logger.info(
+            { lease_uuid: a.lease, backend: a.backend },
+            "reconciler: retained data gone; placement retired",
+          );
+      } else if (a.kind === "adopt_retention") {
+        d.store.adoptPlacement(a.lease, a.backend, now);
+        d.store.retained.mark(a.lease, a.backend, d.store.pins().get(a.backend) ?? "", now);
+      } else if (a.kind === "quarantine") {
         d.store.quarantine(a.lease, a.candidates, now);
         ctx.metrics.conflicts.inc();
       } else {

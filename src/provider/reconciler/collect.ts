@@ -169,5 +169,13 @@ function storeView(d: LifecycleDeps): PlanInput["store"] {
     baseline: d.store.baselineMatches(d.config.backends.map((b) => b.name)),
     retiredBackends: new Set(),
     retirementUnproven: false,
+    retained: new Map(
+      d.store.retained
+        .all()
+        .map((r) => [
+          r.leaseUuid,
+          { owner: r.owner, misses: r.misses, restoring: r.restoreTarget !== undefined },
+        ]),
+    ),
   };
 }

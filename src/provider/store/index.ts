@@ -12,5 +12,5 @@ export {
   type RecordResult,
   type SettleResult,
 } from "./placement-store.ts";
-export { RETENTION_MISSES_TO_RETIRE, type RetainedRecord, RetainedRows } from "./retained-rows.ts";
+export { type RetainedRecord, RetainedRows } from "./retained-rows.ts";
 export { TokenTracker } from "./token-tracker.ts";

@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { RETENTION_MISSES_TO_RETIRE } from "../../core/reconcile/index.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import { uuidBytes, uuidText } from "./uuid-bytes.ts";
 
@@ -7,12 +8,10 @@ import { uuidBytes, uuidText } from "./uuid-bytes.ts";
  * reported the lease's data soft-deleted on close is *retained*: it keeps owner and storage
  * identity, placement pruning never removes it, and a restore is routed by it. It is
  * retired only by the owner's positive word: its identity-checked /retentions no longer
- * listing the lease on `RETENTION_MISSES_TO_RETIRE` consecutive complete sweeps, or a
+ * listing the lease on `RETENTION_MISSES_TO_RETIRE` (core/reconcile) consecutive complete sweeps, or a
  * restore of its data settling successfully. A restore that fails or is refused hands the
  * data back: the row simply stays retained.
  */
-export const RETENTION_MISSES_TO_RETIRE = 2;
-
 export interface RetainedRecord {
   leaseUuid: string;
   owner: string;

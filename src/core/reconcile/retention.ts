@@ -1,0 +1,44 @@
+import type { Evidence } from "./evidence.ts";
+import type { Action, PlanInput } from "./types.ts";
+
+/**
+ * Retained placements: rows whose owner soft-deleted the lease's data on close. They are
+ * kept for routing a restore, so only the owner's own word retires one: its
+ * identity-checked /retentions not listing the lease on `RETENTION_MISSES_TO_RETIRE`
+ * consecutive *complete* sweeps (a degraded sweep counts for nothing, either way), and no
+ * restore of it in flight. A sighting resets the count.
+ *
+ * A lease that is not live on chain, has no placement record and no attempt, and is listed
+ * by exactly one trusted /retentions is adopted as retained at that backend: the store
+ * learns where the data is, so a restore can be routed to it (the lost-callback case).
+ */
+export const RETENTION_MISSES_TO_RETIRE = 2;
+
+export function retention(
+  input: PlanInput,
+  ev: Evidence,
+  live: ReadonlySet<string>,
+  unknown: ReadonlySet<string>,
+): Action[] {
+  const out: Action[] = [];
+  const retained = input.store.retained ?? new Map();
+  if (ev.complete) {
+    for (const [lease, r] of [...retained].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      if (!ev.answeredBy(r.owner)) continue;
+      if (ev.retainers(lease).includes(r.owner)) {
+        if (r.misses > 0) out.push({ kind: "retention_seen", lease, backend: r.owner });
+        continue;
+      }
+      const retire = !r.restoring && r.misses + 1 >= RETENTION_MISSES_TO_RETIRE;
+      out.push({ kind: "retention_missed", lease, backend: r.owner, retire });
+    }
+  }
+  for (const lease of ev.reportedLeases()) {
+    if (live.has(lease) || unknown.has(lease)) continue;
+    if (input.store.placements.has(lease) || input.store.attempts.has(lease)) continue;
+    const holders = ev.retainers(lease);
+    if (holders.length !== 1 || ev.reporters(lease).length > 0 || ev.untrusted(lease).length > 0) continue;
+    out.push({ kind: "adopt_retention", lease, backend: holders[0] as string });
+  }
+  return out.sort((a, b) => (a.lease < b.lease ? -1 : a.lease > b.lease ? 1 : 0));
+}
