@@ -21,7 +21,7 @@ import { isCanonicalUuid } from "../core/uuid.ts";
 import { readKeys } from "../devnet/home.ts";
 import { ExitCode, printJson, say } from "./output.ts";
 
-interface ReadFlags {
+export interface ReadFlags {
   rpc: string;
 }
 
@@ -41,7 +41,7 @@ const DEFAULT_RPC = "http://127.0.0.1:26657";
  * The system clock unrefs its timers (daemons must not be kept alive by them); a one-shot
  * command waiting for inclusion has nothing else keeping Node running, so its timers are ref'd.
  */
-const commandClock: Clock = {
+export const commandClock: Clock = {
   now: () => Date.now(),
   setTimer(ms, fn) {
     const handle = setTimeout(fn, ms);
@@ -63,11 +63,11 @@ const commandClock: Clock = {
   },
 };
 
-function withRpc(cmd: Command): Command {
+export function withRpc(cmd: Command): Command {
   return cmd.option("--rpc <url>", "CometBFT RPC URL of the node", DEFAULT_RPC);
 }
 
-function withTx(cmd: Command): Command {
+export function withTx(cmd: Command): Command {
   return withRpc(cmd)
     .option("--chain-id <id>", "chain id (default: read from the node)")
     .option("--key-hex <hex>", "signing secp256k1 private key, 64 hex characters")
@@ -125,11 +125,11 @@ export function privateKeyFrom(flags: TxFlags): Uint8Array {
   return privateKeyFromHex(account.private_key_hex);
 }
 
-async function readClient(flags: ReadFlags): Promise<CosmosChain> {
+export async function readClient(flags: ReadFlags): Promise<CosmosChain> {
   return openCosmosChain({ rpcUrl: flags.rpc });
 }
 
-async function txClient(flags: TxFlags): Promise<CosmosChain> {
+export async function txClient(flags: TxFlags): Promise<CosmosChain> {
   const signer = signerFromKey(privateKeyFrom(flags), undefined, signModeFrom(flags));
   return openCosmosChain({
     rpcUrl: flags.rpc,
@@ -141,7 +141,7 @@ async function txClient(flags: TxFlags): Promise<CosmosChain> {
   });
 }
 
-async function using<T>(client: CosmosChain, fn: (c: CosmosChain) => Promise<T>): Promise<T> {
+export async function using<T>(client: CosmosChain, fn: (c: CosmosChain) => Promise<T>): Promise<T> {
   try {
     return await fn(client);
   } finally {
@@ -190,7 +190,7 @@ export function parseAmountFlag(text: string): { denom: string; amount: string }
   return { amount: coin.amount.toString(), denom: coin.denom };
 }
 
-interface SkuSpec {
+export interface SkuSpec {
   ref: string;
   quantity: bigint;
   serviceName: string;
@@ -215,6 +215,32 @@ export function parseSkuSpec(text: string): SkuSpec {
   return { ref: parts[0] as string, quantity: BigInt(q), serviceName };
 }
 
+const sha256 = (bytes: Uint8Array): Uint8Array => createHash("sha256").update(bytes).digest();
+
+/** Sends MsgCreateLease for the signing key (the tenant); the new lease's UUID and the tx. */
+export async function createLease(
+  c: CosmosChain,
+  specs: readonly SkuSpec[],
+  metaHash: Uint8Array,
+): Promise<{ lease_uuid: string; tx_hash: string; height: number }> {
+  const named = specs.filter((s) => s.serviceName !== "").length;
+  if (named !== 0 && named !== specs.length)
+    throw new FredError("ERR_USAGE", "give a service name for every --sku item or for none");
+  const items = [];
+  for (const s of specs)
+    items.push({ skuUuid: await c.resolveSku(s.ref), quantity: s.quantity, serviceName: s.serviceName });
+  const msg = MsgCreateLease.fromPartial({ tenant: c.address, items, metaHash });
+  const res = await c.send([{ typeUrl: MsgCreateLease.typeUrl, value: msg }]);
+  const any = res.msgResponses[0];
+  if (any?.typeUrl !== MsgCreateLeaseResponse.typeUrl)
+    throw new FredError("ERR_CHAIN_TX", `create tx ${res.txHash} carried no MsgCreateLeaseResponse`);
+  return {
+    lease_uuid: MsgCreateLeaseResponse.decode(any.value).leaseUuid,
+    tx_hash: res.txHash,
+    height: res.height,
+  };
+}
+
 export const STATE_FILTERS: Record<string, LeaseStateName> = Object.fromEntries(
   LEASE_STATES.filter((s) => s !== "LEASE_STATE_UNSPECIFIED").map((s) => [
     s.slice("LEASE_STATE_".length).toLowerCase(),
@@ -222,7 +248,7 @@ export const STATE_FILTERS: Record<string, LeaseStateName> = Object.fromEntries(
   ]),
 );
 
-function leaseArg(uuid: string): string {
+export function leaseArg(uuid: string): string {
   if (!isCanonicalUuid(uuid))
     throw new FredError("ERR_USAGE", "lease UUID must be a canonical lowercase UUID");
   return uuid;
@@ -310,34 +336,8 @@ Examples:
     )
     .action(async (opts: TxFlags & { sku: string[]; manifest?: string }) => {
       const specs = opts.sku.map(parseSkuSpec);
-      const named = specs.filter((s) => s.serviceName !== "").length;
-      if (named !== 0 && named !== specs.length)
-        throw new FredError("ERR_USAGE", "give a service name for every --sku item or for none");
-      const metaHash =
-        opts.manifest === undefined
-          ? new Uint8Array()
-          : createHash("sha256")
-              .update(await readFile(opts.manifest))
-              .digest();
-      await using(await txClient(opts), async (c) => {
-        const items = [];
-        for (const s of specs)
-          items.push({
-            skuUuid: await c.resolveSku(s.ref),
-            quantity: s.quantity,
-            serviceName: s.serviceName,
-          });
-        const msg = MsgCreateLease.fromPartial({ tenant: c.address, items, metaHash });
-        const res = await c.send([{ typeUrl: MsgCreateLease.typeUrl, value: msg }]);
-        const any = res.msgResponses[0];
-        if (any?.typeUrl !== MsgCreateLeaseResponse.typeUrl)
-          throw new FredError("ERR_CHAIN_TX", `create tx ${res.txHash} carried no MsgCreateLeaseResponse`);
-        printJson({
-          lease_uuid: MsgCreateLeaseResponse.decode(any.value).leaseUuid,
-          tx_hash: res.txHash,
-          height: res.height,
-        });
-      });
+      const metaHash = opts.manifest === undefined ? new Uint8Array() : sha256(await readFile(opts.manifest));
+      await using(await txClient(opts), async (c) => printJson(await createLease(c, specs, metaHash)));
     });
 
   withRpc(lease.command("show").description("Show a lease as JSON").argument("<uuid>", "lease UUID"))

@@ -4,6 +4,7 @@ import { registerBackendCommands } from "./backend.ts";
 import { registerChainCommands } from "./chain.ts";
 import { registerDevnetCommands } from "./devnet.ts";
 import { registerKeysCommands } from "./keys.ts";
+import { registerLeaseCommands } from "./lease/index.ts";
 import { registerManifestCommands } from "./manifest.ts";
 import { ExitCode, say } from "./output.ts";
 import { registerPlacementCommands } from "./placement.ts";
@@ -34,6 +35,7 @@ Every command logs to stderr; stdout carries only its machine-readable output.`,
   registerPlacementCommands(program);
   registerKeysCommands(program);
   registerChainCommands(program);
+  registerLeaseCommands(program);
   return program;
 }
 

@@ -21,6 +21,10 @@ export const ERROR_CODES = {
     meaning: "a CLI command or argument is wrong; the message says what to change",
     retryable: false,
   },
+  ERR_TENANT_API: {
+    meaning:
+      "a provider's tenant API refused a `fred lease` request or could not be reached; the message has its reason",
+  },
   ERR_INVALID_ARGUMENT: {
     meaning: "a caller passed a value outside a function's contract",
     retryable: false,

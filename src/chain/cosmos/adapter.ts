@@ -22,7 +22,7 @@ import type {
   WithdrawPage,
   WithdrawSummary,
 } from "../port.ts";
-import { MsgWithdrawResponse } from "../proto/index.ts";
+import { MsgWithdrawResponse, type Provider } from "../proto/index.ts";
 import { checkGasConfig, type GasConfig } from "../tx/fees.ts";
 import { blockEventsFetcher } from "./block-events.ts";
 import { toCoins } from "./convert.ts";
@@ -39,7 +39,7 @@ import * as q from "./queries.ts";
 import { connectNode, type NodeConnection } from "./rpc.ts";
 import { chainRegistry, type TxSigner } from "./signer.ts";
 import { SignerLanes, type SignerLanesOptions } from "./signer-lanes.ts";
-import { resolveSku } from "./skus.ts";
+import { providerRecord, resolveSku } from "./skus.ts";
 import { execAs, laneFault, parseCoinText } from "./sub-signers.ts";
 import { TxMetrics, TxPipeline, type TxPipelineOptions, type TxResult } from "./tx-pipeline.ts";
 
@@ -235,6 +235,16 @@ export class CosmosChain implements ChainPort {
     return this.#blockEvents(height, signal);
   }
   readonly #blockEvents: (height: number, signal: AbortSignal) => Promise<unknown>;
+
+  /** Every lease of `tenant` (all pages), optionally in one state (the tenant CLI's list). */
+  leasesByTenant(tenant: string, state?: LeaseStateName, signal?: AbortSignal): Promise<ChainLease[]> {
+    return q.leasesByTenant(this.#conn, { pageLimit: this.#o.queryPageLimit }, tenant, state, signal);
+  }
+
+  /** The provider's on-chain record, or undefined when the chain has none. */
+  providerRecord(uuid: string, signal?: AbortSignal): Promise<Provider | undefined> {
+    return providerRecord(this.#conn, uuid, signal);
+  }
 
   /** A SKU UUID passes through; a name must match exactly one active SKU (the tenant CLI). */
   resolveSku(ref: string, signal?: AbortSignal): Promise<string> {

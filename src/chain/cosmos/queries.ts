@@ -23,6 +23,8 @@ import {
   QueryLeaseResponse,
   QueryLeasesByProviderRequest,
   QueryLeasesByProviderResponse,
+  QueryLeasesByTenantRequest,
+  QueryLeasesByTenantResponse,
   QueryProviderWithdrawableRequest,
   QueryProviderWithdrawableResponse,
 } from "../proto/index.ts";
@@ -69,32 +71,76 @@ export async function leasesByProvider(
   onPage?: (page: readonly ChainLease[]) => void,
 ): Promise<ChainLease[]> {
   requireUuid(providerUuid, "provider UUID");
+  return listLeases(
+    "LeasesByProvider",
+    (key) =>
+      abciQuery(
+        conn,
+        `${Q}LeasesByProvider`,
+        QueryLeasesByProviderRequest,
+        QueryLeasesByProviderResponse,
+        QueryLeasesByProviderRequest.fromPartial({
+          providerUuid,
+          stateFilter: state === undefined ? 0 : stateNumber(state),
+          pagination: { key, limit: BigInt(opts.pageLimit) },
+        }),
+        signal,
+      ),
+    onPage,
+  );
+}
+
+/** Every lease of one tenant (all pages), optionally in one state: the tenant CLI's `list`. */
+export async function leasesByTenant(
+  conn: NodeConnection,
+  opts: QueryOptions,
+  tenant: string,
+  state: LeaseStateName | undefined,
+  signal?: AbortSignal,
+): Promise<ChainLease[]> {
+  if (typeof tenant !== "string" || tenant === "")
+    throw new FredError("ERR_INVALID_ARGUMENT", "tenant address must not be empty");
+  return listLeases("LeasesByTenant", (key) =>
+    abciQuery(
+      conn,
+      `${Q}LeasesByTenant`,
+      QueryLeasesByTenantRequest,
+      QueryLeasesByTenantResponse,
+      QueryLeasesByTenantRequest.fromPartial({
+        tenant,
+        stateFilter: state === undefined ? 0 : stateNumber(state),
+        pagination: { key, limit: BigInt(opts.pageLimit) },
+      }),
+      signal,
+    ),
+  );
+}
+
+interface LeasePage {
+  leases: Parameters<typeof toChainLease>[0][];
+  pagination?: { nextKey?: Uint8Array } | undefined;
+}
+
+/** Follows a lease list's cursor to its end; a cursor that does not advance is refused. */
+async function listLeases(
+  what: string,
+  fetchPage: (key: Uint8Array) => Promise<LeasePage>,
+  onPage?: (page: readonly ChainLease[]) => void,
+): Promise<ChainLease[]> {
   const out: ChainLease[] = [];
   let key: Uint8Array = new Uint8Array();
   for (let page = 0; page < MAX_PAGES; page++) {
-    const req = QueryLeasesByProviderRequest.fromPartial({
-      providerUuid,
-      stateFilter: state === undefined ? 0 : stateNumber(state),
-      pagination: { key, limit: BigInt(opts.pageLimit) },
-    });
-    const res = await abciQuery(
-      conn,
-      `${Q}LeasesByProvider`,
-      QueryLeasesByProviderRequest,
-      QueryLeasesByProviderResponse,
-      req,
-      signal,
-    );
-    const page = res.leases.map(toChainLease);
-    out.push(...page);
-    onPage?.(page);
+    const res = await fetchPage(key);
+    const leases = res.leases.map(toChainLease);
+    out.push(...leases);
+    onPage?.(leases);
     const next = res.pagination?.nextKey ?? new Uint8Array();
     if (next.length === 0) return out;
     if (Buffer.from(next).equals(Buffer.from(key)))
-      throw new FredError("ERR_CHAIN_QUERY", "LeasesByProvider cursor did not advance");
+      throw new FredError("ERR_CHAIN_QUERY", `${what} cursor did not advance`);
     key = next;
   }
-  throw new FredError("ERR_CHAIN_QUERY", `LeasesByProvider exceeded ${MAX_PAGES} pages`);
+  throw new FredError("ERR_CHAIN_QUERY", `${what} exceeded ${MAX_PAGES} pages`);
 }
 
 export async function creditAccount(

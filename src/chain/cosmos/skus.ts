@@ -1,8 +1,18 @@
-/** SKU look-ups for the tenant CLI: `--sku docker-small` resolves to that SKU's UUID. */
+/**
+ * SKU and provider look-ups for the tenant CLI: `--sku docker-small` resolves to that SKU's
+ * UUID, and a provider's record says where its providerd answers.
+ */
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
-import { QuerySKUsRequest, QuerySKUsResponse, type SKU } from "../proto/index.ts";
-import { abciQuery, type NodeConnection } from "./rpc.ts";
+import {
+  type Provider,
+  QueryProviderRequest,
+  QueryProviderResponse,
+  QuerySKUsRequest,
+  QuerySKUsResponse,
+  type SKU,
+} from "../proto/index.ts";
+import { abciQuery, abciQueryOptional, type NodeConnection } from "./rpc.ts";
 
 export async function activeSkus(conn: NodeConnection, signal?: AbortSignal): Promise<SKU[]> {
   const out: SKU[] = [];
@@ -36,4 +46,23 @@ export async function resolveSku(conn: NodeConnection, ref: string, signal?: Abo
       `SKU name ${JSON.stringify(ref)} is ambiguous (${matches.length} active SKUs); use its UUID`,
     );
   return (matches[0] as SKU).uuid;
+}
+
+/** A provider's on-chain record (its `api_url` is where tenants reach its providerd), or undefined. */
+export async function providerRecord(
+  conn: NodeConnection,
+  uuid: string,
+  signal?: AbortSignal,
+): Promise<Provider | undefined> {
+  if (!isCanonicalUuid(uuid))
+    throw new FredError("ERR_INVALID_ARGUMENT", "provider UUID must be a canonical lowercase UUID");
+  const res = await abciQueryOptional(
+    conn,
+    "/liftedinit.sku.v1.Query/Provider",
+    QueryProviderRequest,
+    QueryProviderResponse,
+    QueryProviderRequest.fromPartial({ uuid }),
+    signal,
+  );
+  return res?.provider;
 }

@@ -1,0 +1,101 @@
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import type { Command } from "commander";
+import type { CosmosChain } from "../../chain/cosmos/adapter.ts";
+import { parseConfigDuration } from "../../core/duration.ts";
+import { FredError } from "../../core/errors.ts";
+import { privateKeyFrom, readClient, type TxFlags, withTx } from "../chain.ts";
+import { say } from "../output.ts";
+import { TenantApi } from "./tenant-api.ts";
+
+/**
+ * What every `fred lease` command shares: the tenant's key flags (as `fred chain`), where
+ * the provider answers, and the manifest file. The provider's URL is `--provider-url`,
+ * else `FRED_PROVIDER_URL`, else the `api_url` of the lease's provider on chain, else the
+ * local `fred up` default, so a tenant normally names nothing but the lease.
+ */
+export interface LeaseFlags extends TxFlags {
+  providerUrl?: string;
+  prefix: string;
+}
+
+export const LOCAL_PROVIDER_URL = "http://127.0.0.1:8080";
+
+export function withLeaseFlags(cmd: Command): Command {
+  return withTx(cmd)
+    .option(
+      "--provider-url <url>",
+      "providerd's tenant API (default: the provider's api_url on chain, else fred up's)",
+    )
+    .option("--prefix <hrp>", "bech32 address prefix of the tenant's account", "manifest");
+}
+
+/** The provider URL for a lease whose provider is `providerUuid` (when known). */
+export async function providerUrl(
+  flags: LeaseFlags,
+  chain?: CosmosChain,
+  providerUuid?: string,
+): Promise<string> {
+  const given = flags.providerUrl ?? process.env.FRED_PROVIDER_URL;
+  if (given !== undefined && given !== "") return checkedUrl(given, "--provider-url");
+  if (chain !== undefined && providerUuid !== undefined) {
+    const record = await chain.providerRecord(providerUuid).catch(() => undefined);
+    if (record !== undefined && record.apiUrl !== "")
+      return checkedUrl(record.apiUrl, "the provider's api_url");
+  }
+  return LOCAL_PROVIDER_URL;
+}
+
+function checkedUrl(text: string, what: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new FredError("ERR_USAGE", `${what} is not a URL: ${JSON.stringify(text)}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new FredError("ERR_USAGE", `${what} must be an http or https URL, got ${JSON.stringify(text)}`);
+  return url.toString();
+}
+
+/** A tenant API client for one lease, resolving its provider from the chain when needed. */
+export async function apiForLease(flags: LeaseFlags, uuid: string): Promise<TenantApi> {
+  const key = privateKeyFrom(flags);
+  if (flags.providerUrl !== undefined || process.env.FRED_PROVIDER_URL)
+    return new TenantApi(await providerUrl(flags), key, flags.prefix);
+  const chain = await readClient(flags);
+  try {
+    const lease = await chain.getLease(uuid);
+    if (lease === undefined) throw new FredError("ERR_USAGE", `the chain has no lease ${uuid}`);
+    return new TenantApi(await providerUrl(flags, chain, lease.providerUuid), key, flags.prefix);
+  } finally {
+    chain.disconnect();
+  }
+}
+
+export async function readManifest(path: string): Promise<{ bytes: Buffer; metaHash: string }> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(path);
+  } catch (err) {
+    throw new FredError(
+      "ERR_USAGE",
+      `cannot read manifest ${path}: ${(err as NodeJS.ErrnoException).code ?? err}`,
+    );
+  }
+  if (bytes.length === 0) throw new FredError("ERR_USAGE", `manifest ${path} is empty`);
+  return { bytes, metaHash: createHash("sha256").update(bytes).digest("hex") };
+}
+
+export function timeoutMs(text: string): number {
+  const parsed = parseConfigDuration(text);
+  if (!parsed.ok || parsed.ms <= 0)
+    throw new FredError(
+      "ERR_USAGE",
+      `--timeout must be a positive duration such as 5m, got ${JSON.stringify(text)}`,
+    );
+  return parsed.ms;
+}
+
+/** One line for people on stderr, prefixed like every other fred message. */
+export const progress = (line: string) => say(`fred: ${line}`);

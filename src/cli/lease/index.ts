@@ -1,0 +1,25 @@
+import type { Command } from "commander";
+import { registerLeaseJourney } from "./journey.ts";
+import { registerLeaseReads } from "./reads.ts";
+
+/** `fred lease …`: the tenant's whole journey with a provider, from a wallet key alone. */
+export function registerLeaseCommands(program: Command): void {
+  const lease = program
+    .command("lease")
+    .description("Tenant commands: deploy, watch, reach, change, close and restore your leases")
+    .addHelpText(
+      "after",
+      `
+Every command prints one JSON result on stdout and a readable view on stderr; exit 0 or 1.
+Key flags: --key-hex <hex> | --mnemonic <words> | --from <name> --home <devnet home>.
+The provider is --provider-url, else FRED_PROVIDER_URL, else its api_url on chain, else
+http://127.0.0.1:8080 (fred up).
+
+Examples:
+  $ fred lease deploy --sku docker-small --manifest app.json --from tenant1 --home .fred/devnet
+  $ fred lease connect $LEASE --from tenant1 --home .fred/devnet
+  $ fred lease close $LEASE --from tenant1 --home .fred/devnet`,
+    );
+  registerLeaseJourney(lease);
+  registerLeaseReads(lease);
+}

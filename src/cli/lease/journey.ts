@@ -1,0 +1,288 @@
+import type { Command } from "commander";
+import type { ChainLease } from "../../chain/port.ts";
+import { FredError } from "../../core/errors.ts";
+import {
+  createLease,
+  leaseArg,
+  leaseView,
+  parseSkuSpec,
+  privateKeyFrom,
+  type SkuSpec,
+  txClient,
+  using,
+} from "../chain.ts";
+import { ExitCode, printJson } from "../output.ts";
+import {
+  apiForLease,
+  type LeaseFlags,
+  progress,
+  providerUrl,
+  readManifest,
+  timeoutMs,
+  withLeaseFlags,
+} from "./context.ts";
+import { TenantApi } from "./tenant-api.ts";
+import { verdictOf, waitSettled } from "./wait.ts";
+
+/**
+ * The commands that change a lease: create, upload, deploy (create + upload + wait),
+ * wait, restart, update, restore, close, and the tenant's list. Each logical command
+ * that the API makes idempotent sends one `Idempotency-Key`, reused by its retries.
+ */
+interface WaitFlags {
+  timeout: string;
+  wait?: boolean;
+}
+
+const SKU_HELP = "item as <uuid|name>[:quantity[:service]]; repeat for several items";
+
+function withWait(cmd: Command): Command {
+  return cmd.option("--timeout <duration>", "how long to wait for the lease to settle", "10m");
+}
+
+/** Waits, prints the final status, and exits 1 with the reason when the lease did not come up. */
+async function settle(api: TenantApi, uuid: string, flags: WaitFlags, untilActive: boolean): Promise<void> {
+  const status = await waitSettled(api, uuid, { timeoutMs: timeoutMs(flags.timeout), untilActive, progress });
+  printJson({ lease_uuid: uuid, ...status });
+  const verdict = verdictOf(status, untilActive);
+  if (verdict === "ready") return progress(`lease ${uuid} is ready`);
+  progress(
+    `lease ${uuid} ${verdict === "ended" ? `ended (${status.state})` : "failed"}${
+      status.reason === undefined ? "" : `: ${status.reason}`
+    }${status.message === undefined ? "" : ` — ${status.message}`}`,
+  );
+  throw new ExitCode(1);
+}
+
+async function upload(api: TenantApi, uuid: string, manifestPath: string): Promise<void> {
+  const { bytes, metaHash } = await readManifest(manifestPath);
+  await api.lease(uuid, "data", { method: "POST", body: bytes, metaHash });
+  progress(`uploaded ${manifestPath} (${bytes.length} bytes) to lease ${uuid}`);
+}
+
+export function registerLeaseJourney(lease: Command): void {
+  withLeaseFlags(lease.command("create").description("Create a lease on chain for the signing key"))
+    .requiredOption("--sku <spec...>", SKU_HELP)
+    .option("--manifest <file>", "manifest file; its SHA-256 becomes the lease's meta_hash")
+    .addHelpText(
+      "after",
+      '\nPrints {"lease_uuid","tx_hash","height"}.\n\nExamples:\n  $ fred lease create --sku docker-small --manifest app.json --from tenant1 --home .fred/devnet',
+    )
+    .action(async (opts: LeaseFlags & { sku: string[]; manifest?: string }) => {
+      const metaHash = opts.manifest === undefined ? undefined : (await readManifest(opts.manifest)).metaHash;
+      await using(await txClient(opts), async (c) =>
+        printJson(await createLease(c, opts.sku.map(parseSkuSpec), hexBytes(metaHash))),
+      );
+    });
+
+  withLeaseFlags(lease.command("upload").description("Upload a PENDING lease's manifest to its provider"))
+    .argument("<uuid>", "lease UUID")
+    .requiredOption("--manifest <file>", "the manifest whose SHA-256 is the lease's meta_hash")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  $ fred lease upload $LEASE --manifest app.json --from tenant1 --home .fred/devnet",
+    )
+    .action(async (uuid: string, opts: LeaseFlags & { manifest: string }) => {
+      const api = await apiForLease(opts, leaseArg(uuid));
+      await upload(api, uuid, opts.manifest);
+      printJson({ lease_uuid: uuid, uploaded: true });
+    });
+
+  withWait(
+    withLeaseFlags(
+      lease
+        .command("deploy")
+        .description("Create a lease, upload its manifest and wait until it is ready (ACTIVE)"),
+    ),
+  )
+    .requiredOption("--sku <spec...>", SKU_HELP)
+    .requiredOption("--manifest <file>", "the manifest to deploy")
+    .addHelpText(
+      "after",
+      `
+Prints the lease's final status once ready: {"lease_uuid","state","provision_status",…};
+exit 1 with the reason when it failed.
+
+Examples:
+  $ fred lease deploy --sku docker-small --manifest app.json --from tenant1 --home .fred/devnet
+  $ fred lease deploy --sku docker-small:1:web --sku docker-small:1:db --manifest stack.json --key-hex $KEY --provider-url https://provider.example`,
+    )
+    .action(async (opts: LeaseFlags & WaitFlags & { sku: string[]; manifest: string }) => {
+      const specs = opts.sku.map(parseSkuSpec);
+      const { metaHash } = await readManifest(opts.manifest);
+      const { uuid, api } = await using(await txClient(opts), async (c) => {
+        const created = await createLease(c, specs, hexBytes(metaHash));
+        progress(`created lease ${created.lease_uuid} (tx ${created.tx_hash}, height ${created.height})`);
+        const onChain = await c.getLease(created.lease_uuid);
+        const url = await providerUrl(opts, c, onChain?.providerUuid);
+        return { uuid: created.lease_uuid, api: new TenantApi(url, privateKeyFrom(opts), opts.prefix) };
+      });
+      await upload(api, uuid, opts.manifest);
+      await settle(api, uuid, opts, true);
+    });
+
+  withWait(withLeaseFlags(lease.command("wait").description("Wait until the lease is ready or has failed")))
+    .argument("<uuid>", "lease UUID")
+    .option("--active", "also wait for the chain to show the lease ACTIVE")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  $ fred lease wait $LEASE --active --from tenant1 --home .fred/devnet",
+    )
+    .action(async (uuid: string, opts: LeaseFlags & WaitFlags & { active?: boolean }) => {
+      const api = await apiForLease(opts, leaseArg(uuid));
+      await settle(api, uuid, opts, opts.active === true);
+    });
+
+  for (const op of ["restart", "update"] as const) {
+    const cmd = withWait(
+      withLeaseFlags(
+        lease
+          .command(op)
+          .description(
+            op === "restart"
+              ? "Restart the lease's containers (same release, volumes kept) and wait until ready"
+              : "Deploy a new manifest to a running lease; a failed update rolls back to the previous release",
+          ),
+      ),
+    )
+      .argument("<uuid>", "lease UUID")
+      .option("--no-wait", "return as soon as the provider accepted the command");
+    if (op === "update") cmd.requiredOption("--manifest <file>", "the new manifest");
+    cmd
+      .addHelpText(
+        "after",
+        op === "restart"
+          ? "\nExamples:\n  $ fred lease restart $LEASE --from tenant1 --home .fred/devnet"
+          : "\nExamples:\n  $ fred lease update $LEASE --manifest v2.json --from tenant1 --home .fred/devnet",
+      )
+      .action(async (uuid: string, opts: LeaseFlags & WaitFlags & { manifest?: string }) => {
+        const api = await apiForLease(opts, leaseArg(uuid));
+        const body =
+          opts.manifest === undefined
+            ? undefined
+            : { payload: (await readManifest(opts.manifest)).bytes.toString("base64") };
+        const accepted = await api.lease(uuid, op, {
+          method: "POST",
+          idempotencyKey: TenantApi.idempotencyKey(),
+          ...(body === undefined ? {} : { body }),
+        });
+        progress(`${op} accepted (HTTP ${accepted.status})`);
+        if (opts.wait === false) return printJson({ lease_uuid: uuid, ...accepted.body });
+        await settle(api, uuid, opts, false);
+      });
+  }
+
+  // The source is an argument, not `--from`: `--from <name>` already names the signing
+  // dev account on every tx command.
+  withWait(
+    withLeaseFlags(
+      lease
+        .command("restore")
+        .description("Open a new lease holding a closed lease's retained data, and wait until it is ready"),
+    ),
+  )
+    .argument("<source-uuid>", "the closed lease whose retained volumes to restore")
+    .option(
+      "--sku <spec...>",
+      `the new lease's items (default: the source's; another tier is allowed); ${SKU_HELP}`,
+    )
+    .addHelpText(
+      "after",
+      "\nExamples:\n  $ fred lease restore $OLD --from tenant1 --home .fred/devnet\n  $ fred lease restore $OLD --sku docker-medium --key-hex $KEY",
+    )
+    .action(async (sourceUuid: string, opts: LeaseFlags & WaitFlags & { sku?: string[] }) => {
+      const from = leaseArg(sourceUuid);
+      const { uuid, api } = await using(await txClient(opts), async (c) => {
+        const source = await c.getLease(from);
+        if (source === undefined) throw new FredError("ERR_USAGE", `the chain has no lease ${from}`);
+        const specs = opts.sku === undefined ? sourceSpecs(source) : opts.sku.map(parseSkuSpec);
+        const created = await createLease(c, specs, new Uint8Array());
+        progress(`created lease ${created.lease_uuid} to restore ${from} into`);
+        const url = await providerUrl(opts, c, source.providerUuid);
+        return { uuid: created.lease_uuid, api: new TenantApi(url, privateKeyFrom(opts), opts.prefix) };
+      });
+      await api.lease(uuid, "restore", {
+        method: "POST",
+        body: { from_lease_uuid: from },
+        idempotencyKey: TenantApi.idempotencyKey(),
+      });
+      progress(`restore of ${from} into ${uuid} accepted`);
+      await settle(api, uuid, opts, true);
+    });
+
+  withLeaseFlags(
+    lease
+      .command("close")
+      .description("Close the lease on chain; returns once the close transaction is committed"),
+  )
+    .argument("<uuid>", "lease UUID")
+    .option("--reason <text>", "closure reason (≤ 256 bytes)", "")
+    .addHelpText(
+      "after",
+      '\nPrints {"lease_uuid","tx_hash","height","state"}.\n\nExamples:\n  $ fred lease close $LEASE --from tenant1 --home .fred/devnet',
+    )
+    .action(async (uuid: string, opts: LeaseFlags & { reason: string }) => {
+      leaseArg(uuid);
+      await using(await txClient(opts), async (c) => {
+        const [outcome] = await c.closeLeases([uuid], opts.reason);
+        if (outcome === undefined || outcome.status === "failed") {
+          printJson({ lease_uuid: uuid, error: outcome?.error?.message ?? "close failed" });
+          throw new ExitCode(1);
+        }
+        const after = await c.getLease(uuid);
+        printJson({
+          lease_uuid: uuid,
+          tx_hash: outcome.txHash ?? null,
+          height: outcome.height ?? null,
+          state: after?.state ?? null,
+        });
+      });
+    });
+
+  withLeaseFlags(
+    lease.command("list").description("The signing key's leases on chain, with the provider's status"),
+  )
+    .option("--state <state>", "only leases in this state (pending, active, closed, rejected, expired)")
+    .addHelpText("after", "\nExamples:\n  $ fred lease list --from tenant1 --home .fred/devnet")
+    .action(async (opts: LeaseFlags & { state?: string }) => {
+      await using(await txClient(opts), async (c) => {
+        const leases = await c.leasesByTenant(c.address, stateFilter(opts.state));
+        const out = [];
+        for (const l of leases) {
+          const view = leaseView(l);
+          if (l.state === "LEASE_STATE_PENDING" || l.state === "LEASE_STATE_ACTIVE") {
+            const api = new TenantApi(
+              await providerUrl(opts, c, l.providerUuid),
+              privateKeyFrom(opts),
+              opts.prefix,
+            );
+            const status = await api.lease(l.uuid, "status").catch(() => undefined);
+            if (status?.body.provision_status !== undefined)
+              view.provision_status = status.body.provision_status;
+          }
+          progress(
+            `${l.uuid} ${l.state.replace("LEASE_STATE_", "").toLowerCase()} ${view.provision_status ?? ""}`,
+          );
+          out.push(view);
+        }
+        printJson(out);
+      });
+    });
+}
+
+function hexBytes(hex: string | undefined): Uint8Array {
+  return hex === undefined ? new Uint8Array() : Buffer.from(hex, "hex");
+}
+
+function sourceSpecs(source: ChainLease): SkuSpec[] {
+  return source.items.map((i) => ({ ref: i.skuUuid, quantity: i.quantity, serviceName: i.serviceName }));
+}
+
+function stateFilter(text: string | undefined) {
+  if (text === undefined) return undefined;
+  const state = `LEASE_STATE_${text.toUpperCase()}`;
+  const known = ["PENDING", "ACTIVE", "CLOSED", "REJECTED", "EXPIRED"];
+  if (!known.includes(text.toUpperCase()))
+    throw new FredError("ERR_USAGE", `--state must be one of ${known.join(", ").toLowerCase()}`);
+  return state as ChainLease["state"];
+}

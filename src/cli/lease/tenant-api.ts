@@ -1,0 +1,166 @@
+import { randomUUID } from "node:crypto";
+import { addressFromPubkey } from "../../auth/address.ts";
+import { compressedPubkey } from "../../auth/keys.ts";
+import { mintTenantToken } from "../../auth/token.ts";
+import { retry } from "../../core/async/index.ts";
+import { FredError } from "../../core/errors.ts";
+import { commandClock } from "../chain.ts";
+
+/**
+ * The tenant side of providerd's API for the `fred lease` commands: every request carries
+ * a freshly minted ADR-036 token (so replay-protected reads never reuse one), a logical
+ * command keeps one `Idempotency-Key` across its retries, and an answer the server asks
+ * to retry (429/503 with `Retry-After`, or a lost connection) is tried again a few times.
+ * A refusal becomes a FredError whose message carries the API's `reason` and a hint.
+ */
+export interface ApiAnswer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+export interface ApiRequest {
+  method?: "GET" | "POST";
+  /** Bytes sent as they are (uploads) or a JSON body. */
+  body?: Uint8Array | Record<string, unknown>;
+  /** Mint a payload token for this meta_hash (uploads) instead of an access token. */
+  metaHash?: string;
+  /** Sent as `Idempotency-Key`; one per logical command, reused by every retry. */
+  idempotencyKey?: string;
+  /** Statuses that are a normal answer here, not an error (e.g. 404 while polling). */
+  accept?: readonly number[];
+}
+
+/** What to do about each refusal reason a tenant can meet, in a few words. */
+const HINTS: Record<string, string> = {
+  billing_only: "this lease's SKU is billing-only: there is nothing to deploy",
+  source_busy: "the source lease is busy with another command; try again shortly",
+  target_busy: "the target lease is busy with another command; try again shortly",
+  target_not_pending: "restore into a new PENDING lease (fred lease create first)",
+  demote_exceeds_tier: "the retained data does not fit the smaller tier: pick a larger --sku",
+  maintenance_expired: "the backend no longer holds this command: send a new one",
+  maintenance_capacity_reserved: "the provider is busy with other maintenance; try again in a second",
+  backend_storage_lost: "the provider lost the host this lease ran on: open a new lease",
+};
+
+const RETRY_STATUSES = new Set([429, 502, 503]);
+const TRIES = 4;
+
+export class TenantApi {
+  readonly tenant: string;
+  #lastTimestamp = 0;
+
+  constructor(
+    readonly baseUrl: string,
+    private readonly privateKey: Uint8Array,
+    private readonly prefix = "manifest",
+  ) {
+    this.tenant = addressFromPubkey(compressedPubkey(privateKey), prefix);
+  }
+
+  /** A new key for one logical command (UUIDv4, as the API requires). */
+  static idempotencyKey(): string {
+    return randomUUID();
+  }
+
+  /**
+   * A token timestamp never used before by this process: replay-protected endpoints refuse
+   * a token seen before, and tokens minted within one second would otherwise be identical.
+   */
+  #timestamp(): number {
+    const now = Math.floor(Date.now() / 1000);
+    this.#lastTimestamp = Math.max(this.#lastTimestamp + 1, now - 20);
+    return this.#lastTimestamp;
+  }
+
+  token(leaseUuid: string, metaHash?: string): string {
+    return mintTenantToken({
+      privateKey: this.privateKey,
+      leaseUuid,
+      timestamp: this.#timestamp(),
+      prefix: this.prefix,
+      ...(metaHash === undefined ? {} : { metaHash }),
+    });
+  }
+
+  url(path: string): string {
+    return new URL(path, this.baseUrl).toString();
+  }
+
+  async lease(leaseUuid: string, path: string, req: ApiRequest = {}): Promise<ApiAnswer> {
+    return retry(() => this.#once(leaseUuid, path, req), {
+      clock: commandClock,
+      attempts: TRIES,
+      backoff: { initialMs: 500, maxMs: 4000 },
+      retryable: (err) => err instanceof FredError && err.retryable,
+    });
+  }
+
+  async #once(leaseUuid: string, path: string, req: ApiRequest): Promise<ApiAnswer> {
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.token(leaseUuid, req.metaHash)}`,
+    };
+    if (req.idempotencyKey !== undefined) headers["idempotency-key"] = req.idempotencyKey;
+    let body: Uint8Array | string | undefined;
+    if (req.body instanceof Uint8Array) {
+      body = req.body;
+      headers["content-type"] = "application/octet-stream";
+    } else if (req.body !== undefined) {
+      body = JSON.stringify(req.body);
+      headers["content-type"] = "application/json";
+    }
+    let res: Response;
+    try {
+      res = await fetch(this.url(`/v1/leases/${leaseUuid}/${path}`), {
+        method: req.method ?? "GET",
+        headers,
+        ...(body === undefined ? {} : { body }),
+        signal: AbortSignal.timeout(60_000),
+      });
+    } catch (err) {
+      throw new FredError(
+        "ERR_TENANT_API",
+        `cannot reach the provider at ${this.baseUrl}: ${causeText(err)}`,
+        {
+          retryable: true,
+          cause: err,
+        },
+      );
+    }
+    const text = await res.text();
+    const parsed = parseBody(text);
+    if (res.ok || req.accept?.includes(res.status)) return { status: res.status, body: parsed };
+    throw refusal(res.status, parsed, RETRY_STATUSES.has(res.status));
+  }
+}
+
+function parseBody(text: string): Record<string, unknown> {
+  if (text === "") return {};
+  try {
+    const v = JSON.parse(text) as unknown;
+    return typeof v === "object" && v !== null && !Array.isArray(v)
+      ? (v as Record<string, unknown>)
+      : { value: v };
+  } catch {
+    return { error: text.slice(0, 200) };
+  }
+}
+
+function causeText(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (err as Error).message;
+}
+
+/** The API's envelope as an error: status, text, reason and what to do about it. */
+export function refusal(status: number, body: Record<string, unknown>, retryable = false): FredError {
+  const text = typeof body.error === "string" ? body.error : `HTTP ${status}`;
+  const reason = typeof body.reason === "string" ? body.reason : undefined;
+  const hint =
+    (reason === undefined ? undefined : HINTS[reason]) ??
+    (status === 401 ? "the token was refused: check the key and this machine's clock" : undefined) ??
+    (status === 403 ? "this lease belongs to another tenant or provider" : undefined);
+  const message = `${status} ${text}${reason === undefined ? "" : ` (${reason})`}${hint === undefined ? "" : `: ${hint}`}`;
+  return new FredError("ERR_TENANT_API", message, {
+    retryable,
+    details: { status, ...(reason === undefined ? {} : { reason }), error: text },
+  });
+}

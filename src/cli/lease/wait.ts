@@ -1,0 +1,110 @@
+import WebSocket from "ws";
+import { sleepOrAbort } from "../../core/async/index.ts";
+import { FredError } from "../../core/errors.ts";
+import { commandClock } from "../chain.ts";
+import type { TenantApi } from "./tenant-api.ts";
+
+/**
+ * Waiting for a lease to settle, as a person watching it would: the event stream pushes
+ * each change (printed as progress), and when the stream cannot be used (a proxy that
+ * drops upgrades, a closed connection) the status endpoint is polled instead. The answer
+ * is always the final `GET status` body, so the caller prints what the API says.
+ */
+export interface WaitOptions {
+  timeoutMs: number;
+  /** Also wait for the chain to show the lease ACTIVE (the provider acknowledged it). */
+  untilActive: boolean;
+  progress: (line: string) => void;
+}
+
+const ENDED = new Set(["LEASE_STATE_CLOSED", "LEASE_STATE_REJECTED", "LEASE_STATE_EXPIRED"]);
+const POLL_MS = 1000;
+
+export type Verdict = "ready" | "failed" | "ended" | "waiting";
+
+/** What a status body says about the wait: done well, done badly, or not yet. */
+export function verdictOf(status: Record<string, unknown>, untilActive: boolean): Verdict {
+  const state = status.state;
+  if (typeof state === "string" && ENDED.has(state)) return "ended";
+  const provision = status.provision_status;
+  if (provision === "failed") return "failed";
+  if (provision === "ready") return !untilActive || state === "LEASE_STATE_ACTIVE" ? "ready" : "waiting";
+  return "waiting";
+}
+
+export async function waitSettled(
+  api: TenantApi,
+  uuid: string,
+  o: WaitOptions,
+): Promise<Record<string, unknown>> {
+  const deadline = AbortSignal.timeout(o.timeoutMs);
+  let last = "";
+  const show = (status: unknown, state: unknown, extra?: unknown) => {
+    const line = `${String(status)} (${String(state ?? "?")
+      .replace("LEASE_STATE_", "")
+      .toLowerCase()})${typeof extra === "string" && extra !== "" ? `: ${extra}` : ""}`;
+    if (line !== last) o.progress(line);
+    last = line;
+  };
+  // The stream ends the wait early; polling below always has the last word.
+  await streamUntilSettled(api, uuid, deadline, (frame) =>
+    show(frame.status, frame.state, frame.error),
+  ).catch((err: unknown) =>
+    o.progress(`event stream unavailable (${(err as Error).message}); polling status`),
+  );
+  for (;;) {
+    const { body } = await api.lease(uuid, "status");
+    show(body.provision_status ?? "waiting", body.state, body.message);
+    if (verdictOf(body, o.untilActive) !== "waiting") return body;
+    if (deadline.aborted)
+      throw new FredError("ERR_TENANT_API", `lease ${uuid} did not settle within ${o.timeoutMs / 1000} s`, {
+        details: { status: body },
+      });
+    await sleepOrAbort(commandClock, POLL_MS, deadline).catch(() => {});
+  }
+}
+
+interface Frame {
+  status?: unknown;
+  state?: unknown;
+  error?: unknown;
+  type?: unknown;
+}
+
+/** Resolves when a frame says the provision ended (ready or failed) or the lease ended. */
+function streamUntilSettled(
+  api: TenantApi,
+  uuid: string,
+  signal: AbortSignal,
+  onFrame: (f: Frame) => void,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const url = api.url(`/v1/leases/${uuid}/events`).replace(/^http/, "ws");
+    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${api.token(uuid)}` } });
+    const done = (err?: Error) => {
+      signal.removeEventListener("abort", onAbort);
+      ws.removeAllListeners();
+      ws.on("error", () => {});
+      ws.terminate();
+      if (err === undefined) resolve();
+      else reject(err);
+    };
+    const onAbort = () => done();
+    signal.addEventListener("abort", onAbort, { once: true });
+    ws.on("unexpected-response", (_req, res) => done(new Error(`HTTP ${res.statusCode}`)));
+    ws.on("error", (err) => done(err));
+    ws.on("close", (code) => done(new Error(`closed with ${code}`)));
+    ws.on("message", (data) => {
+      let frame: Frame;
+      try {
+        frame = JSON.parse(String(data)) as Frame;
+      } catch {
+        return;
+      }
+      if (frame.status === undefined) return;
+      onFrame(frame);
+      const state = typeof frame.state === "string" ? frame.state : "";
+      if (frame.status === "ready" || frame.status === "failed" || ENDED.has(state)) done();
+    });
+  });
+}
