@@ -1,0 +1,88 @@
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { parse } from "yaml";
+import { REPO_ROOT, runFred } from "../support/index.ts";
+
+/**
+ * What ships under deploy/ must work where an operator puts it: the systemd units pass
+ * `systemd-analyze verify`, the Prometheus rules pass `promtool check rules` and name only
+ * metrics Fred exports, and every fred command a unit runs parses. CI installs both tools
+ * (REQUIRE_DEPLOY_TOOLS=1 makes a missing tool a failure instead of a skip).
+ */
+const REQUIRED = process.env.REQUIRE_DEPLOY_TOOLS === "1";
+const DEPLOY = join(REPO_ROOT, "deploy");
+const units = readdirSync(join(DEPLOY, "systemd")).filter((f) => f.endsWith(".service"));
+const rules = readdirSync(join(DEPLOY, "prometheus")).filter((f) => f.endsWith(".yml"));
+
+function tool(name: string): boolean {
+  const found = spawnSync("sh", ["-c", `command -v ${name}`]).status === 0;
+  if (!found && REQUIRED)
+    throw new Error(`${name} is required here (REQUIRE_DEPLOY_TOOLS=1) but not installed`);
+  return found;
+}
+
+/** Every fred_* metric name registered anywhere in src/. */
+function exportedMetrics(): Set<string> {
+  const out = execFileSync("grep", ["-rhoE", 'name: "fred_[a-z0-9_]+"', join(REPO_ROOT, "src")], {
+    encoding: "utf8",
+  });
+  return new Set([...out.matchAll(/"(fred_[a-z0-9_]+)"/g)].map((m) => m[1] as string));
+}
+
+describe("deploy/ files", () => {
+  it("ships units and rules", () => {
+    assert.ok(units.length >= 2, "expected the providerd and Docker backend units");
+    assert.ok(rules.length >= 1);
+  });
+
+  for (const unit of units) {
+    it(`${unit} passes systemd-analyze verify without warnings`, { skip: !tool("systemd-analyze") }, () => {
+      const r = spawnSync("systemd-analyze", ["verify", join(DEPLOY, "systemd", unit)], { encoding: "utf8" });
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.stderr.trim(), "", r.stderr);
+    });
+
+    it(`${unit} runs fred commands that exist`, async () => {
+      const text = readFileSync(join(DEPLOY, "systemd", unit), "utf8");
+      const commands = [...text.matchAll(/^Exec\w+=\/usr\/bin\/node \/opt\/fred\/bin\/fred\.js (.+)$/gm)].map(
+        (m) => (m[1] as string).split(/\s+/),
+      );
+      assert.ok(commands.length >= 1, `${unit} runs no fred command`);
+      for (const args of commands) {
+        // Keep the subcommand words (up to the first flag) and ask for their help.
+        const words = args.slice(
+          0,
+          args.findIndex((a) => a.startsWith("-")),
+        );
+        const r = await runFred([...words, "--help"]);
+        assert.equal(r.code, 0, `fred ${words.join(" ")} --help: ${r.stderr}`);
+        for (const flag of args.filter((a) => a.startsWith("-")))
+          assert.ok(r.stdout.includes(flag), `fred ${words.join(" ")} has no ${flag}`);
+      }
+    });
+  }
+
+  for (const file of rules) {
+    it(`${file} passes promtool check rules`, { skip: !tool("promtool") }, () => {
+      const r = spawnSync("promtool", ["check", "rules", join(DEPLOY, "prometheus", file)], {
+        encoding: "utf8",
+      });
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+    });
+
+    it(`${file} names only metrics Fred exports`, () => {
+      const doc = parse(readFileSync(join(DEPLOY, "prometheus", file), "utf8")) as {
+        groups: { rules: { alert: string; expr: string }[] }[];
+      };
+      const known = exportedMetrics();
+      for (const rule of doc.groups.flatMap((g) => g.rules)) {
+        const names = [...rule.expr.matchAll(/\bfred_[a-z0-9_]+/g)].map((m) => m[0]);
+        assert.ok(names.length > 0, `${rule.alert} uses no fred metric`);
+        for (const n of names) assert.ok(known.has(n), `${rule.alert} uses ${n}, which nothing exports`);
+      }
+    });
+  }
+});
