@@ -259,6 +259,11 @@ export const ERROR_CODES = {
     retryable: false,
     http: 409,
   },
+  ERR_CONTRACT_422: {
+    meaning: "the backend holds no retained data for the restore, or it does not fit the tier",
+    retryable: false,
+    http: 422,
+  },
   ERR_CONTRACT_501: { meaning: "the backend does not implement the operation", retryable: false, http: 501 },
   ERR_CONTRACT_503: { meaning: "the backend lacks the resources right now", retryable: true, http: 503 },
   ERR_SUBSTRATE_FAILED: {
@@ -433,7 +438,10 @@ export const BACKEND_BODY_CODES = {
     meaning: "409: a restart or update not newer than the lease's newest one, with no receipt left; not run",
     field: "code",
   },
-  demote_exceeds_tier: { meaning: "422: an update would demote below the lease's tier", field: "code" },
+  demote_exceeds_tier: {
+    meaning: "422: the retained data exceeds the smaller tier a restore asks for",
+    field: "code",
+  },
   unknown_sku: {
     meaning: "400: the request names a SKU the backend does not serve",
     field: "validation_code",

@@ -509,12 +509,17 @@ export function runBackendContractSuite(label: string, start: () => Promise<Back
           400,
         );
       });
-      it("restart, update and restore answer 501 unsupported", async () => {
-        for (const op of ["restart", "update", "restore"]) {
+      it("restart and update answer 501 unsupported", async () => {
+        for (const op of ["restart", "update"]) {
           const res = await c.post(`/${op}`, { lease_uuid: randomUUID() });
           assert.equal(res.status, 501, op);
           assert.equal(codeOf(res), "unsupported");
         }
+      });
+      it("restore of a source with no retained data answers a bare 422", async () => {
+        const res = await c.post("/restore", { lease_uuid: randomUUID() });
+        assert.equal(res.status, 422);
+        assert.equal(codeOf(res), undefined);
       });
     });
   });

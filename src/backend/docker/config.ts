@@ -7,6 +7,14 @@ import { parseConfigDuration } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import { checkClientCaBundle, DEFAULT_DIAGNOSTICS_MAX_AGE_MS } from "../kit/index.ts";
+import {
+  DEFAULT_ORPHAN_CONFIRMATIONS,
+  DEFAULT_RETENTION_MAX_AGE_MS,
+  DEFAULT_RETENTION_REAP_INTERVAL_MS,
+  type PartitionSource,
+  parsePartitionSource,
+  type RetentionPolicy,
+} from "../kit/retention/index.ts";
 
 /**
  * `fred backend docker -c docker-backend.yaml`: the operator's file, validated once into a
@@ -14,6 +22,7 @@ import { checkClientCaBundle, DEFAULT_DIAGNOSTICS_MAX_AGE_MS } from "../kit/inde
  * durations become `…Ms`. Unknown keys are refused, and keys the reference has but this
  * backend does not (separate *_db_path files, retention, ingress, v0.13 migration) get a
  * refusal that says why, so an operator porting a reference file learns what to change.
+ * The retention keys are the reference's, top-level, with its defaults.
  */
 
 const REFUSED_KEYS: Record<string, string> = {
@@ -21,15 +30,6 @@ const REFUSED_KEYS: Record<string, string> = {
   diagnostics_db_path: "this backend keeps one SQLite journal: set db_path instead",
   releases_db_path: "this backend keeps one SQLite journal: set db_path instead",
   retention_db_path: "this backend keeps one SQLite journal: set db_path instead",
-  retain_on_close: "retention on close is not available yet; volumes are destroyed on deprovision",
-  retention_max_age: "retention is not available yet",
-  retention_reap_interval: "retention is not available yet",
-  retention_orphan_confirmations: "retention is not available yet",
-  retention_partition_source: "retention is not available yet",
-  retention_tenant_budgets: "retention is not available yet",
-  max_retained_leases_per_tenant: "retention is not available yet",
-  max_retained_disk_mb: "retention is not available yet",
-  max_retained_disk_mb_per_tenant: "retention is not available yet",
   ingress: "ingress (Traefik routes, custom domains) is not available yet",
   migration_ready_timeout: "v0.13 migration is not supported by this backend",
   migration_grace_period: "v0.13 migration is not supported by this backend",
@@ -62,6 +62,23 @@ const quotaSchema = z.strictObject({
   max_cpu_cores: z.number().positive(),
   max_memory_mb: z.number().int().positive(),
   max_disk_mb: z.number().int().positive(),
+});
+
+const cap = (name: string) => z.number().int(`${name} must be an integer ≥ 0 (0 = unlimited)`).min(0);
+
+const tenantBudgetSchema = z.strictObject({
+  max_retained_leases: cap("max_retained_leases").default(0),
+  max_retained_disk_mb: cap("max_retained_disk_mb").default(0),
+  max_partitions: cap("max_partitions").default(0),
+  per_partition_max_leases: cap("per_partition_max_leases").default(0),
+  per_partition_max_disk_mb: cap("per_partition_max_disk_mb").default(0),
+});
+
+const partitionSourceSchema = z.string().transform((text, ctx): PartitionSource => {
+  const parsed = parsePartitionSource(text);
+  if (!("problem" in parsed)) return parsed;
+  ctx.addIssue({ code: "custom", message: `retention_partition_source ${parsed.problem}` });
+  return z.NEVER;
 });
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"] as const;
@@ -126,6 +143,22 @@ const fileSchema = z.strictObject({
   reservation_ttl: positiveDuration("reservation_ttl").default(600_000),
   // 0 = never expire, as in the reference.
   diagnostics_max_age: duration("diagnostics_max_age").default(DEFAULT_DIAGNOSTICS_MAX_AGE_MS),
+  retain_on_close: z.boolean().default(false),
+  // 0 = retained data never expires, as in the reference.
+  retention_max_age: duration("retention_max_age").default(DEFAULT_RETENTION_MAX_AGE_MS),
+  retention_reap_interval: positiveDuration("retention_reap_interval").default(
+    DEFAULT_RETENTION_REAP_INTERVAL_MS,
+  ),
+  retention_orphan_confirmations: z
+    .number()
+    .int("retention_orphan_confirmations must be an integer ≥ 1")
+    .min(1, "retention_orphan_confirmations must be an integer ≥ 1")
+    .default(DEFAULT_ORPHAN_CONFIRMATIONS),
+  max_retained_leases_per_tenant: cap("max_retained_leases_per_tenant").default(0),
+  max_retained_disk_mb: cap("max_retained_disk_mb").default(0),
+  max_retained_disk_mb_per_tenant: cap("max_retained_disk_mb_per_tenant").default(0),
+  retention_partition_source: partitionSourceSchema.default({ kind: "none" }),
+  retention_tenant_budgets: z.record(z.string().min(1), tenantBudgetSchema).default({}),
 });
 
 type FileConfig = z.output<typeof fileSchema>;
@@ -185,6 +218,8 @@ export interface DockerBackendConfig {
   readonly reservationTtlMs: number;
   /** How long a lease's last failure (reason, message, captured logs) stays readable; 0 = always. */
   readonly diagnosticsMaxAgeMs: number;
+  /** retain_on_close and the retention_* / max_retained_* keys. */
+  readonly retention: Readonly<RetentionPolicy>;
 }
 
 /** Environment variables that override a file key (the reference's names). */
@@ -246,6 +281,10 @@ function crossCheck(file: FileConfig): void {
     if (file.volume_filesystem !== "btrfs")
       throw configError("production_mode requires volume_filesystem: btrfs (enforced disk sizes)");
   }
+  if (file.retain_on_close && file.volume_filesystem !== "btrfs")
+    throw configError(
+      "retain_on_close needs volume_filesystem: btrfs (retained data is kept as btrfs snapshots; without volumes there is nothing to retain)",
+    );
 }
 
 /** Read once at load, so a typo or a permission problem fails the config, not the first handshake. */
@@ -355,6 +394,30 @@ export function parseDockerBackendConfig(
     reconcileIntervalMs: file.reconcile_interval,
     reservationTtlMs: file.reservation_ttl,
     diagnosticsMaxAgeMs: file.diagnostics_max_age,
+    retention: Object.freeze({
+      retainOnClose: file.retain_on_close,
+      maxAgeMs: file.retention_max_age,
+      reapIntervalMs: file.retention_reap_interval,
+      orphanConfirmations: file.retention_orphan_confirmations,
+      maxRetainedLeasesPerTenant: file.max_retained_leases_per_tenant,
+      maxRetainedDiskMb: file.max_retained_disk_mb,
+      maxRetainedDiskMbPerTenant: file.max_retained_disk_mb_per_tenant,
+      partitionSource: file.retention_partition_source,
+      tenantBudgets: Object.freeze(
+        Object.fromEntries(
+          Object.entries(file.retention_tenant_budgets).map(([tenant, b]) => [
+            tenant,
+            Object.freeze({
+              maxRetainedLeases: b.max_retained_leases,
+              maxRetainedDiskMb: b.max_retained_disk_mb,
+              maxPartitions: b.max_partitions,
+              perPartitionMaxLeases: b.per_partition_max_leases,
+              perPartitionMaxDiskMb: b.per_partition_max_disk_mb,
+            }),
+          ]),
+        ),
+      ),
+    }),
   };
   return Object.freeze(config);
 }

@@ -12,6 +12,7 @@ import { Journal } from "./journal/journal.ts";
 import { createKitMetrics } from "./metrics.ts";
 import { OutboxSender } from "./outbox-sender.ts";
 import { type PoolOptions, ResourcePool } from "./resources.ts";
+import { Retention, type RetentionPolicy } from "./retention/index.ts";
 import { buildContractServer, type ContractServerOptions } from "./server.ts";
 import type { Substrate } from "./substrate.ts";
 
@@ -44,6 +45,8 @@ export interface BackendKitOptions {
   requirePayload?: boolean;
   reservationTtlMs?: number;
   reconcileIntervalMs?: number;
+  /** Retention of closed leases' data and restore (absent: closes destroy, /restore is a bare 422). */
+  retention?: RetentionPolicy;
   /** How long a lease's last failure stays readable (default 168h). */
   diagnosticsMaxAgeMs?: number;
   bodyLimitBytes?: number;
@@ -63,6 +66,7 @@ export interface RunningBackend {
   storageId: string;
   engine: BackendEngine;
   journal: Journal;
+  retention: Retention | undefined;
   sender: OutboxSender;
   server: FastifyInstance;
   close(): Promise<void>;
@@ -92,6 +96,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
   });
   let sender: OutboxSender | undefined;
   let engine: BackendEngine | undefined;
+  let retention: Retention | undefined;
   try {
     const pool = new ResourcePool(o.pool);
     const metrics = createKitMetrics(journal, pool);
@@ -106,6 +111,18 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       onAttemptFailed: (row) => metrics.callbackAttemptsFailed.inc({ kind: row.kind }),
     });
     const wake = sender.wake.bind(sender);
+    retention =
+      o.retention === undefined
+        ? undefined
+        : new Retention({
+            journal,
+            pool,
+            substrate: o.substrate,
+            clock,
+            logger,
+            policy: o.retention,
+            parseManifest: o.parseManifest,
+          });
     engine = new BackendEngine({
       journal,
       pool,
@@ -121,6 +138,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       reconcileIntervalMs: o.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS,
       diagnosticsMaxAgeMs: o.diagnosticsMaxAgeMs ?? DEFAULT_DIAGNOSTICS_MAX_AGE_MS,
       wakeOutbox: wake,
+      retention,
     });
     const server = buildContractServer({
       engine,
@@ -135,8 +153,11 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       https: o.https,
       allowedRegistries: o.allowedRegistries,
       routes: o.routes,
+      retention,
+      admission: engine.admission,
     });
     await engine.start();
+    retention?.start();
     sender.start();
     await server.listen({ host: o.listen.host, port: o.listen.port });
     const addr = server.server.address();
@@ -148,11 +169,13 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       storageId: journal.storageId,
       engine,
       journal,
+      retention,
       sender,
       server,
       close: () => {
         closing ??= (async () => {
           await server.close();
+          await retention?.stop();
           await engine?.stop();
           await sender?.stop();
           await o.substrate.close();
@@ -174,6 +197,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
     );
     return running;
   } catch (err) {
+    await retention?.stop().catch(() => {});
     await engine?.stop().catch(() => {});
     await sender?.stop().catch(() => {});
     await dispatcher.close().catch(() => {});

@@ -6,6 +6,7 @@ import { badRequest } from "./errors.ts";
 import type { DiagnosticRecord } from "./journal/diagnostics.ts";
 import type { Failure, Journal, LeaseRecord } from "./journal/journal.ts";
 import type { ResourcePool } from "./resources.ts";
+import type { Retention } from "./retention/manager.ts";
 import { type RuntimeEvent, type Substrate, SubstrateError, substrateOutcomeOf } from "./substrate.ts";
 import { NO_STREAK } from "./terminal-budget.ts";
 import type { ProvisionRequest } from "./wire.ts";
@@ -24,6 +25,8 @@ export interface EngineConfig extends AdmissionConfig {
   diagnosticsMaxAgeMs: number;
   /** Called after every commit that appended an outbox row. */
   wakeOutbox(lease: string): void;
+  /** Retention of closed leases' data (retention/): absent = a close destroys. */
+  retention?: Retention | undefined;
 }
 
 export type EngineEvent = "recovery:done" | "operation:settled" | "close:done";
@@ -58,6 +61,11 @@ export class BackendEngine {
 
   get pool(): ResourcePool {
     return this.#c.pool;
+  }
+
+  /** What admission reads (restore admission shares it with provision). */
+  get admission(): AdmissionConfig {
+    return this.#c;
   }
 
   /** Typed lifecycle events, so tests wait for "recovery:done" instead of sleeping. */
@@ -139,6 +147,11 @@ export class BackendEngine {
     return { operationId: result.kind === "admitted" ? result.lease.operationId : result.operationId };
   }
 
+  /** Runs an operation admitted elsewhere (a restore) like a provision. */
+  startOperation(lease: LeaseRecord): void {
+    this.#dispatch(lease);
+  }
+
   #dispatch(lease: LeaseRecord): void {
     const controller = new AbortController();
     this.#live.set(lease.leaseUuid, controller);
@@ -164,6 +177,7 @@ export class BackendEngine {
         await this.#preserveLogs(lease.leaseUuid, signal);
         await substrate.removeWorkload(lease.leaseUuid, signal);
       }
+      await this.#c.retention?.beforeCreate(lease, spec, signal);
       await substrate.create(spec, signal);
       await substrate.start(spec, signal);
       if (this.#c.journal.settleSuccess(lease.leaseUuid, lease.generation, this.#c.clock.now())) {
@@ -177,8 +191,10 @@ export class BackendEngine {
         log.warn({ reason: e.reason, err: e }, "provision failed");
         // The failed instances are still there (stopped): their logs go with the failure.
         const logs = await captureLogs(substrate, lease.leaseUuid, signal, log);
+        const failure =
+          (await this.#c.retention?.restoreFailure(lease, failureOf(e), signal)) ?? failureOf(e);
         const now = this.#c.clock.now();
-        if (this.#c.journal.settleFailure(lease.leaseUuid, lease.generation, failureOf(e), now, logs)) {
+        if (this.#c.journal.settleFailure(lease.leaseUuid, lease.generation, failure, now, logs)) {
           this.#c.pool.release(lease.leaseUuid);
           this.#settled(lease.leaseUuid);
           return;
@@ -218,8 +234,13 @@ export class BackendEngine {
 
   /** Starts a close and returns once it is durable; teardown continues in the background. */
   async deprovision(leaseUuid: string): Promise<void> {
-    const r = this.#c.journal.beginClose(leaseUuid, this.#c.clock.now());
-    await this.#c.journal.durable();
+    const { journal, retention } = this.#c;
+    const r = journal.transaction(() => {
+      const begun = journal.beginClose(leaseUuid, this.#c.clock.now());
+      if (begun.kind === "closing") retention?.onCloseBegun(begun.lease);
+      return begun;
+    });
+    await journal.durable();
     if (r.kind === "tombstoned") return;
     if (r.kind !== "closing") {
       // Nothing known here; remove anything labelled with it anyway (no callback).
@@ -244,14 +265,24 @@ export class BackendEngine {
     await this.#gate.run(leaseUuid, async () => {
       const lease = this.#c.journal.getLease(leaseUuid);
       if (lease?.head !== "close") return;
+      const { journal, retention } = this.#c;
+      const signal = this.#shutdown.signal;
+      let teardown: { retained: boolean; commit(): void } = { retained: false, commit: () => {} };
       try {
-        await this.#preserveLogs(leaseUuid, this.#shutdown.signal);
-        await this.#c.substrate.destroyLease(leaseUuid, this.#shutdown.signal);
+        await this.#preserveLogs(leaseUuid, signal);
+        if (retention) teardown = await retention.teardown(lease, signal);
+        else await this.#c.substrate.destroyLease(leaseUuid, signal);
       } catch (err) {
         this.#c.logger.warn({ lease_uuid: leaseUuid, err }, "teardown failed; will retry");
         return;
       }
-      if (this.#c.journal.completeClose(leaseUuid, lease.generation, this.#c.clock.now())) {
+      const now = this.#c.clock.now();
+      const completed = journal.transaction(() => {
+        if (!journal.completeClose(leaseUuid, lease.generation, now, teardown.retained)) return false;
+        teardown.commit();
+        return true;
+      });
+      if (completed) {
         this.#c.pool.release(leaseUuid);
         this.#c.wakeOutbox(leaseUuid);
         this.#emit("close:done", leaseUuid);
@@ -378,10 +409,11 @@ export class BackendEngine {
       }
     }
     logger.info({ lease_uuid: leaseUuid }, "settling an interrupted provision as failed");
-    const failure =
+    const observed =
       obs?.state === "failed" && obs.reason
         ? { reason: obs.reason, message: obs.message ?? "" }
         : INTERRUPTED;
+    const failure = (await this.#c.retention?.restoreFailure(lease, observed, signal)) ?? observed;
     if (journal.settleFailure(leaseUuid, lease.generation, failure, clock.now(), logs)) {
       this.#c.pool.release(leaseUuid);
       this.#settled(leaseUuid);

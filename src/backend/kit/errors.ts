@@ -7,7 +7,7 @@ import { FredError } from "../../core/errors.ts";
  * where the decision is made; mapped to HTTP in exactly one place (the server's error
  * handler). Messages are tenant-safe by construction.
  */
-export type ContractStatus = 400 | 403 | 404 | 409 | 501 | 503;
+export type ContractStatus = 400 | 403 | 404 | 409 | 422 | 501 | 503;
 
 export class ContractError extends FredError<`ERR_CONTRACT_${ContractStatus}`> {
   readonly status: ContractStatus;
@@ -32,6 +32,12 @@ export const conflict = (message: string, code?: BackendBodyCode) =>
   new ContractError(409, message, code === undefined ? {} : { code });
 export const insufficientResources = (message: string) =>
   new ContractError(503, message, { code: "insufficient_resources" });
+/** 422 without a code: no retained data for the restore's source (also: no retention here). */
+export const notRetained = () => new ContractError(422, "no retained data for the source lease");
+export const demoteExceedsTier = (detail: string) =>
+  new ContractError(422, `retained data exceeds the requested smaller tier: ${detail}`, {
+    code: "demote_exceeds_tier",
+  });
 export const unsupported = (op: string) =>
   new ContractError(501, `${op} is not supported by this backend yet`, { code: "unsupported" });
 export const storageMismatch = () =>

@@ -28,8 +28,9 @@ import type { Logger } from "../../log.ts";
 import { type ContractHttpsOptions, peerNames, tlsServerOptions } from "./client-tls.ts";
 import { tailDiagnosticLogs } from "./diagnostics.ts";
 import type { BackendEngine } from "./engine.ts";
-import { badRequest, ContractError, notFound, storageMismatch, unsupported } from "./errors.ts";
+import { badRequest, ContractError, notFound, notRetained, storageMismatch, unsupported } from "./errors.ts";
 import type { KitMetrics } from "./metrics.ts";
+import { admitRestore, isListed, type Retention, retainedInfo, retentionsPage } from "./retention/index.ts";
 import type { Substrate } from "./substrate.ts";
 import { diagnosticInfo, provisionInfo, releaseInfo, statsInfo } from "./views.ts";
 import {
@@ -60,6 +61,10 @@ export interface ContractServerOptions {
   https?: ContractHttpsOptions;
   /** The registry allowlist admission applies (reported by GET /stats); undefined: none. */
   allowedRegistries?: readonly string[] | undefined;
+  /** Retention and restore (absent: /retentions is empty and /restore a bare 422). */
+  retention?: Retention | undefined;
+  /** Restore admission reads the same config as provision admission. */
+  admission?: Parameters<typeof admitRestore>[0];
   /** Registers a backend kind's own routes after the contract's (same hooks: signed, enveloped). */
   routes?: (app: FastifyInstance, engine: BackendEngine) => void;
 }
@@ -190,8 +195,14 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     update: async () => {
       throw unsupported("update");
     },
-    restore: async () => {
-      throw unsupported("restore");
+    restore: async (req, reply) => {
+      const { retention, admission } = o;
+      if (retention === undefined || admission === undefined || !retention.capable) throw notRetained();
+      const admitted = admitRestore(admission, retention, json(req));
+      // The 202 promises a durable intent (and a durable claim on the source).
+      await journal.durable();
+      if (admitted.kind === "admitted") engine.startOperation(admitted.lease);
+      return reply.code(202).send({ status: "restoring" });
     },
   };
   for (const op of MUTATIONS) {
@@ -239,6 +250,8 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     const uuid = leaseParam(req);
     const lease = journal.getLease(uuid);
     if (lease) return provisionInfo(lease);
+    const retained = o.retention?.store.get(uuid);
+    if (o.retention && isListed(retained)) return retainedInfo(retained, o.retention.policy);
     const failure = engine.diagnostic(uuid);
     if (!failure) throw notFound();
     return diagnosticInfo(failure);
@@ -266,7 +279,13 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     }
     return tailDiagnosticLogs(failure?.logs ?? {}, tail);
   });
-  app.get(PATHS.retentions, async (): Promise<RetentionsPageBody> => ({ retentions: [] }));
+  app.get(
+    PATHS.retentions,
+    async (req): Promise<RetentionsPageBody> =>
+      o.retention
+        ? retentionsPage(o.retention.store, req.query as Record<string, unknown>)
+        : { retentions: [] },
+  );
   app.get(PATHS.provisions, async (req): Promise<ProvisionsPageBody> => {
     const q = req.query as Record<string, unknown>;
     const filter = q[QUERY.leaseUuid];

@@ -126,6 +126,32 @@ export interface RuntimeEvent {
   platform?: boolean;
 }
 
+/**
+ * One retained volume: the data of one instance (service, index) of a closed lease, kept
+ * by the substrate under a name of its retained namespace. `bytes` is what the retained
+ * copy references on disk (shared extents included), the size every cap and the demote
+ * check use.
+ */
+export interface RetainedVolume {
+  name: string;
+  service: string;
+  index: number;
+  bytes: number;
+}
+
+/** What `retain` leaves behind, and the identity of the file system holding it. */
+export interface RetainedSet {
+  volumes: RetainedVolume[];
+  /** Identity of the volume root (see `retainedInventory`); undefined when nothing is on disk. */
+  fsIdentity: string | undefined;
+}
+
+/** A complete listing of the retained namespace, with the identity of the root it was read from. */
+export interface RetainedInventory {
+  fsIdentity: string;
+  names: ReadonlySet<string>;
+}
+
 export interface Substrate {
   /** Short kind name for logs and metrics, e.g. "docker" or "mock". */
   readonly kind: string;
@@ -169,6 +195,45 @@ export interface Substrate {
    * is confirmed before it is deleted; one of another owner is left alone. Idempotent.
    */
   destroyLease(leaseUuid: string, signal: AbortSignal): Promise<void>;
+
+  /**
+   * Retention (optional): `retain`, `destroyRetained` and `adoptRetained` together make a
+   * substrate retention-capable; `retainedInventory` adds orphan pruning. The kit owns
+   * the retention rows and calls these under the lease's gate; a substrate only moves data.
+   *
+   * `retain`: the close of a lease that keeps its data. Called after `removeWorkload`;
+   * turns every volume of the lease's instances into a retained copy (for btrfs a
+   * snapshot, then the live subvolume is deleted) owned by the same lease and storage id,
+   * and measures what each copy references. Idempotent: a copy already made is measured
+   * again, never made twice; a lease without volumes returns an empty set.
+   */
+  retain?(leaseUuid: string, instances: readonly InstanceSpec[], signal: AbortSignal): Promise<RetainedSet>;
+
+  /**
+   * Deletes the retained copies of `leaseUuid` named in `names` (ownership-checked like
+   * `destroyLease`). Absent = done. The only path that deletes retained data.
+   */
+  destroyRetained?(leaseUuid: string, names: readonly string[], signal: AbortSignal): Promise<void>;
+
+  /**
+   * A restore: gives the workload `spec` (a new lease) volumes made from the retained
+   * copies of `fromLease`, one per (service, index), limited to the new instance's
+   * `disk_mb`. The retained copies stay untouched until the kit destroys them after the
+   * restore committed. Idempotent: a volume already adopted is kept.
+   */
+  adoptRetained?(
+    fromLease: string,
+    volumes: readonly RetainedVolume[],
+    spec: WorkloadSpec,
+    signal: AbortSignal,
+  ): Promise<void>;
+
+  /**
+   * Every retained copy this storage id owns, complete or thrown (ambiguous). The orphan
+   * pruner trusts "missing" only when `fsIdentity` equals the one recorded at retain
+   * time, so an unmounted or replaced root is never read as "no volumes".
+   */
+  retainedInventory?(signal: AbortSignal): Promise<RetainedInventory>;
 
   /** Observes one lease; `undefined` when nothing of it exists. Read-only. */
   inspect(leaseUuid: string, signal: AbortSignal): Promise<WorkloadObservation | undefined>;

@@ -5,6 +5,12 @@ import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid, isUuidV4 } from "../../core/uuid.ts";
 import type { PoolTotals, SkuProfile } from "../kit/index.ts";
 import { checkClientCaBundle } from "../kit/index.ts";
+import {
+  DEFAULT_ORPHAN_CONFIRMATIONS,
+  DEFAULT_RETENTION_MAX_AGE_MS,
+  DEFAULT_RETENTION_REAP_INTERVAL_MS,
+  type RetentionPolicy,
+} from "../kit/retention/index.ts";
 
 /**
  * `fred backend mock` configuration, from MOCK_BACKEND_* environment variables only
@@ -46,6 +52,17 @@ export interface MockBackendConfig {
   readonly failRate: number;
   readonly failLeases: ReadonlySet<string>;
   readonly hangLeases: ReadonlySet<string>;
+  /**
+   * MOCK_BACKEND_RETAIN_ON_CLOSE=1: closes keep the lease's data (rows in the journal, no
+   * volumes), with MOCK_BACKEND_RETENTION_MAX_AGE (2160h), _RETENTION_REAP_INTERVAL (1h),
+   * _MAX_RETAINED_LEASES_PER_TENANT, _MAX_RETAINED_DISK_MB, _MAX_RETAINED_DISK_MB_PER_TENANT
+   * (0 = unlimited). Undefined when off (restore answers a bare 422).
+   */
+  readonly retention: RetentionPolicy | undefined;
+  /** MOCK_BACKEND_RETAINED_DISK_MB: what each retained disk-bearing instance measures (0). */
+  readonly retainedDiskMb: number;
+  /** MOCK_BACKEND_HANG_RETENTION: leases whose retain/destroy (or adopt, as destination) hangs. */
+  readonly hangRetention: ReadonlySet<string>;
 }
 
 export const DEFAULT_MOCK_PROFILE: SkuProfile = Object.freeze({
@@ -158,6 +175,33 @@ function clientCertificates(
   return { clientCa, clientAllowedNames: Object.freeze(names) };
 }
 
+function count(env: NodeJS.ProcessEnv, key: string): number {
+  const raw = env[key] ?? "0";
+  if (!/^\d{1,9}$/.test(raw)) throw fail(`${key} must be an integer ≥ 0`);
+  return Number(raw);
+}
+
+function retentionPolicy(env: NodeJS.ProcessEnv): RetentionPolicy | undefined {
+  if (!bool(env, "MOCK_BACKEND_RETAIN_ON_CLOSE")) return undefined;
+  const reapIntervalMs = duration(
+    env,
+    "MOCK_BACKEND_RETENTION_REAP_INTERVAL",
+    `${DEFAULT_RETENTION_REAP_INTERVAL_MS / 1000}s`,
+  );
+  if (reapIntervalMs <= 0) throw fail("MOCK_BACKEND_RETENTION_REAP_INTERVAL must be greater than zero");
+  return Object.freeze({
+    retainOnClose: true,
+    maxAgeMs: duration(env, "MOCK_BACKEND_RETENTION_MAX_AGE", `${DEFAULT_RETENTION_MAX_AGE_MS / 1000}s`),
+    reapIntervalMs,
+    orphanConfirmations: DEFAULT_ORPHAN_CONFIRMATIONS,
+    maxRetainedLeasesPerTenant: count(env, "MOCK_BACKEND_MAX_RETAINED_LEASES_PER_TENANT"),
+    maxRetainedDiskMb: count(env, "MOCK_BACKEND_MAX_RETAINED_DISK_MB"),
+    maxRetainedDiskMbPerTenant: count(env, "MOCK_BACKEND_MAX_RETAINED_DISK_MB_PER_TENANT"),
+    partitionSource: { kind: "none" as const },
+    tenantBudgets: Object.freeze({}),
+  });
+}
+
 export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig {
   const storageId = env.MOCK_BACKEND_STORAGE_ID ?? "";
   if (!isUuidV4(storageId)) throw fail("MOCK_BACKEND_STORAGE_ID is required: a canonical lowercase UUIDv4");
@@ -230,5 +274,8 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
     failRate,
     failLeases: leaseList(env, "MOCK_BACKEND_FAIL_LEASES"),
     hangLeases: leaseList(env, "MOCK_BACKEND_HANG_LEASES"),
+    retention: retentionPolicy(env),
+    retainedDiskMb: count(env, "MOCK_BACKEND_RETAINED_DISK_MB"),
+    hangRetention: leaseList(env, "MOCK_BACKEND_HANG_RETENTION"),
   });
 }

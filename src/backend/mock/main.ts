@@ -22,6 +22,8 @@ export async function startMockBackend(
     failRate: config.failRate,
     failLeases: config.failLeases,
     hangLeases: config.hangLeases,
+    retainedDiskMb: config.retainedDiskMb,
+    hangRetention: config.hangRetention,
     statePath: config.dbPath === undefined ? undefined : `${config.dbPath}.substrate`,
   });
   const skus = config.skus;
@@ -45,6 +47,7 @@ export async function startMockBackend(
       reservationTtlMs: config.reservationTtlMs,
       reconcileIntervalMs: config.reconcileIntervalMs,
       diagnosticsMaxAgeMs: config.diagnosticsMaxAgeMs,
+      ...(config.retention ? { retention: config.retention } : {}),
       readTimeoutMs: Math.max(config.readTimeoutMs, config.writeTimeoutMs),
       idleTimeoutMs: config.idleTimeoutMs,
       callbacks: { attemptTimeoutMs: config.clientTimeoutMs, tlsSkipVerify: config.tlsSkipVerify },

@@ -4,6 +4,9 @@ import type { Clock } from "../../core/clock.ts";
 import { openDatabase } from "../../sqlite/index.ts";
 import {
   type ConnectionInfo,
+  type InstanceSpec,
+  type RetainedSet,
+  type RetainedVolume,
   type Substrate,
   SubstrateError,
   type WorkloadObservation,
@@ -27,6 +30,13 @@ export interface MockSubstrateOptions {
   failLeases: ReadonlySet<string>;
   /** Leases whose start never completes until aborted (an ambiguous outcome). */
   hangLeases: ReadonlySet<string>;
+  /**
+   * Retention: what each retained instance's fake volume measures, in MiB (the
+   * `/_mock/retained-size` route overrides it per lease), and the leases whose retention
+   * calls (retain, destroyRetained; adoptRetained by destination) hang until aborted.
+   */
+  retainedDiskMb?: number;
+  hangRetention?: ReadonlySet<string>;
   /** SQLite file keeping the fake workloads across restarts; in memory when undefined. */
   statePath?: string;
   random?: () => number;
@@ -49,6 +59,7 @@ export class MockSubstrate implements Substrate {
   readonly #put: Database.Statement;
   readonly #del: Database.Statement;
   readonly #workloads = new Map<string, MockWorkload>();
+  readonly #retainedMb = new Map<string, number>();
 
   constructor(opts: MockSubstrateOptions) {
     this.#o = opts;
@@ -130,6 +141,53 @@ export class MockSubstrate implements Substrate {
 
   destroyLease(leaseUuid: string): Promise<void> {
     return this.removeWorkload(leaseUuid);
+  }
+
+  /**
+   * Retention without volumes: the kit's journal holds the rows, the mock only reports a
+   * fake volume per disk-bearing instance, sized by `retainedDiskMb` or the per-lease
+   * override, so caps and the demote fit can be exercised.
+   */
+  async retain(
+    leaseUuid: string,
+    instances: readonly InstanceSpec[],
+    signal: AbortSignal,
+  ): Promise<RetainedSet> {
+    await this.#maybeHang(leaseUuid, signal);
+    this.#forget(leaseUuid);
+    const mb = this.#retainedMb.get(leaseUuid) ?? this.#o.retainedDiskMb ?? 0;
+    const volumes: RetainedVolume[] = instances
+      .filter((i) => i.profile.disk_mb > 0)
+      .map((i) => ({
+        name: `mock-retained-${leaseUuid}-${i.service}-${i.index}`,
+        service: i.service,
+        index: i.index,
+        bytes: mb * 1024 * 1024,
+      }));
+    return { volumes, fsIdentity: volumes.length > 0 ? "mock" : undefined };
+  }
+
+  async destroyRetained(leaseUuid: string, _names: readonly string[], signal: AbortSignal): Promise<void> {
+    await this.#maybeHang(leaseUuid, signal);
+  }
+
+  async adoptRetained(
+    _from: string,
+    _volumes: readonly RetainedVolume[],
+    spec: WorkloadSpec,
+    signal: AbortSignal,
+  ): Promise<void> {
+    await this.#maybeHang(spec.leaseUuid, signal);
+  }
+
+  /** Failure injection: what the lease's fake volumes will measure when it is retained. */
+  setRetainedSize(leaseUuid: string, mb: number): void {
+    this.#retainedMb.set(leaseUuid, mb);
+  }
+
+  async #maybeHang(leaseUuid: string, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    if (this.#o.hangRetention?.has(leaseUuid)) await this.#o.clock.sleep(2 ** 31 - 1, signal);
   }
 
   /**

@@ -117,10 +117,66 @@ describe("docker backend config", () => {
   });
 
   it("refuses keys of later issues with the reason", () => {
-    assert.match(refusal(minimal({ retain_on_close: true })), /retention/);
-    assert.match(refusal(minimal({ retention_max_age: "1h" })), /retention/);
     assert.match(refusal(minimal({ ingress: { enabled: true } })), /ingress/);
     assert.match(refusal(minimal({ migration_ready_timeout: "90s" })), /migration/);
+  });
+
+  it("takes the retention keys top-level with the reference's defaults", () => {
+    const d = parseDockerBackendConfig(minimal(), { baseDir: "/etc/fred" }).retention;
+    assert.equal(d.retainOnClose, false);
+    assert.equal(d.maxAgeMs, 2160 * 3_600_000);
+    assert.equal(d.reapIntervalMs, 3_600_000);
+    assert.equal(d.orphanConfirmations, 3);
+    assert.equal(d.maxRetainedLeasesPerTenant, 0);
+    assert.equal(d.maxRetainedDiskMb, 0);
+    assert.equal(d.maxRetainedDiskMbPerTenant, 0);
+    assert.deepEqual(d.partitionSource, { kind: "none" });
+    assert.deepEqual(d.tenantBudgets, {});
+    const c = parseDockerBackendConfig(
+      minimal({
+        retain_on_close: true,
+        retention_max_age: "0s",
+        retention_reap_interval: "10m",
+        retention_orphan_confirmations: 5,
+        max_retained_leases_per_tenant: 4,
+        max_retained_disk_mb: 1000,
+        max_retained_disk_mb_per_tenant: 300,
+        retention_partition_source: "manifest.label:customer",
+        retention_tenant_budgets: { manifest1agg: { max_partitions: 2, per_partition_max_leases: 1 } },
+      }),
+      { baseDir: "/etc/fred" },
+    ).retention;
+    assert.equal(c.retainOnClose, true);
+    assert.equal(c.maxAgeMs, 0, "0 = never expire");
+    assert.equal(c.reapIntervalMs, 600_000);
+    assert.equal(c.orphanConfirmations, 5);
+    assert.equal(c.maxRetainedLeasesPerTenant, 4);
+    assert.equal(c.maxRetainedDiskMb, 1000);
+    assert.equal(c.maxRetainedDiskMbPerTenant, 300);
+    assert.deepEqual(c.partitionSource, { kind: "label", key: "customer" });
+    assert.deepEqual(c.tenantBudgets.manifest1agg, {
+      maxRetainedLeases: 0,
+      maxRetainedDiskMb: 0,
+      maxPartitions: 2,
+      perPartitionMaxLeases: 1,
+      perPartitionMaxDiskMb: 0,
+    });
+  });
+
+  it("refuses retention settings that cannot take effect, naming the key", () => {
+    assert.match(
+      refusal(minimal({ retain_on_close: true, volume_filesystem: "none" })),
+      /retain_on_close needs volume_filesystem: btrfs/,
+    );
+    assert.match(refusal(minimal({ retention_partition_source: "chain:x" })), /retention_partition_source/);
+    assert.match(refusal(minimal({ retention_partition_source: "manifest.label:fred.x" })), /reserved/);
+    assert.match(refusal(minimal({ retention_orphan_confirmations: 0 })), /retention_orphan_confirmations/);
+    assert.match(refusal(minimal({ retention_reap_interval: "0s" })), /retention_reap_interval/);
+    assert.match(refusal(minimal({ max_retained_disk_mb: -1 })), /max_retained_disk_mb/);
+    assert.match(
+      refusal(minimal({ retention_tenant_budgets: { t: { max_leases: 1 } } })),
+      /retention_tenant_budgets/,
+    );
   });
 
   it("refuses unknown keys, bad values and broken cross references", () => {

@@ -122,6 +122,17 @@ export class Journal {
     return this.#database.durable();
   }
 
+  /**
+   * Called inside the transaction that settles an operation (success, failure, or a close
+   * pre-empting it), so a module keeping its own rows (retention) moves with the lease.
+   */
+  onOperationSettled: ((leaseUuid: string, outcome: "success" | "failed") => void) | undefined;
+
+  /** Runs `fn` as one write transaction (nested calls join it), for a caller's own rows. */
+  transaction<T>(fn: () => T): T {
+    return this.#write(fn);
+  }
+
   /** Runs `fn` as one write transaction and counts it for the group commit. */
   #write<T>(fn: () => T): T {
     this.#tx ??= this.db.transaction((work: () => unknown) => work());
@@ -273,6 +284,7 @@ export class Journal {
       this.#putStreak(leaseUuid, afterReady(lease.streak, nowMs));
       this.diagnostics.drop(leaseUuid);
       this.#s.insertReceipt.run(leaseUuid, lease.operationId, "success");
+      this.onOperationSettled?.(leaseUuid, "success");
       this.#enqueue(lease, "operation", lease.callbackUrl, { status: "success", error: "" }, nowMs);
       return true;
     });
@@ -297,6 +309,7 @@ export class Journal {
       this.#putStreak(leaseUuid, afterFailure(lease.streak, failure, nowMs));
       this.#putDiagnostic(lease, failure, nowMs, logs);
       this.#s.insertReceipt.run(leaseUuid, lease.operationId, "failed");
+      this.onOperationSettled?.(leaseUuid, "failed");
       this.#enqueue(
         lease,
         "operation",
@@ -398,6 +411,7 @@ export class Journal {
         const message = "lease was closed before provisioning completed";
         this.#s.setReleaseStatus.run("failed", "Closed", message, leaseUuid, lease.release);
         this.#s.insertReceipt.run(leaseUuid, lease.operationId, "failed");
+        this.onOperationSettled?.(leaseUuid, "failed");
         this.#enqueue(lease, "operation", lease.callbackUrl, { status: "failed", error: message }, nowMs);
       }
       this.#s.beginClose.run(leaseUuid);
@@ -405,8 +419,11 @@ export class Journal {
     });
   }
 
-  /** Completes a close: history removed, tombstone written, deprovisioned callback queued. */
-  completeClose(leaseUuid: string, generation: number, nowMs: number): boolean {
+  /**
+   * Completes a close: history removed, tombstone written, deprovisioned callback queued
+   * (`retained`: the data was kept, see retention/).
+   */
+  completeClose(leaseUuid: string, generation: number, nowMs: number, retained = false): boolean {
     return this.#write(() => {
       const lease = this.#headOf(leaseUuid);
       if (lease?.head !== "close" || lease.generation !== generation) return false;
@@ -415,7 +432,7 @@ export class Journal {
         lease,
         "close",
         lease.lifecycleUrl,
-        { status: "deprovisioned", error: "", retained: false },
+        { status: "deprovisioned", error: "", retained },
         nowMs,
       );
       this.#s.deleteReleases.run(leaseUuid);

@@ -122,4 +122,39 @@ export const MIGRATIONS: readonly string[] = [
   -- Ready before this migration: admission is the earliest it can have become ready.
   UPDATE leases SET ready_since = admitted_at WHERE status = 'ready';
   `,
+  // 5: retained data of closed leases (retain_on_close) and the restores that adopt it.
+  `
+  -- One row per closed lease whose data is (or is being) kept. status: 'closing' (the
+  -- close decided to retain; copies being made), 'active' (retained, restorable),
+  -- 'restoring' (claimed by the restore of dest_lease under dest_operation), 'reaping'
+  -- (being destroyed: expired, evicted, or adopted by a committed restore). volumes: JSON
+  -- [{name, service, index, bytes}] as the substrate measured them. fs_identity: the volume
+  -- root's identity at retain time (the orphan pruner trusts only the same root).
+  -- discard_lease: the last failed restore destination, whose adopted copy must go.
+  CREATE TABLE retentions (
+    lease_uuid    TEXT PRIMARY KEY,
+    tenant        TEXT NOT NULL,
+    provider_uuid TEXT NOT NULL,
+    partition     TEXT NOT NULL DEFAULT '',
+    items         TEXT NOT NULL,
+    instances     TEXT NOT NULL,
+    payload       BLOB,
+    payload_hash  TEXT,
+    image         TEXT NOT NULL,
+    status        TEXT NOT NULL,
+    volumes       TEXT NOT NULL DEFAULT '[]',
+    retained_mb   INTEGER NOT NULL DEFAULT 0,
+    fs_identity   TEXT,
+    closed_at     INTEGER NOT NULL,
+    retained_at   INTEGER,
+    dest_lease    TEXT,
+    dest_operation TEXT,
+    reap_reason   TEXT,
+    orphan_misses INTEGER NOT NULL DEFAULT 0,
+    discard_lease TEXT,
+    generation    INTEGER NOT NULL DEFAULT 1
+  ) STRICT;
+  CREATE INDEX retentions_tenant ON retentions(tenant, retained_at);
+  CREATE UNIQUE INDEX retentions_dest ON retentions(dest_lease) WHERE dest_lease IS NOT NULL;
+  `,
 ];
