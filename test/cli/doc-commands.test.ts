@@ -66,9 +66,13 @@ export function problems(program: Command, text: string): string[] {
   while (i < argv.length && cmd.commands.length > 0) {
     const word = argv[i] as string;
     if (word.startsWith("-") || word.startsWith("<") || word.startsWith("[")) break;
-    const sub = cmd.commands.find((c) => c.name() === word || c.aliases().includes(word));
-    if (sub === undefined) return [`unknown subcommand "${word}" of "${cmd.name()}"`];
-    cmd = sub;
+    // `a|b|c` shows several subcommands that take the same arguments: each must exist.
+    const subs = word
+      .split("|")
+      .map((w) => cmd.commands.find((c) => c.name() === w || c.aliases().includes(w)));
+    const missing = word.split("|").filter((_, k) => subs[k] === undefined);
+    if (missing.length > 0) return missing.map((w) => `unknown subcommand "${w}" of "${cmd.name()}"`);
+    cmd = subs[0] as Command;
     i++;
   }
   const accepted = flagsOf(cmd);
@@ -92,6 +96,11 @@ describe("commands shown in the docs", () => {
     assert.deepEqual(problems(program, "fred lease deploy --sku x --manifest m.json --from t --home h"), []);
     assert.match(problems(program, "fred lease deplooy --sku x")[0] ?? "", /unknown subcommand "deplooy"/);
     assert.match(problems(program, "fred lease status <uuid> --frm t")[0] ?? "", /no flag --frm/);
+    assert.deepEqual(problems(program, "fred lease status|connect <uuid> --from t"), []);
+    assert.match(
+      problems(program, "fred lease status|conect <uuid>")[0] ?? "",
+      /unknown subcommand "conect"/,
+    );
   });
 
   for (const file of DOCS) {
