@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { checkProviderConfig, readConfigFile, redactConfig } from "../provider/config/index.ts";
 import { startProviderd } from "../provider/main.ts";
+import { controlSocketPath, requestSweep } from "../provider/reconciler/index.ts";
 import { ExitCode, printJson, say } from "./output.ts";
 
 interface ProviderdOptions {
@@ -13,8 +14,9 @@ interface ProviderdOptions {
  * (src/provider/main.ts) until SIGTERM/SIGINT. `--check-config` validates and exits.
  */
 export function registerProviderdCommand(program: Command): void {
-  program
-    .command("providerd")
+  const providerd = program.command("providerd");
+  registerReconcileCommand(providerd);
+  providerd
     .description("The provider daemon: turns chain lease events into workloads on the configured backends")
     .requiredOption("-c, --config <file>", "providerd YAML configuration")
     .option("--check-config", "validate the configuration (file + PROVIDER_<KEY> overrides) and exit")
@@ -31,7 +33,8 @@ exits 1. Keys and rules: docs/providerd-config.md.
 
 Running, it prints one line {"url","provider_uuid"} on stdout once the API listens, then
 logs to stderr. SIGHUP reloads tls_cert_file/tls_key_file (so does a change to either). SIGUSR1 runs a
-reconciler sweep now (one already running is followed by exactly one more). The placement store must exist (fred placement init). The file keyring
+reconciler sweep now (one already running is followed by exactly one more), as does
+\`fred providerd reconcile -c <config>\`, which also prints the sweep's result. The placement store must exist (fred placement init). The file keyring
 needs FRED_KEYRING_PASSPHRASE. Operator guide: docs/providerd.md.
   $ FRED_KEYRING_PASSPHRASE=… fred providerd -c /etc/fred/providerd.yaml`,
     )
@@ -61,5 +64,39 @@ needs FRED_KEYRING_PASSPHRASE. Operator guide: docs/providerd.md.
       });
       say("fred providerd: stopping");
       await running.stop();
+    });
+}
+
+/**
+ * `fred providerd reconcile -c config.yaml`: asks the running daemon for a sweep over its
+ * local control socket (providerd.sock beside placement_store_db_path, mode 0600) and
+ * prints the sweep's report as JSON once it ends.
+ */
+function registerReconcileCommand(providerd: Command): void {
+  providerd
+    .command("reconcile")
+    .description("Run a reconciler sweep in the running providerd now and print its result")
+    .addHelpText(
+      "after",
+      `
+-c/--config (the running providerd's YAML configuration) is required, as for providerd.
+Talks to the daemon over the unix socket providerd.sock in the directory of
+placement_store_db_path (created 0600: run it as the daemon's user). Prints
+{"outcome":"complete"|"degraded"|"failed","answered":[backends],"actions":n} and exits 0
+when the sweep was complete, 1 otherwise (a backend did not answer, or the chain listing
+failed; the daemon's log says why). A sweep already running is followed by exactly one more.
+  $ fred providerd reconcile -c /etc/fred/providerd.yaml`,
+    )
+    .action(async (_opts: unknown, cmd: Command) => {
+      // -c belongs to `providerd`, which parses it before this subcommand runs.
+      const opts = cmd.optsWithGlobals<{ config: string }>();
+      const result = checkProviderConfig(await readConfigFile(opts.config), process.env);
+      if (!result.ok) {
+        for (const p of result.problems) say(`  - ${p}`);
+        throw new ExitCode(1);
+      }
+      const report = await requestSweep(controlSocketPath(result.config.placementStoreDbPath));
+      printJson(report);
+      if (report.outcome !== "complete") throw new ExitCode(1);
     });
 }

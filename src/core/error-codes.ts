@@ -182,8 +182,12 @@ export const ERROR_CODES = {
     meaning: "a reconciler read (backend inventory, chain re-read) did not answer within its deadline",
     retryable: true,
   },
+  ERR_CONTROL_SOCKET: {
+    meaning: "providerd's local control socket (fred providerd reconcile) could not be used",
+    retryable: false,
+  },
   ERR_PROVISION_NOT_SENT: {
-    meaning: "a provision was not sent (circuit open, fenced, unpinned)",
+    meaning: "a provision reached no backend (connection refused, circuit open, fenced, unpinned)",
     retryable: true,
   },
 

@@ -15,11 +15,12 @@ import { type BackendClient, closeBackendClients, createBackendClients } from ".
 import { closedByMonitor, createBilling, creditNotices } from "./billing/index.ts";
 import { type ProviderConfig, withBoundCallbackBase } from "./config/index.ts";
 import { armFailpoints } from "./failpoints.ts";
+import { createHealthGauge } from "./http/health.ts";
 import { listenerOptions } from "./http/listener.ts";
 import { createProviderMetrics } from "./http/metrics.ts";
 import { buildHttpServer } from "./http/server.ts";
 import { Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
-import { Reconciler, type SweepReport } from "./reconciler/index.ts";
+import { controlSocketPath, listenControlSocket, Reconciler, type SweepReport } from "./reconciler/index.ts";
 import { Router } from "./router.ts";
 import { registerSignerMetrics, startSigners } from "./signers/index.ts";
 import { PayloadStore, PlacementStore, TokenTracker } from "./store/index.ts";
@@ -250,6 +251,8 @@ export async function startProviderd(
         inFlight: () => lc.provisioner.inFlight.size + store.counts().attempts,
         feedLive: () => feed.state === "live",
         recoveryDone: () => recovery.done,
+        inventory: () => recovery.inventoryReadiness,
+        gauge: createHealthGauge(metrics.registry),
       },
       workloads: { config, store, clients },
       tenant,
@@ -293,13 +296,24 @@ export async function startProviderd(
     const refreshStats = (): Promise<void> =>
       router
         .refreshLoads(clients, lc.signal)
-        .then((readings) => tenant.backends.record(readings))
+        .then((readings) => {
+          tenant.backends.record(readings);
+          for (const [name, stats] of readings) recovery.observeHealth(name, stats !== undefined, lc.signal);
+        })
         .finally(() => {
           if (!lc.signal.aborted && state !== "stopping") {
             cancelStats = clock.setTimer(opts.statsIntervalMs ?? 15_000, () => void refreshStats());
           }
         });
     void refreshStats();
+
+    // `fred providerd reconcile`: the operator's sweep over a 0600 unix socket beside the store.
+    const control = await listenControlSocket(
+      controlSocketPath(config.placementStoreDbPath),
+      () => recovery.sweep(lc.signal),
+      logger.child({ component: "control" }),
+    );
+    cleanup.push(() => control.close());
 
     state = "recovering";
     feed.start();

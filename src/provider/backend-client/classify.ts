@@ -10,7 +10,8 @@ import { parseStrictJson } from "../../core/strict-json.ts";
  * - `ambiguous`: anything else (timeout, transport error, generic 5xx, malformed or
  *   off-contract body, coded already_provisioned, unknown refusal code, identity
  *   mismatch, unvalidated 503) — the backend may have accepted, so the attempt stays.
- * - `not-sent`: nothing left this process (open circuit, fenced, unpinned).
+ * - `not-sent`: nothing reached the backend (open circuit, fenced, unpinned, or the
+ *   connection was refused: no byte of the request was delivered).
  */
 export type MutationOutcome =
   | { kind: "accepted"; status: number; body: unknown }
@@ -23,7 +24,11 @@ export type MutationOutcome =
       validationCode?: string;
     }
   | { kind: "ambiguous"; reason: AmbiguousReason; status?: number; detail: string }
-  | { kind: "not-sent"; reason: "circuit-open" | "fenced" | "not-pinned"; detail: string };
+  | {
+      kind: "not-sent";
+      reason: "circuit-open" | "fenced" | "not-pinned" | "connect-refused";
+      detail: string;
+    };
 
 export type AmbiguousReason =
   | "timeout"

@@ -439,6 +439,12 @@ function mutationFailure(err: unknown): MutationOutcome {
       return { kind: "ambiguous", reason: "identity", detail: err.message };
     case "ERR_BACKEND_TOO_LARGE":
       return { kind: "ambiguous", reason: "too-large", detail: err.message };
+    case "ERR_BACKEND_TRANSPORT":
+      // A refused connection never carried the request (a restarting backend); any other
+      // transport failure may have come after the backend read it.
+      if ((err.cause as { code?: unknown } | undefined)?.code === "ECONNREFUSED")
+        return { kind: "not-sent", reason: "connect-refused", detail: err.message };
+      return { kind: "ambiguous", reason: "transport", detail: err.message };
     default:
       return { kind: "ambiguous", reason: "transport", detail: err.message };
   }

@@ -1,6 +1,8 @@
+import { Gauge, type Registry } from "prom-client";
 import type { ChainPort } from "../../chain/port.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
+import type { InventoryReadiness } from "../reconciler/index.ts";
 import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
 
 /**
@@ -9,6 +11,7 @@ import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.
  * passed; degraded: a remote dependency is impaired (still ready); unhealthy: a local
  * store or the placement inventory is not usable (not ready). `/health` never uses the
  * verdict for its status code; `/readyz` also waits for the event feed and recovery.
+ * Every report sets `fred_health_check_healthy{check}`, the gauge operators alert on.
  */
 export interface HealthSources {
   config: ProviderConfig;
@@ -20,6 +23,19 @@ export interface HealthSources {
   inFlight: () => number;
   feedLive: () => boolean;
   recoveryDone: () => boolean;
+  /** What the reconciler's sweeps say about the placement inventory (see InventoryReadiness). */
+  inventory?: () => InventoryReadiness;
+  /** fred_health_check_healthy, set from every report (createHealthGauge). */
+  gauge?: Gauge<"check">;
+}
+
+export function createHealthGauge(registry: Registry): Gauge<"check"> {
+  return new Gauge({
+    name: "fred_health_check_healthy",
+    help: "1 when the dependency check passed in the latest /health or /readyz report, else 0",
+    labelNames: ["check"],
+    registers: [registry],
+  });
 }
 
 type Check = { status: "healthy" | "unhealthy"; message?: string };
@@ -83,9 +99,7 @@ export async function healthReport(s: HealthSources): Promise<HealthReport> {
   } catch {
     inventoryOk = false;
   }
-  checks.placement_inventory = inventoryOk
-    ? { status: "healthy" }
-    : { status: "unhealthy", message: "no inventory baseline matches the configured backends" };
+  checks.placement_inventory = inventoryCheck(inventoryOk, s.inventory?.());
   if (s.payloads !== undefined) {
     const payloads = s.payloads;
     checks.payload_store = local(
@@ -100,12 +114,26 @@ export async function healthReport(s: HealthSources): Promise<HealthReport> {
   const remoteBad = Object.entries(checks).some(
     ([k, c]) => (k === "chain" || k.startsWith("backend:")) && c.status === "unhealthy",
   );
+  for (const [check, c] of Object.entries(checks)) s.gauge?.set({ check }, c.status === "healthy" ? 1 : 0);
   return {
     status: localBad ? "unhealthy" : remoteBad ? "degraded" : "healthy",
     provider_uuid: s.config.providerUuid,
     checks: Object.fromEntries(Object.entries(checks).sort(([a], [b]) => a.localeCompare(b))),
     stats: { in_flight_provisions: s.inFlight() },
   };
+}
+
+function inventoryCheck(baseline: boolean, r: InventoryReadiness | undefined): Check {
+  if (!baseline)
+    return { status: "unhealthy", message: "no inventory baseline matches the configured backends" };
+  if (r !== undefined && r.awaiting.length > 0)
+    return {
+      status: "unhealthy",
+      message: `an interrupted sweep awaits the inventories of ${r.awaiting.join(", ")}`,
+    };
+  if (r?.fencedMayHold)
+    return { status: "unhealthy", message: "a fenced backend may hold a lease with no placement row" };
+  return { status: "healthy" };
 }
 
 /** Readiness: not unhealthy, the event feed subscribed, and the startup recovery pass done. */

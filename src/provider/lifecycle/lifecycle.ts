@@ -2,7 +2,8 @@ import { EventEmitter } from "node:events";
 import type { FeedConsumer } from "../../chain/events/fanout.ts";
 import type { FeedItem, LeaseEvent } from "../../chain/events/types.ts";
 import type { ChainLease } from "../../chain/port.ts";
-import { retry } from "../../core/async/index.ts";
+import { isRetryable, retry } from "../../core/async/index.ts";
+import { FredError } from "../../core/errors.ts";
 import { GroupCommitter } from "../store/index.ts";
 import { Closer } from "./closer.ts";
 import type { LifecycleDeps } from "./deps.ts";
@@ -28,6 +29,14 @@ const noop = () => {};
 
 /** Tries of one lease step: a lagging RPC node or a backend not reached yet (retryable). */
 const STEP_RETRY = { attempts: 4, backoff: { initialMs: 500, maxMs: 10_000 } } as const;
+
+/**
+ * A provision nothing received (the connection was refused, e.g. the backend is restarting;
+ * or its circuit is open): tried again with the same backoff until the backend answers,
+ * rather than left to a sweep minutes away. Each try re-reads the lease, so one that ended
+ * meanwhile stops the loop.
+ */
+const UNTIL_ANSWERED = "ERR_PROVISION_NOT_SENT";
 
 /** The recovery pass the lifecycle hands over to on a feed resync and periodically. */
 export type RecoverFn = (signal: AbortSignal) => Promise<unknown>;
@@ -83,14 +92,22 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
   }
 
   /** One lease step under the lease's queue, retried while its failure is retryable. */
-  async #step(step: string, leaseUuid: string, work: (signal: AbortSignal) => Promise<void>): Promise<void> {
+  async #step(
+    step: string,
+    leaseUuid: string,
+    work: (signal: AbortSignal, attempt: number) => Promise<void>,
+  ): Promise<void> {
     const { clock, logger, queue } = this.deps;
     const signal = this.signal;
+    let failures = 0;
     try {
-      await retry(() => queue.run(leaseUuid, () => work(signal)), {
-        ...STEP_RETRY,
+      await retry((attempt) => queue.run(leaseUuid, () => work(signal, attempt)), {
+        backoff: STEP_RETRY.backoff,
         clock,
         signal,
+        retryable: (err) =>
+          (err instanceof FredError && err.code === UNTIL_ANSWERED) ||
+          (++failures < STEP_RETRY.attempts && isRetryable(err)),
         onRetry: (err, attempt, delay) =>
           logger.debug({ err, step, lease_uuid: leaseUuid, attempt, delay }, "lease step will retry"),
       });
@@ -158,8 +175,9 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
   /** Starts (or re-checks) the provision workflow for a lease; `lease` skips the chain re-read. */
   startProvision(leaseUuid: string, lease?: ChainLease): void {
     this.#track(
-      this.#step("provision", leaseUuid, async (signal) => {
-        const step = await this.provisioner.provision(leaseUuid, signal, lease);
+      this.#step("provision", leaseUuid, async (signal, attempt) => {
+        // A retry re-reads the lease: it may have ended since `lease` was read.
+        const step = await this.provisioner.provision(leaseUuid, signal, attempt === 1 ? lease : undefined);
         if (step === "awaiting-payload") this.#awaitingPayload.add(leaseUuid);
       }),
     );

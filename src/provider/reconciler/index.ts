@@ -1,1 +1,3 @@
+export { controlSocketPath, listenControlSocket, requestSweep } from "./control.ts";
+export { type InventoryReadiness, READY_INVENTORY } from "./readiness.ts";
 export { Reconciler, type ReconcilerDeps, type SweepOutcome, type SweepReport } from "./reconciler.ts";

@@ -7,6 +7,7 @@ import type { Lifecycle } from "../lifecycle/index.ts";
 import { act } from "./act.ts";
 import { collect } from "./collect.ts";
 import { createReconcilerMetrics, type ReconcilerMetrics } from "./metrics.ts";
+import { type InventoryReadiness, inventoryReadiness, READY_INVENTORY } from "./readiness.ts";
 
 /**
  * providerd's reconciler: collect (chain, backends, placement store) → the pure `plan()` of
@@ -48,6 +49,12 @@ export class Reconciler {
   #unfencedAnswered = false;
   #running: Promise<SweepReport> | undefined;
   #again: Promise<SweepReport> | undefined;
+  /** By backend: did its latest health read answer? */
+  readonly #health = new Map<string, boolean>();
+  #healthSweep: Promise<unknown> | undefined;
+  /** Unfenced backends that have answered a sweep since startup. */
+  readonly #everAnswered = new Set<string>();
+  #readiness: InventoryReadiness = READY_INVENTORY;
 
   constructor(deps: ReconcilerDeps) {
     this.#d = deps;
@@ -59,6 +66,11 @@ export class Reconciler {
   /** True once a sweep has run in which every unfenced backend answered. */
   get done(): boolean {
     return this.#done;
+  }
+
+  /** The placement inventory's readiness after the latest sweep that listed the chain (for /readyz). */
+  get inventoryReadiness(): InventoryReadiness {
+    return this.#readiness;
   }
 
   /** One sweep, or the one queued after the running sweep (never two at once). */
@@ -91,8 +103,11 @@ export class Reconciler {
       const p = plan(input);
       for (const s of p.skips) this.metrics.skips.inc({ pass: s.pass, reason: s.reason });
       for (const name of this.backendHealthy.keys()) this.backendHealthy.set(name, p.answered.includes(name));
+      const fencedSet = new Set(lifecycle.deps.config.backends.filter((b) => b.fenced).map((b) => b.name));
+      for (const name of p.answered) if (!fencedSet.has(name)) this.#everAnswered.add(name);
+      this.#readiness = inventoryReadiness(input, this.#everAnswered, fencedSet);
       await act({ lifecycle, leases, metrics: this.metrics, deadlineMs, signal }, p);
-      const fenced = lifecycle.deps.config.backends.filter((b) => b.fenced).map((b) => b.name);
+      const fenced = [...fencedSet];
       const unfencedAnswered = lifecycle.deps.config.backends.every(
         (b) => b.fenced || p.answered.includes(b.name),
       );
@@ -125,6 +140,25 @@ export class Reconciler {
     this.metrics.sweepComplete.set(report.outcome === "complete" ? 1 : 0);
     if (report.outcome === "complete") this.metrics.lastSuccess.set(clock.now() / 1000);
     return report;
+  }
+
+  /**
+   * A health read of `backend` (the routing loop's /stats) answered or not. When it answers
+   * after failing, or the latest sweep did not hear from it, its deferred leases (failed
+   * workloads, attempts to redeliver, recordless work) need not wait for the next interval:
+   * one sweep runs now. Before the startup sweep completes, that sweep's own retries do it.
+   */
+  observeHealth(backend: string, answered: boolean, signal: AbortSignal): void {
+    const before = this.#health.get(backend);
+    this.#health.set(backend, answered);
+    if (!answered || !this.#done || this.#healthSweep !== undefined) return;
+    if (before !== false && this.backendHealthy.get(backend) !== false) return;
+    this.#d.logger.info({ backend }, "backend answers again; sweeping for the leases deferred for it");
+    this.#healthSweep = this.sweep(signal)
+      .catch(() => undefined)
+      .finally(() => {
+        this.#healthSweep = undefined;
+      });
   }
 
   /** The startup sweep: once the feed is live, repeated until every unfenced backend answered. */

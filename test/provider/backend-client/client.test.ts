@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
+import { createServer } from "node:net";
 import { after, before, beforeEach, describe, it } from "node:test";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { isFredError } from "../../../src/core/errors.ts";
 import { BackendClient, type MutationOutcome } from "../../../src/provider/backend-client/index.ts";
 import type { BackendConfig } from "../../../src/provider/config/index.ts";
-import { until } from "../../support/index.ts";
+import { listenLoopback, until } from "../../support/index.ts";
 import { backendConfigFor } from "./backend-config.ts";
 import { type FakeBackend, startFakeBackend } from "./fake-backend.ts";
 
@@ -305,6 +306,20 @@ describe("backend client: outcome classification over HTTP", () => {
   });
 
   it("a transport failure is ambiguous", async () => {
+    // The connection is made and the request read before it breaks: it may have been acted on.
+    const server = createServer((socket) => socket.once("data", () => socket.destroy()));
+    const { url } = await listenLoopback(server);
+    try {
+      const c = await BackendClient.create({ backend: backendConfig(url), secret: SECRET, storageId: SID });
+      clients.push(c);
+      const out = await c.provision(provisionRequest);
+      assert.equal(out.kind === "ambiguous" && out.reason, "transport");
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it("a refused connection delivered nothing: not sent", async () => {
     const c = await BackendClient.create({
       backend: backendConfig("http://127.0.0.1:1"),
       secret: SECRET,
@@ -312,7 +327,7 @@ describe("backend client: outcome classification over HTTP", () => {
     });
     clients.push(c);
     const out = await c.provision(provisionRequest);
-    assert.equal(out.kind === "ambiguous" && out.reason, "transport");
+    assert.equal(out.kind === "not-sent" && out.reason, "connect-refused");
   });
 
   it("an oversized inventory page is refused at the cap", async () => {

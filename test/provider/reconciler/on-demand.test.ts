@@ -1,15 +1,18 @@
 import assert from "node:assert/strict";
+import { statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { signedClient } from "../../backend/kit/signed-client.ts";
-import { until } from "../../support/index.ts";
+import { runFred, until } from "../../support/index.ts";
 import { SECRETS, Stack } from "../e2e/stack.ts";
 import { backendInventory } from "./inventory.ts";
 
 /**
  * The operator's on-demand sweep: with reconciliation_interval at an hour, a workload lost
  * after startup stays failed until SIGUSR1 asks providerd for a sweep, which provisions it
- * again on its owner (devnet + one mock backend + providerd, real processes).
+ * again on its owner (devnet + one mock backend + providerd, real processes). `fred
+ * providerd reconcile` asks for one over the daemon's 0600 unix socket and prints its result.
  */
 const stack = new Stack();
 
@@ -74,5 +77,30 @@ describe("fred providerd: SIGUSR1 runs a reconciler sweep now", () => {
       { timeoutMs: 60_000, intervalMs: 200, context: () => stack.providerd?.logTail() ?? "" },
     );
     assert.ok((await sweeps()) > before, "a sweep ran");
+  });
+
+  it("`fred providerd reconcile` runs a sweep over the 0600 socket and prints its result", async () => {
+    const socket = join(dirname(stack.placementPath), "providerd.sock");
+    assert.equal(statSync(socket).mode & 0o777, 0o600, "only the daemon's user may ask");
+    const before = await sweeps();
+    const out = await runFred(["providerd", "reconcile", "-c", stack.configPath]);
+    assert.equal(out.code, 0, out.stderr);
+    const report = JSON.parse(out.stdout) as { outcome: string; answered: string[]; actions: number };
+    assert.deepEqual(
+      { ...report, actions: typeof report.actions },
+      {
+        outcome: "complete",
+        answered: ["mock-1"],
+        actions: "number",
+      },
+    );
+    assert.ok((await sweeps()) > before, "a sweep ran");
+
+    // Not running: a clear error, exit 1.
+    const none = await runFred(["providerd", "reconcile", "-c", stack.configPath], {
+      env: { PROVIDER_PLACEMENT_STORE_DB_PATH: join(stack.dir, "elsewhere", "placements.db") },
+    });
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /cannot reach providerd at .*providerd\.sock/);
   });
 });

@@ -1,0 +1,109 @@
+import { chmodSync, lstatSync, unlinkSync } from "node:fs";
+import { createServer, request } from "node:http";
+import { dirname, join } from "node:path";
+import { FredError } from "../../core/errors.ts";
+import type { Logger } from "../../log.ts";
+import type { SweepReport } from "./reconciler.ts";
+
+/**
+ * The operator's on-demand sweep over a local unix socket (`fred providerd reconcile`),
+ * beside SIGUSR1. The socket lives next to the placement store (providerd's data) and is
+ * created 0600, so only the daemon's own user can ask; there is no HTTP route for it on the
+ * network listener. One request, `POST /reconcile`, answers the sweep's report as JSON once
+ * the sweep ends (a sweep already running is followed by exactly one more, as for SIGUSR1).
+ */
+export const CONTROL_SOCKET_NAME = "providerd.sock";
+const PATH = "/reconcile";
+
+export function controlSocketPath(placementStoreDbPath: string): string {
+  return join(dirname(placementStoreDbPath), CONTROL_SOCKET_NAME);
+}
+
+export interface ControlSocket {
+  path: string;
+  close(): Promise<void>;
+}
+
+export async function listenControlSocket(
+  path: string,
+  reconcile: () => Promise<SweepReport>,
+  logger: Logger,
+): Promise<ControlSocket> {
+  removeStaleSocket(path);
+  const server = createServer((req, res) => {
+    const answer = (status: number, body: unknown) => {
+      res.writeHead(status, { "content-type": "application/json" }).end(`${JSON.stringify(body)}\n`);
+    };
+    if (req.method !== "POST" || req.url !== PATH) return answer(404, { error: "not found" });
+    req.resume();
+    reconcile().then(
+      (report) => answer(200, report),
+      (err: unknown) => {
+        logger.warn({ err }, "control socket: sweep did not run");
+        answer(503, { error: "the sweep did not run (providerd is stopping)" });
+      },
+    );
+  });
+  // The socket is never reachable by another user, not even between bind and chmod.
+  const umask = process.umask(0o177);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(path, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  } finally {
+    process.umask(umask);
+  }
+  chmodSync(path, 0o600);
+  return {
+    path,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** A socket file left by a providerd that died; anything else at the path is not ours to remove. */
+function removeStaleSocket(path: string): void {
+  let isSocket: boolean;
+  try {
+    isSocket = lstatSync(path).isSocket();
+  } catch {
+    return;
+  }
+  if (!isSocket)
+    throw new FredError("ERR_CONTROL_SOCKET", `${path} exists and is not a socket; refusing to replace it`);
+  unlinkSync(path);
+}
+
+/** The client side: asks the daemon at `path` for a sweep and resolves to its report. */
+export function requestSweep(path: string): Promise<SweepReport> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath: path, method: "POST", path: PATH }, (res) => {
+      let text = "";
+      res.setEncoding("utf8").on("data", (chunk: string) => {
+        text += chunk;
+      });
+      res.on("end", () => {
+        if (res.statusCode !== 200) {
+          reject(new FredError("ERR_CONTROL_SOCKET", `providerd answered ${res.statusCode}: ${text.trim()}`));
+          return;
+        }
+        resolve(JSON.parse(text) as SweepReport);
+      });
+    });
+    req.on("error", (err) =>
+      reject(
+        new FredError("ERR_CONTROL_SOCKET", `cannot reach providerd at ${path}: ${err.message}`, {
+          cause: err,
+        }),
+      ),
+    );
+    req.end();
+  });
+}
