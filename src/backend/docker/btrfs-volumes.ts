@@ -18,7 +18,7 @@ import { FredError } from "../../core/errors.ts";
  */
 
 const BTRFS_MAGIC = 0x9123683e;
-const OWNER_FILE = ".fred-owner.json";
+export const OWNER_FILE = ".fred-owner.json";
 const SEED_PENDING = "pending";
 const SEED_DONE = "done";
 const BTRFS_CALL_TIMEOUT_MS = 60_000;
@@ -28,7 +28,8 @@ export interface VolumeOwner {
   leaseUuid: string;
 }
 
-function run(args: string[], signal?: AbortSignal): Promise<string> {
+/** One `btrfs` CLI call, bounded in time; the first stderr line becomes the error text. */
+export function run(args: string[], signal?: AbortSignal): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       "btrfs",
@@ -72,6 +73,16 @@ export async function assertBtrfsWithQuotas(root: string): Promise<void> {
   }
 }
 
+/** The owner file of the subvolume at `path`, when it is readable and well-formed. */
+export async function ownerAt(path: string): Promise<VolumeOwner | undefined> {
+  try {
+    const parsed = JSON.parse(await readFile(join(path, OWNER_FILE), "utf8")) as VolumeOwner;
+    return typeof parsed.storageId === "string" && typeof parsed.leaseUuid === "string" ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export class BtrfsVolumes {
   readonly root: string;
   readonly #storageId: string;
@@ -85,15 +96,8 @@ export class BtrfsVolumes {
     return join(this.root, name);
   }
 
-  async #owner(name: string): Promise<VolumeOwner | undefined> {
-    try {
-      const parsed = JSON.parse(await readFile(join(this.pathOf(name), OWNER_FILE), "utf8")) as VolumeOwner;
-      return typeof parsed.storageId === "string" && typeof parsed.leaseUuid === "string"
-        ? parsed
-        : undefined;
-    } catch {
-      return undefined;
-    }
+  #owner(name: string): Promise<VolumeOwner | undefined> {
+    return ownerAt(this.pathOf(name));
   }
 
   async #exists(name: string): Promise<boolean> {

@@ -1,9 +1,14 @@
 import { setMaxListeners } from "node:events";
 import type Docker from "dockerode";
 import type { Clock } from "../../core/clock.ts";
+import { isFredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import {
   type ConnectionInfo,
+  type InstanceSpec,
+  type RetainedInventory,
+  type RetainedSet,
+  type RetainedVolume,
   type RuntimeEvent,
   type Substrate,
   SubstrateError,
@@ -21,6 +26,7 @@ import { InstanceVolumes } from "./instance-volumes.ts";
 import { applyLogBudget, demuxLogStream, LOG_UNAVAILABLE } from "./logs.ts";
 import { instanceKey, LABEL } from "./names.ts";
 import { type ContainerRow, connectionInfo, groupByLease, observeLease } from "./observe.ts";
+import { RetainedVolumes } from "./retention/retained-volumes.ts";
 import { type ServiceModel, serviceModels } from "./service-model.ts";
 import { startAndVerify } from "./startup.ts";
 import { TenantNetworks } from "./tenant-networks.ts";
@@ -60,6 +66,8 @@ export class DockerSubstrate implements Substrate {
   readonly #log: Logger;
   readonly #volumes: BtrfsVolumes | undefined;
   readonly #instanceVolumes: InstanceVolumes;
+  /** Retained data (btrfs snapshots); absent without a volume root. */
+  readonly retained: RetainedVolumes | undefined;
   readonly #networks: TenantNetworks;
   /** Leases under our own create/start/stop/destroy: their deaths are expected. */
   readonly #busy = new Map<string, number>();
@@ -76,6 +84,7 @@ export class DockerSubstrate implements Substrate {
     this.#log = opts.log.child({ substrate: "docker" });
     this.#volumes = opts.volumes;
     this.#networks = new TenantNetworks(opts.docker, this.#log, opts.storageId);
+    this.retained = opts.volumes ? new RetainedVolumes(opts.volumes, opts.storageId) : undefined;
     this.#instanceVolumes = new InstanceVolumes({
       docker: opts.docker,
       clock: opts.clock,
@@ -425,6 +434,59 @@ export class DockerSubstrate implements Substrate {
         });
       if (!removed) this.#reportStale(volume.name, leaseUuid, {}, "volume owner file names another owner");
     }
+  }
+
+  // ---- retention (see retention/retained-volumes.ts); btrfs failures are ambiguous ----
+
+  async retain(
+    leaseUuid: string,
+    instances: readonly InstanceSpec[],
+    signal: AbortSignal,
+  ): Promise<RetainedSet> {
+    if (!this.retained) return { volumes: [], fsIdentity: undefined };
+    const retained = this.retained;
+    return this.#during(leaseUuid, () =>
+      retained.retain(leaseUuid, instances, signal).catch((err) => {
+        throw ambiguous(`retain volumes of ${leaseUuid}`, err);
+      }),
+    );
+  }
+
+  async destroyRetained(leaseUuid: string, names: readonly string[], signal: AbortSignal): Promise<void> {
+    await this.retained?.destroy(leaseUuid, names, signal).catch((err) => {
+      throw ambiguous(`destroy retained volumes of ${leaseUuid}`, err);
+    });
+  }
+
+  async adoptRetained(
+    fromLease: string,
+    volumes: readonly RetainedVolume[],
+    spec: WorkloadSpec,
+    signal: AbortSignal,
+  ): Promise<void> {
+    if (!this.retained || volumes.length === 0) return;
+    const retained = this.retained;
+    await this.#during(spec.leaseUuid, () =>
+      retained.adopt(fromLease, volumes, spec, signal).catch((err) => {
+        if (isFredError(err, "ERR_VOLUME_FOREIGN")) {
+          this.#reportStale(
+            spec.leaseUuid,
+            spec.leaseUuid,
+            {},
+            "a restore's target volume belongs to another owner",
+          );
+          throw definite("RestoreFailed", "the retained data could not be adopted", "adopt", err);
+        }
+        throw ambiguous(`adopt retained volumes of ${fromLease}`, err);
+      }),
+    );
+  }
+
+  async retainedInventory(): Promise<RetainedInventory> {
+    if (!this.retained) throw ambiguous("retained inventory", new Error("no volume root"));
+    return this.retained.inventory().catch((err) => {
+      throw ambiguous("retained inventory", err);
+    });
   }
 
   async inspect(leaseUuid: string, signal: AbortSignal): Promise<WorkloadObservation | undefined> {

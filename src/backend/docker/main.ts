@@ -75,6 +75,8 @@ export async function startDockerBackend(
   const substrate = new DockerSubstrate({ config, storageId, docker, clock, log: logger, volumes });
   try {
     await substrate.pruneNetworks(startup.signal);
+    // The volume root's identity marker, before any retained row can record it.
+    await substrate.retained?.identity(true);
     const running = await startBackend({
       name: config.name,
       substrate,
@@ -107,6 +109,7 @@ export async function startDockerBackend(
       reservationTtlMs: config.reservationTtlMs,
       reconcileIntervalMs: config.reconcileIntervalMs,
       diagnosticsMaxAgeMs: config.diagnosticsMaxAgeMs,
+      retention: config.retention,
       bodyLimitBytes: config.maxRequestBodySize,
     });
     return Object.assign(running, { substrate });

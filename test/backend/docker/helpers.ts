@@ -104,6 +104,8 @@ export async function deleteSubvolumes(root: string): Promise<void> {
     return;
   }
   for (const name of names) {
+    // Retained copies are subvolumes one level down (retention/retained-volumes.ts).
+    if (name === ".fred-retained") await deleteSubvolumes(join(root, name));
     await new Promise<void>((resolve) =>
       execFile("btrfs", ["subvolume", "delete", join(root, name)], () => resolve()),
     );

@@ -41,7 +41,7 @@ export class Retention {
   readonly #listeners = new Set<(e: "retention:swept") => void>();
   #sweeping: Promise<void> | undefined;
   #cancelTimer: (() => void) | undefined;
-  #stopped = false;
+  #running = false;
   readonly #shutdown = new AbortController();
 
   constructor(o: RetentionOptions) {
@@ -192,33 +192,33 @@ export class Retention {
 
   // ---- the sweep ----
 
+  /** Sets the pool's retained disk, runs a first sweep, then one every `retention_reap_interval`. */
   start(): void {
     this.#refreshPool();
-    const schedule = () => {
-      this.#cancelTimer = this.#o.clock.setTimer(this.policy.reapIntervalMs, () => {
-        void this.sweep().finally(() => {
-          if (!this.#stopped) schedule();
-        });
-      });
-    };
-    void this.sweep().finally(() => {
-      if (!this.#stopped) schedule();
-    });
+    this.#running = true;
+    void this.sweep();
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
+    this.#running = false;
     this.#cancelTimer?.();
     this.#shutdown.abort(new Error("backend stopping"));
     await this.#sweeping?.catch(() => {});
   }
 
-  /** One pass; concurrent callers share it. Emits "retention:swept" when done. */
+  /**
+   * One pass; concurrent callers share it. The next pass is scheduled an interval after
+   * this one ends (passes never overlap), before "retention:swept" is emitted.
+   */
   sweep(): Promise<void> {
     this.#sweeping ??= this.#sweepOnce()
       .catch((err) => this.#log.error({ err }, "retention sweep failed"))
       .finally(() => {
         this.#sweeping = undefined;
+        if (this.#running) {
+          this.#cancelTimer?.();
+          this.#cancelTimer = this.#o.clock.setTimer(this.policy.reapIntervalMs, () => void this.sweep());
+        }
         for (const l of this.#listeners) l("retention:swept");
       });
     return this.#sweeping;
