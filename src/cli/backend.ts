@@ -90,7 +90,7 @@ export function registerBackendCommands(program: Command): Command {
 }
 
 /** Reads a value kept under the `fred up` home, creating it once. */
-function persistent(path: string, make: () => string): string {
+export function persistent(path: string, make: () => string): string {
   try {
     return readFileSync(path, "utf8").trim();
   } catch {

@@ -1,0 +1,91 @@
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import type Docker from "dockerode";
+import { pack } from "tar-stream";
+import { FredError } from "../../core/errors.ts";
+
+/**
+ * The walkthrough's demo image, made here because no registry is reachable: a static
+ * busybox (Debian's busybox-static) as the whole root file system, imported with the
+ * engine's `import` call. It serves `/data/www` over HTTP on 8080 and keeps that folder on
+ * its volume, so a page written before a close is still there after a restore. Imported
+ * once per recipe: the image carries the recipe's hash as a label.
+ */
+export const DEMO_IMAGE = "fred-demo/notes:1";
+const BUSYBOX = "/bin/busybox";
+const RECIPE_LABEL = "fred.demo.recipe";
+
+// The page is created on the volume at first start only; later starts keep what is there.
+const START = [
+  "mkdir -p /data/www",
+  '[ -f /data/www/index.html ] || echo "hello from fred" > /data/www/index.html',
+  "exec httpd -f -p 8080 -h /data/www",
+].join("; ");
+
+function busyboxApplets(): string[] {
+  if (!existsSync(BUSYBOX))
+    throw new FredError("ERR_USAGE", `fred up --docker needs ${BUSYBOX} (apt-get install busybox-static)`);
+  const applets = execFileSync(BUSYBOX, ["--list"], { encoding: "utf8" }).split("\n").filter(Boolean);
+  if (!applets.includes("httpd"))
+    throw new FredError("ERR_USAGE", `${BUSYBOX} has no httpd applet (install Debian's busybox-static)`);
+  return applets.filter((a) => a !== "busybox" && /^[a-z0-9_.[-]+$/.test(a));
+}
+
+/** The rootfs as a tar stream: /bin/busybox, an applet link farm, passwd/group, /data. */
+function rootfsTar(busybox: Buffer, applets: readonly string[]) {
+  const tar = pack();
+  for (const dir of ["bin", "etc", "tmp", "data", "proc", "sys", "dev", "run"])
+    tar.entry({ name: dir, type: "directory", mode: dir === "tmp" ? 0o1777 : 0o755 });
+  tar.entry({ name: "bin/busybox", mode: 0o755 }, busybox);
+  for (const a of applets) tar.entry({ name: `bin/${a}`, type: "symlink", linkname: "busybox" });
+  tar.entry({ name: "etc/passwd", mode: 0o644 }, "root:x:0:0:root:/root:/bin/sh\n");
+  tar.entry({ name: "etc/group", mode: 0o644 }, "root:x:0:\n");
+  tar.finalize();
+  return tar;
+}
+
+/** Imports the demo image unless the engine already holds this recipe; returns its name. */
+export async function ensureDemoImage(docker: Docker): Promise<string> {
+  const applets = busyboxApplets();
+  const busybox = readFileSync(BUSYBOX);
+  const recipe = createHash("sha256")
+    .update(busybox)
+    .update(START)
+    .update(applets.join(","))
+    .digest("hex")
+    .slice(0, 16);
+  const existing = await docker
+    .getImage(DEMO_IMAGE)
+    .inspect()
+    .catch(() => undefined);
+  if (existing?.Config?.Labels?.[RECIPE_LABEL] === recipe) return DEMO_IMAGE;
+  const [repo, tag] = DEMO_IMAGE.split(":") as [string, string];
+  const stream = await docker.importImage(
+    rootfsTar(busybox, applets) as unknown as NodeJS.ReadableStream,
+    {
+      repo,
+      tag,
+      changes: [
+        `LABEL ${RECIPE_LABEL}=${recipe}`,
+        "ENV PATH=/bin",
+        "VOLUME /data",
+        "EXPOSE 8080",
+        `CMD ["/bin/sh", "-c", ${JSON.stringify(START)}]`,
+      ],
+    } as unknown as Parameters<Docker["importImage"]>[1],
+  );
+  await new Promise<void>((resolve, reject) => {
+    stream.on("data", () => {});
+    stream.on("end", () => resolve());
+    stream.on("error", reject);
+  });
+  return DEMO_IMAGE;
+}
+
+/** The demo manifest the walkthrough deploys (its SHA-256 becomes the lease's meta_hash). */
+export function demoManifest(image: string, page?: string): string {
+  const manifest: Record<string, unknown> = { image, ports: { "8080/tcp": {} } };
+  if (page !== undefined) manifest.env = { FRED_DEMO_PAGE: page };
+  return `${JSON.stringify(manifest, null, 2)}\n`;
+}
