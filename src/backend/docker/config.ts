@@ -6,15 +6,16 @@ import { isStrongSecret } from "../../auth/hmac.ts";
 import { parseConfigDuration } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
-import { checkClientCaBundle, DEFAULT_DIAGNOSTICS_MAX_AGE_MS } from "../kit/index.ts";
 import {
+  checkClientCaBundle,
+  DEFAULT_DIAGNOSTICS_MAX_AGE_MS,
   DEFAULT_ORPHAN_CONFIRMATIONS,
   DEFAULT_RETENTION_MAX_AGE_MS,
   DEFAULT_RETENTION_REAP_INTERVAL_MS,
   type PartitionSource,
   parsePartitionSource,
   type RetentionPolicy,
-} from "../kit/retention/index.ts";
+} from "../kit/index.ts";
 
 /**
  * `fred backend docker -c docker-backend.yaml`: the operator's file, validated once into a

@@ -6,7 +6,7 @@ import { badRequest } from "./errors.ts";
 import type { DiagnosticRecord } from "./journal/diagnostics.ts";
 import type { Failure, Journal, LeaseRecord } from "./journal/journal.ts";
 import type { ResourcePool } from "./resources.ts";
-import type { Retention } from "./retention/manager.ts";
+import type { Retention } from "./retention/index.ts";
 import { type RuntimeEvent, type Substrate, SubstrateError, substrateOutcomeOf } from "./substrate.ts";
 import { NO_STREAK } from "./terminal-budget.ts";
 import type { ProvisionRequest } from "./wire.ts";

@@ -22,5 +22,6 @@ export {
   ResourcePool,
   type TenantQuota,
 } from "./resources.ts";
+export * from "./retention/index.ts";
 export * from "./substrate.ts";
 export { parseLeaseUuid, WireError } from "./wire.ts";

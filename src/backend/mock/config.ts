@@ -4,13 +4,13 @@ import { parseConfigDuration } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid, isUuidV4 } from "../../core/uuid.ts";
 import type { PoolTotals, SkuProfile } from "../kit/index.ts";
-import { checkClientCaBundle } from "../kit/index.ts";
 import {
+  checkClientCaBundle,
   DEFAULT_ORPHAN_CONFIRMATIONS,
   DEFAULT_RETENTION_MAX_AGE_MS,
   DEFAULT_RETENTION_REAP_INTERVAL_MS,
   type RetentionPolicy,
-} from "../kit/retention/index.ts";
+} from "../kit/index.ts";
 
 /**
  * `fred backend mock` configuration, from MOCK_BACKEND_* environment variables only

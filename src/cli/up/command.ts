@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { mockBackendUpComponent } from "../backend.ts";
 import { devnetUpComponent } from "../devnet.ts";
-import { LOCAL_PROVIDER_URL } from "../lease/context.ts";
+import { LOCAL_PROVIDER_URL } from "../lease/index.ts";
 import { say } from "../output.ts";
 import type { RunningComponent, UpComponent, UpContext } from "./component.ts";
 import { dockerBackendUpComponent, removeUpContainers } from "./docker-backend.ts";
