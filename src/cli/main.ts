@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { isFredError } from "../core/errors.ts";
+import { versionText } from "../version.ts";
 import { registerBackendCommands } from "./backend.ts";
 import { registerChainCommands } from "./chain.ts";
 import { registerDevnetCommands } from "./devnet.ts";
@@ -36,7 +37,22 @@ Every command logs to stderr; stdout carries only its machine-readable output.`,
   registerKeysCommands(program);
   registerChainCommands(program);
   registerLeaseCommands(program);
+  addVersionOptions(program);
   return program;
+}
+
+/** The daemons an operator runs answer `--version` too (`fred --version` covers the rest). */
+const DAEMONS = [["providerd"], ["up"], ["backend", "mock"], ["backend", "docker"], ["devnet", "start"]];
+
+function addVersionOptions(program: Command): void {
+  const text = versionText();
+  const help = "print the fred version (and git commit when known) and exit";
+  program.version(text, "--version", help);
+  for (const path of DAEMONS) {
+    let cmd: Command | undefined = program;
+    for (const name of path) cmd = cmd?.commands.find((c) => c.name() === name);
+    cmd?.version(text, "--version", help);
+  }
 }
 
 /** Runs the CLI and returns the process exit code. */

@@ -1,9 +1,15 @@
 import type { Command } from "commander";
 import { systemClock } from "../core/clock.ts";
+import { FredError } from "../core/errors.ts";
 import { parseProviderConfig, readConfigFile } from "../provider/config/index.ts";
 import { CometRpcChainHistory } from "../provider/placement/chain-history.ts";
-import { initPlacementStore, inspectPlacementStore } from "../provider/placement/init.ts";
+import {
+  initPlacementStore,
+  inspectPlacementCopy,
+  inspectPlacementStore,
+} from "../provider/placement/init.ts";
 import { printJson, say } from "./output.ts";
+import { registerPlacementTools } from "./placement-tools.ts";
 
 /** Chain and backend reads of `placement init` share this overall budget. */
 const INIT_BUDGET_MS = 60_000;
@@ -48,19 +54,31 @@ Examples:
   placement
     .command("inspect")
     .description("Print the placement store's records: pins, baselines, placements, conflicts, attempts")
-    .requiredOption("--config <file>", "providerd YAML configuration")
+    .option("--config <file>", "providerd YAML configuration (reads placement_store_db_path)")
+    .option("--file <snapshot>", "a snapshot or backup copy of a placement store, instead of --config")
     .addHelpText(
       "after",
       `
-Offline and read-only: opens placement_store_db_path (bound to provider_uuid) and prints
-one JSON document on stdout.
+Offline and read-only: opens placement_store_db_path (bound to provider_uuid), or with
+--file a snapshot/backup copy (whichever provider it belongs to), and prints one JSON
+document on stdout. copy_taken_at is set for a copy that has not been attested.
 
 Examples:
   $ fred placement inspect --config providerd.yaml
-  $ fred placement inspect --config providerd.yaml | jq '.attempts[]'`,
+  $ fred placement inspect --config providerd.yaml | jq '.attempts[]'
+  $ fred placement inspect --file /var/backups/fred/20261201T120000000Z/placements.db`,
     )
-    .action(async (opts: { config: string }) => {
-      const config = parseProviderConfig(await readConfigFile(opts.config), process.env);
+    .action(async (opts: { config?: string; file?: string }) => {
+      if ((opts.config === undefined) === (opts.file === undefined)) {
+        throw new FredError(
+          "ERR_USAGE",
+          "placement inspect needs exactly one of --config <file> or --file <snapshot>",
+        );
+      }
+      if (opts.file !== undefined) return printJson(inspectPlacementCopy(opts.file));
+      const config = parseProviderConfig(await readConfigFile(opts.config as string), process.env);
       printJson(inspectPlacementStore(config));
     });
+
+  registerPlacementTools(placement);
 }

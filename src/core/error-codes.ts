@@ -228,6 +228,19 @@ export const ERROR_CODES = {
     meaning: "fred placement init refuses to create the store; the message says why",
     retryable: false,
   },
+  ERR_PLACEMENT_MEMBERSHIP_REFUSED: {
+    meaning: "fred placement add-backend or retire-backend refuses the change; the message says why",
+    retryable: false,
+  },
+  ERR_PLACEMENT_RESTORED: {
+    meaning:
+      "the placement store is a restored backup or snapshot not yet attested; run fred placement repair --attest-restored-backup --apply",
+    retryable: false,
+  },
+  ERR_SNAPSHOT: {
+    meaning: "an online snapshot or pre-change backup of a store could not be written",
+    retryable: false,
+  },
   ERR_PAYLOAD_LEASE: { meaning: "a payload was stored under a non-canonical lease UUID", retryable: false },
   ERR_PAYLOAD_HASH_MISMATCH: {
     meaning: "a payload does not hash to the lease's meta_hash",

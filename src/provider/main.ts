@@ -24,6 +24,7 @@ import { controlSocketPath, listenControlSocket, Reconciler, type SweepReport } 
 import { Router } from "./router.ts";
 import { registerSignerMetrics, startSigners } from "./signers/index.ts";
 import { PayloadStore, PlacementStore, TokenTracker } from "./store/index.ts";
+import { SnapshotSchedule } from "./store/snapshot-schedule.ts";
 
 /**
  * providerd's composition root: the only place that opens the stores, unlocks the key,
@@ -320,6 +321,19 @@ export async function startProviderd(
     lc.start(consumer, (signal) => recovery.sweep(signal));
     billing.start();
     cleanup.push(() => billing.stop());
+    if (config.placementSnapshotDir !== "") {
+      const snapshots = new SnapshotSchedule({
+        dir: config.placementSnapshotDir,
+        intervalMs: config.placementSnapshotIntervalMs,
+        retain: config.placementSnapshotRetain,
+        sources: { placement: store, payload: payloads },
+        clock,
+        logger: logger.child({ component: "snapshots" }),
+        registry: metrics.registry,
+      });
+      snapshots.start();
+      cleanup.push(() => snapshots.stop());
+    }
     // The startup pass runs once the feed is subscribed (events meanwhile wait in the
     // consumer's queue), and repeats with backoff until every backend has answered.
     recovery.untilComplete(lc.signal).then(

@@ -1,5 +1,6 @@
 import { Gauge, type Registry } from "prom-client";
 import type { ChainPort } from "../../chain/port.ts";
+import { fredVersion } from "../../version.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import type { InventoryReadiness } from "../reconciler/index.ts";
@@ -43,6 +44,9 @@ type Check = { status: "healthy" | "unhealthy"; message?: string };
 export interface HealthReport {
   status: "healthy" | "degraded" | "unhealthy";
   provider_uuid: string;
+  /** The package version, and the git commit when running from a checkout (null otherwise). */
+  version: string;
+  commit: string | null;
   checks: Record<string, Check>;
   stats: { in_flight_provisions: number };
 }
@@ -118,6 +122,8 @@ export async function healthReport(s: HealthSources): Promise<HealthReport> {
   return {
     status: localBad ? "unhealthy" : remoteBad ? "degraded" : "healthy",
     provider_uuid: s.config.providerUuid,
+    version: fredVersion().version,
+    commit: fredVersion().commit ?? null,
     checks: Object.fromEntries(Object.entries(checks).sort(([a], [b]) => a.localeCompare(b))),
     stats: { in_flight_provisions: s.inFlight() },
   };

@@ -1,11 +1,11 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
-import { BackendClient } from "../backend-client/index.ts";
-import { type BackendConfig, isLoopbackHost, type ProviderConfig } from "../config/index.ts";
+import type { Inventory } from "../backend-client/index.ts";
+import type { ProviderConfig } from "../config/index.ts";
 import { PlacementStore } from "../store/index.ts";
 import type { ChainHistory } from "./chain-history.ts";
+import { type FleetReadDeps, inventoryTransportProblem, readInventory } from "./fleet-read.ts";
 
 /**
  * `fred placement init`: the only way a placement store comes into being. It is for a
@@ -21,24 +21,17 @@ export interface InitSummary {
   backends: { name: string; url: string; storage_id: string; provisions: 0; retentions: 0 }[];
 }
 
-export interface InitDeps {
+export interface InitDeps extends FleetReadDeps {
   chain: ChainHistory;
-  clock: Clock;
-  signal?: AbortSignal;
-  /** Builds the unpinned client used to read a backend's inventory (tests may shorten timeouts). */
-  clientFor?: (backend: BackendConfig, secret: string) => Promise<BackendClient>;
 }
 
-/** Inventory-reading modes trust response bodies, so they need verified HTTPS unless on loopback. */
-export function inventoryTransportProblem(b: BackendConfig): string | undefined {
-  if (b.scheme === "https") {
-    return b.tlsSkipVerify
-      ? `backend ${b.name}: tls_skip_verify cannot vouch for inventory responses`
-      : undefined;
-  }
-  return isLoopbackHost(b.host)
-    ? undefined
-    : `backend ${b.name}: plain HTTP is accepted only for loopback backends; use certificate-verified https://`;
+export { inventoryTransportProblem };
+
+/** Why a backend that must be empty is not (undefined when it is). */
+export function notEmpty(name: string, inventory: Inventory): string | undefined {
+  const { provisions, retentions } = inventory;
+  if (provisions.length === 0 && retentions.length === 0) return undefined;
+  return `backend ${name} is not empty (${provisions.length} provision(s), ${retentions.length} retention(s))`;
 }
 
 function refuse(message: string): FredError {
@@ -65,40 +58,22 @@ export async function initPlacementStore(config: ProviderConfig, deps: InitDeps)
 
   const pins: InitSummary["backends"] = [];
   for (const backend of config.backends) {
-    const secret = backend.hmacSecret || config.callbackSecret;
-    const client = deps.clientFor
-      ? await deps.clientFor(backend, secret)
-      : await BackendClient.create({ backend, secret, storageId: undefined, clock: deps.clock });
-    try {
-      let inventory: Awaited<ReturnType<BackendClient["inventory"]>>;
-      try {
-        inventory = await client.inventory(deps.signal);
-      } catch (err) {
-        throw refuse(
-          `backend ${backend.name} did not answer complete inventories: ${(err as Error).message}`,
-        );
-      }
-      if (inventory.provisions.length > 0 || inventory.retentions.length > 0) {
-        throw refuse(
-          `backend ${backend.name} is not empty (${inventory.provisions.length} provision(s), ${inventory.retentions.length} retention(s)); init needs empty backends`,
-        );
-      }
-      const twin = pins.find((p) => p.storage_id === inventory.storageId);
-      if (twin !== undefined) {
-        throw refuse(
-          `backends ${twin.name} and ${backend.name} report the same storage ID ${inventory.storageId}`,
-        );
-      }
-      pins.push({
-        name: backend.name,
-        url: backend.url,
-        storage_id: inventory.storageId,
-        provisions: 0,
-        retentions: 0,
-      });
-    } finally {
-      await client.close();
+    const inventory = await readInventory(config, backend, undefined, deps, refuse);
+    const problem = notEmpty(backend.name, inventory);
+    if (problem !== undefined) throw refuse(`${problem}; init needs empty backends`);
+    const twin = pins.find((p) => p.storage_id === inventory.storageId);
+    if (twin !== undefined) {
+      throw refuse(
+        `backends ${twin.name} and ${backend.name} report the same storage ID ${inventory.storageId}`,
+      );
     }
+    pins.push({
+      name: backend.name,
+      url: backend.url,
+      storage_id: inventory.storageId,
+      provisions: 0,
+      retentions: 0,
+    });
   }
 
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
@@ -120,16 +95,31 @@ export async function initPlacementStore(config: ProviderConfig, deps: InitDeps)
 /** Everything the store holds, as JSON-friendly records (offline; no network). */
 export function inspectPlacementStore(config: ProviderConfig): Record<string, unknown> {
   using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid, { readonly: true });
-  const configured = config.backends.map((b) => b.name);
+  return describeStore(
+    store,
+    config.placementStoreDbPath,
+    config.backends.map((b) => b.name),
+  );
+}
+
+/** `inspect --file`: a snapshot or backup copy, read-only, whichever provider it belongs to. */
+export function inspectPlacementCopy(path: string): Record<string, unknown> {
+  using store = PlacementStore.openCopy(path);
+  return describeStore(store, path, undefined);
+}
+
+function describeStore(store: PlacementStore, path: string, configured: string[] | undefined) {
+  const copiedAt = store.copyTakenAt();
   return {
-    placement_store: config.placementStoreDbPath,
+    placement_store: path,
     provider_uuid: store.providerUuid,
-    baseline_matches_config: store.baselineMatches(configured),
+    copy_taken_at: copiedAt === undefined ? null : new Date(copiedAt).toISOString(),
+    ...(configured === undefined ? {} : { baseline_matches_config: store.baselineMatches(configured) }),
     backends: store.backends().map((b) => ({
       name: b.name,
       storage_id: b.storageId,
       pinned_at: new Date(b.pinnedAt).toISOString(),
-      configured: configured.includes(b.name),
+      ...(configured === undefined ? {} : { configured: configured.includes(b.name) }),
       baseline:
         b.baseline === undefined
           ? null

@@ -70,15 +70,25 @@ export class PayloadStore {
     });
   }
 
-  /** Opens the store, creating it (mode 0600) on first use. */
-  static open(path: string): PayloadStore {
+  /** Opens the store, creating it (mode 0600) on first use; `readonly` opens an existing one beside its writer. */
+  static open(path: string, opts: { readonly?: boolean } = {}): PayloadStore {
+    const readonly = opts.readonly ?? false;
     return new PayloadStore(
-      openStore(path, "payload", MIGRATIONS, { create: "if-missing", durability: "group-commit" }),
+      openStore(path, "payload", MIGRATIONS, {
+        create: readonly ? "never" : "if-missing",
+        durability: "group-commit",
+        readonly,
+      }),
     );
   }
 
   close(): void {
     this.#database.close();
+  }
+
+  /** The underlying database, for the online backup API (snapshots). */
+  get database(): SqliteDatabase {
+    return this.#database;
   }
 
   /** Resolves once every write made so far is on stable storage. */

@@ -115,6 +115,8 @@ interface BackendRow {
   baseline_retentions: number | null;
 }
 
+const META_PROVIDER = "SELECT value FROM store_meta WHERE key = 'provider_uuid'";
+
 /** Every statement the store runs, typed and prepared once per connection. */
 function prepare(db: Database.Database) {
   return {
@@ -138,6 +140,10 @@ function prepare(db: Database.Database) {
          updated_at = excluded.updated_at`,
     ),
     backends: db.prepare<[], BackendRow>("SELECT * FROM backends ORDER BY name"),
+    insertBackend: db.prepare<[string, string, number, number, number, number]>(
+      `INSERT INTO backends (name, storage_id, pinned_at, baseline_at, baseline_provisions, baseline_retentions)
+       VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
     recordBaseline: db.prepare<[number, number, number, string]>(
       "UPDATE backends SET baseline_at = ?, baseline_provisions = ?, baseline_retentions = ? WHERE name = ?",
     ),
@@ -147,7 +153,8 @@ function prepare(db: Database.Database) {
               (SELECT count(*) FROM placements WHERE state = 'conflict') AS conflicts,
               (SELECT count(*) FROM attempts) AS attempts`,
     ),
-    providerUuid: db.prepare<[], string>("SELECT value FROM store_meta WHERE key = 'provider_uuid'").pluck(),
+    providerUuid: db.prepare<[], string>(META_PROVIDER).pluck(),
+    meta: db.prepare<[string], string>("SELECT value FROM store_meta WHERE key = ?").pluck(),
   };
 }
 
@@ -156,7 +163,7 @@ export class PlacementStore {
   readonly #db: Database.Database;
   readonly providerUuid: string;
   readonly #stmt: ReturnType<typeof prepare>;
-  /** Pinned backend names; pins change only through create(), so this is read once. */
+  /** Pinned backend names; pins change only through create() and addBackend(). */
   readonly #backendNames: Set<string>;
   /** One transaction wrapper, built once (better-sqlite3 wrappers are not free to create). */
   readonly #tx: (work: () => unknown) => unknown;
@@ -222,11 +229,16 @@ export class PlacementStore {
    * `readonly` reads beside a running providerd (inspection, tests): nothing is
    * migrated, written or checkpointed, and any write throws.
    */
-  static open(path: string, providerUuid: string, opts: { readonly?: boolean } = {}): PlacementStore {
+  static open(
+    path: string,
+    providerUuid: string,
+    opts: { readonly?: boolean; restoredCopy?: "refuse" | "allow" } = {},
+  ): PlacementStore {
+    const readonly = opts.readonly ?? false;
     const database = openStore(path, "placement", PLACEMENT_MIGRATIONS, {
       create: "never",
       durability: "group-commit",
-      readonly: opts.readonly ?? false,
+      readonly,
     });
     try {
       const store = new PlacementStore(database, providerUuid);
@@ -235,6 +247,14 @@ export class PlacementStore {
         throw new FredError(
           "ERR_PLACEMENT_PROVIDER",
           `placement store ${path} belongs to provider ${bound ?? "(none)"}, not ${providerUuid}`,
+        );
+      }
+      const copiedAt = store.copyTakenAt();
+      if (!readonly && copiedAt !== undefined && opts.restoredCopy !== "allow") {
+        throw new FredError(
+          "ERR_PLACEMENT_RESTORED",
+          `placement store ${path} is a copy taken at ${new Date(copiedAt).toISOString()} (a restored backup or snapshot); ` +
+            "leases placed after it are unrecorded, so attest it first: fred placement repair --config <file> --attest-restored-backup --apply",
         );
       }
       return store;
@@ -250,6 +270,75 @@ export class PlacementStore {
    */
   get db(): Database.Database {
     return this.#db;
+  }
+
+  /**
+   * Opens a snapshot or backup file read-only, whichever provider it is bound to
+   * (`fred placement inspect --file`).
+   */
+  static openCopy(path: string): PlacementStore {
+    const database = openStore(path, "placement", PLACEMENT_MIGRATIONS, {
+      create: "never",
+      durability: "group-commit",
+      readonly: true,
+    });
+    try {
+      const bound = database.db.prepare<[], string>(META_PROVIDER).pluck().get();
+      return new PlacementStore(database, bound ?? "");
+    } catch (err) {
+      database.close();
+      throw err;
+    }
+  }
+
+  /**
+   * Marks a fresh copy of a store (written by the online backup API) as a copy: a store
+   * restored from it refuses to open read-write until an operator attests it, because it
+   * cannot know of leases placed after the copy was taken.
+   */
+  static markCopy(path: string, takenAt: number): void {
+    using database = openStore(path, "placement", PLACEMENT_MIGRATIONS, {
+      create: "never",
+      durability: "full",
+    });
+    database.db
+      .prepare("INSERT OR REPLACE INTO store_meta (key, value) VALUES ('copy_taken_at', ?)")
+      .run(String(takenAt));
+  }
+
+  /** When this store's file was copied from a live store (undefined: the original). */
+  copyTakenAt(): number | undefined {
+    const v = this.#stmt.meta.get("copy_taken_at");
+    return v === undefined ? undefined : Number(v);
+  }
+
+  /**
+   * `--attest-restored-backup`: the operator vouches that this restored copy is the
+   * newest there is. The copy mark goes, and every inventory baseline is cleared, so
+   * readiness waits for a fresh complete sweep (which also adopts leases the copy missed,
+   * by the usual located-on-exactly-one-backend proof).
+   */
+  attestRestored(now: number): { copy_taken_at: number } {
+    const copiedAt = this.copyTakenAt();
+    if (copiedAt === undefined) {
+      throw new FredError(
+        "ERR_PLACEMENT_RESTORED",
+        "this placement store is not a restored copy; nothing to attest",
+      );
+    }
+    this.#atomic(() => {
+      this.#db.prepare("DELETE FROM store_meta WHERE key = 'copy_taken_at'").run();
+      this.#db
+        .prepare("INSERT OR REPLACE INTO store_meta (key, value) VALUES ('restore_attested_at', ?)")
+        .run(String(now));
+      this.#db
+        .prepare(
+          "UPDATE backends SET baseline_at = NULL, baseline_provisions = NULL, baseline_retentions = NULL",
+        )
+        .run();
+    });
+    this.#database.committed();
+    return { copy_taken_at: copiedAt };
   }
 
   /** Syncs and checkpoints the WAL (a writer), then closes. */
@@ -574,6 +663,42 @@ export class PlacementStore {
   /** The pinned storage ID per backend name. */
   pins(): Map<string, string> {
     return new Map(this.backends().map((b) => [b.name, b.storageId]));
+  }
+
+  /**
+   * Pins one more backend (`fred placement add-backend`, providerd stopped): its storage
+   * identity and the complete inventory baseline it answered with. A name or storage ID
+   * the store already knows is refused: a pin is never replaced.
+   */
+  addBackend(pin: NewBackendPin, now: number): void {
+    if (!isUuidV4(pin.storageId)) {
+      throw new FredError(
+        "ERR_PLACEMENT_STORAGE_ID",
+        `backend ${pin.name}: storage ID must be a canonical UUIDv4`,
+      );
+    }
+    const known = this.backends().find((b) => b.name === pin.name || b.storageId === pin.storageId);
+    if (known !== undefined) {
+      throw new FredError(
+        "ERR_PLACEMENT_STORAGE_ID",
+        `backend ${known.name} is already pinned (storage ID ${known.storageId}); a pin is never replaced`,
+      );
+    }
+    this.#stmt.insertBackend.run(
+      pin.name,
+      pin.storageId,
+      now,
+      now,
+      pin.baseline.provisions,
+      pin.baseline.retentions,
+    );
+    this.#database.committed();
+    this.#backendNames.add(pin.name);
+  }
+
+  /** The underlying database, for the online backup API (snapshots and pre-change backups). */
+  get database(): SqliteDatabase {
+    return this.#database;
   }
 
   /** Records a complete inventory projection for one backend. */

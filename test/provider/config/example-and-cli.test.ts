@@ -124,11 +124,11 @@ describe("fred providerd (process)", () => {
     for (const k of keys) assert.match(r.stderr, new RegExp(` {2}- ${k}: not supported yet`));
 
     const fromEnv = await fred(["providerd", "--check-config", "-c", good], {
-      PROVIDER_PLACEMENT_SNAPSHOT_RETAIN: "48",
+      PROVIDER_MAINTENANCE_LEGACY_IDEMPOTENCY_TENANTS: "manifest17v5vws89w262da7p4wrku7hll46mml9n7wg90m",
     });
     assert.equal(fromEnv.code, 1);
     assert.deepEqual((JSON.parse(fromEnv.stdout) as { problems: string[] }).problems, [
-      `placement_snapshot_retain (from PROVIDER_PLACEMENT_SNAPSHOT_RETAIN): ${REFUSED_KEYS.placement_snapshot_retain!.reason}`,
+      `maintenance_legacy_idempotency_tenants (from PROVIDER_MAINTENANCE_LEGACY_IDEMPOTENCY_TENANTS): ${REFUSED_KEYS.maintenance_legacy_idempotency_tenants!.reason}`,
     ]);
   });
 

@@ -313,11 +313,11 @@ describe("providerd config: a key either takes effect or is refused", () => {
   it("reports refusals beside the file's other problems", () => {
     assert.deepEqual(
       problemsOf((c) => {
-        c.placement_snapshot_retain = 48;
+        c.maintenance_legacy_idempotency_tenants = ["manifest17v5vws89w262da7p4wrku7hll46mml9n7wg90m"];
         c.log_level = "loud";
       }),
       [
-        `placement_snapshot_retain: ${REFUSED_KEYS.placement_snapshot_retain!.reason}`,
+        `maintenance_legacy_idempotency_tenants: ${REFUSED_KEYS.maintenance_legacy_idempotency_tenants!.reason}`,
         "log_level must be one of debug, info, warn, error",
       ],
     );

@@ -409,22 +409,6 @@ const RULES: [string, Mutation, string[]][] = [
     ],
   ],
   [
-    "sub-signer amounts are not checked without sub-signers",
-    (c) => {
-      c.sub_signer_count = 0;
-      c.fee_denom = "uatom";
-    },
-    [],
-  ],
-];
-
-/**
- * Rules of keys refused until their feature is built (src/provider/config/refused.ts):
- * they are ready for the change that makes the key effective, so they are checked with
- * the refusal lifted; with it, each such mutation yields only refusals.
- */
-const RULES_OF_REFUSED_KEYS: [string, Mutation, string[]][] = [
-  [
     "snapshot dir rules",
     (c) => {
       c.placement_snapshot_dir = "/tmp/fred";
@@ -446,6 +430,22 @@ const RULES_OF_REFUSED_KEYS: [string, Mutation, string[]][] = [
     },
     ["placement_snapshot_dir must be an absolute, clean path"],
   ],
+  [
+    "sub-signer amounts are not checked without sub-signers",
+    (c) => {
+      c.sub_signer_count = 0;
+      c.fee_denom = "uatom";
+    },
+    [],
+  ],
+];
+
+/**
+ * Rules of keys refused until their feature is built (src/provider/config/refused.ts):
+ * they are ready for the change that makes the key effective, so they are checked with
+ * the refusal lifted; with it, each such mutation yields only refusals.
+ */
+const RULES_OF_REFUSED_KEYS: [string, Mutation, string[]][] = [
   [
     "legacy idempotency tenants distinct addresses",
     (c) => (c.maintenance_legacy_idempotency_tenants = [OTHER_ADDRESS, OTHER_ADDRESS, "nope"]),

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from "fastify";
-import pkg from "../../../../package.json" with { type: "json" };
 import { TOKEN_MAX_AGE_SECONDS, TOKEN_MAX_FUTURE_SKEW_SECONDS } from "../../../auth/token.ts";
 import { LIMITS } from "../../../core/backend-contract/index.ts";
 import { MANIFEST_LIMITS } from "../../../core/manifest/index.ts";
+import { fredVersion } from "../../../version.ts";
 import type { ProviderConfig } from "../../config/index.ts";
 import { type BackendCatalog, unionOfRegistries } from "../backend-catalog.ts";
 import type { ProviderInfo } from "../schemas/provider.ts";
@@ -18,7 +18,8 @@ export function providerInfo(config: ProviderConfig, catalog: BackendCatalog): P
   return {
     provider_uuid: config.providerUuid,
     provider_address: config.providerAddress,
-    version: pkg.version,
+    version: fredVersion().version,
+    commit: fredVersion().commit ?? null,
     backends: entries.map((e) => ({
       name: e.name,
       skus: [...e.skus],

@@ -12,6 +12,8 @@ const check = z.object({
 export const healthReportSchema = z.object({
   status: z.enum(["healthy", "degraded", "unhealthy"]),
   provider_uuid: z.string(),
+  version: z.string().describe("The fred package version"),
+  commit: z.string().nullable().describe("The git commit providerd runs from; null when not from a checkout"),
   checks: z
     .record(z.string(), check)
     .describe("chain, backend:<name>, placement_store, placement_inventory, payload_store, token_tracker"),

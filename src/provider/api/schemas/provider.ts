@@ -25,6 +25,7 @@ export const providerInfoSchema = z.object({
   provider_uuid: z.string(),
   provider_address: z.string(),
   version: z.string(),
+  commit: z.string().nullable().describe("The git commit providerd runs from; null when not from a checkout"),
   backends: z.array(providerBackendSchema),
   allowed_registries: registries,
   limits: z.object({

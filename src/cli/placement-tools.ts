@@ -1,0 +1,107 @@
+import type { Command } from "commander";
+import { systemClock } from "../core/clock.ts";
+import { FredError, isFredError } from "../core/errors.ts";
+import { parseProviderConfig, readConfigFile } from "../provider/config/index.ts";
+import { attestRestoredBackup, snapshotStores } from "../provider/placement/copies.ts";
+import { addBackend } from "../provider/placement/membership.ts";
+import { ExitCode, printJson, say } from "./output.ts";
+
+/** Backend reads of a membership change share this overall budget. */
+const READ_BUDGET_MS = 60_000;
+
+/**
+ * The fleet tools on `fred placement`: membership changes, snapshots, repair. Each
+ * prints exactly one JSON document on stdout; a refusal prints {"ok":false,"error",
+ * "code"} there too (and the message on stderr) and exits 1.
+ */
+async function oneResult(run: () => Promise<object>): Promise<void> {
+  try {
+    printJson({ ok: true, ...(await run()) });
+  } catch (err) {
+    if (!isFredError(err)) throw err;
+    say(`fred: ${err.message}`);
+    printJson({ ok: false, error: err.message, code: err.code });
+    throw new ExitCode(1);
+  }
+}
+
+async function configFrom(path: string) {
+  return parseProviderConfig(await readConfigFile(path), process.env);
+}
+
+export function registerPlacementTools(placement: Command): void {
+  placement
+    .command("add-backend")
+    .description("Pin a new, empty backend that is already listed in the config (providerd stopped)")
+    .requiredOption("--config <file>", "providerd YAML configuration")
+    .requiredOption("--name <backend>", "the new backend's backends[].name")
+    .addHelpText(
+      "after",
+      `
+A membership change needs identity-bearing answers from the whole proposed fleet: every
+configured backend is read (certificate-verified https://, or http:// on loopback); the
+pinned ones must answer as their pinned storage IDs, the new one must be empty with a
+storage ID no other backend has. Refused while any backend is fenced or unreachable.
+Then a backup is written beside the store (<store>.backup-<time>), the new pin and a
+fresh baseline for every backend are recorded, and the JSON result is printed.
+
+Examples:
+  $ fred placement add-backend --config providerd.yaml --name docker-2`,
+    )
+    .action(async (opts: { config: string; name: string }) => {
+      const config = await configFrom(opts.config);
+      await oneResult(() =>
+        addBackend(config, opts.name, { clock: systemClock, signal: AbortSignal.timeout(READ_BUDGET_MS) }),
+      );
+    });
+
+  placement
+    .command("snapshot")
+    .description("Write one consistent snapshot set of the placement and payload stores now")
+    .requiredOption("--config <file>", "providerd YAML configuration")
+    .option("--dir <directory>", "where to write it (default: placement_snapshot_dir)")
+    .addHelpText(
+      "after",
+      `
+Uses SQLite's online backup API through read-only connections, so it runs beside a
+running providerd. The set is <dir>/<UTC time>/{placements.db,payloads.db}, files 0600;
+older sets beyond placement_snapshot_retain are removed. A restored copy must be attested
+before providerd opens it (fred placement repair --attest-restored-backup --apply).
+
+Examples:
+  $ fred placement snapshot --config providerd.yaml
+  $ fred placement inspect --file /var/backups/fred/20261201T120000000Z/placements.db`,
+    )
+    .action(async (opts: { config: string; dir?: string }) => {
+      const config = await configFrom(opts.config);
+      await oneResult(() => snapshotStores(config, systemClock, opts.dir));
+    });
+
+  placement
+    .command("repair")
+    .description("Offline repair of the placement store (dry run unless --apply)")
+    .requiredOption("--config <file>", "providerd YAML configuration")
+    .option("--apply", "make the changes (a backup is written beside the store first)")
+    .option("--attest-restored-backup", "vouch for a store restored from a snapshot or backup")
+    .addHelpText(
+      "after",
+      `
+--attest-restored-backup: a restored copy cannot know of leases placed after it was
+taken, so providerd refuses it until attested. Attesting removes the copy mark and clears
+every inventory baseline, so readiness waits for a fresh complete sweep (which adopts the
+leases the copy missed). It reads no backend. Without --apply it only says what it would do.
+
+Examples:
+  $ fred placement repair --config providerd.yaml --attest-restored-backup
+  $ fred placement repair --config providerd.yaml --attest-restored-backup --apply`,
+    )
+    .action(async (opts: { config: string; apply?: boolean; attestRestoredBackup?: boolean }) => {
+      const config = await configFrom(opts.config);
+      await oneResult(async () => {
+        if (!opts.attestRestoredBackup) {
+          throw new FredError("ERR_USAGE", "name what to repair: --attest-restored-backup");
+        }
+        return attestRestoredBackup(config, systemClock, opts.apply ?? false);
+      });
+    });
+}
