@@ -23,8 +23,7 @@ import { Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
 import { controlSocketPath, listenControlSocket, Reconciler, type SweepReport } from "./reconciler/index.ts";
 import { Router } from "./router.ts";
 import { registerSignerMetrics, startSigners } from "./signers/index.ts";
-import { PayloadStore, PlacementStore, TokenTracker } from "./store/index.ts";
-import { SnapshotSchedule } from "./store/snapshot-schedule.ts";
+import { PayloadStore, PlacementStore, SnapshotSchedule, TokenTracker } from "./store/index.ts";
 
 /**
  * providerd's composition root: the only place that opens the stores, unlocks the key,

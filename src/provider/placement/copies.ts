@@ -1,8 +1,13 @@
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import type { ProviderConfig } from "../config/index.ts";
-import { PayloadStore, PlacementStore } from "../store/index.ts";
-import { backupBeside, type SnapshotSet, takeSnapshot } from "../store/snapshot.ts";
+import {
+  backupBeside,
+  PayloadStore,
+  PlacementStore,
+  type SnapshotSet,
+  takeSnapshot,
+} from "../store/index.ts";
 
 /**
  * The offline halves of online snapshots: `fred placement snapshot` (one set now, taken

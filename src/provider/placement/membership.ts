@@ -1,7 +1,6 @@
 import { FredError } from "../../core/errors.ts";
 import type { ProviderConfig } from "../config/index.ts";
-import { PlacementStore } from "../store/index.ts";
-import { backupBeside } from "../store/snapshot.ts";
+import { backupBeside, PlacementStore } from "../store/index.ts";
 import { type FleetReadDeps, fleetReadProblems, readInventory } from "./fleet-read.ts";
 import { notEmpty } from "./init.ts";
 

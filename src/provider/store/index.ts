@@ -13,4 +13,6 @@ export {
   type SettleResult,
 } from "./placement-store.ts";
 export { type RetainedRecord, RetainedRows } from "./retained-rows.ts";
+export { backupBeside, fileStamp, type SnapshotSet, snapshotSets, takeSnapshot } from "./snapshot.ts";
+export { SnapshotSchedule } from "./snapshot-schedule.ts";
 export { TokenTracker } from "./token-tracker.ts";
