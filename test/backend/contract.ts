@@ -517,7 +517,16 @@ export function runBackendContractSuite(label: string, start: () => Promise<Back
         }
       });
       it("restore of a source with no retained data answers a bare 422", async () => {
-        const res = await c.post("/restore", { lease_uuid: randomUUID() });
+        const op = randomUUID();
+        const res = await c.post("/restore", {
+          lease_uuid: randomUUID(),
+          from_lease_uuid: randomUUID(),
+          tenant: "manifest1contract",
+          provider_uuid: randomUUID(),
+          items: [{ sku: b.sku, quantity: 1, service_name: "app" }],
+          callback_url: callbackUrl(op),
+          lifecycle_callback_url: lifecycleUrl(op),
+        });
         assert.equal(res.status, 422);
         assert.equal(codeOf(res), undefined);
       });
