@@ -319,6 +319,10 @@ export const ERROR_CODES = {
     meaning: "a container remove did not finish in time",
     retryable: true,
   },
+  ERR_DOCKER_CONTAINER_RENAME_TIMEOUT: {
+    meaning: "a container rename did not finish in time",
+    retryable: true,
+  },
   ERR_DOCKER_VOLUME_SEED_TIMEOUT: {
     meaning: "seeding a volume from its image did not finish in time",
     retryable: true,

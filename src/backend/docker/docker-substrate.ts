@@ -24,8 +24,14 @@ import type { EventSupervisor } from "./event-supervisor.ts";
 import { ensureImage, type ImageFacts } from "./images.ts";
 import { InstanceVolumes } from "./instance-volumes.ts";
 import { applyLogBudget, demuxLogStream, LOG_UNAVAILABLE } from "./logs.ts";
+import {
+  type MaintenanceDeps,
+  type OwnedContainer,
+  restartWorkload,
+  updateWorkload,
+} from "./maintenance/index.ts";
 import { instanceKey, LABEL } from "./names.ts";
-import { type ContainerRow, connectionInfo, groupByLease, observeLease } from "./observe.ts";
+import { type ContainerRow, connectionInfo, groupByLease, observeLease, servingRows } from "./observe.ts";
 import { RetainedVolumes } from "./retention/retained-volumes.ts";
 import { type ServiceModel, serviceModels } from "./service-model.ts";
 import { startAndVerify } from "./startup.ts";
@@ -73,6 +79,7 @@ export class DockerSubstrate implements Substrate {
   readonly #busy = new Map<string, number>();
   readonly #deaths: DeathReports;
   readonly #raisedSignals = new WeakSet<AbortSignal>();
+  readonly #maintenance: MaintenanceDeps;
   /** Resources found under a lease's name or label that were not ours to touch. */
   staleHandles = 0;
 
@@ -104,6 +111,20 @@ export class DockerSubstrate implements Substrate {
       isBusy: (lease) => this.#busy.has(lease),
       listOurs: (signal) => this.#list(signal),
     });
+    this.#maintenance = {
+      docker: opts.docker,
+      clock: opts.clock,
+      log: this.#log,
+      renameTimeoutMs: opts.config.containerCreateTimeoutMs,
+      owned: (lease, signal) => this.#owned(lease, signal),
+      create: (spec, signal) => this.create(spec, signal),
+      start: (spec, signal, o) => this.#startChecked(spec, signal, o.startStopped),
+      ensureImages: async (spec, signal) => {
+        await this.#ensureImages(this.#models(spec), signal);
+      },
+      stopContainer: (id, signal) => this.#stopContainer(id, signal),
+      removeContainer: (id, signal) => this.#removeContainer(id, signal),
+    };
   }
 
   get supervisor(): EventSupervisor | undefined {
@@ -178,19 +199,7 @@ export class DockerSubstrate implements Substrate {
     await this.#during(spec.leaseUuid, async () => {
       const models = this.#models(spec);
       const byName = new Map(models.map((m) => [m.name, m]));
-      const images = new Map<string, ImageFacts>();
-      for (const model of models) {
-        if (images.has(model.image)) continue;
-        const facts = await ensureImage({
-          docker: this.#docker,
-          clock: this.#clock,
-          log: this.#log,
-          ref: model.image,
-          pullTimeoutMs: this.#config.imagePullTimeoutMs,
-          signal,
-        });
-        images.set(model.image, facts);
-      }
+      const images = await this.#ensureImages(models, signal);
       const seeder = this.#instanceVolumes.seeder(spec);
       let done = false;
       try {
@@ -203,6 +212,27 @@ export class DockerSubstrate implements Substrate {
         });
       }
     });
+  }
+
+  /** Each image present (pulled within image_pull_timeout if not), with its facts. */
+  async #ensureImages(
+    models: readonly ServiceModel[],
+    signal: AbortSignal,
+  ): Promise<Map<string, ImageFacts>> {
+    const images = new Map<string, ImageFacts>();
+    for (const model of models) {
+      if (images.has(model.image)) continue;
+      const facts = await ensureImage({
+        docker: this.#docker,
+        clock: this.#clock,
+        log: this.#log,
+        ref: model.image,
+        pullTimeoutMs: this.#config.imagePullTimeoutMs,
+        signal,
+      });
+      images.set(model.image, facts);
+    }
+    return images;
   }
 
   async #createInstances(
@@ -292,10 +322,14 @@ export class DockerSubstrate implements Substrate {
   }
 
   async start(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
+    await this.#startChecked(spec, signal, false);
+  }
+
+  async #startChecked(spec: WorkloadSpec, signal: AbortSignal, startStopped: boolean): Promise<void> {
     this.#shareable(signal);
     await this.#during(spec.leaseUuid, async () => {
       try {
-        await this.#startAndVerify(spec, signal);
+        await this.#startAndVerify(spec, signal, startStopped);
       } catch (err) {
         // A failed lease must not keep its other instances running: stop them, keep them
         // (and their logs) until the lease is re-provisioned or closed.
@@ -312,13 +346,17 @@ export class DockerSubstrate implements Substrate {
     });
   }
 
-  #startAndVerify(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
+  /** Only the spec's release: during an update the previous one's containers are beside it. */
+  #startAndVerify(spec: WorkloadSpec, signal: AbortSignal, startStopped: boolean): Promise<void> {
+    const release = String(spec.release);
     return startAndVerify(
       {
         docker: this.#docker,
         clock: this.#clock,
         log: this.#log,
-        list: (s) => this.#list(s, spec.leaseUuid),
+        list: async (s) =>
+          (await this.#list(s, spec.leaseUuid)).filter((r) => r.Labels?.[LABEL.release] === release),
+        startStopped,
         startTimeoutMs: this.#config.containerStartTimeoutMs,
         verifyMs: this.#config.startupVerifyDurationMs,
         deadlineMs: this.#clock.now() + this.#config.provisionTimeoutMs,
@@ -332,10 +370,7 @@ export class DockerSubstrate implements Substrate {
    * The lease's containers that pass the stale-handle check: found by lease label, then
    * re-inspected by id and kept only when lease and storage id still match.
    */
-  async #owned(
-    lease: string,
-    signal: AbortSignal,
-  ): Promise<{ id: string; labels: Record<string, string> }[]> {
+  async #owned(lease: string, signal: AbortSignal): Promise<OwnedContainer[]> {
     let rows: ContainerRow[];
     try {
       rows = await this.#docker.listContainers({
@@ -346,21 +381,21 @@ export class DockerSubstrate implements Substrate {
     } catch (err) {
       throw ambiguous("list containers", err);
     }
-    const out: { id: string; labels: Record<string, string> }[] = [];
+    const out: OwnedContainer[] = [];
     for (const row of rows) {
-      let labels: Record<string, string>;
+      let info: Docker.ContainerInspectInfo;
       try {
-        labels =
-          (await this.#docker.getContainer(row.Id).inspect({ abortSignal: signal })).Config.Labels ?? {};
+        info = await this.#docker.getContainer(row.Id).inspect({ abortSignal: signal });
       } catch (err) {
         if (isNotFound(err)) continue;
         throw ambiguous(`inspect ${row.Id}`, err);
       }
+      const labels = info.Config.Labels ?? {};
       if (labels[LABEL.leaseUuid] !== lease || labels[LABEL.storageId] !== this.#storageId) {
         this.#reportStale(row.Id, lease, labels, "labels name another lease or deployment");
         continue;
       }
-      out.push({ id: row.Id, labels });
+      out.push({ id: row.Id, name: info.Name.replace(/^\//, ""), labels, image: info.Image });
     }
     return out;
   }
@@ -375,16 +410,32 @@ export class DockerSubstrate implements Substrate {
   }
 
   async #stopAll(leaseUuid: string, signal: AbortSignal): Promise<void> {
-    for (const { id } of await this.#owned(leaseUuid, signal)) {
-      this.#expectDeath(id);
-      try {
-        await withPhase(this.#clock, "container stop", this.#config.containerStopTimeoutMs, signal, (s) =>
-          this.#docker.getContainer(id).stop({ abortSignal: s }),
-        );
-      } catch (err) {
-        if (isNotFound(err) || engineStatus(err) === 304) continue;
-        throw ambiguous(`stop ${id}`, err);
-      }
+    for (const { id } of await this.#owned(leaseUuid, signal)) await this.#stopContainer(id, signal);
+  }
+
+  /** Stops one container we own (already stopped or gone is success). */
+  async #stopContainer(id: string, signal: AbortSignal): Promise<void> {
+    this.#expectDeath(id);
+    try {
+      await withPhase(this.#clock, "container stop", this.#config.containerStopTimeoutMs, signal, (s) =>
+        this.#docker.getContainer(id).stop({ abortSignal: s }),
+      );
+    } catch (err) {
+      if (isNotFound(err) || engineStatus(err) === 304) return;
+      throw ambiguous(`stop ${id}`, err);
+    }
+  }
+
+  /** Removes one container we own, running or not (gone is success). */
+  async #removeContainer(id: string, signal: AbortSignal): Promise<void> {
+    this.#expectDeath(id);
+    try {
+      await withPhase(this.#clock, "container remove", this.#config.containerStopTimeoutMs, signal, (s) =>
+        this.#docker.getContainer(id).remove({ force: true, abortSignal: s }),
+      );
+    } catch (err) {
+      if (isNotFound(err)) return;
+      throw ambiguous(`remove ${id}`, err);
     }
   }
 
@@ -405,17 +456,7 @@ export class DockerSubstrate implements Substrate {
   async #removeContainers(leaseUuid: string, signal: AbortSignal): Promise<void> {
     const owned = await this.#owned(leaseUuid, signal);
     const tenants = new Set(owned.map((c) => c.labels[LABEL.tenant]).filter((t): t is string => !!t));
-    for (const { id } of owned) {
-      this.#expectDeath(id);
-      try {
-        await withPhase(this.#clock, "container remove", this.#config.containerStopTimeoutMs, signal, (s) =>
-          this.#docker.getContainer(id).remove({ force: true, abortSignal: s }),
-        );
-      } catch (err) {
-        if (isNotFound(err)) continue;
-        throw ambiguous(`remove ${id}`, err);
-      }
-    }
+    for (const { id } of owned) await this.#removeContainer(id, signal);
     for (const tenant of tenants) {
       await this.#networks
         .withTenant(tenant, () => this.#networks.removeIfUnused(tenant, signal))
@@ -489,6 +530,18 @@ export class DockerSubstrate implements Substrate {
     });
   }
 
+  /** The seam's restart: see maintenance/restart.ts. */
+  async restart(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
+    this.#shareable(signal);
+    await this.#during(spec.leaseUuid, () => restartWorkload(this.#maintenance, spec, signal));
+  }
+
+  /** The seam's update: see maintenance/update.ts. */
+  async update(current: WorkloadSpec, next: WorkloadSpec, signal: AbortSignal): Promise<void> {
+    this.#shareable(signal);
+    await this.#during(current.leaseUuid, () => updateWorkload(this.#maintenance, current, next, signal));
+  }
+
   async inspect(leaseUuid: string, signal: AbortSignal): Promise<WorkloadObservation | undefined> {
     const rows = await this.#list(signal, leaseUuid);
     if (rows.length > 0) return observeLease(leaseUuid, rows);
@@ -542,9 +595,9 @@ export class DockerSubstrate implements Substrate {
   }
 
   async connection(leaseUuid: string, signal: AbortSignal): Promise<ConnectionInfo | undefined> {
-    const rows = groupByLease(await this.#list(signal, leaseUuid)).get(leaseUuid) ?? [];
-    if (rows.length === 0 || observeLease(leaseUuid, rows).state !== "running") return undefined;
-    return connectionInfo(rows, {
+    const all = groupByLease(await this.#list(signal, leaseUuid)).get(leaseUuid) ?? [];
+    if (all.length === 0 || observeLease(leaseUuid, all).state !== "running") return undefined;
+    return connectionInfo(servingRows(all).rows, {
       hostAddress: this.#config.hostAddress,
       bindIp: this.#config.hostBindIp,
       backendName: this.#config.name,

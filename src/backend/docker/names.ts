@@ -28,6 +28,15 @@ export function instanceName(leaseUuid: string, service: string, index: number):
   return `fred-${leaseUuid}-${service}-${index}`;
 }
 
+/**
+ * The name a release's container is moved to while the next release is created beside it
+ * (an update): the next release takes the instance name, the previous one waits here until
+ * it is removed, or renamed back if the update is rolled back.
+ */
+export function asideName(leaseUuid: string, service: string, index: number, release: number): string {
+  return `${instanceName(leaseUuid, service, index)}-r${release}`;
+}
+
 /** One bridge network per tenant: `fred-tenant-<first 16 hex of sha256(address)>`. */
 export function tenantNetworkName(tenant: string): string {
   return `fred-tenant-${createHash("sha256").update(tenant).digest("hex").slice(0, 16)}`;

@@ -89,7 +89,27 @@ function instanceOrder(row: ContainerRow): string {
   return `${labels[LABEL.serviceName] ?? ""}\u0000${(labels[LABEL.instanceIndex] ?? "").padStart(6, "0")}`;
 }
 
-export function observeLease(leaseUuid: string, rows: readonly ContainerRow[]): WorkloadObservation {
+/**
+ * The rows that describe the lease now. Normally all rows are one release; while an update
+ * runs (or after a crash inside one) two releases' containers exist side by side: the
+ * release whose instances are all up is the one serving; when no single one is, the lease
+ * is between releases (`between`) and the newest release stands for it.
+ */
+export function servingRows(rows: readonly ContainerRow[]): { rows: ContainerRow[]; between: boolean } {
+  const byRelease = new Map<string, ContainerRow[]>();
+  for (const row of rows) {
+    const release = row.Labels?.[LABEL.release] ?? "";
+    byRelease.set(release, [...(byRelease.get(release) ?? []), row]);
+  }
+  if (byRelease.size <= 1) return { rows: [...rows], between: false };
+  const up = [...byRelease.values()].filter((list) => list.every(isUp));
+  if (up.length === 1) return { rows: up[0] as ContainerRow[], between: false };
+  const newest = [...byRelease.keys()].sort((a, b) => Number(b) - Number(a))[0] as string;
+  return { rows: byRelease.get(newest) as ContainerRow[], between: true };
+}
+
+export function observeLease(leaseUuid: string, all: readonly ContainerRow[]): WorkloadObservation {
+  const { rows, between } = servingRows(all);
   const instances: InstanceObservation[] = rows.map((row) => ({
     service: row.Labels?.[LABEL.serviceName] ?? "",
     index: Number(row.Labels?.[LABEL.instanceIndex] ?? -1),
@@ -100,7 +120,8 @@ export function observeLease(leaseUuid: string, rows: readonly ContainerRow[]): 
   const expected = Number(first[LABEL.instanceCount] ?? rows.length);
   const failed = rows.map(failureOf).find((f) => f !== undefined);
   let state: WorkloadState;
-  if (failed) state = "failed";
+  if (between) state = "partial";
+  else if (failed) state = "failed";
   else if (rows.length < expected && rows.some((r) => instancePhase(r) !== "created")) {
     // Started once, now short of instances: something removed a container behind our back.
     state = "failed";
@@ -109,6 +130,7 @@ export function observeLease(leaseUuid: string, rows: readonly ContainerRow[]): 
   const obs: WorkloadObservation = { leaseUuid, state, instances };
   if (first[LABEL.operationId]) obs.operationId = first[LABEL.operationId];
   if (first[LABEL.release]) obs.release = Number(first[LABEL.release]);
+  if (between) return obs;
   if (failed) {
     obs.reason = failed.reason;
     obs.message = failed.message;

@@ -31,6 +31,8 @@ export interface StartupDeps {
   deadlineMs: number;
   /** Operator log (start retries after a host-port collision). */
   log: Logger;
+  /** Start exited instances again instead of failing on them (a release being restored). */
+  startStopped?: boolean;
 }
 
 function rowsOf(rows: readonly ContainerRow[], service: string): ContainerRow[] {
@@ -125,7 +127,7 @@ export async function startAndVerify(
     if (rows.length === 0) throw ambiguous(`start ${model.name}`, new Error("no containers were created"));
     for (const row of rows) {
       if (row.State === "running") continue;
-      if (row.State !== "created") failIfBroken([row]);
+      if (row.State !== "created" && !(deps.startStopped && row.State === "exited")) failIfBroken([row]);
       await startOne(deps, row, signal);
     }
   }
