@@ -10,9 +10,12 @@ import { FredError } from "./core/errors.ts";
 
 const armed = new Set<string>();
 
-/** Arms the points named in `spec` (comma-separated); a name not in `known` is an error. */
+/**
+ * Arms the points named in `spec` (comma-separated) and returns them; a name not in
+ * `known` is an error. Adds to what is armed: two daemons in one process (`fred up`) each
+ * arm their own list.
+ */
 export function armCrashPoints<N extends string>(spec: string | undefined, known: readonly N[]): N[] {
-  armed.clear();
   const names = (spec ?? "")
     .split(",")
     .map((n) => n.trim())
@@ -24,9 +27,9 @@ export function armCrashPoints<N extends string>(spec: string | undefined, known
         `FRED_FAILPOINTS: unknown crash point ${JSON.stringify(n)} (known: ${known.join(", ")})`,
       );
     }
-    armed.add(n);
   }
-  return [...armed] as N[];
+  for (const n of names) armed.add(n);
+  return [...new Set(names)] as N[];
 }
 
 /** Dies here, at once and without cleanup, when `name` is armed. */

@@ -53,7 +53,7 @@ export function registerDockerBackendCommand(backend: Command): void {
       }
       const logger = createLogger("docker-backend", process.env.FRED_LOG_LEVEL ?? config.logLevel);
       logger.info({ config: redactedConfig(config) }, "starting docker backend");
-      const running = await startDockerBackend(config, { logger });
+      const running = await startDockerBackend(config, { logger, failpoints: process.env.FRED_FAILPOINTS });
       printJson({ url: running.url, name: config.name, storage_id: running.storageId });
       await new Promise<void>((resolve) => {
         process.once("SIGINT", () => resolve());

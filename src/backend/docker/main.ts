@@ -13,6 +13,7 @@ import { assertBtrfsWithQuotas, BtrfsVolumes } from "./btrfs-volumes.ts";
 import type { DockerBackendConfig } from "./config.ts";
 import { DockerSubstrate } from "./docker-substrate.ts";
 import { connectDocker, engineMessage, withPhase } from "./engine.ts";
+import { armDockerCrashPoints } from "./maintenance/index.ts";
 
 /**
  * Composition root of `fred backend docker`: checks the host can keep its promises
@@ -50,10 +51,17 @@ function httpsOptions(tls: NonNullable<DockerBackendConfig["tls"]>) {
 
 export async function startDockerBackend(
   config: DockerBackendConfig,
-  deps: { logger: Logger; clock?: Clock },
+  deps: {
+    logger: Logger;
+    clock?: Clock;
+    /** `FRED_FAILPOINTS`: crash points for crash-safety tests (maintenance/crash-points.ts). */
+    failpoints?: string | undefined;
+  },
 ): Promise<RunningDockerBackend> {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger;
+  const crashPoints = armDockerCrashPoints(deps.failpoints);
+  if (crashPoints.length > 0) logger.warn({ failpoints: crashPoints }, "crash points armed (tests only)");
   const storageId = boundStorageId(config.dbPath);
   let volumes: BtrfsVolumes | undefined;
   if (config.volumeFilesystem === "btrfs") {
