@@ -1,7 +1,16 @@
 import { type SubstrateError, substrateOutcomeOf, type WorkloadSpec } from "../../kit/index.ts";
 import { definite } from "../engine.ts";
 import { dockerCrashPoint } from "./crash-points.ts";
-import { type MaintenanceDeps, nameFor, ofRelease, removeEach, rename, stopEach } from "./workload.ts";
+import {
+  isInstance,
+  type MaintenanceDeps,
+  nameFor,
+  notOfRelease,
+  ofRelease,
+  removeEach,
+  rename,
+  stopEach,
+} from "./workload.ts";
 
 /**
  * Update: release `current` is replaced by `next` without ever deprovisioning.
@@ -12,7 +21,7 @@ import { type MaintenanceDeps, nameFor, ofRelease, removeEach, rename, stopEach 
  *  3. the current containers step aside (`…-r<release>`), next's are created under the
  *     instance names, mounting the same volumes;
  *  4. current stops, then next starts and is verified as a provision is (never both run);
- *  5. current's containers are removed.
+ *  5. current's containers (and any other release's) are removed.
  *
  * A definite failure in 2–4 rolls back: next's containers are removed, current's take
  * their names back and start again, and the call throws `UpdateFailed`. Anything unsure
@@ -33,7 +42,9 @@ export async function updateWorkload(
   dockerCrashPoint("docker.update.begin");
   const lease = current.leaseUuid;
   const found = await deps.owned(lease, signal);
-  const previous = ofRelease(found, current.release);
+  // Everything of the lease that is not next is kept until next verifies: the current
+  // release, and any container an earlier interrupted attempt left (never removed early).
+  const previous = notOfRelease(found, next.release);
   deps.log.info(
     {
       lease_uuid: lease,
@@ -43,11 +54,10 @@ export async function updateWorkload(
     },
     "updating a lease",
   );
-  // Containers of neither release (seed helpers, an older interrupted attempt) never serve.
-  const kept = new Set([...previous, ...ofRelease(found, next.release)]);
+  // A volume-seed helper a crash left behind never serves.
   await removeEach(
     deps,
-    found.filter((c) => !kept.has(c)),
+    found.filter((c) => !isInstance(c)),
     signal,
   );
   try {
@@ -62,7 +72,7 @@ export async function updateWorkload(
     await rollBack(deps, current, next, err as SubstrateError, signal);
   }
   dockerCrashPoint("docker.update.after-start");
-  await removeEach(deps, ofRelease(await deps.owned(lease, signal), current.release), signal);
+  await removeEach(deps, notOfRelease(await deps.owned(lease, signal), next.release), signal);
   deps.log.info({ lease_uuid: lease, release: next.release }, "lease updated");
 }
 

@@ -52,6 +52,11 @@ export function ofRelease(containers: readonly OwnedContainer[], release: number
   return containers.filter((c) => isInstance(c) && c.labels[LABEL.release] === String(release));
 }
 
+/** Instance containers of every release but `release`. */
+export function notOfRelease(containers: readonly OwnedContainer[], release: number): OwnedContainer[] {
+  return containers.filter((c) => isInstance(c) && c.labels[LABEL.release] !== String(release));
+}
+
 /** The container's name as its release's instance: canonical, or aside during an update. */
 export function nameFor(c: OwnedContainer, aside: boolean): string {
   const lease = c.labels[LABEL.leaseUuid] as string;
