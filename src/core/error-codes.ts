@@ -423,6 +423,37 @@ export const ERROR_CODES = {
     http: 503,
   },
   ERR_API_LOGS_BUSY: { meaning: "log read capacity is exhausted; retry shortly", retryable: true, http: 503 },
+  ERR_API_BAD_RESTORE: {
+    meaning:
+      "a restore is refused as malformed: bad or equal from_lease_uuid, billing-only target, or items that do not match the retained set",
+    retryable: false,
+    http: 400,
+  },
+  ERR_API_RESTORE_CONFLICT: {
+    meaning: "a restore is refused: source or target busy, target not PENDING, or not in a restorable state",
+    retryable: false,
+    http: 409,
+  },
+  ERR_API_RESTORE_TIER: {
+    meaning: "a restore onto a smaller tier is refused: the retained data exceeds its disk_mb",
+    retryable: false,
+    http: 422,
+  },
+  ERR_API_RESTORE_AMBIGUOUS: {
+    meaning: "the backend's answer to a restore proves nothing; the target attempt is kept",
+    http: 500,
+  },
+  ERR_API_RESTORE_BAD_GATEWAY: {
+    meaning: "the backend refused a restore with an off-contract error body; the target attempt is kept",
+    retryable: false,
+    http: 502,
+  },
+  ERR_API_RESTORE_UNAVAILABLE: {
+    meaning:
+      "a restore cannot be admitted now: source placement unresolved, backend unknown or unreachable, chain read failed, or no capacity",
+    retryable: true,
+    http: 503,
+  },
   ERR_API_TIMEOUT: {
     meaning: "a tenant request did not finish within its deadline",
     retryable: true,

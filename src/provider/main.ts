@@ -21,6 +21,7 @@ import { createProviderMetrics } from "./http/metrics.ts";
 import { buildHttpServer } from "./http/server.ts";
 import { Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
 import { controlSocketPath, listenControlSocket, Reconciler, type SweepReport } from "./reconciler/index.ts";
+import { Restorer } from "./retention/index.ts";
 import { Router } from "./router.ts";
 import { registerSignerMetrics, startSigners } from "./signers/index.ts";
 import { PayloadStore, PlacementStore, SnapshotSchedule, TokenTracker } from "./store/index.ts";
@@ -235,6 +236,7 @@ export async function startProviderd(
       provisioningStarted: (lease) =>
         lc.provisioner.inFlight.has(lease) || store.attemptFor(lease) !== undefined,
       payloadStored: (lease) => lc.payloadUploaded(lease),
+      restorer: new Restorer(deps, (lease) => lc.provisioner.inFlight.has(lease)),
       credit: (tenantAddress, signal) => billing.monitor.status(tenantAddress, signal),
       requestTimeoutMs: config.httpReadTimeoutMs + config.httpWriteTimeoutMs,
     });

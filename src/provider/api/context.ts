@@ -7,6 +7,7 @@ import type { Logger } from "../../log.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import { RateBuckets } from "../http/rate-buckets.ts";
+import type { Restorer } from "../retention/index.ts";
 import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
 import type { DiagnosticsLookup } from "./diagnostics.ts";
@@ -37,6 +38,8 @@ export interface TenantApiDeps {
   provisioningStarted(leaseUuid: string): boolean;
   /** A payload for the lease is durably stored: start its provisioning now. */
   payloadStored(leaseUuid: string): void;
+  /** The restore application behind `POST restore`; undefined answers it 503. */
+  restorer?: Restorer;
   /** The tenant's credit for `GET status` (the credit monitor); undefined drops the field. */
   credit?(
     tenant: string,

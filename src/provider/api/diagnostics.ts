@@ -1,5 +1,6 @@
 import { readTerminalBudget, type TerminalBudgetBody } from "../../core/backend-contract/index.ts";
 import type { BackendClient } from "../backend-client/index.ts";
+import { type RetainedFields, retainedFields } from "../retention/index.ts";
 import { type BackendRoute, backendReadFailure, searchBackends } from "./backend-route.ts";
 
 /**
@@ -15,6 +16,10 @@ export interface Diagnostics {
   terminalBudget?: TerminalBudgetBody;
   reason?: string;
   message?: string;
+  /** Present only when status is retained (src/provider/retention/retained-fields.ts). */
+  retained?: RetainedFields;
+  /** The tenant the backend's record names: authorises an answer the chain cannot (never sent). */
+  recordTenant?: string;
 }
 
 export function tenantDiagnostics(record: Record<string, unknown>): Diagnostics {
@@ -29,6 +34,9 @@ export function tenantDiagnostics(record: Record<string, unknown>): Diagnostics 
   if (reason !== undefined) out.reason = reason;
   else if (status === "failed") out.reason = "Unknown";
   if (typeof record.message === "string" && record.message !== "") out.message = record.message;
+  const retained = status === "retained" ? retainedFields(record) : undefined;
+  if (retained !== undefined) out.retained = retained;
+  if (typeof record.tenant === "string" && record.tenant !== "") out.recordTenant = record.tenant;
   return out;
 }
 

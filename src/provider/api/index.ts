@@ -12,6 +12,7 @@ import { registerLogsRoute } from "./routes/logs.ts";
 import { registerProviderRoute } from "./routes/provider.ts";
 import { registerProvisionRoute } from "./routes/provision.ts";
 import { registerReleasesRoute } from "./routes/releases.ts";
+import { registerRestoreRoute } from "./routes/restore.ts";
 import { registerStatusRoute } from "./routes/status.ts";
 
 /**
@@ -51,6 +52,7 @@ export class TenantApi {
     registerProvisionRoute(app, ctx);
     registerReleasesRoute(app, ctx);
     registerLogsRoute(app, ctx, this.logs);
+    registerRestoreRoute(app, ctx);
     registerDataRoute(
       app,
       ctx,

@@ -64,7 +64,16 @@ export class LeaseReads {
    * chain has none (or it is not in `state`), 403 when it belongs to someone else.
    */
   async owned(claims: TokenClaims, state?: LeaseStateName): Promise<ChainLease> {
+    return this.#owned(claims, await this.read(claims.leaseUuid), state);
+  }
+
+  /** As `owned`, but undefined (not 404) when the chain has no record of the lease. */
+  async ownedIfKnown(claims: TokenClaims): Promise<ChainLease | undefined> {
     const lease = await this.read(claims.leaseUuid);
+    return lease === undefined ? undefined : this.#owned(claims, lease);
+  }
+
+  #owned(claims: TokenClaims, lease: ChainLease | undefined, state?: LeaseStateName): ChainLease {
     // As in the reference, a lease outside the required state is "not found" before ownership is checked.
     if (lease === undefined || (state !== undefined && lease.state !== state)) {
       throw refuse.leaseNotFound(

@@ -11,6 +11,8 @@ import {
   logsQuerySchema,
   provisionBodySchema,
   releasesBodySchema,
+  restoreAcceptedSchema,
+  restoreBodySchema,
   statusBodySchema,
 } from "./schemas/lease.ts";
 import { healthReportSchema } from "./schemas/operational.ts";
@@ -31,6 +33,8 @@ const COMPONENTS = {
   ProvisionBody: provisionBodySchema,
   ReleasesBody: releasesBodySchema,
   LogsBody: logsBodySchema,
+  RestoreRequest: restoreBodySchema,
+  RestoreAccepted: restoreAcceptedSchema,
   EventFrame: eventFrameSchema,
   ProviderInfo: providerInfoSchema,
   HealthReport: healthReportSchema,
@@ -102,6 +106,24 @@ function leaseRead(summary: string, body: Component, extraParams: Json[] = []): 
   };
 }
 
+/** `POST restore`: its refusals mean more than the shared wording says. */
+const RESTORE_REFUSALS: Record<string, string> = {
+  "400":
+    "Malformed lease UUID or from_lease_uuid, equal leases, items that do not match the retained set, or a billing-only target (reason billing_only)",
+  "401": REFUSALS["401"] as string,
+  "403": "The target lease belongs to another tenant or provider",
+  "404":
+    "No such target lease, or no restorable data of yours under from_lease_uuid (absent, not CLOSED/EXPIRED, another tenant's, not retained)",
+  "409":
+    "Lifecycle work on the source or target (reason source_busy / target_busy), or the target is not PENDING (reason target_not_pending)",
+  "422": "The retained data exceeds the smaller tier's disk_mb (the backend's refusal, relayed)",
+  "429": REFUSALS["429"] as string,
+  "500": "The chain read failed, or the backend's answer proves nothing (the target's attempt is kept)",
+  "502": "The backend refused with an off-contract error body (the target's attempt is kept)",
+  "503":
+    "Temporarily unavailable: source placement unresolved, backend unknown or unreachable, no capacity, replay store, request deadline",
+};
+
 const operational = (summary: string, responses: Json): Json => ({
   get: { summary, responses: { ...responses, ...refusals(["429"]) } },
 });
@@ -150,6 +172,28 @@ export function openApiDocument(): Json {
           responses: {
             "202": { description: "Stored durably; provisioning has started" },
             ...refusals(["400", "401", "403", "404", "409", "429", "500", "503"]),
+          },
+        },
+      },
+      "/v1/leases/{lease_uuid}/restore": {
+        post: {
+          summary: "Restore a closed or expired lease's retained data into this fresh PENDING lease",
+          description:
+            "Replay-protected access token of the target. Same-backend: the data is adopted where it is retained. On 202 the target goes through provisioning to ready (acknowledged on chain) or failed (rejected with RestoreFailed's message).",
+          security: bearer,
+          parameters: lease,
+          requestBody: { required: true, ...json("RestoreRequest") },
+          responses: {
+            "202": {
+              description: "Admitted durably and accepted by the backend",
+              ...json("RestoreAccepted"),
+            },
+            ...Object.fromEntries(
+              Object.entries(RESTORE_REFUSALS).map(([c, description]) => [
+                c,
+                { description, ...json("Error") },
+              ]),
+            ),
           },
         },
       },

@@ -1,6 +1,8 @@
 import type { ChainLease } from "../../chain/port.ts";
 import { FredError } from "../../core/errors.ts";
 import { newUuidV4 } from "../../core/uuid.ts";
+import type { ProvisionRequest } from "../backend-client/index.ts";
+import type { ProviderConfig } from "../config/index.ts";
 import { buildCallbackUrl } from "../config/index.ts";
 import { failpoint } from "../failpoints.ts";
 import { type Attempt, GroupCommitter, type RecordResult, type StoredPayload } from "../store/index.ts";
@@ -24,6 +26,23 @@ export type ProvisionStep =
   | "sent"
   | "refused"
   | "ambiguous";
+
+/** What provision and restore requests for `attempt` share: the lease, its items, its callback URLs. */
+export function leaseRequest(config: ProviderConfig, lease: ChainLease, attempt: Attempt): ProvisionRequest {
+  return {
+    leaseUuid: lease.uuid,
+    tenant: lease.tenant,
+    providerUuid: config.providerUuid,
+    items: lease.items.map((i) => ({
+      sku: i.skuUuid,
+      quantity: Number(i.quantity),
+      ...(i.serviceName === "" ? {} : { serviceName: i.serviceName }),
+      ...(i.customDomain === "" ? {} : { customDomain: i.customDomain }),
+    })),
+    callbackUrl: buildCallbackUrl(config.callbackBase, "operation_id", attempt.operationId),
+    lifecycleCallbackUrl: buildCallbackUrl(config.callbackBase, "lifecycle_id", attempt.operationId),
+  };
+}
 
 export class Provisioner {
   readonly #d: LifecycleDeps;
@@ -123,13 +142,19 @@ export class Provisioner {
       return "not-pending";
     }
     let payload: StoredPayload | undefined;
-    if (lease.metaHash !== "") {
+    // A restore sends no payload (the backend deploys the retained manifest).
+    if (lease.metaHash !== "" && attempt.kind === "provision") {
       payload = this.#payloadFor(lease);
       if (payload === undefined) return "awaiting-payload";
     }
     return this.send(attempt, lease, payload, signal);
   }
 
+  /**
+   * Sends the attempt: a provision, or (kind restore: redelivery of an admitted restore) the
+   * same restore again, from the retained source the store recorded for it. A refused
+   * restore is not rejected on chain: the tenant keeps the lease and may restore again.
+   */
   async send(
     attempt: Attempt,
     lease: ChainLease,
@@ -147,27 +172,26 @@ export class Provisioner {
       log.warn("attempted backend is no longer configured; attempt left for the operator");
       return "ambiguous";
     }
+    const request = leaseRequest(config, lease, attempt);
+    const source = attempt.kind === "restore" ? store.retained.sourceOf(attempt.leaseUuid) : undefined;
+    if (attempt.kind === "restore" && source === undefined) {
+      log.warn("restore attempt without a claimed source; attempt left for the operator");
+      return "ambiguous";
+    }
     this.inFlight.add(attempt.leaseUuid);
     router.begin(attempt.backend);
     let outcome: Awaited<ReturnType<typeof client.provision>>;
     try {
-      outcome = await client.provision(
-        {
-          leaseUuid: lease.uuid,
-          tenant: lease.tenant,
-          providerUuid: config.providerUuid,
-          items: lease.items.map((i) => ({
-            sku: i.skuUuid,
-            quantity: Number(i.quantity),
-            ...(i.serviceName === "" ? {} : { serviceName: i.serviceName }),
-            ...(i.customDomain === "" ? {} : { customDomain: i.customDomain }),
-          })),
-          callbackUrl: buildCallbackUrl(config.callbackBase, "operation_id", attempt.operationId),
-          lifecycleCallbackUrl: buildCallbackUrl(config.callbackBase, "lifecycle_id", attempt.operationId),
-          ...(payload === undefined ? {} : { payload: payload.payload, payloadHash: payload.sha256 }),
-        },
-        signal,
-      );
+      outcome =
+        source !== undefined
+          ? await client.restore({ ...request, fromLeaseUuid: source.leaseUuid }, signal)
+          : await client.provision(
+              {
+                ...request,
+                ...(payload === undefined ? {} : { payload: payload.payload, payloadHash: payload.sha256 }),
+              },
+              signal,
+            );
     } finally {
       router.end(attempt.backend);
       this.inFlight.delete(attempt.leaseUuid);
@@ -183,7 +207,7 @@ export class Provisioner {
         await store.durable();
         const reason = rejectionForRefusal(outcome);
         log.warn({ status: outcome.status, reason }, "provision refused");
-        if (reason !== undefined) acks.reject(attempt.leaseUuid, reason);
+        if (reason !== undefined && attempt.kind === "provision") acks.reject(attempt.leaseUuid, reason);
         return "refused";
       }
       case "not-sent":

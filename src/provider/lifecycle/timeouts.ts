@@ -2,7 +2,7 @@ import type { Attempt } from "../store/index.ts";
 import { Closer, SINGLE_CLOSE_TRY } from "./closer.ts";
 import type { LifecycleDeps } from "./deps.ts";
 import type { Provisioner } from "./provisioner.ts";
-import { REJECT_REASONS } from "./reasons.ts";
+import { rejectionForFailure } from "./reasons.ts";
 
 /**
  * Attempts with no callback after `provision_callback_timeout`: ask the attempted
@@ -98,7 +98,7 @@ async function decide(
     d.store.clearRefusedAttempt(a.leaseUuid, a.operationId);
     await d.store.durable();
     log.info("no callback and the backend reports the provision failed; rejecting");
-    d.acks.reject(a.leaseUuid, REJECT_REASONS.provisioningFailed);
+    d.acks.reject(a.leaseUuid, rejectionForFailure(undefined, a.kind));
     return "rejected";
   }
   if (status === "ready") {

@@ -218,6 +218,16 @@ export function fuzzArbitraries(leases: Leases) {
     { weight: 1, arbitrary: fc.constant(undefined) },
     { weight: 1, arbitrary: fc.integer({ min: 1_048_577, max: 1_100_000 }).map((n) => new Uint8Array(n)) },
   );
+  /** `POST restore` bodies: mostly the documented shape, naming real and random leases. */
+  const restoreBody = fc.oneof(
+    {
+      weight: 6,
+      arbitrary: fc
+        .oneof(pathLease, uuid, printable(40))
+        .map((from) => Buffer.from(JSON.stringify({ from_lease_uuid: from }))),
+    },
+    { weight: 3, arbitrary: body },
+  );
   const method = (main: string) =>
     fc.oneof(
       { weight: 8, arbitrary: fc.constant(main) },
@@ -225,7 +235,12 @@ export function fuzzArbitraries(leases: Leases) {
     );
 
   /** A request to `/v1/leases/{lease}/{route}`; the token names the path's lease most of the time. */
-  const leaseRoute = (route: string, main = "GET", bodies = body): fc.Arbitrary<RequestCase> =>
+  const leaseRoute = (
+    route: string,
+    main = "GET",
+    bodies = body,
+    kind: "access" | "payload" = main === "POST" ? "payload" : "access",
+  ): fc.Arbitrary<RequestCase> =>
     pathLease.chain((lease) =>
       fc.record({
         method: method(main),
@@ -234,7 +249,7 @@ export function fuzzArbitraries(leases: Leases) {
         headers: allHeaders,
         auth: auth(
           fc.oneof({ weight: 6, arbitrary: fc.constant(lease) }, { weight: 3, arbitrary: uuid }),
-          main === "POST" ? "payload" : "access",
+          kind,
         ),
         body: bodies,
       }),
@@ -281,7 +296,19 @@ export function fuzzArbitraries(leases: Leases) {
     body,
   });
 
-  return { pathLease, uuid, token, auth, allHeaders, query, leaseRoute, fixedRoute, randomPath, uploadBody };
+  return {
+    pathLease,
+    uuid,
+    token,
+    auth,
+    allHeaders,
+    query,
+    leaseRoute,
+    fixedRoute,
+    randomPath,
+    uploadBody,
+    restoreBody,
+  };
 }
 
 /** Mints (and caches for the current second) the token a spec describes. */

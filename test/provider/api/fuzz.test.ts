@@ -182,7 +182,9 @@ function leaseRouteCheck(route: string, kind: "access" | "payload" = "access") {
       // The one upload that would be accepted: a changed byte makes it a hash refusal instead.
       b = { ...b, body: Buffer.concat([MANIFEST, Buffer.from("!")]) };
     }
-    if (route === "connection" && b.claims?.kind === "access") stats.spendable.add(b.claims.replayKey);
+    // Both replay-protected routes spend any access token that verifies, as the reference does.
+    if ((route === "connection" || route === "restore") && b.claims?.kind === "access")
+      stats.spendable.add(b.claims.replayKey);
     const r = await wire.http(b);
     count(stats, r);
     // Past the body limit the server may answer before reading it all and close the
@@ -213,6 +215,19 @@ describe("route fuzz: providerd's listener over real HTTP", () => {
       "data",
       a.leaseRoute("data", "POST", a.uploadBody),
       leaseRouteCheck("data", "payload"),
+    );
+  });
+
+  it("POST /v1/leases/{uuid}/restore", async (t) => {
+    // No lease here has retained data, so no case may be admitted: a 2xx is a failure.
+    await fuzzRoute(
+      t,
+      "restore",
+      a.leaseRoute("restore", "POST", a.restoreBody, "access"),
+      async (c, stats) => {
+        await leaseRouteCheck("restore")(c, stats);
+        assert.ok(!(stats.answers.get(202) ?? 0), "a restore was admitted without retained data");
+      },
     );
   });
 

@@ -143,6 +143,28 @@ describe("GET /openapi.json (devnet + providerd + mock backends)", () => {
     await expect(L("data"), data, 409, post(tenant1.payload(pending, hashHex)));
     await expect(L("data"), `${p}/data`, 404, post(tenant1.payload(lease, hashHex)));
     await expect(L("data"), `/v1/leases/${unknown}/data`, 404, post(tenant1.payload(unknown, hashHex)));
+
+    // POST restore: every refusal short of a retained source (test/provider/retention has the rest).
+    const restore = (tok: string, body: unknown): RequestInit => ({
+      method: "POST",
+      body: JSON.stringify(body),
+      headers: { authorization: `Bearer ${tok}`, "content-type": "application/json" },
+    });
+    const [fresh] = await stack.createLeases(1, "docker-large", sha256(MANIFEST));
+    assert.ok(fresh !== undefined);
+    const r = `/v1/leases/${fresh}/restore`;
+    const from = { from_lease_uuid: lease };
+    await expect(L("restore"), r, 400, restore(tenant1.fresh(fresh), { from_lease_uuid: "x" }));
+    await expect(L("restore"), r, 401, restore(tenant1.payload(fresh, hashHex), from));
+    await expect(L("restore"), r, 403, restore(tenant2.fresh(fresh), from));
+    await expect(L("restore"), `/v1/leases/${unknown}/restore`, 404, restore(tenant1.fresh(unknown), from));
+    await expect(L("restore"), r, 404, restore(tenant1.fresh(fresh), from));
+    await expect(
+      L("restore"),
+      `${p}/restore`,
+      409,
+      restore(tenant1.fresh(lease), { from_lease_uuid: fresh }),
+    );
   });
 
   it("real answers of the operational routes conform", async () => {

@@ -33,6 +33,7 @@ export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext)
       if (d.terminalBudget !== undefined) body.terminal_budget = d.terminalBudget;
       if (d.reason !== undefined) body.reason = d.reason;
       if (d.message !== undefined) body.message = d.message;
+      Object.assign(body, d.retained);
       return { status: 200, body };
     }),
   );

@@ -1,26 +1,35 @@
 import type { FastifyInstance } from "fastify";
+import type { TokenClaims } from "../../../auth/token.ts";
+import type { ChainLease } from "../../../chain/port.ts";
+import { leaseUuidParam } from "../auth.ts";
 import { routeRead } from "../backend-route.ts";
-import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
-import { type DiagnosticsLookup, lookupDiagnostics } from "../diagnostics.ts";
+import { type TenantContext, tenantRoute } from "../context.ts";
+import { type Diagnostics, type DiagnosticsLookup, lookupDiagnostics } from "../diagnostics.ts";
+import { refuse } from "../errors.ts";
 import type { StatusBody } from "../schemas/lease.ts";
 
 /**
  * `GET /v1/leases/{uuid}/status` (access token, no replay, any state): the chain state
  * as its protobuf enum name, what providerd holds for the lease, and — best effort —
  * the backend's provision status (coalesced per lease, at most one chain-read TTL old). A
- * backend that cannot answer only drops those fields.
+ * backend that cannot answer only drops those fields. Retained data adds its retained
+ * fields (restore shape, hint, partition, deadline).
  * `credit` (balance, burn per hour and depletion date of the tenant's credit, from the
  * credit monitor) is likewise dropped when the chain cannot be read.
+ *
+ * When the chain has no record of the lease (a lagging or reset node, the wrong chain),
+ * the answer comes from the backend's retained record instead, with state
+ * LEASE_STATE_UNSPECIFIED, and only to the tenant that record names: anything else is 404.
  */
 export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): void {
   const { payloads, config, logger } = ctx.deps;
   app.get(
     "/v1/leases/:lease_uuid/status",
     tenantRoute(ctx, async (req, reply, scope) => {
-      const { uuid, claims, lease } = await authorizeLease(ctx, req, reply, {
-        kind: "access",
-        replay: false,
-      });
+      const uuid = leaseUuidParam(req);
+      const claims = ctx.auth.authenticate(req, reply, uuid, { kind: "access", replay: false });
+      const lease = await ctx.leases.ownedIfKnown(claims);
+      if (lease === undefined) return { status: 200, body: await fromRetainedRecord(ctx, uuid, claims) };
       let payloadReceived = false;
       try {
         payloadReceived = payloads?.has(uuid) ?? false;
@@ -38,14 +47,8 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
         provisioning_started: ctx.deps.provisioningStarted(uuid),
       };
       const found = await sharedDiagnostics(ctx, uuid, lease.state);
-      if (found.kind === "found") {
-        const d = found.diagnostics;
-        body.provision_status = d.status;
-        if (d.failCount > 0) body.fail_count = d.failCount;
-        if (d.terminalBudget !== undefined) body.terminal_budget = d.terminalBudget;
-        if (d.reason !== undefined) body.reason = d.reason;
-        if (d.message !== undefined) body.message = d.message;
-      } else if (found.kind === "unknown" && found.error !== undefined) {
+      if (found.kind === "found") addDiagnostics(body, found.diagnostics);
+      else if (found.kind === "unknown" && found.error !== undefined) {
         logger.warn({ err: found.error.cause, lease_uuid: uuid }, "status: provision lookup failed");
       }
       if (ctx.deps.credit !== undefined) {
@@ -61,6 +64,44 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
   );
 }
 
+function addDiagnostics(body: StatusBody, d: Diagnostics): void {
+  body.provision_status = d.status;
+  if (d.failCount > 0) body.fail_count = d.failCount;
+  if (d.terminalBudget !== undefined) body.terminal_budget = d.terminalBudget;
+  if (d.reason !== undefined) body.reason = d.reason;
+  if (d.message !== undefined) body.message = d.message;
+  Object.assign(body, d.retained);
+}
+
+/** The chain does not know the lease: a retained record owned by the caller, or 404. */
+async function fromRetainedRecord(
+  ctx: TenantContext,
+  uuid: string,
+  claims: TokenClaims,
+): Promise<StatusBody> {
+  const found = await sharedDiagnostics(ctx, uuid, "LEASE_STATE_UNSPECIFIED");
+  const d = found.kind === "found" ? found.diagnostics : undefined;
+  if (d?.status !== "retained" || d.recordTenant !== claims.tenant) {
+    if (d !== undefined && d.status === "retained")
+      ctx.logger.warn(
+        { lease_uuid: uuid, tenant: claims.tenant },
+        "retained record belongs to another tenant",
+      );
+    throw refuse.leaseNotFound();
+  }
+  const body: StatusBody = {
+    lease_uuid: uuid,
+    tenant: claims.tenant,
+    provider_uuid: ctx.deps.config.providerUuid,
+    state: "LEASE_STATE_UNSPECIFIED",
+    requires_payload: false,
+    payload_received: false,
+    provisioning_started: false,
+  };
+  addDiagnostics(body, d);
+  return body;
+}
+
 /**
  * One backend read per lease, shared by concurrent polls and reused within the TTL while
  * the chain state it was read beside stays the same (a lease that just turned ACTIVE is
@@ -70,7 +111,7 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
 async function sharedDiagnostics(
   ctx: TenantContext,
   uuid: string,
-  state: string,
+  state: ChainLease["state"],
 ): Promise<DiagnosticsLookup> {
   const { store, clients } = ctx.deps;
   try {

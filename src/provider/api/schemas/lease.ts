@@ -21,6 +21,22 @@ export const leaseParamsSchema = z.object({
   lease_uuid: z.string().regex(CANONICAL_UUID).describe("Canonical lowercase lease UUID"),
 });
 
+const FROM_INVALID = "from_lease_uuid must be a canonical lowercase lease UUID";
+
+/** `POST restore` body: the closed or expired lease whose retained data to adopt. */
+export const restoreBodySchema = z.object(
+  {
+    from_lease_uuid: z
+      .string({ error: FROM_INVALID })
+      .regex(CANONICAL_UUID, FROM_INVALID)
+      .describe("The closed or expired lease whose retained data is adopted"),
+  },
+  { error: FROM_INVALID },
+);
+
+/** `POST restore` 202: the target now goes through provisioning to ready or failed. */
+export const restoreAcceptedSchema = z.object({ status: z.literal("provisioning") });
+
 export const DEFAULT_TAIL = 100;
 export const MAX_TAIL = 10_000;
 const TAIL_INVALID = "tail must be a positive integer";
@@ -56,6 +72,17 @@ const leaseHeader = {
 };
 const text = () => z.string().optional();
 
+/** The retained fields of GET status and GET provision: present only for retained data. */
+const retainedShape = {
+  retained_until: text().describe("RFC 3339 retention deadline, when an age limit applies"),
+  items: z
+    .array(z.object({ service_name: z.string(), sku: z.string(), quantity: z.number().int().positive() }))
+    .optional()
+    .describe("The restore shape to open the fresh lease with"),
+  restore_hint: text().describe("The next step for restoring"),
+  partition: text().describe("The retention partition recorded with the data"),
+};
+
 export const statusBodySchema = z.object({
   ...leaseHeader,
   state: leaseState,
@@ -68,6 +95,7 @@ export const statusBodySchema = z.object({
   terminal_budget: terminalBudgetSchema.optional().describe("The backend's consecutive-failure budget"),
   reason: text(),
   message: text(),
+  ...retainedShape,
   credit: z
     .object({ balance: z.string(), burn_rate_per_hour: z.string(), depletes_at: z.string().nullable() })
     .optional()
@@ -104,6 +132,7 @@ export const provisionBodySchema = z.object({
   terminal_budget: terminalBudgetSchema.optional(),
   reason: text(),
   message: text(),
+  ...retainedShape,
 });
 
 export const releaseSchema = z.object({
@@ -142,3 +171,4 @@ export type ProvisionBody = z.infer<typeof provisionBodySchema>;
 export type Release = z.infer<typeof releaseSchema>;
 export type ReleasesBody = z.infer<typeof releasesBodySchema>;
 export type LogsBody = z.infer<typeof logsBodySchema>;
+export type RestoreAccepted = z.infer<typeof restoreAcceptedSchema>;
