@@ -7,6 +7,7 @@ import {
   groupByLease,
   instancePhase,
   observeLease,
+  servingRows,
 } from "../../../src/backend/docker/observe.ts";
 
 const LEASE = "01900000-0000-7000-8000-00000000abcd";
@@ -44,6 +45,34 @@ function row(
 }
 
 describe("observing containers", () => {
+  it("two releases side by side (an update): the one all up serves, else the newest, between", () => {
+    const of = (r: ContainerRow, release: string): ContainerRow => ({
+      ...r,
+      Labels: { ...r.Labels, "fred.release": release },
+    });
+    const oldUp = of(row("web", 0, "running", "Up 1 minute"), "1");
+    const oldStopped = of(row("web", 0, "exited", "Exited (143) 1 second ago"), "1");
+    const nextCreated = of(row("web", 0, "created", "Created"), "2");
+    const nextUp = of(row("web", 0, "running", "Up 1 second"), "2");
+    const nextExited = of(row("web", 0, "exited", "Exited (3) 1 second ago"), "2");
+    const serving = observeLease(LEASE, [oldUp, nextCreated]);
+    assert.deepEqual([serving.state, serving.release], ["running", 1]);
+    const moved = observeLease(LEASE, [oldStopped, nextUp]);
+    assert.deepEqual([moved.state, moved.release], ["running", 2]);
+    // Neither up (stopped beside a failed or not yet started next): between releases, never
+    // "failed", so a crash inside an update is not reported as the workload's death.
+    for (const next of [nextExited, nextCreated]) {
+      const between = observeLease(LEASE, [oldStopped, next]);
+      assert.deepEqual([between.state, between.release, between.reason], ["partial", 2, undefined]);
+    }
+    const info = connectionInfo(servingRows([oldStopped, nextUp]).rows, {
+      hostAddress: "h",
+      bindIp: "127.0.0.1",
+      backendName: "b",
+    });
+    assert.equal(info.instances?.length, 1);
+  });
+
   it("reads the instance phase from state and status text", () => {
     assert.equal(instancePhase(row("a", 0, "running", "Up 3 seconds")), "running");
     assert.equal(instancePhase(row("a", 0, "running", "Up 3 seconds (healthy)")), "running");
