@@ -2,7 +2,7 @@ import type { ChainLease } from "../../chain/port.ts";
 import type { PayloadSource, ProvisionTarget } from "../../core/reconcile/index.ts";
 import { newUuidV4 } from "../../core/uuid.ts";
 import type { Lifecycle, ProvisionStep } from "../lifecycle/index.ts";
-import type { Attempt, StoredPayload } from "../store/index.ts";
+import { type Attempt, type StoredPayload, sha256Hex } from "../store/index.ts";
 
 /**
  * A provision the reconciler sends on a backend it already knows (the lease's owner, or a
@@ -40,7 +40,7 @@ export async function provisionOn(
     if (decision.kind !== "backend" || !target.scope.includes(decision.backend)) return "skipped";
     backend = decision.backend;
   }
-  const payload = payloadFor(lc, lease, source);
+  const payload = await payloadFor(lc, lease, backend, source, signal);
   if (payload === "missing") {
     log.warn(
       { backend, payload: source },
@@ -64,16 +64,65 @@ export async function provisionOn(
   return lc.provisioner.send(attempt, lease, payload, signal);
 }
 
-function payloadFor(
+/**
+ * The payload a provision sends. "latest_release": the lease's stored payload is gone (a
+ * lost or cleaned payload store), so it is rebuilt from the manifest of the owner's latest
+ * active release, and used (and stored again) only if its SHA-256 is the lease's meta_hash;
+ * anything else leaves the lease for a later sweep, as a missing payload always did.
+ */
+async function payloadFor(
   lc: Lifecycle,
   lease: ChainLease,
+  backend: string,
   source: PayloadSource,
-): StoredPayload | undefined | "missing" {
+  signal: AbortSignal,
+): Promise<StoredPayload | undefined | "missing"> {
   if (source === "none") return undefined;
-  // "latest_release" (rebuilding a payload from the owner's release history) is not
-  // available here: such a lease waits until its payload is uploaded again.
-  if (source !== "stored") return "missing";
   const stored = lc.deps.payloads?.get(lease.uuid);
-  if (stored === undefined || stored.sha256 !== lease.metaHash) return "missing";
-  return stored;
+  if (stored !== undefined) return stored.sha256 === lease.metaHash ? stored : "missing";
+  if (source !== "latest_release") return "missing";
+  const rebuilt = await fromLatestRelease(lc, lease, backend, signal);
+  if (rebuilt === undefined) return "missing";
+  const payloads = lc.deps.payloads;
+  if (payloads !== undefined) {
+    payloads.put(lease.uuid, rebuilt.payload, rebuilt.storedAt, lease.metaHash);
+    await payloads.durable();
+  }
+  lc.deps.logger.info(
+    { lease_uuid: lease.uuid, backend },
+    "reconciler: payload rebuilt from the owner's latest active release",
+  );
+  return rebuilt;
+}
+
+async function fromLatestRelease(
+  lc: Lifecycle,
+  lease: ChainLease,
+  backend: string,
+  signal: AbortSignal,
+): Promise<StoredPayload | undefined> {
+  const client = lc.deps.clients.get(backend);
+  if (client === undefined || lease.metaHash === "") return undefined;
+  let releases: Awaited<ReturnType<typeof client.releases>>;
+  try {
+    releases = await client.releases(lease.uuid, signal);
+  } catch (err) {
+    if (signal.aborted) throw err;
+    lc.deps.logger.warn({ err, lease_uuid: lease.uuid, backend }, "reconciler: releases unreadable");
+    return undefined;
+  }
+  const latest = (releases ?? [])
+    .filter((r) => r.status === "active" && typeof r.manifest === "string")
+    .sort((a, b) => b.version - a.version)[0];
+  if (latest?.manifest === undefined) return undefined;
+  const payload = Buffer.from(latest.manifest, "base64");
+  const sha256 = sha256Hex(payload);
+  if (sha256 !== lease.metaHash) {
+    lc.deps.logger.warn(
+      { lease_uuid: lease.uuid, backend, version: latest.version },
+      "reconciler: the latest active release does not match meta_hash; payload not rebuilt",
+    );
+    return undefined;
+  }
+  return { leaseUuid: lease.uuid, payload, sha256, storedAt: lc.deps.clock.now() };
 }
