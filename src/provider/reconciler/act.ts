@@ -64,9 +64,11 @@ export async function act(ctx: ActContext, plan: Plan): Promise<void> {
     }
   });
   await d.store.durable();
+  // Workers take the next lease by index (Array.shift is linear: quadratic over 100k leases).
   const queue = [...byLease];
+  let taken = 0;
   const worker = async () => {
-    for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    for (let next = queue[taken++]; next !== undefined; next = queue[taken++]) {
       const [lease, actions] = next;
       await ctx.lifecycle
         .runForLease(lease, () => actOnLease(ctx, lease, actions))
