@@ -45,6 +45,7 @@ export class PayloadStore {
   readonly #database: SqliteDatabase;
   readonly #put: Statement<[string, string, Buffer, number]>;
   readonly #get: Statement<[string], PayloadRow>;
+  readonly #has: Statement<[string], number>;
   readonly #delete: Statement<[string]>;
   readonly #leases: Statement<[], string>;
   readonly #putOnce: (leaseUuid: string, sha256: string, payload: Buffer, now: number) => PutResult;
@@ -56,6 +57,8 @@ export class PayloadStore {
       "INSERT INTO payloads (lease_uuid, sha256, payload, stored_at) VALUES (?, ?, ?, ?)",
     );
     this.#get = db.prepare("SELECT * FROM payloads WHERE lease_uuid = ?");
+    // GET status asks on every poll: never read the payload blob just to see it exists.
+    this.#has = db.prepare<[string], number>("SELECT 1 FROM payloads WHERE lease_uuid = ?").pluck();
     this.#delete = db.prepare("DELETE FROM payloads WHERE lease_uuid = ?");
     this.#leases = db.prepare<[], string>("SELECT lease_uuid FROM payloads ORDER BY lease_uuid").pluck();
     this.#putOnce = db.transaction((leaseUuid: string, sha256: string, payload: Buffer, now: number) => {
@@ -128,7 +131,7 @@ export class PayloadStore {
   }
 
   has(leaseUuid: string): boolean {
-    return this.#get.get(leaseUuid) !== undefined;
+    return this.#has.get(leaseUuid) !== undefined;
   }
 
   /** Every lease with a stored payload (the reconciler's payload cleanup reads this). */
