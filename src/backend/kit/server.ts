@@ -249,7 +249,12 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
   app.get(leasePath("provisions", ":uuid"), async (req) => {
     const uuid = leaseParam(req);
     const lease = journal.getLease(uuid);
-    if (lease) return provisionInfo(lease);
+    if (lease) {
+      const info = provisionInfo(lease);
+      // A restore destination shows "restarting" until it is ready or failed (README seed).
+      if (lease.head === "operation" && o.retention?.store.restoringInto(uuid)) info.status = "restarting";
+      return info;
+    }
     const retained = o.retention?.store.get(uuid);
     if (o.retention && isListed(retained)) return retainedInfo(retained, o.retention.policy);
     const failure = engine.diagnostic(uuid);

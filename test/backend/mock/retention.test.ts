@@ -19,6 +19,7 @@ const LARGE = "0190f3a2-7c1e-7000-8000-00000000c002";
 
 describe("mock backend retention and restore", () => {
   const failingTarget = randomUUID();
+  const hangingTarget = randomUUID();
   let b: RunningBackend;
   let rx: Receiver;
   let c: SignedClient;
@@ -28,6 +29,7 @@ describe("mock backend retention and restore", () => {
       MOCK_BACKEND_RETAIN_ON_CLOSE: "1",
       MOCK_BACKEND_RETAINED_DISK_MB: "10",
       MOCK_BACKEND_FAIL_LEASES: failingTarget,
+      MOCK_BACKEND_HANG_LEASES: hangingTarget,
       MOCK_BACKEND_SKUS: JSON.stringify({
         [SMALL]: { cpu_cores: 1, memory_mb: 256, disk_mb: 100 },
         [LARGE]: { cpu_cores: 1, memory_mb: 256, disk_mb: 400 },
@@ -183,6 +185,27 @@ describe("mock backend retention and restore", () => {
     assert.equal(again.status, 202, again.text);
     await rx.waitFor((r) => r.effects.includes(`operation:${target}:success`));
     assert.equal(rx.deliveries.filter((d) => d.body.lease_uuid === target).length, 1);
+  });
+
+  it("a restore in flight shows restarting; closing its target hands the data back", async () => {
+    const source = randomUUID();
+    await ready(source);
+    await retained(source);
+    assert.equal((await restore(hangingTarget, source)).res.status, 202);
+    const info = (await c.get(`/provisions/${hangingTarget}`)).json as Record<string, unknown>;
+    assert.equal(info.status, "restarting");
+    assert.ok((await listed()).includes(source), "the source stays a finalizer until the commit");
+    assert.equal((await restore(randomUUID(), source)).res.status, 409, "one restore at a time");
+    await c.post("/deprovision", { lease_uuid: hangingTarget });
+    await rx.waitFor((r) => r.effects.includes(`lifecycle:${hangingTarget}:deprovisioned`));
+    const cb = rx.deliveries.find(
+      (d) => d.body.lease_uuid === hangingTarget && d.body.status === "deprovisioned",
+    );
+    assert.equal(cb?.body.retained, false, "the pre-empted target's copy is destroyed, not retained");
+    assert.equal(b.retention?.store.get(source)?.status, "active", "handed back");
+    const target = randomUUID();
+    assert.equal((await restore(target, source)).res.status, 202);
+    await rx.waitFor((r) => r.effects.includes(`operation:${target}:success`));
   });
 
   it("a restore that fails hands the data back with RestoreFailed", async () => {
