@@ -144,8 +144,8 @@ describe("retention and restore (devnet + mock backends + providerd)", () => {
       await ws.closed;
     }
     // The chain read behind status is reused for up to a second: wait for the close to show.
-    let s: Record<string, unknown> = {};
-    await until(async () => (s = await status(lease!)).state === "LEASE_STATE_CLOSED", "status reads CLOSED");
+    await until(async () => (await status(lease!)).state === "LEASE_STATE_CLOSED", "status reads CLOSED");
+    const s = await status(lease!);
     assert.equal(s.provision_status, "retained");
     assert.ok(Array.isArray(s.items) && s.items.length === 1, JSON.stringify(s));
     const rec = withStore(stack, (st) => st.retained.get(lease!));
