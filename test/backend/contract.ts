@@ -29,6 +29,8 @@ export interface BackendUnderTest {
   payload?(service: string): Uint8Array;
   /** A payload whose image comes from a registry outside the allowlist. */
   disallowedImagePayload?(service: string): Uint8Array;
+  /** The backend implements restart and update (else both answer 501 `unsupported`). */
+  maintenance?: boolean;
   /** How long a provision may take to reach its callback (default 20 s). */
   provisionTimeoutMs?: number;
   close(): Promise<void>;
@@ -509,11 +511,24 @@ export function runBackendContractSuite(label: string, start: () => Promise<Back
           400,
         );
       });
-      it("restart and update answer 501 unsupported", async () => {
-        for (const op of ["restart", "update"]) {
+      it("restart and update answer 501 unless implemented, else 400 and 404 as any mutation", async () => {
+        for (const op of b.maintenance === true ? [] : ["restart", "update"]) {
           const res = await c.post(`/${op}`, { lease_uuid: randomUUID() });
           assert.equal(res.status, 501, op);
           assert.equal(codeOf(res), "unsupported");
+        }
+        for (const op of b.maintenance === true ? ["restart", "update"] : []) {
+          const bad = await c.post(`/${op}`, { lease_uuid: randomUUID() });
+          assert.equal(bad.status, 400, op);
+          assert.equal((bad.json as { error: string }).error, "maintenance_id is required");
+          const unknown = await c.post(`/${op}`, {
+            lease_uuid: randomUUID(),
+            maintenance_id: randomUUID(),
+            callback_url: `${rx.url}/callbacks/provision?lifecycle_id=${randomUUID()}`,
+            payload: Buffer.from("{}").toString("base64"),
+            admitted_at: "2026-12-01T10:00:00Z",
+          });
+          assert.equal(unknown.status, 404, op);
         }
       });
       it("restore of a source with no retained data answers a bare 422", async () => {

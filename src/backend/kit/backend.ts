@@ -49,6 +49,8 @@ export interface BackendKitOptions {
   retention?: RetentionPolicy;
   /** How long a lease's last failure stays readable (default 168h). */
   diagnosticsMaxAgeMs?: number;
+  /** releases_max_age: superseded and failed releases are dropped this long after creation (default 2160h; 0: never). */
+  releasesMaxAgeMs?: number;
   bodyLimitBytes?: number;
   readTimeoutMs?: number;
   idleTimeoutMs?: number;
@@ -76,6 +78,7 @@ export interface RunningBackend {
 export const DEFAULT_RESERVATION_TTL_MS = 10 * 60_000;
 export const DEFAULT_RECONCILE_INTERVAL_MS = 5 * 60_000;
 export const DEFAULT_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
+export const DEFAULT_RELEASES_MAX_AGE_MS = 2160 * 3_600_000;
 
 /** `--initialize-storage-identity new`: binds a fresh id into a new, empty journal and returns it. */
 export function initializeStorageIdentity(path: string, storageId?: string): string {
@@ -137,6 +140,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       reservationTtlMs: o.reservationTtlMs ?? DEFAULT_RESERVATION_TTL_MS,
       reconcileIntervalMs: o.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS,
       diagnosticsMaxAgeMs: o.diagnosticsMaxAgeMs ?? DEFAULT_DIAGNOSTICS_MAX_AGE_MS,
+      releasesMaxAgeMs: o.releasesMaxAgeMs ?? DEFAULT_RELEASES_MAX_AGE_MS,
       wakeOutbox: wake,
       retention,
     });

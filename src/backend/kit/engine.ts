@@ -5,6 +5,7 @@ import { captureLogs, diagnosticsCutoffMs } from "./diagnostics.ts";
 import { badRequest } from "./errors.ts";
 import type { DiagnosticRecord } from "./journal/diagnostics.ts";
 import type { Failure, Journal, LeaseRecord } from "./journal/journal.ts";
+import { MaintenanceRunner } from "./maintenance/runner.ts";
 import type { ResourcePool } from "./resources.ts";
 import type { Retention } from "./retention/index.ts";
 import { type RuntimeEvent, type Substrate, SubstrateError, substrateOutcomeOf } from "./substrate.ts";
@@ -23,13 +24,15 @@ export interface EngineConfig extends AdmissionConfig {
   reconcileIntervalMs: number;
   /** A lease's last failure stays readable for this long after it was recorded (0: always). */
   diagnosticsMaxAgeMs: number;
+  /** Superseded and failed releases are dropped this long after they were created (0: never). */
+  releasesMaxAgeMs?: number;
   /** Called after every commit that appended an outbox row. */
   wakeOutbox(lease: string): void;
   /** Retention of closed leases' data (retention/): absent = a close destroys. */
   retention?: Retention | undefined;
 }
 
-export type EngineEvent = "recovery:done" | "operation:settled" | "close:done";
+export type EngineEvent = "recovery:done" | "operation:settled" | "maintenance:settled" | "close:done";
 
 const INTERRUPTED: Failure = { reason: "Interrupted", message: "provisioning was interrupted" };
 const EXPIRED: Failure = { reason: "ProvisionTimeout", message: "provisioning did not complete in time" };
@@ -51,8 +54,21 @@ export class BackendEngine {
   #state: EngineState = { kind: "new" };
   #recovering: Promise<void> | undefined;
 
+  /** Restart and update (POST /restart, /update); runs under the same per-lease gate. */
+  readonly maintenance: MaintenanceRunner;
+
   constructor(config: EngineConfig) {
     this.#c = config;
+    this.maintenance = new MaintenanceRunner({
+      config,
+      gate: this.#gate,
+      live: this.#live,
+      shutdown: this.#shutdown.signal,
+      settled: (lease) => {
+        config.wakeOutbox(lease);
+        this.#emit("maintenance:settled", lease);
+      },
+    });
   }
 
   get journal(): Journal {
@@ -321,6 +337,7 @@ export class BackendEngine {
       }
       await this.#gate.tryRun(lease.leaseUuid, () => this.#classifyStarted(lease.leaseUuid, signal));
     }
+    this.maintenance.resume();
     for (const lease of journal.leasesWithHead("close")) {
       if (signal.aborted) return;
       if (!this.#gate.isBusy(lease.leaseUuid)) await this.#runClose(lease.leaseUuid);
@@ -453,6 +470,15 @@ export class BackendEngine {
     return reset;
   }
 
+  /** Drops superseded and failed releases older than releases_max_age; returns how many. */
+  expireReleases(): number {
+    const maxAge = this.#c.releasesMaxAgeMs ?? 0;
+    if (maxAge <= 0) return 0;
+    const dropped = this.#c.journal.maintenance.expireReleases(this.#c.clock.now() - maxAge);
+    if (dropped > 0) this.#c.logger.debug({ dropped }, "expired old releases");
+    return dropped;
+  }
+
   // ---- diagnostics ----
 
   /** The lease's last recorded failure, unless it is older than diagnostics_max_age. */
@@ -488,6 +514,7 @@ export class BackendEngine {
     const cutoff = diagnosticsCutoffMs(now, this.#c.diagnosticsMaxAgeMs);
     const expired = cutoff === undefined ? 0 : this.#c.journal.diagnostics.expire(cutoff);
     if (expired > 0) this.#c.logger.debug({ expired }, "expired failure diagnostics");
+    this.expireReleases();
     if (now - this.#lastRecoveryMs >= this.#c.reconcileIntervalMs) {
       this.#lastRecoveryMs = now;
       await this.recover().catch((err) => this.#c.logger.error({ err }, "recovery pass failed"));

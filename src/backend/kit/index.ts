@@ -2,6 +2,7 @@
 export {
   type BackendKitOptions,
   DEFAULT_RECONCILE_INTERVAL_MS,
+  DEFAULT_RELEASES_MAX_AGE_MS,
   DEFAULT_RESERVATION_TTL_MS,
   initializeStorageIdentity,
   type RunningBackend,

@@ -36,6 +36,7 @@ import { diagnosticInfo, provisionInfo, releaseInfo, statsInfo } from "./views.t
 import {
   parseDeprovisionRequest,
   parseLeaseUuid,
+  parseMaintenanceRequest,
   parseProvisionRequest,
   parseReconcileCustomDomainRequest,
   WireError,
@@ -169,6 +170,12 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     return parseStrictJson(body, o.bodyLimitBytes);
   };
 
+  // A substrate without the operation answers 501 whatever the body says.
+  const maintenance = async (kind: "restart" | "update", req: FastifyRequest, reply: FastifyReply) => {
+    if (substrate[kind] === undefined) throw unsupported(kind);
+    const answer = await engine.maintenance.command(parseMaintenanceRequest(kind, json(req)));
+    return reply.code(202).send(answer);
+  };
   const handlers: Record<Mutation, (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>> = {
     provision: async (req, reply) => {
       try {
@@ -189,12 +196,8 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
       parseReconcileCustomDomainRequest(json(req));
       return reply.code(204).send();
     },
-    restart: async () => {
-      throw unsupported("restart");
-    },
-    update: async () => {
-      throw unsupported("update");
-    },
+    restart: (req, reply) => maintenance("restart", req, reply),
+    update: (req, reply) => maintenance("update", req, reply),
     restore: async (req, reply) => {
       const { retention, admission } = o;
       if (retention === undefined || admission === undefined || !retention.capable) throw notRetained();

@@ -4,10 +4,13 @@ import {
   deprovisionRequestSchema,
   LIMITS,
   leaseItemsSchema,
+  type MaintenanceRequest,
   type ProvisionRequest,
   parseWith,
   provisionRequestSchema,
   reconcileCustomDomainRequestSchema,
+  restartRequestSchema,
+  updateRequestSchema,
 } from "../../core/backend-contract/index.ts";
 import { FredError } from "../../core/errors.ts";
 import type { InstanceSpec, LeaseItem, SkuProfile } from "./substrate.ts";
@@ -54,6 +57,10 @@ export function parseProvisionRequest(body: unknown): ProvisionRequest {
 
 export function parseDeprovisionRequest(body: unknown): { leaseUuid: string } {
   return { leaseUuid: read(deprovisionRequestSchema, body).lease_uuid };
+}
+
+export function parseMaintenanceRequest(kind: MaintenanceRequest["kind"], body: unknown): MaintenanceRequest {
+  return read(kind === "restart" ? restartRequestSchema : updateRequestSchema, body);
 }
 
 export function parseReconcileCustomDomainRequest(body: unknown): { leaseUuid: string; items: LeaseItem[] } {

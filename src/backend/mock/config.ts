@@ -49,6 +49,9 @@ export interface MockBackendConfig {
   readonly reconcileIntervalMs: number;
   /** MOCK_BACKEND_DIAGNOSTICS_MAX_AGE: how long a lease's last failure stays readable; 0 = always. */
   readonly diagnosticsMaxAgeMs: number;
+  /** MOCK_BACKEND_RELEASES_MAX_AGE: superseded and failed releases are dropped this long after creation; 0 = never. */
+  readonly releasesMaxAgeMs: number;
+  /** MOCK_BACKEND_FAIL_*: provisions, restarts and updates alike (an update to an image tagged `fail` fails too). */
   readonly failRate: number;
   readonly failLeases: ReadonlySet<string>;
   readonly hangLeases: ReadonlySet<string>;
@@ -271,6 +274,7 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
     reservationTtlMs: duration(env, "MOCK_BACKEND_RESERVATION_TTL", "10m"),
     reconcileIntervalMs: duration(env, "MOCK_BACKEND_RECONCILE_INTERVAL", "5m"),
     diagnosticsMaxAgeMs: duration(env, "MOCK_BACKEND_DIAGNOSTICS_MAX_AGE", "168h"),
+    releasesMaxAgeMs: duration(env, "MOCK_BACKEND_RELEASES_MAX_AGE", "2160h"),
     failRate,
     failLeases: leaseList(env, "MOCK_BACKEND_FAIL_LEASES"),
     hangLeases: leaseList(env, "MOCK_BACKEND_HANG_LEASES"),

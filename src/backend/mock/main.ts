@@ -48,6 +48,7 @@ export async function startMockBackend(
       reconcileIntervalMs: config.reconcileIntervalMs,
       diagnosticsMaxAgeMs: config.diagnosticsMaxAgeMs,
       ...(config.retention ? { retention: config.retention } : {}),
+      releasesMaxAgeMs: config.releasesMaxAgeMs,
       readTimeoutMs: Math.max(config.readTimeoutMs, config.writeTimeoutMs),
       idleTimeoutMs: config.idleTimeoutMs,
       callbacks: { attemptTimeoutMs: config.clientTimeoutMs, tlsSkipVerify: config.tlsSkipVerify },

@@ -50,6 +50,20 @@ interface MockWorkload {
   tenant: string;
   state: MockState;
   instances: { service: string; index: number; sku: string }[];
+  /** How many restarts and updates ran to completion on this workload (absent in older state files). */
+  maintenance?: number;
+}
+
+/**
+ * An update whose manifest names an image tagged `fail` (e.g. `localhost/app:fail`) is
+ * the mock's "bad manifest": the new release never starts and the current one stays.
+ */
+export const FAILING_IMAGE_TAG = "fail";
+
+function namesFailingImage(spec: WorkloadSpec): boolean {
+  return Object.values(spec.manifest?.services ?? {}).some((svc) =>
+    svc.image.replace(/@.*$/, "").endsWith(`:${FAILING_IMAGE_TAG}`),
+  );
 }
 
 export class MockSubstrate implements Substrate {
@@ -95,33 +109,79 @@ export class MockSubstrate implements Substrate {
         operatorMessage: `mock workload ${spec.leaseUuid} belongs to operation ${existing.operationId}`,
       });
     }
-    this.#save(spec.leaseUuid, {
-      operationId: spec.operationId,
-      release: spec.release,
-      tenant: spec.tenant,
-      state: "created",
-      instances: spec.instances.map((i) => ({ service: i.service, index: i.index, sku: i.sku })),
-    });
+    this.#save(spec.leaseUuid, this.#fresh(spec));
   }
 
   async start(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
     const w = this.#workloads.get(spec.leaseUuid);
     if (!w) throw new SubstrateError("definite", "Internal", "workload was not created");
     if (w.state === "running") return;
-    if (this.#o.hangLeases.has(spec.leaseUuid)) {
-      // Never completes on its own: the caller's abort (close, expiry, shutdown) ends it.
-      await this.#o.clock.sleep(2 ** 31 - 1, signal);
-    }
-    if (this.#o.delayMs > 0) await this.#o.clock.sleep(this.#o.delayMs, signal);
-    const injected =
-      this.#o.failLeases.has(spec.leaseUuid) || (this.#o.random ?? Math.random)() < this.#o.failRate;
-    if (injected) {
+    if (await this.#injected(spec.leaseUuid, signal)) {
       this.#save(spec.leaseUuid, { ...w, state: "failed" });
       throw new SubstrateError("definite", "ContainerExited", "workload exited during startup", {
         operatorMessage: "mock failure injected",
       });
     }
     this.#save(spec.leaseUuid, { ...w, state: "running" });
+  }
+
+  /**
+   * The injection every start-like step honours: a hang lease waits until aborted (an
+   * ambiguous outcome), then the simulated delay, then true when this step must fail.
+   */
+  async #injected(leaseUuid: string, signal: AbortSignal): Promise<boolean> {
+    if (this.#o.hangLeases.has(leaseUuid)) {
+      // Never completes on its own: the caller's abort (close, expiry, shutdown) ends it.
+      await this.#o.clock.sleep(2 ** 31 - 1, signal);
+    }
+    if (this.#o.delayMs > 0) await this.#o.clock.sleep(this.#o.delayMs, signal);
+    return this.#o.failLeases.has(leaseUuid) || (this.#o.random ?? Math.random)() < this.#o.failRate;
+  }
+
+  /** Recreates the workload of the same release; missing (lost) is recreated too. */
+  async restart(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    const w = this.#workloads.get(spec.leaseUuid) ?? this.#fresh(spec);
+    this.#save(spec.leaseUuid, { ...w, state: "stopped" });
+    if (await this.#injected(spec.leaseUuid, signal)) {
+      this.#save(spec.leaseUuid, { ...w, state: "failed" });
+      throw new SubstrateError("definite", "RestartFailed", "workload exited during restart", {
+        operatorMessage: "mock failure injected",
+      });
+    }
+    this.#save(spec.leaseUuid, { ...w, state: "running", maintenance: (w.maintenance ?? 0) + 1 });
+  }
+
+  /**
+   * Replaces the current release by `next`; on an injected failure the current one keeps
+   * running (a completed rollback). Called again after `next` is in place, it is done.
+   */
+  async update(current: WorkloadSpec, next: WorkloadSpec, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    const w = this.#workloads.get(current.leaseUuid) ?? this.#fresh(current);
+    if (w.release === next.release && w.state === "running") return;
+    if ((await this.#injected(current.leaseUuid, signal)) || namesFailingImage(next)) {
+      this.#save(current.leaseUuid, { ...w, release: current.release, state: "running" });
+      throw new SubstrateError("definite", "UpdateFailed", "the new release failed to start; rolled back", {
+        operatorMessage: "mock update failure injected",
+      });
+    }
+    this.#save(current.leaseUuid, {
+      ...w,
+      release: next.release,
+      state: "running",
+      maintenance: (w.maintenance ?? 0) + 1,
+    });
+  }
+
+  #fresh(spec: WorkloadSpec): MockWorkload {
+    return {
+      operationId: spec.operationId,
+      release: spec.release,
+      tenant: spec.tenant,
+      state: "created",
+      instances: spec.instances.map((i) => ({ service: i.service, index: i.index, sku: i.sku })),
+    };
   }
 
   async stop(leaseUuid: string): Promise<void> {
@@ -214,6 +274,8 @@ export class MockSubstrate implements Substrate {
     const out: Record<string, string> = {};
     for (const i of w?.instances ?? []) {
       const lines = [`mock ${i.service}/${i.index} started`, `state ${w?.state}`];
+      if (w?.maintenance !== undefined)
+        lines.push(`release ${w.release} after ${w.maintenance} restarts/updates`);
       out[`${i.service}/${i.index}`] = lines
         .slice(Math.max(0, lines.length - tail))
         .map((l) => `${l}\n`)

@@ -25,6 +25,7 @@ if (!skip) {
       name: "docker-test",
       sku: SKU,
       overCapacityQuantity: 1000,
+      maintenance: true,
       payload: (service) => httpdManifest(service),
       disallowedImagePayload: (service) => manifest({ [service]: { image: "quay.io/evil/image:1" } }),
       provisionTimeoutMs: 60_000,

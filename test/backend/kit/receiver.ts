@@ -31,7 +31,8 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(secret: string): Promise<Receiver> {
+/** `now` is the verifying time source (a backend on a ManualClock signs in its own time). */
+export async function startReceiver(secret: string, now: () => number = Date.now): Promise<Receiver> {
   const key = hmacSecret(secret);
   let mode: number | "hold" = 200;
   const holding: ServerResponse[] = [];
@@ -72,7 +73,7 @@ export async function startReceiver(secret: string): Promise<Receiver> {
           method: req.method ?? "",
           uri,
           body: raw,
-          nowMs: Date.now(),
+          nowMs: now(),
           secrets: [key],
         });
       } catch {

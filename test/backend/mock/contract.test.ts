@@ -11,6 +11,7 @@ runBackendContractSuite("mock", async () => {
     name: "mock-test",
     sku: SKU,
     overCapacityQuantity: 200,
+    maintenance: true,
     payload: (service) => manifest(service),
     disallowedImagePayload: (service) => manifest(service, "quay.io/evil/image:1"),
     close: () => running.close(),

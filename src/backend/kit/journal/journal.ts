@@ -3,6 +3,7 @@ import type Database from "better-sqlite3";
 import type { CallbackBody } from "../../../core/backend-contract/index.ts";
 import { newUuidV4 } from "../../../core/uuid.ts";
 import type { SqliteDatabase } from "../../../sqlite/index.ts";
+import { type CompletionFields, MaintenanceStore } from "../maintenance/store.ts";
 import type { InstanceSpec, LeaseItem } from "../substrate.ts";
 import {
   afterFailure,
@@ -14,6 +15,8 @@ import {
 import { type CapturedLogs, DiagnosticsTable } from "./diagnostics.ts";
 import { type OpenJournalOptions, openJournalDatabase } from "./identity.ts";
 import type {
+  CallbackFacts,
+  Failure,
   LeaseHead,
   LeaseHeadRecord,
   LeaseRecord,
@@ -24,6 +27,8 @@ import type {
 import { prepare, toLease, toStreak } from "./statements.ts";
 
 export type {
+  CallbackFacts,
+  Failure,
   LeaseHead,
   LeaseHeadRecord,
   LeasePhase,
@@ -32,12 +37,6 @@ export type {
   OutboxRow,
   ReleaseRecord,
 } from "./records.ts";
-
-export interface CallbackFacts {
-  status: "success" | "failed" | "deprovisioned";
-  error: string;
-  retained?: boolean;
-}
 
 export interface AdmitInput {
   leaseUuid: string;
@@ -62,12 +61,6 @@ export interface OperationRecord {
   requestDigest: string | undefined;
 }
 
-/**
- * A recorded failure: tenant-safe reason and message. `platform` marks one the substrate
- * knows the platform caused whatever its reason says (it never counts toward terminal_budget).
- */
-export type Failure = { reason: string; message: string; platform?: boolean };
-
 type Row = Record<string, unknown>;
 
 export interface JournalOptions extends OpenJournalOptions {
@@ -91,6 +84,8 @@ export class Journal {
   readonly maxLeases: number;
   /** The last failure of each lease, outliving the lease row (see DiagnosticsTable). */
   readonly diagnostics: DiagnosticsTable;
+  /** Restart/update commands and their receipts (see maintenance/store.ts). */
+  readonly maintenance: MaintenanceStore;
   readonly #s: ReturnType<typeof prepare>;
   readonly #database: SqliteDatabase;
   /** Cached leaseCount(); a lease UUID takes a slot on admission and keeps it as a tombstone. */
@@ -109,6 +104,15 @@ export class Journal {
     this.maxLeases = opts.maxLeases ?? 100_000;
     this.#s = prepare(this.db);
     this.diagnostics = new DiagnosticsTable(this.db, (fn) => this.#write(fn));
+    this.maintenance = new MaintenanceStore(this.db, {
+      write: (fn) => this.#write(fn),
+      head: (lease) => this.#headOf(lease),
+      enqueueMaintenance: (lease, facts, nowMs, extra) =>
+        this.#enqueue(lease, "maintenance", lease.lifecycleUrl, facts, nowMs, extra),
+      putStreak: (lease, streak) => this.#putStreak(lease, streak),
+      putDiagnostic: (lease, failure, nowMs) => this.#putDiagnostic(lease, failure, nowMs, undefined),
+      dropDiagnostic: (lease) => this.diagnostics.drop(lease),
+    });
     this.#path = opts.path;
     this.#inode = opts.path === ":memory:" ? undefined : statSync(opts.path).ino;
   }
@@ -202,7 +206,9 @@ export class Journal {
   admitOperation(input: AdmitInput): LeaseRecord {
     return this.#write(() => {
       const prev = this.#headOf(input.leaseUuid);
-      const release = prev === undefined ? 1 : prev.release + 1;
+      // A failed update took a version of its own above the lease's release.
+      const newest = prev === undefined ? 0 : (this.#s.newestRelease.get(input.leaseUuid) as { v: number }).v;
+      const release = prev === undefined ? 1 : Math.max(prev.release, newest) + 1;
       if (prev === undefined && this.#slots !== undefined) this.#slots++;
       const generation = (prev?.generation ?? 0) + 1;
       this.#s.upsertLease.run({
@@ -406,8 +412,9 @@ export class Journal {
         return { kind: "absent" as const };
       }
       if (lease.head === "close") return { kind: "closing" as const, lease, preempted: false };
-      const preempted = lease.head === "operation";
-      if (preempted) {
+      let preempted = lease.head === "operation";
+      if (lease.head === "maintenance") preempted = this.maintenance.preempt(leaseUuid, nowMs);
+      else if (preempted) {
         const message = "lease was closed before provisioning completed";
         this.#s.setReleaseStatus.run("failed", "Closed", message, leaseUuid, lease.release);
         this.#s.insertReceipt.run(leaseUuid, lease.operationId, "failed");
@@ -436,6 +443,7 @@ export class Journal {
         nowMs,
       );
       this.#s.deleteReleases.run(leaseUuid);
+      this.maintenance.forget(leaseUuid);
       this.#s.deleteLease.run(leaseUuid);
       this.#s.insertTombstone.run(leaseUuid, lease.tenant, nowMs);
       return true;
@@ -484,6 +492,7 @@ export class Journal {
     url: string,
     facts: CallbackFacts,
     nowMs: number,
+    maintenance?: CompletionFields,
   ): void {
     const body: CallbackBody = {
       lease_uuid: lease.leaseUuid,
@@ -491,6 +500,7 @@ export class Journal {
       error: facts.error,
       backend: this.backendName,
       backend_storage_id: this.storageId,
+      ...maintenance,
     };
     if (facts.status === "deprovisioned") body.retained = facts.retained ?? false;
     this.#s.insertOutbox.run(

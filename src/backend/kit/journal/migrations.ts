@@ -157,4 +157,43 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX retentions_tenant ON retentions(tenant, retained_at);
   CREATE UNIQUE INDEX retentions_dest ON retentions(dest_lease) WHERE dest_lease IS NOT NULL;
   `,
+  // 6: restart/update commands (the maintenance journal) and which command made a release.
+  `
+  -- One row per admitted command, keyed by providerd's maintenance_id. phase = 'pending'
+  -- (journaled, nothing done) | 'started' (the substrate may have been called) |
+  -- 'settled' (outcome, reason, message final). seq orders a lease's commands; settled
+  -- rows are its receipt window (the newest 1,024 are kept). digest is a sha256 over
+  -- kind, lease, payload hash and admitted_key: a replay must ask for the same. admitted_at
+  -- is providerd's stamp as sent (echoed on the callback); admitted_key the same instant
+  -- in a fixed-width form that sorts by time. payload is the update's manifest while the
+  -- command is unsettled (the release row keeps it after).
+  CREATE TABLE maintenance (
+    maintenance_id TEXT PRIMARY KEY,
+    lease_uuid     TEXT NOT NULL,
+    seq            INTEGER NOT NULL,
+    kind           TEXT NOT NULL,
+    digest         TEXT NOT NULL,
+    admitted_at    TEXT,
+    admitted_key   TEXT,
+    payload        BLOB,
+    payload_hash   TEXT,
+    image          TEXT NOT NULL,
+    source_release INTEGER NOT NULL,
+    target_release INTEGER NOT NULL,
+    phase          TEXT NOT NULL,
+    outcome        TEXT,
+    reason         TEXT,
+    message        TEXT,
+    created_at     INTEGER NOT NULL,
+    settled_at     INTEGER
+  ) STRICT;
+  CREATE UNIQUE INDEX maintenance_lease ON maintenance(lease_uuid, seq);
+  -- The newest admitted_key a lease ever accepted: it never moves back, and outlives the
+  -- receipts, so a late or replayed stamped command can never run again.
+  CREATE TABLE maintenance_marks (
+    lease_uuid TEXT PRIMARY KEY,
+    high_water TEXT NOT NULL
+  ) STRICT;
+  ALTER TABLE releases ADD COLUMN maintenance_id TEXT;
+  `,
 ];

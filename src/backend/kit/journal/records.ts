@@ -2,9 +2,10 @@ import type { InstanceSpec, LeaseItem } from "../substrate.ts";
 import type { FailureStreak } from "../terminal-budget.ts";
 
 /** What the journal stores, as its readers see it (rows decoded by statements.ts). */
-export type LeaseHead = "operation" | "close" | "none";
+/** "maintenance": a restart or update is journaled and not settled (see maintenance/store.ts). */
+export type LeaseHead = "operation" | "maintenance" | "close" | "none";
 export type LeasePhase = "before_effects" | "started";
-export type LeaseStatus = "provisioning" | "ready" | "failed" | "deprovisioning";
+export type LeaseStatus = "provisioning" | "ready" | "failed" | "restarting" | "updating" | "deprovisioning";
 
 export interface LeaseRecord {
   leaseUuid: string;
@@ -64,9 +65,22 @@ export interface OutboxRow {
   seq: number;
   deliveryId: string;
   leaseUuid: string;
-  kind: "operation" | "close" | "lifecycle";
+  /** Results (never coalesced): operation, maintenance, close; observations: lifecycle. */
+  kind: "operation" | "maintenance" | "close" | "lifecycle";
   url: string;
   body: string;
   storageId: string;
   createdAtMs: number;
 }
+
+export interface CallbackFacts {
+  status: "success" | "failed" | "deprovisioned";
+  error: string;
+  retained?: boolean;
+}
+
+/**
+ * A recorded failure: tenant-safe reason and message. `platform` marks one the substrate
+ * knows the platform caused whatever its reason says (it never counts toward terminal_budget).
+ */
+export type Failure = { reason: string; message: string; platform?: boolean };

@@ -58,6 +58,7 @@ export function prepare(db: Database.Database) {
     countLeases: db.prepare("SELECT count(*) AS n FROM leases"),
     countTombstones: db.prepare("SELECT count(*) AS n FROM tombstones"),
     releases: db.prepare("SELECT * FROM releases WHERE lease_uuid = ? ORDER BY version"),
+    newestRelease: db.prepare("SELECT coalesce(max(version), 0) AS v FROM releases WHERE lease_uuid = ?"),
     upsertLease: db.prepare(`
       INSERT INTO leases (lease_uuid, tenant, provider_uuid, operation_id, callback_url, lifecycle_url, items,
         instances, payload, payload_hash, image, release, head, phase, status, fail_count, reason, message,

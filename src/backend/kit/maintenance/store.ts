@@ -1,0 +1,265 @@
+import { createHash } from "node:crypto";
+import type Database from "better-sqlite3";
+import type { MaintenanceRequest } from "../../../core/backend-contract/index.ts";
+import type { CallbackFacts, Failure, LeaseHeadRecord } from "../journal/records.ts";
+import { afterFailure, afterReady, afterRequestedRestart, type FailureStreak } from "../terminal-budget.ts";
+import type { MaintenanceRecord } from "./records.ts";
+import { prepare, toRecord } from "./statements.ts";
+
+/**
+ * The maintenance journal: restart and update commands keyed by providerd's
+ * maintenance_id, in the journal's SQLite file so "settle the command + move the release
+ * + queue the completion" is one transaction with everything else the lease does. A
+ * command holds the lease's single mutation head ("maintenance") from admission to
+ * settlement. Settled rows are the lease's receipt window (exact replays answer from
+ * them); the high-water mark of admitted_at outlives them, so a stamped command that is
+ * not newer than the newest one the lease accepted can never run again.
+ */
+export const RECEIPT_WINDOW = 1_024;
+
+export type { MaintenanceKind, MaintenancePhase, MaintenanceRecord } from "./records.ts";
+
+/** What the store needs of the journal it lives in (its private helpers, lent). */
+export interface JournalPort {
+  write<T>(fn: () => T): T;
+  head(leaseUuid: string): LeaseHeadRecord | undefined;
+  enqueueMaintenance(
+    lease: LeaseHeadRecord,
+    facts: CallbackFacts,
+    nowMs: number,
+    extra: CompletionFields,
+  ): void;
+  putStreak(leaseUuid: string, s: FailureStreak): void;
+  putDiagnostic(lease: LeaseHeadRecord, failure: Failure, nowMs: number): void;
+  dropDiagnostic(leaseUuid: string): void;
+}
+
+/** The fields a maintenance completion adds to the callback body. */
+export interface CompletionFields {
+  maintenance_id: string;
+  maintenance_admitted_at?: string;
+}
+
+export interface AdmitMaintenance {
+  req: MaintenanceRequest;
+  /** The lease generation the caller checked (compare-and-swap). */
+  generation: number;
+  operationId: string;
+  sourceRelease: number;
+  image: string;
+  nowMs: number;
+}
+
+/** What a command asks for, as a sha256 hex: kind, lease, payload hash and admission stamp. */
+export function commandDigest(req: MaintenanceRequest): string {
+  const doc = JSON.stringify([req.kind, req.leaseUuid, req.payloadHash ?? "", req.admittedKey ?? ""]);
+  return createHash("sha256").update(doc).digest("hex");
+}
+
+export class MaintenanceStore {
+  readonly #j: JournalPort;
+  readonly #s: ReturnType<typeof prepare>;
+
+  constructor(db: Database.Database, port: JournalPort) {
+    this.#j = port;
+    this.#s = prepare(db);
+  }
+
+  // ---- reads ----
+
+  get(maintenanceId: string): MaintenanceRecord | undefined {
+    const r = this.#s.get.get(maintenanceId) as Record<string, unknown> | undefined;
+    return r === undefined ? undefined : toRecord(r);
+  }
+
+  /** The lease's unsettled command (at most one: it holds the mutation head). */
+  pending(leaseUuid: string): MaintenanceRecord | undefined {
+    const r = this.#s.pending.get(leaseUuid) as Record<string, unknown> | undefined;
+    return r === undefined ? undefined : toRecord(r);
+  }
+
+  /** The newest admitted_key the lease accepted, if it ever accepted a stamped command. */
+  highWater(leaseUuid: string): string | undefined {
+    return (this.#s.highWater.get(leaseUuid) as { high_water: string } | undefined)?.high_water;
+  }
+
+  /** True while an earlier command's exact completion waits in the outbox. */
+  completionQueued(leaseUuid: string): boolean {
+    return this.#s.queued.get(leaseUuid) !== undefined;
+  }
+
+  receipts(leaseUuid: string): number {
+    return (this.#s.count.get(leaseUuid) as { n: number }).n;
+  }
+
+  // ---- transitions ----
+
+  /**
+   * Journals a command and moves the lease's head to it (status restarting/updating),
+   * resetting its failure streak; an update appends its deploying release. Undefined when
+   * the lease moved since the caller checked it.
+   */
+  admit(a: AdmitMaintenance): MaintenanceRecord | undefined {
+    return this.#j.write(() => {
+      const { req } = a;
+      const status = req.kind === "restart" ? "restarting" : "updating";
+      if (this.#s.beginLease.run(status, req.leaseUuid, a.generation).changes !== 1) return undefined;
+      const lease = this.#j.head(req.leaseUuid) as LeaseHeadRecord;
+      this.#j.putStreak(req.leaseUuid, afterRequestedRestart(lease.streak));
+      const seq = (this.#s.nextSeq.get(req.leaseUuid) as { n: number }).n;
+      let target = a.sourceRelease;
+      if (req.kind === "update") {
+        const newest = (this.#s.newestRelease.get(req.leaseUuid) as { v: number }).v;
+        target = Math.max(newest, a.sourceRelease) + 1;
+        this.#s.insertRelease.run(
+          req.leaseUuid,
+          target,
+          a.operationId,
+          a.image,
+          req.payload ?? null,
+          a.nowMs,
+          req.maintenanceId,
+        );
+      }
+      const record: MaintenanceRecord = {
+        maintenanceId: req.maintenanceId,
+        leaseUuid: req.leaseUuid,
+        seq,
+        kind: req.kind,
+        digest: commandDigest(req),
+        admittedAt: req.admittedAt,
+        admittedKey: req.admittedKey,
+        payload: req.payload,
+        payloadHash: req.payloadHash,
+        image: a.image,
+        sourceRelease: a.sourceRelease,
+        targetRelease: target,
+        phase: "pending",
+        outcome: undefined,
+        reason: undefined,
+        message: undefined,
+        createdAtMs: a.nowMs,
+      };
+      this.#s.insert.run({
+        maintenance_id: record.maintenanceId,
+        lease_uuid: record.leaseUuid,
+        seq,
+        kind: record.kind,
+        digest: record.digest,
+        admitted_at: record.admittedAt ?? null,
+        admitted_key: record.admittedKey ?? null,
+        payload: record.payload ?? null,
+        payload_hash: record.payloadHash ?? null,
+        image: record.image,
+        source_release: record.sourceRelease,
+        target_release: target,
+        created_at: a.nowMs,
+      });
+      if (req.admittedKey !== undefined) this.#s.putMark.run(req.leaseUuid, req.admittedKey);
+      // The lease keeps its RECEIPT_WINDOW newest commands (this one included): older settled ones go.
+      this.#s.evict.run(req.leaseUuid, req.leaseUuid, RECEIPT_WINDOW);
+      return record;
+    });
+  }
+
+  /** pending → started: from here on the substrate may have been called. */
+  markStarted(maintenanceId: string): boolean {
+    return this.#j.write(() => this.#s.markStarted.run(maintenanceId).changes === 1);
+  }
+
+  /**
+   * Settles the lease's current command as done: a restart keeps its release; an update
+   * promotes its release (active, the previous one superseded) and becomes the lease's
+   * payload. The exact completion is queued in the same transaction.
+   */
+  settleSuccess(cmd: MaintenanceRecord, nowMs: number): boolean {
+    return this.#j.write(() => {
+      const lease = this.#current(cmd);
+      if (lease === undefined) return false;
+      if (cmd.kind === "update") {
+        this.#s.supersede.run(cmd.leaseUuid, cmd.targetRelease);
+        this.#s.setRelease.run("active", null, null, cmd.leaseUuid, cmd.targetRelease);
+        this.#s.promote.run(
+          cmd.payload ?? null,
+          cmd.payloadHash ?? null,
+          cmd.image,
+          cmd.targetRelease,
+          cmd.leaseUuid,
+        );
+      }
+      this.#s.settleRow.run("success", null, null, nowMs, cmd.maintenanceId);
+      this.#s.settleLease.run("ready", null, null, 0, cmd.leaseUuid);
+      this.#j.putStreak(cmd.leaseUuid, afterReady(lease.streak, nowMs));
+      this.#j.dropDiagnostic(cmd.leaseUuid);
+      this.#j.enqueueMaintenance(lease, { status: "success", error: "" }, nowMs, completionFields(cmd));
+      return true;
+    });
+  }
+
+  /**
+   * Settles the lease's current command as failed. A failed update was rolled back: its
+   * release is recorded failed and the lease stays ready on the previous one, reporting
+   * the failure. A failed restart leaves the lease failed.
+   */
+  settleFailure(cmd: MaintenanceRecord, failure: Failure, nowMs: number): boolean {
+    return this.#j.write(() => {
+      const lease = this.#current(cmd);
+      if (lease === undefined) return false;
+      const status = cmd.kind === "update" ? "ready" : "failed";
+      this.#s.settleLease.run(status, failure.reason, failure.message, 1, cmd.leaseUuid);
+      if (cmd.kind === "restart")
+        this.#j.putStreak(cmd.leaseUuid, afterFailure(lease.streak, failure, nowMs));
+      this.#j.putDiagnostic(lease, failure, nowMs);
+      this.#fail(cmd, lease, failure, nowMs);
+      return true;
+    });
+  }
+
+  /**
+   * A close pre-empts the lease's unsettled command (call inside the close's
+   * transaction): it settles failed, its completion queued before the close's. True when
+   * there was one.
+   */
+  preempt(leaseUuid: string, nowMs: number): boolean {
+    const cmd = this.pending(leaseUuid);
+    const lease = this.#j.head(leaseUuid);
+    if (cmd === undefined || lease === undefined) return false;
+    const failure = { reason: "Closed", message: `lease was closed before the ${cmd.kind} completed` };
+    this.#fail(cmd, lease, failure, nowMs);
+    return true;
+  }
+
+  /** A completed close forgets the lease's commands and mark (call inside its transaction). */
+  forget(leaseUuid: string): void {
+    this.#s.forget.run(leaseUuid);
+    this.#s.forgetMark.run(leaseUuid);
+  }
+
+  /** Drops superseded and failed releases created before `cutoffMs`; active ones stay. */
+  expireReleases(cutoffMs: number): number {
+    return this.#j.write(() => this.#s.expireReleases.run(cutoffMs).changes);
+  }
+
+  /** The command's row (and an update's release) settle failed; its completion is queued. */
+  #fail(cmd: MaintenanceRecord, lease: LeaseHeadRecord, failure: Failure, nowMs: number): void {
+    if (cmd.kind === "update") {
+      this.#s.setRelease.run("failed", failure.reason, failure.message, cmd.leaseUuid, cmd.targetRelease);
+    }
+    this.#s.settleRow.run("failed", failure.reason, failure.message, nowMs, cmd.maintenanceId);
+    const facts = { status: "failed", error: failure.message } as const;
+    this.#j.enqueueMaintenance(lease, facts, nowMs, completionFields(cmd));
+  }
+
+  /** The lease's head, if `cmd` is still the unsettled command holding it. */
+  #current(cmd: MaintenanceRecord): LeaseHeadRecord | undefined {
+    const lease = this.#j.head(cmd.leaseUuid);
+    if (lease?.head !== "maintenance") return undefined;
+    return this.pending(cmd.leaseUuid)?.maintenanceId === cmd.maintenanceId ? lease : undefined;
+  }
+}
+
+function completionFields(cmd: MaintenanceRecord): CompletionFields {
+  const out: CompletionFields = { maintenance_id: cmd.maintenanceId };
+  if (cmd.admittedAt !== undefined) out.maintenance_admitted_at = cmd.admittedAt;
+  return out;
+}
