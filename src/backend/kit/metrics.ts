@@ -60,5 +60,18 @@ export function createKitMetrics(journal: Journal, pool: ResourcePool): KitMetri
       this.set(pool.stats().reserved_leases);
     },
   });
+  let byStatus: { all(): unknown[] } | undefined;
+  new Gauge({
+    name: "fred_backend_retained_leases",
+    help: "Retention rows by status (closing, active, restoring, reaping)",
+    labelNames: ["status"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (!journal.db.open) return;
+      byStatus ??= journal.db.prepare("SELECT status, count(*) AS n FROM retentions GROUP BY status");
+      for (const r of byStatus.all() as { status: string; n: number }[]) this.set({ status: r.status }, r.n);
+    },
+  });
   return { registry, provisionsAdmitted, provisionsRefused, callbacksDelivered, callbackAttemptsFailed };
 }

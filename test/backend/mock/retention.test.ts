@@ -96,6 +96,8 @@ describe("mock backend retention and restore", () => {
     const all = (await c.get("/provisions")).json as { provisions: { lease_uuid: string }[] };
     assert.ok(!all.provisions.some((p) => p.lease_uuid === lease), "a retained lease is not live");
     assert.equal(b.engine.pool.stats().retained_disk_mb, 10 * (await listed()).length);
+    const metrics = await (await fetch(`${b.url}/metrics`)).text();
+    assert.match(metrics, /^fred_backend_retained_leases\{status="active"\} 1$/m);
   });
 
   it("restores onto a larger tier: the destination runs the retained manifest and the source is gone", async () => {

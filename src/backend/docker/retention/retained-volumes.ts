@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, readdir, readFile, stat, statfs, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { KeyedMutex } from "../../../core/async/index.ts";
 import { FredError } from "../../../core/errors.ts";
 import type {
   InstanceSpec,
@@ -33,6 +34,7 @@ const RETAINED_PREFIX = "fred-retained-";
 export class RetainedVolumes {
   readonly #volumes: BtrfsVolumes;
   readonly #storageId: string;
+  readonly #rescans = new KeyedMutex();
 
   constructor(volumes: BtrfsVolumes, storageId: string) {
     this.#volumes = volumes;
@@ -118,9 +120,24 @@ export class RetainedVolumes {
     return { volumes, fsIdentity: await this.identity(true) };
   }
 
-  /** Referenced bytes per subvolume id, after a rescan so the figures are current. */
-  async #referenced(signal: AbortSignal): Promise<Map<number, number>> {
-    await btrfs(["quota", "rescan", "-w", this.#volumes.root], signal);
+  /**
+   * Referenced bytes per subvolume id, after a rescan so the figures are current. The file
+   * system runs one rescan at a time: ours are serialised, and one already running (another
+   * tool's) is waited for before ours starts.
+   */
+  #referenced(signal: AbortSignal): Promise<Map<number, number>> {
+    return this.#rescans.run("rescan", () => this.#rescanAndRead(signal));
+  }
+
+  async #rescanAndRead(signal: AbortSignal): Promise<Map<number, number>> {
+    const root = this.#volumes.root;
+    try {
+      await btrfs(["quota", "rescan", "-w", root], signal);
+    } catch (err) {
+      if (!/in progress/i.test((err as Error).message)) throw err;
+      await btrfs(["quota", "rescan", "-W", root], signal);
+      await btrfs(["quota", "rescan", "-w", root], signal);
+    }
     const text = await btrfs(["qgroup", "show", "--raw", this.#volumes.root], signal);
     const out = new Map<number, number>();
     for (const line of text.split("\n")) {
