@@ -158,6 +158,10 @@ export const SITUATIONS: Record<string, ProcessTest> = {
   "orphan on a backend": processOf("terminalOrphan"),
   "chain node unreachable or answering not-found during a sweep": processOf("unknownState"),
   "one of three backends silent during sweeps": processOf("ownerSilent"),
+  "chaos run: lease bursts with closes while providerd and a backend are SIGKILLed": {
+    file: "test/faults/chaos.test.ts",
+    test: "converges after bursts, closes and kill -9 of providerd and a backend",
+  },
   "the deprovisioned callback lost": {
     file: MISSED,
     test: "a lost `deprovisioned` callback: the sweep prunes the ended lease's placement instead",
