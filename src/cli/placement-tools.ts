@@ -1,9 +1,11 @@
 import type { Command } from "commander";
 import { systemClock } from "../core/clock.ts";
-import { FredError, isFredError } from "../core/errors.ts";
+import { isFredError } from "../core/errors.ts";
 import { parseProviderConfig, readConfigFile } from "../provider/config/index.ts";
 import { attestRestoredBackup, snapshotStores } from "../provider/placement/copies.ts";
 import { addBackend } from "../provider/placement/membership.ts";
+import { repairPlacements } from "../provider/placement/repair.ts";
+import { retireBackend } from "../provider/placement/retire.ts";
 import { ExitCode, printJson, say } from "./output.ts";
 
 /** Backend reads of a membership change share this overall budget. */
@@ -56,6 +58,38 @@ Examples:
     });
 
   placement
+    .command("retire-backend")
+    .description("Retire a backend removed from the config: drained, or --lost (providerd stopped)")
+    .requiredOption("--config <file>", "providerd YAML configuration")
+    .requiredOption("--name <backend>", "the backend's name in the placement store")
+    .option("--lost", "its storage is irrecoverably lost: providerd ends its leases (BackendStorageLost)")
+    .option("--confirm <storage id>", "with --lost: the backend's pinned storage ID, typed out")
+    .addHelpText(
+      "after",
+      `
+Without --lost the backend must hold nothing any more (no placement, attempt or conflict
+names it): its pin is forgotten. With --lost --confirm <storage id> it is recorded as lost;
+when providerd starts it closes the backend's ACTIVE leases and rejects its PENDING ones on
+chain with BackendStorageLost, tenant reads of them answer 410 backend_storage_lost, and
+each row is pruned once its lease ended. Conflicts naming it are left for repair. A backup
+is written beside the store first.
+
+Examples:
+  $ fred placement retire-backend --config providerd.yaml --name docker-2
+  $ fred placement retire-backend --config providerd.yaml --name docker-2 --lost --confirm 6d1f3a2b-4c5e-4f70-9bac-1d2e3f4a5b6c`,
+    )
+    .action(async (opts: { config: string; name: string; lost?: boolean; confirm?: string }) => {
+      const config = await configFrom(opts.config);
+      await oneResult(() =>
+        retireBackend(
+          config,
+          { name: opts.name, lost: opts.lost ?? false, confirm: opts.confirm },
+          systemClock,
+        ),
+      );
+    });
+
+  placement
     .command("snapshot")
     .description("Write one consistent snapshot set of the placement and payload stores now")
     .requiredOption("--config <file>", "providerd YAML configuration")
@@ -86,22 +120,34 @@ Examples:
     .addHelpText(
       "after",
       `
+Reads every configured backend's identity-checked inventory and lists the conflicts, the
+attempts and the rows whose backend is no longer configured, each with its evidence
+(reports / absent / unreachable / not_configured / lost per backend). --apply resolves
+only a conflict that exactly one candidate reports while every other candidate answered
+without it (it becomes that backend's placement), after writing a backup beside the
+store; it needs certificate-verified https:// (or loopback) and no fenced backend, and
+never deletes a row. Providerd may run during a dry run; stop it for --apply.
+
 --attest-restored-backup: a restored copy cannot know of leases placed after it was
 taken, so providerd refuses it until attested. Attesting removes the copy mark and clears
 every inventory baseline, so readiness waits for a fresh complete sweep (which adopts the
 leases the copy missed). It reads no backend. Without --apply it only says what it would do.
 
 Examples:
+  $ fred placement repair --config providerd.yaml
+  $ fred placement repair --config providerd.yaml --apply
   $ fred placement repair --config providerd.yaml --attest-restored-backup
   $ fred placement repair --config providerd.yaml --attest-restored-backup --apply`,
     )
     .action(async (opts: { config: string; apply?: boolean; attestRestoredBackup?: boolean }) => {
       const config = await configFrom(opts.config);
-      await oneResult(async () => {
-        if (!opts.attestRestoredBackup) {
-          throw new FredError("ERR_USAGE", "name what to repair: --attest-restored-backup");
-        }
-        return attestRestoredBackup(config, systemClock, opts.apply ?? false);
-      });
+      await oneResult(() =>
+        opts.attestRestoredBackup
+          ? attestRestoredBackup(config, systemClock, opts.apply ?? false)
+          : repairPlacements(config, opts.apply ?? false, {
+              clock: systemClock,
+              signal: AbortSignal.timeout(READ_BUDGET_MS),
+            }),
+      );
     });
 }

@@ -232,6 +232,10 @@ export const ERROR_CODES = {
     meaning: "fred placement add-backend or retire-backend refuses the change; the message says why",
     retryable: false,
   },
+  ERR_PLACEMENT_REPAIR_REFUSED: {
+    meaning: "fred placement repair --apply refuses to run; the message says why",
+    retryable: false,
+  },
   ERR_PLACEMENT_RESTORED: {
     meaning:
       "the placement store is a restored backup or snapshot not yet attested; run fred placement repair --attest-restored-backup --apply",
@@ -366,6 +370,11 @@ export const ERROR_CODES = {
     meaning: "the chain has no such lease, or not in the state the endpoint needs",
     retryable: false,
     http: 404,
+  },
+  ERR_API_BACKEND_STORAGE_LOST: {
+    meaning: "the lease's backend was retired as lost (retire-backend --lost); the lease is ended on chain",
+    retryable: false,
+    http: 410,
   },
   ERR_API_NOT_PROVISIONED: {
     meaning: "the lease is not provisioned on its backend",

@@ -19,7 +19,7 @@ import { createHealthGauge } from "./http/health.ts";
 import { listenerOptions } from "./http/listener.ts";
 import { createProviderMetrics } from "./http/metrics.ts";
 import { buildHttpServer } from "./http/server.ts";
-import { Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
+import { endLeasesOnLostBackends, Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
 import { controlSocketPath, listenControlSocket, Reconciler, type SweepReport } from "./reconciler/index.ts";
 import { Restorer } from "./retention/index.ts";
 import { Router } from "./router.ts";
@@ -309,17 +309,34 @@ export async function startProviderd(
         });
     void refreshStats();
 
+    // Every sweep is followed by the pass that ends the leases of backends retired as lost.
+    const endLost = (signal: AbortSignal) =>
+      endLeasesOnLostBackends(deps, signal).then(
+        (r) => {
+          if (r.closed.length + r.rejected.length + r.pruned.length + r.failed.length > 0)
+            logger.info(r, "leases on lost backends");
+        },
+        (err: unknown) => {
+          if (!signal.aborted) logger.error({ err }, "lost-backend pass failed");
+        },
+      );
+    const sweep = async (signal: AbortSignal): Promise<SweepReport> => {
+      const report = await recovery.sweep(signal);
+      await endLost(signal);
+      return report;
+    };
+
     // `fred providerd reconcile`: the operator's sweep over a 0600 unix socket beside the store.
     const control = await listenControlSocket(
       controlSocketPath(config.placementStoreDbPath),
-      () => recovery.sweep(lc.signal),
+      () => sweep(lc.signal),
       logger.child({ component: "control" }),
     );
     cleanup.push(() => control.close());
 
     state = "recovering";
     feed.start();
-    lc.start(consumer, (signal) => recovery.sweep(signal));
+    lc.start(consumer, sweep);
     billing.start();
     cleanup.push(() => billing.stop());
     if (config.placementSnapshotDir !== "") {
@@ -341,6 +358,7 @@ export async function startProviderd(
       () => {
         if (state === "recovering") state = "running";
         logger.info({ url }, "providerd recovered and running");
+        void endLost(lc.signal);
       },
       (err: unknown) => {
         if (!lc.signal.aborted) logger.error({ err }, "startup recovery stopped");
@@ -355,7 +373,7 @@ export async function startProviderd(
       },
       lifecycle: lc,
       reloadTls,
-      reconcile: () => recovery.sweep(lc.signal),
+      reconcile: () => sweep(lc.signal),
       stop() {
         stopping ??= (async () => {
           state = "stopping";

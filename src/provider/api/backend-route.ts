@@ -22,11 +22,24 @@ export type BackendRoute =
   | { kind: "none" }
   | { kind: "unresolved" };
 
+/**
+ * Whether the lease's record names a backend an operator retired as lost
+ * (`fred placement retire-backend --lost`): nothing can be read from it, ever.
+ */
+export function onLostBackend(store: PlacementStore, leaseUuid: string): boolean {
+  const placement = store.placement(leaseUuid);
+  const backend =
+    placement?.owner ?? (placement === undefined ? store.attemptFor(leaseUuid)?.backend : undefined);
+  return backend !== undefined && store.isLost(backend);
+}
+
+/** Throws the 410 backend_storage_lost refusal for a lease on a lost backend. */
 export function routeRead(
   store: PlacementStore,
   clients: ReadonlyMap<string, BackendClient>,
   leaseUuid: string,
 ): BackendRoute {
+  if (onLostBackend(store, leaseUuid)) throw refuse.storageLost();
   const usable = (name: string | undefined) => {
     const client = name === undefined ? undefined : clients.get(name);
     return client === undefined || client.backend.fenced ? undefined : client;

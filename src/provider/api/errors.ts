@@ -48,6 +48,15 @@ export const refuse = {
       ...(cause === undefined ? {} : { cause }),
     }),
   timeout: () => new ApiError("ERR_API_TIMEOUT", 503, "request timeout"),
+  storageLost: () =>
+    new ApiError(
+      "ERR_API_BACKEND_STORAGE_LOST",
+      410,
+      "the storage that held this lease is permanently lost",
+      {
+        reason: "backend_storage_lost",
+      },
+    ),
 };
 
 /** Writes `err` as the documented envelope; internal failures are logged, not sent. */

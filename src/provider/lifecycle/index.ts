@@ -1,6 +1,7 @@
 export { type CloseResult, Closer, DEFAULT_CLOSE_RETRY, leaseEnded } from "./closer.ts";
 export { isBillingOnly, type LifecycleDeps, type LifecycleObserver, silentObserver } from "./deps.ts";
 export { Lifecycle, type LifecycleEvents, type LifecycleOptions, type RecoverFn } from "./lifecycle.ts";
+export { endLeasesOnLostBackends, type LostPassReport } from "./lost-backends.ts";
 export { leaseRequest, Provisioner, type ProvisionStep } from "./provisioner.ts";
 export { REJECT_REASONS, rejectionForFailure, rejectionForRefusal } from "./reasons.ts";
 export {

@@ -16,6 +16,8 @@ export const REJECT_REASONS = {
   payloadCorrupted: "payload corrupted",
   /** RestoreFailed: a restore into the lease did not complete (its data went back to the source). */
   restoreFailed: "restore failed",
+  /** BackendStorageLost: the operator retired the lease's backend as lost (reject or close). */
+  backendStorageLost: "BackendStorageLost",
 } as const;
 
 type Refusal = Extract<MutationOutcome, { kind: "refused" }>;

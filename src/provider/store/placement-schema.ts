@@ -99,4 +99,10 @@ export const PLACEMENT_MIGRATIONS: readonly string[] = [
     CHECK (restore_target IS NULL OR length(restore_target) = 16);
   CREATE INDEX placements_restore_target ON placements (restore_target) WHERE restore_target IS NOT NULL;
   `,
+  `
+  -- A backend an operator retired as lost (its storage is gone for good). The pin stays
+  -- while rows still name it: providerd answers its leases' reads 410, ends them on chain,
+  -- and prunes each row once a fresh chain read shows its lease ended.
+  ALTER TABLE backends ADD COLUMN lost_at INTEGER;
+  `,
 ];

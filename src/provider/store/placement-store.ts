@@ -48,6 +48,8 @@ export interface BackendPin {
   name: string;
   storageId: string;
   pinnedAt: number;
+  /** Set when an operator retired the backend as lost (`retire-backend --lost`). */
+  lostAt: number | undefined;
   baseline: InventoryBaseline | undefined;
 }
 
@@ -113,6 +115,7 @@ interface BackendRow {
   baseline_at: number | null;
   baseline_provisions: number | null;
   baseline_retentions: number | null;
+  lost_at: number | null;
 }
 
 const META_PROVIDER = "SELECT value FROM store_meta WHERE key = 'provider_uuid'";
@@ -165,6 +168,8 @@ export class PlacementStore {
   readonly #stmt: ReturnType<typeof prepare>;
   /** Pinned backend names; pins change only through create() and addBackend(). */
   readonly #backendNames: Set<string>;
+  /** Backends retired as lost; changed only offline (retire-backend), so read once. */
+  readonly #lost: Set<string>;
   /** One transaction wrapper, built once (better-sqlite3 wrappers are not free to create). */
   readonly #tx: (work: () => unknown) => unknown;
   /** The retained side of the placement rows (retention and restore). */
@@ -177,7 +182,9 @@ export class PlacementStore {
     this.providerUuid = providerUuid;
     this.#stmt = prepare(this.#db);
     this.retained = new RetainedRows(this.#db);
-    this.#backendNames = new Set(this.#stmt.backends.all().map((b) => b.name));
+    const pins = this.#stmt.backends.all();
+    this.#backendNames = new Set(pins.map((b) => b.name));
+    this.#lost = new Set(pins.filter((b) => b.lost_at !== null).map((b) => b.name));
   }
 
   /**
@@ -649,6 +656,7 @@ export class PlacementStore {
       name: r.name,
       storageId: r.storage_id,
       pinnedAt: r.pinned_at,
+      lostAt: r.lost_at ?? undefined,
       baseline:
         r.baseline_at === null
           ? undefined
@@ -708,9 +716,49 @@ export class PlacementStore {
       throw new FredError("ERR_PLACEMENT_UNKNOWN_BACKEND", `backend ${backend} is not pinned`);
   }
 
-  /** True when every configured backend (and no other) is pinned with a baseline. */
+  /** Whether `backend` was retired as lost (its leases' reads answer 410). */
+  isLost(backend: string): boolean {
+    return this.#lost.has(backend);
+  }
+
+  /**
+   * `retire-backend --lost`: the backend's storage is gone for good. Its pin stays while
+   * rows name it (they are pruned once their leases ended); nothing is routed to it.
+   */
+  markLost(backend: string, now: number): void {
+    const r = this.#db
+      .prepare("UPDATE backends SET lost_at = ? WHERE name = ? AND lost_at IS NULL")
+      .run(now, backend);
+    if (r.changes === 1) this.#database.committed();
+    this.#lost.add(backend);
+  }
+
+  /**
+   * Forgets a retired backend's pin. Only a backend no row names any more: the foreign
+   * keys refuse the delete otherwise, so a live lease never loses its owner this way.
+   */
+  removeBackend(backend: string): void {
+    const named =
+      this.placements().some((p) => p.owner === backend || p.candidates.includes(backend)) ||
+      this.unresolvedAttempts().some((a) => a.backend === backend);
+    if (named) {
+      throw new FredError(
+        "ERR_PLACEMENT_MEMBERSHIP_REFUSED",
+        `backend ${backend} is still named by placement rows`,
+      );
+    }
+    this.#db.prepare("DELETE FROM backends WHERE name = ?").run(backend);
+    this.#database.committed();
+    this.#backendNames.delete(backend);
+    this.#lost.delete(backend);
+  }
+
+  /**
+   * True when every configured backend (and no other) is pinned with a baseline. A
+   * backend retired as lost is not part of the topology any more, whether listed or not.
+   */
   baselineMatches(configured: readonly string[]): boolean {
-    const pinned = this.backends();
+    const pinned = this.backends().filter((b) => b.lostAt === undefined);
     const names = new Set(configured);
     return pinned.length === names.size && pinned.every((b) => names.has(b.name) && b.baseline !== undefined);
   }

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { TokenClaims } from "../../../auth/token.ts";
 import type { ChainLease } from "../../../chain/port.ts";
 import { leaseUuidParam } from "../auth.ts";
-import { routeRead } from "../backend-route.ts";
+import { onLostBackend, routeRead } from "../backend-route.ts";
 import { type TenantContext, tenantRoute } from "../context.ts";
 import { type Diagnostics, type DiagnosticsLookup, lookupDiagnostics } from "../diagnostics.ts";
 import { refuse } from "../errors.ts";
@@ -46,8 +46,15 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
         payload_received: payloadReceived,
         provisioning_started: ctx.deps.provisioningStarted(uuid),
       };
-      const found = await sharedDiagnostics(ctx, uuid, lease.state);
-      if (found.kind === "found") addDiagnostics(body, found.diagnostics);
+      // A lease on a backend retired as lost has nothing to ask: it failed, for that reason.
+      const lost = onLostBackend(ctx.deps.store, uuid);
+      const found: DiagnosticsLookup = lost
+        ? { kind: "unknown" }
+        : await sharedDiagnostics(ctx, uuid, lease.state);
+      if (lost) {
+        body.provision_status = "failed";
+        body.reason = "BackendStorageLost";
+      } else if (found.kind === "found") addDiagnostics(body, found.diagnostics);
       else if (found.kind === "unknown" && found.error !== undefined) {
         logger.warn({ err: found.error.cause, lease_uuid: uuid }, "status: provision lookup failed");
       }
