@@ -307,6 +307,11 @@ export const ERROR_CODES = {
 
   // --- Docker backend --------------------------------------------------------------------
   ERR_DOCKER_UNREACHABLE: { meaning: "the Docker engine does not answer at startup", retryable: false },
+  ERR_INGRESS_PROXY: { meaning: "the ingress proxy's admin API refused a change or does not answer" },
+  ERR_INGRESS_CONFLICT: {
+    meaning: "the ingress proxy holds configuration this backend will not override (another on-demand ask)",
+    retryable: false,
+  },
   ERR_DOCKER_ENGINE_PING_TIMEOUT: { meaning: "the engine ping did not finish in time", retryable: true },
   ERR_DOCKER_IMAGE_PULL_TIMEOUT: { meaning: "an image pull did not finish in time", retryable: true },
   ERR_DOCKER_IMAGE_INSPECT_TIMEOUT: { meaning: "an image inspect did not finish in time", retryable: true },

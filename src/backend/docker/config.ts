@@ -16,12 +16,19 @@ import {
   parsePartitionSource,
   type RetentionPolicy,
 } from "../kit/index.ts";
+import {
+  type IngressConfig,
+  ingressConfig,
+  ingressSchema,
+  REFUSED_INGRESS_KEYS,
+  splitHostPort,
+} from "./ingress/config.ts";
 
 /**
  * `fred backend docker -c docker-backend.yaml`: the operator's file, validated once into a
  * frozen object. Keys follow the reference docker-backend (snake_case, Go durations);
  * durations become `…Ms`. Unknown keys are refused, and keys the reference has but this
- * backend does not (separate *_db_path files, retention, ingress, v0.13 migration) get a
+ * backend does not (separate *_db_path files, retention, v0.13 migration) get a
  * refusal that says why, so an operator porting a reference file learns what to change.
  * The retention keys are the reference's, top-level, with its defaults.
  */
@@ -31,7 +38,6 @@ const REFUSED_KEYS: Record<string, string> = {
   diagnostics_db_path: "this backend keeps one SQLite journal: set db_path instead",
   releases_db_path: "this backend keeps one SQLite journal: set db_path instead",
   retention_db_path: "this backend keeps one SQLite journal: set db_path instead",
-  ingress: "ingress (Traefik routes, custom domains) is not available yet",
   migration_ready_timeout: "v0.13 migration is not supported by this backend",
   migration_grace_period: "v0.13 migration is not supported by this backend",
   network_isolation: "tenant network isolation is always on in this backend",
@@ -160,6 +166,8 @@ const fileSchema = z.strictObject({
   max_retained_disk_mb_per_tenant: cap("max_retained_disk_mb_per_tenant").default(0),
   retention_partition_source: partitionSourceSchema.default({ kind: "none" }),
   retention_tenant_budgets: z.record(z.string().min(1), tenantBudgetSchema).default({}),
+  // HTTPS hostnames through Caddy (src/backend/docker/ingress/config.ts).
+  ingress: ingressSchema,
 });
 
 type FileConfig = z.output<typeof fileSchema>;
@@ -221,6 +229,8 @@ export interface DockerBackendConfig {
   readonly diagnosticsMaxAgeMs: number;
   /** retain_on_close and the retention_* / max_retained_* keys. */
   readonly retention: Readonly<RetentionPolicy>;
+  /** Present when `ingress.enabled`: hostnames and custom domains through Caddy. */
+  readonly ingress?: IngressConfig;
 }
 
 /** Environment variables that override a file key (the reference's names). */
@@ -239,11 +249,9 @@ function configError(message: string): FredError {
 
 /** "host:port", ":port" or "[v6]:port" → listen host (empty = all interfaces) and port. */
 export function splitListenAddr(addr: string): { host: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(addr);
-  const port = m ? Number(m[3]) : Number.NaN;
-  if (!m || !(port >= 0 && port <= 65535))
-    throw configError(`listen_addr ${JSON.stringify(addr)} is not host:port`);
-  return { host: m[1] ?? m[2] ?? "", port };
+  const parts = splitHostPort(addr);
+  if (!parts) throw configError(`listen_addr ${JSON.stringify(addr)} is not host:port`);
+  return parts;
 }
 
 function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): void {
@@ -318,6 +326,13 @@ export function parseDockerBackendConfig(
     const why = REFUSED_KEYS[key];
     if (why !== undefined) throw configError(`key ${key} is not accepted: ${why}`);
   }
+  const ingressRaw = raw.ingress;
+  if (ingressRaw !== null && typeof ingressRaw === "object" && !Array.isArray(ingressRaw)) {
+    for (const key of Object.keys(ingressRaw)) {
+      const why = REFUSED_INGRESS_KEYS[key];
+      if (why !== undefined) throw configError(`key ingress.${key} is not accepted: ${why}`);
+    }
+  }
   applyEnv(raw, opts.env ?? {});
   const parsed = fileSchema.safeParse(raw);
   if (!parsed.success) {
@@ -330,6 +345,12 @@ export function parseDockerBackendConfig(
   const baseDir = opts.baseDir ?? process.cwd();
   const abs = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
   const { host, port } = splitListenAddr(file.listen_addr);
+  let ingress: IngressConfig | undefined;
+  try {
+    ingress = ingressConfig(file.ingress, { abs, productionMode: file.production_mode });
+  } catch (err) {
+    throw configError((err as Error).message);
+  }
   const config: DockerBackendConfig = {
     logLevel: file.log_level,
     name: file.name,
@@ -419,6 +440,7 @@ export function parseDockerBackendConfig(
         ),
       ),
     }),
+    ...(ingress !== undefined ? { ingress } : {}),
   };
   return Object.freeze(config);
 }

@@ -6,6 +6,7 @@ import type { Logger } from "../../log.ts";
 import {
   type ConnectionInfo,
   type InstanceSpec,
+  type LeaseItem,
   type RetainedInventory,
   type RetainedSet,
   type RetainedVolume,
@@ -22,6 +23,7 @@ import { DeathReports } from "./death-reports.ts";
 import { ambiguous, definite, engineMessage, engineStatus, isNotFound, withPhase } from "./engine.ts";
 import type { EventSupervisor } from "./event-supervisor.ts";
 import { ensureImage, type ImageFacts } from "./images.ts";
+import { type Ingress, leaseRoutes, withFqdns } from "./ingress/index.ts";
 import { InstanceVolumes } from "./instance-volumes.ts";
 import { applyLogBudget, demuxLogStream, LOG_UNAVAILABLE } from "./logs.ts";
 import {
@@ -30,7 +32,7 @@ import {
   restartWorkload,
   updateWorkload,
 } from "./maintenance/index.ts";
-import { instanceKey, LABEL } from "./names.ts";
+import { instanceKey, LABEL, tenantNetworkName } from "./names.ts";
 import { type ContainerRow, connectionInfo, groupByLease, observeLease, servingRows } from "./observe.ts";
 import { RetainedVolumes } from "./retention/retained-volumes.ts";
 import { type ServiceModel, serviceModels } from "./service-model.ts";
@@ -59,6 +61,8 @@ export interface DockerSubstrateOptions {
    * entries to 100,000.
    */
   seedLimits?: Partial<SeedLimits>;
+  /** HTTPS hostnames through Caddy: routes follow the ready path and every removal. */
+  ingress?: Ingress;
 }
 
 const INVALID_MANIFEST = "invalid_manifest" as const;
@@ -75,6 +79,7 @@ export class DockerSubstrate implements Substrate {
   /** Retained data (btrfs snapshots); absent without a volume root. */
   readonly retained: RetainedVolumes | undefined;
   readonly #networks: TenantNetworks;
+  readonly #ingress: Ingress | undefined;
   /** Leases under our own create/start/stop/destroy: their deaths are expected. */
   readonly #busy = new Map<string, number>();
   readonly #deaths: DeathReports;
@@ -90,6 +95,7 @@ export class DockerSubstrate implements Substrate {
     this.#clock = opts.clock;
     this.#log = opts.log.child({ substrate: "docker" });
     this.#volumes = opts.volumes;
+    this.#ingress = opts.ingress;
     this.#networks = new TenantNetworks(opts.docker, this.#log, opts.storageId);
     this.retained = opts.volumes ? new RetainedVolumes(opts.volumes, opts.storageId) : undefined;
     this.#instanceVolumes = new InstanceVolumes({
@@ -346,10 +352,14 @@ export class DockerSubstrate implements Substrate {
     });
   }
 
-  /** Only the spec's release: during an update the previous one's containers are beside it. */
-  #startAndVerify(spec: WorkloadSpec, signal: AbortSignal, startStopped: boolean): Promise<void> {
+  /**
+   * Only the spec's release: during an update the previous one's containers are beside it.
+   * The ready path of provision, restart, update and rollback: once verified, the lease's
+   * routes point at this release.
+   */
+  async #startAndVerify(spec: WorkloadSpec, signal: AbortSignal, startStopped: boolean): Promise<void> {
     const release = String(spec.release);
-    return startAndVerify(
+    await startAndVerify(
       {
         docker: this.#docker,
         clock: this.#clock,
@@ -364,6 +374,40 @@ export class DockerSubstrate implements Substrate {
       this.#models(spec),
       signal,
     );
+    await this.routeLease(spec, signal);
+  }
+
+  /**
+   * Points the lease's hostnames at the spec's release: its containers' tenant-network
+   * addresses. Derived state: a proxy failure is logged (the ingress health loop
+   * re-applies) and never fails the lease.
+   */
+  async routeLease(
+    spec: Pick<WorkloadSpec, "leaseUuid" | "tenant" | "items" | "manifest" | "release">,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const ingress = this.#ingress;
+    if (!ingress || !spec.manifest) return;
+    try {
+      const release = String(spec.release);
+      const rows = (await this.#list(signal, spec.leaseUuid)).filter(
+        (r) => r.Labels?.[LABEL.release] === release,
+      );
+      const routes = leaseRoutes({
+        leaseUuid: spec.leaseUuid,
+        services: spec.manifest.services,
+        rows,
+        network: tenantNetworkName(spec.tenant),
+        wildcardDomain: ingress.wildcardDomain,
+      });
+      await ingress.setLease(spec.leaseUuid, routes, spec.items);
+    } catch (err) {
+      this.#log.warn({ lease_uuid: spec.leaseUuid, err: engineMessage(err) }, "ingress routes not updated");
+    }
+  }
+
+  async reconcileCustomDomains(leaseUuid: string, items: readonly LeaseItem[]): Promise<void> {
+    await this.#ingress?.setCustomDomains(leaseUuid, items);
   }
 
   /**
@@ -410,6 +454,7 @@ export class DockerSubstrate implements Substrate {
   }
 
   async #stopAll(leaseUuid: string, signal: AbortSignal): Promise<void> {
+    await this.#ingress?.dropLease(leaseUuid);
     for (const { id } of await this.#owned(leaseUuid, signal)) await this.#stopContainer(id, signal);
   }
 
@@ -447,6 +492,7 @@ export class DockerSubstrate implements Substrate {
   async destroyLease(leaseUuid: string, signal: AbortSignal): Promise<void> {
     this.#shareable(signal);
     await this.#during(leaseUuid, async () => {
+      await this.#ingress?.forgetLease(leaseUuid);
       await this.#removeContainers(leaseUuid, signal);
       await this.#destroyVolumes(leaseUuid, signal);
     });
@@ -454,6 +500,7 @@ export class DockerSubstrate implements Substrate {
 
   /** The lease's containers (ownership-checked), then its tenant's network if now unused. */
   async #removeContainers(leaseUuid: string, signal: AbortSignal): Promise<void> {
+    await this.#ingress?.dropLease(leaseUuid);
     const owned = await this.#owned(leaseUuid, signal);
     const tenants = new Set(owned.map((c) => c.labels[LABEL.tenant]).filter((t): t is string => !!t));
     for (const { id } of owned) await this.#removeContainer(id, signal);
@@ -597,11 +644,12 @@ export class DockerSubstrate implements Substrate {
   async connection(leaseUuid: string, signal: AbortSignal): Promise<ConnectionInfo | undefined> {
     const all = groupByLease(await this.#list(signal, leaseUuid)).get(leaseUuid) ?? [];
     if (all.length === 0 || observeLease(leaseUuid, all).state !== "running") return undefined;
-    return connectionInfo(servingRows(all).rows, {
+    const info = connectionInfo(servingRows(all).rows, {
       hostAddress: this.#config.hostAddress,
       bindIp: this.#config.hostBindIp,
       backendName: this.#config.name,
     });
+    return this.#ingress ? withFqdns(info, this.#ingress.fqdns(leaseUuid)) : info;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { Registry } from "prom-client";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
@@ -13,6 +14,7 @@ import { assertBtrfsWithQuotas, BtrfsVolumes } from "./btrfs-volumes.ts";
 import type { DockerBackendConfig } from "./config.ts";
 import { DockerSubstrate } from "./docker-substrate.ts";
 import { connectDocker, engineMessage, withPhase } from "./engine.ts";
+import { Ingress } from "./ingress/index.ts";
 import { armDockerCrashPoints } from "./maintenance/index.ts";
 
 /**
@@ -23,6 +25,7 @@ import { armDockerCrashPoints } from "./maintenance/index.ts";
 
 export interface RunningDockerBackend extends RunningBackend {
   substrate: DockerSubstrate;
+  ingress: Ingress | undefined;
 }
 
 const ENGINE_PING_TIMEOUT_MS = 10_000;
@@ -80,7 +83,26 @@ export async function startDockerBackend(
       `docker engine at ${config.dockerHost} does not answer: ${engineMessage(err)}`,
     );
   }
-  const substrate = new DockerSubstrate({ config, storageId, docker, clock, log: logger, volumes });
+  const registry = new Registry();
+  // Ingress first: a proxy that does not answer, or holds another ask gate, refuses the start.
+  const ingress = config.ingress
+    ? new Ingress({ config: config.ingress, backendName: config.name, clock, log: logger, registry })
+    : undefined;
+  try {
+    await ingress?.start();
+  } catch (err) {
+    await ingress?.close();
+    throw err;
+  }
+  const substrate = new DockerSubstrate({
+    config,
+    storageId,
+    docker,
+    clock,
+    log: logger,
+    volumes,
+    ...(ingress ? { ingress } : {}),
+  });
   try {
     await substrate.pruneNetworks(startup.signal);
     // The volume root's identity marker, before any retained row can record it.
@@ -119,10 +141,44 @@ export async function startDockerBackend(
       diagnosticsMaxAgeMs: config.diagnosticsMaxAgeMs,
       retention: config.retention,
       bodyLimitBytes: config.maxRequestBodySize,
+      metricsRegistry: registry,
     });
-    return Object.assign(running, { substrate });
+    if (ingress) {
+      await rebuildRoutes(running, substrate, startup.signal);
+      await ingress.activate();
+      const close = running.close;
+      running.close = async () => {
+        await close();
+        await ingress.close();
+      };
+    }
+    return Object.assign(running, { substrate, ingress });
   } catch (err) {
     await substrate.close();
+    await ingress?.close();
     throw err;
+  }
+}
+
+/** The proxy's routes are derived state: every ready lease in the journal gets its routes back. */
+async function rebuildRoutes(running: RunningBackend, substrate: DockerSubstrate, signal: AbortSignal) {
+  for (const lease of running.journal.listLeases(undefined, undefined)) {
+    if (lease.status !== "ready" || lease.payload === undefined) continue;
+    let manifest: ReturnType<typeof parseTenantManifest> | undefined;
+    try {
+      manifest = parseTenantManifest(lease.payload);
+    } catch {
+      continue;
+    }
+    await substrate.routeLease(
+      {
+        leaseUuid: lease.leaseUuid,
+        tenant: lease.tenant,
+        items: lease.items,
+        manifest,
+        release: lease.release,
+      },
+      signal,
+    );
   }
 }

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from "fastify";
+import type { Registry } from "prom-client";
 import { Agent } from "undici";
 import { hmacSecret } from "../../auth/hmac.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
@@ -36,6 +37,8 @@ export interface BackendKitOptions {
   listen: { host: string; port: number };
   /** Serve HTTPS; `clientCa` (+ `clientAllowedNames`) turns on mutual TLS. */
   https?: ContractHttpsOptions;
+  /** The backend kind's metrics registry; the kit adds its own metrics to it and serves it. */
+  metricsRegistry?: Registry;
   /** Extra routes of a backend kind (signed like every contract route), e.g. the mock's failure injection. */
   routes?: ContractServerOptions["routes"];
   resolveSku: AdmissionConfig["resolveSku"];
@@ -102,7 +105,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
   let retention: Retention | undefined;
   try {
     const pool = new ResourcePool(o.pool);
-    const metrics = createKitMetrics(journal, pool);
+    const metrics = createKitMetrics(journal, pool, o.metricsRegistry);
     sender = new OutboxSender({
       journal,
       secret: secrets[0] as Buffer,

@@ -11,8 +11,12 @@ export interface KitMetrics {
   callbackAttemptsFailed: Counter<"kind">;
 }
 
-export function createKitMetrics(journal: Journal, pool: ResourcePool): KitMetrics {
-  const registry = new Registry();
+/** `registry`: the backend kind's own registry when it has metrics too (one /metrics for all). */
+export function createKitMetrics(
+  journal: Journal,
+  pool: ResourcePool,
+  registry = new Registry(),
+): KitMetrics {
   const provisionsAdmitted = new Counter({
     name: "fred_backend_provisions_admitted_total",
     help: "Provisions accepted with a durable intent",

@@ -193,7 +193,11 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
       return reply.code(200).send({ status: "ok" } satisfies DeprovisionedBody);
     },
     reconcile_custom_domain: async (req, reply) => {
-      parseReconcileCustomDomainRequest(json(req));
+      const { leaseUuid, items } = parseReconcileCustomDomainRequest(json(req));
+      // Applied before answering, so 204 means "in effect"; a lease this backend does not
+      // run, or a substrate without custom domains, has nothing to change.
+      if (substrate.reconcileCustomDomains && journal.getLease(leaseUuid))
+        await substrate.reconcileCustomDomains(leaseUuid, items, AbortSignal.timeout(30_000));
       return reply.code(204).send();
     },
     restart: (req, reply) => maintenance("restart", req, reply),

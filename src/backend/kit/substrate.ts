@@ -277,6 +277,13 @@ export interface Substrate {
   update?(current: WorkloadSpec, next: WorkloadSpec, signal: AbortSignal): Promise<void>;
 
   /**
+   * Optional: applies the custom domains the chain holds for a lease's items (POST
+   * /reconcile_custom_domain). Idempotent and cheap when nothing changed (providerd calls it
+   * every sweep); resolves once the change is in effect. Without it the call is a no-op.
+   */
+  reconcileCustomDomains?(leaseUuid: string, items: readonly LeaseItem[], signal: AbortSignal): Promise<void>;
+
+  /**
    * Optional supervision: the kit subscribes once after recovery; the substrate calls the
    * listener when a running workload dies. Returns an unsubscribe function.
    */

@@ -1,0 +1,171 @@
+import { isIP } from "node:net";
+import { z } from "zod";
+import { parseConfigDuration } from "../../../core/duration.ts";
+import { isValidCustomDomain } from "../../../core/lease-items.ts";
+
+/**
+ * The `ingress:` block of docker-backend.yaml. Key names follow the reference backend where
+ * it has them (`enabled`, `wildcard_domain`, `custom_domain_dns_*`); the proxy keys are ours
+ * (Caddy, driven through its admin API). The reference's Traefik-only keys are refused with
+ * a reason instead of being accepted and ignored.
+ */
+
+export const REFUSED_INGRESS_KEYS: Record<string, string> = {
+  entrypoint: "this backend drives Caddy, not Traefik: set https_listen instead",
+  custom_domain_cert_resolver:
+    "certificates follow `tls` (internal, acme or files); there is no resolver name",
+  custom_domain_middlewares:
+    "Traefik middlewares do not exist here; the backend writes every proxy route itself",
+};
+
+const DEFAULT_RESOLVERS = ["1.1.1.1:53", "8.8.8.8:53", "9.9.9.9:53"];
+
+const hostPort = (name: string) =>
+  z
+    .string()
+    .refine((v) => splitHostPort(v) !== undefined, { message: `${name}: expected host:port or :port` });
+
+const tlsSchema = z.union([
+  z.literal("internal"),
+  z.literal("acme"),
+  z.strictObject({ cert_file: z.string().min(1), key_file: z.string().min(1) }),
+]);
+
+export const ingressSchema = z
+  .strictObject({
+    enabled: z.boolean().default(false),
+    wildcard_domain: z
+      .string()
+      .refine(isValidCustomDomain, {
+        message: "wildcard_domain: a lowercase domain name such as apps.example.com",
+      })
+      .optional(),
+    proxy: z.literal("caddy").default("caddy"),
+    admin_url: z.string().min(1).default("http://127.0.0.1:2019"),
+    https_listen: hostPort("https_listen").default(":443"),
+    tls: tlsSchema.default("internal"),
+    acme_email: z.email().optional(),
+    acme_ca: z.url({ protocol: /^https?$/ }).optional(),
+    ask_listen: hostPort("ask_listen").default("127.0.0.1:0"),
+    health_interval: z.string().default("10s"),
+    custom_domain_dns_resolvers: z
+      .array(hostPort("custom_domain_dns_resolvers"))
+      .min(1)
+      .default(DEFAULT_RESOLVERS),
+    custom_domain_dns_quorum: z.number().int().min(0).default(0),
+    custom_domain_dns_check_disabled: z.boolean().default(false),
+  })
+  .optional();
+
+export type IngressFile = z.output<typeof ingressSchema>;
+
+export type IngressTls =
+  | { readonly kind: "internal" }
+  | { readonly kind: "acme" }
+  | { readonly kind: "files"; readonly certFile: string; readonly keyFile: string };
+
+export interface IngressConfig {
+  readonly wildcardDomain: string;
+  readonly adminUrl: string;
+  readonly httpsListen: string;
+  readonly tls: IngressTls;
+  readonly acmeEmail?: string;
+  readonly acmeCa?: string;
+  readonly askHost: string;
+  readonly askPort: number;
+  readonly healthIntervalMs: number;
+  readonly dnsResolvers: readonly string[];
+  /** Resolvers that must answer for a custom domain to count as ready (majority when 0 in the file). */
+  readonly dnsQuorum: number;
+  readonly dnsCheckDisabled: boolean;
+}
+
+/** "host:port", ":port" or "[v6]:port"; undefined when it is none of those. */
+export function splitHostPort(text: string): { host: string; port: number } | undefined {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text);
+  const port = m ? Number(m[3]) : Number.NaN;
+  if (!m || !(port >= 0 && port <= 65535)) return undefined;
+  return { host: m[1] ?? m[2] ?? "", port };
+}
+
+const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "::1", "[::1]"]);
+
+function isLoopbackHost(host: string): boolean {
+  if (LOOPBACK_NAMES.has(host)) return true;
+  return isIP(host) === 4 && host.startsWith("127.");
+}
+
+/**
+ * Caddy's admin API has no authentication: anyone who reaches it rewrites the proxy. Only a
+ * loopback http URL or a unix socket is accepted, so it is never reachable from the network.
+ */
+export function adminUrlProblem(url: string): string | undefined {
+  if (url.startsWith("unix/") || url.startsWith("unix://")) {
+    return url
+      .replace(/^unix:?\/\//, "")
+      .replace(/^unix\//, "")
+      .startsWith("/")
+      ? undefined
+      : "a unix socket URL needs an absolute path (unix:///run/caddy/admin.sock)";
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return "not a URL";
+  }
+  if (parsed.protocol !== "http:") return "only http:// on loopback or a unix socket is accepted";
+  if (!isLoopbackHost(parsed.hostname)) return `${parsed.hostname} is not a loopback address`;
+  if (parsed.pathname !== "/" || parsed.search !== "" || parsed.username !== "")
+    return "give the bare origin (no path, query or credentials)";
+  return undefined;
+}
+
+/** Validates a parsed block into the frozen config; `undefined` when ingress is off. */
+export function ingressConfig(
+  file: IngressFile,
+  ctx: { abs: (path: string) => string; productionMode: boolean },
+): IngressConfig | undefined {
+  if (file === undefined || !file.enabled) return undefined;
+  const fail = (message: string): never => {
+    throw new Error(`ingress.${message}`);
+  };
+  if (file.wildcard_domain === undefined) fail("wildcard_domain is required when ingress is enabled");
+  const adminProblem = adminUrlProblem(file.admin_url);
+  if (adminProblem !== undefined)
+    fail(`admin_url ${JSON.stringify(file.admin_url)} is refused: ${adminProblem}`);
+  const ask = splitHostPort(file.ask_listen) as { host: string; port: number };
+  if (!isLoopbackHost(ask.host))
+    fail("ask_listen must be a loopback address: the certificate gate answers only the local proxy");
+  const health = parseConfigDuration(file.health_interval);
+  if (!health.ok || health.ms <= 0)
+    fail(`health_interval ${JSON.stringify(file.health_interval)} is not a duration > 0`);
+  if (file.custom_domain_dns_quorum > file.custom_domain_dns_resolvers.length)
+    fail("custom_domain_dns_quorum cannot exceed the number of custom_domain_dns_resolvers");
+  if (file.tls === "internal" && ctx.productionMode)
+    fail(
+      "tls: internal issues certificates no client trusts; production_mode needs acme or cert_file/key_file",
+    );
+  const tls: IngressTls =
+    typeof file.tls === "string"
+      ? { kind: file.tls }
+      : { kind: "files", certFile: ctx.abs(file.tls.cert_file), keyFile: ctx.abs(file.tls.key_file) };
+  const resolvers = file.custom_domain_dns_resolvers;
+  return Object.freeze({
+    wildcardDomain: file.wildcard_domain as string,
+    adminUrl: file.admin_url,
+    httpsListen: file.https_listen,
+    tls: Object.freeze(tls),
+    ...(file.acme_email !== undefined ? { acmeEmail: file.acme_email } : {}),
+    ...(file.acme_ca !== undefined ? { acmeCa: file.acme_ca } : {}),
+    askHost: ask.host.replace(/^\[|\]$/g, ""),
+    askPort: ask.port,
+    healthIntervalMs: health.ok ? health.ms : 0,
+    dnsResolvers: Object.freeze([...resolvers]),
+    dnsQuorum:
+      file.custom_domain_dns_quorum === 0
+        ? Math.floor(resolvers.length / 2) + 1
+        : file.custom_domain_dns_quorum,
+    dnsCheckDisabled: file.custom_domain_dns_check_disabled,
+  });
+}

@@ -1,0 +1,118 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pickFreePort, until } from "../../../support/index.ts";
+
+/**
+ * A real Caddy (Debian's package) per test file: admin API on a loopback port, its data
+ * (the internal CA, certificates) in a temp dir, started with nothing but the admin
+ * listener, as a freshly installed proxy is. `restart` kills it and starts it from that
+ * same empty config: whatever the backend wrote is gone, as after a real restart.
+ */
+export interface TestCaddy {
+  adminUrl: string;
+  dataDir: string;
+  /** The root certificate of the backend's own internal CA (`fred_<backend name>`). */
+  caCert(backendName: string): Buffer;
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+  /** GET /config/<path> from the admin API. */
+  config(path?: string): Promise<unknown>;
+}
+
+export async function startCaddy(boot: Record<string, unknown> = {}): Promise<TestCaddy> {
+  const dir = mkdtempSync(join(tmpdir(), "fred-caddy-test-"));
+  const port = await pickFreePort();
+  const adminUrl = `http://127.0.0.1:${port}`;
+  const configFile = join(dir, "boot.json");
+  writeFileSync(configFile, JSON.stringify({ admin: { listen: `127.0.0.1:${port}` }, ...boot }));
+  let child: ChildProcess | undefined;
+  let log = "";
+  const config = async (path = "") => {
+    const res = await fetch(`${adminUrl}/config/${path}`);
+    return res.json();
+  };
+  const start = async () => {
+    child = spawn("caddy", ["run", "--config", configFile], {
+      env: { PATH: process.env.PATH ?? "", HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    child.stderr?.on("data", (b: Buffer) => {
+      log = (log + b.toString()).slice(-20_000);
+    });
+    await until(
+      async () => {
+        if (child?.exitCode !== null) throw new Error(`caddy exited: ${log.slice(-2000)}`);
+        return fetch(`${adminUrl}/config/`).then(
+          (r) => r.ok,
+          () => false,
+        );
+      },
+      "caddy admin API",
+      { timeoutMs: 20_000 },
+    );
+  };
+  const stop = async () => {
+    if (!child || child.exitCode !== null) return;
+    const exited = once(child, "exit");
+    child.kill("SIGKILL");
+    await exited;
+  };
+  await start();
+  return {
+    adminUrl,
+    dataDir: dir,
+    caCert: (backendName) =>
+      readFileSync(join(dir, "caddy", "pki", "authorities", `fred_${backendName}`, "root.crt")),
+    async restart() {
+      await stop();
+      await start();
+    },
+    async stop() {
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+    config,
+  };
+}
+
+export interface HttpsAnswer {
+  status: number;
+  body: string;
+}
+
+/**
+ * GET https://<host>:<port>/ with `host` resolved to 127.0.0.1 (curl's --resolve), trusting
+ * only `ca`. Resolves with the answer, or with `{status: 0, body: <error code>}` when the
+ * TLS handshake or the connection fails.
+ */
+export function httpsGet(host: string, port: number, ca: Buffer, path = "/"): Promise<HttpsAnswer> {
+  return new Promise((resolve) => {
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port,
+        path,
+        servername: host,
+        headers: { host },
+        ca,
+        agent: false,
+        timeout: 10_000,
+      },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => {
+          body += c;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", (err: NodeJS.ErrnoException) => resolve({ status: 0, body: err.code ?? err.message }));
+    req.end();
+  });
+}
