@@ -12,11 +12,13 @@ import {
   MsgCreateLeaseResponse,
   MsgFundCredit,
   MsgFundCreditResponse,
+  MsgSetItemCustomDomain,
 } from "../chain/proto/index.ts";
 import type { Clock } from "../core/clock.ts";
 import { parseCoin } from "../core/coin.ts";
 import { parseConfigDuration } from "../core/duration.ts";
 import { FredError } from "../core/errors.ts";
+import { isValidCustomDomain } from "../core/lease-items.ts";
 import { isCanonicalUuid } from "../core/uuid.ts";
 import { readKeys } from "../devnet/home.ts";
 import { ExitCode, printJson, say } from "./output.ts";
@@ -406,6 +408,53 @@ Examples:
         const msg = MsgCancelLease.fromPartial({ tenant: c.address, leaseUuids: [uuid] });
         const res = await c.send([{ typeUrl: MsgCancelLease.typeUrl, value: msg }]);
         printJson({ lease_uuid: uuid, status: "cancelled", tx_hash: res.txHash, height: res.height });
+      });
+    });
+
+  withTx(
+    lease
+      .command("set-domain")
+      .description("Set or clear a lease item's custom domain (MsgSetItemCustomDomain; tenant key)")
+      .argument("<uuid>", "lease UUID"),
+  )
+    .option("--service <name>", "the item's service name (omit for a single unnamed item)", "")
+    .option("--domain <fqdn>", "the domain, lowercase (e.g. shop.example.com)")
+    .option("--clear", "remove the item's custom domain")
+    .addHelpText(
+      "after",
+      `
+Prints {"lease_uuid","service","custom_domain","tx_hash","height"} (custom_domain "" after --clear).
+The provider routes the domain once its DNS points at the provider's ingress.
+
+Examples:
+  $ fred chain lease set-domain $LEASE --service web --domain shop.example.com --from tenant1 --home .fred/devnet
+  $ fred chain lease set-domain $LEASE --service web --clear --from tenant1 --home .fred/devnet`,
+    )
+    .action(async (uuid: string, opts: TxFlags & { service: string; domain?: string; clear?: boolean }) => {
+      leaseArg(uuid);
+      if ((opts.domain === undefined) === (opts.clear !== true))
+        throw new FredError("ERR_USAGE", "give exactly one of --domain <fqdn> or --clear");
+      const domain = opts.clear ? "" : (opts.domain as string);
+      if (domain !== "" && !isValidCustomDomain(domain))
+        throw new FredError(
+          "ERR_USAGE",
+          `--domain ${JSON.stringify(domain)} is not a lowercase fully qualified domain name`,
+        );
+      await using(await txClient(opts), async (c) => {
+        const msg = MsgSetItemCustomDomain.fromPartial({
+          sender: c.address,
+          leaseUuid: uuid,
+          serviceName: opts.service,
+          customDomain: domain,
+        });
+        const res = await c.send([{ typeUrl: MsgSetItemCustomDomain.typeUrl, value: msg }]);
+        printJson({
+          lease_uuid: uuid,
+          service: opts.service,
+          custom_domain: domain,
+          tx_hash: res.txHash,
+          height: res.height,
+        });
       });
     });
 

@@ -158,6 +158,91 @@ describe("fred chain (CLI) against a real devnet", () => {
     assert.equal(shown.closure_reason, "done with it");
   });
 
+  it("lease set-domain: sets an item's custom domain, refuses a claimed one, clears it", async () => {
+    const create = await fred(
+      "chain",
+      "lease",
+      "create",
+      "--sku",
+      "docker-small:1:web",
+      "--from",
+      "tenant1",
+      ...from,
+    );
+    assert.equal(create.code, 0, create.stderr);
+    const { lease_uuid } = JSON.parse(create.stdout);
+    const domain = `shop-${lease_uuid.slice(0, 8)}.example.org`;
+    const shownDomain = async () =>
+      JSON.parse((await fred("chain", "lease", "show", lease_uuid, "--rpc", dn.rpc)).stdout).items[0]
+        .custom_domain;
+    const set = await fred(
+      "chain",
+      "lease",
+      "set-domain",
+      lease_uuid,
+      "--service",
+      "web",
+      "--domain",
+      domain,
+      "--from",
+      "tenant1",
+      ...from,
+    );
+    assert.equal(set.code, 0, set.stderr);
+    assert.equal(JSON.parse(set.stdout).custom_domain, domain);
+    assert.equal(await shownDomain(), domain);
+    // Another lease cannot claim it.
+    const other = JSON.parse(
+      (await fred("chain", "lease", "create", "--sku", "docker-small:1:web", "--from", "tenant1", ...from))
+        .stdout,
+    ).lease_uuid;
+    const taken = await fred(
+      "chain",
+      "lease",
+      "set-domain",
+      other,
+      "--service",
+      "web",
+      "--domain",
+      domain,
+      "--from",
+      "tenant1",
+      ...from,
+    );
+    assert.notEqual(taken.code, 0);
+    assert.match(taken.stderr + taken.stdout, /claimed/);
+    const cleared = await fred(
+      "chain",
+      "lease",
+      "set-domain",
+      lease_uuid,
+      "--service",
+      "web",
+      "--clear",
+      "--from",
+      "tenant1",
+      ...from,
+    );
+    assert.equal(cleared.code, 0, cleared.stderr);
+    assert.equal(await shownDomain(), undefined);
+    for (const args of [["--domain", "Bad.Example.org"], ["--domain", domain, "--clear"], []]) {
+      const bad = await fred(
+        "chain",
+        "lease",
+        "set-domain",
+        lease_uuid,
+        "--service",
+        "web",
+        ...args,
+        "--from",
+        "tenant1",
+        ...from,
+      );
+      assert.notEqual(bad.code, 0, args.join(" "));
+      assert.match(bad.stderr, /--domain|--clear/);
+    }
+  });
+
   it("bad input: refused with a clear message and nothing sent", async () => {
     // Pure argument rules are unit-tested (test/chain/cli-args.test.ts); these need the process.
     const cases: [string[], RegExp][] = [
