@@ -196,7 +196,13 @@ Examples:
         const source = await c.getLease(from);
         if (source === undefined) throw new FredError("ERR_USAGE", `the chain has no lease ${from}`);
         const specs = opts.sku === undefined ? sourceSpecs(source) : opts.sku.map(parseSkuSpec);
-        const created = await createLease(c, specs, new Uint8Array());
+        // The source's meta_hash, as restore clients do: a lease without one is provisioned
+        // (empty) the moment it is created, racing the restore; with one it waits for it.
+        const created = await createLease(
+          c,
+          specs,
+          hexBytes(source.metaHash === "" ? undefined : source.metaHash),
+        );
         progress(`created lease ${created.lease_uuid} to restore ${from} into`);
         const url = await providerUrl(opts, c, source.providerUuid);
         return { uuid: created.lease_uuid, api: new TenantApi(url, privateKeyFrom(opts), opts.prefix) };

@@ -72,6 +72,9 @@ export const dockerBackendUpComponent: UpComponent = {
       ),
       volume_data_path: volumes,
       volume_filesystem: btrfs ? "btrfs" : "none",
+      // A closed demo lease keeps its data (a btrfs snapshot) so `fred lease restore` can
+      // bring it back; without volumes there is nothing to keep.
+      retain_on_close: btrfs,
       startup_verify_duration: "2s",
     };
     writeFileSync(
