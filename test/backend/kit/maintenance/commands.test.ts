@@ -129,6 +129,31 @@ describe("restart and update commands", () => {
     assert.equal(completions(rx, unstamped)[0]?.body.maintenance_admitted_at, undefined);
   });
 
+  it("refuses a command while a provision holds the lease, and on a lease that is not ready", async () => {
+    const lease = randomUUID();
+    const op = randomUUID();
+    const res = await h.c.post("/provision", {
+      lease_uuid: lease,
+      tenant: "manifest1maintenance",
+      provider_uuid: "01234567-89ab-7def-8123-456789abcdef",
+      items: [{ sku: "0190f3a2-7c1e-7000-8000-00000000a001", quantity: 1 }],
+      callback_url: `${rx.url}/callbacks/provision?operation_id=${op}`,
+    });
+    assert.equal(res.status, 202);
+    const lifecycle = `${rx.url}/callbacks/provision?lifecycle_id=${op}`;
+    const during = await h.restart(lease, randomUUID(), stamp(70), lifecycle);
+    assert.equal(during.status, 409);
+    assert.match(String((during.json as Body).error), /provisioning/);
+    await h.drive(() => h.b.journal.getLease(lease)?.status === "ready", "the provision");
+    // Lost behind the kit's back: the lease is failed, and a restart is refused (nothing journaled).
+    assert.equal((await h.c.post(`/_mock/lose/${lease}`, undefined)).status, 200);
+    const id = randomUUID();
+    const refused = await h.restart(lease, id, stamp(71), lifecycle);
+    assert.equal(refused.status, 409);
+    assert.match(String((refused.json as Body).error), /lease is failed/);
+    assert.equal(h.b.journal.maintenance.get(id), undefined);
+  });
+
   it("update: a new release becomes active, the old one superseded, the lease serves the new manifest", async () => {
     const lease = randomUUID();
     await h.ready(lease);
