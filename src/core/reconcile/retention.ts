@@ -8,9 +8,11 @@ import type { Action, PlanInput } from "./types.ts";
  * consecutive *complete* sweeps (a degraded sweep counts for nothing, either way), and no
  * restore of it in flight. A sighting resets the count.
  *
- * A lease that is not live on chain, has no placement record and no attempt, and is listed
- * by exactly one trusted /retentions is adopted as retained at that backend: the store
- * learns where the data is, so a restore can be routed to it (the lost-callback case).
+ * A lease that is not live on chain and has no attempt, whose data exactly one trusted
+ * /retentions lists and no backend runs, is adopted as retained at that backend when it has
+ * no placement record, or when its record confirms that same backend as owner without the
+ * retained mark: the store learns where the data is, so a restore can be routed to it (the
+ * lost-callback case).
  */
 export const RETENTION_MISSES_TO_RETIRE = 2;
 
@@ -35,10 +37,13 @@ export function retention(
   }
   for (const lease of ev.reportedLeases()) {
     if (live.has(lease) || unknown.has(lease)) continue;
-    if (input.store.placements.has(lease) || input.store.attempts.has(lease)) continue;
+    if (input.store.attempts.has(lease) || retained.has(lease)) continue;
     const holders = ev.retainers(lease);
     if (holders.length !== 1 || ev.reporters(lease).length > 0 || ev.untrusted(lease).length > 0) continue;
-    out.push({ kind: "adopt_retention", lease, backend: holders[0] as string });
+    const holder = holders[0] as string;
+    const record = input.store.placements.get(lease);
+    if (record !== undefined && (record.kind !== "confirmed" || record.owner !== holder)) continue;
+    out.push({ kind: "adopt_retention", lease, backend: holder });
   }
   return out.sort((a, b) => (a.lease < b.lease ? -1 : a.lease > b.lease ? 1 : 0));
 }

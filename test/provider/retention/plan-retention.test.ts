@@ -6,6 +6,7 @@ import {
   chainLease,
   confirmed,
   lease,
+  quarantined,
   type Situation,
   situation,
 } from "../../core/reconcile/fixtures.ts";
@@ -104,6 +105,12 @@ describe("reconcile plan: adopting a retention nobody recorded", () => {
     );
   });
 
+  it("a confirmed record of the same owner without the mark gets it (a lost retained callback)", () => {
+    const s: Situation = { placements: { [L]: confirmed("a") }, backends: { a: { retentions: [L] }, b: {} } };
+    assert.deepEqual(adopt(situation(s)), [{ kind: "adopt_retention", lease: L, backend: "a" }]);
+    assert.deepEqual(adopt(withRetained(s, { [L]: kept() })), [], "already retained: nothing to adopt");
+  });
+
   const refused: [string, Situation][] = [
     ["two backends retain it", { backends: { a: { retentions: [L] }, b: { retentions: [L] } } }],
     [
@@ -115,8 +122,15 @@ describe("reconcile plan: adopting a retention nobody recorded", () => {
       { chain: [chainLease(L, "UNSPECIFIED")], backends: { a: { retentions: [L] } } },
     ],
     [
-      "it has a placement record",
+      "its placement record names another owner",
       { placements: { [L]: confirmed("b") }, backends: { a: { retentions: [L] }, b: {} } },
+    ],
+    [
+      "its placement record is a conflict",
+      {
+        placements: { [L]: quarantined("conflict", ["a", "b"]) },
+        backends: { a: { retentions: [L] }, b: {} },
+      },
     ],
     ["it has an attempt", { attempts: { [L]: attemptAt("a") }, backends: { a: { retentions: [L] }, b: {} } }],
     ["a backend also runs it", { backends: { a: { retentions: [L] }, b: { provisions: { [L]: "ready" } } } }],
