@@ -6,6 +6,7 @@ import { registerChainCommands } from "./chain.ts";
 import { registerDevnetCommands } from "./devnet.ts";
 import { registerKeysCommands } from "./keys.ts";
 import { registerLeaseCommands } from "./lease/index.ts";
+import { registerLoadtestCommand } from "./loadtest.ts";
 import { registerManifestCommands } from "./manifest.ts";
 import { ExitCode, say } from "./output.ts";
 import { registerPlacementCommands } from "./placement.ts";
@@ -37,6 +38,7 @@ Every command logs to stderr; stdout carries only its machine-readable output.`,
   registerKeysCommands(program);
   registerChainCommands(program);
   registerLeaseCommands(program);
+  registerLoadtestCommand(program);
   addVersionOptions(program);
   return program;
 }
