@@ -85,7 +85,10 @@ placement_store_db_path (created 0600: run it as the daemon's user). Prints
 {"outcome":"complete"|"degraded"|"failed","answered":[backends],"actions":n} and exits 0
 when the sweep was complete, 1 otherwise (a backend did not answer, or the chain listing
 failed; the daemon's log says why). A sweep already running is followed by exactly one more.
-  $ fred providerd reconcile -c /etc/fred/providerd.yaml`,
+
+Examples:
+  $ fred providerd reconcile -c /etc/fred/providerd.yaml
+  $ sudo -u fred fred providerd reconcile -c /etc/fred/providerd.yaml`,
     )
     .action(async (_opts: unknown, cmd: Command) => {
       // -c belongs to `providerd`, which parses it before this subcommand runs.

@@ -22,7 +22,7 @@ import {
   ingressSchema,
   REFUSED_INGRESS_KEYS,
   splitHostPort,
-} from "./ingress/config.ts";
+} from "./ingress/index.ts";
 
 /**
  * `fred backend docker -c docker-backend.yaml`: the operator's file, validated once into a

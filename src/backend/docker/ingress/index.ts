@@ -1,5 +1,11 @@
 export { caddyIds } from "./caddy-config.ts";
-export { type IngressConfig, ingressConfig, ingressSchema } from "./config.ts";
+export {
+  type IngressConfig,
+  ingressConfig,
+  ingressSchema,
+  REFUSED_INGRESS_KEYS,
+  splitHostPort,
+} from "./config.ts";
 export { dnsReadiness } from "./dns-gate.ts";
 export { chooseIngressPort, customDomainProblem, isUnderWildcard, subdomainLabel } from "./hostnames.ts";
 export { Ingress, type InstanceRoute } from "./ingress.ts";
