@@ -42,12 +42,12 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     up = undefined;
   }
 
-  async function page(): Promise<string> {
-    const connect = await runFred(["lease", "connect", lease, ...keys]);
+  async function page(path = "", of = lease): Promise<string> {
+    const connect = await runFred(["lease", "connect", of, ...keys]);
     assert.equal(connect.code, 0, connect.stderr);
     const url = /http:\/\/127\.0\.0\.1:\d+\//.exec(connect.stderr)?.[0];
     assert.ok(url, `connect printed no URL: ${connect.stderr}`);
-    return (await fetch(url)).text();
+    return (await fetch(`${url}${path}`)).text();
   }
 
   before(async () => {
@@ -90,6 +90,13 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     for (const binding of Object.values(connect.connection.ports)) assert.equal(binding.host_ip, "127.0.0.1");
   });
 
+  it("logs show the requests the demo served", async () => {
+    const logs = await runFred(["lease", "logs", lease, "--tail", "20", ...keys]);
+    assert.equal(logs.code, 0, logs.stderr);
+    const body = JSON.parse(logs.stdout) as { logs: Record<string, string> };
+    assert.match(Object.values(body.logs).join("\n"), /response:200/);
+  });
+
   it("a second start resumes the same chain and lease", async () => {
     await stopUp();
     up = await startUp();
@@ -97,6 +104,44 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     assert.equal(status.code, 0, status.stderr);
     assert.equal(JSON.parse(status.stdout).state, "LEASE_STATE_ACTIVE");
     assert.equal((await page()).trim(), "hello from fred");
+  });
+
+  it("close removes the containers and keeps the data; restore onto a larger tier brings the same data back", async () => {
+    const id = (await page("id.txt")).trim();
+    assert.match(id, /^[0-9a-f-]{36}$/);
+    const closed = await runFred(["lease", "close", lease, ...keys]);
+    assert.equal(closed.code, 0, closed.stderr);
+    assert.equal(JSON.parse(closed.stdout).state, "LEASE_STATE_CLOSED");
+    let status: Record<string, unknown> = {};
+    for (let i = 0; i < 60 && status.provision_status !== "retained"; i++) {
+      const r = await runFred(["lease", "status", lease, ...keys]);
+      status = JSON.parse(r.stdout) as Record<string, unknown>;
+      if (status.provision_status !== "retained") await new Promise((d) => setTimeout(d, 500));
+    }
+    assert.equal(status.provision_status, "retained", JSON.stringify(status));
+    const left = execFileSync("docker", ["ps", "-aq", "--filter", `label=fred.lease_uuid=${lease}`], {
+      encoding: "utf8",
+    });
+    assert.equal(left.trim(), "", "the closed lease's containers are gone");
+
+    const restored = await runFred(["lease", "restore", lease, "--sku", "docker-medium", ...keys]);
+    assert.equal(restored.code, 0, restored.stderr);
+    const target = JSON.parse(restored.stdout) as Record<string, unknown>;
+    assert.equal(target.state, "LEASE_STATE_ACTIVE");
+    assert.equal(target.provision_status, "ready");
+    const into = String(target.lease_uuid);
+    assert.equal(
+      (await page("id.txt", into)).trim(),
+      id,
+      "the restored lease serves the data written before close",
+    );
+    assert.equal(
+      (await page("boots.txt", into)).trim().split("\n").length,
+      2,
+      "one boot before close, one after restore",
+    );
+
+    lease = into; // --reset below removes its container
   });
 
   it("--reset starts over and removes the old chain's containers", async () => {
