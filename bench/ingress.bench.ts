@@ -76,10 +76,9 @@ try {
       if (answer.status === 200) break;
     }
     latencies.push(performance.now() - ready);
-    const routes = JSON.stringify(await caddy.config(`apps/http/servers/fred_${NAME}/routes`));
-    const dial = new RegExp(
-      `"${fqdn.replaceAll(".", "\\.")}"\\]\\}\\],"handle":\\[\\{"handler":"reverse_proxy","upstreams":\\[\\{"dial":"([^"]+)"`,
-    ).exec(routes)?.[1];
+    type Route = { match?: { host?: string[] }[]; handle?: { upstreams?: { dial?: string }[] }[] };
+    const routes = (await caddy.config(`apps/http/servers/fred_${NAME}/routes`)) as Route[];
+    const dial = routes.find((r) => r.match?.[0]?.host?.[0] === fqdn)?.handle?.[0]?.upstreams?.[0]?.dial;
     last = { lease: call.lease, fqdn, dial: dial ?? "" };
   }
   console.log(
