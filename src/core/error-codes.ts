@@ -473,6 +473,55 @@ export const ERROR_CODES = {
     retryable: true,
     http: 503,
   },
+  ERR_API_BAD_IDEMPOTENCY_KEY: {
+    meaning: "a restart/update's Idempotency-Key is missing, repeated or not a canonical UUIDv4",
+    retryable: false,
+    http: 400,
+  },
+  ERR_API_BAD_UPDATE: {
+    meaning: "an update's body, payload or manifest is invalid",
+    retryable: false,
+    http: 400,
+  },
+  ERR_API_MAINTENANCE_REFUSED: {
+    meaning: "the backend definitely refused a restart/update (its answer is kept for exact retries)",
+  },
+  ERR_API_MAINTENANCE_CONFLICT: {
+    meaning:
+      "a restart/update conflicts: key reused for another command, another command pending, lease busy or not ACTIVE, or the update failed",
+    retryable: false,
+    http: 409,
+  },
+  ERR_API_MAINTENANCE_EXPIRED: {
+    meaning: "the command is older than the lease's retained maintenance history and did not run",
+    retryable: false,
+    http: 410,
+  },
+  ERR_API_MAINTENANCE_RESERVED: {
+    meaning: "the shared maintenance budget's reserve is kept for a tenant without pending work",
+    retryable: true,
+    http: 429,
+  },
+  ERR_API_MAINTENANCE_FULL: {
+    meaning: "the shared maintenance budget is exhausted; nothing was recorded",
+    retryable: true,
+    http: 503,
+  },
+  ERR_API_MAINTENANCE_PENDING: {
+    meaning: "a restart/update is recorded but its dispatch is blocked or uncertain; recovery retries it",
+    retryable: true,
+    http: 503,
+  },
+  ERR_API_MAINTENANCE_RECORD: {
+    meaning: "the backend accepted a restart/update but its acceptance is not yet durably recorded",
+    retryable: true,
+    http: 500,
+  },
+  ERR_API_MAINTENANCE_UNAVAILABLE: {
+    meaning: "restart/update cannot be served now (no payload store, journal unwritable)",
+    retryable: true,
+    http: 503,
+  },
 
   // --- devnet and fred up ----------------------------------------------------------------
   ERR_DEVNET_CONFIG: { meaning: "a devnet option (gas price, tenant count) is invalid", retryable: false },

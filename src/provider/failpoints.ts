@@ -11,6 +11,8 @@ export const FAILPOINTS = [
   "provision.after-accepted",
   /** A tenant upload was answered 202 (payload fsynced); provisioning has not started. */
   "upload.after-accepted",
+  /** A restart/update is journaled and fsynced; the backend has not been called. */
+  "maintenance.after-admit",
 ] as const;
 export type Failpoint = (typeof FAILPOINTS)[number];
 

@@ -20,6 +20,7 @@ import { listenerOptions } from "./http/listener.ts";
 import { createProviderMetrics } from "./http/metrics.ts";
 import { buildHttpServer } from "./http/server.ts";
 import { endLeasesOnLostBackends, Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
+import { Maintenance } from "./maintenance/service.ts";
 import { controlSocketPath, listenControlSocket, Reconciler, type SweepReport } from "./reconciler/index.ts";
 import { Restorer } from "./retention/index.ts";
 import { Router } from "./router.ts";
@@ -204,7 +205,26 @@ export async function startProviderd(
       observe: metrics.observer,
     };
     const lc = new Lifecycle(deps);
+    const maintenance = new Maintenance({
+      // Read through deps: the callback base is bound once the listener has its port.
+      get config() {
+        return deps.config;
+      },
+      store,
+      payloads,
+      clients,
+      chain,
+      queue: deps.queue,
+      clock,
+      logger: logger.child({ component: "maintenance" }),
+      provisioningStarted: (lease) =>
+        lc.provisioner.inFlight.has(lease) || store.attemptFor(lease) !== undefined,
+      // Called only once requests flow (after `tenant` below exists).
+      publish: (lease, status) => void tenant.events.publish(lease, status),
+      registry: metrics.registry,
+    });
     const recovery = new Reconciler({
+      afterSweep: (signal) => maintenance.recover(signal),
       lifecycle: lc,
       feedLive: (signal) => feed.whenState("live", signal),
       clock,
@@ -238,6 +258,7 @@ export async function startProviderd(
       payloadStored: (lease) => lc.payloadUploaded(lease),
       restorer: new Restorer(deps, (lease) => lc.provisioner.inFlight.has(lease)),
       credit: (tenantAddress, signal) => billing.monitor.status(tenantAddress, signal),
+      maintenance,
       requestTimeoutMs: config.httpReadTimeoutMs + config.httpWriteTimeoutMs,
     });
     cleanup.push(() => tenant.close());

@@ -45,6 +45,9 @@ export interface ParsedCallback {
   storageId: string;
   backendLabel: string | undefined;
   retained: boolean;
+  /** On an exact restart/update completion: the command it completes, and its echoed stamp. */
+  maintenanceId?: string;
+  maintenanceAdmittedAt?: string;
 }
 
 /** The rules that relate fields to each other and to the URL's capability, in order. */
@@ -89,5 +92,7 @@ export function parseCallbackBody(
     backendLabel: o.backend,
     retained: o.retained === true,
   };
+  if (o.maintenance_id !== undefined) callback.maintenanceId = o.maintenance_id;
+  if (o.maintenance_admitted_at !== undefined) callback.maintenanceAdmittedAt = o.maintenance_admitted_at;
   return { ok: true, callback };
 }

@@ -35,6 +35,12 @@ export interface AuthOptions {
 export interface AuthRequirement {
   kind: TokenKind;
   replay: boolean;
+  /**
+   * Checks that must pass once the signature verified but before the token is spent
+   * (restart/update: the Idempotency-Key header and the body), so a bad request does not
+   * cost the tenant its token. Throws the refusal.
+   */
+  beforeSpend?: (claims: TokenClaims) => void;
 }
 
 /** `Authorization: Bearer <token>`: scheme case-insensitive, split at the first space only. */
@@ -81,6 +87,7 @@ export class TenantAuth {
     }
     if (claims.kind !== need.kind) throw refuse.unauthorized();
     this.#limit(claims.tenant, reply);
+    need.beforeSpend?.(claims);
     if (need.replay) this.#spend(claims);
     if (claims.leaseUuid !== leaseUuid) {
       this.#o.logger.debug({ lease_uuid: leaseUuid }, "tenant token names another lease");

@@ -8,6 +8,7 @@ import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import { RateBuckets } from "../http/rate-buckets.ts";
 import type { Restorer } from "../retention/index.ts";
+import type { Maintenance } from "../maintenance/service.ts";
 import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
 import type { DiagnosticsLookup } from "./diagnostics.ts";
@@ -45,6 +46,8 @@ export interface TenantApiDeps {
     tenant: string,
     signal: AbortSignal,
   ): Promise<{ balance: string; burn_rate_per_hour: string; depletes_at: string | null } | undefined>;
+  /** Restart and update (the maintenance journal); without it those routes answer 503. */
+  maintenance?: Maintenance;
   /** Deadline of one tenant request, body upload and backend reads included (default 30 s). */
   requestTimeoutMs?: number;
   leaseReads?: Partial<Pick<LeaseReadsOptions, "ttlMs" | "concurrency" | "queue" | "timeoutMs">>;

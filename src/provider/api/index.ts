@@ -13,7 +13,9 @@ import { registerProviderRoute } from "./routes/provider.ts";
 import { registerProvisionRoute } from "./routes/provision.ts";
 import { registerReleasesRoute } from "./routes/releases.ts";
 import { registerRestoreRoute } from "./routes/restore.ts";
+import { registerRestartRoute } from "./routes/restart.ts";
 import { registerStatusRoute } from "./routes/status.ts";
+import { registerUpdateRoute } from "./routes/update.ts";
 
 /**
  * The tenant API: `/v1/leases/{uuid}/…` on providerd's listener. Built once by the
@@ -58,6 +60,8 @@ export class TenantApi {
       ctx,
       (lease) => void this.events.publish(lease, "provisioning", undefined, "LEASE_STATE_PENDING"),
     );
+    registerRestartRoute(app, ctx);
+    registerUpdateRoute(app, ctx);
     registerEventsRoute(app, ctx, this.hub, { ...WS_LIMITS, ...ctx.deps.eventTimings });
     registerProviderRoute(app, ctx.deps.config, this.backends);
     registerOpenApiRoute(app);

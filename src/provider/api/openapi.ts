@@ -9,11 +9,13 @@ import {
   leaseParamsSchema,
   logsBodySchema,
   logsQuerySchema,
+  maintenanceAcceptedSchema,
   provisionBodySchema,
   releasesBodySchema,
   restoreAcceptedSchema,
   restoreBodySchema,
   statusBodySchema,
+  updateBodySchema,
 } from "./schemas/lease.ts";
 import { healthReportSchema } from "./schemas/operational.ts";
 import { providerInfoSchema } from "./schemas/provider.ts";
@@ -38,6 +40,8 @@ const COMPONENTS = {
   EventFrame: eventFrameSchema,
   ProviderInfo: providerInfoSchema,
   HealthReport: healthReportSchema,
+  MaintenanceAccepted: maintenanceAcceptedSchema,
+  UpdateBody: updateBodySchema,
 } as const;
 type Component = keyof typeof COMPONENTS;
 
@@ -124,6 +128,52 @@ const RESTORE_REFUSALS: Record<string, string> = {
     "Temporarily unavailable: source placement unresolved, backend unknown or unreachable, no capacity, replay store, request deadline",
 };
 
+/** Restart and update answer the seed's codes, each with its own meaning. */
+const MAINTENANCE_REFUSALS: Record<string, string> = {
+  "400":
+    "Bad lease UUID; Idempotency-Key missing (unlisted tenant), repeated or not a canonical UUIDv4; bad update body or manifest; or the backend's validation refusal (kept for exact retries)",
+  "401": "Token missing, invalid, expired, for another lease, or already used",
+  "403": "The lease belongs to another tenant or provider",
+  "404": "The backend reports the lease is not provisioned",
+  "409":
+    "The key was used for another command, another command or lifecycle operation is in progress, the lease is not ACTIVE, the backend reports a state that cannot be changed, or (exact retry) the update failed",
+  "410":
+    "reason maintenance_expired: the command is older than the lease's retained maintenance history and did not run",
+  "429":
+    "Rate limit exceeded, or reason maintenance_capacity_reserved: shared capacity is kept for tenants without pending work (Retry-After: 1)",
+  "500":
+    "The backend accepted the command but its acceptance is not yet durably recorded (recovery continues), or an internal error",
+  "503":
+    "Dispatch blocked or uncertain (the recorded command is retried automatically), capacity refusal, chain lease unreadable, no usable placement, no payload store, or maintenance capacity exhausted",
+};
+
+function maintenanceCommand(summary: string, requestBody?: Json): Json {
+  return {
+    post: {
+      summary,
+      security: bearer,
+      parameters: [
+        ...lease,
+        {
+          name: "Idempotency-Key",
+          in: "header",
+          required: false,
+          description:
+            "Canonical UUIDv4, scoped to the lease; required unless the tenant is listed in maintenance_legacy_idempotency_tenants",
+          schema: { type: "string", format: "uuid" },
+        },
+      ],
+      ...(requestBody === undefined ? {} : { requestBody }),
+      responses: {
+        "202": { description: "Accepted by the backend", ...json("MaintenanceAccepted") },
+        ...Object.fromEntries(
+          Object.entries(MAINTENANCE_REFUSALS).map(([c, d]) => [c, { description: d, ...json("Error") }]),
+        ),
+      },
+    },
+  };
+}
+
 const operational = (summary: string, responses: Json): Json => ({
   get: { summary, responses: { ...responses, ...refusals(["429"]) } },
 });
@@ -197,6 +247,13 @@ export function openApiDocument(): Json {
           },
         },
       },
+      "/v1/leases/{lease_uuid}/restart": maintenanceCommand(
+        "Recreate the lease's containers from the same manifest (volumes kept)",
+      ),
+      "/v1/leases/{lease_uuid}/update": maintenanceCommand("Deploy a new manifest to the lease", {
+        required: true,
+        content: { "application/json": { schema: ref("UpdateBody") } },
+      }),
       "/v1/leases/{lease_uuid}/events": {
         get: {
           summary: "WebSocket of the lease's status frames (EventFrame, a snapshot first)",

@@ -51,7 +51,15 @@ const REFUSAL_CODES: Record<number, ReadonlySet<string | undefined>> = {
 const VALIDATION_CODES = new Set([undefined, "unknown_sku", "invalid_manifest", "image_not_allowed"]);
 const ENVELOPE_LIMIT = 64 * 1024;
 
-export function classifyMutation(status: number, expected: number, body: Buffer): MutationOutcome {
+/** Refusal codes one operation adds to the common table (by status). */
+export type ExtraRefusals = Readonly<Record<number, readonly (string | undefined)[]>>;
+
+export function classifyMutation(
+  status: number,
+  expected: number,
+  body: Buffer,
+  extra: ExtraRefusals = {},
+): MutationOutcome {
   if (status === expected) {
     let parsed: unknown;
     if (body.length > 0) {
@@ -71,10 +79,12 @@ export function classifyMutation(status: number, expected: number, body: Buffer)
       detail: `expected ${expected}, got ${status}`,
     };
   }
-  const allowed = REFUSAL_CODES[status];
+  const more = extra[status];
+  const common = REFUSAL_CODES[status];
+  const allowed = more === undefined ? common : new Set([...(common ?? []), ...more]);
   if (body.length === 0) {
     // An empty body is tolerated only for 409 and 422.
-    if (status === 409 || status === 422) return { kind: "refused", status, error: "" };
+    if (status === 409 || status === 422 || more !== undefined) return { kind: "refused", status, error: "" };
     return ambiguousFor(status, "empty error body");
   }
   let envelope: ReturnType<typeof parseBackendError>;

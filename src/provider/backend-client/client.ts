@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import {
   BrokenCircuitError,
   type CircuitBreakerPolicy,
@@ -33,7 +34,7 @@ import {
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import type { BackendConfig } from "../config/index.ts";
-import { classifyMutation, countsAsFailure, type MutationOutcome } from "./classify.ts";
+import { classifyMutation, countsAsFailure, type ExtraRefusals, type MutationOutcome } from "./classify.ts";
 import { decodeBody } from "./decode.ts";
 import { BackendTransport, type RawResponse, type SendInput } from "./http.ts";
 
@@ -58,6 +59,31 @@ export interface ProvisionRequest {
   lifecycleCallbackUrl: string;
   payload?: Uint8Array;
   payloadHash?: string;
+}
+
+/** A restart or update as the journal admitted it. */
+export interface MaintenanceCommand {
+  leaseUuid: string;
+  maintenanceId: string;
+  /** The lease's lifecycle callback URL: the completion comes back on it. */
+  callbackUrl: string;
+  /** RFC 3339 UTC, the journal's stamp; the backend echoes it on the completion. */
+  admittedAt: string;
+}
+
+/**
+ * Maintenance answers that are definite refusals: 404 (not provisioned) and 409
+ * maintenance_expired (the command is too old to run), besides the common ones.
+ */
+const MAINTENANCE_REFUSALS: ExtraRefusals = { 404: [undefined], 409: ["maintenance_expired"] };
+
+function maintenanceBody(req: MaintenanceCommand) {
+  return {
+    lease_uuid: req.leaseUuid,
+    maintenance_id: req.maintenanceId,
+    callback_url: req.callbackUrl,
+    admitted_at: req.admittedAt,
+  };
 }
 
 export type StoragePage<T> = Page<T> & { storageId: string };
@@ -164,6 +190,7 @@ export class BackendClient {
     op: Op,
     body: MutationBodies[Op],
     signal?: AbortSignal,
+    refusals?: ExtraRefusals,
   ): Promise<MutationOutcome> {
     const sid = this.storageId;
     if (this.backend.fenced)
@@ -184,7 +211,7 @@ export class BackendClient {
     } catch (err) {
       return mutationFailure(err);
     }
-    return classifyMutation(res.status, MUTATION_ACCEPTED[op], res.body);
+    return classifyMutation(res.status, MUTATION_ACCEPTED[op], res.body, refusals);
   }
 
   provision(req: ProvisionRequest, signal?: AbortSignal): Promise<MutationOutcome> {
@@ -207,21 +234,19 @@ export class BackendClient {
     return this.#mutate("deprovision", { lease_uuid: leaseUuid }, signal);
   }
 
-  restart(req: { leaseUuid: string; callbackUrl: string }, signal?: AbortSignal): Promise<MutationOutcome> {
-    return this.#mutate("restart", { lease_uuid: req.leaseUuid, callback_url: req.callbackUrl }, signal);
+  /** POST /restart: the journaled command, resent unchanged (same id and stamp) on every retry. */
+  restart(req: MaintenanceCommand, signal?: AbortSignal): Promise<MutationOutcome> {
+    return this.#mutate("restart", maintenanceBody(req), signal, MAINTENANCE_REFUSALS);
   }
 
-  update(
-    req: { leaseUuid: string; callbackUrl: string; payload: Uint8Array; payloadHash: string },
-    signal?: AbortSignal,
-  ): Promise<MutationOutcome> {
+  /** POST /update: as restart, with the new manifest and its SHA-256. */
+  update(req: MaintenanceCommand & { payload: Uint8Array }, signal?: AbortSignal): Promise<MutationOutcome> {
     const body = {
-      lease_uuid: req.leaseUuid,
-      callback_url: req.callbackUrl,
+      ...maintenanceBody(req),
       payload: Buffer.from(req.payload).toString("base64"),
-      payload_hash: req.payloadHash,
+      payload_hash: createHash("sha256").update(req.payload).digest("hex"),
     };
-    return this.#mutate("update", body, signal);
+    return this.#mutate("update", body, signal, MAINTENANCE_REFUSALS);
   }
 
   restore(

@@ -121,6 +121,10 @@ export function registerCallbackIngress(app: FastifyInstance, o: CallbackIngress
         status: cb.status,
         error: cb.error,
         ...(cb.retained ? { retained: true } : {}),
+        ...(cb.maintenanceId === undefined ? {} : { maintenanceId: cb.maintenanceId }),
+        ...(cb.maintenanceAdmittedAt === undefined
+          ? {}
+          : { maintenanceAdmittedAt: cb.maintenanceAdmittedAt }),
       };
       let cancel: (() => void) | undefined;
       const expired = new Promise<"timeout">((resolve) => {

@@ -16,14 +16,9 @@ export interface Refusal {
 
 export type RefusedKeys = Readonly<Record<string, Refusal>>;
 
-const notYet = (what: string) => `not supported yet: ${what}; remove the key`;
-const MAINTENANCE = notYet("restart and update (the maintenance journal) are not built");
 const GRPC = "this implementation reads the chain through CometBFT RPC: set rpc_url";
 
-const LIVE_OPS = "issue 14 (live operations)";
-
 export const REFUSED_KEYS: RefusedKeys = {
-  maintenance_legacy_idempotency_tenants: { reason: MAINTENANCE, until: LIVE_OPS },
   grpc_endpoint: { reason: GRPC, until: "never", atDefault: true },
   grpc_tls_enabled: { reason: GRPC, until: "never", atDefault: true },
   grpc_tls_ca_file: { reason: GRPC, until: "never", atDefault: true },

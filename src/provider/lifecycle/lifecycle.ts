@@ -4,6 +4,7 @@ import type { FeedItem, LeaseEvent } from "../../chain/events/types.ts";
 import type { ChainLease } from "../../chain/port.ts";
 import { isRetryable, retry } from "../../core/async/index.ts";
 import { FredError } from "../../core/errors.ts";
+import { promote } from "../maintenance/completion.ts";
 import { GroupCommitter } from "../store/index.ts";
 import { Closer } from "./closer.ts";
 import type { LifecycleDeps } from "./deps.ts";
@@ -202,6 +203,12 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     return this.runForLease(cb.leaseUuid, async () => {
       const applied = await this.#callbacks.submit(cb);
       sendChainAction(this.deps, cb.leaseUuid, applied);
+      if (applied.promote !== undefined) {
+        // The confirmation is durable: a failed payload write is retried by the recovery pass.
+        await promote(this.deps, applied.promote).catch((err: unknown) =>
+          this.deps.logger.warn({ err, lease_uuid: cb.leaseUuid }, "promoting the updated manifest failed"),
+        );
+      }
       return applied.result;
     });
   }

@@ -1,3 +1,4 @@
+import { type Command, completeMaintenance } from "../maintenance/completion.ts";
 import type { LifecycleDeps } from "./deps.ts";
 import { rejectionForFailure } from "./reasons.ts";
 
@@ -18,6 +19,9 @@ export interface VerifiedCallback {
   error: string;
   /** `deprovisioned` only: the backend soft-deleted the lease's data instead of destroying it. */
   retained?: boolean;
+  /** An exact restart/update completion (lifecycle URL only): the command and its echoed stamp. */
+  maintenanceId?: string;
+  maintenanceAdmittedAt?: string;
 }
 
 export type ApplyResult =
@@ -34,6 +38,8 @@ export type ChainAction = { kind: "acknowledge" } | { kind: "reject"; reason: st
 export interface Applied {
   result: ApplyResult;
   chain?: ChainAction;
+  /** An update whose exact success was confirmed: its manifest is to become the payload. */
+  promote?: Command;
 }
 
 /** Queues what an applied callback calls for on chain (after its change is durable). */
@@ -57,7 +63,10 @@ export function applyCallback(d: LifecycleDeps, cb: VerifiedCallback): Applied {
     ) {
       return { result: "ignored-stale" };
     }
-    if (cb.status !== "deprovisioned") return { result: "observed" };
+    if (cb.status !== "deprovisioned") {
+      const promote = cb.maintenanceId === undefined ? undefined : completeMaintenance(d, cb);
+      return promote === undefined ? { result: "observed" } : { result: "observed", promote };
+    }
     if (cb.retained === true) {
       // The data is restorable: the row stays (owner and storage identity) for routing a restore.
       const storageId = d.store.pins().get(cb.backend) ?? "";

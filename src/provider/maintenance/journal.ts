@@ -77,7 +77,6 @@ export interface Admission {
 export type AdmitResult =
   | { kind: "admitted"; command: Command }
   | { kind: "existing"; command: Command }
-  | { kind: "key-conflict" }
   | { kind: "busy" }
   | { kind: "reserved" }
   | { kind: "full" };

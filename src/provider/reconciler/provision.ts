@@ -79,7 +79,8 @@ async function payloadFor(
 ): Promise<StoredPayload | undefined | "missing"> {
   if (source === "none") return undefined;
   const stored = lc.deps.payloads?.get(lease.uuid);
-  if (stored !== undefined) return stored.sha256 === lease.metaHash ? stored : "missing";
+  // A completed update's manifest is promoted with its own hash (meta_hash no longer matches it).
+  if (stored !== undefined) return stored.promoted || stored.sha256 === lease.metaHash ? stored : "missing";
   if (source !== "latest_release") return "missing";
   const rebuilt = await fromLatestRelease(lc, lease, backend, signal);
   if (rebuilt === undefined) return "missing";
@@ -124,5 +125,5 @@ async function fromLatestRelease(
     );
     return undefined;
   }
-  return { leaseUuid: lease.uuid, payload, sha256, storedAt: lc.deps.clock.now() };
+  return { leaseUuid: lease.uuid, payload, sha256, storedAt: lc.deps.clock.now(), promoted: false };
 }

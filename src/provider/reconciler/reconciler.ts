@@ -25,6 +25,8 @@ export interface ReconcilerDeps {
   registry?: Registry;
   /** Bound on each backend inventory read and chain re-read (default 10 s). */
   readDeadlineMs?: number;
+  /** Runs after each sweep's act phase: the retry of pending maintenance commands. */
+  afterSweep?: (signal: AbortSignal) => Promise<void>;
 }
 
 export type SweepOutcome = "complete" | "degraded" | "failed";
@@ -107,6 +109,9 @@ export class Reconciler {
       for (const name of p.answered) if (!fencedSet.has(name)) this.#everAnswered.add(name);
       this.#readiness = inventoryReadiness(input, this.#everAnswered, fencedSet);
       await act({ lifecycle, leases, metrics: this.metrics, deadlineMs, signal }, p);
+      await this.#d.afterSweep?.(signal).catch((err: unknown) => {
+        if (!signal.aborted) logger.warn({ err }, "reconciler: pending maintenance pass failed");
+      });
       const fenced = [...fencedSet];
       const unfencedAnswered = lifecycle.deps.config.backends.every(
         (b) => b.fenced || p.answered.includes(b.name),

@@ -18,6 +18,10 @@ const MIGRATIONS = [
      payload    BLOB NOT NULL,
      stored_at  INTEGER NOT NULL
    ) STRICT;`,
+  // 'update': the manifest of a completed update, promoted over the uploaded one. Its
+  // SHA-256 no longer equals the lease's on-chain meta_hash, so re-provisioning checks it
+  // against the hash recorded here instead.
+  `ALTER TABLE payloads ADD COLUMN origin TEXT NOT NULL DEFAULT 'upload' CHECK (origin IN ('upload', 'update'));`,
 ];
 
 interface PayloadRow {
@@ -25,6 +29,7 @@ interface PayloadRow {
   sha256: string;
   payload: Buffer;
   stored_at: number;
+  origin: "upload" | "update";
 }
 
 export interface StoredPayload {
@@ -33,6 +38,8 @@ export interface StoredPayload {
   /** Lowercase hex SHA-256 of `payload`. */
   sha256: string;
   storedAt: number;
+  /** True for the manifest of a completed update (its hash is its own, not meta_hash). */
+  promoted: boolean;
 }
 
 export type PutResult = "stored" | "duplicate";
@@ -47,6 +54,7 @@ export class PayloadStore {
   readonly #get: Statement<[string], PayloadRow>;
   readonly #has: Statement<[string], number>;
   readonly #delete: Statement<[string]>;
+  readonly #promote: Statement<[string, string, Buffer, number]>;
   readonly #leases: Statement<[], string>;
   readonly #putOnce: (leaseUuid: string, sha256: string, payload: Buffer, now: number) => PutResult;
 
@@ -60,6 +68,11 @@ export class PayloadStore {
     // GET status asks on every poll: never read the payload blob just to see it exists.
     this.#has = db.prepare<[string], number>("SELECT 1 FROM payloads WHERE lease_uuid = ?").pluck();
     this.#delete = db.prepare("DELETE FROM payloads WHERE lease_uuid = ?");
+    this.#promote = db.prepare(
+      `INSERT INTO payloads (lease_uuid, sha256, payload, stored_at, origin) VALUES (?, ?, ?, ?, 'update')
+       ON CONFLICT(lease_uuid) DO UPDATE SET sha256 = excluded.sha256, payload = excluded.payload,
+         stored_at = excluded.stored_at, origin = 'update'`,
+    );
     this.#leases = db.prepare<[], string>("SELECT lease_uuid FROM payloads ORDER BY lease_uuid").pluck();
     this.#putOnce = db.transaction((leaseUuid: string, sha256: string, payload: Buffer, now: number) => {
       const existing = this.#get.get(leaseUuid);
@@ -127,7 +140,33 @@ export class PayloadStore {
         `stored payload for lease ${leaseUuid} fails its hash check`,
       );
     }
-    return { leaseUuid: row.lease_uuid, payload: row.payload, sha256: row.sha256, storedAt: row.stored_at };
+    return {
+      leaseUuid: row.lease_uuid,
+      payload: row.payload,
+      sha256: row.sha256,
+      storedAt: row.stored_at,
+      promoted: row.origin === "update",
+    };
+  }
+
+  /**
+   * Makes `payload` the lease's payload, replacing the uploaded (or an earlier promoted)
+   * one: only for the manifest of an update whose exact success the backend reported.
+   * Idempotent; the caller awaits `durable()` before settling the update.
+   */
+  promote(leaseUuid: string, payload: Uint8Array, now: number): string {
+    if (!isCanonicalUuid(leaseUuid)) throw new FredError("ERR_PAYLOAD_LEASE", "lease UUID must be canonical");
+    const sha256 = sha256Hex(payload);
+    this.#promote.run(leaseUuid, sha256, Buffer.from(payload), now);
+    this.#database.committed();
+    return sha256;
+  }
+
+  /** The payload a re-provision of a lease with this meta_hash may use: its upload or a promoted update. */
+  usable(leaseUuid: string, metaHash: string): StoredPayload | undefined {
+    const stored = this.get(leaseUuid);
+    if (stored === undefined) return undefined;
+    return stored.promoted || stored.sha256 === metaHash ? stored : undefined;
   }
 
   has(leaseUuid: string): boolean {

@@ -52,7 +52,8 @@ export class Harness {
   app!: FastifyInstance;
   url = "";
 
-  async start(overrides: Partial<TenantApiDeps> = {}): Promise<this> {
+  /** `overrides` may be a function of the harness, for pieces built on its store. */
+  async start(overrides: Partial<TenantApiDeps> | ((h: this) => Partial<TenantApiDeps>) = {}): Promise<this> {
     const config = parseProviderConfig(
       yamlOf({ ...baseConfig(), tenant_rate_limit_rps: 10_000, tenant_rate_limit_burst: 10_000 }),
     );
@@ -86,7 +87,7 @@ export class Harness {
       provisioningStarted: () => false,
       payloadStored: () => {},
       leaseReads: { ttlMs: 0 },
-      ...overrides,
+      ...(typeof overrides === "function" ? overrides(this) : overrides),
     });
     this.app = Fastify();
     this.app.addHook("onRoute", (r) => {

@@ -165,6 +165,27 @@ describe("GET /openapi.json (devnet + providerd + mock backends)", () => {
       409,
       restore(tenant1.fresh(lease), { from_lease_uuid: fresh }),
     );
+    // POST restart / update: 400 (key missing, bad body), 401, 403, 409 (not ACTIVE), 503 (no chain lease).
+    const command = (tok: string, key: string | undefined, body?: object): RequestInit => ({
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${tok}`,
+        ...(key === undefined ? {} : { "idempotency-key": key }),
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const update = { payload: MANIFEST.toString("base64") };
+    for (const op of ["restart", "update"]) {
+      const body = op === "update" ? update : undefined;
+      const k = () => crypto.randomUUID();
+      await expect(L(op), `${p}/${op}`, 400, command(tenant1.fresh(lease), undefined, body));
+      await expect(L(op), `${p}/${op}`, 401, command(spent, k(), body));
+      await expect(L(op), `${p}/${op}`, 403, command(tenant2.fresh(lease), k(), body));
+      await expect(L(op), `/v1/leases/${slow}/${op}`, 409, command(tenant1.fresh(slow), k(), body));
+      await expect(L(op), `/v1/leases/${unknown}/${op}`, 503, command(tenant1.fresh(unknown), k(), body));
+    }
+    await expect(L("update"), `${p}/update`, 400, command(tenant1.fresh(lease), crypto.randomUUID(), {}));
   });
 
   it("real answers of the operational routes conform", async () => {

@@ -158,16 +158,14 @@ describe("backend client: the other contract operations", () => {
     fake.script.set("update", [{ status: 202, body: { status: "updating" } }]);
     fake.script.set("restore", [{ status: 422, body: { error: "no retained data" } }]);
     fake.script.set("reconcile_custom_domain", [{ status: 204 }]);
-    assert.equal(
-      (await c.restart({ leaseUuid: LEASE, callbackUrl: provisionRequest.callbackUrl })).kind,
-      "accepted",
-    );
-    const update = await c.update({
+    const command = {
       leaseUuid: LEASE,
+      maintenanceId: "6ba7b811-9dad-41d1-80b4-00c04fd430c8",
       callbackUrl: provisionRequest.callbackUrl,
-      payload: Buffer.from("{}"),
-      payloadHash: provisionRequest.payloadHash,
-    });
+      admittedAt: "2024-01-16T14:00:00.000001Z",
+    };
+    assert.equal((await c.restart(command)).kind, "accepted");
+    const update = await c.update({ ...command, payload: Buffer.from("{}") });
     assert.equal(update.kind, "accepted");
     const restore = await c.restore({ ...provisionRequest, fromLeaseUuid: PROVIDER });
     assert.deepEqual(restore, { kind: "refused", status: 422, error: "no retained data" });
@@ -177,8 +175,41 @@ describe("backend client: the other contract operations", () => {
       ["restart", "update", "restore", "reconcile_custom_domain"].map((op) => `/_fred/storage/${SID}/${op}`),
     );
     assert.equal(JSON.parse(fake.requests[1]!.body).payload, "e30=");
+    const sent = JSON.parse(fake.requests[0]!.body);
+    assert.equal(sent.maintenance_id, command.maintenanceId);
+    assert.equal(sent.admitted_at, command.admittedAt);
+    assert.equal(sent.callback_url, command.callbackUrl);
     assert.equal(JSON.parse(fake.requests[2]!.body).from_lease_uuid, PROVIDER);
     assert.ok(fake.requests.every((r) => r.signatureValid));
+  });
+
+  it("restart and update: 404 and 409 maintenance_expired are definite refusals (provision keeps them ambiguous)", async () => {
+    const c = await client();
+    const command = {
+      leaseUuid: LEASE,
+      maintenanceId: "6ba7b811-9dad-41d1-80b4-00c04fd430c8",
+      callbackUrl: provisionRequest.callbackUrl,
+      admittedAt: "2024-01-16T14:00:00.000001Z",
+    };
+    fake.script.set("restart", [
+      { status: 404, body: { error: "lease not provisioned" } },
+      { status: 409, body: { error: "too old", code: "maintenance_expired" } },
+      { status: 409, body: { error: "x", code: "something_else" } },
+    ]);
+    assert.deepEqual(await c.restart(command), {
+      kind: "refused",
+      status: 404,
+      error: "lease not provisioned",
+    });
+    assert.deepEqual(await c.restart(command), {
+      kind: "refused",
+      status: 409,
+      error: "too old",
+      code: "maintenance_expired",
+    });
+    assert.equal((await c.restart(command)).kind, "ambiguous");
+    fake.script.set("provision", [{ status: 404, body: { error: "no" } }]);
+    assert.equal((await c.provision(provisionRequest)).kind, "ambiguous");
   });
 
   it("reads logs, releases and provision diagnostics; 404 is undefined; bad shapes are malformed", async () => {

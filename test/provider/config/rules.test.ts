@@ -438,14 +438,6 @@ const RULES: [string, Mutation, string[]][] = [
     },
     [],
   ],
-];
-
-/**
- * Rules of keys refused until their feature is built (src/provider/config/refused.ts):
- * they are ready for the change that makes the key effective, so they are checked with
- * the refusal lifted; with it, each such mutation yields only refusals.
- */
-const RULES_OF_REFUSED_KEYS: [string, Mutation, string[]][] = [
   [
     "legacy idempotency tenants distinct addresses",
     (c) => (c.maintenance_legacy_idempotency_tenants = [OTHER_ADDRESS, OTHER_ADDRESS, "nope"]),
@@ -456,7 +448,21 @@ const RULES_OF_REFUSED_KEYS: [string, Mutation, string[]][] = [
   ],
 ];
 
+/**
+ * Rules of keys refused until their feature is built (src/provider/config/refused.ts):
+ * they are ready for the change that makes the key effective, so they are checked with
+ * the refusal lifted; with it, each such mutation yields only refusals.
+ */
+const RULES_OF_REFUSED_KEYS: [string, Mutation, string[]][] = [
+];
+
 describe("providerd config: one message per rule", () => {
+  it("maintenance_legacy_idempotency_tenants takes effect (no longer refused)", () =>
+    assert.deepEqual(
+      problemsOf((c) => (c.maintenance_legacy_idempotency_tenants = [OTHER_ADDRESS])),
+      [],
+    ));
+
   for (const [name, mutate, expected] of RULES) {
     it(name, () => assert.deepEqual(problemsOf(mutate), expected));
   }

@@ -22,7 +22,7 @@ const notStored = (message: string, cause?: unknown) =>
   new ApiError("ERR_API_PAYLOAD_NOT_STORED", 409, message, cause === undefined ? {} : { cause });
 
 /** Reads the raw body up to `max` bytes; over it (or a broken stream) is a 400. */
-function readBody(raw: IncomingMessage, max: number, signal: AbortSignal): Promise<Buffer> {
+export function readBody(raw: IncomingMessage, max: number, signal: AbortSignal): Promise<Buffer> {
   const declared = Number(raw.headers["content-length"] ?? Number.NaN);
   if (declared > max) return Promise.reject(bad("request body could not be read: too large"));
   return new Promise((resolve, reject) => {

@@ -27,7 +27,8 @@ export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext)
         lease_uuid: uuid,
         tenant: claims.tenant,
         provider_uuid: config.providerUuid,
-        status: d.status,
+        // An unsettled restart/update is reported as such, never as the ready before it.
+        status: ctx.deps.maintenance?.inProgress(uuid) ?? d.status,
         fail_count: d.failCount,
       };
       if (d.terminalBudget !== undefined) body.terminal_budget = d.terminalBudget;

@@ -54,8 +54,12 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
       if (lost) {
         body.provision_status = "failed";
         body.reason = "BackendStorageLost";
-      } else if (found.kind === "found") addDiagnostics(body, found.diagnostics);
-      else if (found.kind === "unknown" && found.error !== undefined) {
+      } else if (found.kind === "found") {
+        addDiagnostics(body, found.diagnostics);
+        // An unsettled restart/update is reported as such, never as the ready before it.
+        const progress = ctx.deps.maintenance?.inProgress(uuid);
+        if (progress !== undefined) body.provision_status = progress;
+      } else if (found.kind === "unknown" && found.error !== undefined) {
         logger.warn({ err: found.error.cause, lease_uuid: uuid }, "status: provision lookup failed");
       }
       if (ctx.deps.credit !== undefined) {

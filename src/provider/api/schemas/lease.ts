@@ -163,6 +163,16 @@ export const eventFrameSchema = z.object({
   state: leaseState,
 });
 
+/** `POST restart` / `POST update`: 202 once the backend accepted the journaled command. */
+export const maintenanceAcceptedSchema = z.object({
+  status: z.enum(["restarting", "updating"]).describe("The command in progress"),
+});
+
+/** `POST update`'s body. */
+export const updateBodySchema = z.object({
+  payload: z.string().describe("The new manifest, standard padded base64"),
+});
+
 export type ErrorEnvelope = z.infer<typeof errorEnvelopeSchema>;
 export type StatusBody = z.infer<typeof statusBodySchema>;
 export type Connection = z.infer<typeof connectionSchema>;

@@ -1,0 +1,53 @@
+import type { FastifyInstance } from "fastify";
+import { decodeBase64Std } from "../../../core/encoding.ts";
+import { parseManifest } from "../../../core/manifest/index.ts";
+import { parseStrictJson } from "../../../core/strict-json.ts";
+import { maintenanceRefusal } from "../../maintenance/answers.ts";
+import type { TenantContext } from "../context.ts";
+import { readBody } from "./data.ts";
+import { registerMaintenanceRoute } from "./maintenance.ts";
+
+/**
+ * `POST /v1/leases/{uuid}/update` (access token, replay-protected, Idempotency-Key), body
+ * `{"payload": "<standard base64 manifest>"}`: the new manifest is journaled as the lease's
+ * pending desired state and sent to its backend; it becomes the lease's payload only when
+ * the backend reports this exact update succeeded. The body is read whatever its content
+ * type (up to max_request_body_size) and checked before the token is spent: not JSON, no
+ * `payload` string, not canonical base64, empty, or not a valid manifest is a 400.
+ */
+export function registerUpdateRoute(app: FastifyInstance, ctx: TenantContext): void {
+  const max = ctx.deps.config.maxRequestBodySize;
+  registerMaintenanceRoute(app, ctx, {
+    kind: "update",
+    read: (req, scope) => readBody(req.raw, max, scope.signal),
+    check: (body) => checkUpdateBody(body, max),
+  });
+}
+
+export function checkUpdateBody(body: Buffer, max: number): Buffer {
+  const bad = maintenanceRefusal.badUpdate;
+  let parsed: unknown;
+  try {
+    parsed = parseStrictJson(body, max);
+  } catch {
+    throw bad("body must be a JSON object with a payload");
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw bad("body must be a JSON object with a payload");
+  }
+  const text = (parsed as { payload?: unknown }).payload;
+  if (typeof text !== "string" || text === "") throw bad("payload must be a non-empty base64 string");
+  let payload: Buffer;
+  try {
+    payload = decodeBase64Std(text, "payload", max);
+  } catch {
+    throw bad("payload must be standard padded base64");
+  }
+  if (payload.length === 0) throw bad("payload must be a non-empty base64 string");
+  const manifest = parseManifest(payload);
+  if (!manifest.ok) {
+    const first = manifest.problems[0];
+    throw bad(first === undefined ? "invalid manifest" : `invalid manifest: ${first.path} ${first.message}`);
+  }
+  return payload;
+}

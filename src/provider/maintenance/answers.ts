@@ -1,0 +1,107 @@
+import type { ErrorCode } from "../../core/errors.ts";
+import { ApiError } from "../api/errors.ts";
+import { tenantSafeText } from "../api/lease-events.ts";
+import type { MutationOutcome } from "../backend-client/index.ts";
+import type { CommandKind, Outcome, StoredAnswer } from "./journal.ts";
+
+/**
+ * The tenant answers of restart and update, worded once. A settled command's answer is
+ * stored with it and replayed to an exact retry; `asApiError` turns a stored answer back
+ * into the refusal the one error edge writes.
+ */
+export const progressStatus = (kind: CommandKind) => (kind === "restart" ? "restarting" : "updating");
+
+const CODE_BY_STATUS: Record<number, ErrorCode> = {
+  400: "ERR_API_MAINTENANCE_REFUSED",
+  404: "ERR_API_NOT_PROVISIONED",
+  409: "ERR_API_MAINTENANCE_CONFLICT",
+  410: "ERR_API_MAINTENANCE_EXPIRED",
+  503: "ERR_API_MAINTENANCE_REFUSED",
+};
+
+export function asApiError(a: StoredAnswer): ApiError {
+  return new ApiError(
+    CODE_BY_STATUS[a.status] ?? "ERR_API_MAINTENANCE_REFUSED",
+    a.status,
+    a.error ?? "refused",
+    a.reason === undefined ? {} : { reason: a.reason },
+  );
+}
+
+export const maintenanceRefusal = {
+  badKey: (what: string) => new ApiError("ERR_API_BAD_IDEMPOTENCY_KEY", 400, what),
+  badUpdate: (what: string) => new ApiError("ERR_API_BAD_UPDATE", 400, what),
+  conflict: (what: string) => new ApiError("ERR_API_MAINTENANCE_CONFLICT", 409, what),
+  keyReused: () =>
+    new ApiError("ERR_API_MAINTENANCE_CONFLICT", 409, "the Idempotency-Key was used for a different command"),
+  busy: () =>
+    new ApiError(
+      "ERR_API_MAINTENANCE_CONFLICT",
+      409,
+      "another command or lifecycle operation is in progress for the lease",
+    ),
+  notActive: () => new ApiError("ERR_API_MAINTENANCE_CONFLICT", 409, "lease is not active"),
+  reserved: () =>
+    new ApiError(
+      "ERR_API_MAINTENANCE_RESERVED",
+      429,
+      "maintenance capacity is reserved for tenants without pending work; retry after your pending work completes",
+      { reason: "maintenance_capacity_reserved", retryAfterSeconds: 1 },
+    ),
+  full: () =>
+    new ApiError("ERR_API_MAINTENANCE_FULL", 503, "maintenance capacity is exhausted; retry later", {
+      retryAfterSeconds: 1,
+    }),
+  pending: (cause?: unknown) =>
+    new ApiError(
+      "ERR_API_MAINTENANCE_PENDING",
+      503,
+      "the command is recorded but could not be delivered yet; it is retried automatically",
+      { retryAfterSeconds: 1, ...(cause === undefined ? {} : { cause }) },
+    ),
+  unrecorded: (cause: unknown) =>
+    new ApiError("ERR_API_MAINTENANCE_RECORD", 500, "internal server error", { cause }),
+  unavailable: (cause?: unknown) =>
+    new ApiError("ERR_API_MAINTENANCE_UNAVAILABLE", 503, "service temporarily unavailable", {
+      retryAfterSeconds: 1,
+      ...(cause === undefined ? {} : { cause }),
+    }),
+};
+
+/** The final answer of a command the backend definitely refused. */
+export function refusalAnswer(
+  out: Extract<MutationOutcome, { kind: "refused" }>,
+  kind: CommandKind,
+): { outcome: Outcome; answer: StoredAnswer } {
+  if (out.status === 409 && out.code === "maintenance_expired") {
+    return {
+      outcome: "expired",
+      answer: {
+        status: 410,
+        error:
+          "the command is older than the lease's retained maintenance history and did not run; send a new command with a new key",
+        reason: "maintenance_expired",
+      },
+    };
+  }
+  const verb = kind === "restart" ? "restarted" : "updated";
+  switch (out.status) {
+    case 400:
+      return {
+        outcome: "refused",
+        answer: {
+          status: 400,
+          error: out.error === "" ? `the lease cannot be ${verb}` : tenantSafeText(out.error),
+        },
+      };
+    case 404:
+      return { outcome: "refused", answer: { status: 404, error: "lease not provisioned" } };
+    case 503:
+      return { outcome: "refused", answer: { status: 503, error: "insufficient resources" } };
+    default:
+      return {
+        outcome: "refused",
+        answer: { status: 409, error: `the lease cannot be ${verb} in its current state` },
+      };
+  }
+}
