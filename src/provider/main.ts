@@ -20,7 +20,7 @@ import { listenerOptions } from "./http/listener.ts";
 import { createProviderMetrics } from "./http/metrics.ts";
 import { buildHttpServer } from "./http/server.ts";
 import { endLeasesOnLostBackends, Lifecycle, type LifecycleDeps } from "./lifecycle/index.ts";
-import { Maintenance } from "./maintenance/service.ts";
+import { Maintenance } from "./maintenance/index.ts";
 import { controlSocketPath, listenControlSocket, Reconciler, type SweepReport } from "./reconciler/index.ts";
 import { Restorer } from "./retention/index.ts";
 import { Router } from "./router.ts";

@@ -4,7 +4,7 @@ import type { FeedItem, LeaseEvent } from "../../chain/events/types.ts";
 import type { ChainLease } from "../../chain/port.ts";
 import { isRetryable, retry } from "../../core/async/index.ts";
 import { FredError } from "../../core/errors.ts";
-import { promote } from "../maintenance/completion.ts";
+import { promote } from "../maintenance/index.ts";
 import { GroupCommitter } from "../store/index.ts";
 import { Closer } from "./closer.ts";
 import type { LifecycleDeps } from "./deps.ts";

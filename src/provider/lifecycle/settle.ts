@@ -1,4 +1,4 @@
-import { type Command, completeMaintenance } from "../maintenance/completion.ts";
+import { type Command, completeMaintenance } from "../maintenance/index.ts";
 import type { LifecycleDeps } from "./deps.ts";
 import { rejectionForFailure } from "./reasons.ts";
 

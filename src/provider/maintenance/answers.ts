@@ -1,6 +1,5 @@
 import type { ErrorCode } from "../../core/errors.ts";
-import { ApiError } from "../api/errors.ts";
-import { tenantSafeText } from "../api/lease-events.ts";
+import { ApiError, tenantSafeText } from "../api/index.ts";
 import type { MutationOutcome } from "../backend-client/index.ts";
 import type { CommandKind, Outcome, StoredAnswer } from "./journal.ts";
 

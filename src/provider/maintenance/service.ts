@@ -8,7 +8,7 @@ import type { Logger } from "../../log.ts";
 import type { BackendClient, MutationOutcome } from "../backend-client/index.ts";
 import { buildCallbackUrl, type ProviderConfig } from "../config/index.ts";
 import { failpoint } from "../failpoints.ts";
-import { leaseEnded } from "../lifecycle/closer.ts";
+import { leaseEnded } from "../lifecycle/index.ts";
 import type { PayloadStore, PlacementStore } from "../store/index.ts";
 import { formatAdmittedAt } from "./admitted-at.ts";
 import { asApiError, progressStatus, refusalAnswer, maintenanceRefusal as refuse } from "./answers.ts";
