@@ -7,7 +7,6 @@ import type { Logger } from "../../log.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import { RateBuckets } from "../http/rate-buckets.ts";
-import type { Maintenance } from "../maintenance/index.ts";
 import type { Restorer } from "../retention/index.ts";
 import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
@@ -15,6 +14,7 @@ import type { DiagnosticsLookup } from "./diagnostics.ts";
 import { sendApiError } from "./errors.ts";
 import type { EventHubOptions } from "./event-hub.ts";
 import { LeaseReads, type LeaseReadsOptions } from "./lease-reads.ts";
+import type { Maintenance } from "./maintenance/service.ts";
 import { RequestScope } from "./request-scope.ts";
 
 export interface EventTimings {

@@ -25,9 +25,8 @@ import { registerUpdateRoute } from "./routes/update.ts";
  * `close` stops its timers (the replay-store sweep).
  */
 export type { TenantApiDeps } from "./context.ts";
-export { ApiError } from "./errors.ts";
 export type { EventHub } from "./event-hub.ts";
-export { tenantSafeText } from "./lease-events.ts";
+export { Maintenance, type MaintenanceOptions } from "./maintenance/service.ts";
 
 const SWEEP_INTERVAL_MS = 30_000;
 

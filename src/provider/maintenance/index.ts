@@ -1,8 +1,10 @@
 /**
- * Restart and update: the durable maintenance journal (in the placement store), the
- * service that admits and dispatches commands, and the completion rules that settle them.
+ * Restart and update, store side: the durable maintenance journal (in the placement
+ * store) and the completion rules that settle its commands. The tenant side (admission,
+ * dispatch, answers) is the tenant API's (src/provider/api/maintenance).
  */
-export { maintenanceRefusal } from "./answers.ts";
+
+export { formatAdmittedAt } from "./admitted-at.ts";
 export { ANSWERS, type Command, type Completion, completeMaintenance, promote } from "./completion.ts";
 export {
   type CommandKind,
@@ -11,6 +13,6 @@ export {
   MaintenanceJournal,
   type Outcome,
   type Phase,
+  type StoredAnswer,
   sameCommand,
 } from "./journal.ts";
-export { type Accepted, type CommandRequest, Maintenance, type MaintenanceOptions } from "./service.ts";

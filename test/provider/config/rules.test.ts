@@ -453,8 +453,7 @@ const RULES: [string, Mutation, string[]][] = [
  * they are ready for the change that makes the key effective, so they are checked with
  * the refusal lifted; with it, each such mutation yields only refusals.
  */
-const RULES_OF_REFUSED_KEYS: [string, Mutation, string[]][] = [
-];
+const RULES_OF_REFUSED_KEYS: [string, Mutation, string[]][] = [];
 
 describe("providerd config: one message per rule", () => {
   it("maintenance_legacy_idempotency_tenants takes effect (no longer refused)", () =>

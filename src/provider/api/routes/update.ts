@@ -2,8 +2,8 @@ import type { FastifyInstance } from "fastify";
 import { decodeBase64Std } from "../../../core/encoding.ts";
 import { parseManifest } from "../../../core/manifest/index.ts";
 import { parseStrictJson } from "../../../core/strict-json.ts";
-import { maintenanceRefusal } from "../../maintenance/index.ts";
 import type { TenantContext } from "../context.ts";
+import { maintenanceRefusal } from "../maintenance/answers.ts";
 import { readBody } from "./data.ts";
 import { registerMaintenanceRoute } from "./maintenance.ts";
 

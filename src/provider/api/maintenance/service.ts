@@ -1,26 +1,27 @@
 import { Counter, type Registry } from "prom-client";
-import type { ChainPort, LeaseStateName } from "../../chain/port.ts";
-import { type KeyedMutex, withDeadline } from "../../core/async/index.ts";
-import type { Clock } from "../../core/clock.ts";
-import { FredError } from "../../core/errors.ts";
-import { newUuidV4 } from "../../core/uuid.ts";
-import type { Logger } from "../../log.ts";
-import type { BackendClient, MutationOutcome } from "../backend-client/index.ts";
-import { buildCallbackUrl, type ProviderConfig } from "../config/index.ts";
-import { failpoint } from "../failpoints.ts";
-import { leaseEnded } from "../lifecycle/index.ts";
-import type { PayloadStore, PlacementStore } from "../store/index.ts";
-import { formatAdmittedAt } from "./admitted-at.ts";
-import { asApiError, progressStatus, refusalAnswer, maintenanceRefusal as refuse } from "./answers.ts";
-import { ANSWERS, promote } from "./completion.ts";
+import type { ChainPort, LeaseStateName } from "../../../chain/port.ts";
+import { type KeyedMutex, withDeadline } from "../../../core/async/index.ts";
+import type { Clock } from "../../../core/clock.ts";
+import { FredError } from "../../../core/errors.ts";
+import { classifyState } from "../../../core/reconcile/index.ts";
+import { newUuidV4 } from "../../../core/uuid.ts";
+import type { Logger } from "../../../log.ts";
+import type { BackendClient, MutationOutcome } from "../../backend-client/index.ts";
+import { buildCallbackUrl, type ProviderConfig } from "../../config/index.ts";
+import { failpoint } from "../../failpoints.ts";
 import {
+  ANSWERS,
   type Command,
   type CommandKind,
   DEFAULT_LIMITS,
+  formatAdmittedAt,
   type Limits,
   MaintenanceJournal,
+  promote,
   sameCommand,
-} from "./journal.ts";
+} from "../../maintenance/index.ts";
+import type { PayloadStore, PlacementStore } from "../../store/index.ts";
+import { asApiError, progressStatus, refusalAnswer, maintenanceRefusal as refuse } from "./answers.ts";
 
 /**
  * Restart and update, from the tenant's request to the backend's 202: every step of one
@@ -262,7 +263,7 @@ export class Maintenance {
       () => new FredError("ERR_ABORTED", "maintenance recovery: chain read timed out"),
       (s) => chain.getLease(c.leaseUuid, s),
     );
-    if (lease !== undefined && leaseEnded(lease.state)) {
+    if (lease !== undefined && classifyState(lease.state) === "terminal") {
       this.journal.settle(c.leaseUuid, c.maintenanceId, "ended", ANSWERS.ended, clock.now());
       await this.journal.durable();
       this.#o.logger.info(

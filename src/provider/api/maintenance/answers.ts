@@ -1,7 +1,8 @@
-import type { ErrorCode } from "../../core/errors.ts";
-import { ApiError, tenantSafeText } from "../api/index.ts";
-import type { MutationOutcome } from "../backend-client/index.ts";
-import type { CommandKind, Outcome, StoredAnswer } from "./journal.ts";
+import type { ErrorCode } from "../../../core/errors.ts";
+import type { MutationOutcome } from "../../backend-client/index.ts";
+import type { CommandKind, Outcome, StoredAnswer } from "../../maintenance/index.ts";
+import { ApiError } from "../errors.ts";
+import { tenantSafeText } from "../lease-events.ts";
 
 /**
  * The tenant answers of restart and update, worded once. A settled command's answer is
