@@ -313,11 +313,11 @@ describe("providerd config: a key either takes effect or is refused", () => {
   it("reports refusals beside the file's other problems", () => {
     assert.deepEqual(
       problemsOf((c) => {
-        c.maintenance_legacy_idempotency_tenants = ["manifest17v5vws89w262da7p4wrku7hll46mml9n7wg90m"];
+        c.grpc_endpoint = "node.example.com:9090";
         c.log_level = "loud";
       }),
       [
-        `maintenance_legacy_idempotency_tenants: ${REFUSED_KEYS.maintenance_legacy_idempotency_tenants!.reason}`,
+        `grpc_endpoint: only the default "localhost:9090" is accepted; ${REFUSED_KEYS.grpc_endpoint!.reason}`,
         "log_level must be one of debug, info, warn, error",
       ],
     );
