@@ -12,8 +12,8 @@ import { registerLogsRoute } from "./routes/logs.ts";
 import { registerProviderRoute } from "./routes/provider.ts";
 import { registerProvisionRoute } from "./routes/provision.ts";
 import { registerReleasesRoute } from "./routes/releases.ts";
-import { registerRestoreRoute } from "./routes/restore.ts";
 import { registerRestartRoute } from "./routes/restart.ts";
+import { registerRestoreRoute } from "./routes/restore.ts";
 import { registerStatusRoute } from "./routes/status.ts";
 import { registerUpdateRoute } from "./routes/update.ts";
 
