@@ -33,7 +33,7 @@ import {
  * The retention keys are the reference's, top-level, with its defaults.
  */
 
-const REFUSED_KEYS: Record<string, string> = {
+export const REFUSED_KEYS: Record<string, string> = {
   callback_db_path: "this backend keeps one SQLite journal: set db_path instead",
   diagnostics_db_path: "this backend keeps one SQLite journal: set db_path instead",
   releases_db_path: "this backend keeps one SQLite journal: set db_path instead",
@@ -90,7 +90,7 @@ const partitionSourceSchema = z.string().transform((text, ctx): PartitionSource 
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"] as const;
 
-const fileSchema = z.strictObject({
+export const fileSchema = z.strictObject({
   log_level: z.enum(LOG_LEVELS).default("info"),
   name: z
     .string()
