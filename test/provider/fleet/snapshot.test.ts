@@ -4,8 +4,11 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { Registry } from "prom-client";
+import { ManualClock } from "../../../src/core/clock.ts";
 import { isFredError } from "../../../src/core/errors.ts";
-import { PayloadStore, PlacementStore } from "../../../src/provider/store/index.ts";
+import { createLogger } from "../../../src/log.ts";
+import { PayloadStore, PlacementStore, SnapshotSchedule } from "../../../src/provider/store/index.ts";
 import { backupBeside, snapshotSets, takeSnapshot } from "../../../src/provider/store/snapshot.ts";
 
 /** Online snapshots of real SQLite stores while they are being written. */
@@ -115,5 +118,37 @@ describe("online snapshots (SQLite backup API)", () => {
       restored.close();
     }
     PlacementStore.open(backup, PROVIDER).close();
+  });
+
+  it("providerd's schedule writes a set every interval and reports the last success", async () => {
+    const { placement, payload } = freshStores();
+    const clock = new ManualClock(Date.UTC(2026, 11, 1, 10));
+    const registry = new Registry();
+    const snaps = join(dir, "scheduled");
+    const schedule = new SnapshotSchedule({
+      dir: snaps,
+      intervalMs: 5 * 60_000,
+      retain: 2,
+      sources: { placement, payload },
+      clock,
+      logger: createLogger("test", "error"),
+      registry,
+    });
+    schedule.start();
+    clock.advance(5 * 60_000);
+    // stop() waits for the run the timer started.
+    await schedule.stop();
+    assert.deepEqual(snapshotSets(snaps), ["20261201T100500000Z"]);
+    const metric = await registry.getSingleMetricAsString(
+      "fred_placement_snapshot_last_success_timestamp_seconds",
+    );
+    assert.match(
+      metric,
+      new RegExp(
+        `\\n?fred_placement_snapshot_last_success_timestamp_seconds ${Date.UTC(2026, 11, 1, 10, 5) / 1000}`,
+      ),
+    );
+    placement.close();
+    payload.close();
   });
 });
