@@ -10,6 +10,7 @@ import {
   checkClientCaBundle,
   DEFAULT_DIAGNOSTICS_MAX_AGE_MS,
   DEFAULT_ORPHAN_CONFIRMATIONS,
+  DEFAULT_RELEASES_MAX_AGE_MS,
   DEFAULT_RETENTION_MAX_AGE_MS,
   DEFAULT_RETENTION_REAP_INTERVAL_MS,
   type PartitionSource,
@@ -150,6 +151,7 @@ export const fileSchema = z.strictObject({
   reservation_ttl: positiveDuration("reservation_ttl").default(600_000),
   // 0 = never expire, as in the reference.
   diagnostics_max_age: duration("diagnostics_max_age").default(DEFAULT_DIAGNOSTICS_MAX_AGE_MS),
+  releases_max_age: duration("releases_max_age").default(DEFAULT_RELEASES_MAX_AGE_MS),
   retain_on_close: z.boolean().default(false),
   // 0 = retained data never expires, as in the reference.
   retention_max_age: duration("retention_max_age").default(DEFAULT_RETENTION_MAX_AGE_MS),
@@ -227,6 +229,8 @@ export interface DockerBackendConfig {
   readonly reservationTtlMs: number;
   /** How long a lease's last failure (reason, message, captured logs) stays readable; 0 = always. */
   readonly diagnosticsMaxAgeMs: number;
+  /** Superseded and failed releases in `GET /releases/{lease}` are dropped after this long; 0 = never. */
+  readonly releasesMaxAgeMs: number;
   /** retain_on_close and the retention_* / max_retained_* keys. */
   readonly retention: Readonly<RetentionPolicy>;
   /** Present when `ingress.enabled`: hostnames and custom domains through Caddy. */
@@ -416,6 +420,7 @@ export function parseDockerBackendConfig(
     reconcileIntervalMs: file.reconcile_interval,
     reservationTtlMs: file.reservation_ttl,
     diagnosticsMaxAgeMs: file.diagnostics_max_age,
+    releasesMaxAgeMs: file.releases_max_age,
     retention: Object.freeze({
       retainOnClose: file.retain_on_close,
       maxAgeMs: file.retention_max_age,

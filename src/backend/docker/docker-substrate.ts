@@ -124,7 +124,7 @@ export class DockerSubstrate implements Substrate {
       renameTimeoutMs: opts.config.containerCreateTimeoutMs,
       owned: (lease, signal) => this.#owned(lease, signal),
       create: (spec, signal) => this.create(spec, signal),
-      start: (spec, signal, o) => this.#startChecked(spec, signal, o.startStopped),
+      start: (spec, signal, o) => this.#startChecked(spec, signal, o.startStopped, o.replacing),
       ensureImages: async (spec, signal) => {
         await this.#ensureImages(this.#models(spec), signal);
       },
@@ -331,11 +331,16 @@ export class DockerSubstrate implements Substrate {
     await this.#startChecked(spec, signal, false);
   }
 
-  async #startChecked(spec: WorkloadSpec, signal: AbortSignal, startStopped: boolean): Promise<void> {
+  async #startChecked(
+    spec: WorkloadSpec,
+    signal: AbortSignal,
+    startStopped: boolean,
+    replacing: ReadonlySet<string> = new Set(),
+  ): Promise<void> {
     this.#shareable(signal);
     await this.#during(spec.leaseUuid, async () => {
       try {
-        await this.#startAndVerify(spec, signal, startStopped);
+        await this.#startAndVerify(spec, signal, startStopped, replacing);
       } catch (err) {
         // A failed lease must not keep its other instances running: stop them, keep them
         // (and their logs) until the lease is re-provisioned or closed.
@@ -353,11 +358,17 @@ export class DockerSubstrate implements Substrate {
   }
 
   /**
-   * Only the spec's release: during an update the previous one's containers are beside it.
-   * The ready path of provision, restart, update and rollback: once verified, the lease's
-   * routes point at this release.
+   * Only the spec's release: during an update the previous one's containers are beside it,
+   * during a restart the old containers (`replacing`) are being removed. The ready path of
+   * provision, restart, update and rollback: once verified, the lease's routes point at
+   * this release.
    */
-  async #startAndVerify(spec: WorkloadSpec, signal: AbortSignal, startStopped: boolean): Promise<void> {
+  async #startAndVerify(
+    spec: WorkloadSpec,
+    signal: AbortSignal,
+    startStopped: boolean,
+    replacing: ReadonlySet<string>,
+  ): Promise<void> {
     const release = String(spec.release);
     await startAndVerify(
       {
@@ -365,7 +376,9 @@ export class DockerSubstrate implements Substrate {
         clock: this.#clock,
         log: this.#log,
         list: async (s) =>
-          (await this.#list(s, spec.leaseUuid)).filter((r) => r.Labels?.[LABEL.release] === release),
+          (await this.#list(s, spec.leaseUuid)).filter(
+            (r) => r.Labels?.[LABEL.release] === release && !replacing.has(r.Id),
+          ),
         startStopped,
         startTimeoutMs: this.#config.containerStartTimeoutMs,
         verifyMs: this.#config.startupVerifyDurationMs,

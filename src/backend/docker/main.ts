@@ -139,6 +139,7 @@ export async function startDockerBackend(
       reservationTtlMs: config.reservationTtlMs,
       reconcileIntervalMs: config.reconcileIntervalMs,
       diagnosticsMaxAgeMs: config.diagnosticsMaxAgeMs,
+      releasesMaxAgeMs: config.releasesMaxAgeMs,
       retention: config.retention,
       bodyLimitBytes: config.maxRequestBodySize,
       metricsRegistry: registry,

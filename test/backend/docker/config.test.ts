@@ -89,6 +89,19 @@ describe("docker backend config", () => {
     assert.match(refusal(minimal({ diagnostics_max_age: 3600 })), /diagnostics_max_age/);
   });
 
+  it("releases_max_age defaults to 2160h, takes a Go duration (0 = never expire) and refuses junk by name", () => {
+    assert.equal(parseDockerBackendConfig(minimal()).releasesMaxAgeMs, 2160 * 3_600_000);
+    assert.equal(
+      parseDockerBackendConfig(minimal({ releases_max_age: "48h" })).releasesMaxAgeMs,
+      172_800_000,
+    );
+    assert.equal(parseDockerBackendConfig(minimal({ releases_max_age: "0s" })).releasesMaxAgeMs, 0);
+    assert.match(
+      refusal(minimal({ releases_max_age: "a year" })),
+      /releases_max_age: "a year" is not a Go duration/,
+    );
+  });
+
   it("applies the environment overrides over the file", () => {
     const c = parseDockerBackendConfig(minimal({ listen_addr: "127.0.0.1:1" }), {
       env: {

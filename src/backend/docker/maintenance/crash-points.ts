@@ -10,7 +10,7 @@ import { armCrashPoints, crashPoint } from "../../../failpoints.ts";
 export const DOCKER_CRASH_POINTS = [
   /** Restart: called, nothing touched yet. */
   "docker.restart.begin",
-  /** Restart: the lease's containers are stopped, not yet removed. */
+  /** Restart: the old containers are stopped (set aside), the new ones created, not started. */
   "docker.restart.after-stop",
   /** Restart: the recreated containers run and passed verification. */
   "docker.restart.after-start",

@@ -34,9 +34,14 @@ export interface MaintenanceDeps {
   /**
    * Starts and verifies the spec's release only; a definite failure stops the lease's
    * containers. `startStopped`: instances that exited are started again (a release the
-   * backend stopped itself, being restored) instead of counting as failed.
+   * backend stopped itself, being restored) instead of counting as failed. `replacing`:
+   * ids of the same release's old containers, being removed meanwhile (not verified).
    */
-  start(spec: WorkloadSpec, signal: AbortSignal, opts: { startStopped: boolean }): Promise<void>;
+  start(
+    spec: WorkloadSpec,
+    signal: AbortSignal,
+    opts: { startStopped: boolean; replacing?: ReadonlySet<string> },
+  ): Promise<void>;
   /** Verifies (pulls if allowed) every image the spec runs, before anything is changed. */
   ensureImages(spec: WorkloadSpec, signal: AbortSignal): Promise<void>;
   stopContainer(id: string, signal: AbortSignal): Promise<void>;

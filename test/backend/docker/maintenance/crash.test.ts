@@ -38,7 +38,14 @@ const aside = (l: string) => asideName(l, "app", 0, 1);
 
 const CASES: Case[] = [
   { point: "docker.restart.begin", op: "restart", left: (l) => [[canonical(l), "1", "running"]] },
-  { point: "docker.restart.after-stop", op: "restart", left: (l) => [[canonical(l), "1", "exited"]] },
+  {
+    point: "docker.restart.after-stop",
+    op: "restart",
+    left: (l) => [
+      [canonical(l), "1", "created"],
+      [aside(l), "1", "exited"],
+    ],
+  },
   { point: "docker.restart.after-start", op: "restart", left: (l) => [[canonical(l), "1", "running"]] },
   { point: "docker.update.begin", op: "update", left: (l) => [[canonical(l), "1", "running"]] },
   {
