@@ -4,6 +4,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { Journal } from "../../../../src/backend/kit/journal/journal.ts";
+import { restartRequestSchema } from "../../../../src/core/backend-contract/index.ts";
 import { ManualClock } from "../../../../src/core/clock.ts";
 import { SECRET } from "../../mock/helpers.ts";
 import { type Receiver, startReceiver } from "../receiver.ts";
@@ -123,5 +125,52 @@ describe("releases and failure injection across backend restarts", () => {
       [1, "active"],
       [2, "failed"],
     ]);
+  });
+
+  it("a command journaled but never started (the process died right after the commit) runs at the next start", async () => {
+    const storage = randomUUID();
+    const env = { MOCK_BACKEND_DB_PATH: join(dir, "pending.db"), MOCK_BACKEND_STORAGE_ID: storage };
+    const lease = randomUUID();
+    let h = await start(env);
+    const url = await h.ready(lease);
+    await h.drive(() => h.b.journal.outboxHead(lease) === undefined, "the provision's callback delivered");
+    await stop(h);
+    // Exactly what admission commits before anything else happens, written while no backend runs.
+    const j = new Journal({
+      path: env.MOCK_BACKEND_DB_PATH,
+      mode: "verify",
+      storageId: storage,
+      backendName: "x",
+    });
+    const id = randomUUID();
+    try {
+      const row = j.getLease(lease);
+      assert.ok(row);
+      const req = restartRequestSchema.parse({
+        lease_uuid: lease,
+        maintenance_id: id,
+        callback_url: url,
+        admitted_at: stamp(900),
+      });
+      const cmd = j.maintenance.admit({
+        req,
+        generation: row.generation,
+        operationId: row.operationId,
+        sourceRelease: row.release,
+        image: row.image,
+        nowMs: clock.now(),
+      });
+      assert.equal(cmd?.phase, "pending");
+      await j.durable();
+    } finally {
+      j.close();
+    }
+    h = await start(env);
+    assert.equal(((await h.c.get(`/provisions/${lease}`)).json as Body).status, "restarting");
+    await h.drive(() => completions(rx, id).length > 0, "the resumed restart's completion");
+    const [done, ...more] = completions(rx, id);
+    assert.equal(more.length, 0);
+    assert.deepEqual([done?.body.status, done?.body.maintenance_admitted_at], ["success", stamp(900)]);
+    assert.equal(((await h.c.get(`/provisions/${lease}`)).json as Body).status, "ready");
   });
 });
