@@ -27,6 +27,8 @@ export type BackendRoute =
  * (`fred placement retire-backend --lost`): nothing can be read from it, ever.
  */
 export function onLostBackend(store: PlacementStore, leaseUuid: string): boolean {
+  // The lost set is in memory and updated by every markLost: the common case reads no row.
+  if (!store.anyLost) return false;
   const placement = store.placement(leaseUuid);
   const backend =
     placement?.owner ?? (placement === undefined ? store.attemptFor(leaseUuid)?.backend : undefined);

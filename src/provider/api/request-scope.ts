@@ -6,27 +6,37 @@ import { refuse } from "./errors.ts";
  * One tenant request's lifetime: an AbortSignal that fires when the client goes away or
  * the request deadline passes (backend and chain reads take it, so abandoned work stops),
  * and `run`, which answers 503 "request timeout" when the deadline wins.
+ * The controller is made only when a handler asks for the signal, and `run` is told of an
+ * abort directly rather than through an event listener: most requests end before either
+ * could matter, and both cost an allocation and an event dispatch on every request.
  */
 export class RequestScope {
-  readonly #controller = new AbortController();
+  #controller: AbortController | undefined;
   readonly #cancelTimer: () => void;
+  /** Why the request was abandoned (set once, by the deadline or the client's close). */
+  #reason: Error | undefined;
   #expired = false;
   #done = false;
+  #onAbort: ((reason: Error) => void) | undefined;
 
   constructor(reply: FastifyReply, clock: Clock, deadlineMs: number) {
     this.#cancelTimer = clock.setTimer(deadlineMs, () => {
       this.#expired = true;
-      this.#controller.abort(refuse.timeout());
+      this.#abort(refuse.timeout());
     });
     // After the answer is written nothing of this request is left to stop: skipping the
     // abort there spares an Error and an event dispatch on every request.
     reply.raw.once("close", () => {
       this.#cancelTimer();
-      if (!this.#done) this.#controller.abort(new Error("client went away"));
+      if (!this.#done) this.#abort(new Error("client went away"));
     });
   }
 
   get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#reason !== undefined) this.#controller.abort(this.#reason);
+    }
     return this.#controller.signal;
   }
 
@@ -35,21 +45,18 @@ export class RequestScope {
   }
 
   /** Runs `work`; if the deadline passes first, rejects with the 503 timeout envelope. */
-  async run<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const signal = this.#controller.signal;
-    if (signal.aborted) throw this.#expired ? refuse.timeout() : signal.reason;
-    let onAbort = () => {};
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#reason !== undefined) throw this.#failure(this.#reason);
     const aborted = new Promise<never>((_, reject) => {
-      onAbort = () => reject(this.#expired ? refuse.timeout() : signal.reason);
-      signal.addEventListener("abort", onAbort, { once: true });
+      this.#onAbort = (reason) => reject(this.#failure(reason));
     });
-    const working = work(signal);
+    const working = work();
     // If the deadline wins, the abandoned work's own failure must not go unhandled.
     working.catch(() => {});
     try {
       return await Promise.race([working, aborted]);
     } finally {
-      signal.removeEventListener("abort", onAbort);
+      this.#onAbort = undefined;
     }
   }
 
@@ -57,5 +64,16 @@ export class RequestScope {
   done(): void {
     this.#done = true;
     this.#cancelTimer();
+  }
+
+  #abort(reason: Error): void {
+    if (this.#reason !== undefined) return;
+    this.#reason = reason;
+    this.#controller?.abort(reason);
+    this.#onAbort?.(reason);
+  }
+
+  #failure(reason: Error): Error {
+    return this.#expired ? refuse.timeout() : reason;
   }
 }

@@ -721,6 +721,11 @@ export class PlacementStore {
     return this.#lost.has(backend);
   }
 
+  /** Whether any backend was retired as lost: when none was, no lease's record can name one. */
+  get anyLost(): boolean {
+    return this.#lost.size > 0;
+  }
+
   /**
    * `retire-backend --lost`: the backend's storage is gone for good. Its pin stays while
    * rows name it (they are pruned once their leases ended); nothing is routed to it.
