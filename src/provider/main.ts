@@ -216,8 +216,7 @@ export async function startProviderd(
       queue: deps.queue,
       clock,
       logger: logger.child({ component: "maintenance" }),
-      provisioningStarted: (lease) =>
-        lc.provisioner.inFlight.has(lease) || store.attemptFor(lease) !== undefined,
+      provisioningStarted: (lease) => lc.provisioner.inFlight.has(lease) || store.hasAttempt(lease),
       // Called only once requests flow (after `tenant` below exists).
       publish: (lease, status) => void tenant.events.publish(lease, status),
       registry: metrics.registry,
@@ -252,8 +251,7 @@ export async function startProviderd(
       clients,
       clock,
       logger: logger.child({ component: "tenant-api" }),
-      provisioningStarted: (lease) =>
-        lc.provisioner.inFlight.has(lease) || store.attemptFor(lease) !== undefined,
+      provisioningStarted: (lease) => lc.provisioner.inFlight.has(lease) || store.hasAttempt(lease),
       payloadStored: (lease) => lc.payloadUploaded(lease),
       restorer: new Restorer(deps, (lease) => lc.provisioner.inFlight.has(lease)),
       credit: (tenantAddress, signal) => billing.monitor.status(tenantAddress, signal),

@@ -127,6 +127,8 @@ function prepare(db: Database.Database) {
       "INSERT OR IGNORE INTO attempts (operation_id, lease_uuid, backend, kind, created_at) VALUES (?, ?, ?, ?, ?)",
     ),
     attemptByLease: db.prepare<[Buffer], AttemptRow>("SELECT * FROM attempts WHERE lease_uuid = ?"),
+    // GET status asks on every poll whether an attempt exists: no row to build for that.
+    hasAttempt: db.prepare<[Buffer], number>("SELECT 1 FROM attempts WHERE lease_uuid = ?").pluck(),
     attemptsCreatedBy: db.prepare<[number], AttemptRow>(
       "SELECT * FROM attempts WHERE created_at <= ? ORDER BY created_at, operation_id",
     ),
@@ -636,6 +638,11 @@ export class PlacementStore {
     if (!isCanonicalUuid(leaseUuid)) return undefined;
     const row = this.#stmt.attemptByLease.get(uuidBytes(leaseUuid));
     return row === undefined ? undefined : toAttempt(row);
+  }
+
+  /** Whether the lease has an unresolved attempt (attemptFor without building the record). */
+  hasAttempt(leaseUuid: string): boolean {
+    return isCanonicalUuid(leaseUuid) && this.#stmt.hasAttempt.get(uuidBytes(leaseUuid)) !== undefined;
   }
 
   /** Unresolved attempts created at or before `cutoff` (the overdue ones), oldest first. */

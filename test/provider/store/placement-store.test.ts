@@ -257,6 +257,9 @@ describe("placement store: attempts and settlement", () => {
     assert.deepEqual(store.settleOperation(LEASE_1, OP_2, "success", T0 + 4), { kind: "unknown-operation" });
     assert.equal(store.clearRefusedAttempt(LEASE_1, OP_2), undefined);
     assert.equal(store.attemptFor(LEASE_1)?.operationId, OP_1);
+    assert.equal(store.hasAttempt(LEASE_1), true);
+    assert.equal(store.hasAttempt(LEASE_2), false);
+    assert.equal(store.hasAttempt(LEASE_1.toUpperCase()), false, "a malformed UUID names no attempt");
     const r = store.settleOperation(LEASE_1, OP_1, "success", T0 + 5);
     assert.equal(r.kind, "settled");
     assert.deepEqual(store.placement(LEASE_1), {
@@ -268,6 +271,7 @@ describe("placement store: attempts and settlement", () => {
       updatedAt: T0 + 5,
     });
     assert.equal(store.attemptFor(LEASE_1), undefined);
+    assert.equal(store.hasAttempt(LEASE_1), false, "settled: the attempt row is gone");
     assert.deepEqual(store.settleOperation(LEASE_1, OP_1, "success", T0 + 6), { kind: "unknown-operation" });
   });
 
