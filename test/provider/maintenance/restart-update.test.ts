@@ -8,7 +8,6 @@ import { BackendClient } from "../../../src/provider/backend-client/index.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { MaintenanceJournal } from "../../../src/provider/maintenance/journal.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
-import { signedClient } from "../../backend/kit/signed-client.ts";
 import { until } from "../../support/index.ts";
 import { TenantKey } from "../api/tenant-client.ts";
 import { WsClient } from "../api/ws-client.ts";
