@@ -5,6 +5,7 @@ import { isAccountAddress } from "../auth/address.ts";
 import { privateKeyFromHex, privateKeyFromMnemonic } from "../auth/keys.ts";
 import { type CosmosChain, openCosmosChain } from "../chain/cosmos/adapter.ts";
 import { type SignModeName, signerFromKey } from "../chain/cosmos/signer.ts";
+import { Keyring } from "../chain/keyring/index.ts";
 import { type ChainLease, LEASE_STATES, type LeaseOutcome, type LeaseStateName } from "../chain/port.ts";
 import {
   MsgCancelLease,
@@ -33,6 +34,9 @@ export interface TxFlags extends ReadFlags {
   mnemonic?: string;
   from?: string;
   home?: string;
+  keyName?: string;
+  keyringDir?: string;
+  keyringBackend?: string;
   signMode?: string;
   txTimeout?: string;
 }
@@ -76,6 +80,13 @@ export function withTx(cmd: Command): Command {
     .option("--mnemonic <words>", "signing BIP-39 mnemonic (m/44'/118'/0'/0/0)")
     .option("--from <name>", "dev account name from `fred devnet keys` (needs --home)")
     .option("--home <dir>", "devnet home directory for --from")
+    .option("--key-name <name>", "key in a `fred keys` keyring (needs --keyring-dir)")
+    .option("--keyring-dir <dir>", "keyring directory for --key-name")
+    .option(
+      "--keyring-backend <backend>",
+      "keyring backend for --key-name: file (passphrase from FRED_KEYRING_PASSPHRASE) or test",
+      "file",
+    )
     .option(
       "--sign-mode <mode>",
       "direct (SIGN_MODE_DIRECT) or amino-json (SIGN_MODE_LEGACY_AMINO_JSON, as Keplr and Ledger sign)",
@@ -106,13 +117,29 @@ export function signModeFrom(flags: TxFlags): SignModeName {
   return mode;
 }
 
+/** The signing key from the flags, a `fred keys` keyring included (which may need to decrypt). */
+export async function resolvePrivateKey(flags: TxFlags): Promise<Uint8Array> {
+  if (flags.keyName === undefined) return privateKeyFrom(flags);
+  if ([flags.keyHex, flags.mnemonic, flags.from].some((v) => v !== undefined))
+    throw new FredError("ERR_USAGE", KEY_CHOICE);
+  if (flags.keyringDir === undefined)
+    throw new FredError("ERR_USAGE", "--key-name needs --keyring-dir <dir>");
+  const keyring = new Keyring({
+    dir: flags.keyringDir,
+    backend: flags.keyringBackend ?? "file",
+    passphrase: process.env.FRED_KEYRING_PASSPHRASE,
+  });
+  return (await keyring.unlock(flags.keyName)).privateKey;
+}
+
+const KEY_CHOICE =
+  "give exactly one key: --key-hex, --mnemonic, --from <name> --home <dir>, or --key-name <name> --keyring-dir <dir>";
+
 export function privateKeyFrom(flags: TxFlags): Uint8Array {
-  const given = [flags.keyHex, flags.mnemonic, flags.from].filter((v) => v !== undefined).length;
-  if (given !== 1)
-    throw new FredError(
-      "ERR_USAGE",
-      "give exactly one key: --key-hex, --mnemonic, or --from <name> --home <dir>",
-    );
+  const given = [flags.keyHex, flags.mnemonic, flags.from, flags.keyName].filter(
+    (v) => v !== undefined,
+  ).length;
+  if (given !== 1 || flags.keyName !== undefined) throw new FredError("ERR_USAGE", KEY_CHOICE);
   if (flags.keyHex !== undefined) return privateKeyFromHex(flags.keyHex);
   if (flags.mnemonic !== undefined) return privateKeyFromMnemonic(flags.mnemonic);
   if (flags.home === undefined) throw new FredError("ERR_USAGE", "--from needs --home <devnet home>");
@@ -132,7 +159,7 @@ export async function readClient(flags: ReadFlags): Promise<CosmosChain> {
 }
 
 export async function txClient(flags: TxFlags): Promise<CosmosChain> {
-  const signer = signerFromKey(privateKeyFrom(flags), undefined, signModeFrom(flags));
+  const signer = signerFromKey(await resolvePrivateKey(flags), undefined, signModeFrom(flags));
   return openCosmosChain({
     rpcUrl: flags.rpc,
     ...(flags.chainId === undefined ? {} : { chainId: flags.chainId }),

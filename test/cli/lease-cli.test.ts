@@ -149,6 +149,44 @@ describe("fred lease against a real stack", () => {
     assert.ok((releases.json.releases as unknown[]).length >= 1);
   });
 
+  it("a key from a fred keys keyring signs as well as the dev account", async () => {
+    const dir = join(stack.dir, "tenant-keyring");
+    const added = await runFred(
+      ["keys", "add", "me", "--keyring-dir", dir, "--keyring-backend", "test", "--mnemonic", "-"],
+      {
+        input: stack.account("tenant1").mnemonic,
+      },
+    );
+    assert.equal(added.code, 0, added.stderr);
+    const flags = ["--key-name", "me", "--keyring-dir", dir, "--keyring-backend", "test"];
+    const r = await fred([
+      "lease",
+      "status",
+      lease,
+      ...flags,
+      "--rpc",
+      stack.devnet.ready.rpc,
+      "--provider-url",
+      stack.api,
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.json.tenant, stack.account("tenant1").address);
+    const both = await fred([
+      "lease",
+      "status",
+      lease,
+      ...flags,
+      "--from",
+      "tenant1",
+      "--home",
+      home,
+      "--provider-url",
+      stack.api,
+    ]);
+    assert.equal(both.code, 1);
+    assert.match(both.stderr, /give exactly one key/);
+  });
+
   it("another tenant's key is refused with the API's 403 and a hint, exit 1", async () => {
     const r = await fred(["lease", "status", lease, ...as("tenant2")]);
     assert.equal(r.code, 1);

@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { createHash, randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { dockerSkip } from "../backend/docker/engine-helper.ts";
+import { keplrAccessToken, keplrPayloadToken } from "../provider/api/keplr-token.ts";
 import { type Launched, launchFred, runFred } from "../support/index.ts";
 
 /**
@@ -97,6 +99,45 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     assert.match(Object.values(body.logs).join("\n"), /response:200/);
   });
 
+  it("update deploys a second manifest on the same data, releases show both, restart keeps it serving", async () => {
+    const id = (await page("id.txt")).trim();
+    const updated = await runFred([
+      "lease",
+      "update",
+      lease,
+      "--manifest",
+      join(home, "demo", "notes-v2.json"),
+      ...keys,
+    ]);
+    assert.equal(updated.code, 0, updated.stderr);
+    assert.equal(JSON.parse(updated.stdout).provision_status, "ready");
+    assert.equal((await page("version.txt")).trim(), "v2");
+    assert.equal((await page("id.txt")).trim(), id, "an update keeps the volume");
+
+    const releases = await runFred(["lease", "releases", lease, ...keys]);
+    assert.equal(releases.code, 0, releases.stderr);
+    const list = (JSON.parse(releases.stdout) as { releases: { version: number; status: string }[] })
+      .releases;
+    assert.deepEqual(
+      list.map((r) => [r.version, r.status]),
+      [
+        [1, "superseded"],
+        [2, "active"],
+      ],
+    );
+
+    const boots = (await page("boots.txt")).trim().split("\n").length;
+    const restarted = await runFred(["lease", "restart", lease, ...keys]);
+    assert.equal(restarted.code, 0, restarted.stderr);
+    assert.equal(JSON.parse(restarted.stdout).provision_status, "ready");
+    assert.equal(
+      (await page("boots.txt")).trim().split("\n").length,
+      boots + 1,
+      "the restart booted it once more",
+    );
+    assert.equal((await page("version.txt")).trim(), "v2", "a restart keeps the release");
+  });
+
   it("a second start resumes the same chain and lease", async () => {
     await stopUp();
     up = await startUp();
@@ -109,6 +150,7 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
   it("close removes the containers and keeps the data; restore onto a larger tier brings the same data back", async () => {
     const id = (await page("id.txt")).trim();
     assert.match(id, /^[0-9a-f-]{36}$/);
+    const bootsBefore = (await page("boots.txt")).trim().split("\n").length;
     const closed = await runFred(["lease", "close", lease, ...keys]);
     assert.equal(closed.code, 0, closed.stderr);
     assert.equal(JSON.parse(closed.stdout).state, "LEASE_STATE_CLOSED");
@@ -137,17 +179,129 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     );
     assert.equal(
       (await page("boots.txt", into)).trim().split("\n").length,
-      2,
-      "one boot before close, one after restore",
+      bootsBefore + 1,
+      "the boots before close are there, plus the restored one",
     );
 
     lease = into; // --reset below removes its container
   });
 
+  it("the same journey with every token signed by Keplr's ADR-036 builder, not our code", async () => {
+    const api = keys[keys.indexOf("--provider-url") + 1] as string;
+    const devnet = JSON.parse((await runFred(["devnet", "keys", "--home", join(home, "devnet")])).stdout) as {
+      accounts: { name: string; mnemonic: string }[];
+    };
+    const mnemonic = devnet.accounts.find((a) => a.name === "tenant1")?.mnemonic as string;
+    let last = 0;
+    const stamp = () => {
+      last = Math.max(last + 1, Math.floor(Date.now() / 1000) - 20);
+      return last;
+    };
+    const call = async (uuid: string, path: string, init: RequestInit = {}, token?: string) => {
+      const headers = new Headers(init.headers);
+      // Replay-protected calls (POSTs, connection) need a timestamp never used before;
+      // the other reads take the current second (unique ones would run ahead of the clock).
+      const spent = init.method === "POST" || path === "connection";
+      const at = spent ? stamp() : Math.floor(Date.now() / 1000);
+      headers.set("authorization", `Bearer ${token ?? keplrAccessToken(mnemonic, uuid, at)}`);
+      const res = await fetch(`${api}/v1/leases/${uuid}/${path}`, { ...init, headers });
+      const text = await res.text();
+      return { status: res.status, body: (text === "" ? {} : JSON.parse(text)) as Record<string, unknown> };
+    };
+    const settled = async (uuid: string, busy: string) => {
+      let body: Record<string, unknown> = {};
+      for (let i = 0; i < 480; i++) {
+        body = (await call(uuid, "status")).body;
+        if (body.provision_status === "ready" && body.state === "LEASE_STATE_ACTIVE") return body;
+        assert.ok(body.provision_status !== "failed", JSON.stringify(body));
+        await new Promise((d) => setTimeout(d, 500));
+      }
+      assert.fail(`${uuid} did not settle after ${busy}: ${JSON.stringify(body)}`);
+    };
+    const url = async (uuid: string) => {
+      const { status, body } = await call(uuid, "connection");
+      assert.equal(status, 200, JSON.stringify(body));
+      const ports = (body.connection as { ports: Record<string, { host_ip: string; host_port: number }> })
+        .ports;
+      const p = ports["8080/tcp"] as { host_ip: string; host_port: number };
+      return `http://${p.host_ip}:${p.host_port}/`;
+    };
+    const manifest = join(home, "demo", "notes.json");
+    const manifestBytes = readFileSync(manifest);
+    const metaHash = createHash("sha256").update(manifestBytes).digest("hex");
+
+    const created = await runFred([
+      "lease",
+      "create",
+      "--sku",
+      "docker-small",
+      "--manifest",
+      manifest,
+      ...keys,
+    ]);
+    assert.equal(created.code, 0, created.stderr);
+    const uuid = JSON.parse(created.stdout).lease_uuid as string;
+    const uploaded = await call(
+      uuid,
+      "data",
+      { method: "POST", body: manifestBytes },
+      keplrPayloadToken(mnemonic, uuid, metaHash, stamp()),
+    );
+    assert.equal(uploaded.status, 202, JSON.stringify(uploaded.body));
+    await settled(uuid, "upload");
+    const id = (await (await fetch(`${await url(uuid)}id.txt`)).text()).trim();
+
+    const v2 = readFileSync(join(home, "demo", "notes-v2.json")).toString("base64");
+    const json = { "content-type": "application/json" };
+    const update = await call(uuid, "update", {
+      method: "POST",
+      headers: { ...json, "idempotency-key": randomUUID() },
+      body: JSON.stringify({ payload: v2 }),
+    });
+    assert.equal(update.status, 202, JSON.stringify(update.body));
+    await settled(uuid, "update");
+    assert.equal((await (await fetch(`${await url(uuid)}version.txt`)).text()).trim(), "v2");
+    const releases = await call(uuid, "releases");
+    assert.equal((releases.body.releases as unknown[]).length, 2);
+    const restart = await call(uuid, "restart", {
+      method: "POST",
+      headers: { "idempotency-key": randomUUID() },
+    });
+    assert.equal(restart.status, 202, JSON.stringify(restart.body));
+    await settled(uuid, "restart");
+    // The restarted container has served nothing yet: one request, then its log shows it.
+    assert.equal((await (await fetch(`${await url(uuid)}version.txt`)).text()).trim(), "v2");
+    const logs = await call(uuid, "logs?tail=50");
+    assert.match(Object.values(logs.body.logs as Record<string, string>).join("\n"), /response:200/);
+
+    assert.equal((await runFred(["lease", "close", uuid, ...keys])).code, 0);
+    for (let i = 0; i < 60 && (await call(uuid, "status")).body.provision_status !== "retained"; i++)
+      await new Promise((d) => setTimeout(d, 500));
+    const target = await runFred([
+      "lease",
+      "create",
+      "--sku",
+      "docker-small",
+      "--manifest",
+      manifest,
+      ...keys,
+    ]);
+    const into = JSON.parse(target.stdout).lease_uuid as string;
+    const restore = await call(into, "restore", {
+      method: "POST",
+      headers: { ...json, "idempotency-key": randomUUID() },
+      body: JSON.stringify({ from_lease_uuid: uuid }),
+    });
+    assert.equal(restore.status, 202, JSON.stringify(restore.body));
+    await settled(into, "restore");
+    assert.equal((await (await fetch(`${await url(into)}id.txt`)).text()).trim(), id);
+    assert.equal((await runFred(["lease", "close", into, ...keys])).code, 0);
+  });
+
   it("--reset starts over and removes the old chain's containers", async () => {
     await stopUp();
     up = await startUp(["--reset"]);
-    assert.match(up.stderr(), /removed 1 demo container/);
+    assert.match(up.stderr(), /removed [1-9]\d* demo container/);
     const left = execFileSync("docker", ["ps", "-aq", "--filter", `label=fred.lease_uuid=${lease}`], {
       encoding: "utf8",
     });

@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import type { CosmosChain } from "../../chain/cosmos/adapter.ts";
 import { parseConfigDuration } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
-import { privateKeyFrom, readClient, type TxFlags, withTx } from "../chain.ts";
+import { readClient, resolvePrivateKey, type TxFlags, withTx } from "../chain.ts";
 import { say } from "../output.ts";
 import { TenantApi } from "./tenant-api.ts";
 
@@ -60,7 +60,7 @@ function checkedUrl(text: string, what: string): string {
 
 /** A tenant API client for one lease, resolving its provider from the chain when needed. */
 export async function apiForLease(flags: LeaseFlags, uuid: string): Promise<TenantApi> {
-  const key = privateKeyFrom(flags);
+  const key = await resolvePrivateKey(flags);
   if (flags.providerUrl !== undefined || process.env.FRED_PROVIDER_URL)
     return new TenantApi(await providerUrl(flags), key, flags.prefix);
   const chain = await readClient(flags);

@@ -6,7 +6,7 @@ import {
   leaseArg,
   leaseView,
   parseSkuSpec,
-  privateKeyFrom,
+  resolvePrivateKey,
   type SkuSpec,
   txClient,
   using,
@@ -115,7 +115,10 @@ Examples:
         progress(`created lease ${created.lease_uuid} (tx ${created.tx_hash}, height ${created.height})`);
         const onChain = await c.getLease(created.lease_uuid);
         const url = await providerUrl(opts, c, onChain?.providerUuid);
-        return { uuid: created.lease_uuid, api: new TenantApi(url, privateKeyFrom(opts), opts.prefix) };
+        return {
+          uuid: created.lease_uuid,
+          api: new TenantApi(url, await resolvePrivateKey(opts), opts.prefix),
+        };
       });
       await upload(api, uuid, opts.manifest);
       await settle(api, uuid, opts, true);
@@ -205,7 +208,10 @@ Examples:
         );
         progress(`created lease ${created.lease_uuid} to restore ${from} into`);
         const url = await providerUrl(opts, c, source.providerUuid);
-        return { uuid: created.lease_uuid, api: new TenantApi(url, privateKeyFrom(opts), opts.prefix) };
+        return {
+          uuid: created.lease_uuid,
+          api: new TenantApi(url, await resolvePrivateKey(opts), opts.prefix),
+        };
       });
       await api.lease(uuid, "restore", {
         method: "POST",
@@ -259,7 +265,7 @@ Examples:
           if (l.state === "LEASE_STATE_PENDING" || l.state === "LEASE_STATE_ACTIVE") {
             const api = new TenantApi(
               await providerUrl(opts, c, l.providerUuid),
-              privateKeyFrom(opts),
+              await resolvePrivateKey(opts),
               opts.prefix,
             );
             const status = await api.lease(l.uuid, "status").catch(() => undefined);

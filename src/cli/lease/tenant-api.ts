@@ -63,20 +63,23 @@ export class TenantApi {
   }
 
   /**
-   * A token timestamp never used before by this process: replay-protected endpoints refuse
-   * a token seen before, and tokens minted within one second would otherwise be identical.
+   * A token timestamp never used before by this process, for the replay-protected calls
+   * (tokens minted within one second would otherwise be identical and refused as spent).
+   * It may run ahead of the clock only by the few calls made in one second, so the other
+   * reads, which may reuse a token, take the plain current second instead.
    */
-  #timestamp(): number {
+  #timestamp(unique: boolean): number {
     const now = Math.floor(Date.now() / 1000);
+    if (!unique) return now;
     this.#lastTimestamp = Math.max(this.#lastTimestamp + 1, now - 20);
     return this.#lastTimestamp;
   }
 
-  token(leaseUuid: string, metaHash?: string): string {
+  token(leaseUuid: string, metaHash?: string, unique = true): string {
     return mintTenantToken({
       privateKey: this.privateKey,
       leaseUuid,
-      timestamp: this.#timestamp(),
+      timestamp: this.#timestamp(unique),
       prefix: this.prefix,
       ...(metaHash === undefined ? {} : { metaHash }),
     });
@@ -97,7 +100,8 @@ export class TenantApi {
 
   async #once(leaseUuid: string, path: string, req: ApiRequest): Promise<ApiAnswer> {
     const headers: Record<string, string> = {
-      authorization: `Bearer ${this.token(leaseUuid, req.metaHash)}`,
+      // Replay protection covers every POST and the connection read.
+      authorization: `Bearer ${this.token(leaseUuid, req.metaHash, req.method === "POST" || path === "connection")}`,
     };
     if (req.idempotencyKey !== undefined) headers["idempotency-key"] = req.idempotencyKey;
     let body: Uint8Array | string | undefined;

@@ -18,14 +18,14 @@ const RECIPE_LABEL = "fred.demo.recipe";
 
 // Everything lives on the volume. First start only: the page and a random id (so a restore
 // can show it got the same data back). Every start: a line in boots.txt and the manifest's
-// FRED_DEMO_VERSION in version.txt (so an update shows). httpd -v logs each request.
+// DEMO_VERSION in version.txt (so an update shows). httpd -v logs each request.
 const START = [
   "mkdir -p /data/www",
   '[ -f /data/www/index.html ] || echo "hello from fred" > /data/www/index.html',
   "[ -f /data/www/id.txt ] || cat /proc/sys/kernel/random/uuid > /data/www/id.txt",
   "date >> /data/www/boots.txt",
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion inside the container, not JS
-  'echo "${FRED_DEMO_VERSION:-v1}" > /data/www/version.txt',
+  'echo "${DEMO_VERSION:-v1}" > /data/www/version.txt',
   "exec httpd -f -v -p 8080 -h /data/www",
 ].join("; ");
 
@@ -92,6 +92,6 @@ export async function ensureDemoImage(docker: Docker): Promise<string> {
 /** The demo manifest the walkthrough deploys (its SHA-256 becomes the lease's meta_hash). */
 export function demoManifest(image: string, version?: string): string {
   const manifest: Record<string, unknown> = { image, ports: { "8080/tcp": {} } };
-  if (version !== undefined) manifest.env = { FRED_DEMO_VERSION: version };
+  if (version !== undefined) manifest.env = { DEMO_VERSION: version };
   return `${JSON.stringify(manifest, null, 2)}\n`;
 }

@@ -22,3 +22,26 @@ export function keplrAccessToken(mnemonic: string, leaseUuid: string, timestamp:
   };
   return Buffer.from(JSON.stringify(envelope)).toString("base64");
 }
+
+/** The payload-upload token, minted the same way (Keplr signs; only the envelope is ours). */
+export function keplrPayloadToken(
+  mnemonic: string,
+  leaseUuid: string,
+  metaHash: string,
+  timestamp: number,
+): string {
+  const key = new PrivKeySecp256k1(Mnemonic.generateWalletFromMnemonic(mnemonic, "m/44'/118'/0'/0/0"));
+  const pubKey = key.getPubKey();
+  const tenant = new Bech32Address(pubKey.getCosmosAddress()).toBech32("manifest");
+  const doc = makeADR36AminoSignDoc(tenant, `manifest lease data ${leaseUuid} ${metaHash} ${timestamp}`);
+  const { r, s } = key.signDigest32(Hash.sha256(serializeSignDoc(doc)));
+  const envelope = {
+    tenant,
+    lease_uuid: leaseUuid,
+    meta_hash: metaHash,
+    timestamp,
+    pub_key: Buffer.from(pubKey.toBytes()).toString("base64"),
+    signature: Buffer.concat([r, s]).toString("base64"),
+  };
+  return Buffer.from(JSON.stringify(envelope)).toString("base64");
+}
