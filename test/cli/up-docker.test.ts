@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { dockerSkip } from "../backend/docker/engine-helper.ts";
 import { keplrAccessToken, keplrPayloadToken } from "../provider/api/keplr-token.ts";
-import { type Launched, launchFred, runFred } from "../support/index.ts";
+import { type Launched, launchFred, runFred, until } from "../support/index.ts";
 
 /**
  * `fred up --docker` as a newcomer runs it: the walkthrough it prints is followed with the
@@ -154,12 +154,17 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     const closed = await runFred(["lease", "close", lease, ...keys]);
     assert.equal(closed.code, 0, closed.stderr);
     assert.equal(JSON.parse(closed.stdout).state, "LEASE_STATE_CLOSED");
-    let status: Record<string, unknown> = {};
-    for (let i = 0; i < 60 && status.provision_status !== "retained"; i++) {
-      const r = await runFred(["lease", "status", lease, ...keys]);
-      status = JSON.parse(r.stdout) as Record<string, unknown>;
-      if (status.provision_status !== "retained") await new Promise((d) => setTimeout(d, 500));
-    }
+    const status = await until(
+      async () => {
+        const body = JSON.parse((await runFred(["lease", "status", lease, ...keys])).stdout) as Record<
+          string,
+          unknown
+        >;
+        return body.provision_status === "retained" ? body : undefined;
+      },
+      "the closed lease to read retained",
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
     assert.equal(status.provision_status, "retained", JSON.stringify(status));
     const left = execFileSync("docker", ["ps", "-aq", "--filter", `label=fred.lease_uuid=${lease}`], {
       encoding: "utf8",
@@ -208,16 +213,16 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
       const text = await res.text();
       return { status: res.status, body: (text === "" ? {} : JSON.parse(text)) as Record<string, unknown> };
     };
-    const settled = async (uuid: string, busy: string) => {
-      let body: Record<string, unknown> = {};
-      for (let i = 0; i < 480; i++) {
-        body = (await call(uuid, "status")).body;
-        if (body.provision_status === "ready" && body.state === "LEASE_STATE_ACTIVE") return body;
-        assert.ok(body.provision_status !== "failed", JSON.stringify(body));
-        await new Promise((d) => setTimeout(d, 500));
-      }
-      assert.fail(`${uuid} did not settle after ${busy}: ${JSON.stringify(body)}`);
-    };
+    const settled = (uuid: string, busy: string) =>
+      until(
+        async () => {
+          const { body } = await call(uuid, "status");
+          assert.ok(body.provision_status !== "failed", JSON.stringify(body));
+          return body.provision_status === "ready" && body.state === "LEASE_STATE_ACTIVE" ? body : undefined;
+        },
+        `${uuid} to settle after ${busy}`,
+        { timeoutMs: 240_000, intervalMs: 500 },
+      );
     const url = async (uuid: string) => {
       const { status, body } = await call(uuid, "connection");
       assert.equal(status, 200, JSON.stringify(body));
@@ -275,8 +280,11 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     assert.match(Object.values(logs.body.logs as Record<string, string>).join("\n"), /response:200/);
 
     assert.equal((await runFred(["lease", "close", uuid, ...keys])).code, 0);
-    for (let i = 0; i < 60 && (await call(uuid, "status")).body.provision_status !== "retained"; i++)
-      await new Promise((d) => setTimeout(d, 500));
+    await until(
+      async () => (await call(uuid, "status")).body.provision_status === "retained",
+      "the closed lease to read retained",
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
     const target = await runFred([
       "lease",
       "create",
