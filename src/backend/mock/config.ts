@@ -55,6 +55,8 @@ export interface MockBackendConfig {
   readonly failRate: number;
   readonly failLeases: ReadonlySet<string>;
   readonly hangLeases: ReadonlySet<string>;
+  /** MOCK_BACKEND_REQUIRE_PAYLOAD=1: a provision without a manifest is refused 400, as the Docker backend does. */
+  readonly requirePayload: boolean;
   /**
    * MOCK_BACKEND_RETAIN_ON_CLOSE=1: closes keep the lease's data (rows in the journal, no
    * volumes), with MOCK_BACKEND_RETENTION_MAX_AGE (2160h), _RETENTION_REAP_INTERVAL (1h),
@@ -278,6 +280,7 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
     failRate,
     failLeases: leaseList(env, "MOCK_BACKEND_FAIL_LEASES"),
     hangLeases: leaseList(env, "MOCK_BACKEND_HANG_LEASES"),
+    requirePayload: bool(env, "MOCK_BACKEND_REQUIRE_PAYLOAD"),
     retention: retentionPolicy(env),
     retainedDiskMb: count(env, "MOCK_BACKEND_RETAINED_DISK_MB"),
     hangRetention: leaseList(env, "MOCK_BACKEND_HANG_RETENTION"),

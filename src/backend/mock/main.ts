@@ -43,7 +43,7 @@ export async function startMockBackend(
       pool: { totals: config.capacity },
       allowedRegistries: config.allowedRegistries,
       parseManifest: parseTenantManifest,
-      requirePayload: false,
+      requirePayload: config.requirePayload,
       reservationTtlMs: config.reservationTtlMs,
       reconcileIntervalMs: config.reconcileIntervalMs,
       diagnosticsMaxAgeMs: config.diagnosticsMaxAgeMs,

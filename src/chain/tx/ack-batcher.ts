@@ -106,6 +106,11 @@ export class AckBatcher {
     return this.#queue.length;
   }
 
+  /** Whether a request for the lease is alive (queued, in flight or waiting to be resubmitted). */
+  has(leaseUuid: string): boolean {
+    return this.#requests.has(leaseUuid);
+  }
+
   /** Fire and forget: the outcome is logged; a lease left failed waits for recovery. */
   acknowledge(leaseUuid: string): void {
     this.#fire({ kind: "acknowledge", leaseUuid });

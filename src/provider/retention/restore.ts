@@ -6,7 +6,7 @@ import type { Attempt } from "../store/index.ts";
 import { holdBoth } from "./claims.ts";
 
 /**
- * The restore application, HTTP-neutral: adopt the retained data of `source` (a CLOSED or
+ * The restore application, HTTP-neutral: adopt the retained data of `source` (an ended lease
  * EXPIRED lease of the same tenant) into the fresh PENDING `target`, on the backend that
  * holds it (same-backend: the source's confirmed, retained placement owner). In order:
  * ordered lifecycle claims on both leases (work already running on either is refused, not
@@ -52,10 +52,15 @@ export class Restorer {
   }
 
   async #admitAndSend(req: RestoreRequest, signal: AbortSignal): Promise<RestoreOutcome> {
-    const { store, clients, config, clock } = this.#d;
+    const { store, clients, config, clock, acks } = this.#d;
     const log = this.#d.logger.child({ lease_uuid: req.target, from_lease_uuid: req.source });
     if (store.attemptFor(req.target) !== undefined || store.placement(req.target) !== undefined)
       return { kind: "target_busy" };
+    // A chain decision still on its way (e.g. the rejection of a refused empty provision: a
+    // lease without meta_hash is provisioned at once) is lifecycle work too: the chain still
+    // reads PENDING, but the lease is doomed, and data adopted into it would be stranded.
+    // Decisions are made inside the lease's queue, which this restore now holds.
+    if (acks.has(req.target)) return { kind: "target_busy" };
     const placement = store.placement(req.source);
     if (placement === undefined) return { kind: "source_not_found" };
     if (placement.state !== "confirmed" || placement.owner === undefined)
@@ -75,8 +80,7 @@ export class Restorer {
       source === undefined ||
       source.tenant !== req.tenant ||
       source.providerUuid !== config.providerUuid ||
-      !leaseEnded(source.state) ||
-      source.state === "LEASE_STATE_REJECTED"
+      !leaseEnded(source.state)
     )
       return { kind: "source_not_found" };
     if (target === undefined || target.state !== "LEASE_STATE_PENDING") return { kind: "target_not_pending" };

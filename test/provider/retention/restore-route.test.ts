@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, it } from "node:test";
+import { AckBatcher } from "../../../src/chain/tx/ack-batcher.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { type BackendClient, createBackendClients } from "../../../src/provider/backend-client/index.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
@@ -314,9 +315,9 @@ describe("POST restore: refusals before the backend is asked (nothing is written
     untouched();
   });
 
-  it("a source that is not ended, rejected, or not retained answers 404", async () => {
+  it("a source that is not ended, or not retained answers 404", async () => {
     const lease = chain.leases.get(source)!;
-    for (const state of ["LEASE_STATE_ACTIVE", "LEASE_STATE_PENDING", "LEASE_STATE_REJECTED"] as const) {
+    for (const state of ["LEASE_STATE_ACTIVE", "LEASE_STATE_PENDING"] as const) {
       chain.leases.set(source, { ...lease, state });
       assert.equal((await restore(target)).status, 404, state);
     }
@@ -325,6 +326,45 @@ describe("POST restore: refusals before the backend is asked (nothing is written
     assert.equal((await restore(target)).status, 404, "no placement record");
     untouched();
     assert.equal(restores().length, 0);
+  });
+
+  it("a REJECTED source whose data its owner retains is restorable (cancelled after a restore committed into it)", async () => {
+    chain.leases.set(source, { ...chain.leases.get(source)!, state: "LEASE_STATE_REJECTED" });
+    fake.script.set("restore", [{ status: 202, body: { status: "restoring" } }]);
+    const r = await restore(target);
+    assert.deepEqual(r, { status: 202, body: { status: "provisioning" } });
+    assert.equal(h.store.retained.get(source)?.restoreTarget, target);
+    assert.equal(restores().length, 1);
+  });
+
+  it("a target whose rejection is decided but not on chain yet answers 409 target_busy", async () => {
+    // The refused empty provision of a lease without meta_hash: the chain still reads PENDING.
+    let land = () => {};
+    const landed = new Promise<void>((resolve) => {
+      land = resolve;
+    });
+    const held = {
+      acknowledge: (uuids: readonly string[]) => chain.acknowledge(uuids),
+      reject: async (uuids: readonly string[], reason: string) => {
+        await landed;
+        return chain.reject(uuids, reason);
+      },
+    };
+    const real = deps.acks;
+    deps.acks = new AckBatcher({ chain: held, clock: h.clock, maxBatch: 1 });
+    deps.acks.reject(target, "InvalidManifest");
+    try {
+      const r = await restore(target);
+      assert.equal(r.status, 409);
+      assert.equal(r.body.reason, "target_busy");
+      untouched();
+      assert.equal(restores().length, 0);
+    } finally {
+      land();
+      await deps.acks.close();
+      deps.acks = real;
+    }
+    assert.equal(await chain.getLease(target).then((l) => l?.state), "LEASE_STATE_REJECTED");
   });
 
   it("a target that is not PENDING answers 409 target_not_pending", async () => {
