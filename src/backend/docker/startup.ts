@@ -12,7 +12,7 @@ import { hasActiveHealthCheck, type ServiceModel, startOrder } from "./service-m
  * Starting a lease and proving it came up. Services start in `depends_on` order (a
  * `service_healthy` dependency is waited for first). Verification then polls the engine:
  * health-checked instances must report healthy, the others must still run once
- * `startup_verify_duration` has passed since the first start (0 = check once, at once).
+ * `startup_verify_duration` has passed since the last start (0 = check once, at once).
  * An exit or an unhealthy report is a definite failure with a curated message.
  */
 
@@ -116,7 +116,6 @@ export async function startAndVerify(
   models: readonly ServiceModel[],
   signal: AbortSignal,
 ): Promise<void> {
-  const begun = deps.clock.now();
   // Health checks are the proof where every service has one; otherwise the grace window is.
   const graceMs = models.every(hasActiveHealthCheck) ? 0 : deps.verifyMs;
   for (const model of startOrder(models)) {
@@ -131,6 +130,9 @@ export async function startAndVerify(
       await startOne(deps, row, signal);
     }
   }
+  // The window opens once every container has been started: a slow engine (starts that
+  // take seconds under load) must not use up the window before the last one even runs.
+  const begun = deps.clock.now();
   for (;;) {
     const rows = await deps.list(signal);
     failIfBroken(rows);
