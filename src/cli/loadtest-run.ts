@@ -1,25 +1,31 @@
-import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { Pool } from "undici";
-import { mintTenantToken } from "../auth/token.ts";
+import { type RequestKind, requestSource, type Scenario, type ScenarioInput } from "./loadtest-scenarios.ts";
 
 /**
  * The load generator behind `fred loadtest`: `concurrency` workers send one scenario's
  * requests through one keep-alive pool until `count` requests were sent or `durationMs`
  * passed, whichever comes first, and the result is throughput, status counts and latency
- * percentiles. Redirects are not followed (credentials stay at the chosen origin).
+ * percentiles (per request kind as well for `mixed`). 2xx answers are the successes;
+ * every other status is counted by its code. Redirects are not followed (undici's pool
+ * never does), so credentials and recorded callbacks stay at the chosen origin.
  */
-export type Scenario = "rejection" | "status";
+export type { Scenario } from "./loadtest-scenarios.ts";
 
-export interface LoadPlan {
+export interface LoadPlan extends ScenarioInput {
   target: URL;
-  scenario: Scenario;
   count: number;
   durationMs: number;
   concurrency: number;
-  /** For authenticated scenarios: the tenant's leases and private key. */
-  leases?: readonly string[];
-  tenantKey?: Uint8Array;
+}
+
+export interface Tally {
+  requests: number;
+  successes: number;
+  statuses: Record<string, number>;
+  errors: number;
+  p50_ms: number;
+  p99_ms: number;
 }
 
 export interface LoadResult {
@@ -32,7 +38,11 @@ export interface LoadResult {
   throughput_rps: number;
   p50_ms: number;
   p99_ms: number;
+  /** mixed only: the same counts for each kind of request it sent. */
+  parts?: Partial<Record<RequestKind, Tally>>;
 }
+
+const REQUEST_TIMEOUT_MS = 10_000;
 
 function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return 0;
@@ -40,69 +50,91 @@ function percentile(sorted: readonly number[], p: number): number {
   return Math.round(sorted[Math.max(0, i)]! * 1000) / 1000;
 }
 
-function requestFor(plan: LoadPlan, n: number): { path: string; headers: Record<string, string> } {
-  if (plan.scenario === "rejection") {
-    // Deliberately unauthenticated: what a flood of strangers costs the provider.
-    return { path: `/v1/leases/${randomUUID()}/connection`, headers: {} };
+class Counts {
+  requests = 0;
+  errors = 0;
+  readonly latencies: number[] = [];
+  readonly statuses: Record<string, number> = {};
+
+  answered(status: number, ms: number): void {
+    this.latencies.push(ms);
+    this.statuses[status] = (this.statuses[status] ?? 0) + 1;
   }
-  const leases = plan.leases ?? [];
-  const lease = leases[n % leases.length]!;
-  const token = mintTenantToken({
-    privateKey: plan.tenantKey!,
-    leaseUuid: lease,
-    timestamp: Math.floor(Date.now() / 1000),
-  });
-  return { path: `/v1/leases/${lease}/status`, headers: { authorization: `Bearer ${token}` } };
+
+  tally(): Tally {
+    const sorted = [...this.latencies].sort((a, b) => a - b);
+    const successes = Object.entries(this.statuses)
+      .filter(([code]) => code.startsWith("2"))
+      .reduce((sum, [, n]) => sum + n, 0);
+    return {
+      requests: this.requests,
+      successes,
+      statuses: this.statuses,
+      errors: this.errors,
+      p50_ms: percentile(sorted, 50),
+      p99_ms: percentile(sorted, 99),
+    };
+  }
 }
 
 export async function runLoad(plan: LoadPlan): Promise<LoadResult> {
+  const next = requestSource(plan);
   const pool = new Pool(plan.target.origin, { connections: plan.concurrency });
-  const latencies: number[] = [];
-  const statuses: Record<string, number> = {};
-  let sent = 0;
-  let errors = 0;
+  const all = new Counts();
+  const parts = new Map<RequestKind, Counts>();
+  const stop = new AbortController();
+  const cancelTimer = plan.clock.setTimer(plan.durationMs, () => stop.abort());
+  let reserved = 0;
   const started = performance.now();
-  const deadline = started + plan.durationMs;
   const worker = async () => {
-    while (sent < plan.count && performance.now() < deadline) {
-      const n = sent++;
-      const { path, headers } = requestFor(plan, n);
+    while (reserved < plan.count && !stop.signal.aborted) {
+      reserved++;
+      const req = await next(stop.signal);
+      if (req === undefined) return;
+      const part = parts.get(req.kind) ?? new Counts();
+      parts.set(req.kind, part);
+      all.requests++;
+      part.requests++;
       const t0 = performance.now();
       try {
         const res = await pool.request({
-          method: "GET",
-          path,
-          headers,
-          headersTimeout: 10_000,
-          bodyTimeout: 10_000,
+          method: req.method,
+          path: req.path,
+          headers: req.headers,
+          ...(req.body === undefined ? {} : { body: req.body }),
+          headersTimeout: REQUEST_TIMEOUT_MS,
+          bodyTimeout: REQUEST_TIMEOUT_MS,
         });
         await res.body.dump();
-        latencies.push(performance.now() - t0);
-        statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
+        const ms = performance.now() - t0;
+        all.answered(res.statusCode, ms);
+        part.answered(res.statusCode, ms);
       } catch {
-        errors++;
+        all.errors++;
+        part.errors++;
       }
     }
   };
   try {
     await Promise.all(Array.from({ length: plan.concurrency }, worker));
   } finally {
+    cancelTimer();
     await pool.close();
   }
   const elapsed = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const successes = Object.entries(statuses)
-    .filter(([code]) => code.startsWith("2"))
-    .reduce((sum, [, n]) => sum + n, 0);
-  return {
+  const { requests, successes, statuses, errors, p50_ms, p99_ms } = all.tally();
+  const result: LoadResult = {
     scenario: plan.scenario,
-    requests: sent,
+    requests,
     successes,
     statuses,
     errors,
     duration_s: Math.round(elapsed * 1000) / 1000,
-    throughput_rps: elapsed > 0 ? Math.round((latencies.length / elapsed) * 10) / 10 : 0,
-    p50_ms: percentile(latencies, 50),
-    p99_ms: percentile(latencies, 99),
+    throughput_rps: elapsed > 0 ? Math.round((all.latencies.length / elapsed) * 10) / 10 : 0,
+    p50_ms,
+    p99_ms,
   };
+  if (plan.scenario === "mixed")
+    result.parts = Object.fromEntries([...parts].map(([kind, c]) => [kind, c.tally()]));
+  return result;
 }

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { registerLeaseJourney } from "./journey.ts";
 import { registerLeaseReads } from "./reads.ts";
 
-export { LOCAL_PROVIDER_URL } from "./context.ts";
+export { LOCAL_PROVIDER_URL, readManifest } from "./context.ts";
 
 /** `fred lease …`: the tenant's whole journey with a provider, from a wallet key alone. */
 export function registerLeaseCommands(program: Command): void {
