@@ -27,7 +27,14 @@ export interface BackendKitOptions {
   name: string;
   substrate: Substrate;
   /** Journal file path or ":memory:"; mode "verify" for a normal start. */
-  journal: { path: string; mode: "verify" | "bind-or-verify"; storageId?: string; maxLeases?: number };
+  journal: {
+    path: string;
+    mode: "verify" | "bind-or-verify";
+    storageId?: string;
+    maxLeases?: number;
+    /** Settled restart/update receipts kept per lease (RECEIPT_WINDOW, 1,024). */
+    maintenanceReceipts?: number;
+  };
   logger: Logger;
   clock?: Clock;
   /** HMAC key (≥ 32 bytes) for requests in and callbacks out. */

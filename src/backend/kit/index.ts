@@ -14,6 +14,7 @@ export { BackendEngine, type EngineEvent } from "./engine.ts";
 export { badRequest, notFound } from "./errors.ts";
 export { openJournalDatabase } from "./journal/identity.ts";
 export { Journal, type LeaseRecord } from "./journal/journal.ts";
+export { RECEIPT_WINDOW } from "./maintenance/store.ts";
 export { parseTenantManifest } from "./manifest.ts";
 export { imageRefusal, isImageAllowed, parseRegistry } from "./registry.ts";
 export {

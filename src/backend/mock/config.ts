@@ -9,6 +9,7 @@ import {
   DEFAULT_ORPHAN_CONFIRMATIONS,
   DEFAULT_RETENTION_MAX_AGE_MS,
   DEFAULT_RETENTION_REAP_INTERVAL_MS,
+  RECEIPT_WINDOW,
   type RetentionPolicy,
 } from "../kit/index.ts";
 
@@ -51,6 +52,11 @@ export interface MockBackendConfig {
   readonly diagnosticsMaxAgeMs: number;
   /** MOCK_BACKEND_RELEASES_MAX_AGE: superseded and failed releases are dropped this long after creation; 0 = never. */
   readonly releasesMaxAgeMs: number;
+  /**
+   * MOCK_BACKEND_MAINTENANCE_RECEIPTS: settled restart/update receipts kept per lease
+   * (1,024, the kit's window); a smaller window lets tests push a command out of it.
+   */
+  readonly maintenanceReceipts: number;
   /** MOCK_BACKEND_FAIL_*: provisions, restarts and updates alike (an update to an image tagged `fail` fails too). */
   readonly failRate: number;
   readonly failLeases: ReadonlySet<string>;
@@ -186,6 +192,14 @@ function count(env: NodeJS.ProcessEnv, key: string): number {
   return Number(raw);
 }
 
+function receiptWindow(env: NodeJS.ProcessEnv): number {
+  const key = "MOCK_BACKEND_MAINTENANCE_RECEIPTS";
+  if (env[key] === undefined || env[key] === "") return RECEIPT_WINDOW;
+  const n = count(env, key);
+  if (n < 1) throw fail(`${key} must be at least 1 (the command being admitted is always kept)`);
+  return n;
+}
+
 function retentionPolicy(env: NodeJS.ProcessEnv): RetentionPolicy | undefined {
   if (!bool(env, "MOCK_BACKEND_RETAIN_ON_CLOSE")) return undefined;
   const reapIntervalMs = duration(
@@ -277,6 +291,7 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
     reconcileIntervalMs: duration(env, "MOCK_BACKEND_RECONCILE_INTERVAL", "5m"),
     diagnosticsMaxAgeMs: duration(env, "MOCK_BACKEND_DIAGNOSTICS_MAX_AGE", "168h"),
     releasesMaxAgeMs: duration(env, "MOCK_BACKEND_RELEASES_MAX_AGE", "2160h"),
+    maintenanceReceipts: receiptWindow(env),
     failRate,
     failLeases: leaseList(env, "MOCK_BACKEND_FAIL_LEASES"),
     hangLeases: leaseList(env, "MOCK_BACKEND_HANG_LEASES"),

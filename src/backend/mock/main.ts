@@ -31,7 +31,12 @@ export async function startMockBackend(
     return await startBackend({
       name: config.name,
       substrate,
-      journal: { path: config.dbPath ?? ":memory:", mode: "bind-or-verify", storageId: config.storageId },
+      journal: {
+        path: config.dbPath ?? ":memory:",
+        mode: "bind-or-verify",
+        storageId: config.storageId,
+        maintenanceReceipts: config.maintenanceReceipts,
+      },
       logger: deps.logger,
       clock,
       secret: config.secret,

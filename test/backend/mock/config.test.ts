@@ -134,3 +134,28 @@ describe("mock backend config: MOCK_BACKEND_DIAGNOSTICS_MAX_AGE", () => {
     }
   });
 });
+
+describe("mock backend config: MOCK_BACKEND_MAINTENANCE_RECEIPTS", () => {
+  const env = (extra: Record<string, string>): NodeJS.ProcessEnv => ({
+    MOCK_BACKEND_STORAGE_ID: randomUUID(),
+    MOCK_BACKEND_CALLBACK_SECRET: SECRET,
+    ...extra,
+  });
+
+  it("defaults to the kit's 1,024 receipts per lease and takes a positive integer", () => {
+    assert.equal(loadMockBackendConfig(env({})).maintenanceReceipts, 1_024);
+    const c = loadMockBackendConfig(env({ MOCK_BACKEND_MAINTENANCE_RECEIPTS: "2" }));
+    assert.equal(c.maintenanceReceipts, 2);
+  });
+
+  it("refuses 0 and values that are not integers, naming the variable", () => {
+    for (const value of ["0", "-1", "1.5", "many"]) {
+      assert.throws(
+        () => loadMockBackendConfig(env({ MOCK_BACKEND_MAINTENANCE_RECEIPTS: value })),
+        (err: unknown) =>
+          isFredError(err, "ERR_CONFIG") && /MOCK_BACKEND_MAINTENANCE_RECEIPTS/.test(err.message),
+        value,
+      );
+    }
+  });
+});

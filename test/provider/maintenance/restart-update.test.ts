@@ -8,10 +8,12 @@ import { BackendClient } from "../../../src/provider/backend-client/index.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { MaintenanceJournal } from "../../../src/provider/maintenance/journal.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
-import { until } from "../../support/index.ts";
+import { signedClient } from "../../backend/kit/signed-client.ts";
+import { runFred, until } from "../../support/index.ts";
 import { TenantKey } from "../api/tenant-client.ts";
 import { WsClient } from "../api/ws-client.ts";
 import { mockSkus, SECRETS, SIDS, Stack, sha256 } from "../e2e/stack.ts";
+import { backendInventory } from "../reconciler/inventory.ts";
 
 /**
  * Restart and update through the tenant API on real processes: the devnet, one mock
@@ -50,6 +52,15 @@ function journal<T>(fn: (j: MaintenanceJournal) => T): T {
   const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
   try {
     return fn(MaintenanceJournal.of(s));
+  } finally {
+    s.close();
+  }
+}
+
+function lifecycleOf(lease: string): string | undefined {
+  const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
+  try {
+    return s.placement(lease)?.lifecycleId;
   } finally {
     s.close();
   }
@@ -202,6 +213,54 @@ describe("restart and update on real processes", () => {
     assert.deepEqual(
       history.map((r) => r.status),
       ["superseded", "active"],
+    );
+  });
+
+  it("a re-provision after the workload is lost uses the promoted manifest, not the original", async () => {
+    const lease = await activeLease(MANIFEST);
+    const key = crypto.randomUUID();
+    assert.equal((await command(lease, "update", { key, manifest: GOOD })).status, 202);
+    await settled(lease, key);
+    assert.deepEqual(storedPayload(lease)?.payload, GOOD, "promoted");
+    const first = lifecycleOf(lease);
+
+    // The workload vanishes behind the kit's back; an on-demand sweep provisions it again.
+    const lost = await signedClient(stack.mocks[0]!.ready.url, SECRETS[0]!).post(
+      `/_mock/lose/${lease}`,
+      undefined,
+    );
+    assert.equal(lost.status, 200, lost.text);
+    const sweep = await runFred(["providerd", "reconcile", "-c", stack.configPath]);
+    assert.equal(sweep.code, 0, sweep.stderr);
+    await until(() => lifecycleOf(lease) !== first, "the lease provisioned again under a new operation", {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      context: () => stack.providerd?.logTail() ?? "",
+    });
+    await until(
+      async () => (await backendInventory(stack)).find((p) => p.leaseUuid === lease)?.status === "ready",
+      "the re-provisioned workload ready",
+    );
+    // What the backend was given is the promoted manifest: its active release is nginx:1.28.
+    const active = (await releases(lease)).filter((r) => r.status === "active");
+    assert.equal(active.length, 1, JSON.stringify(active));
+    assert.equal(active[0]!.manifest, GOOD.toString("base64"));
+    assert.equal((active[0] as { image?: string }).image, "docker.io/library/nginx:1.28");
+    assert.deepEqual(storedPayload(lease)?.payload, GOOD, "the payload stays the promoted one");
+    // The tenant sees it: ready, connectable, and the release history names the new image.
+    await until(async () => (await provisionStatus(lease)) === "ready", "ready after the re-provision");
+    const connection = await fetch(`${stack.api}/v1/leases/${lease}/connection`, {
+      headers: { authorization: `Bearer ${tenant.access(lease)}` },
+    });
+    assert.equal(connection.status, 200);
+    const history = await fetch(`${stack.api}/v1/leases/${lease}/releases`, {
+      headers: { authorization: `Bearer ${tenant.access(lease)}` },
+    });
+    assert.equal(history.status, 200);
+    const listed = (await history.json()) as { releases: { status: string; image: string }[] };
+    assert.deepEqual(
+      listed.releases.filter((r) => r.status === "active").map((r) => r.image),
+      ["docker.io/library/nginx:1.28"],
     );
   });
 

@@ -68,6 +68,8 @@ export interface JournalOptions extends OpenJournalOptions {
   backendName: string;
   /** Maximum number of live leases plus tombstones (a definite capacity refusal beyond it). */
   maxLeases?: number;
+  /** Settled restart/update receipts kept per lease (default RECEIPT_WINDOW, 1,024). */
+  maintenanceReceipts?: number;
 }
 
 /**
@@ -104,7 +106,7 @@ export class Journal {
     this.maxLeases = opts.maxLeases ?? 100_000;
     this.#s = prepare(this.db);
     this.diagnostics = new DiagnosticsTable(this.db, (fn) => this.#write(fn));
-    this.maintenance = new MaintenanceStore(this.db, {
+    this.maintenance = new MaintenanceStore(this.db, opts.maintenanceReceipts, {
       write: (fn) => this.#write(fn),
       head: (lease) => this.#headOf(lease),
       enqueueMaintenance: (lease, facts, nowMs, extra) =>

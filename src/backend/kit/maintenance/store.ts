@@ -59,10 +59,13 @@ export function commandDigest(req: MaintenanceRequest): string {
 export class MaintenanceStore {
   readonly #j: JournalPort;
   readonly #s: ReturnType<typeof prepare>;
+  /** Settled receipts kept per lease: RECEIPT_WINDOW unless the operator set another. */
+  readonly receiptWindow: number;
 
-  constructor(db: Database.Database, port: JournalPort) {
+  constructor(db: Database.Database, receiptWindow: number | undefined, port: JournalPort) {
     this.#j = port;
     this.#s = prepare(db);
+    this.receiptWindow = receiptWindow ?? RECEIPT_WINDOW;
   }
 
   // ---- reads ----
@@ -156,8 +159,8 @@ export class MaintenanceStore {
         created_at: a.nowMs,
       });
       if (req.admittedKey !== undefined) this.#s.putMark.run(req.leaseUuid, req.admittedKey);
-      // The lease keeps its RECEIPT_WINDOW newest commands (this one included): older settled ones go.
-      this.#s.evict.run(req.leaseUuid, req.leaseUuid, RECEIPT_WINDOW);
+      // The lease keeps its receiptWindow newest commands (this one included): older settled ones go.
+      this.#s.evict.run(req.leaseUuid, req.leaseUuid, this.receiptWindow);
       return record;
     });
   }

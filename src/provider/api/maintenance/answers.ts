@@ -1,7 +1,7 @@
 import type { ErrorCode } from "../../../core/errors.ts";
 import type { MutationOutcome } from "../../backend-client/index.ts";
 import type { CommandKind, Outcome, StoredAnswer } from "../../maintenance/index.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, refuse } from "../errors.ts";
 import { tenantSafeText } from "../lease-events.ts";
 
 /**
@@ -40,6 +40,8 @@ export const maintenanceRefusal = {
       409,
       "another command or lifecycle operation is in progress for the lease",
     ),
+  /** The same 410 backend_storage_lost the reads answer (one wording, in errors.ts). */
+  storageLost: refuse.storageLost,
   notActive: () => new ApiError("ERR_API_MAINTENANCE_CONFLICT", 409, "lease is not active"),
   reserved: () =>
     new ApiError(

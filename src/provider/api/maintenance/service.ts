@@ -21,6 +21,7 @@ import {
   sameCommand,
 } from "../../maintenance/index.ts";
 import type { PayloadStore, PlacementStore } from "../../store/index.ts";
+import { onLostBackend } from "../backend-route.ts";
 import { asApiError, progressStatus, refusalAnswer, maintenanceRefusal as refuse } from "./answers.ts";
 
 /**
@@ -109,6 +110,9 @@ export class Maintenance {
   async #command(r: CommandRequest, signal: AbortSignal): Promise<Accepted> {
     const { store, clients, payloads } = this.#o;
     const key = "idempotencyKey" in r.key ? r.key.idempotencyKey : `token:${r.key.tokenKey}`;
+    // The backend's storage is gone for good (retired --lost): nothing can run there, and a
+    // stored answer would describe workloads that no longer exist. The lease is being ended.
+    if (onLostBackend(store, r.leaseUuid)) throw refuse.storageLost();
     const existing = this.journal.byKey(r.leaseUuid, key);
     if (existing !== undefined) {
       if (!sameCommand(existing, r.kind, r.payload)) throw refuse.keyReused();
