@@ -332,6 +332,27 @@ describe("restart/update: admission and the backend's answers", () => {
     assert.deepEqual(a, b, "same maintenance_id and admitted_at");
   });
 
+  it("a backend capacity refusal (503) is not the command's final answer: the exact retry can still succeed", async () => {
+    const uuid = placed();
+    const k = key();
+    fake.script.set("restart", [
+      { status: 503, body: { error: "insufficient resources", code: "insufficient_resources" } },
+      { status: 202, body: { status: "restarting" } },
+    ]);
+    const first = await post(uuid, "restart", { key: k });
+    assert.equal(first.status, 503);
+    assert.equal(first.body?.error, "insufficient resources");
+    assert.equal(first.headers.get("retry-after"), "1");
+    assert.equal(m.journal.byKey(uuid, k)?.phase, "admitted", "still pending, not settled");
+    assert.equal((await post(uuid, "restart")).status, 409, "another key waits for the pending one");
+    assert.deepEqual(await post(uuid, "restart", { key: k }).then((r) => [r.status, r.body]), [
+      202,
+      { status: "restarting" },
+    ]);
+    const [a, b] = sentTo("restart").map((r) => JSON.parse(r.body));
+    assert.deepEqual(a, b, "the same command was sent again");
+  });
+
   it("recovery resends an admitted command of an ACTIVE lease, and settles one of an ended lease without running it", async () => {
     const active = placed();
     const ended = placed();

@@ -61,6 +61,8 @@ export const maintenanceRefusal = {
       "the command is recorded but could not be delivered yet; it is retried automatically",
       { retryAfterSeconds: 1, ...(cause === undefined ? {} : { cause }) },
     ),
+  backendCapacity: () =>
+    new ApiError("ERR_API_MAINTENANCE_PENDING", 503, "insufficient resources", { retryAfterSeconds: 1 }),
   unrecorded: (cause: unknown) =>
     new ApiError("ERR_API_MAINTENANCE_RECORD", 500, "internal server error", { cause }),
   unavailable: (cause?: unknown) =>
@@ -70,7 +72,7 @@ export const maintenanceRefusal = {
     }),
 };
 
-/** The final answer of a command the backend definitely refused. */
+/** The final answer of a command the backend definitely refused (a 503 never is one: see dispatch). */
 export function refusalAnswer(
   out: Extract<MutationOutcome, { kind: "refused" }>,
   kind: CommandKind,
@@ -98,8 +100,6 @@ export function refusalAnswer(
       };
     case 404:
       return { outcome: "refused", answer: { status: 404, error: "lease not provisioned" } };
-    case 503:
-      return { outcome: "refused", answer: { status: 503, error: "insufficient resources" } };
     default:
       return {
         outcome: "refused",

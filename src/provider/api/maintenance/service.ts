@@ -211,6 +211,12 @@ export class Maintenance {
       this.#o.publish(c.leaseUuid, progressStatus(c.kind));
       return accepted(c.kind);
     }
+    if (out.kind === "refused" && out.status === 503) {
+      // Capacity is transient and refused before any effect: the command stays admitted
+      // (not a settled answer), so the exact retry or the recovery pass can still run it.
+      log.warn("maintenance command refused by the backend for capacity; pending");
+      throw refuse.backendCapacity();
+    }
     if (out.kind === "refused") {
       const { outcome, answer } = refusalAnswer(out, c.kind);
       try {
