@@ -23,6 +23,8 @@ export type RestoreOutcome =
   | { kind: "target_not_pending" }
   /** No restorable source for this caller (absent, not ended, another tenant's, not retained). */
   | { kind: "source_not_found" }
+  /** The caller's ended source was held by a backend an operator retired as lost. */
+  | { kind: "storage_lost" }
   /** The source's placement is unresolved, its backend unknown or unreachable, or a read failed. */
   | { kind: "unavailable"; detail: string }
   | { kind: "refused"; status: number; error: string; code?: string }
@@ -63,10 +65,12 @@ export class Restorer {
     if (acks.has(req.target)) return { kind: "target_busy" };
     const placement = store.placement(req.source);
     if (placement === undefined) return { kind: "source_not_found" };
-    if (placement.state !== "confirmed" || placement.owner === undefined)
+    // A lost backend's data is gone for good: said once the source is known to be the caller's.
+    const lost = placement.owner !== undefined && store.isLost(placement.owner);
+    if (!lost && (placement.state !== "confirmed" || placement.owner === undefined))
       return { kind: "unavailable", detail: "source placement is unresolved" };
-    const client = clients.get(placement.owner);
-    if (client === undefined || client.backend.fenced)
+    const client = placement.owner === undefined ? undefined : clients.get(placement.owner);
+    if (!lost && (client === undefined || client.backend.fenced))
       return { kind: "unavailable", detail: `source backend ${placement.owner} cannot be asked` };
     let source: ChainLease | undefined;
     let target: ChainLease | undefined;
@@ -83,6 +87,7 @@ export class Restorer {
       !leaseEnded(source.state)
     )
       return { kind: "source_not_found" };
+    if (lost) return { kind: "storage_lost" };
     if (target === undefined || target.state !== "LEASE_STATE_PENDING") return { kind: "target_not_pending" };
     const retained = store.retained.get(req.source);
     if (retained === undefined || retained.owner !== placement.owner) return { kind: "source_not_found" };

@@ -367,6 +367,22 @@ describe("POST restore: refusals before the backend is asked (nothing is written
     assert.equal(await chain.getLease(target).then((l) => l?.state), "LEASE_STATE_REJECTED");
   });
 
+  it("a source whose backend was retired as lost answers 410 backend_storage_lost (another tenant's: 404)", async () => {
+    h.store.markLost("one", 3);
+    const r = await restore(target);
+    assert.equal(r.status, 410, JSON.stringify(r.body));
+    assert.equal(r.body.reason, "backend_storage_lost");
+    untouched();
+    const lease = chain.leases.get(source)!;
+    chain.leases.set(source, { ...lease, tenant: "manifest1someoneelse" });
+    const cross = await restore(target);
+    assert.equal(cross.status, 404, "existence is not leaked");
+    chain.leases.set(source, { ...lease, state: "LEASE_STATE_ACTIVE" });
+    assert.equal((await restore(target)).status, 404, "a source that has not ended");
+    untouched();
+    assert.equal(restores().length, 0, "the lost backend is never asked");
+  });
+
   it("a target that is not PENDING answers 409 target_not_pending", async () => {
     chain.leases.set(target, { ...chain.leases.get(target)!, state: "LEASE_STATE_ACTIVE" });
     const r = await restore(target);

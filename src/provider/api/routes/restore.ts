@@ -36,6 +36,8 @@ export function restoreRefusal(o: Exclude<RestoreOutcome, { kind: "accepted" }>)
       });
     case "source_not_found":
       return noSource();
+    case "storage_lost":
+      return refuse.storageLost();
     case "unavailable":
       return refuse.unavailable("ERR_API_RESTORE_UNAVAILABLE", new Error(o.detail));
     case "ambiguous":
