@@ -117,9 +117,10 @@ const RESTORE_REFUSALS: Record<string, string> = {
   "401": REFUSALS["401"] as string,
   "403": "The target lease belongs to another tenant or provider",
   "404":
-    "No such target lease, or no restorable data of yours under from_lease_uuid (absent, not CLOSED/EXPIRED, another tenant's, not retained)",
+    "No such target lease, or no restorable data of yours under from_lease_uuid (absent, not ended, another tenant's, not retained)",
   "409":
     "Lifecycle work on the source or target (reason source_busy / target_busy), or the target is not PENDING (reason target_not_pending)",
+  "410": "Your ended source lease was held by a backend retired as lost (reason backend_storage_lost)",
   "422": "The retained data exceeds the smaller tier's disk_mb (the backend's refusal, relayed)",
   "429": REFUSALS["429"] as string,
   "500": "The chain read failed, or the backend's answer proves nothing (the target's attempt is kept)",
