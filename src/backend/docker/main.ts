@@ -2,11 +2,13 @@ import { readFileSync } from "node:fs";
 import { Registry } from "prom-client";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
+import { armCrashPoints } from "../../failpoints.ts";
 import type { Logger } from "../../log.ts";
 import {
   initializeStorageIdentity,
   openJournalDatabase,
   parseTenantManifest,
+  RETENTION_CRASH_POINTS,
   type RunningBackend,
   startBackend,
 } from "../kit/index.ts";
@@ -15,7 +17,7 @@ import type { DockerBackendConfig } from "./config.ts";
 import { DockerSubstrate } from "./docker-substrate.ts";
 import { connectDocker, engineMessage, withPhase } from "./engine.ts";
 import { Ingress } from "./ingress/index.ts";
-import { armDockerCrashPoints } from "./maintenance/index.ts";
+import { DOCKER_CRASH_POINTS } from "./maintenance/index.ts";
 
 /**
  * Composition root of `fred backend docker`: checks the host can keep its promises
@@ -57,13 +59,14 @@ export async function startDockerBackend(
   deps: {
     logger: Logger;
     clock?: Clock;
-    /** `FRED_FAILPOINTS`: crash points for crash-safety tests (maintenance/crash-points.ts). */
+    /** `FRED_FAILPOINTS`: crash points for crash-safety tests (maintenance/crash-points.ts, kit/retention/crash-points.ts). */
     failpoints?: string | undefined;
   },
 ): Promise<RunningDockerBackend> {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger;
-  const crashPoints = armDockerCrashPoints(deps.failpoints);
+  // Maintenance steps (maintenance/crash-points.ts) and retention steps (kit and btrfs).
+  const crashPoints = armCrashPoints(deps.failpoints, [...DOCKER_CRASH_POINTS, ...RETENTION_CRASH_POINTS]);
   if (crashPoints.length > 0) logger.warn({ failpoints: crashPoints }, "crash points armed (tests only)");
   const storageId = boundStorageId(config.dbPath);
   let volumes: BtrfsVolumes | undefined;

@@ -10,6 +10,7 @@ import type {
   RetainedVolume,
   WorkloadSpec,
 } from "../../kit/index.ts";
+import { retentionCrashPoint } from "../../kit/index.ts";
 import { type BtrfsVolumes, run as btrfs, OWNER_FILE, ownerAt, type VolumeOwner } from "../btrfs-volumes.ts";
 import { instanceName } from "../names.ts";
 
@@ -103,6 +104,7 @@ export class RetainedVolumes {
       if (!(await this.#exists(this.#path(name)))) {
         if (!liveThere) continue; // nothing of this instance on disk
         await btrfs(["subvolume", "snapshot", "-r", livePath, this.#path(name)], signal);
+        retentionCrashPoint("retention.close.after-snapshot");
       }
       if (liveThere) await this.#volumes.destroy(live, owner, signal);
       kept.push({ name, service: i.service, index: i.index });
@@ -192,6 +194,7 @@ export class RetainedVolumes {
           );
       } else {
         await btrfs(["subvolume", "snapshot", this.#path(v.name), targetPath], signal);
+        retentionCrashPoint("retention.restore.after-clone");
       }
       const owner: VolumeOwner = { storageId: this.#storageId, leaseUuid: spec.leaseUuid };
       await writeFile(join(targetPath, OWNER_FILE), JSON.stringify(owner), { mode: 0o600 });

@@ -1,4 +1,9 @@
 /** Retention of closed leases' data and its restore into new leases (issue 15, backend half). */
+export {
+  RETENTION_CRASH_POINTS,
+  type RetentionCrashPoint,
+  retentionCrashPoint,
+} from "./crash-points.ts";
 export { Retention, type RetentionOptions, type Teardown } from "./manager.ts";
 export {
   DEFAULT_ORPHAN_CONFIRMATIONS,

@@ -4,6 +4,7 @@ import type { AdmissionConfig } from "../admission.ts";
 import type { Failure, Journal, LeaseRecord } from "../journal/journal.ts";
 import type { ResourcePool } from "../resources.ts";
 import type { ParsedManifest, Substrate, WorkloadSpec } from "../substrate.ts";
+import { retentionCrashPoint, retentionCrashPointAfterCommit } from "./crash-points.ts";
 import { decideRetention, extractPartition, type RetentionPolicy } from "./policy.ts";
 import { type RetentionRow, RetentionStore } from "./store.ts";
 
@@ -93,6 +94,7 @@ export class Retention {
     }
     if (row.status === "closing") {
       await substrate.removeWorkload(lease.leaseUuid, signal);
+      retentionCrashPoint("retention.close.after-remove");
       const set = await retain.call(substrate, lease.leaseUuid, lease.instances, signal);
       const mb = Math.ceil(set.volumes.reduce((n, v) => n + v.bytes, 0) / (1024 * 1024));
       const decision = decideRetention(this.policy, this.#held(), {
@@ -117,6 +119,7 @@ export class Retention {
                 );
             }
             this.#refreshPool();
+            retentionCrashPointAfterCommit("retention.close.after-commit");
           },
         };
       }
@@ -150,6 +153,7 @@ export class Retention {
     const source = this.store.restoringInto(lease.leaseUuid);
     if (source === undefined || source.destOperation !== lease.operationId) return;
     await this.#o.substrate.adoptRetained?.(source.leaseUuid, source.volumes, spec, signal);
+    retentionCrashPoint("retention.restore.after-adopt");
   }
 
   /**
@@ -185,8 +189,10 @@ export class Retention {
     const source = this.store.restoringInto(leaseUuid);
     if (source === undefined) return;
     // Committed: the destination owns the data; the retained copy is destroyed by the sweep.
-    if (outcome === "success") this.store.reap(source, "restored");
-    else this.store.handBack(source);
+    if (outcome === "success") {
+      this.store.reap(source, "restored");
+      retentionCrashPointAfterCommit("retention.restore.after-consume");
+    } else this.store.handBack(source);
     this.#refreshPool();
   }
 
@@ -230,12 +236,16 @@ export class Retention {
     const signal = this.#shutdown.signal;
     if (policy.maxAgeMs > 0) {
       const now = clock.now();
+      let marked = false;
       for (const row of store.withStatus("active")) {
         if ((row.retainedAtMs ?? row.closedAtMs) + policy.maxAgeMs > now) continue;
-        if (store.tx(() => store.reap(row, "expired")))
+        if (store.tx(() => store.reap(row, "expired"))) {
+          marked = true;
           this.#log.info({ lease_uuid: row.leaseUuid }, "retained data expired");
+        }
       }
       await journal.durable();
+      if (marked) retentionCrashPoint("retention.reap.after-mark");
     }
     for (const row of store.withStatus("reaping")) {
       if (signal.aborted) return;
@@ -253,6 +263,7 @@ export class Retention {
         );
         continue;
       }
+      retentionCrashPoint("retention.reap.after-delete");
       store.tx(() => store.remove(row));
     }
     await this.#discardFailedCopies(signal);
