@@ -42,7 +42,12 @@ function forwardOrigin(text: string): string {
 
 function readDoc(file: string): Record<string, unknown> {
   if (!existsSync(file)) return {};
-  const doc: unknown = JSON.parse(readFileSync(file, "utf8"));
+  let doc: unknown;
+  try {
+    doc = JSON.parse(readFileSync(file, "utf8"));
+  } catch {
+    throw usage(`${file} exists and is not JSON`);
+  }
   if (typeof doc !== "object" || doc === null || Array.isArray(doc))
     throw usage(`${file} exists and is not a JSON object`);
   return doc as Record<string, unknown>;
