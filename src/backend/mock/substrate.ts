@@ -60,9 +60,12 @@ interface MockWorkload {
  */
 export const FAILING_IMAGE_TAG = "fail";
 
-function namesFailingImage(spec: WorkloadSpec): boolean {
+/** An update to an image tagged `fail-rollback` fails, and so does restoring the current release. */
+export const ROLLBACK_FAILING_IMAGE_TAG = "fail-rollback";
+
+function namesFailingImage(spec: WorkloadSpec, tag = FAILING_IMAGE_TAG): boolean {
   return Object.values(spec.manifest?.services ?? {}).some((svc) =>
-    svc.image.replace(/@.*$/, "").endsWith(`:${FAILING_IMAGE_TAG}`),
+    svc.image.replace(/@.*$/, "").endsWith(`:${tag}`),
   );
 }
 
@@ -160,6 +163,12 @@ export class MockSubstrate implements Substrate {
     signal.throwIfAborted();
     const w = this.#workloads.get(current.leaseUuid) ?? this.#fresh(current);
     if (w.release === next.release && w.state === "running") return;
+    if (namesFailingImage(next, ROLLBACK_FAILING_IMAGE_TAG)) {
+      this.#save(current.leaseUuid, { ...w, release: current.release, state: "failed" });
+      throw new SubstrateError("definite", "ContainerExited", "workload exited during startup", {
+        operatorMessage: "mock rollback failure injected",
+      });
+    }
     if ((await this.#injected(current.leaseUuid, signal)) || namesFailingImage(next)) {
       this.#save(current.leaseUuid, { ...w, release: current.release, state: "running" });
       throw new SubstrateError("definite", "UpdateFailed", "the new release failed to start; rolled back", {

@@ -37,7 +37,8 @@ export async function updateWorkload(
   signal: AbortSignal,
 ): Promise<void> {
   if (next.leaseUuid !== current.leaseUuid || next.release <= current.release) {
-    throw definite("Internal", "internal error while updating", "update: next is not a later release");
+    // Nothing was touched: the current release still runs ("UpdateFailed" says so to the kit).
+    throw definite("UpdateFailed", "internal error while updating", "update: next is not a later release");
   }
   dockerCrashPoint("docker.update.begin");
   const lease = current.leaseUuid;

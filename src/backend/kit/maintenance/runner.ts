@@ -175,9 +175,16 @@ export class MaintenanceRunner {
       }
       const e = err as SubstrateError;
       log.warn({ err: e, reason: e.reason }, "maintenance failed");
-      const failure = { reason: REASON[cmd.kind], message: e.tenantMessage };
-      if (journal.maintenance.settleFailure(cmd, failure, clock.now())) {
-        if (cmd.kind === "restart") pool.release(leaseUuid); // a failed lease holds no capacity
+      // Only "UpdateFailed" says the current release was restored (the substrate contract);
+      // any other definite failure of an update left the lease without a running release.
+      const rolledBack = cmd.kind === "update" && e.reason === REASON.update;
+      const message =
+        cmd.kind === "update" && !rolledBack
+          ? `the update failed and the previous release could not be restored: ${e.tenantMessage}`
+          : e.tenantMessage;
+      const failure = { reason: REASON[cmd.kind], message };
+      if (journal.maintenance.settleFailure(cmd, failure, clock.now(), rolledBack)) {
+        if (!rolledBack) pool.release(leaseUuid); // a failed lease holds no capacity
         this.#d.settled(leaseUuid);
       }
     }

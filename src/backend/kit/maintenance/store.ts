@@ -200,18 +200,18 @@ export class MaintenanceStore {
   }
 
   /**
-   * Settles the lease's current command as failed. A failed update was rolled back: its
-   * release is recorded failed and the lease stays ready on the previous one, reporting
-   * the failure. A failed restart leaves the lease failed.
+   * Settles the lease's current command as failed. An update whose previous release was
+   * restored (`rolledBack`) has its release recorded failed and the lease stays ready on
+   * the previous one, reporting the failure. A failed restart, or an update whose rollback
+   * failed too, leaves the lease failed.
    */
-  settleFailure(cmd: MaintenanceRecord, failure: Failure, nowMs: number): boolean {
+  settleFailure(cmd: MaintenanceRecord, failure: Failure, nowMs: number, rolledBack = false): boolean {
     return this.#j.write(() => {
       const lease = this.#current(cmd);
       if (lease === undefined) return false;
-      const status = cmd.kind === "update" ? "ready" : "failed";
-      this.#s.settleLease.run(status, failure.reason, failure.message, 1, cmd.leaseUuid);
-      if (cmd.kind === "restart")
-        this.#j.putStreak(cmd.leaseUuid, afterFailure(lease.streak, failure, nowMs));
+      const ready = cmd.kind === "update" && rolledBack;
+      this.#s.settleLease.run(ready ? "ready" : "failed", failure.reason, failure.message, 1, cmd.leaseUuid);
+      if (!ready) this.#j.putStreak(cmd.leaseUuid, afterFailure(lease.streak, failure, nowMs));
       this.#j.putDiagnostic(lease, failure, nowMs);
       this.#fail(cmd, lease, failure, nowMs);
       return true;

@@ -26,10 +26,13 @@ describe("docker substrate: restart and update", { skip }, () => {
   const release = holdEventLoop();
 
   /** A running release 1 of `fred-test/volume:1` with tenant data in its volume. */
-  async function runningLease(env: Record<string, string> = { GEN: "1" }): Promise<WorkloadSpec> {
+  async function runningLease(
+    env: Record<string, string> = { GEN: "1" },
+    extra: Record<string, unknown> = {},
+  ): Promise<WorkloadSpec> {
     const spec = workloadSpec({
       storageId,
-      services: { app: { ...VOLUME_APP, env } },
+      services: { app: { ...VOLUME_APP, env, ...extra } },
       profile,
     });
     made.push(spec);
@@ -122,4 +125,25 @@ describe("docker substrate: restart and update", { skip }, () => {
       assert.equal(obs?.release, 1);
     });
   }
+
+  it("an update whose rollback fails too is not reported as rolled back (the kit leaves the lease failed)", async () => {
+    // Release 1 starts once: started again (as the rollback does), it exits.
+    const once = [
+      "/bin/sh",
+      "-c",
+      "[ -f /data/started ] && exit 4; touch /data/started; exec sleep 2147483647",
+    ];
+    const spec = await runningLease({ GEN: "1" }, { command: once });
+    await assert.rejects(substrate.update(spec, nextOf(spec, EXITS), signal), (err: unknown) => {
+      const e = err as { outcome?: string; reason?: string };
+      assert.equal(e.outcome, "definite", String(err));
+      assert.notEqual(e.reason, "UpdateFailed", "only a restored release may say UpdateFailed");
+      return true;
+    });
+    const now = await held(spec.leaseUuid);
+    assert.ok(
+      now.every((c) => c.release === "1" && c.state !== "running"),
+      JSON.stringify(now),
+    );
+  });
 });

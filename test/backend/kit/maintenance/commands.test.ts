@@ -232,6 +232,29 @@ describe("restart and update commands", () => {
     );
   });
 
+  it("an update whose rollback fails too leaves the lease failed with UpdateFailed, not ready", async () => {
+    const lease = randomUUID();
+    await h.ready(lease);
+    const id = randomUUID();
+    const bad = "docker.io/library/nginx:fail-rollback";
+    assert.equal((await h.update(lease, id, bad, stamp(50))).status, 202);
+    await h.drive(() => completions(rx, id).length > 0, "the update's completion");
+    const done = completions(rx, id)[0];
+    assert.equal(done?.body.status, "failed");
+    const message =
+      "the update failed and the previous release could not be restored: workload exited during startup";
+    assert.equal(done?.body.error, message);
+    const info = (await h.c.get(`/provisions/${lease}`)).json as Body;
+    assert.deepEqual([info.status, info.reason, info.message], ["failed", "UpdateFailed", message]);
+    assert.deepEqual(
+      ((await h.c.get(`/releases/${lease}`)).json as Body[]).map((r) => [r.version, r.status]),
+      [
+        [1, "active"],
+        [2, "failed"],
+      ],
+    );
+  });
+
   it("an update's manifest is validated like a provision's (400, nothing journaled)", async () => {
     const lease = randomUUID();
     await h.ready(lease);
