@@ -3,6 +3,7 @@ import type { Statement } from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import type { SqliteDatabase } from "../../sqlite/index.ts";
+import { ExistsMemo } from "./exists-memo.ts";
 import { openStore } from "./sqlite.ts";
 
 /**
@@ -57,10 +58,13 @@ export class PayloadStore {
   readonly #promote: Statement<[string, string, Buffer, number]>;
   readonly #leases: Statement<[], string>;
   readonly #putOnce: (leaseUuid: string, sha256: string, payload: Buffer, now: number) => PutResult;
+  /** `has`'s answers, forgotten by every write (put, promote, delete). */
+  readonly #stored: ExistsMemo;
 
   private constructor(database: SqliteDatabase) {
     const db = database.db;
     this.#database = database;
+    this.#stored = new ExistsMemo(db);
     this.#put = db.prepare(
       "INSERT INTO payloads (lease_uuid, sha256, payload, stored_at) VALUES (?, ?, ?, ?)",
     );
@@ -80,6 +84,7 @@ export class PayloadStore {
         if (existing.sha256 === sha256) return "duplicate";
         throw new FredError("ERR_PAYLOAD_CONFLICT", "a different payload is already stored for this lease");
       }
+      this.#stored.changed();
       this.#put.run(leaseUuid, sha256, payload, now);
       this.#database.committed();
       return "stored";
@@ -157,6 +162,7 @@ export class PayloadStore {
   promote(leaseUuid: string, payload: Uint8Array, now: number): string {
     if (!isCanonicalUuid(leaseUuid)) throw new FredError("ERR_PAYLOAD_LEASE", "lease UUID must be canonical");
     const sha256 = sha256Hex(payload);
+    this.#stored.changed();
     this.#promote.run(leaseUuid, sha256, Buffer.from(payload), now);
     this.#database.committed();
     return sha256;
@@ -169,9 +175,12 @@ export class PayloadStore {
     return stored.promoted || stored.sha256 === metaHash ? stored : undefined;
   }
 
+  /** GET status asks on every poll: answered from memory until the next write. */
   has(leaseUuid: string): boolean {
-    return this.#has.get(leaseUuid) !== undefined;
+    return this.#stored.has(leaseUuid, this.#readHas);
   }
+
+  readonly #readHas = (leaseUuid: string): boolean => this.#has.get(leaseUuid) !== undefined;
 
   /** Every lease with a stored payload (the reconciler's payload cleanup reads this). */
   leases(): string[] {
@@ -179,6 +188,7 @@ export class PayloadStore {
   }
 
   delete(leaseUuid: string): boolean {
+    this.#stored.changed();
     return this.#delete.run(leaseUuid).changes === 1;
   }
 }

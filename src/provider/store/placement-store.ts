@@ -1,7 +1,9 @@
 import type Database from "better-sqlite3";
+import type { Statement } from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid, isUuidV4 } from "../../core/uuid.ts";
 import type { SqliteDatabase } from "../../sqlite/index.ts";
+import { ExistsMemo } from "./exists-memo.ts";
 import { PLACEMENT_MIGRATIONS } from "./placement-schema.ts";
 import { RetainedRows } from "./retained-rows.ts";
 import { openStore } from "./sqlite.ts";
@@ -120,11 +122,22 @@ interface BackendRow {
 
 const META_PROVIDER = "SELECT value FROM store_meta WHERE key = 'provider_uuid'";
 
-/** Every statement the store runs, typed and prepared once per connection. */
-function prepare(db: Database.Database) {
+/**
+ * Every statement the store runs, typed and prepared once per connection. The two that
+ * write the attempts table tell `attempts` first (the memo `hasAttempt` answers from).
+ */
+function prepare(db: Database.Database, attempts: ExistsMemo) {
+  const writesAttempts = <P extends unknown[]>(statement: Statement<P>) => ({
+    run(...params: P): Database.RunResult {
+      attempts.changed();
+      return statement.run(...params);
+    },
+  });
   return {
-    insertAttempt: db.prepare<[Buffer, Buffer, string, AttemptKind, number]>(
-      "INSERT OR IGNORE INTO attempts (operation_id, lease_uuid, backend, kind, created_at) VALUES (?, ?, ?, ?, ?)",
+    insertAttempt: writesAttempts(
+      db.prepare<[Buffer, Buffer, string, AttemptKind, number]>(
+        "INSERT OR IGNORE INTO attempts (operation_id, lease_uuid, backend, kind, created_at) VALUES (?, ?, ?, ?, ?)",
+      ),
     ),
     attemptByLease: db.prepare<[Buffer], AttemptRow>("SELECT * FROM attempts WHERE lease_uuid = ?"),
     // GET status asks on every poll whether an attempt exists: no row to build for that.
@@ -133,7 +146,7 @@ function prepare(db: Database.Database) {
       "SELECT * FROM attempts WHERE created_at <= ? ORDER BY created_at, operation_id",
     ),
     attempts: db.prepare<[], AttemptRow>("SELECT * FROM attempts ORDER BY created_at, operation_id"),
-    deleteAttempt: db.prepare<[Buffer]>("DELETE FROM attempts WHERE lease_uuid = ?"),
+    deleteAttempt: writesAttempts(db.prepare<[Buffer]>("DELETE FROM attempts WHERE lease_uuid = ?")),
     placement: db.prepare<[Buffer], PlacementRow>("SELECT * FROM placements WHERE lease_uuid = ?"),
     placements: db.prepare<[], PlacementRow>("SELECT * FROM placements ORDER BY lease_uuid"),
     deletePlacement: db.prepare<[Buffer]>("DELETE FROM placements WHERE lease_uuid = ?"),
@@ -176,13 +189,16 @@ export class PlacementStore {
   readonly #tx: (work: () => unknown) => unknown;
   /** The retained side of the placement rows (retention and restore). */
   readonly retained: RetainedRows;
+  /** `hasAttempt`'s answers, forgotten by every write of the attempts table. */
+  readonly #attempts: ExistsMemo;
 
   private constructor(database: SqliteDatabase, providerUuid: string) {
     this.#database = database;
     this.#db = database.db;
     this.#tx = this.#db.transaction((work: () => unknown) => work());
     this.providerUuid = providerUuid;
-    this.#stmt = prepare(this.#db);
+    this.#attempts = new ExistsMemo(this.#db);
+    this.#stmt = prepare(this.#db, this.#attempts);
     this.retained = new RetainedRows(this.#db);
     const pins = this.#stmt.backends.all();
     this.#backendNames = new Set(pins.map((b) => b.name));
@@ -640,10 +656,17 @@ export class PlacementStore {
     return row === undefined ? undefined : toAttempt(row);
   }
 
-  /** Whether the lease has an unresolved attempt (attemptFor without building the record). */
+  /**
+   * Whether the lease has an unresolved attempt (attemptFor without building the record).
+   * GET status asks on every poll: answered from memory until the attempts table changes.
+   */
   hasAttempt(leaseUuid: string): boolean {
-    return isCanonicalUuid(leaseUuid) && this.#stmt.hasAttempt.get(uuidBytes(leaseUuid)) !== undefined;
+    if (!isCanonicalUuid(leaseUuid)) return false;
+    return this.#attempts.has(leaseUuid, this.#readHasAttempt);
   }
+
+  readonly #readHasAttempt = (leaseUuid: string): boolean =>
+    this.#stmt.hasAttempt.get(uuidBytes(leaseUuid)) !== undefined;
 
   /** Unresolved attempts created at or before `cutoff` (the overdue ones), oldest first. */
   attemptsCreatedBy(cutoff: number): Attempt[] {

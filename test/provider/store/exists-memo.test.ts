@@ -1,0 +1,119 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { type Attempt, PayloadStore, PlacementStore } from "../../../src/provider/store/index.ts";
+
+// hasAttempt and PayloadStore.has answer from memory between writes: every write must be
+// seen by the very next read, rolled-back writes never, and a read-only reader beside the
+// writer must see the writer's rows (it keeps no memory).
+const PROVIDER = "0190f3a2-7c1e-7000-8000-0000000000aa";
+const SID = "6f1c2a4e-8b3d-4c5e-9f60-7a8b9c0d1e2f";
+const LEASE = "0190f3a2-7c1e-7000-8000-000000000001";
+const LEASE_2 = "0190f3a2-7c1e-7000-8000-000000000002";
+const OP_1 = "11111111-1111-4111-8111-111111111111";
+const OP_2 = "22222222-2222-4222-8222-222222222222";
+const T0 = 1_700_000_000_000;
+
+const root = mkdtempSync(join(tmpdir(), "fred-exists-memo-"));
+after(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+
+function placementStore(): { store: PlacementStore; path: string } {
+  const path = join(root, `p${++n}.db`);
+  const store = PlacementStore.create(
+    path,
+    PROVIDER,
+    [{ name: "one", storageId: SID, baseline: { provisions: 0, retentions: 0 } }],
+    T0,
+  );
+  return { store, path };
+}
+
+const attempt = (lease: string, op: string): Attempt => ({
+  leaseUuid: lease,
+  backend: "one",
+  operationId: op,
+  kind: "provision",
+  createdAt: T0 + 1,
+});
+
+describe("hasAttempt between writes", () => {
+  it("sees every attempt write at once: record, settle, refuse, retire, inventory", () => {
+    const { store } = placementStore();
+    using _ = store;
+    assert.equal(store.hasAttempt(LEASE), false);
+    assert.equal(store.hasAttempt(LEASE), false, "asked twice, still none");
+    store.recordAttempt(attempt(LEASE, OP_1));
+    assert.equal(store.hasAttempt(LEASE), true, "recorded");
+    assert.equal(store.settleOperation(LEASE, OP_1, "failed", T0 + 2).kind, "settled");
+    assert.equal(store.hasAttempt(LEASE), false, "settled");
+    store.recordAttempt(attempt(LEASE, OP_2));
+    assert.equal(store.hasAttempt(LEASE), true);
+    assert.notEqual(store.clearRefusedAttempt(LEASE, OP_2), undefined);
+    assert.equal(store.hasAttempt(LEASE), false, "refused");
+    store.recordAttempts([attempt(LEASE, OP_1), attempt(LEASE_2, OP_2)]);
+    assert.equal(store.hasAttempt(LEASE_2), true);
+    assert.equal(store.retireAttempt(LEASE_2, "one"), true);
+    assert.equal(store.hasAttempt(LEASE_2), false, "retired");
+    assert.equal(store.hasAttempt(LEASE), true);
+    store.applyPositiveInventory("one", [LEASE], T0 + 3);
+    assert.equal(store.hasAttempt(LEASE), false, "confirmed by the inventory");
+  });
+
+  it("forgets nothing wrongly when a batch rolls back", () => {
+    const { store } = placementStore();
+    using _ = store;
+    assert.equal(store.hasAttempt(LEASE), false);
+    assert.throws(() =>
+      store.batch(() => {
+        store.recordAttempt(attempt(LEASE, OP_1));
+        assert.equal(store.hasAttempt(LEASE), true, "inside the batch the row is there");
+        throw new Error("roll back");
+      }),
+    );
+    assert.equal(store.hasAttempt(LEASE), false, "rolled back: no attempt");
+    store.recordAttempt(attempt(LEASE, OP_1));
+    assert.equal(store.hasAttempt(LEASE), true);
+    assert.throws(() =>
+      store.batch(() => {
+        store.settleOperation(LEASE, OP_1, "failed", T0 + 2);
+        assert.equal(store.hasAttempt(LEASE), false);
+        throw new Error("roll back");
+      }),
+    );
+    assert.equal(store.hasAttempt(LEASE), true, "rolled back: the attempt is still there");
+  });
+
+  it("a read-only reader beside the writer sees its writes", () => {
+    const { store, path } = placementStore();
+    using _ = store;
+    using reader = PlacementStore.open(path, PROVIDER, { readonly: true });
+    assert.equal(reader.hasAttempt(LEASE), false);
+    store.recordAttempt(attempt(LEASE, OP_1));
+    assert.equal(reader.hasAttempt(LEASE), true);
+    store.settleOperation(LEASE, OP_1, "failed", T0 + 2);
+    assert.equal(reader.hasAttempt(LEASE), false);
+  });
+});
+
+describe("PayloadStore.has between writes", () => {
+  it("sees put, delete and promote at once, and a refused put changes nothing", () => {
+    const path = join(root, `q${++n}.db`);
+    using store = PayloadStore.open(path);
+    using reader = PayloadStore.open(path, { readonly: true });
+    assert.equal(store.has(LEASE), false);
+    store.put(LEASE, Buffer.from("a"), T0);
+    assert.equal(store.has(LEASE), true, "stored");
+    assert.equal(reader.has(LEASE), true, "the read-only reader sees it too");
+    assert.throws(() => store.put(LEASE, Buffer.from("b"), T0), /ERR_PAYLOAD_CONFLICT|different payload/);
+    assert.equal(store.has(LEASE), true, "a refused put leaves the payload");
+    assert.equal(store.delete(LEASE), true);
+    assert.equal(store.has(LEASE), false, "deleted");
+    assert.equal(reader.has(LEASE), false);
+    store.promote(LEASE, Buffer.from("c"), T0 + 1);
+    assert.equal(store.has(LEASE), true, "promoted");
+    assert.equal(store.has(LEASE_2), false);
+  });
+});
