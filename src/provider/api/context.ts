@@ -129,7 +129,11 @@ export async function authorizeLease(
 export interface Answer {
   status: number;
   body?: unknown;
+  /** The body already serialized (JSON.stringify's output): sent as it is. */
+  json?: string;
 }
+
+const JSON_TYPE = "application/json; charset=utf-8";
 
 export type TenantHandler = (
   req: FastifyRequest,
@@ -149,6 +153,7 @@ export function tenantRoute(ctx: TenantContext, handler: TenantHandler): RouteHa
       const answer = await scope.run(() => handler(req, reply, scope));
       if (!reply.sent) {
         reply.code(answer.status);
+        if (answer.json !== undefined) return reply.type(JSON_TYPE).send(answer.json);
         if (answer.body === undefined) return reply.send();
         return reply.send(answer.body);
       }

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from "fastify";
+import { LRUCache } from "lru-cache";
 import type { TokenClaims } from "../../../auth/token.ts";
 import type { ChainLease } from "../../../chain/port.ts";
 import { leaseUuidParam } from "../auth.ts";
@@ -23,6 +24,8 @@ import type { StatusBody } from "../schemas/lease.ts";
  */
 export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): void {
   const { payloads, config, logger } = ctx.deps;
+  // The last body sent per lease, as JSON, with what it was built from (owned leases only).
+  const built = new LRUCache<string, BuiltStatus>({ max: 10_000 });
   app.get(
     "/v1/leases/:lease_uuid/status",
     tenantRoute(ctx, async (req, reply, scope) => {
@@ -36,6 +39,28 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
       } catch (err) {
         logger.warn({ err, lease_uuid: uuid }, "payload store unreadable; status reports no payload");
       }
+      const started = ctx.deps.provisioningStarted(uuid);
+      // A lease on a backend retired as lost has nothing to ask: it failed, for that reason.
+      const lost = onLostBackend(ctx.deps.store, uuid);
+      const found: DiagnosticsLookup = lost
+        ? { kind: "unknown" }
+        : await sharedDiagnostics(ctx, uuid, lease.state);
+      // An unsettled restart/update is reported as such, never as the ready before it.
+      const progress = found.kind === "found" ? ctx.deps.maintenance?.inProgress(uuid) : undefined;
+      if (!lost && found.kind === "unknown" && found.error !== undefined) {
+        logger.warn({ err: found.error.cause, lease_uuid: uuid }, "status: provision lookup failed");
+      }
+      let credit: StatusBody["credit"];
+      if (ctx.deps.credit !== undefined) {
+        try {
+          credit = await ctx.deps.credit(claims.tenant, scope.signal);
+        } catch (err) {
+          logger.warn({ err, lease_uuid: uuid }, "status: credit read failed");
+        }
+      }
+      const inputs: BuiltStatus = { lease, found, payloadReceived, started, progress, credit, json: "" };
+      const last = built.get(uuid);
+      if (last !== undefined && sameInputs(last, inputs)) return { status: 200, json: last.json };
       const body: StatusBody = {
         lease_uuid: uuid,
         tenant: claims.tenant,
@@ -44,34 +69,51 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
         requires_payload: lease.metaHash !== "",
         ...(lease.metaHash === "" ? {} : { meta_hash_hex: lease.metaHash }),
         payload_received: payloadReceived,
-        provisioning_started: ctx.deps.provisioningStarted(uuid),
+        provisioning_started: started,
       };
-      // A lease on a backend retired as lost has nothing to ask: it failed, for that reason.
-      const lost = onLostBackend(ctx.deps.store, uuid);
-      const found: DiagnosticsLookup = lost
-        ? { kind: "unknown" }
-        : await sharedDiagnostics(ctx, uuid, lease.state);
       if (lost) {
         body.provision_status = "failed";
         body.reason = "BackendStorageLost";
       } else if (found.kind === "found") {
         addDiagnostics(body, found.diagnostics);
-        // An unsettled restart/update is reported as such, never as the ready before it.
-        const progress = ctx.deps.maintenance?.inProgress(uuid);
         if (progress !== undefined) body.provision_status = progress;
-      } else if (found.kind === "unknown" && found.error !== undefined) {
-        logger.warn({ err: found.error.cause, lease_uuid: uuid }, "status: provision lookup failed");
       }
-      if (ctx.deps.credit !== undefined) {
-        try {
-          const credit = await ctx.deps.credit(claims.tenant, scope.signal);
-          if (credit !== undefined) body.credit = credit;
-        } catch (err) {
-          logger.warn({ err, lease_uuid: uuid }, "status: credit read failed");
-        }
-      }
-      return { status: 200, body };
+      if (credit !== undefined) body.credit = credit;
+      inputs.json = JSON.stringify(body);
+      built.set(uuid, inputs);
+      return { status: 200, json: inputs.json };
     }),
+  );
+}
+
+/**
+ * One status body as JSON and everything it was built from. The chain lease and the
+ * backend's provision record are compared by identity: each is the shared cache entry
+ * (LeaseReads, statusReads), replaced whenever it is read again, so "same object" means
+ * "same read". The rest are plain values read on this request; the body's other fields
+ * (tenant, provider) follow from the lease. So a reused body is exactly the one these
+ * inputs would build.
+ */
+interface BuiltStatus {
+  lease: ChainLease;
+  found: DiagnosticsLookup;
+  payloadReceived: boolean;
+  started: boolean;
+  progress: string | undefined;
+  credit: StatusBody["credit"];
+  json: string;
+}
+
+function sameInputs(a: BuiltStatus, b: BuiltStatus): boolean {
+  return (
+    a.lease === b.lease &&
+    a.found === b.found &&
+    a.payloadReceived === b.payloadReceived &&
+    a.started === b.started &&
+    a.progress === b.progress &&
+    a.credit?.balance === b.credit?.balance &&
+    a.credit?.burn_rate_per_hour === b.credit?.burn_rate_per_hour &&
+    a.credit?.depletes_at === b.credit?.depletes_at
   );
 }
 
