@@ -19,9 +19,13 @@
  *
  * Usage: npm run bench -- tenant-api   (BENCH_SECONDS=10 for longer load phases)
  */
+import { spawn } from "node:child_process";
 import { createPublicKey, verify } from "node:crypto";
+import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { adr036SignDoc } from "../src/auth/adr036.ts";
 import { hmacSecret, SIGNATURE_HEADER, signRequest } from "../src/auth/hmac.ts";
@@ -103,6 +107,32 @@ async function loadWithOneToken(
   }
 }
 
+/**
+ * The same load on a bare Fastify route doing only the token's verify (tenant-api-bare.ts,
+ * its own process): requests per CPU-second of that process, the ceiling beside providerd's.
+ */
+async function bareControl(path: string, mint: () => string): Promise<number> {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", fileURLToPath(new URL("tenant-api-bare.ts", import.meta.url))],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  try {
+    const [line] = (await once(createInterface({ input: child.stdout! }), "line")) as [string];
+    const { url } = JSON.parse(line) as { url: string };
+    const before = cpuSeconds(child.pid);
+    const r = await loadWithOneToken(`${url}${path}`, mint, { duration: SECONDS });
+    if (r.non2xx > 0 || r.errors > 0)
+      throw new Error(`bare control: ${r.non2xx} non-2xx, ${r.errors} errors`);
+    return r.requests.total / (cpuSeconds(child.pid) - before);
+  } finally {
+    child.kill("SIGTERM");
+    if (child.exitCode === null) await once(child, "exit");
+  }
+}
+
 /** Requests of the fresh-token run, each with a token of its own. */
 const FRESH_TOKENS = LEASES * 10;
 
@@ -159,6 +189,7 @@ try {
   if (full.non2xx > 0 || full.errors > 0)
     throw new Error(`status under load: ${full.non2xx} non-2xx, ${full.errors} errors`);
   const providerdCpu = cpuSeconds(pid) - cpuBefore;
+  const bare = await bareControl(`/v1/leases/${leases[0]}/status`, () => mint(leases[0]!));
   const raw = rawVerifyRate(mint(leases[0]!), 2);
   // The load generator shares the two cores with providerd, so the wall-clock rate is bounded
   // by the machine; requests per providerd CPU-second is what one core of providerd serves,
@@ -174,6 +205,8 @@ try {
     raw_native_verify_per_cpu_s: Math.round(raw.perCpu),
     ratio_per_cpu: Number((perCpuSecond / raw.perCpu).toFixed(3)),
     goal_ratio_per_cpu: 0.8,
+    bare_fastify_verify_per_cpu_s: Math.round(bare),
+    bare_fastify_ratio_per_cpu: Number((bare / raw.perCpu).toFixed(3)),
     latency_p50_ms: full.latency.p50,
     latency_p99_ms: full.latency.p99,
   });
