@@ -162,6 +162,8 @@ export async function startProviderd(
       reconnectInitialMs: config.websocketReconnectInitialMs,
       reconnectMaxMs: config.websocketReconnectMaxMs,
       fetchBlockEvents: (height, signal) => chain.blockEvents(height, signal),
+      // Custom-domain changes reach the owner backend in seconds, not at the next sweep.
+      customDomains: true,
       logger: logger.child({ component: "feed" }),
     });
     const consumer = feed.subscribe("lifecycle", 10_000);

@@ -1,5 +1,5 @@
 /**
- * The chain event feed: one CometBFT websocket, four subscriptions, typed lease events
+ * The chain event feed: CometBFT websockets with fixed subscriptions, typed lease events
  * fanned out to consumers. It must never go silent: a client ping every `pingIntervalMs`
  * with a read deadline of twice that, and a block-height heartbeat — when no new block
  * arrives within `heartbeatMultiple × expectedBlockTimeMs` the socket is treated as dead
@@ -12,6 +12,13 @@
  *   1 Tx lease_created for our provider      3 Tx lease_closed for our provider
  *   2 Tx lease_auto_closed credit_exhausted   4 NewBlockEvents (EndBlock lease_expired + heartbeat)
  *   5 NewBlockHeader, only if the node refuses 4; block_results of each height then fills in.
+ *   6 Tx lease_cancelled for our provider
+ * CometBFT allows 5 subscriptions per client (max_subscriptions_per_client), so with
+ * `customDomains` a second socket (the "domains" channel) carries
+ *   7 Tx lease_custom_domain_set for our provider   9 NewBlockHeader (its own heartbeat)
+ *   8 Tx lease_custom_domain_cleared for our provider
+ * Both channels share this code: each has its own socket, backoff and heartbeat; the feed is
+ * `live` while every channel is, and a reconnect of either one resyncs every consumer.
  */
 import { EventEmitter } from "node:events";
 import WebSocket from "ws";
@@ -43,6 +50,8 @@ export interface EventFeedOptions {
   maxGapFill?: number;
   maxFrameBytes?: number;
   logger?: Logger;
+  /** Also watch custom-domain set/clear events, on a second socket (default false). */
+  customDomains?: boolean;
 }
 
 export type FeedState = "idle" | "connecting" | "live" | "backoff" | "stopped";
@@ -84,12 +93,17 @@ const SUB_HEADER = 5;
 // The fifth live subscription (NewBlockHeader replaces a refused NewBlockEvents):
 // CometBFT's default max_subscriptions_per_client is 5, so there is no room for a sixth.
 const SUB_CANCELLED = 6;
+const SUB_DOMAIN_SET = 7;
+const SUB_DOMAIN_CLEARED = 8;
+const SUB_DOMAIN_HEADER = 9;
 
 const TX_KINDS: Record<number, readonly LeaseEventKind[]> = {
   [SUB_CREATED]: ["lease_created"],
   [SUB_AUTO_CLOSED]: ["lease_auto_closed"],
   [SUB_CLOSED]: ["lease_closed"],
   [SUB_CANCELLED]: ["lease_cancelled"],
+  [SUB_DOMAIN_SET]: ["lease_custom_domain_set"],
+  [SUB_DOMAIN_CLEARED]: ["lease_custom_domain_cleared"],
 };
 const BLOCK_KINDS: readonly LeaseEventKind[] = ["lease_expired"];
 
@@ -105,6 +119,32 @@ export function subscriptionQueries(providerUuid: string): Map<number, string> {
   ]);
 }
 
+/** The domains channel's queries (`provider_uuid` on these events is the newer line's, ledger §7.3). */
+export function domainSubscriptionQueries(providerUuid: string): Map<number, string> {
+  if (!isCanonicalUuid(providerUuid))
+    throw new FredError("ERR_CONFIG", "provider_uuid must be a canonical lowercase UUID");
+  return new Map([
+    [SUB_DOMAIN_SET, `tm.event='Tx' AND lease_custom_domain_set.provider_uuid='${providerUuid}'`],
+    [SUB_DOMAIN_CLEARED, `tm.event='Tx' AND lease_custom_domain_cleared.provider_uuid='${providerUuid}'`],
+    [SUB_DOMAIN_HEADER, "tm.event='NewBlockHeader'"],
+  ]);
+}
+
+/** One socket's subscriptions and connection state. Only the "leases" channel tracks heights. */
+interface Channel {
+  name: "leases" | "domains";
+  queries: Map<number, string>;
+  state: FeedState;
+  socket: WebSocket | undefined;
+  everLive: boolean;
+  /** Highest height seen on the current connection (the heartbeat counts per connection). */
+  connectionHeight: number;
+}
+
+function channel(name: Channel["name"], queries: Map<number, string>): Channel {
+  return { name, queries, state: "idle", socket: undefined, everLive: false, connectionHeight: 0 };
+}
+
 /** The reconnect delays: doubling from `initialMs` to `maxMs`, each ±25 % at random. */
 export function reconnectBackoff(initialMs: number, maxMs: number, random: () => number): Backoff {
   return new Backoff({ initialMs, maxMs, factor: 2, jitter: 0.25 }, random);
@@ -114,14 +154,11 @@ export class EventFeed extends EventEmitter<FeedEvents> {
   readonly fanout = new FanOut();
   readonly #o: Required<Omit<EventFeedOptions, "fetchBlockEvents" | "logger">> &
     Pick<EventFeedOptions, "fetchBlockEvents" | "logger">;
-  readonly #queries: Map<number, string>;
+  readonly #channels: Channel[];
   #abort = new AbortController();
-  #loop: Promise<void> | undefined;
-  #socket: WebSocket | undefined;
-  #everLive = false;
+  #loops: Promise<void>[] | undefined;
   #headerFallback = false;
   #lastBlockEventsHeight = 0;
-  #connectionHeight = 0;
   readonly #m: FeedMetrics = {
     state: "idle",
     lastHeight: 0,
@@ -139,7 +176,9 @@ export class EventFeed extends EventEmitter<FeedEvents> {
 
   constructor(opts: EventFeedOptions) {
     super();
-    this.#queries = subscriptionQueries(opts.providerUuid);
+    this.#channels = [channel("leases", subscriptionQueries(opts.providerUuid))];
+    if (opts.customDomains === true)
+      this.#channels.push(channel("domains", domainSubscriptionQueries(opts.providerUuid)));
     this.#o = {
       clock: systemClock,
       random: Math.random,
@@ -150,6 +189,7 @@ export class EventFeed extends EventEmitter<FeedEvents> {
       heartbeatMultiple: 5,
       maxGapFill: 100,
       maxFrameBytes: 32 * 1024 * 1024,
+      customDomains: false,
       ...opts,
     };
     if (this.#o.reconnectInitialMs <= 0 || this.#o.reconnectMaxMs < this.#o.reconnectInitialMs)
@@ -170,6 +210,13 @@ export class EventFeed extends EventEmitter<FeedEvents> {
 
   get state(): FeedState {
     return this.#m.state;
+  }
+
+  /** The feed's state: `live` while every channel is, else the first channel that is not. */
+  #setChannelState(ch: Channel, state: FeedState): void {
+    ch.state = state;
+    const down = this.#channels.find((c) => c.state !== "live");
+    this.#setState(down === undefined ? "live" : down.state);
   }
 
   #setState(state: FeedState): void {
@@ -206,35 +253,35 @@ export class EventFeed extends EventEmitter<FeedEvents> {
   }
 
   start(): void {
-    if (this.#loop !== undefined) return;
-    this.#loop = this.#run();
+    if (this.#loops !== undefined) return;
+    this.#loops = this.#channels.map((ch) => this.#run(ch));
   }
 
   /** Stops the feed and closes every consumer; idempotent. */
   async stop(): Promise<void> {
     this.#abort.abort(new FredError("ERR_ABORTED", "event feed stopped"));
-    this.#socket?.terminate();
-    await this.#loop;
+    for (const ch of this.#channels) ch.socket?.terminate();
+    await Promise.all(this.#loops ?? []);
     this.#setState("stopped");
     this.fanout.closeAll();
   }
 
   /** Drops the current connection as if the network failed (operators and tests). */
   dropConnection(): void {
-    this.#socket?.terminate();
+    for (const ch of this.#channels) ch.socket?.terminate();
   }
 
-  async #run(): Promise<void> {
+  async #run(ch: Channel): Promise<void> {
     const signal = this.#abort.signal;
     const backoff = reconnectBackoff(this.#o.reconnectInitialMs, this.#o.reconnectMaxMs, this.#o.random);
     while (!signal.aborted) {
-      this.#setState("connecting");
-      const wasLive = await this.#connectOnce(signal);
+      this.#setChannelState(ch, "connecting");
+      const wasLive = await this.#connectOnce(ch, signal);
       if (signal.aborted) break;
       // A connection that went live proves the node was reachable: start the delays over.
       if (wasLive) backoff.reset();
       const delay = backoff.next();
-      this.#setState("backoff");
+      this.#setChannelState(ch, "backoff");
       this.emit("backoff", delay);
       try {
         await sleepOrAbort(this.#o.clock, delay, signal);
@@ -245,7 +292,7 @@ export class EventFeed extends EventEmitter<FeedEvents> {
   }
 
   /** One socket's life; resolves when it is gone. Returns whether it ever went live. */
-  #connectOnce(signal: AbortSignal): Promise<boolean> {
+  #connectOnce(ch: Channel, signal: AbortSignal): Promise<boolean> {
     const { clock, pingIntervalMs } = this.#o;
     return new Promise((resolve) => {
       let live = false;
@@ -254,7 +301,7 @@ export class EventFeed extends EventEmitter<FeedEvents> {
       const cancels: Array<() => void> = [];
       let cancelHeartbeat: () => void = () => {};
       const ws = new WebSocket(this.#o.url, { maxPayload: this.#o.maxFrameBytes, perMessageDeflate: false });
-      this.#socket = ws;
+      ch.socket = ws;
       const finish = (why: string) => {
         if (finished) return;
         finished = true;
@@ -263,8 +310,11 @@ export class EventFeed extends EventEmitter<FeedEvents> {
         ws.removeAllListeners();
         ws.on("error", () => {});
         ws.terminate();
-        if (this.#socket === ws) this.#socket = undefined;
-        this.#o.logger?.warn({ reason: why, height: this.#m.lastHeight }, "chain event feed disconnected");
+        if (ch.socket === ws) ch.socket = undefined;
+        this.#o.logger?.warn(
+          { channel: ch.name, reason: why, height: this.#m.lastHeight },
+          "chain event feed disconnected",
+        );
         this.emit("disconnected", why);
         resolve(live);
       };
@@ -301,23 +351,24 @@ export class EventFeed extends EventEmitter<FeedEvents> {
 
       ws.on("open", () => {
         live = true;
-        this.#headerFallback = false;
-        this.#connectionHeight = 0;
-        for (const [id, query] of this.#queries) {
+        if (ch.name === "leases") this.#headerFallback = false;
+        ch.connectionHeight = 0;
+        for (const [id, query] of ch.queries) {
           ws.send(JSON.stringify({ jsonrpc: "2.0", method: "subscribe", id, params: { query } }));
         }
         this.#m.connects++;
-        const reconnect = this.#everLive;
-        this.#everLive = true;
-        this.#setState("live");
-        this.emit("live", { reconnect });
+        const reconnect = ch.everLive;
+        ch.everLive = true;
+        const was = this.#m.state;
+        this.#setChannelState(ch, "live");
+        if (was !== "live" && this.#m.state === "live") this.emit("live", { reconnect });
         armHeartbeat();
         schedulePing();
         if (reconnect) {
           this.#m.reconnects++;
           this.fanout.resyncAll("reconnect");
         }
-        this.#o.logger?.info({ url: this.#o.url, reconnect }, "chain event feed connected");
+        this.#o.logger?.info({ channel: ch.name, url: this.#o.url, reconnect }, "chain event feed connected");
       });
       ws.on("pong", () => {
         lastActivity = clock.now();
@@ -330,7 +381,7 @@ export class EventFeed extends EventEmitter<FeedEvents> {
           return;
         }
         const text = Array.isArray(data) ? Buffer.concat(data).toString("utf8") : data.toString();
-        if (this.#handleFrame(text, ws, signal)) armHeartbeat();
+        if (this.#handleFrame(ch, text, ws, signal)) armHeartbeat();
       });
       ws.on("error", (err) => finish(`socket error: ${err.message}`));
       ws.on("close", (code) => finish(`socket closed (${code})`));
@@ -338,7 +389,7 @@ export class EventFeed extends EventEmitter<FeedEvents> {
   }
 
   /** Handles one frame; returns true when it proved a new block exists. */
-  #handleFrame(text: string, ws: WebSocket, signal: AbortSignal): boolean {
+  #handleFrame(ch: Channel, text: string, ws: WebSocket, signal: AbortSignal): boolean {
     const frame = classifyFrame(text);
     switch (frame.type) {
       case "malformed":
@@ -368,17 +419,23 @@ export class EventFeed extends EventEmitter<FeedEvents> {
         }
         return false;
       case "tx": {
-        const kinds = typeof frame.id === "number" ? TX_KINDS[frame.id] : undefined;
+        // A push is trusted only for an id this socket subscribed to.
+        const kinds =
+          typeof frame.id === "number" && ch.queries.has(frame.id) ? TX_KINDS[frame.id] : undefined;
         if (kinds === undefined) return false;
         this.#publish(
           parseTxEventMap(frame.eventMap, kinds, this.#o.providerUuid, frame.height, frame.txHash),
         );
-        this.#seeHeight(frame.height, signal);
-        return this.#freshForConnection(frame.height);
+        if (ch.name === "leases") this.#seeHeight(frame.height, signal);
+        return freshForConnection(ch, frame.height);
       }
       case "block": {
+        const fallback = ch.name === "leases" && this.#headerFallback && frame.id === SUB_HEADER;
+        if (typeof frame.id !== "number" || (!ch.queries.has(frame.id) && !fallback)) return false;
+        // The domains channel's headers only prove that socket alive; heights and gaps are the leases channel's.
+        if (ch.name === "domains") return freshForConnection(ch, frame.height);
         this.#seeHeight(frame.height, signal);
-        const isNew = this.#freshForConnection(frame.height);
+        const isNew = freshForConnection(ch, frame.height);
         if (frame.id === SUB_BLOCK_EVENTS) this.#blockEvents(frame.height, frame.events);
         else if (frame.id === SUB_HEADER && this.#headerFallback) this.#fetchBlock(frame.height, signal);
         return isNew;
@@ -399,16 +456,6 @@ export class EventFeed extends EventEmitter<FeedEvents> {
       (events) => this.#blockEvents(height, events),
       (err: unknown) => this.#o.logger?.warn({ height, err }, "block_results fetch failed; resync covers it"),
     );
-  }
-
-  /**
-   * The heartbeat counts blocks per connection: a node restarted from a slightly older
-   * height (lost blocks after a crash) still proves it is alive by producing blocks.
-   */
-  #freshForConnection(height: number): boolean {
-    if (height <= this.#connectionHeight) return false;
-    this.#connectionHeight = height;
-    return true;
   }
 
   /** Records a height; a jump after a reconnect back-fills EndBlock events of skipped heights. */
@@ -450,4 +497,14 @@ export class EventFeed extends EventEmitter<FeedEvents> {
       this.fanout.publish(event);
     }
   }
+}
+
+/**
+ * The heartbeat counts blocks per connection: a node restarted from a slightly older
+ * height (lost blocks after a crash) still proves it is alive by producing blocks.
+ */
+function freshForConnection(ch: Channel, height: number): boolean {
+  if (height <= ch.connectionHeight) return false;
+  ch.connectionHeight = height;
+  return true;
 }

@@ -8,6 +8,10 @@ export const LEASE_EVENT_KINDS = [
   // A tenant withdrew a PENDING lease (it is REJECTED on chain). Not among the reference's
   // subscriptions; we listen so a lease cancelled mid-provision is torn down at once.
   "lease_cancelled",
+  // A tenant set or cleared an item's custom domain (MsgSetItemCustomDomain): the owner
+  // backend re-reads the lease's domains (the feed's second socket, see feed.ts).
+  "lease_custom_domain_set",
+  "lease_custom_domain_cleared",
 ] as const;
 export type LeaseEventKind = (typeof LEASE_EVENT_KINDS)[number];
 

@@ -7,6 +7,7 @@ import { FredError } from "../../core/errors.ts";
 import { promote } from "../maintenance/index.ts";
 import { GroupCommitter } from "../store/index.ts";
 import { Closer } from "./closer.ts";
+import { pushCustomDomains } from "./custom-domains.ts";
 import type { LifecycleDeps } from "./deps.ts";
 import { Provisioner } from "./provisioner.ts";
 import {
@@ -168,6 +169,13 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
       this.#track(
         this.#step("deprovision", leaseUuid, async (signal) => {
           await this.closer.close(leaseUuid, signal);
+        }),
+      );
+    } else if (event.kind === "lease_custom_domain_set" || event.kind === "lease_custom_domain_cleared") {
+      const leaseUuid = event.leaseUuid;
+      this.#track(
+        this.#step("custom_domain", leaseUuid, async (signal) => {
+          await pushCustomDomains(this.deps, leaseUuid, signal);
         }),
       );
     }

@@ -27,18 +27,23 @@ export type ProvisionStep =
   | "refused"
   | "ambiguous";
 
+/** The chain lease's items as the backend contract carries them (empty names and domains left out). */
+export function leaseItems(lease: ChainLease): ProvisionRequest["items"] {
+  return lease.items.map((i) => ({
+    sku: i.skuUuid,
+    quantity: Number(i.quantity),
+    ...(i.serviceName === "" ? {} : { serviceName: i.serviceName }),
+    ...(i.customDomain === "" ? {} : { customDomain: i.customDomain }),
+  }));
+}
+
 /** What provision and restore requests for `attempt` share: the lease, its items, its callback URLs. */
 export function leaseRequest(config: ProviderConfig, lease: ChainLease, attempt: Attempt): ProvisionRequest {
   return {
     leaseUuid: lease.uuid,
     tenant: lease.tenant,
     providerUuid: config.providerUuid,
-    items: lease.items.map((i) => ({
-      sku: i.skuUuid,
-      quantity: Number(i.quantity),
-      ...(i.serviceName === "" ? {} : { serviceName: i.serviceName }),
-      ...(i.customDomain === "" ? {} : { customDomain: i.customDomain }),
-    })),
+    items: leaseItems(lease),
     callbackUrl: buildCallbackUrl(config.callbackBase, "operation_id", attempt.operationId),
     lifecycleCallbackUrl: buildCallbackUrl(config.callbackBase, "lifecycle_id", attempt.operationId),
   };
