@@ -196,8 +196,11 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
       const { leaseUuid, items } = parseReconcileCustomDomainRequest(json(req));
       // Applied before answering, so 204 means "in effect"; a lease this backend does not
       // run, or a substrate without custom domains, has nothing to change.
-      if (substrate.reconcileCustomDomains && journal.getLease(leaseUuid))
+      // The journal keeps them (durably, before the 204) so a restart routes them again.
+      if (substrate.reconcileCustomDomains && journal.getLease(leaseUuid)) {
+        if (journal.setCustomDomains(leaseUuid, items)) await journal.durable();
         await substrate.reconcileCustomDomains(leaseUuid, items, AbortSignal.timeout(30_000));
+      }
       return reply.code(204).send();
     },
     restart: (req, reply) => maintenance("restart", req, reply),

@@ -272,6 +272,27 @@ export class Journal {
    * The irreversible-effect boundary: flips before_effects → started. Undefined if the head
    * moved. Pass the record the caller holds to skip reading it back.
    */
+  /**
+   * Records the chain's custom domains (reconcile_custom_domain) on the lease's items, matched
+   * by service name, so a restarted backend routes them again. Only `custom_domain` changes;
+   * false when the lease is unknown or nothing changed.
+   */
+  setCustomDomains(leaseUuid: string, items: readonly LeaseItem[]): boolean {
+    return this.#write(() => {
+      const lease = this.getLease(leaseUuid);
+      if (lease === undefined) return false;
+      const domains = new Map(items.map((i) => [i.service_name ?? "", i.custom_domain]));
+      const next = lease.items.map((item) => {
+        const { custom_domain: _, ...rest } = item;
+        const domain = domains.get(item.service_name ?? "");
+        return domain === undefined || domain === "" ? rest : { ...rest, custom_domain: domain };
+      });
+      if (JSON.stringify(next) === JSON.stringify(lease.items)) return false;
+      this.#s.setItems.run(JSON.stringify(next), leaseUuid);
+      return true;
+    });
+  }
+
   markStarted(leaseUuid: string, generation: number, known?: LeaseRecord): LeaseRecord | undefined {
     const changed = this.#write(() => this.#s.markStarted.run(leaseUuid, generation).changes);
     if (changed !== 1) return undefined;

@@ -75,6 +75,7 @@ export function prepare(db: Database.Database) {
     insertRelease: db.prepare(
       "INSERT INTO releases (lease_uuid, version, operation_id, image, status, manifest, created_at) VALUES (?, ?, ?, ?, 'deploying', ?, ?)",
     ),
+    setItems: db.prepare("UPDATE leases SET items = ? WHERE lease_uuid = ?"),
     markStarted: db.prepare(
       "UPDATE leases SET phase = 'started', generation = generation + 1 WHERE lease_uuid = ? AND generation = ? AND head = 'operation' AND phase = 'before_effects'",
     ),

@@ -267,4 +267,35 @@ describe("docker backend: ingress through Caddy", { skip }, () => {
     assert.match(text, /fred_ingress_custom_domain_gate_total\{outcome="dns_not_ready"\} [1-9]/);
     assert.match(text, /fred_ingress_custom_domain_gate_total\{outcome="not_on_chain"\} [1-9]/);
   });
+
+  it("keeps custom domains in the journal: after a backend restart still routed and approved; a clear too", async () => {
+    // Last in the file: it restarts the backend (its counters start over) and needs a live lease.
+    const kept = await provision({ app: web }, [{ sku: SKU, quantity: 1, service_name: "app" }]);
+    const keptFqdn = (await info(kept)).fqdn as string;
+    const domain = `kept-${randomUUID().slice(0, 6)}.tenant.test`;
+    dns.records.set(domain, "127.0.0.1");
+    const set = (custom?: string) =>
+      c.post("/reconcile_custom_domain", {
+        lease_uuid: kept,
+        items: [{ sku: SKU, quantity: 1, service_name: "app", ...(custom ? { custom_domain: custom } : {}) }],
+      });
+    assert.equal((await set(domain)).status, 204);
+    assert.deepEqual(await get(domain), { status: 200, body: "fred-test-httpd\n" });
+    const restart = async () => {
+      await backend.close();
+      await caddy.restart();
+      backend = await startInProcess(setup);
+      c = signedClient(backend.url, SECRET);
+    };
+    await restart();
+    assert.equal(await ask(domain), 200, "the gate still knows the domain");
+    assert.deepEqual(await get(domain), { status: 200, body: "fred-test-httpd\n" });
+    assert.equal((await info(kept)).services.app?.fqdn, domain);
+    assert.equal((await set()).status, 204);
+    await restart();
+    assert.equal(await ask(domain), 403, "a cleared domain stays cleared");
+    const cleared = await get(domain);
+    assert.ok(cleared.status < 200 || cleared.status >= 300, `cleared domain answered ${cleared.status}`);
+    assert.deepEqual(await get(keptFqdn), { status: 200, body: "fred-test-httpd\n" });
+  });
 });
