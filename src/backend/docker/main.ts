@@ -148,8 +148,14 @@ export async function startDockerBackend(
       metricsRegistry: registry,
     });
     if (ingress) {
-      await rebuildRoutes(running, substrate, startup.signal);
-      await ingress.activate();
+      try {
+        await rebuildRoutes(running, substrate, startup.signal);
+        await ingress.activate();
+      } catch (err) {
+        // The contract server is up by now: close it too, or the failed process lingers.
+        await running.close();
+        throw err;
+      }
       const close = running.close;
       running.close = async () => {
         await close();

@@ -129,8 +129,31 @@ export class CaddyAdmin {
     const parts = path.split("/");
     for (let i = 1; i <= parts.length; i++) {
       const here = parts.slice(0, i).join("/");
-      if ((await this.get(here)) === null) await this.put(here, {});
+      if ((await this.get(here)) === null)
+        await this.put(here, {}).catch((err) => this.#unlessThere(here, err));
     }
+  }
+
+  /**
+   * A create whose first try met a reset connection may have been applied already (Caddy
+   * resets admin connections when it loads a config), so its retry answers "key already
+   * exists": the object being there now is the success the caller wanted.
+   */
+  async #unlessThere(path: string, err: unknown): Promise<void> {
+    if ((await this.get(path)) === null) throw err;
+  }
+
+  /** Creates the value at a config path, or replaces it when it is already there. */
+  async putOrPatch(path: string, value: unknown): Promise<void> {
+    if ((await this.get(path)) === null) {
+      try {
+        await this.put(path, value);
+        return;
+      } catch (err) {
+        await this.#unlessThere(path, err);
+      }
+    }
+    await this.patch(path, value);
   }
 
   close(): Promise<void> {

@@ -1,3 +1,5 @@
+import { createPrivateKey, X509Certificate } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { z } from "zod";
 import { parseConfigDuration } from "../../../core/duration.ts";
@@ -121,6 +123,33 @@ export function adminUrlProblem(url: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The files mode's certificate, checked at startup (Caddy would only fail at the first
+ * handshake): both files readable PEM, the key the certificate's own, and the certificate
+ * covering every `<label>.<wildcard_domain>`. Caddy reads the files itself, so they must be
+ * readable by its user too.
+ */
+function certificateProblem(certFile: string, keyFile: string, wildcard: string): string | undefined {
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(readFileSync(certFile));
+  } catch (err) {
+    return `tls.cert_file ${certFile} is not a readable PEM certificate (${(err as Error).message})`;
+  }
+  let key: ReturnType<typeof createPrivateKey>;
+  try {
+    key = createPrivateKey(readFileSync(keyFile));
+  } catch (err) {
+    return `tls.key_file ${keyFile} is not a readable PEM private key (${(err as Error).message})`;
+  }
+  if (!cert.checkPrivateKey(key))
+    return `tls.key_file ${keyFile} is not the key of tls.cert_file ${certFile}`;
+  // Any one label stands for all: a certificate for *.<wildcard> matches each, a narrower one does not.
+  if (cert.checkHost(`fred-probe.${wildcard}`) === undefined)
+    return `tls.cert_file ${certFile} does not cover *.${wildcard} (the lease hostnames)`;
+  return undefined;
+}
+
 /** Validates a parsed block into the frozen config; `undefined` when ingress is off. */
 export function ingressConfig(
   file: IngressFile,
@@ -150,6 +179,10 @@ export function ingressConfig(
     typeof file.tls === "string"
       ? { kind: file.tls }
       : { kind: "files", certFile: ctx.abs(file.tls.cert_file), keyFile: ctx.abs(file.tls.key_file) };
+  if (tls.kind === "files") {
+    const problem = certificateProblem(tls.certFile, tls.keyFile, file.wildcard_domain as string);
+    if (problem !== undefined) fail(problem);
+  }
   const resolvers = file.custom_domain_dns_resolvers;
   return Object.freeze({
     wildcardDomain: file.wildcard_domain as string,

@@ -317,9 +317,7 @@ export class Ingress {
     const json = stableJson(value);
     if (this.#applied.get(key) === json) return;
     await this.#admin.ensureObject(parent);
-    const path = `${parent}/${name}`;
-    if ((await this.#admin.get(path)) === null) await this.#admin.put(path, value);
-    else await this.#admin.patch(path, value);
+    await this.#admin.putOrPatch(`${parent}/${name}`, value);
     this.#applied.set(key, json);
   }
 

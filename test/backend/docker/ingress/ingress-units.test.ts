@@ -1,4 +1,7 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parseDockerBackendConfig } from "../../../../src/backend/docker/config.ts";
 import {
@@ -15,6 +18,7 @@ import {
   subdomainLabel,
 } from "../../../../src/backend/docker/ingress/index.ts";
 import { startDns, type TestDns } from "./dns-server.ts";
+import { selfSignedCert } from "./wildcard-cert.ts";
 
 /** The ingress pieces that need neither Caddy nor Docker: config, names, proxy JSON shape, DNS gate. */
 
@@ -38,6 +42,12 @@ const refusal = (ingress: unknown, extra: Record<string, unknown> = {}) => {
 };
 
 describe("ingress config", () => {
+  let certDir: string;
+  before(() => {
+    certDir = mkdtempSync(join(tmpdir(), "fred-ingress-cert-"));
+  });
+  after(() => rmSync(certDir, { recursive: true, force: true }));
+
   it("accepts the pinned block with its defaults", () => {
     const c = parse({
       enabled: true,
@@ -54,12 +64,50 @@ describe("ingress config", () => {
     assert.deepEqual(c.dnsResolvers, ["1.1.1.1:53", "8.8.8.8:53", "9.9.9.9:53"]);
     assert.equal(c.dnsQuorum, 2, "majority of three");
     assert.equal(parse({ enabled: false }).ingress, undefined);
-    const files = parse({
+    // Relative certificate paths resolve against the config's directory (the files must exist).
+    selfSignedCert(certDir, "w", ["*.apps.example.com"]);
+    const files = parseDockerBackendConfig(
+      {
+        ...base,
+        ingress: {
+          enabled: true,
+          wildcard_domain: "apps.example.com",
+          tls: { cert_file: "w.crt", key_file: "w.key" },
+        },
+      },
+      { baseDir: certDir },
+    ).ingress as IngressConfig;
+    assert.deepEqual(files.tls, {
+      kind: "files",
+      certFile: join(certDir, "w.crt"),
+      keyFile: join(certDir, "w.key"),
+    });
+  });
+
+  it("refuses a files-mode certificate that is missing, unreadable, not its key's, or not for the wildcard, naming the key", () => {
+    const good = selfSignedCert(certDir, "good", ["*.apps.example.com"]);
+    const other = selfSignedCert(certDir, "other", ["*.elsewhere.example.org"]);
+    const narrow = selfSignedCert(certDir, "narrow", ["www.apps.example.com"]);
+    const garbage = join(certDir, "garbage.pem");
+    writeFileSync(garbage, "not a pem file\n");
+    const on = (cert_file: string, key_file: string) => ({
       enabled: true,
       wildcard_domain: "apps.example.com",
-      tls: { cert_file: "w.crt", key_file: "w.key" },
-    }).ingress as IngressConfig;
-    assert.deepEqual(files.tls, { kind: "files", certFile: "/etc/fred/w.crt", keyFile: "/etc/fred/w.key" });
+      tls: { cert_file, key_file },
+    });
+    assert.match(
+      refusal(on(join(certDir, "missing.crt"), good.key)),
+      /ingress\.tls\.cert_file .*missing\.crt/,
+    );
+    assert.match(refusal(on(garbage, good.key)), /ingress\.tls\.cert_file .*not a readable PEM certificate/);
+    assert.match(refusal(on(good.cert, garbage)), /ingress\.tls\.key_file .*not a readable PEM private key/);
+    assert.match(refusal(on(good.cert, other.key)), /ingress\.tls\.key_file .*not the key of tls\.cert_file/);
+    assert.match(
+      refusal(on(other.cert, other.key)),
+      /ingress\.tls\.cert_file .*does not cover \*\.apps\.example\.com/,
+    );
+    assert.match(refusal(on(narrow.cert, narrow.key)), /does not cover/);
+    assert.equal((parse(on(good.cert, good.key)).ingress as IngressConfig).tls.kind, "files");
   });
 
   it("refuses an admin_url off loopback, a public ask listener, Traefik keys and unknown keys, naming the key", () => {
