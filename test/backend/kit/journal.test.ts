@@ -121,6 +121,31 @@ describe("journal heads, settlement and outbox", () => {
     });
   });
 
+  it("setCustomDomains changes only the items' custom_domain, matched by service name", () => {
+    const lease = randomUUID();
+    const [web, db] = [randomUUID(), randomUUID()];
+    const items = [
+      { sku: web, quantity: 1, service_name: "web" },
+      { sku: db, quantity: 2, service_name: "db", custom_domain: "old.example.org" },
+    ];
+    const admitted = j.admitOperation({ ...input(lease), items });
+    assert.equal(j.setCustomDomains(randomUUID(), items), false, "unknown lease");
+    assert.equal(j.setCustomDomains(lease, items), false, "unchanged");
+    // The request's sku and quantity are not the journal's business here: only the domains move.
+    const next = [
+      { sku: randomUUID(), quantity: 9, service_name: "web", custom_domain: "shop.example.org" },
+      { sku: db, quantity: 2, service_name: "db" },
+    ];
+    assert.equal(j.setCustomDomains(lease, next), true);
+    const after = j.getLease(lease);
+    assert.deepEqual(after?.items, [
+      { sku: web, quantity: 1, service_name: "web", custom_domain: "shop.example.org" },
+      { sku: db, quantity: 2, service_name: "db" },
+    ]);
+    assert.equal(after?.generation, admitted.generation, "the lease head does not move");
+    assert.equal(j.setCustomDomains(lease, next), false);
+  });
+
   it("a close pre-empts an unresolved operation and queues both results in order, then tombstones", () => {
     const lease = randomUUID();
     const admitted = j.admitOperation(input(lease));
