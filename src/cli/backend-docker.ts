@@ -1,6 +1,5 @@
 import type { Command } from "commander";
 import { loadDockerBackendConfig, redactedConfig } from "../backend/docker/config.ts";
-import { initializeDockerBackendStorage, startDockerBackend } from "../backend/docker/main.ts";
 import { FredError } from "../core/errors.ts";
 import { createLogger } from "../log.ts";
 import { printJson, say } from "./output.ts";
@@ -43,6 +42,10 @@ export function registerDockerBackendCommand(backend: Command): void {
     .option("--initialize-storage-identity <mode>", 'bind a fresh storage identity ("new") and exit')
     .addHelpText("after", HELP)
     .action(async (opts: { config: string; initializeStorageIdentity?: string }) => {
+      // Imported here: dockerode's tree (~35 MB resident) has no business in other commands.
+      const { initializeDockerBackendStorage, startDockerBackend } = await import(
+        "../backend/docker/main.ts"
+      );
       const config = loadDockerBackendConfig(opts.config, process.env);
       if (opts.initializeStorageIdentity !== undefined) {
         if (opts.initializeStorageIdentity !== "new") {

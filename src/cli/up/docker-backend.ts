@@ -3,8 +3,6 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { stringify } from "yaml";
 import { parseDockerBackendConfig } from "../../backend/docker/config.ts";
-import { connectDocker } from "../../backend/docker/engine.ts";
-import { initializeDockerBackendStorage, startDockerBackend } from "../../backend/docker/main.ts";
 import { LABEL } from "../../backend/docker/names.ts";
 import { openJournalDatabase } from "../../backend/kit/index.ts";
 import { FredError } from "../../core/errors.ts";
@@ -21,7 +19,11 @@ import { canPrepareBtrfs, prepareLoopbackBtrfs } from "./loopback-btrfs.ts";
  * root (otherwise without volumes: disk-bearing SKUs are then refused). Its config is
  * generated from the devnet's SKUs on every start; journal, storage id and secret persist
  * under <home>/docker-backend/, so a second `fred up --docker` resumes the same leases.
+ * The engine client and the backend are imported when used: every `fred` process loads
+ * this module, and dockerode's tree (ssh2, grpc) costs ~35 MB of memory in each.
  */
+const engine = () => import("../../backend/docker/engine.ts");
+const backend = () => import("../../backend/docker/main.ts");
 const PROFILES: Record<string, { cpu_cores: number; memory_mb: number; disk_mb: number }> = {
   small: { cpu_cores: 0.25, memory_mb: 128, disk_mb: 256 },
   medium: { cpu_cores: 0.5, memory_mb: 256, disk_mb: 512 },
@@ -41,7 +43,7 @@ export const dockerBackendUpComponent: UpComponent = {
       throw new FredError("ERR_UP_ORDER", "the docker backend needs the devnet's SKUs first");
     const dir = resolve(ctx.home, "docker-backend");
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const docker = connectDocker("unix:///var/run/docker.sock");
+    const docker = (await engine()).connectDocker("unix:///var/run/docker.sock");
     try {
       await docker.ping({ abortSignal: AbortSignal.timeout(5000) } as never);
     } catch {
@@ -83,6 +85,7 @@ export const dockerBackendUpComponent: UpComponent = {
       { mode: 0o600 },
     );
     const config = parseDockerBackendConfig(doc, { baseDir: dir });
+    const { initializeDockerBackendStorage, startDockerBackend } = await backend();
     if (!existsSync(config.dbPath)) initializeDockerBackendStorage(config);
     const image = await ensureDemoImage(docker);
     const demoDir = join(ctx.home, "demo");
@@ -118,7 +121,7 @@ export async function removeUpContainers(home: string): Promise<number> {
   if (!existsSync(db)) return 0;
   const opened = openJournalDatabase({ path: db, mode: "verify" });
   opened.database.close();
-  const docker = connectDocker("unix:///var/run/docker.sock");
+  const docker = (await engine()).connectDocker("unix:///var/run/docker.sock");
   const label = `${LABEL.storageId}=${opened.storageId}`;
   const containers = await docker.listContainers({ all: true, filters: { label: [label] } }).catch(() => []);
   for (const c of containers) await docker.getContainer(c.Id).remove({ force: true, v: true });

@@ -1,3 +1,4 @@
+import { type BulkheadPolicy, bulkhead } from "cockatiel";
 import type { ChainLease, ChainPort } from "../../chain/port.ts";
 import type { Clock } from "../../core/clock.ts";
 
@@ -12,10 +13,16 @@ import type { Clock } from "../../core/clock.ts";
  * stays usable for `listingTtlMs`: later bursts of the same block are answered from it
  * instead of listing thousands of leases again. Requests are answered page by page as
  * the listing arrives, so the first provisions go out while it is still running. Each
- * listed lease answers one request (the next read of that lease goes to the chain). A lease seen PENDING a moment ago may
+ * listed lease answers one request (the next read of that lease goes to the chain). The
+ * time to live counts from the listing's end: a listing slower than it (a loaded node)
+ * must not throw away its own pages. Single reads run at most SINGLE_READS at once: each
+ * is an HTTP request of its own, and thousands at once open thousands of connections to
+ * the node (the runaway seen on a loaded machine). A lease seen PENDING a moment ago may
  * have been closed since; that is no worse than the read itself, which is stale by the
  * time the provision goes out — the lease_closed event that follows tears it down.
  */
+const SINGLE_READS = 16;
+
 type Waiter = { resolve: (l: ChainLease | undefined) => void; reject: (e: unknown) => void };
 
 export interface LeaseReaderOptions {
@@ -33,12 +40,13 @@ export class LeaseReader {
   readonly #ttlMs: number;
   #waiting = new Map<string, Waiter[]>();
   #scheduled = false;
-  /** Leases of the latest listing not yet handed out, and when that listing started. */
+  /** Leases of the latest listing not yet handed out, and when that listing ended (+∞ while it runs). */
   #listed = new Map<string, ChainLease>();
   #listedAt = Number.NEGATIVE_INFINITY;
   #listing: Promise<void> | undefined;
   /** Batches waiting on the running listing; each page answers what it can. */
   readonly #joiners = new Set<Map<string, Waiter[]>>();
+  readonly #singles: BulkheadPolicy = bulkhead(SINGLE_READS, Number.POSITIVE_INFINITY);
   /** Paged listings done instead of single reads (for tests and metrics). */
   sweeps = 0;
 
@@ -76,7 +84,7 @@ export class LeaseReader {
     await Promise.all(
       [...batch].map(async ([uuid, waiters]) => {
         try {
-          const lease = await this.#chain.getLease(uuid);
+          const lease = await this.#singles.execute(() => this.#chain.getLease(uuid));
           for (const w of waiters) w.resolve(lease);
         } catch (err) {
           for (const w of waiters) w.reject(err);
@@ -115,7 +123,7 @@ export class LeaseReader {
   #list(): Promise<void> {
     this.sweeps++;
     this.#listed = new Map();
-    this.#listedAt = this.#clock.now();
+    this.#listedAt = Number.POSITIVE_INFINITY;
     const add = (page: readonly ChainLease[]) => {
       for (const l of page) this.#listed.set(l.uuid, l);
       for (const batch of this.#joiners) this.#answerFromListing(batch);
@@ -136,6 +144,7 @@ export class LeaseReader {
       )
       .finally(() => {
         this.#listing = undefined;
+        this.#listedAt = this.#clock.now();
       });
     return this.#listing;
   }

@@ -50,7 +50,11 @@ export interface MockReady {
  */
 function profile(role: string): Pick<LaunchOptions<unknown>, "nodeFlags"> {
   const dir = process.env.FRED_PROFILE_DIR;
-  return dir === undefined ? {} : { nodeFlags: ["--cpu-prof", `--cpu-prof-dir=${join(dir, role)}`] };
+  const flags = dir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(dir, role)}`];
+  // FRED_NODE_FLAGS_PROVIDERD="--max-semi-space-size=4 …": V8 flags for one role (memory experiments).
+  const extra = process.env[`FRED_NODE_FLAGS_${role.replace(/\W/g, "_").toUpperCase()}`];
+  if (extra !== undefined) flags.push(...extra.split(" ").filter((f) => f !== ""));
+  return flags.length === 0 ? {} : { nodeFlags: flags };
 }
 
 /** A stack process: ready when it prints its JSON line (within 120 s on a busy machine). */

@@ -159,4 +159,77 @@ describe("LeaseReader", () => {
     await done;
     assert.equal(answered.size, 40);
   });
+
+  it("keeps a listing slower than its time to live: the clock starts when it ends", async () => {
+    const all = many(0, 80);
+    const clock = new ManualClock();
+    let releaseRest: () => void = () => {};
+    const rest = new Promise<void>((r) => {
+      releaseRest = r;
+    });
+    let listings = 0;
+    const chain = {
+      getLease: async () => assert.fail("no single reads expected"),
+      leasesByProvider: async (
+        _p: string,
+        _s: string,
+        _signal: AbortSignal | undefined,
+        onPage?: (page: readonly ChainLease[]) => void,
+      ) => {
+        listings++;
+        onPage?.(all.slice(0, 40));
+        await rest;
+        onPage?.(all.slice(40));
+        return all;
+      },
+    } as unknown as ChainPort;
+    const r = new LeaseReader(chain, "p", clock, { listingTtlMs: 2_000 });
+    const first = Promise.all(all.slice(0, 40).map((l) => r.get(l.uuid)));
+    await first;
+    clock.advance(5_000); // the listing is still running, long past the time to live
+    const later = Promise.all(all.slice(40, 45).map((l) => r.get(l.uuid)));
+    releaseRest();
+    assert.deepEqual(
+      (await later).map((l) => l?.uuid),
+      all.slice(40, 45).map((l) => l.uuid),
+    );
+    clock.advance(1_000); // within the time to live of the listing's end
+    assert.equal((await r.get(all[50]!.uuid))?.uuid, all[50]!.uuid);
+    assert.equal(listings, 1);
+  });
+
+  it("runs at most 16 single reads at once", async () => {
+    let running = 0;
+    let most = 0;
+    const gates: (() => void)[] = [];
+    const chain = {
+      getLease: async (uuid: string) => {
+        running++;
+        most = Math.max(most, running);
+        await new Promise<void>((r) => gates.push(r));
+        running--;
+        return lease(Number(uuid.slice(-12)));
+      },
+      // A failed listing leaves every request to single reads.
+      leasesByProvider: async () => {
+        throw new Error("listing unavailable");
+      },
+    } as unknown as ChainPort;
+    const r = new LeaseReader(chain, "p", new ManualClock());
+    const all = many(0, 100);
+    const got = Promise.all(all.map((l) => r.get(l.uuid)));
+    let answered = 0;
+    while (answered < all.length) {
+      await new Promise((res) => setImmediate(res));
+      for (const open of gates.splice(0)) {
+        open();
+        answered++;
+      }
+    }
+    assert.deepEqual(
+      (await got).map((l) => l?.uuid),
+      all.map((l) => l.uuid),
+    );
+    assert.equal(most, 16);
+  });
 });
