@@ -27,9 +27,9 @@ function cpuSeconds(pid: number | undefined): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-/** Peak resident memory of a process so far (VmHWM), in MB. */
-function peakRssMb(pid: number | undefined): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmHWM:\s+(\d+) kB/m);
+/** Resident memory of a process (VmRSS now, or VmHWM: its peak so far), in MB. */
+function rssMb(pid: number | undefined, field: "VmRSS" | "VmHWM"): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"));
   return line === null ? 0 : Math.round(Number(line[1]) / 1024);
 }
 
@@ -132,6 +132,8 @@ try {
     "mock-2": stack.mocks[1]!.child.pid,
     providerd: stack.providerd!.child.pid,
   };
+  // What providerd holds before the burst (modules, caches, startup garbage not yet collected).
+  const rssBefore = rssMb(processes.providerd, "VmRSS");
   await call(url, "devnet_produce_block");
   const t0 = performance.now();
   const cpu0 = Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, cpuSeconds(pid)]));
@@ -170,7 +172,8 @@ try {
       goal_s: 10,
       // CPU seconds each process used from the block's commit until all were ACTIVE.
       cpu_s: cpu,
-      providerd_peak_rss_mb: peakRssMb(processes.providerd),
+      providerd_rss_before_mb: rssBefore,
+      providerd_peak_rss_mb: rssMb(processes.providerd, "VmHWM"),
       load1: Number(loadavg()[0]!.toFixed(2)),
     }),
   );
