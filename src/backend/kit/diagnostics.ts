@@ -70,6 +70,18 @@ export function boundDiagnosticLogs(logs: Readonly<Record<string, string>>): Cap
   return out;
 }
 
+/** Where a rolled-back update's logs are served beside the live ones (`failed/<service>/<instance>`). */
+export const FAILED_LOG_PREFIX = "failed/";
+
+/**
+ * The failed attempt's entries of a diagnostic (those under FAILED_LOG_PREFIX), tailed;
+ * empty when there are none. They stay until a later deployment drops the diagnostic.
+ */
+export function failedAttemptEntries(logs: Readonly<CapturedLogs> | undefined, tail: number): CapturedLogs {
+  const failed = Object.entries(logs ?? {}).filter(([k]) => k.startsWith(FAILED_LOG_PREFIX));
+  return tailDiagnosticLogs(Object.fromEntries(failed), tail);
+}
+
 /** Serves captured logs for `?tail=N`: at most the last N lines of each entry. */
 export function tailDiagnosticLogs(logs: Readonly<CapturedLogs>, tail: number): CapturedLogs {
   const out: CapturedLogs = {};

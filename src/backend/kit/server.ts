@@ -26,7 +26,7 @@ import { parseStrictJson } from "../../core/strict-json.ts";
 import { isCanonicalUuid, isLeaseUuid } from "../../core/uuid.ts";
 import type { Logger } from "../../log.ts";
 import { type ContractHttpsOptions, peerNames, tlsServerOptions } from "./client-tls.ts";
-import { tailDiagnosticLogs } from "./diagnostics.ts";
+import { failedAttemptEntries, tailDiagnosticLogs } from "./diagnostics.ts";
 import type { BackendEngine } from "./engine.ts";
 import { badRequest, ContractError, notFound, notRetained, storageMismatch, unsupported } from "./errors.ts";
 import type { KitMetrics } from "./metrics.ts";
@@ -275,7 +275,8 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     const lease = liveLease(req);
     return journal.releases(lease.leaseUuid).map(releaseInfo);
   });
-  // Live containers first; once they are gone, the logs captured with the last failure.
+  // Live containers first (with a rolled-back update's failed/ entries beside them); once
+  // they are gone, the logs captured with the last failure.
   app.get(leasePath("logs", ":uuid"), async (req) => {
     const uuid = leaseParam(req);
     const lease = journal.getLease(uuid);
@@ -290,7 +291,8 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     }
     if (lease) {
       const live = await substrate.logs(lease.leaseUuid, tail, AbortSignal.timeout(30_000));
-      if (Object.keys(live).length > 0 || failure?.logs === undefined) return live;
+      if (Object.keys(live).length > 0 || failure?.logs === undefined)
+        return { ...live, ...failedAttemptEntries(failure?.logs, tail) };
     }
     return tailDiagnosticLogs(failure?.logs ?? {}, tail);
   });

@@ -311,6 +311,12 @@ export class SubstrateError extends FredError {
   readonly tenantMessage: string;
   /** Set for pre-admission refusals served as 400 `validation_code`. */
   readonly validationCode: "invalid_manifest" | "image_not_allowed" | "unknown_sku" | undefined;
+  /**
+   * An update that rolled back ("UpdateFailed"): the failed attempt's last log lines by
+   * `<service>/<instance>`, read before its containers were removed. The kit keeps them
+   * with the failure and serves them as `failed/<service>/<instance>` beside the live logs.
+   */
+  readonly logs: Readonly<Record<string, string>> | undefined;
 
   constructor(
     outcome: SubstrateOutcome,
@@ -320,6 +326,7 @@ export class SubstrateError extends FredError {
       cause?: unknown;
       operatorMessage?: string;
       validationCode?: SubstrateError["validationCode"];
+      logs?: Readonly<Record<string, string>>;
     } = {},
   ) {
     super(
@@ -332,6 +339,7 @@ export class SubstrateError extends FredError {
     this.reason = reason;
     this.tenantMessage = tenantMessage;
     this.validationCode = opts.validationCode;
+    this.logs = opts.logs;
   }
 }
 

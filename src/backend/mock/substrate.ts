@@ -171,8 +171,16 @@ export class MockSubstrate implements Substrate {
     }
     if ((await this.#injected(current.leaseUuid, signal)) || namesFailingImage(next)) {
       this.#save(current.leaseUuid, { ...w, release: current.release, state: "running" });
+      // What the failed attempt printed, as the Docker backend reads it before removing it.
+      const logs = Object.fromEntries(
+        next.instances.map((i) => [
+          `${i.service}/${i.index}`,
+          `mock ${i.service}/${i.index} release ${next.release} failed to start\n`,
+        ]),
+      );
       throw new SubstrateError("definite", "UpdateFailed", "the new release failed to start; rolled back", {
         operatorMessage: "mock update failure injected",
+        logs,
       });
     }
     this.#save(current.leaseUuid, {

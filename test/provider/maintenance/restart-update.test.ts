@@ -282,6 +282,16 @@ describe("restart and update on real processes", () => {
     );
     assert.equal((await command(lease, "update", { key, manifest: BAD })).status, 409);
     await until(async () => (await provisionStatus(lease)) === "ready", "ready on the old release");
+    // The failed attempt's output is still readable, beside the restored release's live logs.
+    const res = await fetch(`${stack.api}/v1/leases/${lease}/logs`, {
+      headers: { authorization: `Bearer ${tenant.access(lease)}` },
+    });
+    assert.equal(res.status, 200);
+    const { logs } = (await res.json()) as { logs: Record<string, string> };
+    const failed = Object.entries(logs).filter(([k]) => k.startsWith("failed/"));
+    assert.equal(failed.length, 1, JSON.stringify(logs));
+    assert.match(failed[0]![1], /release 2 failed to start/);
+    assert.equal(Object.keys(logs).length, 2, "one live key and its failed/ twin");
   });
 
   it("a command pending while the backend is down: another key is 409; it completes after the backend returns", async () => {

@@ -1,8 +1,9 @@
-import { type SubstrateError, substrateOutcomeOf, type WorkloadSpec } from "../../kit/index.ts";
-import { definite } from "../engine.ts";
+import { SubstrateError, substrateOutcomeOf, type WorkloadSpec } from "../../kit/index.ts";
+import { definite, engineMessage } from "../engine.ts";
 import { dockerCrashPoint } from "./crash-points.ts";
 import {
   isInstance,
+  lastLogLines,
   type MaintenanceDeps,
   nameFor,
   notOfRelease,
@@ -91,6 +92,8 @@ async function rollBack(
     "update failed; restoring the previous release",
   );
   const found = await deps.owned(lease, signal);
+  // What the failed attempt printed is read before its containers go (kept with the failure).
+  const logs = await lastLogLines(deps, ofRelease(found, next.release), signal);
   // Next's containers go first, so the two releases never run at once.
   await removeEach(deps, ofRelease(found, next.release), signal);
   dockerCrashPoint("docker.update.in-rollback");
@@ -99,5 +102,9 @@ async function rollBack(
   // the previous release does not run again either, its own failure is what is thrown.
   await deps.create(current, signal);
   await deps.start(current, signal, { startStopped: true });
-  throw definite("UpdateFailed", cause.tenantMessage, `update to release ${next.release}`, cause);
+  throw new SubstrateError("definite", "UpdateFailed", cause.tenantMessage, {
+    cause,
+    operatorMessage: `update to release ${next.release}: ${engineMessage(cause)}`,
+    logs,
+  });
 }

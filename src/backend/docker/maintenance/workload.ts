@@ -2,8 +2,9 @@ import type Docker from "dockerode";
 import type { Clock } from "../../../core/clock.ts";
 import type { Logger } from "../../../log.ts";
 import type { WorkloadSpec } from "../../kit/index.ts";
-import { ambiguous, engineStatus, withPhase } from "../engine.ts";
-import { asideName, instanceName, LABEL } from "../names.ts";
+import { ambiguous, engineMessage, engineStatus, withPhase } from "../engine.ts";
+import { demuxLogStream } from "../logs.ts";
+import { asideName, instanceKey, instanceName, LABEL } from "../names.ts";
 
 /**
  * What restart and update need from the Docker substrate, and the container facts they
@@ -98,6 +99,39 @@ export async function stopEach(
   signal: AbortSignal,
 ): Promise<void> {
   for (const c of containers) await deps.stopContainer(c.id, signal);
+}
+
+/** Lines of each container's output kept for a failure (as the kit keeps a provision's). */
+const FAILURE_LOG_LINES = 100;
+const FAILURE_LOG_TIMEOUT_MS = 15_000;
+
+/**
+ * The last output lines of each container by `<service>/<instance>`, best effort: a
+ * container whose logs cannot be read is left out (logged), never a reason to fail.
+ */
+export async function lastLogLines(
+  deps: MaintenanceDeps,
+  containers: readonly OwnedContainer[],
+  signal: AbortSignal,
+): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const c of containers) {
+    const key = instanceKey(c.labels[LABEL.serviceName] as string, Number(c.labels[LABEL.instanceIndex]));
+    try {
+      const bounded = AbortSignal.any([signal, AbortSignal.timeout(FAILURE_LOG_TIMEOUT_MS)]);
+      const raw = (await deps.docker.getContainer(c.id).logs({
+        stdout: true,
+        stderr: true,
+        follow: false,
+        tail: FAILURE_LOG_LINES,
+        abortSignal: bounded,
+      })) as unknown as Buffer;
+      out[key] = demuxLogStream(Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw)));
+    } catch (err) {
+      deps.log.warn({ container: c.id, err: engineMessage(err) }, "failed release's logs unavailable");
+    }
+  }
+  return out;
 }
 
 export async function removeEach(

@@ -112,7 +112,7 @@ export class Journal {
       enqueueMaintenance: (lease, facts, nowMs, extra) =>
         this.#enqueue(lease, "maintenance", lease.lifecycleUrl, facts, nowMs, extra),
       putStreak: (lease, streak) => this.#putStreak(lease, streak),
-      putDiagnostic: (lease, failure, nowMs) => this.#putDiagnostic(lease, failure, nowMs, undefined),
+      putDiagnostic: (lease, failure, nowMs, logs) => this.#putDiagnostic(lease, failure, nowMs, logs),
       dropDiagnostic: (lease) => this.diagnostics.drop(lease),
     });
     this.#path = opts.path;

@@ -2,6 +2,7 @@ import type { KeyedMutex } from "../../../core/async/index.ts";
 import type { MaintenanceRequest } from "../../../core/backend-contract/index.ts";
 import type { Logger } from "../../../log.ts";
 import { type AdmissionConfig, prepare, workloadSpec } from "../admission.ts";
+import { boundDiagnosticLogs, FAILED_LOG_PREFIX } from "../diagnostics.ts";
 import { badRequest, conflict, notFound, unsupported } from "../errors.ts";
 import type { LeaseRecord } from "../journal/journal.ts";
 import { type Substrate, SubstrateError, substrateOutcomeOf, type WorkloadSpec } from "../substrate.ts";
@@ -183,7 +184,8 @@ export class MaintenanceRunner {
           ? `the update failed and the previous release could not be restored: ${e.tenantMessage}`
           : e.tenantMessage;
       const failure = { reason: REASON[cmd.kind], message };
-      if (journal.maintenance.settleFailure(cmd, failure, clock.now(), rolledBack)) {
+      const logs = rolledBack && e.logs !== undefined ? failedAttemptLogs(e.logs) : undefined;
+      if (journal.maintenance.settleFailure(cmd, failure, clock.now(), rolledBack, logs)) {
         if (!rolledBack) pool.release(leaseUuid); // a failed lease holds no capacity
         this.#d.settled(leaseUuid);
       }
@@ -211,6 +213,12 @@ export class MaintenanceRunner {
     const { backendName, journal, parseManifest } = this.#d.config;
     return workloadSpec(lease, backendName, journal.storageId, parseManifest);
   }
+}
+
+/** A rolled-back attempt's logs, bounded like any failure's, under `failed/` keys. */
+function failedAttemptLogs(logs: Readonly<Record<string, string>>): Record<string, string> {
+  const bounded = boundDiagnosticLogs(logs);
+  return Object.fromEntries(Object.entries(bounded).map(([k, v]) => [`${FAILED_LOG_PREFIX}${k}`, v]));
 }
 
 /** A command journaled by a build whose substrate had the operation, resumed by one without. */

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type Database from "better-sqlite3";
 import type { MaintenanceRequest } from "../../../core/backend-contract/index.ts";
+import type { CapturedLogs } from "../journal/diagnostics.ts";
 import type { CallbackFacts, Failure, LeaseHeadRecord } from "../journal/records.ts";
 import { afterFailure, afterReady, afterRequestedRestart, type FailureStreak } from "../terminal-budget.ts";
 import type { MaintenanceRecord } from "./records.ts";
@@ -30,7 +31,7 @@ export interface JournalPort {
     extra: CompletionFields,
   ): void;
   putStreak(leaseUuid: string, s: FailureStreak): void;
-  putDiagnostic(lease: LeaseHeadRecord, failure: Failure, nowMs: number): void;
+  putDiagnostic(lease: LeaseHeadRecord, failure: Failure, nowMs: number, logs?: CapturedLogs): void;
   dropDiagnostic(leaseUuid: string): void;
 }
 
@@ -205,14 +206,20 @@ export class MaintenanceStore {
    * the previous one, reporting the failure. A failed restart, or an update whose rollback
    * failed too, leaves the lease failed.
    */
-  settleFailure(cmd: MaintenanceRecord, failure: Failure, nowMs: number, rolledBack = false): boolean {
+  settleFailure(
+    cmd: MaintenanceRecord,
+    failure: Failure,
+    nowMs: number,
+    rolledBack = false,
+    logs?: CapturedLogs,
+  ): boolean {
     return this.#j.write(() => {
       const lease = this.#current(cmd);
       if (lease === undefined) return false;
       const ready = cmd.kind === "update" && rolledBack;
       this.#s.settleLease.run(ready ? "ready" : "failed", failure.reason, failure.message, 1, cmd.leaseUuid);
       if (!ready) this.#j.putStreak(cmd.leaseUuid, afterFailure(lease.streak, failure, nowMs));
-      this.#j.putDiagnostic(lease, failure, nowMs);
+      this.#j.putDiagnostic(lease, failure, nowMs, logs);
       this.#fail(cmd, lease, failure, nowMs);
       return true;
     });

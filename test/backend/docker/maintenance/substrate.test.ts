@@ -111,6 +111,10 @@ describe("docker substrate: restart and update", { skip }, () => {
         assert.equal(e.outcome, "definite", String(err));
         assert.equal(e.reason, "UpdateFailed");
         assert.equal(e.cause?.reason, reason);
+        if (service === EXITS) {
+          const logs = (err as { logs?: Record<string, string> }).logs;
+          assert.match(logs?.["app/0"] ?? "", /giving up/, "the failed attempt's output is kept");
+        }
         return true;
       });
       const now = await held(spec.leaseUuid);

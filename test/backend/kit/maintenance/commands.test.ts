@@ -232,6 +232,22 @@ describe("restart and update commands", () => {
     );
   });
 
+  it("a rolled-back update's logs stay readable as failed/<service>/<instance> until a later deployment", async () => {
+    const lease = randomUUID();
+    await h.ready(lease);
+    const id = randomUUID();
+    assert.equal((await h.update(lease, id, "docker.io/library/nginx:fail", stamp(60))).status, 202);
+    await h.drive(() => completions(rx, id).length > 0, "the update's completion");
+    const logs = (await h.c.get(`/logs/${lease}`)).json as Record<string, string>;
+    assert.deepEqual(Object.keys(logs).sort(), ["failed/web/0", "web/0"]);
+    assert.equal(logs["failed/web/0"], "mock web/0 release 2 failed to start\n");
+    assert.match(logs["web/0"]!, /state running/, "the live keys are the restored release's");
+    const good = randomUUID();
+    assert.equal((await h.update(lease, good, "docker.io/library/nginx:1.28", stamp(61))).status, 202);
+    await h.drive(() => completions(rx, good).length > 0, "the next update");
+    assert.deepEqual(Object.keys((await h.c.get(`/logs/${lease}`)).json as object), ["web/0"]);
+  });
+
   it("an update whose rollback fails too leaves the lease failed with UpdateFailed, not ready", async () => {
     const lease = randomUUID();
     await h.ready(lease);
