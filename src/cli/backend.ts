@@ -115,7 +115,11 @@ export const mockBackendUpComponent: UpComponent = {
       MOCK_BACKEND_CALLBACK_SECRET: secret,
       MOCK_BACKEND_DB_PATH: join(dir, "journal.db"),
     });
-    const running = await startMockBackend(config, { logger: createLogger("mock-backend") });
+    const ca = ctx.facts.get("tls_ca_file");
+    const running = await startMockBackend(config, {
+      logger: createLogger("mock-backend"),
+      ...(ca === undefined ? {} : { callbackCaPem: readFileSync(ca, "utf8") }),
+    });
     ctx.facts.set("backend_url", running.url);
     ctx.facts.set("backend_name", config.name);
     ctx.facts.set("backend_storage_id", running.storageId);

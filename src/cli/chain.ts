@@ -142,6 +142,12 @@ export function privateKeyFrom(flags: TxFlags): Uint8Array {
   if (given !== 1 || flags.keyName !== undefined) throw new FredError("ERR_USAGE", KEY_CHOICE);
   if (flags.keyHex !== undefined) return privateKeyFromHex(flags.keyHex);
   if (flags.mnemonic !== undefined) return privateKeyFromMnemonic(flags.mnemonic);
+  // `fred lease restore --from <source-uuid>` relies on this: no account name is a UUID.
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(flags.from ?? ""))
+    throw new FredError(
+      "ERR_USAGE",
+      `--from ${flags.from} is a UUID, not a dev account name (account names are never UUIDs; only fred lease restore takes --from <source-uuid>, in lowercase)`,
+    );
   if (flags.home === undefined) throw new FredError("ERR_USAGE", "--from needs --home <devnet home>");
   const keys = readKeys(flags.home);
   if (keys === undefined) throw new FredError("ERR_USAGE", `${flags.home} is not an initialised devnet home`);

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { restoreSource } from "../../src/cli/lease/journey.ts";
 import { connectionUrls, newLines } from "../../src/cli/lease/reads.ts";
 import { refusal } from "../../src/cli/lease/tenant-api.ts";
 import { verdictOf } from "../../src/cli/lease/wait.ts";
@@ -96,6 +97,23 @@ describe("fred lease (pure parts)", () => {
       verdictOf({ state: "LEASE_STATE_PENDING", provision_status: "provisioning" }, true),
       "waiting",
     );
+  });
+
+  it("restore takes its source as the argument or as the --from value that is a canonical UUID", () => {
+    const a = "0b9a8f4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+    const b = "1b9a8f4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+    assert.deepEqual(restoreSource(a, ["tenant1"]), { source: a, account: "tenant1" });
+    assert.deepEqual(restoreSource(undefined, [a, "tenant1"]), { source: a, account: "tenant1" });
+    assert.deepEqual(restoreSource(undefined, ["tenant1", a]), { source: a, account: "tenant1" });
+    assert.deepEqual(restoreSource(undefined, [a]), { source: a, account: undefined });
+    assert.deepEqual(restoreSource(a, undefined), { source: a, account: undefined });
+    assert.throws(() => restoreSource(a, [b]), /source lease once/);
+    assert.throws(() => restoreSource(undefined, [a, b]), /source lease once/);
+    assert.throws(() => restoreSource(undefined, ["tenant1", "tenant2"]), /one dev account/);
+    assert.throws(() => restoreSource(undefined, ["tenant1"]), /name the lease to restore/);
+    // An uppercase UUID is not canonical: as an argument it is refused, as --from it is a name.
+    assert.throws(() => restoreSource(a.toUpperCase(), undefined), /canonical lowercase UUID/);
+    assert.deepEqual(restoreSource(a, [a.toUpperCase()]), { source: a, account: a.toUpperCase() });
   });
 
   it("turns a refusal into the API's text, reason and a hint", () => {
@@ -217,6 +235,30 @@ describe("fred lease against a real stack", () => {
     const url = await fred(["lease", "status", lease, ...as("tenant1"), "--provider-url", "ftp://x"]);
     assert.equal(url.code, 1);
     assert.match(url.stderr, /http or https URL/);
+  });
+
+  it("restore reads --from <source-uuid> beside --from <account>; ambiguous forms are refused", async () => {
+    const unknown = "0b9a8f4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+    for (const form of [
+      ["lease", "restore", "--from", unknown, ...as("tenant1")],
+      ["lease", "restore", unknown, ...as("tenant1")],
+    ]) {
+      const r = await fred(form);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, new RegExp(`the chain has no lease ${unknown}`), form.join(" "));
+    }
+    const twice = await fred(["lease", "restore", lease, "--from", unknown, ...as("tenant1")]);
+    assert.equal(twice.code, 1);
+    assert.match(twice.stderr, /give the source lease once/);
+    const none = await fred(["lease", "restore", ...as("tenant1")]);
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /name the lease to restore/);
+    const uuidAsAccount = await fred(["lease", "status", lease, ...as(unknown)]);
+    assert.equal(uuidAsAccount.code, 1);
+    assert.match(uuidAsAccount.stderr, /is a UUID, not a dev account name/);
+    const upper = await fred(["lease", "restore", lease, ...as(unknown.toUpperCase())]);
+    assert.equal(upper.code, 1);
+    assert.match(upper.stderr, /is a UUID, not a dev account name/);
   });
 
   it("list shows the tenant's leases with the provider's status", async () => {

@@ -1,19 +1,24 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { Agent, fetch as fetchTls } from "undici";
 import { dockerSkip } from "../backend/docker/engine-helper.ts";
+import { signedClient } from "../backend/kit/signed-client.ts";
 import { keplrAccessToken, keplrPayloadToken } from "../provider/api/keplr-token.ts";
 import { type Launched, launchFred, runFred, until } from "../support/index.ts";
 
 /**
  * `fred up --docker` as a newcomer runs it: the walkthrough it prints is followed with the
- * CLI only — deploy the demo image, open it over HTTP, stop, start again and find the
- * same lease serving, then `--reset` removes its containers. Real devnet, real Docker
- * backend, real containers (published on 127.0.0.1 only).
+ * CLI only — deploy the demo image, open it over HTTP, update, restart, close and restore,
+ * stop and start again (on the same btrfs as a --volume-path, with a short retention age)
+ * and find the restored lease serving, close it for good and see every trace go, then
+ * `--reset` removes the old chain's containers. `fred lease` names no provider URL: it
+ * finds providerd through the provider record on chain and trusts fred up's local CA.
+ * Real devnet, real Docker backend, real containers (published on 127.0.0.1 only).
  */
 const skip = await dockerSkip();
 
@@ -21,19 +26,26 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
   const home = mkdtempSync(join(tmpdir(), "fred-up-docker-"));
   let up: Launched<true> | undefined;
   let keys: string[] = [];
+  let api = "";
+  let backend = "";
   let lease = "";
+  const volumeData = join(home, "docker-backend", "volumes", "data");
 
-  async function startUp(extra: string[] = []): Promise<Launched<true>> {
-    const launched = await launchFred<true>(["up", "--docker", "--home", home, ...extra], {
+  async function startUp(flags: string[] = ["--docker"]): Promise<Launched<true>> {
+    const launched = await launchFred<true>(["up", "--home", home, ...flags], {
       ready: (line, stream) =>
         stream === "stderr" && line.includes("Press Ctrl-C to stop.") ? true : undefined,
       readyTimeoutMs: 180_000,
     });
     const err = launched.stderr();
     const rpc = /devnet\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(err)?.[1];
-    const api = /providerd\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(err)?.[1];
-    assert.ok(rpc && api, err.slice(-2000));
-    keys = ["--from", "tenant1", "--home", join(home, "devnet"), "--rpc", rpc, "--provider-url", api];
+    const url = /providerd\s+(https:\/\/127\.0\.0\.1:\d+)/.exec(err)?.[1];
+    const backendUrl = /docker backend (http:\/\/127\.0\.0\.1:\d+)/.exec(err)?.[1];
+    assert.ok(rpc && url && backendUrl, err.slice(-2000));
+    assert.match(err, /provider record on chain: api_url https:/);
+    api = url;
+    backend = backendUrl;
+    keys = ["--from", "tenant1", "--home", join(home, "devnet"), "--rpc", rpc];
     return launched;
   }
 
@@ -52,6 +64,21 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     return (await fetch(`${url}${path}`)).text();
   }
 
+  /** The walkthrough's deploy command: the demo manifest on docker-small. */
+  async function deployDemo() {
+    const deployed = await runFred([
+      "lease",
+      "deploy",
+      "--sku",
+      "docker-small",
+      "--manifest",
+      join(home, "demo", "notes.json"),
+      ...keys,
+    ]);
+    assert.equal(deployed.code, 0, deployed.stderr);
+    return deployed;
+  }
+
   before(async () => {
     up = await startUp();
   });
@@ -68,16 +95,7 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
 
   it("prints a walkthrough whose deploy command brings the demo up, reachable over HTTP", async () => {
     assert.match(up?.stderr() ?? "", /fred lease deploy --sku docker-small --manifest \S+notes\.json/);
-    const deployed = await runFred([
-      "lease",
-      "deploy",
-      "--sku",
-      "docker-small",
-      "--manifest",
-      join(home, "demo", "notes.json"),
-      ...keys,
-    ]);
-    assert.equal(deployed.code, 0, deployed.stderr);
+    const deployed = await deployDemo();
     const status = JSON.parse(deployed.stdout) as Record<string, unknown>;
     assert.equal(status.state, "LEASE_STATE_ACTIVE");
     assert.equal(status.provision_status, "ready");
@@ -138,15 +156,6 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     assert.equal((await page("version.txt")).trim(), "v2", "a restart keeps the release");
   });
 
-  it("a second start resumes the same chain and lease", async () => {
-    await stopUp();
-    up = await startUp();
-    const status = await runFred(["lease", "status", lease, ...keys]);
-    assert.equal(status.code, 0, status.stderr);
-    assert.equal(JSON.parse(status.stdout).state, "LEASE_STATE_ACTIVE");
-    assert.equal((await page()).trim(), "hello from fred");
-  });
-
   it("close removes the containers and keeps the data; restore onto a larger tier brings the same data back", async () => {
     const id = (await page("id.txt")).trim();
     assert.match(id, /^[0-9a-f-]{36}$/);
@@ -171,7 +180,8 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     });
     assert.equal(left.trim(), "", "the closed lease's containers are gone");
 
-    const restored = await runFred(["lease", "restore", lease, "--sku", "docker-medium", ...keys]);
+    // --from <source-uuid> beside --from <dev account>: a UUID is never an account name.
+    const restored = await runFred(["lease", "restore", "--from", lease, "--sku", "docker-medium", ...keys]);
     assert.equal(restored.code, 0, restored.stderr);
     const target = JSON.parse(restored.stdout) as Record<string, unknown>;
     assert.equal(target.state, "LEASE_STATE_ACTIVE");
@@ -188,11 +198,11 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
       "the boots before close are there, plus the restored one",
     );
 
-    lease = into; // --reset below removes its container
+    lease = into; // closed for good below
   });
 
   it("the same journey with every token signed by Keplr's ADR-036 builder, not our code", async () => {
-    const api = keys[keys.indexOf("--provider-url") + 1] as string;
+    const dispatcher = new Agent({ connect: { ca: readFileSync(join(home, "tls", "ca.pem"), "utf8") } });
     const devnet = JSON.parse((await runFred(["devnet", "keys", "--home", join(home, "devnet")])).stdout) as {
       accounts: { name: string; mnemonic: string }[];
     };
@@ -209,7 +219,11 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
       const spent = init.method === "POST" || path === "connection";
       const at = spent ? stamp() : Math.floor(Date.now() / 1000);
       headers.set("authorization", `Bearer ${token ?? keplrAccessToken(mnemonic, uuid, at)}`);
-      const res = await fetch(`${api}/v1/leases/${uuid}/${path}`, { ...init, headers });
+      const res = await fetchTls(`${api}/v1/leases/${uuid}/${path}`, {
+        ...(init as Parameters<typeof fetchTls>[1]),
+        headers: Object.fromEntries(headers),
+        dispatcher,
+      });
       const text = await res.text();
       return { status: res.status, body: (text === "" ? {} : JSON.parse(text)) as Record<string, unknown> };
     };
@@ -306,9 +320,88 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     assert.equal((await runFred(["lease", "close", into, ...keys])).code, 0);
   });
 
-  it("--reset starts over and removes the old chain's containers", async () => {
+  it("a second start on the same btrfs named by --volume-path (no --docker) resumes the restored lease", async () => {
     await stopUp();
-    up = await startUp(["--reset"]);
+    // The operator's own btrfs: here the loopback one the first start made, still mounted.
+    up = await startUp(["--volume-path", volumeData, "--retention-max-age", "3s"]);
+    assert.match(up.stderr(), new RegExp(`volumes: ${volumeData}; closed leases kept 3s`));
+    const status = await runFred(["lease", "status", lease, ...keys]);
+    assert.equal(status.code, 0, status.stderr);
+    assert.equal(JSON.parse(status.stdout).state, "LEASE_STATE_ACTIVE");
+    assert.equal((await page()).trim(), "hello from fred");
+  });
+
+  it("closed for good: past the provider's retention age the reaper leaves no container, volume, snapshot or retention", async () => {
+    const closed = await runFred(["lease", "close", lease, ...keys]);
+    assert.equal(closed.code, 0, closed.stderr);
+    assert.equal(JSON.parse(closed.stdout).state, "LEASE_STATE_CLOSED");
+    const secret = readFileSync(join(home, "docker-backend", "callback-secret"), "utf8").trim();
+    const retained = join(volumeData, ".fred-retained");
+    const traces = async () => {
+      const docker = (args: string[]) => execFileSync("docker", args, { encoding: "utf8" }).trim();
+      const body = JSON.parse((await runFred(["lease", "status", lease, ...keys])).stdout) as Record<
+        string,
+        unknown
+      >;
+      const retentions = (
+        (await signedClient(backend, secret).get("/retentions")).json as {
+          retentions: { lease_uuid: string }[];
+        }
+      ).retentions;
+      return {
+        containers: docker(["ps", "-aq", "--filter", `label=fred.lease_uuid=${lease}`]),
+        docker_volumes: docker(["volume", "ls", "-q", "--filter", `label=fred.lease_uuid=${lease}`]),
+        live_volumes: readdirSync(volumeData).filter((n) => n.includes(lease)),
+        snapshots: existsSync(retained) ? readdirSync(retained) : [],
+        subvolumes: execFileSync("btrfs", ["subvolume", "list", volumeData], { encoding: "utf8" })
+          .split("\n")
+          .filter((l) => l.includes(lease) || l.includes(".fred-retained/")),
+        retentions: retentions.map((r) => r.lease_uuid),
+        retained_status: body.provision_status === "retained",
+      };
+    };
+    const gone = {
+      containers: "",
+      docker_volumes: "",
+      live_volumes: [],
+      snapshots: [],
+      subvolumes: [],
+      retentions: [],
+      retained_status: false,
+    };
+    const last = await until(
+      async () => {
+        const now = await traces();
+        return JSON.stringify(now) === JSON.stringify(gone) ? now : undefined;
+      },
+      "the reaper to remove every trace of the closed lease",
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    assert.deepEqual(last, gone);
+  });
+
+  it("a --volume-path that is not btrfs with quotas is refused, naming the key", async () => {
+    const other = mkdtempSync(join(tmpdir(), "fred-up-novol-"));
+    try {
+      const plain = join(other, "plain");
+      mkdirSync(plain);
+      const r = await runFred(["up", "--home", other, "--volume-path", plain]);
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, /volume_data_path \S+plain is not on btrfs/);
+      const relative = await runFred(["up", "--home", other, "--volume-path", "rel/dir"]);
+      assert.equal(relative.code, 1);
+      assert.match(relative.stderr, /--volume-path must be an absolute path/);
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  it("--reset starts over and removes the old chain's containers", async () => {
+    // One more lease of the old chain, running when the reset comes.
+    const deployed = await deployDemo();
+    lease = String(JSON.parse(deployed.stdout).lease_uuid);
+    await stopUp();
+    up = await startUp(["--docker", "--reset"]);
     assert.match(up.stderr(), /removed [1-9]\d* demo container/);
     const left = execFileSync("docker", ["ps", "-aq", "--filter", `label=fred.lease_uuid=${lease}`], {
       encoding: "utf8",

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { Agent, fetch } from "undici";
 import { launchFred, runFred, until } from "../support/index.ts";
 
 describe("fred up (npm start)", () => {
@@ -19,9 +20,10 @@ describe("fred up (npm start)", () => {
     const stderr = up.stderr();
     try {
       const rpc = /devnet\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
-      const api = /providerd\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
+      const api = /providerd\s+(https:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
       assert.ok(rpc, "the devnet RPC URL is printed");
-      assert.ok(api, "the providerd URL is printed");
+      assert.ok(api, "the providerd URL is printed (https, with fred up's local CA)");
+      assert.match(stderr, new RegExp(`provider record on chain: api_url ${api}`));
       assert.match(stderr, /mock backend\s+http:\/\/127\.0\.0\.1:\d+/);
       assert.equal(up.stdout(), "", "fred up keeps stdout free of logs");
 
@@ -48,9 +50,42 @@ describe("fred up (npm start)", () => {
         "the lease to become ACTIVE",
         { timeoutMs: 90_000, intervalMs: 250 },
       );
-      const workloads = await fetch(`${api}/workloads?lease_uuid=${lease}`);
+      const caFile = join(home, "tls", "ca.pem");
+      const dispatcher = new Agent({ connect: { ca: readFileSync(caFile, "utf8") } });
+      const workloads = await fetch(`${api}/workloads?lease_uuid=${lease}`, { dispatcher });
       assert.equal(workloads.status, 200);
       assert.match(await workloads.text(), new RegExp(lease));
+
+      // Without --provider-url, fred lease finds providerd through the provider record on
+      // chain and trusts the local CA because --home is this fred up's devnet.
+      const key = ["--rpc", rpc, "--from", "tenant1", "--home", join(home, "devnet")];
+      const found = await runFred(["lease", "status", lease, ...key]);
+      assert.equal(found.code, 0, found.stderr);
+      assert.equal(JSON.parse(found.stdout).state, "LEASE_STATE_ACTIVE");
+      // The same key by hex from elsewhere: the CA is not trusted unless named.
+      const devnet = JSON.parse(
+        (await runFred(["devnet", "keys", "--home", join(home, "devnet")])).stdout,
+      ) as {
+        accounts: { name: string; private_key_hex: string }[];
+      };
+      const hex = devnet.accounts.find((a) => a.name === "tenant1")?.private_key_hex as string;
+      const untrusted = await runFred(["lease", "status", lease, "--rpc", rpc, "--key-hex", hex], {
+        env: { NODE_EXTRA_CA_CERTS: "" },
+      });
+      assert.equal(untrusted.code, 1, "verification is never turned off");
+      assert.match(
+        untrusted.stderr,
+        /cannot reach the provider at https:\/\/127\.0\.0\.1:\d+\/: .*certificate is not trusted/,
+      );
+      for (const trust of [{ args: ["--ca-file", caFile] }, { env: { NODE_EXTRA_CA_CERTS: caFile } }]) {
+        const r = await runFred(
+          ["lease", "status", lease, "--rpc", rpc, "--key-hex", hex, ...(trust.args ?? [])],
+          {
+            env: trust.env ?? {},
+          },
+        );
+        assert.equal(r.code, 0, r.stderr);
+      }
     } finally {
       up.signal("SIGINT");
     }

@@ -61,6 +61,8 @@ export async function startDockerBackend(
     clock?: Clock;
     /** `FRED_FAILPOINTS`: crash points for crash-safety tests (maintenance/crash-points.ts, kit/retention/crash-points.ts). */
     failpoints?: string | undefined;
+    /** One more CA to trust for HTTPS callbacks (fred up's local CA). */
+    callbackCaPem?: string;
   },
 ): Promise<RunningDockerBackend> {
   const clock = deps.clock ?? systemClock;
@@ -146,6 +148,7 @@ export async function startDockerBackend(
       retention: config.retention,
       bodyLimitBytes: config.maxRequestBodySize,
       metricsRegistry: registry,
+      ...(deps.callbackCaPem === undefined ? {} : { callbacks: { extraCaPem: deps.callbackCaPem } }),
     });
     if (ingress) {
       try {

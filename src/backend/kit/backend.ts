@@ -1,3 +1,4 @@
+import { rootCertificates } from "node:tls";
 import type { FastifyInstance } from "fastify";
 import type { Registry } from "prom-client";
 import { Agent } from "undici";
@@ -67,6 +68,8 @@ export interface BackendKitOptions {
   callbacks?: {
     attemptTimeoutMs?: number;
     tlsSkipVerify?: boolean;
+    /** PEM of one more CA to trust for callbacks, besides Node's (fred up's local CA). */
+    extraCaPem?: string;
     backoffMs?: readonly number[];
     chainDeadlineMs?: number;
     replayIntervalMs?: number;
@@ -104,7 +107,10 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
   const secrets = [hmacSecret(o.secret), ...(o.previousSecret ? [hmacSecret(o.previousSecret)] : [])];
   const journal = new Journal({ ...o.journal, backendName: o.name });
   const dispatcher = new Agent({
-    connect: { rejectUnauthorized: !(o.callbacks?.tlsSkipVerify ?? false) },
+    connect: {
+      rejectUnauthorized: !(o.callbacks?.tlsSkipVerify ?? false),
+      ...(o.callbacks?.extraCaPem === undefined ? {} : { ca: [...rootCertificates, o.callbacks.extraCaPem] }),
+    },
     connections: 64,
   });
   let sender: OutboxSender | undefined;

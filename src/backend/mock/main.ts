@@ -12,7 +12,11 @@ import { MockSubstrate } from "./substrate.ts";
  */
 export async function startMockBackend(
   config: MockBackendConfig,
-  deps: { logger: Logger; clock?: Clock },
+  deps: {
+    logger: Logger;
+    clock?: Clock /** fred up's local CA, for HTTPS callbacks. */;
+    callbackCaPem?: string;
+  },
 ): Promise<RunningBackend> {
   const clock = deps.clock ?? systemClock;
   const substrate = new MockSubstrate({
@@ -56,7 +60,11 @@ export async function startMockBackend(
       releasesMaxAgeMs: config.releasesMaxAgeMs,
       readTimeoutMs: Math.max(config.readTimeoutMs, config.writeTimeoutMs),
       idleTimeoutMs: config.idleTimeoutMs,
-      callbacks: { attemptTimeoutMs: config.clientTimeoutMs, tlsSkipVerify: config.tlsSkipVerify },
+      callbacks: {
+        attemptTimeoutMs: config.clientTimeoutMs,
+        tlsSkipVerify: config.tlsSkipVerify,
+        ...(deps.callbackCaPem === undefined ? {} : { extraCaPem: deps.callbackCaPem }),
+      },
     });
   } catch (err) {
     await substrate.close();

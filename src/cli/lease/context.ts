@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import type { CosmosChain } from "../../chain/cosmos/adapter.ts";
 import { parseConfigDuration } from "../../core/duration.ts";
@@ -16,8 +18,12 @@ import { TenantApi } from "./tenant-api.ts";
  */
 export interface LeaseFlags extends TxFlags {
   providerUrl?: string;
+  caFile?: string;
   prefix: string;
 }
+
+/** Where `fred up` keeps its local CA, beside the devnet home: <up home>/tls/ca.pem. */
+export const UP_TLS_DIR = "tls";
 
 export const LOCAL_PROVIDER_URL = "http://127.0.0.1:8080";
 
@@ -27,7 +33,37 @@ export function withLeaseFlags(cmd: Command): Command {
       "--provider-url <url>",
       "providerd's tenant API (default: the provider's api_url on chain, else fred up's)",
     )
+    .option(
+      "--ca-file <pem>",
+      "also trust this CA for the provider's https (default: fred up's local CA when --home is its devnet)",
+    )
     .option("--prefix <hrp>", "bech32 address prefix of the tenant's account", "manifest");
+}
+
+/**
+ * The extra CA the provider's certificate may chain to: `--ca-file`, else the local CA of
+ * the fred up home that `--home` (its devnet) belongs to. Verification always stays on;
+ * NODE_EXTRA_CA_CERTS works as in every Node program.
+ */
+export function trustedCa(flags: Pick<LeaseFlags, "caFile" | "home">): string | undefined {
+  if (flags.caFile !== undefined) {
+    try {
+      return readFileSync(flags.caFile, "utf8");
+    } catch (err) {
+      throw new FredError(
+        "ERR_USAGE",
+        `cannot read --ca-file ${flags.caFile}: ${(err as NodeJS.ErrnoException).code ?? err}`,
+      );
+    }
+  }
+  if (flags.home === undefined) return undefined;
+  const local = join(dirname(resolve(flags.home)), UP_TLS_DIR, "ca.pem");
+  return existsSync(local) ? readFileSync(local, "utf8") : undefined;
+}
+
+/** A tenant API client at `url` for the flags' key, trusting the flags' CA. */
+export async function tenantApi(flags: LeaseFlags, url: string, key?: Uint8Array): Promise<TenantApi> {
+  return new TenantApi(url, key ?? (await resolvePrivateKey(flags)), flags.prefix, trustedCa(flags));
 }
 
 /** The provider URL for a lease whose provider is `providerUuid` (when known). */
@@ -62,12 +98,12 @@ function checkedUrl(text: string, what: string): string {
 export async function apiForLease(flags: LeaseFlags, uuid: string): Promise<TenantApi> {
   const key = await resolvePrivateKey(flags);
   if (flags.providerUrl !== undefined || process.env.FRED_PROVIDER_URL)
-    return new TenantApi(await providerUrl(flags), key, flags.prefix);
+    return tenantApi(flags, await providerUrl(flags), key);
   const chain = await readClient(flags);
   try {
     const lease = await chain.getLease(uuid);
     if (lease === undefined) throw new FredError("ERR_USAGE", `the chain has no lease ${uuid}`);
-    return new TenantApi(await providerUrl(flags, chain, lease.providerUuid), key, flags.prefix);
+    return tenantApi(flags, await providerUrl(flags, chain, lease.providerUuid), key);
   } finally {
     chain.disconnect();
   }

@@ -1,16 +1,8 @@
 import type { Command } from "commander";
 import type { ChainLease } from "../../chain/port.ts";
 import { FredError } from "../../core/errors.ts";
-import {
-  createLease,
-  leaseArg,
-  leaseView,
-  parseSkuSpec,
-  resolvePrivateKey,
-  type SkuSpec,
-  txClient,
-  using,
-} from "../chain.ts";
+import { isCanonicalUuid } from "../../core/uuid.ts";
+import { createLease, leaseArg, leaseView, parseSkuSpec, type SkuSpec, txClient, using } from "../chain.ts";
 import { ExitCode, printJson } from "../output.ts";
 import {
   apiForLease,
@@ -18,6 +10,7 @@ import {
   progress,
   providerUrl,
   readManifest,
+  tenantApi,
   timeoutMs,
   withLeaseFlags,
 } from "./context.ts";
@@ -117,7 +110,7 @@ Examples:
         const url = await providerUrl(opts, c, onChain?.providerUuid);
         return {
           uuid: created.lease_uuid,
-          api: new TenantApi(url, await resolvePrivateKey(opts), opts.prefix),
+          api: await tenantApi(opts, url),
         };
       });
       await upload(api, uuid, opts.manifest);
@@ -175,26 +168,40 @@ Examples:
       });
   }
 
-  // The source is an argument, not `--from`: `--from <name>` already names the signing
-  // dev account on every tx command.
-  withWait(
+  // The source is `<source-uuid>` or `--from <source-uuid>`. `--from` also names the dev
+  // account that signs, so here it may be given twice: a canonical UUID is the source
+  // (dev account names never are UUIDs), anything else the account.
+  const restore = withWait(
     withLeaseFlags(
       lease
         .command("restore")
         .description("Open a new lease holding a closed lease's retained data, and wait until it is ready"),
     ),
-  )
-    .argument("<source-uuid>", "the closed lease whose retained volumes to restore")
+  );
+  restore.options
+    .find((o) => o.long === "--from")
+    ?.argParser((value: string, previous: unknown) => [...(Array.isArray(previous) ? previous : []), value]);
+  restore
+    .argument("[source-uuid]", "the closed lease whose retained volumes to restore (or --from <source-uuid>)")
     .option(
       "--sku <spec...>",
       `the new lease's items (default: the source's; another tier is allowed); ${SKU_HELP}`,
     )
     .addHelpText(
       "after",
-      "\nExamples:\n  $ fred lease restore $OLD --from tenant1 --home .fred/devnet\n  $ fred lease restore $OLD --sku docker-medium --key-hex $KEY",
+      `
+The source lease is the argument or --from <source-uuid>; with --from it may sit beside
+--from <dev account>, since a canonical UUID is never an account name.
+
+Examples:
+  $ fred lease restore $OLD --from tenant1 --home .fred/devnet
+  $ fred lease restore --from $OLD --from tenant1 --home .fred/devnet
+  $ fred lease restore --from $OLD --sku docker-medium --key-hex $KEY`,
     )
-    .action(async (sourceUuid: string, opts: LeaseFlags & WaitFlags & { sku?: string[] }) => {
-      const from = leaseArg(sourceUuid);
+    .action(async (positional: string | undefined, raw: RestoreFlags) => {
+      const { source: from, account } = restoreSource(positional, raw.from);
+      const opts: LeaseFlags & WaitFlags & { sku?: string[] } = { ...raw, from: account };
+      if (account === undefined) delete opts.from;
       const { uuid, api } = await using(await txClient(opts), async (c) => {
         const source = await c.getLease(from);
         if (source === undefined) throw new FredError("ERR_USAGE", `the chain has no lease ${from}`);
@@ -210,7 +217,7 @@ Examples:
         const url = await providerUrl(opts, c, source.providerUuid);
         return {
           uuid: created.lease_uuid,
-          api: new TenantApi(url, await resolvePrivateKey(opts), opts.prefix),
+          api: await tenantApi(opts, url),
         };
       });
       await api.lease(uuid, "restore", {
@@ -263,11 +270,7 @@ Examples:
         for (const l of leases) {
           const view = leaseView(l);
           if (l.state === "LEASE_STATE_PENDING" || l.state === "LEASE_STATE_ACTIVE") {
-            const api = new TenantApi(
-              await providerUrl(opts, c, l.providerUuid),
-              await resolvePrivateKey(opts),
-              opts.prefix,
-            );
+            const api = await tenantApi(opts, await providerUrl(opts, c, l.providerUuid));
             const status = await api.lease(l.uuid, "status").catch(() => undefined);
             if (status?.body.provision_status !== undefined)
               view.provision_status = status.body.provision_status;
@@ -280,6 +283,36 @@ Examples:
         printJson(out);
       });
     });
+}
+
+type RestoreFlags = Omit<LeaseFlags, "from"> & WaitFlags & { sku?: string[]; from?: string[] };
+
+/**
+ * Splits `restore`'s inputs into the source lease and the signing dev account: the
+ * source is the positional argument or the one `--from` value that is a canonical UUID;
+ * at most one other `--from` value names the account.
+ */
+export function restoreSource(
+  positional: string | undefined,
+  from: readonly string[] | undefined,
+): { source: string; account: string | undefined } {
+  const values = from ?? [];
+  const uuids = values.filter(isCanonicalUuid);
+  const names = values.filter((v) => !isCanonicalUuid(v));
+  if (names.length > 1)
+    throw new FredError("ERR_USAGE", `--from names one dev account, got ${names.join(", ")}`);
+  if (uuids.length > 1 || (uuids.length === 1 && positional !== undefined))
+    throw new FredError(
+      "ERR_USAGE",
+      "give the source lease once: as the argument or as --from <source-uuid>, not both",
+    );
+  const source = positional ?? uuids[0];
+  if (source === undefined)
+    throw new FredError(
+      "ERR_USAGE",
+      "name the lease to restore: fred lease restore <source-uuid> or --from <source-uuid> (a canonical lowercase UUID)",
+    );
+  return { source: leaseArg(source), account: names[0] };
 }
 
 function hexBytes(hex: string | undefined): Uint8Array {

@@ -142,6 +142,7 @@ async function streamEvents(api: TenantApi, uuid: string, untilEnded: boolean): 
         const path = `/v1/leases/${uuid}/events${since === undefined ? "" : `?since=${since}`}`;
         const ws = new WebSocket(api.url(path).replace(/^http/, "ws"), {
           headers: { authorization: `Bearer ${api.token(uuid)}` },
+          ...api.wsOptions(),
         });
         const finish = () => {
           ws.close(1000);

@@ -1,4 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { rootCertificates } from "node:tls";
+import { Agent, fetch } from "undici";
 import { addressFromPubkey } from "../../auth/address.ts";
 import { compressedPubkey } from "../../auth/keys.ts";
 import { mintTenantToken } from "../../auth/token.ts";
@@ -49,12 +52,26 @@ export class TenantApi {
   readonly tenant: string;
   #lastTimestamp = 0;
 
+  /** Node's roots plus one CA (fred up's local one, or --ca-file), when one is given. */
+  readonly #ca: string[] | undefined;
+  readonly #dispatcher: Agent | undefined;
+
   constructor(
     readonly baseUrl: string,
     private readonly privateKey: Uint8Array,
     private readonly prefix = "manifest",
+    extraCa?: string,
   ) {
     this.tenant = addressFromPubkey(compressedPubkey(privateKey), prefix);
+    if (extraCa !== undefined) {
+      this.#ca = [...rootCertificates, ...envExtraCa(), extraCa];
+      this.#dispatcher = new Agent({ connect: { ca: this.#ca } });
+    }
+  }
+
+  /** TLS options for the event stream's websocket (the same trust as the HTTP calls). */
+  wsOptions(): { ca?: string[] } {
+    return this.#ca === undefined ? {} : { ca: this.#ca };
   }
 
   /** A new key for one logical command (UUIDv4, as the API requires). */
@@ -112,28 +129,44 @@ export class TenantApi {
       body = JSON.stringify(req.body);
       headers["content-type"] = "application/json";
     }
-    let res: Response;
+    let res: Awaited<ReturnType<typeof fetch>>;
     try {
       res = await fetch(this.url(`/v1/leases/${leaseUuid}/${path}`), {
         method: req.method ?? "GET",
         headers,
         ...(body === undefined ? {} : { body }),
         signal: AbortSignal.timeout(60_000),
+        ...(this.#dispatcher === undefined ? {} : { dispatcher: this.#dispatcher }),
       });
     } catch (err) {
+      const cause = causeText(err);
+      // An untrusted certificate does not get better with retries; say what trusts it.
+      const untrusted = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(cause);
       throw new FredError(
         "ERR_TENANT_API",
-        `cannot reach the provider at ${this.baseUrl}: ${causeText(err)}`,
-        {
-          retryable: true,
-          cause: err,
-        },
+        `cannot reach the provider at ${this.baseUrl}: ${cause}${
+          untrusted
+            ? " (its certificate is not trusted: pass --ca-file <pem>; fred up's is <home>/tls/ca.pem)"
+            : ""
+        }`,
+        { retryable: !untrusted, cause: err },
       );
     }
     const text = await res.text();
     const parsed = parseBody(text);
     if (res.ok || req.accept?.includes(res.status)) return { status: res.status, body: parsed };
     throw refusal(res.status, parsed, RETRY_STATUSES.has(res.status));
+  }
+}
+
+/** NODE_EXTRA_CA_CERTS, which Node adds to its default trust but not to `rootCertificates`. */
+function envExtraCa(): string[] {
+  const path = process.env.NODE_EXTRA_CA_CERTS;
+  if (path === undefined || path === "") return [];
+  try {
+    return [readFileSync(path, "utf8")];
+  } catch {
+    return [];
   }
 }
 

@@ -80,7 +80,10 @@ function streamUntilSettled(
 ): Promise<void> {
   return new Promise((resolve, reject) => {
     const url = api.url(`/v1/leases/${uuid}/events`).replace(/^http/, "ws");
-    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${api.token(uuid)}` } });
+    const ws = new WebSocket(url, {
+      headers: { authorization: `Bearer ${api.token(uuid)}` },
+      ...api.wsOptions(),
+    });
     const done = (err?: Error) => {
       signal.removeEventListener("abort", onAbort);
       ws.removeAllListeners();

@@ -1,12 +1,15 @@
 import { rmSync } from "node:fs";
-import { join } from "node:path";
+import { isAbsolute, join } from "node:path";
 import type { Command } from "commander";
+import { parseConfigDuration } from "../../core/duration.ts";
+import { FredError } from "../../core/errors.ts";
 import { mockBackendUpComponent } from "../backend.ts";
 import { devnetUpComponent } from "../devnet.ts";
 import { LOCAL_PROVIDER_URL } from "../lease/index.ts";
 import { say } from "../output.ts";
 import type { RunningComponent, UpComponent, UpContext } from "./component.ts";
 import { dockerBackendUpComponent, removeUpContainers } from "./docker-backend.ts";
+import { ensureLocalTls } from "./local-tls.ts";
 import { releaseLoopbackBtrfs } from "./loopback-btrfs.ts";
 import { providerdUpComponent } from "./providerd.ts";
 
@@ -17,7 +20,7 @@ import { providerdUpComponent } from "./providerd.ts";
  */
 export const upComponents: UpComponent[] = [devnetUpComponent, mockBackendUpComponent, providerdUpComponent];
 
-/** With `--docker` the Docker backend takes the mock's place. */
+/** With `--docker` (or a `--volume-path`) the Docker backend takes the mock's place. */
 export function componentsFor(docker: boolean): UpComponent[] {
   return upComponents.map((c) => (docker && c === mockBackendUpComponent ? dockerBackendUpComponent : c));
 }
@@ -25,10 +28,13 @@ export function componentsFor(docker: boolean): UpComponent[] {
 /** The tenant walkthrough printed once everything runs (the demo needs --docker). */
 function walkthrough(ctx: UpContext): string[] {
   const manifest = ctx.facts.get("demo_manifest");
-  // `fred lease` finds providerd at 127.0.0.1:8080 by default; say so when it runs elsewhere.
+  // `fred lease` finds providerd through the provider record on chain (and trusts the local
+  // CA through --home); without that record, at 127.0.0.1:8080 or as --provider-url.
   const api = ctx.facts.get("providerd_url");
+  const found =
+    ctx.facts.has("api_url_on_chain") || api === undefined || api === LOCAL_PROVIDER_URL.replace(/\/$/, "");
   const keys = `--from tenant1 --home ${ctx.facts.get("devnet_home")} --rpc ${ctx.facts.get("rpc")}${
-    api === undefined || api === LOCAL_PROVIDER_URL.replace(/\/$/, "") ? "" : ` --provider-url ${api}`
+    found ? "" : ` --provider-url ${api}`
   }`;
   if (manifest === undefined)
     return [
@@ -54,6 +60,14 @@ const TOOLS = [
   "fred placement inspect      providerd's placement records",
 ];
 
+interface UpFlags {
+  home: string;
+  docker?: boolean;
+  reset?: boolean;
+  volumePath?: string;
+  retentionMaxAge: string;
+}
+
 export function registerUpCommand(program: Command): void {
   program
     .command("up")
@@ -61,11 +75,28 @@ export function registerUpCommand(program: Command): void {
     .option("--home <dir>", "state directory", ".fred")
     .option("--docker", "run tenant containers on the local Docker engine instead of the mock backend")
     .option("--reset", "delete the state directory first and start over (a new chain, new leases)")
+    .option(
+      "--volume-path <dir>",
+      "tenant volumes on this btrfs folder (quotas enabled) instead of a loopback file; implies --docker",
+    )
+    .option(
+      "--retention-max-age <duration>",
+      "how long a closed lease's data is kept for restore before the reaper destroys it (0 = kept)",
+      "2160h",
+    )
     .addHelpText(
       "after",
-      "\nExamples:\n  $ npm start\n  $ fred up --docker\n  $ fred up --home /tmp/fred-demo --reset\n\nA second start resumes the same chain, leases and containers.",
+      "\nExamples:\n  $ npm start\n  $ fred up --docker\n  $ fred up --volume-path /srv/btrfs/fred --retention-max-age 1h\n  $ fred up --home /tmp/fred-demo --reset\n\nA second start resumes the same chain, leases and containers.",
     )
-    .action(async (opts: { home: string; docker?: boolean; reset?: boolean }) => {
+    .action(async (opts: UpFlags) => {
+      const maxAge = parseConfigDuration(opts.retentionMaxAge);
+      if (!maxAge.ok)
+        throw new FredError(
+          "ERR_USAGE",
+          `--retention-max-age must be a duration such as 30s, 24h or 0, got ${JSON.stringify(opts.retentionMaxAge)}`,
+        );
+      if (opts.volumePath !== undefined && !isAbsolute(opts.volumePath))
+        throw new FredError("ERR_USAGE", `--volume-path must be an absolute path, got ${opts.volumePath}`);
       if (opts.reset === true) {
         const removed = await removeUpContainers(opts.home);
         if (removed > 0) say(`fred up: removed ${removed} demo container(s) of the old chain`);
@@ -74,12 +105,22 @@ export function registerUpCommand(program: Command): void {
         say(`fred up: removed ${opts.home}; starting over`);
       }
       const ctx: UpContext = { home: opts.home, facts: new Map() };
+      if (opts.volumePath !== undefined) ctx.facts.set("volume_path", opts.volumePath);
+      ctx.facts.set("retention_max_age", opts.retentionMaxAge);
+      const tls = ensureLocalTls(opts.home);
+      if (tls === undefined)
+        say("fred up: no openssl on PATH: providerd serves plain http, off the chain record");
+      else {
+        ctx.facts.set("tls_ca_file", tls.caFile);
+        ctx.facts.set("tls_cert_file", tls.certFile);
+        ctx.facts.set("tls_key_file", tls.keyFile);
+      }
       const running: RunningComponent[] = [];
       const stopAll = async () => {
         for (const c of running.reverse()) await c.stop().catch(() => {});
       };
       try {
-        for (const component of componentsFor(opts.docker === true)) {
+        for (const component of componentsFor(opts.docker === true || opts.volumePath !== undefined)) {
           say(`starting ${component.name}…`);
           running.push(await component.start(ctx));
         }

@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { stringify } from "yaml";
 import { parseDockerBackendConfig } from "../../backend/docker/config.ts";
 import { LABEL } from "../../backend/docker/names.ts";
 import { openJournalDatabase } from "../../backend/kit/index.ts";
+import { parseDurationMs } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
 import { readKeys } from "../../devnet/home.ts";
 import { createLogger } from "../../log.ts";
@@ -30,6 +31,11 @@ const PROFILES: Record<string, { cpu_cores: number; memory_mb: number; disk_mb: 
   large: { cpu_cores: 1, memory_mb: 512, disk_mb: 1024 },
 };
 
+function shortAge(text: string): boolean {
+  const ms = parseDurationMs(text);
+  return ms > 0 && ms < 3_600_000;
+}
+
 function profileFor(skuName: string): string {
   return Object.keys(PROFILES).find((p) => skuName.endsWith(p)) ?? "small";
 }
@@ -52,8 +58,12 @@ export const dockerBackendUpComponent: UpComponent = {
         "fred up --docker: no Docker engine answers at /var/run/docker.sock (start dockerd, or run fred up without --docker)",
       );
     }
-    const btrfs = canPrepareBtrfs();
-    const volumes = btrfs ? prepareLoopbackBtrfs(dir) : join(dir, "no-volumes");
+    // A given volume path is the operator's btrfs (the backend checks it is one, with
+    // quotas); otherwise a loopback btrfs when root can make one, else no volumes.
+    const given = ctx.facts.get("volume_path");
+    const btrfs = given !== undefined || canPrepareBtrfs();
+    const volumes = given ?? (btrfs ? prepareLoopbackBtrfs(dir) : join(dir, "no-volumes"));
+    const maxAge = ctx.facts.get("retention_max_age") ?? "2160h";
     const skus = keys.skus.filter((s) => !s.billing_only);
     const secret = persistent(join(dir, "callback-secret"), () => randomBytes(32).toString("hex"));
     const doc = {
@@ -77,6 +87,9 @@ export const dockerBackendUpComponent: UpComponent = {
       // A closed demo lease keeps its data (a btrfs snapshot) so `fred lease restore` can
       // bring it back; without volumes there is nothing to keep.
       retain_on_close: btrfs,
+      retention_max_age: maxAge,
+      // A short age limit should show within seconds, as a person trying it expects.
+      retention_reap_interval: shortAge(maxAge) ? "1s" : "1h",
       startup_verify_duration: "2s",
     };
     writeFileSync(
@@ -92,7 +105,11 @@ export const dockerBackendUpComponent: UpComponent = {
     mkdirSync(demoDir, { recursive: true });
     writeFileSync(join(demoDir, "notes.json"), demoManifest(image));
     writeFileSync(join(demoDir, "notes-v2.json"), demoManifest(image, "v2"));
-    const running = await startDockerBackend(config, { logger: createLogger("docker-backend") });
+    const ca = ctx.facts.get("tls_ca_file");
+    const running = await startDockerBackend(config, {
+      logger: createLogger("docker-backend"),
+      ...(ca === undefined ? {} : { callbackCaPem: readFileSync(ca, "utf8") }),
+    });
     ctx.facts.set("backend_url", running.url);
     ctx.facts.set("backend_name", config.name);
     ctx.facts.set("backend_storage_id", running.storageId);
@@ -102,7 +119,7 @@ export const dockerBackendUpComponent: UpComponent = {
       summary: [
         `docker backend ${running.url}  (storage ${running.storageId}; containers on 127.0.0.1)`,
         btrfs
-          ? `               volumes: loopback btrfs under ${dir}`
+          ? `               volumes: ${given === undefined ? `loopback btrfs under ${dir}` : given}; closed leases kept ${maxAge} for restore`
           : "               no volumes (not root): disk-bearing SKUs are refused",
         `               demo image ${DEMO_IMAGE}, manifests in ${demoDir}`,
       ],

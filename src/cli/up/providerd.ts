@@ -12,6 +12,7 @@ import { startProviderd } from "../../provider/main.ts";
 import { CometRpcChainHistory } from "../../provider/placement/chain-history.ts";
 import { initPlacementStore } from "../../provider/placement/init.ts";
 import type { UpComponent } from "./component.ts";
+import { registerProviderApiUrl } from "./provider-record.ts";
 
 /**
  * providerd inside `fred up`: a development configuration generated from what the devnet
@@ -64,6 +65,10 @@ export const providerdUpComponent: UpComponent = {
       await keyring.add("provider", provider.mnemonic);
     }
     const port = (await portIsFree(PREFERRED_PORT)) ? PREFERRED_PORT : await freePort();
+    // HTTPS when fred up made its local CA (the chain takes only an https api_url).
+    const certFile = ctx.facts.get("tls_cert_file");
+    const keyFile = ctx.facts.get("tls_key_file");
+    const scheme = certFile === undefined ? "http" : "https";
     const configPath = join(dir, "providerd.yaml");
     const yaml = stringify({
       provider_uuid: keys.provider_uuid,
@@ -75,7 +80,10 @@ export const providerdUpComponent: UpComponent = {
       websocket_url: `${rpc.replace(/^http/, "ws")}/websocket`,
       rpc_url: rpc,
       api_listen_addr: `127.0.0.1:${port}`,
-      callback_base_url: `http://127.0.0.1:${port}`,
+      callback_base_url: `${scheme}://127.0.0.1:${port}`,
+      ...(certFile === undefined || keyFile === undefined
+        ? {}
+        : { tls_cert_file: certFile, tls_key_file: keyFile }),
       placement_store_db_path: join(dir, "placements.db"),
       payload_store_db_path: join(dir, "payloads.db"),
       token_tracker_db_path: join(dir, "tokens.db"),
@@ -103,11 +111,26 @@ export const providerdUpComponent: UpComponent = {
       logger.info({ placement_store: summary.placement_store }, "placement store created");
     }
     const running = await startProviderd(config, { env: process.env, logger });
-    ctx.facts.set("providerd_url", running.url);
+    const url = `${scheme}://127.0.0.1:${port}`;
+    ctx.facts.set("providerd_url", url);
+    const record =
+      scheme === "https"
+        ? await registerProviderApiUrl({
+            rpc,
+            providerUuid: keys.provider_uuid,
+            privateKeyHex: provider.private_key_hex,
+            apiUrl: url,
+          }).catch((err: Error) => ({ refused: err.message }))
+        : { refused: "providerd serves plain http (no openssl to make a certificate)" };
+    const caFile = ctx.facts.get("tls_ca_file");
+    if (typeof record === "string") ctx.facts.set("api_url_on_chain", url);
     return {
       summary: [
-        `providerd   ${running.url}  (config ${configPath})`,
-        `            health: curl ${running.url}/health`,
+        `providerd   ${url}  (config ${configPath})`,
+        typeof record === "string"
+          ? `            provider record on chain: api_url ${url} (${record})`
+          : `            api_url not registered on chain (${record.refused}); tenants pass --provider-url ${url}`,
+        `            health: curl ${caFile === undefined ? "" : `--cacert ${caFile} `}${url}/health`,
         `            create a lease: fred chain lease create --sku docker-small --from tenant1 --home ${devnetHome} --rpc ${rpc}`,
         `            watch it become ACTIVE: fred chain lease show <lease_uuid> --rpc ${rpc}`,
       ],

@@ -1,10 +1,13 @@
 /**
  * The devnet's starting catalogue: one provider owned by the `provider` dev account and four
  * SKUs priced in upwr (three Docker sizes and one billing-only SKU that providerd acknowledges
- * without running anything). Prices divide evenly into per-second rates.
+ * without running anything). Prices divide evenly into per-second rates. The provider account
+ * is on the module's allowed list, as a chain's admin would put an operator there, so a
+ * local providerd can keep its own record's api_url current (fred up does on every start).
  */
 import { Unit } from "../../../chain/proto/index.ts";
 import type { GenesisContext } from "../../module.ts";
+import { setSkuParams } from "./keeper.ts";
 import type { SkuKeeper } from "./types.ts";
 
 export const DEVNET_PRICE_DENOM = "upwr";
@@ -19,6 +22,7 @@ export const DEVNET_SKUS = [
 export function initSkuGenesis(ctx: GenesisContext, keeper: SkuKeeper): void {
   const owner = ctx.accounts.find((a) => a.name === "provider");
   if (owner === undefined) return;
+  setSkuParams(ctx, { allowedList: [owner.address] });
   const provider = keeper.addProvider(ctx, {
     address: owner.address,
     payoutAddress: owner.address,
