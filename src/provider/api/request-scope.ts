@@ -44,20 +44,27 @@ export class RequestScope {
     return this.#expired;
   }
 
-  /** Runs `work`; if the deadline passes first, rejects with the 503 timeout envelope. */
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.#reason !== undefined) throw this.#failure(this.#reason);
-    const aborted = new Promise<never>((_, reject) => {
+  /**
+   * Runs `work`; if the deadline passes first, rejects with the 503 timeout envelope.
+   * One promise settled by whichever comes first (not a race of two): this runs on every
+   * tenant request. The abandoned work's own later failure lands in its handler, so it
+   * never goes unhandled.
+   */
+  run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#reason !== undefined) return Promise.reject(this.#failure(this.#reason));
+    return new Promise<T>((resolve, reject) => {
       this.#onAbort = (reason) => reject(this.#failure(reason));
+      work().then(
+        (value) => {
+          this.#onAbort = undefined;
+          resolve(value);
+        },
+        (err: unknown) => {
+          this.#onAbort = undefined;
+          reject(err);
+        },
+      );
     });
-    const working = work();
-    // If the deadline wins, the abandoned work's own failure must not go unhandled.
-    working.catch(() => {});
-    try {
-      return await Promise.race([working, aborted]);
-    } finally {
-      this.#onAbort = undefined;
-    }
   }
 
   /** Stops the deadline timer once the answer is written; the request's signal then stays unaborted. */
