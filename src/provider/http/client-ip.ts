@@ -21,8 +21,10 @@ export class ClientIp {
   }
 
   #isTrusted(ip: string): boolean {
+    // Without trusted proxies (the default) no address is parsed at all: this runs per request.
+    if (this.#trusted === undefined) return false;
     const family = isIP(ip);
-    if (this.#trusted === undefined || family === 0) return false;
+    if (family === 0) return false;
     return this.#trusted.check(ip, family === 6 ? "ipv6" : "ipv4");
   }
 
