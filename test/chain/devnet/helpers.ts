@@ -5,7 +5,15 @@ import {
   openCosmosChain,
 } from "../../../src/chain/cosmos/adapter.ts";
 import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
-import { MsgCreateLease, MsgCreateLeaseResponse } from "../../../src/chain/proto/index.ts";
+import {
+  MsgCreateLease,
+  MsgCreateLeaseResponse,
+  MsgCreateProvider,
+  MsgCreateProviderResponse,
+  MsgCreateSKU,
+  MsgCreateSKUResponse,
+  Unit,
+} from "../../../src/chain/proto/index.ts";
 import { until } from "../../support/index.ts";
 import type { DevnetProcess } from "./devnet-process.ts";
 
@@ -48,4 +56,50 @@ export async function advanceTime(dn: DevnetProcess, c: CosmosChain, seconds: nu
     async () => (await c.latestBlock()).time.getTime() >= before + seconds * 1000,
     `block time +${seconds}s`,
   );
+}
+
+/**
+ * Another provider (operated by `operator`) with one SKU, created through the module
+ * authority — the devnet must run with POA_ADMIN_ADDRESS set to `authority`'s address — and
+ * a PENDING single-item lease of `tenant` on it.
+ */
+export async function leaseOnNewProvider(
+  authority: CosmosChain,
+  operator: string,
+  tenant: CosmosChain,
+): Promise<{ providerUuid: string; lease: string }> {
+  const created = await authority.send([
+    {
+      typeUrl: MsgCreateProvider.typeUrl,
+      value: MsgCreateProvider.fromPartial({
+        authority: authority.address,
+        address: operator,
+        payoutAddress: operator,
+        apiUrl: "https://p2.example",
+      }),
+    },
+  ]);
+  if (created.code !== 0) throw new Error(`MsgCreateProvider failed: ${created.rawLog}`);
+  const providerUuid = MsgCreateProviderResponse.decode(created.msgResponses[0]!.value).uuid;
+  const sku = await authority.send([
+    {
+      typeUrl: MsgCreateSKU.typeUrl,
+      value: MsgCreateSKU.fromPartial({
+        authority: authority.address,
+        providerUuid,
+        name: "p2-small",
+        unit: Unit.UNIT_PER_HOUR,
+        basePrice: { denom: "upwr", amount: "360000" },
+      }),
+    },
+  ]);
+  if (sku.code !== 0) throw new Error(`MsgCreateSKU failed: ${sku.rawLog}`);
+  const skuUuid = MsgCreateSKUResponse.decode(sku.msgResponses[0]!.value).uuid;
+  const res = await tenant.send([
+    {
+      typeUrl: MsgCreateLease.typeUrl,
+      value: MsgCreateLease.fromPartial({ tenant: tenant.address, items: [{ skuUuid, quantity: 1n }] }),
+    },
+  ]);
+  return { providerUuid, lease: MsgCreateLeaseResponse.decode(res.msgResponses[0]!.value).leaseUuid };
 }

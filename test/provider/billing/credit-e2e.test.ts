@@ -3,15 +3,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type CosmosChain, openCosmosChain } from "../../../src/chain/cosmos/adapter.ts";
 import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
-import {
-  MsgCreateLease,
-  MsgCreateLeaseResponse,
-  MsgCreateProvider,
-  MsgCreateProviderResponse,
-  MsgCreateSKU,
-  MsgCreateSKUResponse,
-  Unit,
-} from "../../../src/chain/proto/index.ts";
+import { leaseOnNewProvider } from "../../chain/devnet/helpers.ts";
 import { launchFred, portOf, until } from "../../support/index.ts";
 import { mockSkus, Stack } from "../e2e/stack.ts";
 
@@ -95,40 +87,7 @@ after(async () => {
 });
 
 async function otherProviderLease(): Promise<{ providerUuid: string; lease: string }> {
-  const created = await authority.send([
-    {
-      typeUrl: MsgCreateProvider.typeUrl,
-      value: MsgCreateProvider.fromPartial({
-        authority: authority.address,
-        address: operator.address,
-        payoutAddress: operator.address,
-        apiUrl: "https://p2.example",
-      }),
-    },
-  ]);
-  assert.equal(created.code, 0, created.rawLog);
-  const providerUuid = MsgCreateProviderResponse.decode(created.msgResponses[0]!.value).uuid;
-  const sku = await authority.send([
-    {
-      typeUrl: MsgCreateSKU.typeUrl,
-      value: MsgCreateSKU.fromPartial({
-        authority: authority.address,
-        providerUuid,
-        name: "p2-small",
-        unit: Unit.UNIT_PER_HOUR,
-        basePrice: { denom: "upwr", amount: "360000" },
-      }),
-    },
-  ]);
-  assert.equal(sku.code, 0, sku.rawLog);
-  const skuUuid = MsgCreateSKUResponse.decode(sku.msgResponses[0]!.value).uuid;
-  const res = await stack.tenant.send([
-    {
-      typeUrl: MsgCreateLease.typeUrl,
-      value: MsgCreateLease.fromPartial({ tenant: stack.tenant.address, items: [{ skuUuid, quantity: 1n }] }),
-    },
-  ]);
-  const lease = MsgCreateLeaseResponse.decode(res.msgResponses[0]!.value).leaseUuid;
+  const { providerUuid, lease } = await leaseOnNewProvider(authority, operator.address, stack.tenant);
   const [ack] = await operator.acknowledge([lease]);
   assert.equal(ack!.status, "acknowledged");
   return { providerUuid, lease };

@@ -2,18 +2,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { CosmosChain } from "../../../src/chain/cosmos/adapter.ts";
 import { EventFeed } from "../../../src/chain/events/feed.ts";
-import {
-  MsgCreateLease,
-  MsgCreateLeaseResponse,
-  MsgCreateProvider,
-  MsgCreateProviderResponse,
-  MsgCreateSKU,
-  MsgCreateSKUResponse,
-  Unit,
-} from "../../../src/chain/proto/index.ts";
 import { createBilling } from "../../../src/provider/billing/index.ts";
 import { type DevnetProcess, startDevnetProcess } from "../../chain/devnet/devnet-process.ts";
-import { advanceTime, clientFor, createLeases } from "../../chain/devnet/helpers.ts";
+import { advanceTime, clientFor, createLeases, leaseOnNewProvider } from "../../chain/devnet/helpers.ts";
 import { billingConfig, manualClock, next, providerClient, quiet } from "./harness.ts";
 
 /**
@@ -51,40 +42,7 @@ after(async () => {
 
 async function secondProviderLease(): Promise<{ providerUuid: string; lease: string }> {
   const operator = other.address;
-  const created = await authority.send([
-    {
-      typeUrl: MsgCreateProvider.typeUrl,
-      value: MsgCreateProvider.fromPartial({
-        authority: authority.address,
-        address: operator,
-        payoutAddress: operator,
-        apiUrl: "https://p2.example",
-      }),
-    },
-  ]);
-  assert.equal(created.code, 0, created.rawLog);
-  const providerUuid = MsgCreateProviderResponse.decode(created.msgResponses[0]!.value).uuid;
-  const sku = await authority.send([
-    {
-      typeUrl: MsgCreateSKU.typeUrl,
-      value: MsgCreateSKU.fromPartial({
-        authority: authority.address,
-        providerUuid,
-        name: "p2-small",
-        unit: Unit.UNIT_PER_HOUR,
-        basePrice: { denom: "upwr", amount: "360000" },
-      }),
-    },
-  ]);
-  assert.equal(sku.code, 0, sku.rawLog);
-  const skuUuid = MsgCreateSKUResponse.decode(sku.msgResponses[0]!.value).uuid;
-  const res = await tenant.send([
-    {
-      typeUrl: MsgCreateLease.typeUrl,
-      value: MsgCreateLease.fromPartial({ tenant: tenant.address, items: [{ skuUuid, quantity: 1n }] }),
-    },
-  ]);
-  const lease = MsgCreateLeaseResponse.decode(res.msgResponses[0]!.value).leaseUuid;
+  const { providerUuid, lease } = await leaseOnNewProvider(authority, operator, tenant);
   const [ack] = await other.acknowledge([lease]);
   assert.equal(ack!.status, "acknowledged");
   return { providerUuid, lease };

@@ -3,16 +3,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { openCosmosChain } from "../../../src/chain/cosmos/adapter.ts";
 import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
-import {
-  MsgCreateLease,
-  MsgCreateLeaseResponse,
-  MsgCreateProvider,
-  MsgCreateProviderResponse,
-  MsgCreateSKU,
-  MsgCreateSKUResponse,
-  MsgSetItemCustomDomain,
-  Unit,
-} from "../../../src/chain/proto/index.ts";
+import { MsgSetItemCustomDomain } from "../../../src/chain/proto/index.ts";
 import { dockerSkip } from "../../backend/docker/engine-helper.ts";
 import {
   type DockerProcess,
@@ -23,6 +14,7 @@ import {
 } from "../../backend/docker/helpers.ts";
 import { httpsGet, startCaddy, type TestCaddy } from "../../backend/docker/ingress/caddy-helper.ts";
 import { startDns, type TestDns } from "../../backend/docker/ingress/dns-server.ts";
+import { leaseOnNewProvider } from "../../chain/devnet/helpers.ts";
 import { launchFred, pickFreePort, portOf, runFred, until } from "../../support/index.ts";
 import { call, TenantKey } from "../api/tenant-client.ts";
 import { Stack, sha256 } from "./stack.ts";
@@ -183,43 +175,11 @@ describe("custom domain: chain → providerd → Docker backend → Caddy", { sk
       txTimeoutMs: 20_000,
     });
     try {
-      const created = await authority.send([
-        {
-          typeUrl: MsgCreateProvider.typeUrl,
-          value: MsgCreateProvider.fromPartial({
-            authority: authority.address,
-            address: stack.account("tenant1").address,
-            payoutAddress: stack.account("tenant1").address,
-            apiUrl: "https://p2.example",
-          }),
-        },
-      ]);
-      assert.equal(created.code, 0, created.rawLog);
-      const providerUuid = MsgCreateProviderResponse.decode(created.msgResponses[0]!.value).uuid;
-      const sku = await authority.send([
-        {
-          typeUrl: MsgCreateSKU.typeUrl,
-          value: MsgCreateSKU.fromPartial({
-            authority: authority.address,
-            providerUuid,
-            name: "p2-small",
-            unit: Unit.UNIT_PER_HOUR,
-            basePrice: { denom: "upwr", amount: "360000" },
-          }),
-        },
-      ]);
-      assert.equal(sku.code, 0, sku.rawLog);
-      const skuUuid = MsgCreateSKUResponse.decode(sku.msgResponses[0]!.value).uuid;
-      const res = await stack.tenant.send([
-        {
-          typeUrl: MsgCreateLease.typeUrl,
-          value: MsgCreateLease.fromPartial({
-            tenant: stack.tenant.address,
-            items: [{ skuUuid, quantity: 1n }],
-          }),
-        },
-      ]);
-      const foreign = MsgCreateLeaseResponse.decode(res.msgResponses[0]!.value).leaseUuid;
+      const { lease: foreign } = await leaseOnNewProvider(
+        authority,
+        stack.account("tenant1").address,
+        stack.tenant,
+      );
       const domain = `theirs-${foreign.slice(0, 8)}.tenant.test`;
       dns.records.set(domain, "127.0.0.1");
       // The same message the CLI sends (shown above), without another process start.
@@ -239,6 +199,10 @@ describe("custom domain: chain → providerd → Docker backend → Caddy", { sk
       const height = (await stack.tenant.latestBlock()).height + 1;
       await until(async () => (await stack.tenant.latestBlock()).height > height, "two more blocks");
       assert.equal(await ask(domain), 403, "not on a lease of this provider");
+      assert.ok(
+        !(stack.providerd?.stderr() ?? "").split("\n").some((l) => l.includes(foreign)),
+        "providerd never acted on another provider's lease",
+      );
       assert.ok(refused(await get(domain)));
     } finally {
       authority.disconnect();
