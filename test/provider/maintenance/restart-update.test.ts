@@ -294,6 +294,29 @@ describe("restart and update on real processes", () => {
     assert.equal(Object.keys(logs).length, 2, "one live key and its failed/ twin");
   });
 
+  it("update whose rollback fails too: the lease reports failed with UpdateFailed, never ready", async () => {
+    const lease = await activeLease(MANIFEST);
+    const key = crypto.randomUUID();
+    const doomed = Buffer.from(JSON.stringify({ image: "docker.io/library/nginx:fail-rollback" }));
+    assert.equal((await command(lease, "update", { key, manifest: doomed })).status, 202);
+    await settled(lease, key);
+    assert.equal(
+      journal((j) => j.byKey(lease, key)?.outcome),
+      "failed",
+    );
+    assert.deepEqual(storedPayload(lease)?.payload, MANIFEST, "the payload is not promoted");
+    // providerd reuses a backend status read for up to a second: poll until it is this one.
+    let body: { provision_status?: string; reason?: string } = {};
+    await until(async () => {
+      const res = await fetch(`${stack.api}/v1/leases/${lease}/status`, {
+        headers: { authorization: `Bearer ${tenant.access(lease)}` },
+      });
+      body = (await res.json()) as typeof body;
+      return body.provision_status !== "ready" && body.provision_status !== "updating";
+    }, "the status after the update settled");
+    assert.deepEqual([body.provision_status, body.reason], ["failed", "UpdateFailed"]);
+  });
+
   it("a command pending while the backend is down: another key is 409; it completes after the backend returns", async () => {
     const lease = await activeLease();
     await stack.stopMock(0);
