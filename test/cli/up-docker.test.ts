@@ -6,7 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Agent, fetch as fetchTls } from "undici";
+import { hasCaddy } from "../../src/cli/up/local-caddy.ts";
 import { dockerSkip } from "../backend/docker/engine-helper.ts";
+import { httpsGet } from "../backend/docker/ingress/caddy-helper.ts";
 import { signedClient } from "../backend/kit/signed-client.ts";
 import { keplrAccessToken, keplrPayloadToken } from "../provider/api/keplr-token.ts";
 import { type Launched, launchFred, runFred, until } from "../support/index.ts";
@@ -101,6 +103,25 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     assert.equal(status.provision_status, "ready");
     lease = String(status.lease_uuid);
     assert.equal((await page()).trim(), "hello from fred");
+  });
+
+  it("with caddy installed, connect prints the demo's https name through the ingress proxy, as the walkthrough opens it", async () => {
+    const err = up?.stderr() ?? "";
+    if (!hasCaddy()) {
+      assert.match(err, /no caddy on PATH: web services answer on http:\/\/127\.0\.0\.1:<port> only/);
+      return;
+    }
+    const listen =
+      /ingress: https:\/\/<name>\.fred\.localhost on 127\.0\.0\.1:(\d+) \(caddy; CA (\S+)\)/.exec(err);
+    assert.ok(listen, `fred up found caddy on PATH but printed no ingress: ${err.slice(-2000)}`);
+    assert.match(err, /curl --cacert \S+root\.crt/);
+    const connect = await runFred(["lease", "connect", lease, ...keys]);
+    assert.equal(connect.code, 0, connect.stderr);
+    const host = /https:\/\/([a-z0-9-]+\.fred\.localhost)\//.exec(connect.stderr)?.[1];
+    assert.ok(host, `connect printed no https name: ${connect.stderr}`);
+    const answer = await httpsGet(host, Number(listen[1]), readFileSync(listen[2] as string));
+    assert.equal(answer.status, 200, answer.body);
+    assert.equal(answer.body.trim(), "hello from fred");
   });
 
   it("publishes the demo on 127.0.0.1 only", async () => {

@@ -44,10 +44,27 @@ function walkthrough(ctx: UpContext): string[] {
   return [
     "Walkthrough (another terminal):",
     `  fred lease deploy --sku docker-small --manifest ${manifest} ${keys}`,
-    `  fred lease connect <lease_uuid> ${keys}       # prints http://127.0.0.1:<port>/`,
-    "  curl http://127.0.0.1:<port>/                 # hello from fred",
+    ...reach(ctx, keys),
     `  fred lease logs <lease_uuid> ${keys}`,
     `  fred lease close <lease_uuid> ${keys}`,
+  ];
+}
+
+/** How the walkthrough opens the demo: its https name through the ingress proxy, else its port. */
+function reach(ctx: UpContext, keys: string): string[] {
+  const ca = ctx.facts.get("ingress_ca");
+  const listen = ctx.facts.get("ingress_listen");
+  if (ca === undefined || listen === undefined)
+    return [
+      `  fred lease connect <lease_uuid> ${keys}       # prints http://127.0.0.1:<port>/`,
+      "  curl http://127.0.0.1:<port>/                 # hello from fred",
+    ];
+  // *.localhost is loopback (curl resolves it itself); a port other than 443 is named.
+  const port = listen.slice(listen.lastIndexOf(":") + 1);
+  const to = port === "443" ? "" : ` --connect-to ::127.0.0.1:${port}`;
+  return [
+    `  fred lease connect <lease_uuid> ${keys}       # prints https://<fqdn>/ and http://127.0.0.1:<port>/`,
+    `  curl --cacert ${ca}${to} https://<fqdn>/       # hello from fred`,
   ];
 }
 
