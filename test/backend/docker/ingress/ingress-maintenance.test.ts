@@ -7,7 +7,7 @@ import { Ingress } from "../../../../src/backend/docker/ingress/index.ts";
 import type { WorkloadSpec } from "../../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../../src/core/clock.ts";
 import { createLogger } from "../../../../src/log.ts";
-import { pickFreePort } from "../../../support/index.ts";
+import { pickFreePort, until } from "../../../support/index.ts";
 import { dockerSkip, substrateConfig, workloadSpec } from "../engine-helper.ts";
 import { httpsGet, startCaddy, type TestCaddy } from "./caddy-helper.ts";
 
@@ -29,6 +29,16 @@ describe("docker substrate: ingress routes through restart and update", { skip }
   const hold = setInterval(() => {}, 60_000);
   const httpd = { image: "fred-test/httpd:1", ports: { "8080/tcp": {} } };
   const get = (host: string) => httpsGet(host, httpsPort, caddy.caCert(NAME));
+  /** The first 200 through the proxy; fails the test after 15 s without one. */
+  const served = (host: string) =>
+    until(
+      async () => {
+        const answer = await get(host);
+        return answer.status === 200 ? answer : undefined;
+      },
+      `${host} answering 200 through Caddy`,
+      15_000,
+    );
   const dials = async () =>
     JSON.stringify(await caddy.config(`apps/http/servers/fred_${NAME}/routes`)).match(/"dial":"[^"]+"/g) ??
     [];
@@ -87,7 +97,8 @@ describe("docker substrate: ingress routes through restart and update", { skip }
     assert.deepEqual(await get(fqdn), { status: 200, body: "fred-test-httpd\n" });
 
     await substrate.restart(spec, signal);
-    assert.deepEqual(await get(fqdn), { status: 200, body: "fred-test-httpd\n" });
+    // Ready means the container runs; httpd may bind its port a moment later (502 until then).
+    assert.deepEqual(await served(fqdn), { status: 200, body: "fred-test-httpd\n" });
     assert.equal((await dials()).length, 1);
 
     const next: WorkloadSpec = {
@@ -108,6 +119,6 @@ describe("docker substrate: ingress routes through restart and update", { skip }
     const after = await dials();
     assert.equal(after.length, 1, after.join());
     assert.match(after[0] as string, /:9000"$/);
-    assert.deepEqual(await get(fqdn), { status: 200, body: "fred-test-httpd\n" });
+    assert.deepEqual(await served(fqdn), { status: 200, body: "fred-test-httpd\n" });
   });
 });
