@@ -296,6 +296,13 @@ describe("docker backend: ingress through Caddy", { skip }, () => {
     assert.equal(await ask(domain), 403, "a cleared domain stays cleared");
     const cleared = await get(domain);
     assert.ok(cleared.status < 200 || cleared.status >= 300, `cleared domain answered ${cleared.status}`);
-    assert.deepEqual(await get(keptFqdn), { status: 200, body: "fred-test-httpd\n" });
+    // Its first handshake ever, so Caddy issues the certificate right then, stamped with the
+    // current second: a wall clock the VM nudges back a few ms can make that one handshake
+    // see it as not yet valid. What is asserted is the route, so a TLS retry is allowed.
+    const kept200 = await until(async () => {
+      const a = await get(keptFqdn);
+      return a.status === 200 && a;
+    }, "the kept lease's own hostname after the restarts");
+    assert.equal(kept200.body, "fred-test-httpd\n");
   });
 });
