@@ -101,6 +101,22 @@ describe("backend contract: one definition for both sides", () => {
       );
       assert.ok(page.ok);
       assert.deepEqual(page.value.items[0]?.lifecycleGeneration, { kind: "typed", id: op });
+      // The row's items report the applied custom domains: none yet, then the recorded one.
+      assert.deepEqual(page.value.items[0]?.customDomains, []);
+      assert.ok(
+        journal.setCustomDomains(LEASE, [{ sku: SKU, quantity: 1, custom_domain: "app.example.com" }]),
+      );
+      const row = (body: unknown) => {
+        const p = parseWith(provisionsPageSchema, JSON.parse(JSON.stringify({ provisions: [body] })));
+        assert.ok(p.ok);
+        return p.value.items[0];
+      };
+      const withDomain = provisionInfo(journal.getLease(LEASE)!);
+      assert.deepEqual(row(withDomain)?.customDomains, [{ service: "", domain: "app.example.com" }]);
+      // An older backend's row without items, or items off the shape, reports nothing.
+      const { items: _, ...noItems } = withDomain;
+      assert.equal(row(noItems)?.customDomains, undefined);
+      assert.equal(row({ ...noItems, items: "web" })?.customDomains, undefined);
       assert.ok(parseWith(provisionInfoSchema, provisionInfo(lease)).ok);
 
       const closing = journal.beginClose(LEASE, 2);

@@ -79,7 +79,18 @@ export interface ProvisionEntry {
   failCount?: number;
   /** The backend's consecutive-failure budget, when it reports one on the contract's shape. */
   terminalBudget?: TerminalBudgetBody;
+  /**
+   * The custom domains the row's `items` carry, i.e. what the backend applied (items without
+   * one left out); undefined when the row has no `items` on the contract's shape.
+   */
+  customDomains?: { service: string; domain: string }[];
 }
+
+/** Only the fields the sweep compares; an off-shape list counts as not reported. */
+const reportedItems = z
+  .array(z.object({ service_name: z.string().optional(), custom_domain: z.string().optional() }))
+  .optional()
+  .catch(undefined);
 
 const provisionRow = z
   .object({
@@ -90,6 +101,7 @@ const provisionRow = z
     created_at: z.string().optional().catch(undefined),
     fail_count: z.number().optional().catch(undefined),
     terminal_budget: terminalBudgetSchema.optional().catch(undefined),
+    items: reportedItems,
   })
   .transform((p): ProvisionEntry => {
     const entry: ProvisionEntry = {
@@ -100,6 +112,10 @@ const provisionRow = z
     if (p.created_at !== undefined) entry.createdAt = p.created_at;
     if (p.fail_count !== undefined) entry.failCount = p.fail_count;
     if (p.terminal_budget !== undefined) entry.terminalBudget = p.terminal_budget;
+    if (p.items !== undefined)
+      entry.customDomains = p.items
+        .filter((i) => i.custom_domain !== undefined && i.custom_domain !== "")
+        .map((i) => ({ service: i.service_name ?? "", domain: i.custom_domain as string }));
     return entry;
   });
 

@@ -1,5 +1,5 @@
 import { classifyState, isBillingOnlyLease, mergeListings } from "./chain-state.ts";
-import type { BackendView, PlanInput, ProvisionObservation } from "./types.ts";
+import type { BackendView, CustomDomain, PlanInput, ProvisionObservation } from "./types.ts";
 
 /**
  * The collector's gates, pure: how one backend's two inventory reads become the plan's
@@ -22,6 +22,8 @@ export type InventoryHalf<T> =
 export interface ProvisionRow {
   leaseUuid: string;
   status: string;
+  /** The custom domains the row reports applied; undefined when it does not report them. */
+  customDomains?: readonly CustomDomain[];
 }
 
 export interface PairInput {
@@ -56,7 +58,9 @@ export function pairInventories(input: PairInput): BackendView {
   const untrusted = new Set<string>();
   for (const row of p.items) {
     if (provisions.has(row.leaseUuid)) untrusted.add(row.leaseUuid);
-    provisions.set(row.leaseUuid, { status: row.status });
+    const obs: ProvisionObservation = { status: row.status };
+    if (row.customDomains !== undefined) obs.customDomains = row.customDomains;
+    provisions.set(row.leaseUuid, obs);
   }
   const retentions = new Set(r.items);
   for (const lease of retentions) if (provisions.has(lease)) untrusted.add(lease);

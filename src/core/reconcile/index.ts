@@ -27,6 +27,7 @@ export {
   type ChainLeaseView,
   type CleanupPass,
   type CleanupSkip,
+  type CustomDomain,
   type DestructiveAction,
   isDestructive,
   type PayloadSource,

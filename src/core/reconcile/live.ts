@@ -4,6 +4,7 @@ import type { Row } from "./rows.ts";
 import type {
   Action,
   ChainLeaseView,
+  CustomDomain,
   PayloadSource,
   PlacementView,
   PlanInput,
@@ -204,7 +205,22 @@ function onOwner(c: Ctx, owner: string, obs: ProvisionObservation | undefined, p
   }
   const row = ACTIVE_ROWS[obs.status];
   if (row === undefined) return decide("activeOtherStatus");
+  // Only where the owner's applied domains are unknown or differ from the chain's: a sweep
+  // over a settled fleet then sends none (the feed's events push the changes as they happen).
+  if (sameDomains(c.lease.customDomains ?? [], obs.customDomains)) return decide(row);
   return decide(row, { kind: "reconcile_custom_domain", lease: id, backend: owner });
+}
+
+/** Whether the owner reported exactly the chain's domains (order and empty entries aside). */
+function sameDomains(chain: readonly CustomDomain[], reported: readonly CustomDomain[] | undefined): boolean {
+  if (reported === undefined) return false;
+  const key = (ds: readonly CustomDomain[]) =>
+    ds
+      .filter((d) => d.domain !== "")
+      .map((d) => JSON.stringify([d.service, d.domain]))
+      .sort()
+      .join(",");
+  return key(chain) === key(reported);
 }
 
 /** An ACTIVE lease's payload for a provision on its owner: stored, or rebuilt from its latest release. */

@@ -18,6 +18,14 @@ export interface ChainLeaseView {
   skus: readonly string[];
   /** Lowercase hex; "" when the lease has none. */
   metaHash: string;
+  /** The items' custom domains (items without one left out); absent: none. */
+  customDomains?: readonly CustomDomain[];
+}
+
+/** One item's custom domain, keyed by its service name ("" for an unnamed item). */
+export interface CustomDomain {
+  service: string;
+  domain: string;
 }
 
 /** One row of a backend's /provisions, plus what GET /provisions/{uuid} added for failed ones. */
@@ -25,6 +33,11 @@ export interface ProvisionObservation {
   status: string;
   /** `terminal_budget.verdict`, when the collector read it; undefined = not reported. */
   terminalBudget?: "exhausted" | "retry";
+  /**
+   * The custom domains the backend reports it applied (from the row's `items`); undefined:
+   * the backend does not report them (an older backend), so the sweep sends them as before.
+   */
+  customDomains?: readonly CustomDomain[];
 }
 
 /**

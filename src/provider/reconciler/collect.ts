@@ -54,6 +54,9 @@ export async function collect(d: LifecycleDeps, deadlineMs: number, signal: Abor
       state: l.state,
       skus: l.items.map((i) => i.skuUuid),
       metaHash: l.metaHash,
+      customDomains: l.items
+        .filter((i) => i.customDomain !== "")
+        .map((i) => ({ service: i.serviceName, domain: i.customDomain })),
     })),
     backends,
     store: storeView(d),

@@ -54,6 +54,22 @@ describe("reconcile collector gates: pairing a backend's two inventories", () =>
     });
   });
 
+  it("a row's reported custom domains reach its observation; a row without them reports none", () => {
+    const web = [{ service: "web", domain: "app.example.com" }];
+    const half: InventoryHalf<ProvisionRow> = {
+      kind: "read",
+      storageId: PIN,
+      items: [
+        { leaseUuid: L1, status: "ready", customDomains: web },
+        { leaseUuid: L2, status: "ready" },
+      ],
+    };
+    assert.deepEqual(plain(pair({ provisions: half })).provisions, [
+      [L1, { status: "ready", customDomains: web }],
+      [L2, { status: "ready" }],
+    ]);
+  });
+
   it("a lease in both endpoints is untrusted there; its siblings keep their evidence", () => {
     const v = plain(pair({ provisions: rows([L1, "ready"], [L2, "ready"]), retentions: kept(L2) }));
     assert.equal(v.kind, "answered");

@@ -2,6 +2,7 @@ import type {
   AttemptView,
   BackendView,
   ChainLeaseView,
+  CustomDomain,
   PlacementView,
   PlanInput,
   ProvisionObservation,
@@ -24,15 +25,17 @@ export function op(n: number): string {
 export function chainLease(
   uuid: string,
   state: "PENDING" | "ACTIVE" | "CLOSED" | "REJECTED" | "EXPIRED" | "UNSPECIFIED" | string,
-  opts: { hash?: boolean; skus?: string[] } = {},
+  opts: { hash?: boolean; skus?: string[]; domains?: CustomDomain[] } = {},
 ): ChainLeaseView {
   const known = ["PENDING", "ACTIVE", "CLOSED", "REJECTED", "EXPIRED", "UNSPECIFIED"];
-  return {
+  const view: ChainLeaseView = {
     uuid,
     state: known.includes(state) ? `LEASE_STATE_${state}` : state,
     skus: opts.skus ?? [SKU],
     metaHash: opts.hash === true ? HASH : "",
   };
+  if (opts.domains !== undefined) view.customDomains = opts.domains;
+  return view;
 }
 
 export type BackendSpec =

@@ -3,6 +3,8 @@ import { describe, it } from "node:test";
 import {
   type Action,
   type CleanupSkip,
+  type CustomDomain,
+  type ProvisionObservation,
   plan,
   REREAD_GATE,
   ROWS,
@@ -37,10 +39,10 @@ interface Case {
 }
 
 const L = lease(1);
-const P = (opts: { hash?: boolean; skus?: string[] } = {}) => [chainLease(L, "PENDING", opts)];
-const A = (opts: { hash?: boolean; skus?: string[] } = {}) => [chainLease(L, "ACTIVE", opts)];
+const P = (opts: Parameters<typeof chainLease>[2] = {}) => [chainLease(L, "PENDING", opts)];
+const A = (opts: Parameters<typeof chainLease>[2] = {}) => [chainLease(L, "ACTIVE", opts)];
 const onA = { placements: { [L]: confirmed("a") } };
-const aReports = (status: string | { status: string; terminalBudget?: "exhausted" | "retry" }) => ({
+const aReports = (status: string | ProvisionObservation) => ({
   a: { provisions: { [L]: status } },
   b: {},
 });
@@ -463,6 +465,49 @@ describe("reconcile plan: the State Matrix row by row", () => {
       );
     });
   }
+});
+
+describe("reconcile plan: custom domains only where the owner's differ", () => {
+  const web = { service: "web", domain: "app.example.com" };
+  const api = { service: "api", domain: "api.example.com" };
+  const sweep = (chain: CustomDomain[] | undefined, reported: CustomDomain[] | undefined) => {
+    const obs: ProvisionObservation = { status: "ready" };
+    if (reported !== undefined) obs.customDomains = reported;
+    const opts = chain === undefined ? {} : { domains: chain };
+    const p = plan(situation({ chain: A(opts), ...onA, backends: aReports(obs) }));
+    assert.equal(p.decisions.get(L), "activeReady");
+    return forLease(p.actions, L);
+  };
+
+  it("the owner reports the chain's domains: nothing to send", () => {
+    assert.deepEqual(sweep([web, api], [api, web]), []);
+    assert.deepEqual(sweep(undefined, []), []);
+    assert.deepEqual(sweep([], [{ service: "web", domain: "" }]), []);
+  });
+
+  it("the owner reports other domains: one action to its owner", () => {
+    assert.deepEqual(sweep([web], []), [domain()]);
+    assert.deepEqual(sweep(undefined, [web]), [domain()]);
+    assert.deepEqual(sweep([web], [{ service: "web", domain: "old.example.com" }]), [domain()]);
+    assert.deepEqual(sweep([web], [{ service: "api", domain: web.domain }]), [domain()]);
+  });
+
+  it("the owner does not report them (an older backend): one action, as before", () => {
+    assert.deepEqual(sweep([web], undefined), [domain()]);
+    assert.deepEqual(sweep(undefined, undefined), [domain()]);
+  });
+
+  it("an in-flight workload with matching domains sends nothing either", () => {
+    const p = plan(
+      situation({
+        chain: A({ domains: [web] }),
+        ...onA,
+        backends: aReports({ status: "restarting", customDomains: [web] }),
+      }),
+    );
+    assert.equal(p.decisions.get(L), "activeRestarting");
+    assert.deepEqual(forLease(p.actions, L), []);
+  });
 });
 
 describe("reconcile plan: the destructive passes and their gates", () => {
