@@ -12,7 +12,12 @@ import {
   SECRET,
   spawnDockerBackend,
 } from "../../backend/docker/helpers.ts";
-import { httpsGet, startCaddy, type TestCaddy } from "../../backend/docker/ingress/caddy-helper.ts";
+import {
+  httpsGet,
+  httpsServed,
+  startCaddy,
+  type TestCaddy,
+} from "../../backend/docker/ingress/caddy-helper.ts";
 import { startDns, type TestDns } from "../../backend/docker/ingress/dns-server.ts";
 import { leaseOnNewProvider } from "../../chain/devnet/helpers.ts";
 import { launchFred, pickFreePort, portOf, runFred, until } from "../../support/index.ts";
@@ -43,6 +48,7 @@ describe("custom domain: chain → providerd → Docker backend → Caddy", { sk
   let tenant: TenantKey;
   let lease: string;
   const get = (host: string) => httpsGet(host, httpsPort, caddy.caCert(BACKEND));
+  const served = (host: string) => httpsServed(host, httpsPort, caddy.caCert(BACKEND));
   const refused = (a: { status: number }) => a.status < 200 || a.status >= 300;
   const ask = async (domain: string) => {
     const url = (await caddy.config("apps/tls/automation/on_demand/ask")) as string;
@@ -133,7 +139,7 @@ describe("custom domain: chain → providerd → Docker backend → Caddy", { sk
     assert.equal(conn.status, 200, conn.text);
     const fqdn = (conn.body.connection as { fqdn: string }).fqdn;
     assert.match(fqdn, /^app-[0-9a-f]{7}\.apps\.fred\.test$/);
-    assert.deepEqual(await get(fqdn), { status: 200, body: "fred-test-httpd\n" });
+    assert.deepEqual(await served(fqdn), { status: 200, body: "fred-test-httpd\n" });
   });
 
   it("set-domain routes the domain through the feed event (no sweep); --clear removes it", async () => {

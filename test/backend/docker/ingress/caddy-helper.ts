@@ -103,6 +103,24 @@ export async function httpsGet(host: string, port: number, ca: Buffer, path = "/
   return answer;
 }
 
+/**
+ * Waits for the first 200 from https://<host><path> (at most 15 s) and resolves with it. A
+ * lease is ready once its containers run; the program inside may bind its port a moment
+ * later, and Caddy answers 502 until it does. Use it where the route is expected to work;
+ * assert refusals with `httpsGet`.
+ */
+export async function httpsServed(host: string, port: number, ca: Buffer, path = "/"): Promise<HttpsAnswer> {
+  let last: HttpsAnswer | undefined;
+  return until(
+    async () => {
+      last = await httpsGet(host, port, ca, path);
+      return last.status === 200 && last;
+    },
+    `https://${host}${path} answering 200 through Caddy`,
+    { timeoutMs: 15_000, intervalMs: 100, context: () => `last answer: ${JSON.stringify(last)}` },
+  );
+}
+
 function httpsGetOnce(host: string, port: number, ca: Buffer, path: string): Promise<HttpsAnswer> {
   return new Promise((resolve) => {
     const req = request(

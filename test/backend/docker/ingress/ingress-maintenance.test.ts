@@ -7,9 +7,9 @@ import { Ingress } from "../../../../src/backend/docker/ingress/index.ts";
 import type { WorkloadSpec } from "../../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../../src/core/clock.ts";
 import { createLogger } from "../../../../src/log.ts";
-import { pickFreePort, until } from "../../../support/index.ts";
+import { pickFreePort } from "../../../support/index.ts";
 import { dockerSkip, substrateConfig, workloadSpec } from "../engine-helper.ts";
-import { httpsGet, startCaddy, type TestCaddy } from "./caddy-helper.ts";
+import { httpsServed, startCaddy, type TestCaddy } from "./caddy-helper.ts";
 
 /**
  * Routes follow the substrate's ready path in maintenance too: a restart re-points the
@@ -28,17 +28,7 @@ describe("docker substrate: ingress routes through restart and update", { skip }
   const made: WorkloadSpec[] = [];
   const hold = setInterval(() => {}, 60_000);
   const httpd = { image: "fred-test/httpd:1", ports: { "8080/tcp": {} } };
-  const get = (host: string) => httpsGet(host, httpsPort, caddy.caCert(NAME));
-  /** The first 200 through the proxy; fails the test after 15 s without one. */
-  const served = (host: string) =>
-    until(
-      async () => {
-        const answer = await get(host);
-        return answer.status === 200 ? answer : undefined;
-      },
-      `${host} answering 200 through Caddy`,
-      15_000,
-    );
+  const served = (host: string) => httpsServed(host, httpsPort, caddy.caCert(NAME));
   const dials = async () =>
     JSON.stringify(await caddy.config(`apps/http/servers/fred_${NAME}/routes`)).match(/"dial":"[^"]+"/g) ??
     [];
@@ -94,7 +84,7 @@ describe("docker substrate: ingress routes through restart and update", { skip }
     await substrate.create(spec, signal);
     await substrate.start(spec, signal);
     const fqdn = ingress.fqdns(spec.leaseUuid).services.get("app") as string;
-    assert.deepEqual(await get(fqdn), { status: 200, body: "fred-test-httpd\n" });
+    assert.deepEqual(await served(fqdn), { status: 200, body: "fred-test-httpd\n" });
 
     await substrate.restart(spec, signal);
     // Ready means the container runs; httpd may bind its port a moment later (502 until then).

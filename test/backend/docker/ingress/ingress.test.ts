@@ -15,7 +15,7 @@ import {
   startInProcess,
 } from "../helpers.ts";
 import { provisionAndWait, provisionBody } from "../provision-helper.ts";
-import { httpsGet, startCaddy, type TestCaddy } from "./caddy-helper.ts";
+import { httpsGet, httpsServed, startCaddy, type TestCaddy } from "./caddy-helper.ts";
 import { startDns, type TestDns } from "./dns-server.ts";
 
 /**
@@ -38,6 +38,7 @@ describe("docker backend: ingress through Caddy", { skip }, () => {
   let httpsPort: number;
   const web = { image: "fred-test/httpd:1", ports: { "8080/tcp": {} } };
   const get = (host: string, path = "/") => httpsGet(host, httpsPort, caddy.caCert(BACKEND), path);
+  const served = (host: string) => httpsServed(host, httpsPort, caddy.caCert(BACKEND));
 
   const info = async (lease: string) => {
     const res = await c.get(`/info/${lease}`);
@@ -98,7 +99,7 @@ describe("docker backend: ingress through Caddy", { skip }, () => {
     assert.match(fqdn, new RegExp(`^app-[0-9a-f]{7}\\.${WILDCARD.replaceAll(".", "\\.")}$`));
     assert.equal(body.instances[0]?.fqdn, fqdn);
     assert.equal(body.services.app?.fqdn, fqdn);
-    const answer = await get(fqdn);
+    const answer = await served(fqdn);
     assert.deepEqual(answer, { status: 200, body: "fred-test-httpd\n" });
     const unknown = await get(`nobody-1234567.${WILDCARD}`);
     assert.ok(unknown.status < 200 || unknown.status >= 300, `unknown host answered ${unknown.status}`);
@@ -134,7 +135,7 @@ describe("docker backend: ingress through Caddy", { skip }, () => {
     await caddy.restart();
     backend = await startInProcess(setup);
     c = signedClient(backend.url, SECRET);
-    assert.deepEqual(await get(fqdn), { status: 200, body: "fred-test-httpd\n" });
+    assert.deepEqual(await served(fqdn), { status: 200, body: "fred-test-httpd\n" });
   });
 
   it("gives a stack one hostname per routable service, none to a service without ports", async () => {
@@ -160,8 +161,8 @@ describe("docker backend: ingress through Caddy", { skip }, () => {
     assert.ok(front && api && front !== api, JSON.stringify(body.services));
     assert.equal(body.services.worker?.fqdn, undefined);
     assert.equal(body.fqdn, undefined, "several services: no single top-level hostname");
-    assert.deepEqual(await get(front), { status: 200, body: "fred-test-httpd\n" });
-    assert.deepEqual(await get(api), { status: 200, body: "fred-test-httpd\n" });
+    assert.deepEqual(await served(front), { status: 200, body: "fred-test-httpd\n" });
+    assert.deepEqual(await served(api), { status: 200, body: "fred-test-httpd\n" });
   });
 
   it("routes a custom domain set by reconcile_custom_domain once it resolves; clearing removes it", async () => {
@@ -177,7 +178,7 @@ describe("docker backend: ingress through Caddy", { skip }, () => {
     assert.equal(await ask(domain), 403, "set, but DNS does not resolve it yet");
     dns.records.set(domain, "127.0.0.1");
     assert.equal(await ask(domain), 200);
-    assert.deepEqual(await get(domain), { status: 200, body: "fred-test-httpd\n" });
+    assert.deepEqual(await served(domain), { status: 200, body: "fred-test-httpd\n" });
     assert.equal(
       (await info(lease)).services.app?.fqdn,
       domain,
@@ -280,7 +281,7 @@ describe("docker backend: ingress through Caddy", { skip }, () => {
         items: [{ sku: SKU, quantity: 1, service_name: "app", ...(custom ? { custom_domain: custom } : {}) }],
       });
     assert.equal((await set(domain)).status, 204);
-    assert.deepEqual(await get(domain), { status: 200, body: "fred-test-httpd\n" });
+    assert.deepEqual(await served(domain), { status: 200, body: "fred-test-httpd\n" });
     const restart = async () => {
       await backend.close();
       await caddy.restart();
@@ -289,7 +290,7 @@ describe("docker backend: ingress through Caddy", { skip }, () => {
     };
     await restart();
     assert.equal(await ask(domain), 200, "the gate still knows the domain");
-    assert.deepEqual(await get(domain), { status: 200, body: "fred-test-httpd\n" });
+    assert.deepEqual(await served(domain), { status: 200, body: "fred-test-httpd\n" });
     assert.equal((await info(kept)).services.app?.fqdn, domain);
     assert.equal((await set()).status, 204);
     await restart();
