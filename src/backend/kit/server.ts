@@ -195,11 +195,19 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     reconcile_custom_domain: async (req, reply) => {
       const { leaseUuid, items } = parseReconcileCustomDomainRequest(json(req));
       // Applied before answering, so 204 means "in effect"; a lease this backend does not
-      // run, or a substrate without custom domains, has nothing to change.
-      // The journal keeps them (durably, before the 204) so a restart routes them again.
-      if (substrate.reconcileCustomDomains && journal.getLease(leaseUuid)) {
+      // run has nothing to change. The journal keeps them (durably, before the 204) so a
+      // restart routes them again, and /provisions reports them: providerd's sweep sends
+      // this only while they differ from the chain's. So a substrate that fails to apply
+      // them gets the journal's previous domains back, and the next sweep retries.
+      const before = journal.getLease(leaseUuid)?.items;
+      if (before !== undefined) {
         if (journal.setCustomDomains(leaseUuid, items)) await journal.durable();
-        await substrate.reconcileCustomDomains(leaseUuid, items, AbortSignal.timeout(30_000));
+        try {
+          await substrate.reconcileCustomDomains?.(leaseUuid, items, AbortSignal.timeout(30_000));
+        } catch (err) {
+          if (journal.setCustomDomains(leaseUuid, before)) await journal.durable();
+          throw err;
+        }
       }
       return reply.code(204).send();
     },
