@@ -199,7 +199,15 @@ export class Ingress {
     const before = this.#domains.get(lease);
     if (before !== undefined && stableJson(before) === stableJson(next)) return false;
     this.#domains.set(lease, next);
-    if (this.#leases.has(lease)) await this.apply();
+    try {
+      if (this.#leases.has(lease)) await this.apply();
+    } catch (err) {
+      // Not in effect: keep the earlier domains, so that the caller's retry with these
+      // ones is a change again (the kit restores its journal row the same way).
+      if (before === undefined) this.#domains.delete(lease);
+      else this.#domains.set(lease, before);
+      throw err;
+    }
     return true;
   }
 

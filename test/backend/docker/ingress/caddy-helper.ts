@@ -19,6 +19,8 @@ export interface TestCaddy {
   /** The root certificate of the backend's own internal CA (`fred_<backend name>`). */
   caCert(backendName: string): Buffer;
   restart(): Promise<void>;
+  /** Kills the process and keeps its data dir (`restart` brings it back). */
+  kill(): Promise<void>;
   stop(): Promise<void>;
   /** GET /config/<path> from the admin API. */
   config(path?: string): Promise<unknown>;
@@ -57,7 +59,7 @@ export async function startCaddy(boot: Record<string, unknown> = {}): Promise<Te
     );
   };
   const stop = async () => {
-    if (!child || child.exitCode !== null) return;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return; // already gone
     const exited = once(child, "exit");
     child.kill("SIGKILL");
     await exited;
@@ -72,6 +74,7 @@ export async function startCaddy(boot: Record<string, unknown> = {}): Promise<Te
       await stop();
       await start();
     },
+    kill: stop,
     async stop() {
       await stop();
       rmSync(dir, { recursive: true, force: true });
