@@ -116,4 +116,16 @@ describe("PayloadStore.has between writes", () => {
     assert.equal(store.has(LEASE), true, "promoted");
     assert.equal(store.has(LEASE_2), false);
   });
+
+  it("sees a payload another connection wrote to the same file", () => {
+    const path = join(root, `q${++n}.db`);
+    using store = PayloadStore.open(path);
+    assert.equal(store.has(LEASE), false);
+    assert.equal(store.has(LEASE), false, "asked twice: answered from memory");
+    {
+      using other = PayloadStore.open(path); // a second writer (a tool or a test) on the file
+      other.put(LEASE, Buffer.from("a"), T0);
+    }
+    assert.equal(store.has(LEASE), true, "the other connection's commit is seen at once");
+  });
 });
