@@ -74,6 +74,8 @@ export interface MockBackendConfig {
   readonly retainedDiskMb: number;
   /** MOCK_BACKEND_HANG_RETENTION: leases whose retain/destroy (or adopt, as destination) hangs. */
   readonly hangRetention: ReadonlySet<string>;
+  /** MOCK_BACKEND_HANG_INVENTORY=1: signed GET /provisions and GET /retentions never answer. */
+  readonly hangInventory: boolean;
 }
 
 export const DEFAULT_MOCK_PROFILE: SkuProfile = Object.freeze({
@@ -299,5 +301,6 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
     retention: retentionPolicy(env),
     retainedDiskMb: count(env, "MOCK_BACKEND_RETAINED_DISK_MB"),
     hangRetention: leaseList(env, "MOCK_BACKEND_HANG_RETENTION"),
+    hangInventory: bool(env, "MOCK_BACKEND_HANG_INVENTORY"),
   });
 }

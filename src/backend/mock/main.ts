@@ -2,6 +2,7 @@ import { type Clock, systemClock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import { parseTenantManifest, type RunningBackend, startBackend } from "../kit/index.ts";
 import { DEFAULT_MOCK_PROFILE, type MockBackendConfig } from "./config.ts";
+import { hangInventoryReads } from "./hang-inventory.ts";
 import { registerLoseRoute } from "./lose-route.ts";
 import { MockSubstrate } from "./substrate.ts";
 
@@ -47,7 +48,10 @@ export async function startMockBackend(
       previousSecret: config.previousSecret,
       listen: { host: config.host, port: config.port },
       https: config.tls,
-      routes: registerLoseRoute(substrate),
+      routes: (app, engine) => {
+        registerLoseRoute(substrate)(app, engine);
+        if (config.hangInventory) hangInventoryReads(app);
+      },
       resolveSku: (sku) => (skus === undefined ? DEFAULT_MOCK_PROFILE : skus[sku]),
       pool: { totals: config.capacity },
       allowedRegistries: config.allowedRegistries,
