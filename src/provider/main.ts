@@ -330,8 +330,10 @@ export async function startProviderd(
     void refreshStats();
 
     // Every sweep is followed by the pass that ends the leases of backends retired as lost.
-    const endLost = (signal: AbortSignal) =>
-      endLeasesOnLostBackends(deps, signal).then(
+    // With none retired no row can name one: the pass (a read of every placement) is skipped.
+    const endLost = async (signal: AbortSignal) => {
+      if (!deps.store.anyLost) return;
+      await endLeasesOnLostBackends(deps, signal).then(
         (r) => {
           if (r.closed.length + r.rejected.length + r.pruned.length + r.failed.length > 0)
             logger.info(r, "leases on lost backends");
@@ -340,6 +342,7 @@ export async function startProviderd(
           if (!signal.aborted) logger.error({ err }, "lost-backend pass failed");
         },
       );
+    };
     const sweep = async (signal: AbortSignal): Promise<SweepReport> => {
       const report = await recovery.sweep(signal);
       await endLost(signal);
