@@ -1,17 +1,31 @@
 /**
- * One reconciler sweep over real processes: a devnet (bench genesis), three mock backend
- * processes and providerd. BENCH_LEASES (default 100,000; 1,000 per bench-genesis tenant)
- * single-item leases are created through blocks (about four minutes at 100,000, so the
- * devnet and the mocks' journals need no direct seeding) and provisioned by providerd as
- * usual until every one is ACTIVE; then sweeps are asked for over providerd's control
- * socket (what `fred providerd reconcile` does): the first settles what the burst left,
- * the second, the steady-state sweep of a settled fleet, is timed. Goal ≤ 5 s at 100,000.
- * Prints one JSON line with both sweeps' reports, providerd's RSS and the load average.
+ * Reconciler sweeps over real processes: a devnet (bench genesis), three mock backend
+ * processes and providerd. Two runs, each printing one JSON line with the load average:
  *
- * Usage: npm run bench -- reconciler-processes   (BENCH_LEASES=10000 for a quicker run)
+ * - `sweep`: BENCH_LEASES (default 100,000; 1,000 per bench-genesis tenant) single-item
+ *   leases are created through blocks (about four minutes at 100,000, so the devnet and the
+ *   mocks' journals need no direct seeding) and provisioned by providerd as usual until
+ *   every one is ACTIVE; then sweeps are asked for over providerd's control socket (what
+ *   `fred providerd reconcile` does): the first settles what the burst left, the second, the
+ *   steady-state sweep of a settled fleet, is timed (goal ≤ 5 s at 100,000). A third sweep
+ *   measures providerd's heap through its inspector (`--inspect` on 127.0.0.1, port 0): a
+ *   full GC, then heapUsed sampled every 10 ms during the sweep; the peak minus the heap
+ *   before it, per lease (garbage included), is the goal's figure (≤ 1 KB per lease).
+ * - `hanging`: BENCH_HANGING_LEASES (default 10,000) leases on a fresh stack whose backends
+ *   have `timeout: BENCH_BACKEND_TIMEOUT` (default 3s); once they are ACTIVE, mock-3 is
+ *   restarted with MOCK_BACKEND_HANG_INVENTORY=1 and one sweep is timed: it gives up on
+ *   mock-3 at the backend timeout and acts on the rest (goal ≤ 5 s).
+ *
+ * providerd reads the chain with `query_page_limit` BENCH_QUERY_PAGE_LIMIT (default 1000,
+ * the chain's cap; providerd's default is 100). Before timing, the bench waits up to
+ * BENCH_QUIET_WAIT_S (default 180) for the 1-minute load average to fall below 2.5.
+ *
+ * Usage: npm run bench -- reconciler-processes   (BENCH_LEASES=10000 for a quicker run;
+ * BENCH_RUNS=sweep or =hanging for one of the two)
  */
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
+import WebSocket from "ws";
 import { type CosmosChain, openCosmosChain } from "../src/chain/cosmos/adapter.ts";
 import { signerFromKey } from "../src/chain/cosmos/signer.ts";
 import { MsgCreateLease } from "../src/chain/proto/index.ts";
@@ -20,9 +34,15 @@ import { Stack } from "../test/provider/e2e/stack.ts";
 import { until } from "../test/support/until.ts";
 
 const LEASES = Number(process.env.BENCH_LEASES ?? 100_000);
+const HANGING_LEASES = Number(process.env.BENCH_HANGING_LEASES ?? 10_000);
+const BACKEND_TIMEOUT = process.env.BENCH_BACKEND_TIMEOUT ?? "3s";
+const PAGE_LIMIT = Number(process.env.BENCH_QUERY_PAGE_LIMIT ?? 1000);
+const QUIET_WAIT_S = Number(process.env.BENCH_QUIET_WAIT_S ?? 180);
+const RUNS = (process.env.BENCH_RUNS ?? "sweep,hanging").split(",");
 const PER_TX = 100;
 const PER_TENANT = 1000; // bench genesis: credit and pending-lease limit per tenant
-const TENANTS = Math.max(1, Math.ceil(LEASES / PER_TENANT));
+
+const load1 = () => Number(loadavg()[0]!.toFixed(2));
 
 /** Creates `n` single-item leases for one tenant, PER_TX per tx (each tx waits for its block). */
 async function createFor(chain: CosmosChain, n: number, skuUuid: string): Promise<void> {
@@ -35,38 +55,15 @@ async function createFor(chain: CosmosChain, n: number, skuUuid: string): Promis
   }
 }
 
-/** providerd's resident memory now, in MB (Linux /proc). */
-function rssMb(pid: number | undefined): number {
-  const m = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB/m);
-  return m === null ? 0 : Math.round(Number(m[1]) / 1024);
-}
-
-const big = JSON.stringify({ cpu_cores: 100_000, memory_mb: 1e9, disk_mb: 1e10 });
-const stack = new Stack();
-try {
-  await stack.start(
-    () => [{ MOCK_BACKEND_CAPACITY: big }, { MOCK_BACKEND_CAPACITY: big }, { MOCK_BACKEND_CAPACITY: big }],
-    (s) => {
-      const small = s.sku("docker-small");
-      s.backendOverrides = [{ skus: [small] }, { skus: [small] }, { skus: [small] }];
-      s.extraConfig = {
-        log_level: "warn",
-        tx_poll_interval: "100ms",
-        callback_rate_limit_rps: 100_000,
-        callback_rate_limit_burst: 100_000,
-        // The periodic sweep stays out of the way: the measured one is asked for.
-        reconciliation_interval: "1h",
-      };
-    },
-    ["--profile", "bench", "--tenants", String(TENANTS)],
-  );
-  await stack.startProviderd();
+/** `leases` leases over the stack's tenants, ten tenants at a time, until all are ACTIVE. */
+async function createActive(stack: Stack, leases: number): Promise<void> {
+  const tenants = Math.max(1, Math.ceil(leases / PER_TENANT));
   const small = stack.sku("docker-small");
   // Ten tenants at a time: a hundred concurrent senders time the devnet's queries out.
   let next = 0;
   const sender = async () => {
-    for (let i = next++; i < TENANTS; i = next++) {
-      const n = Math.min(PER_TENANT, LEASES - i * PER_TENANT);
+    for (let i = next++; i < tenants; i = next++) {
+      const n = Math.min(PER_TENANT, leases - i * PER_TENANT);
       if (i === 0) {
         await createFor(stack.tenant, n, small);
         continue;
@@ -84,35 +81,200 @@ try {
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(10, TENANTS) }, sender));
+  await Promise.all(Array.from({ length: Math.min(10, tenants) }, sender));
   const provider = stack.keys.provider_uuid;
   await until(
-    async () => (await stack.tenant.leasesByProvider(provider, "LEASE_STATE_ACTIVE")).length === LEASES,
-    `${LEASES} leases ACTIVE`,
+    async () => (await stack.tenant.leasesByProvider(provider, "LEASE_STATE_ACTIVE")).length === leases,
+    `${leases} leases ACTIVE`,
     // Listing every ACTIVE lease is heavy for the node at this size: poll slowly.
     { timeoutMs: 1_200_000, intervalMs: 5000 },
   );
-  const socket = controlSocketPath(stack.placementPath);
-  // The first sweep after the burst settles whatever the burst left (placements adopted);
-  // the second is the steady-state sweep the goal is about.
-  const first = await requestSweep(socket);
-  const t0 = performance.now();
-  const report = await requestSweep(socket);
-  const ms = performance.now() - t0;
-  console.log(
-    JSON.stringify({
-      bench: "reconciler_sweep_processes",
-      leases: LEASES,
-      backends: stack.mocks.length,
-      first_sweep: first,
-      sweep: report,
-      sweep_ms: Math.round(ms),
-      us_per_lease: Number(((ms * 1000) / LEASES).toFixed(1)),
-      goal_s_at_100k: 5,
-      providerd_rss_mb: rssMb(stack.providerd?.child.pid),
-      load1: Number(loadavg()[0]!.toFixed(2)),
-    }),
-  );
-} finally {
-  await stack.close();
 }
+
+/** A stack of three mocks (capacity for every lease) and providerd, `leases` of them ACTIVE. */
+async function startStack(leases: number, backend: { timeout?: string }): Promise<Stack> {
+  const big = JSON.stringify({ cpu_cores: 100_000, memory_mb: 1e9, disk_mb: 1e10 });
+  const stack = new Stack();
+  await stack.start(
+    () => [{ MOCK_BACKEND_CAPACITY: big }, { MOCK_BACKEND_CAPACITY: big }, { MOCK_BACKEND_CAPACITY: big }],
+    (s) => {
+      const small = s.sku("docker-small");
+      s.backendOverrides = [0, 1, 2].map(() => ({ skus: [small], ...backend }));
+      s.extraConfig = {
+        log_level: "warn",
+        tx_poll_interval: "100ms",
+        query_page_limit: PAGE_LIMIT,
+        callback_rate_limit_rps: 100_000,
+        callback_rate_limit_burst: 100_000,
+        // The periodic sweep stays out of the way: the measured ones are asked for.
+        reconciliation_interval: "1h",
+      };
+    },
+    ["--profile", "bench", "--tenants", String(Math.max(1, Math.ceil(leases / PER_TENANT)))],
+  );
+  return stack;
+}
+
+/** Waits (bounded) for the machine to calm down after the burst; returns the load then. */
+async function quiet(): Promise<number> {
+  const end = Date.now() + QUIET_WAIT_S * 1000;
+  while (load1() >= 2.5 && Date.now() < end) await new Promise((r) => setTimeout(r, 5000));
+  return load1();
+}
+
+/** providerd's resident memory now, in MB (Linux /proc). */
+function rssMb(pid: number | undefined): number {
+  const m = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB/m);
+  return m === null ? 0 : Math.round(Number(m[1]) / 1024);
+}
+
+/** A minimal Chrome DevTools Protocol session on providerd's inspector. */
+class Inspector {
+  #next = 1;
+  readonly #waiting = new Map<number, (r: { result?: unknown; error?: unknown }) => void>();
+  private constructor(readonly ws: WebSocket) {
+    ws.on("message", (data) => {
+      const msg = JSON.parse(String(data)) as { id?: number; result?: unknown; error?: unknown };
+      if (msg.id !== undefined) this.#waiting.get(msg.id)?.(msg);
+    });
+  }
+
+  static async open(stderr: () => string): Promise<Inspector> {
+    let url = "";
+    await until(async () => {
+      url = stderr().match(/Debugger listening on (ws:\/\/\S+)/)?.[1] ?? "";
+      return url !== "";
+    }, "providerd's inspector URL on stderr");
+    const ws = new WebSocket(url);
+    await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
+    return new Inspector(ws);
+  }
+
+  call(method: string, params: Record<string, unknown> = {}): Promise<unknown> {
+    const id = this.#next++;
+    return new Promise((resolve, reject) => {
+      this.#waiting.set(id, (r) => {
+        this.#waiting.delete(id);
+        if (r.error !== undefined) reject(new Error(`${method}: ${JSON.stringify(r.error)}`));
+        else resolve(r.result);
+      });
+      this.ws.send(JSON.stringify({ id, method, params }));
+    });
+  }
+
+  async heapUsed(): Promise<number> {
+    const r = (await this.call("Runtime.evaluate", {
+      expression: "process.memoryUsage().heapUsed",
+      returnByValue: true,
+    })) as { result: { value: number } };
+    return r.result.value;
+  }
+
+  async gc(): Promise<void> {
+    await this.call("HeapProfiler.collectGarbage");
+  }
+}
+
+/** One sweep with providerd's heap sampled: base after a full GC, peak during, live after a GC. */
+async function measuredSweep(inspector: Inspector, socket: string) {
+  await inspector.gc();
+  const base = await inspector.heapUsed();
+  let peak = base;
+  let sweeping = true;
+  const sweep = requestSweep(socket).finally(() => {
+    sweeping = false;
+  });
+  while (sweeping) {
+    peak = Math.max(peak, await inspector.heapUsed());
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  const report = await sweep;
+  await inspector.gc();
+  return { report, base, peak, after: await inspector.heapUsed() };
+}
+
+async function sweepRun(): Promise<void> {
+  const stack = await startStack(LEASES, {});
+  try {
+    const flags = process.env.FRED_NODE_FLAGS_PROVIDERD ?? "";
+    process.env.FRED_NODE_FLAGS_PROVIDERD = `${flags} --inspect=127.0.0.1:0`;
+    await stack.startProviderd();
+    process.env.FRED_NODE_FLAGS_PROVIDERD = flags;
+    await createActive(stack, LEASES);
+    const socket = controlSocketPath(stack.placementPath);
+    // The first sweep after the burst settles whatever the burst left (placements adopted);
+    // the second is the steady-state sweep the goal is about.
+    const first = await requestSweep(socket);
+    const loadBefore = await quiet();
+    const t0 = performance.now();
+    const report = await requestSweep(socket);
+    const ms = performance.now() - t0;
+    const loadAfter = load1();
+    const inspector = await Inspector.open(() => stack.providerd?.stderr() ?? "");
+    const heap = await measuredSweep(inspector, socket);
+    inspector.ws.close();
+    console.log(
+      JSON.stringify({
+        bench: "reconciler_sweep_processes",
+        leases: LEASES,
+        backends: stack.mocks.length,
+        query_page_limit: PAGE_LIMIT,
+        first_sweep: first,
+        sweep: report,
+        sweep_ms: Math.round(ms),
+        us_per_lease: Number(((ms * 1000) / LEASES).toFixed(1)),
+        goal_s_at_100k: 5,
+        heap_sweep: heap.report,
+        heap_before_mb: Math.round(heap.base / 2 ** 20),
+        heap_peak_mb: Math.round(heap.peak / 2 ** 20),
+        heap_after_gc_mb: Math.round(heap.after / 2 ** 20),
+        heap_bytes_per_lease: Math.round((heap.peak - heap.base) / LEASES),
+        heap_live_bytes_per_lease_between_sweeps: Math.round(heap.base / LEASES),
+        goal_heap_bytes_per_lease: 1024,
+        providerd_rss_mb: rssMb(stack.providerd?.child.pid),
+        load1_before: loadBefore,
+        load1: loadAfter,
+      }),
+    );
+  } finally {
+    await stack.close();
+  }
+}
+
+async function hangingRun(): Promise<void> {
+  const stack = await startStack(HANGING_LEASES, { timeout: BACKEND_TIMEOUT });
+  try {
+    await stack.startProviderd();
+    await createActive(stack, HANGING_LEASES);
+    const socket = controlSocketPath(stack.placementPath);
+    const settled = await requestSweep(socket);
+    await stack.stopMock(2);
+    stack.mockEnvs[2] = { ...stack.mockEnvs[2]!, MOCK_BACKEND_HANG_INVENTORY: "1" };
+    await stack.restartMock(2);
+    const loadBefore = await quiet();
+    const t0 = performance.now();
+    const report = await requestSweep(socket);
+    const ms = performance.now() - t0;
+    console.log(
+      JSON.stringify({
+        bench: "reconciler_sweep_processes_hanging",
+        leases: HANGING_LEASES,
+        backends: stack.mocks.length,
+        hanging: "mock-3",
+        backend_timeout: BACKEND_TIMEOUT,
+        query_page_limit: PAGE_LIMIT,
+        settled_sweep: settled,
+        sweep: report,
+        sweep_ms: Math.round(ms),
+        goal_s: 5,
+        load1_before: loadBefore,
+        load1: load1(),
+      }),
+    );
+  } finally {
+    await stack.close();
+  }
+}
+
+if (RUNS.includes("sweep")) await sweepRun();
+if (RUNS.includes("hanging")) await hangingRun();

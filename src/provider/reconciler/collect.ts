@@ -4,6 +4,7 @@ import { FredError } from "../../core/errors.ts";
 import {
   type BackendView,
   budgetReads,
+  type ChainLeaseView,
   type InventoryHalf,
   type PlacementView,
   type PlanInput,
@@ -49,15 +50,7 @@ export async function collect(d: LifecycleDeps, deadlineMs: number, signal: Abor
   }
   const input: PlanInput = {
     now,
-    chain: [...chain.values()].map((l) => ({
-      uuid: l.uuid,
-      state: l.state,
-      skus: l.items.map((i) => i.skuUuid),
-      metaHash: l.metaHash,
-      customDomains: l.items
-        .filter((i) => i.customDomain !== "")
-        .map((i) => ({ service: i.serviceName, domain: i.customDomain })),
-    })),
+    chain: Array.from(chain.values(), chainView),
     backends,
     store: storeView(d),
     billingOnlySkus: new Set(d.config.billingOnlySkus),
@@ -65,6 +58,21 @@ export async function collect(d: LifecycleDeps, deadlineMs: number, signal: Abor
   };
   await readBudgets(d, input, deadlineMs, signal);
   return { input, leases: chain };
+}
+
+/** The plan's view of one listed lease; `customDomains` is left out when no item has one. */
+function chainView(l: ChainLease): ChainLeaseView {
+  const view: ChainLeaseView = {
+    uuid: l.uuid,
+    state: l.state,
+    skus: l.items.map((i) => i.skuUuid),
+    metaHash: l.metaHash,
+  };
+  if (l.items.some((i) => i.customDomain !== ""))
+    view.customDomains = l.items
+      .filter((i) => i.customDomain !== "")
+      .map((i) => ({ service: i.serviceName, domain: i.customDomain }));
+  return view;
 }
 
 async function listChain(d: LifecycleDeps, signal: AbortSignal): Promise<Map<string, ChainLease>> {

@@ -66,6 +66,8 @@ export interface BackendOverrides {
   draining?: boolean;
   fenced?: boolean;
   skus?: string[];
+  /** backends[].timeout (a duration such as "3s"). */
+  timeout?: string;
 }
 
 export class Stack {
@@ -177,6 +179,7 @@ export class Stack {
         ...(overrides[i]?.draining ? { draining: true } : {}),
         ...(overrides[i]?.fenced ? { fenced: true } : {}),
         ...(overrides[i]?.skus === undefined ? {} : { skus: overrides[i]!.skus }),
+        ...(overrides[i]?.timeout === undefined ? {} : { timeout: overrides[i]!.timeout }),
       })),
       ...extra,
     };
