@@ -70,14 +70,21 @@ export function cleanup(
   }
 
   // Payload cleanup: reads no backend state at all.
-  for (const lease of [...input.store.payloads].sort()) {
+  // Live leases are left out before sorting: they are nearly all of them, and yield nothing.
+  const notLive = <T>(entries: Iterable<T>, lease: (e: T) => string): T[] => {
+    const kept: T[] = [];
+    for (const e of entries) if (!live.has(lease(e))) kept.push(e);
+    return kept;
+  };
+  for (const lease of notLive(input.store.payloads, (l) => l).sort()) {
     if (eligible("payload", lease))
       out.actions.push({ kind: "payload_cleanup_candidate", gate: REREAD_GATE, lease });
   }
 
   // Placement pruning: the record's own backends answered, none still holds the lease, no
   // attempt is in flight, and the record is past its grace window.
-  for (const [lease, placement] of [...input.store.placements].sort(([a], [b]) => (a < b ? -1 : 1))) {
+  const records = notLive(input.store.placements, ([lease]) => lease);
+  for (const [lease, placement] of records.sort(([a], [b]) => (a < b ? -1 : 1))) {
     if (!eligible("placement", lease)) continue;
     const backends = recordBackends(placement);
     let reason: SkipReason | undefined;

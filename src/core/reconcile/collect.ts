@@ -80,6 +80,8 @@ function named<T>(half: InventoryHalf<T>, lease: (item: T) => string): string[] 
  */
 export function budgetReads(input: PlanInput): { lease: string; backend: string }[] {
   const out: { lease: string; backend: string }[] = [];
+  // Usually no backend reports a failed workload: then the listings need not be merged.
+  if (![...input.backends.values()].some(reportsFailed)) return out;
   for (const lease of mergeListings(input.chain).values()) {
     if (classifyState(lease.state) !== "active") continue;
     if (isBillingOnlyLease(lease, input.billingOnlySkus)) continue;
@@ -89,4 +91,10 @@ export function budgetReads(input: PlanInput): { lease: string; backend: string 
     }
   }
   return out;
+}
+
+function reportsFailed(view: BackendView): boolean {
+  if (view.kind !== "answered") return false;
+  for (const obs of view.provisions.values()) if (obs.status === "failed") return true;
+  return false;
 }

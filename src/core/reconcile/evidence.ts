@@ -1,5 +1,8 @@
 import type { BackendView, PlacementView, PlanInput, ProvisionObservation } from "./types.ts";
 
+/** The one empty answer of every per-lease lookup (frozen: a caller cannot fill it for others). */
+const NONE: readonly never[] = Object.freeze([]);
+
 /** A raw positive that cannot be trusted, and whether it came from an answered backend (overlap). */
 export interface UntrustedReport {
   backend: string;
@@ -19,6 +22,7 @@ export class Evidence {
   readonly #reporters = new Map<string, string[]>();
   readonly #retainers = new Map<string, string[]>();
   readonly #untrusted = new Map<string, UntrustedReport[]>();
+  #reported: Set<string> | undefined;
 
   constructor(input: PlanInput) {
     this.#views = input.backends;
@@ -53,21 +57,27 @@ export class Evidence {
 
   /** Backends whose trusted /provisions list the lease. */
   reporters(lease: string): readonly string[] {
-    return this.#reporters.get(lease) ?? [];
+    return this.#reporters.get(lease) ?? NONE;
   }
 
   /** Backends whose trusted /retentions list the lease. */
   retainers(lease: string): readonly string[] {
-    return this.#retainers.get(lease) ?? [];
+    return this.#retainers.get(lease) ?? NONE;
   }
 
   untrusted(lease: string): readonly UntrustedReport[] {
-    return this.#untrusted.get(lease) ?? [];
+    return this.#untrusted.get(lease) ?? NONE;
   }
 
   /** Every lease some backend reported in any form (trusted provisions or retentions, untrusted). */
-  reportedLeases(): Set<string> {
-    return new Set([...this.#reporters.keys(), ...this.#retainers.keys(), ...this.#untrusted.keys()]);
+  reportedLeases(): ReadonlySet<string> {
+    // Built once: the cleanup and retention passes both walk it.
+    this.#reported ??= new Set([
+      ...this.#reporters.keys(),
+      ...this.#retainers.keys(),
+      ...this.#untrusted.keys(),
+    ]);
+    return this.#reported;
   }
 }
 
@@ -85,5 +95,14 @@ export function recordBackends(placement: PlacementView | undefined): readonly s
 
 /** Sorted union of backend names. */
 export function union(...lists: readonly (readonly string[])[]): string[] {
+  // Most leases name one backend once: that needs no set and no sort (the plan runs per lease).
+  let one: string | undefined;
+  let names = 0;
+  for (const list of lists) {
+    names += list.length;
+    if (list.length > 0) one = list[0];
+  }
+  if (names === 0) return [];
+  if (names === 1) return [one as string];
   return [...new Set(lists.flat())].sort();
 }

@@ -214,6 +214,7 @@ function onOwner(c: Ctx, owner: string, obs: ProvisionObservation | undefined, p
 /** Whether the owner reported exactly the chain's domains (order and empty entries aside). */
 function sameDomains(chain: readonly CustomDomain[], reported: readonly CustomDomain[] | undefined): boolean {
   if (reported === undefined) return false;
+  if (chain.length === 0 && reported.length === 0) return true;
   const key = (ds: readonly CustomDomain[]) =>
     ds
       .filter((d) => d.domain !== "")

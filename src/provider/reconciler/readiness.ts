@@ -21,6 +21,9 @@ export function inventoryReadiness(
   everAnswered: ReadonlySet<string>,
   fenced: ReadonlySet<string>,
 ): InventoryReadiness {
+  const unheard = [...input.backends.keys()].filter((b) => !fenced.has(b) && !everAnswered.has(b));
+  // Every backend heard from, none fenced: nothing below can be set (and no lease is scanned).
+  if (unheard.length === 0 && fenced.size === 0) return READY_INVENTORY;
   const { placements, attempts } = input.store;
   const recordless = input.chain.some(
     (l) =>
@@ -30,8 +33,6 @@ export function inventoryReadiness(
       !attempts.has(l.uuid),
   );
   const attempted = new Set([...attempts.values()].map((a) => a.backend));
-  const awaiting = [...input.backends.keys()].filter(
-    (b) => !fenced.has(b) && !everAnswered.has(b) && (recordless || attempted.has(b)),
-  );
+  const awaiting = unheard.filter((b) => recordless || attempted.has(b));
   return { awaiting, fencedMayHold: fenced.size > 0 && recordless };
 }
