@@ -10,7 +10,8 @@
  *   steady-state sweep of a settled fleet, is timed (goal ≤ 5 s at 100,000). A third sweep
  *   measures providerd's heap through its inspector (`--inspect` on 127.0.0.1, port 0): a
  *   full GC, then heapUsed sampled every 10 ms during the sweep; the peak minus the heap
- *   before it, per lease (garbage included), is the goal's figure (≤ 1 KB per lease).
+ *   before it, per lease (garbage included), is the goal's figure (≤ 1 KB per lease); a
+ *   fourth sweep samples after a full GC every 100 ms: what the sweep holds at once.
  * - `hanging`: BENCH_HANGING_LEASES (default 10,000) leases on a fresh stack whose backends
  *   have `timeout: BENCH_BACKEND_TIMEOUT` (default 3s); once they are ACTIVE, mock-3 is
  *   restarted with MOCK_BACKEND_HANG_INVENTORY=1 and one sweep is timed: it gives up on
@@ -175,8 +176,12 @@ class Inspector {
   }
 }
 
-/** One sweep with providerd's heap sampled: base after a full GC, peak during, live after a GC. */
-async function measuredSweep(inspector: Inspector, socket: string) {
+/**
+ * One sweep with providerd's heap sampled: base after a full GC, the peak during it, the heap
+ * after a full GC once it ended. `live`: each sample follows a full GC (every 100 ms), so the
+ * peak is what the sweep holds at once, garbage excluded (the GCs slow that sweep down).
+ */
+async function measuredSweep(inspector: Inspector, socket: string, live: boolean) {
   await inspector.gc();
   const base = await inspector.heapUsed();
   let peak = base;
@@ -185,8 +190,9 @@ async function measuredSweep(inspector: Inspector, socket: string) {
     sweeping = false;
   });
   while (sweeping) {
+    if (live) await inspector.gc();
     peak = Math.max(peak, await inspector.heapUsed());
-    await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, live ? 100 : 10));
   }
   const report = await sweep;
   await inspector.gc();
@@ -211,7 +217,8 @@ async function sweepRun(): Promise<void> {
     const ms = performance.now() - t0;
     const loadAfter = load1();
     const inspector = await Inspector.open(() => stack.providerd?.stderr() ?? "");
-    const heap = await measuredSweep(inspector, socket);
+    const heap = await measuredSweep(inspector, socket, false);
+    const held = await measuredSweep(inspector, socket, true);
     inspector.ws.close();
     console.log(
       JSON.stringify({
@@ -229,6 +236,9 @@ async function sweepRun(): Promise<void> {
         heap_peak_mb: Math.round(heap.peak / 2 ** 20),
         heap_after_gc_mb: Math.round(heap.after / 2 ** 20),
         heap_bytes_per_lease: Math.round((heap.peak - heap.base) / LEASES),
+        held_sweep: held.report,
+        heap_held_peak_mb: Math.round(held.peak / 2 ** 20),
+        heap_held_bytes_per_lease: Math.round((held.peak - held.base) / LEASES),
         heap_live_bytes_per_lease_between_sweeps: Math.round(heap.base / LEASES),
         goal_heap_bytes_per_lease: 1024,
         providerd_rss_mb: rssMb(stack.providerd?.child.pid),
