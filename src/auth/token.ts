@@ -158,9 +158,47 @@ function requireString(obj: Record<string, unknown>, field: string): string {
 
 const malformed = (message: string) => new TokenError("ERR_TOKEN_MALFORMED", message);
 
+/**
+ * Tokens whose signature verified, by their exact text. The ECDSA check is most of a
+ * request's cost, and its answer for given bytes never changes: a client polling with one
+ * token (valid for TOKEN_MAX_AGE_SECONDS) pays for it once. Only what depends on the time
+ * (expiry, future skew) and on the caller (the lease) is checked again on every use; a
+ * token that failed is never remembered. Bounded: a flood of distinct valid tokens only
+ * evicts, and costs what it would without the cache.
+ */
+const verifiedTokens = new LRUCache<string, { prefix: string; claims: Readonly<TokenClaims> }>({ max: 2048 });
+
+function checkTimestamp(timestamp: number, nowMs: number): void {
+  const ageMs = nowMs - timestamp * 1000;
+  if (ageMs > TOKEN_MAX_AGE_SECONDS * 1000) throw new TokenError("ERR_TOKEN_EXPIRED", "token has expired");
+  if (-ageMs > TOKEN_MAX_FUTURE_SKEW_SECONDS * 1000) {
+    throw new TokenError("ERR_TOKEN_FROM_FUTURE", "token timestamp is in the future");
+  }
+}
+
+function checkLease(claims: Readonly<TokenClaims>, opts: VerifyTokenOptions): Readonly<TokenClaims> {
+  if (opts.leaseUuid !== undefined && opts.leaseUuid !== claims.leaseUuid) {
+    throw new TokenError("ERR_TOKEN_LEASE_MISMATCH", "token is for another lease");
+  }
+  return claims;
+}
+
 /** Verifies a tenant token and returns its claims; every failure is a TokenError. */
-export function verifyTenantToken(token: string, opts: VerifyTokenOptions): TokenClaims {
+export function verifyTenantToken(token: string, opts: VerifyTokenOptions): Readonly<TokenClaims> {
   if (token.length > TOKEN_MAX_CHARS) throw malformed("token is too long");
+  const prefix = opts.prefix ?? DEFAULT_BECH32_PREFIX;
+  const known = verifiedTokens.get(token);
+  if (known !== undefined && known.prefix === prefix) {
+    checkTimestamp(known.claims.timestamp, opts.nowMs);
+    return checkLease(known.claims, opts);
+  }
+  const claims = verifySignedToken(token, opts.nowMs, prefix);
+  verifiedTokens.set(token, { prefix, claims });
+  return checkLease(claims, opts);
+}
+
+/** The full check of a token not seen before: decoding, time, key, tenant and signature. */
+function verifySignedToken(token: string, nowMs: number, prefix: string): Readonly<TokenClaims> {
   let json: Buffer;
   try {
     json = decodeBase64Std(token, "token");
@@ -190,11 +228,7 @@ export function verifyTenantToken(token: string, opts: VerifyTokenOptions): Toke
   if (typeof timestamp !== "number" || !Number.isSafeInteger(timestamp)) {
     throw malformed("timestamp must be an integer of Unix seconds");
   }
-  const ageMs = opts.nowMs - timestamp * 1000;
-  if (ageMs > TOKEN_MAX_AGE_SECONDS * 1000) throw new TokenError("ERR_TOKEN_EXPIRED", "token has expired");
-  if (-ageMs > TOKEN_MAX_FUTURE_SKEW_SECONDS * 1000) {
-    throw new TokenError("ERR_TOKEN_FROM_FUTURE", "token timestamp is in the future");
-  }
+  checkTimestamp(timestamp, nowMs);
   const pubB64 = requireString(fields, "pub_key");
   const sigB64 = requireString(fields, "signature");
   const key = parsePubkey(pubB64);
@@ -206,7 +240,6 @@ export function verifyTenantToken(token: string, opts: VerifyTokenOptions): Toke
   }
   if (rawSig.length !== 64) throw new TokenError("ERR_TOKEN_BAD_SIGNATURE", "signature must be 64 bytes");
   const sig = normalizeLowS(rawSig);
-  const prefix = opts.prefix ?? DEFAULT_BECH32_PREFIX;
   // The address check is a cache hit for known keys, so it runs before the costly verify.
   if (addressOf(key, pubB64, prefix) !== tenant) {
     throw new TokenError("ERR_TOKEN_TENANT_MISMATCH", "pub_key does not belong to tenant");
@@ -215,10 +248,7 @@ export function verifyTenantToken(token: string, opts: VerifyTokenOptions): Toke
   const doc = adr036SignDoc(tenant, tokenSignData(kind, tenant, leaseUuid, timestamp, metaHash));
   const ok = nativeVerify("sha256", Buffer.from(doc), { key: key.key, dsaEncoding: "ieee-p1363" }, sig);
   if (!ok) throw new TokenError("ERR_TOKEN_BAD_SIGNATURE", "signature does not verify");
-  if (opts.leaseUuid !== undefined && opts.leaseUuid !== leaseUuid) {
-    throw new TokenError("ERR_TOKEN_LEASE_MISMATCH", "token is for another lease");
-  }
   const claims: TokenClaims = { kind, tenant, leaseUuid, timestamp, replayKey: sig.toString("base64") };
   if (metaHash !== undefined) claims.metaHash = metaHash;
-  return claims;
+  return Object.freeze(claims);
 }

@@ -194,6 +194,59 @@ describe("tenant tokens: window and binding", () => {
   });
 });
 
+describe("tenant tokens: the verified-token cache", () => {
+  // The first success is remembered by the token's text; these check what must still be
+  // decided on every use.
+  it("re-checks the time window and the lease on every use of a remembered token", () => {
+    const token = mintTenantToken({ privateKey: KEY, leaseUuid: LEASE, timestamp: T + 7 });
+    const now = (T + 7) * 1000;
+    assert.equal(verifyTenantToken(token, { nowMs: now, leaseUuid: LEASE }).leaseUuid, LEASE);
+    assert.equal(
+      errorCode(() => verifyTenantToken(token, { nowMs: now + 30_001 })),
+      "ERR_TOKEN_EXPIRED",
+    );
+    assert.equal(
+      errorCode(() => verifyTenantToken(token, { nowMs: now - 10_001 })),
+      "ERR_TOKEN_FROM_FUTURE",
+    );
+    const other = "0190f3a2-7c1e-7000-8000-000000000009";
+    assert.equal(
+      errorCode(() => verifyTenantToken(token, { nowMs: now, leaseUuid: other })),
+      "ERR_TOKEN_LEASE_MISMATCH",
+    );
+    assert.equal(
+      errorCode(() => verifyTenantToken(token, { nowMs: now, prefix: "cosmos" })),
+      "ERR_TOKEN_TENANT_MISMATCH",
+    );
+  });
+
+  it("never remembers a refusal, and hands out claims no caller can change", () => {
+    const token = mintTenantToken({ privateKey: KEY, leaseUuid: LEASE, timestamp: T + 11 });
+    const now = (T + 11) * 1000;
+    assert.equal(
+      errorCode(() => verifyTenantToken(token, { nowMs: now - 10_001 })),
+      "ERR_TOKEN_FROM_FUTURE",
+    );
+    const claims = verifyTenantToken(token, { nowMs: now });
+    assert.throws(() => {
+      (claims as { tenant: string }).tenant = "manifest1someoneelse";
+    }, TypeError);
+    assert.equal(verifyTenantToken(token, { nowMs: now }).tenant, ADDRESS);
+  });
+
+  it("does not let a remembered token vouch for a tampered copy", () => {
+    const token = mintTenantToken({ privateKey: KEY, leaseUuid: LEASE, timestamp: T + 13 });
+    const now = (T + 13) * 1000;
+    verifyTenantToken(token, { nowMs: now });
+    const env = decode(token);
+    env.lease_uuid = "0190f3a2-7c1e-7000-8000-00000000000a";
+    assert.equal(
+      errorCode(() => verifyTenantToken(encode(env), { nowMs: now })),
+      "ERR_TOKEN_BAD_SIGNATURE",
+    );
+  });
+});
+
 describe("tenant tokens: low-S normalisation", () => {
   it("accepts the high-S twin of a signature and reports the same replay key", () => {
     const env = decode(VECTOR_TOKEN);
