@@ -1,6 +1,6 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { privateKeyFromHex, privateKeyFromMnemonic } from "../auth/keys.ts";
-import { mintTenantToken, verifyTenantToken } from "../auth/token.ts";
+import { mintTenantToken, verifyTenantTokenUncached } from "../auth/token.ts";
 import { FredError, isFredError } from "../core/errors.ts";
 import { isCanonicalUuid } from "../core/uuid.ts";
 import { ExitCode, printJson, printText } from "./output.ts";
@@ -82,7 +82,11 @@ Examples:
     .action((tokenText: string, opts: VerifyOptions) => {
       try {
         const nowMs = opts.now === undefined ? Date.now() : opts.now * 1000;
-        const claims = verifyTenantToken(tokenText, { nowMs, prefix: opts.prefix, leaseUuid: opts.lease });
+        const claims = verifyTenantTokenUncached(tokenText, {
+          nowMs,
+          prefix: opts.prefix,
+          leaseUuid: opts.lease,
+        });
         printJson({ tenant: claims.tenant, kind: claims.kind });
       } catch (err) {
         if (!isFredError(err)) throw err;

@@ -259,6 +259,13 @@ export async function startProviderd(
       credit: (tenantAddress, signal) => billing.monitor.status(tenantAddress, signal),
       maintenance,
       requestTimeoutMs: config.httpReadTimeoutMs + config.httpWriteTimeoutMs,
+      blocks: {
+        live: () => feed.state === "live",
+        onBlock: (listener) => {
+          feed.on("block", listener);
+          return () => feed.off("block", listener);
+        },
+      },
     });
     cleanup.push(() => tenant.close());
     const listener = listenerOptions(config);

@@ -11,6 +11,7 @@ export class Coalescer<V> {
   readonly #clock: Clock;
   readonly #ttlMs: number;
   readonly #maxEntries: number;
+  #generation = 0;
 
   constructor(opts: { clock: Clock; ttlMs?: number; maxEntries?: number }) {
     this.#clock = opts.clock;
@@ -18,7 +19,8 @@ export class Coalescer<V> {
     this.#maxEntries = opts.maxEntries ?? 10_000;
   }
 
-  get(key: string, load: () => Promise<V>): Promise<V> {
+  /** `ttlMs` overrides the constructor's for the answer of a load this call starts. */
+  get(key: string, load: () => Promise<V>, ttlMs = this.#ttlMs): Promise<V> {
     const cached = this.#cache.get(key);
     if (cached !== undefined) {
       if (cached.until > this.#clock.now()) return Promise.resolve(cached.value);
@@ -26,14 +28,19 @@ export class Coalescer<V> {
     }
     const running = this.#inflight.get(key);
     if (running !== undefined) return running;
-    const p = load().then(
+    const generation = this.#generation;
+    const settle = () => {
+      if (this.#inflight.get(key) === p) this.#inflight.delete(key);
+    };
+    const p: Promise<V> = load().then(
       (value) => {
-        this.#inflight.delete(key);
-        if (this.#ttlMs > 0) this.#remember(key, value);
+        settle();
+        // A load that began before clear() may hold what clear() was meant to drop.
+        if (ttlMs > 0 && generation === this.#generation) this.#remember(key, value, ttlMs);
         return value;
       },
       (err: unknown) => {
-        this.#inflight.delete(key);
+        settle();
         throw err;
       },
     );
@@ -46,16 +53,26 @@ export class Coalescer<V> {
     this.#cache.delete(key);
   }
 
+  /**
+   * Forgets every cached value, and keeps loads already running from caching theirs (they
+   * still answer their own callers): what was true before the clear may no longer be.
+   */
+  clear(): void {
+    this.#cache.clear();
+    this.#inflight.clear();
+    this.#generation++;
+  }
+
   /** Loads in flight (a gauge for bounded-concurrency checks). */
   get inflight(): number {
     return this.#inflight.size;
   }
 
-  #remember(key: string, value: V): void {
+  #remember(key: string, value: V, ttlMs: number): void {
     if (this.#cache.size >= this.#maxEntries) {
       const oldest = this.#cache.keys().next().value;
       if (oldest !== undefined) this.#cache.delete(oldest);
     }
-    this.#cache.set(key, { value, until: this.#clock.now() + this.#ttlMs });
+    this.#cache.set(key, { value, until: this.#clock.now() + ttlMs });
   }
 }

@@ -13,7 +13,7 @@ import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
 import type { DiagnosticsLookup } from "./diagnostics.ts";
 import { sendApiError } from "./errors.ts";
 import type { EventHubOptions } from "./event-hub.ts";
-import { LeaseReads, type LeaseReadsOptions } from "./lease-reads.ts";
+import { type BlockSignal, LeaseReads, type LeaseReadsOptions } from "./lease-reads.ts";
 import type { Maintenance } from "./maintenance/service.ts";
 import { RequestScope } from "./request-scope.ts";
 
@@ -50,7 +50,11 @@ export interface TenantApiDeps {
   maintenance?: Maintenance;
   /** Deadline of one tenant request, body upload and backend reads included (default 30 s). */
   requestTimeoutMs?: number;
-  leaseReads?: Partial<Pick<LeaseReadsOptions, "ttlMs" | "concurrency" | "queue" | "timeoutMs">>;
+  leaseReads?: Partial<
+    Pick<LeaseReadsOptions, "ttlMs" | "blockTtlMs" | "concurrency" | "queue" | "timeoutMs">
+  >;
+  /** New blocks from the chain's event feed: chain reads are then reused until the next one. */
+  blocks?: BlockSignal;
   /** Event stream caps and timings (tests shrink them; defaults are the documented ones). */
   events?: Partial<Pick<EventHubOptions, "perLease" | "total" | "bufferSize" | "maxLeases">>;
   eventTimings?: Partial<EventTimings>;
@@ -99,6 +103,7 @@ export function tenantContext(deps: TenantApiDeps): TenantContext {
       providerUuid: deps.config.providerUuid,
       logger,
       ...deps.leaseReads,
+      ...(deps.blocks === undefined ? {} : { blocks: deps.blocks }),
     }),
   };
 }

@@ -78,6 +78,7 @@ export class TenantApi {
   }
 
   close(): void {
+    this.context.leases.close();
     this.#closed = true;
     this.#cancelSweep?.();
     this.hub.close();

@@ -8,19 +8,34 @@ import { refuse } from "./errors.ts";
 
 /**
  * The chain read behind every authenticated request. Concurrent requests for one lease
- * share one read, and its answer serves later requests for at most `ttlMs` (less than a
- * block, so a state change is seen by the next block's readers). Reads run through a
+ * share one read, and its answer serves later requests until the next block: a lease's
+ * state changes only when a block commits, so while the event feed is live every cached
+ * answer is dropped on each new block it reports (and kept `blockTtlMs` at most, in case
+ * the feed stalls before its heartbeat notices). Without a live feed an answer is kept
+ * `ttlMs`, less than a block. Reads run through a
  * bounded bulkhead: a flood of signed requests for random UUIDs queues here, then is
  * refused with 503, instead of multiplying onto the chain node. A failed read is never
  * cached and never becomes an allow: it answers 500 (503 when the bulkhead is full).
  */
+/** What the chain's event feed says about blocks. */
+export interface BlockSignal {
+  /** Whether new blocks are being reported now. */
+  live(): boolean;
+  /** Calls `listener` on every new block; returns the unsubscribe. */
+  onBlock(listener: () => void): () => void;
+}
+
 export interface LeaseReadsOptions {
   chain: ChainPort;
   clock: Clock;
   providerUuid: string;
   logger: Logger;
-  /** How long one answer is reused (default 1 s, under one block). */
+  /** How long one answer is reused without a live feed (default 1 s, under one block). */
   ttlMs?: number;
+  /** New blocks; without it answers are kept `ttlMs`. */
+  blocks?: BlockSignal;
+  /** How long one answer is reused at most while the feed is live (default 10 s). */
+  blockTtlMs?: number;
   /** Chain reads in flight at once (default 16). */
   concurrency?: number;
   /** Reads waiting for a slot before new ones are refused (default 256). */
@@ -34,12 +49,21 @@ export class LeaseReads {
   readonly #coalescer: Coalescer<ChainLease | undefined>;
   readonly #bulkhead: BulkheadPolicy;
   readonly #timeoutMs: number;
+  readonly #ttlMs: number;
+  readonly #unsubscribe: () => void;
 
   constructor(opts: LeaseReadsOptions) {
     this.#o = opts;
-    this.#coalescer = new Coalescer({ clock: opts.clock, ttlMs: opts.ttlMs ?? 1_000 });
+    this.#ttlMs = opts.ttlMs ?? 1_000;
+    this.#coalescer = new Coalescer({ clock: opts.clock, ttlMs: this.#ttlMs });
     this.#bulkhead = bulkhead(opts.concurrency ?? 16, opts.queue ?? 256);
     this.#timeoutMs = opts.timeoutMs ?? 10_000;
+    this.#unsubscribe = opts.blocks?.onBlock(() => this.#coalescer.clear()) ?? (() => {});
+  }
+
+  /** Stops listening for blocks. */
+  close(): void {
+    this.#unsubscribe();
   }
 
   /** Chain reads running now (a gauge for tests and metrics). */
@@ -50,8 +74,15 @@ export class LeaseReads {
   /** The lease as the chain reports it; undefined when the chain has no record. */
   async read(leaseUuid: string): Promise<ChainLease | undefined> {
     try {
-      return await this.#coalescer.get(leaseUuid, () =>
-        this.#bulkhead.execute(() => this.#o.chain.getLease(leaseUuid, AbortSignal.timeout(this.#timeoutMs))),
+      // ttl 0 (tests) means "never reuse" whatever the feed says.
+      const live = this.#ttlMs > 0 && this.#o.blocks?.live() === true;
+      return await this.#coalescer.get(
+        leaseUuid,
+        () =>
+          this.#bulkhead.execute(() =>
+            this.#o.chain.getLease(leaseUuid, AbortSignal.timeout(this.#timeoutMs)),
+          ),
+        live ? (this.#o.blockTtlMs ?? 10_000) : this.#ttlMs,
       );
     } catch (err) {
       if (isBulkheadRejectedError(err)) throw refuse.unavailable("ERR_API_CHAIN_BUSY", err);

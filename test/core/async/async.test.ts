@@ -141,6 +141,32 @@ describe("Coalescer", () => {
     );
     assert.equal(await c.get("bad", async () => 7), 7);
   });
+
+  it("clear() drops cached answers, and a load begun before it answers its callers uncached", async () => {
+    const clock = new ManualClock();
+    const c = new Coalescer<string>({ clock, ttlMs: 1000 });
+    assert.equal(await c.get("k", async () => "before"), "before");
+    let release!: (v: string) => void;
+    const early = c.get("k2", () => new Promise<string>((r) => (release = r)));
+    c.clear();
+    assert.equal(await c.get("k", async () => "after"), "after", "the cached answer was dropped");
+    // A caller after the clear does not join the load begun before it.
+    const late = c.get("k2", async () => "fresh");
+    release("stale");
+    assert.deepEqual([await early, await late], ["stale", "fresh"]);
+    assert.equal(await c.get("k2", async () => "again"), "fresh", "only the fresh answer was cached");
+  });
+
+  it("takes a per-call ttl for the load that call starts", async () => {
+    const clock = new ManualClock();
+    const c = new Coalescer<number>({ clock, ttlMs: 1000 });
+    let loads = 0;
+    await c.get("k", async () => ++loads, 5000);
+    clock.advance(4999);
+    assert.equal(await c.get("k", async () => ++loads), 1);
+    clock.advance(1);
+    assert.equal(await c.get("k", async () => ++loads), 2);
+  });
 });
 
 describe("withDefaults", () => {

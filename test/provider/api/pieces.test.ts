@@ -211,6 +211,55 @@ describe("lease reads", () => {
     await again;
   });
 
+  it("with a live feed an answer is kept until the next block (at most blockTtlMs), without one for ttlMs", async () => {
+    const clock = new ManualClock();
+    const { chain, calls } = deferredChain();
+    const listeners = new Set<() => void>();
+    let live = true;
+    const blocks = {
+      live: () => live,
+      onBlock: (l: () => void) => {
+        listeners.add(l);
+        return () => listeners.delete(l);
+      },
+    };
+    const newBlock = () => {
+      for (const l of listeners) l();
+    };
+    const reads = new LeaseReads({ chain, clock, providerUuid: "p", logger, ttlMs: 1_000, blocks });
+    const readNow = async () => {
+      const p = reads.read(LEASE);
+      await settle();
+      calls.at(-1)?.resolve(lease());
+      return p;
+    };
+    await readNow();
+    clock.advance(5_000);
+    await reads.read(LEASE);
+    assert.equal(calls.length, 1, "no block yet: the answer still holds after 5 s");
+    newBlock();
+    await readNow();
+    assert.equal(calls.length, 2, "a block drops it");
+    // A read that began before a block answers its caller but is not reused after it.
+    clock.advance(10_001);
+    const early = reads.read(LEASE);
+    await settle();
+    assert.equal(calls.length, 3, "past blockTtlMs the chain is read again");
+    newBlock();
+    calls[2]!.resolve(lease());
+    await early;
+    await readNow();
+    assert.equal(calls.length, 4, "the read that straddled the block was not cached");
+    live = false;
+    newBlock();
+    await readNow();
+    clock.advance(1_001);
+    await readNow();
+    assert.equal(calls.length, 6, "without a live feed the answer lasts ttlMs");
+    reads.close();
+    assert.equal(listeners.size, 0);
+  });
+
   it("a failed read is 500 and never cached; a full bulkhead is 503", async () => {
     const clock = new ManualClock();
     const { chain, calls } = deferredChain();
