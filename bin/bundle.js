@@ -4,11 +4,12 @@
 // isolate, and a transform per module), which a long-lived providerd cannot afford.
 //
 // The bundle's name carries a stamp of the sources it was built from (newest mtime of every
-// file and directory under src/, and their count, so an edit, an addition and a removal all
-// change it): a stale bundle is never run, and processes racing to build write their own
-// temporary file and rename it into place, so none ever reads a half-written one.
+// file and directory under src/, package.json and this file, and the count under src/, so an
+// edit, an addition and a removal all change it): a stale bundle is never run. Processes racing
+// to build write their own temporary files and rename them into place, the entry last, so none
+// ever reads a half-written bundle.
 import { mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -19,7 +20,12 @@ const ENTRY = join(ROOT, "src", "cli", "main.ts");
 
 function sourceStamp() {
   const src = join(ROOT, "src");
-  let newest = Math.max(statSync(src).mtimeMs, statSync(join(ROOT, "package.json")).mtimeMs);
+  // This file too: how the bundle is built is part of what it is.
+  let newest = Math.max(
+    statSync(src).mtimeMs,
+    statSync(join(ROOT, "package.json")).mtimeMs,
+    statSync(fileURLToPath(import.meta.url)).mtimeMs,
+  );
   const entries = readdirSync(src, { recursive: true });
   for (const entry of entries) newest = Math.max(newest, statSync(join(src, entry)).mtimeMs);
   return `${Math.floor(newest).toString(36)}-${entries.length.toString(36)}`;
@@ -30,7 +36,8 @@ function sourceStamp() {
  * cannot be built here (e.g. a read-only install), so the caller runs the sources instead.
  */
 export async function ensureBundle() {
-  const file = join(DIST, `fred-${sourceStamp()}.mjs`);
+  const name = `fred-${sourceStamp()}`;
+  const file = join(DIST, `${name}.mjs`);
   try {
     statSync(file);
     return file;
@@ -40,8 +47,13 @@ export async function ensureBundle() {
   try {
     const { build } = await import("esbuild");
     const { outputFiles } = await build({
-      entryPoints: [ENTRY],
-      outfile: file,
+      entryPoints: { [name]: ENTRY },
+      outdir: DIST,
+      outExtension: { ".js": ".mjs" },
+      // What the sources import lazily (the Docker backend and its dockerode tree) stays in
+      // chunks of its own, loaded only by the commands that need it.
+      splitting: true,
+      chunkNames: `${name}-chunk-[hash]`,
       write: false,
       bundle: true,
       platform: "node",
@@ -50,21 +62,22 @@ export async function ensureBundle() {
       // npm packages stay imports resolved at run time: only our own sources are bundled.
       packages: "external",
       // Function and class names survive, so stack traces and logs stay readable;
-      // `node --enable-source-maps` maps them back to src/ through the linked map.
+      // `node --enable-source-maps` maps them back to src/ through the linked maps.
       keepNames: true,
       sourcemap: "linked",
       logLevel: "silent",
     });
     mkdirSync(DIST, { recursive: true });
-    // The map first: whoever sees the bundle also finds its map.
-    for (const out of outputFiles.sort((a) => (a.path.endsWith(".map") ? -1 : 1))) {
+    // The entry last: whoever sees it also finds every chunk and map it refers to.
+    const last = outputFiles.filter((o) => o.path === file);
+    for (const out of [...outputFiles.filter((o) => o.path !== file), ...last]) {
       const tmp = `${out.path}.${process.pid}.tmp`;
       writeFileSync(tmp, out.contents);
       renameSync(tmp, out.path);
     }
-    const keep = new Set([basename(file), `${basename(file)}.map`]);
+    const ours = (f) => f === `${name}.mjs` || f === `${name}.mjs.map` || f.startsWith(`${name}-chunk-`);
     for (const old of readdirSync(DIST)) {
-      if (!keep.has(old) && !old.endsWith(".tmp")) rmSync(join(DIST, old), { force: true });
+      if (!ours(old) && !old.endsWith(".tmp")) rmSync(join(DIST, old), { force: true });
     }
     return file;
   } catch {
