@@ -17,8 +17,8 @@
  *   restarted with MOCK_BACKEND_HANG_INVENTORY=1 and one sweep is timed: it gives up on
  *   mock-3 at the backend timeout and acts on the rest (goal ≤ 5 s).
  *
- * providerd reads the chain with `query_page_limit` BENCH_QUERY_PAGE_LIMIT (default 1000,
- * the chain's cap; providerd's default is 100). Before timing, the bench waits up to
+ * providerd reads the chain with `query_page_limit` BENCH_QUERY_PAGE_LIMIT (default 100,
+ * providerd's default; the chain caps it at 1000). Before timing, the bench waits up to
  * BENCH_QUIET_WAIT_S (default 180) for the 1-minute load average to fall below 2.5.
  *
  * Usage: npm run bench -- reconciler-processes   (BENCH_LEASES=10000 for a quicker run;
@@ -37,8 +37,10 @@ import { until } from "../test/support/until.ts";
 const LEASES = Number(process.env.BENCH_LEASES ?? 100_000);
 const HANGING_LEASES = Number(process.env.BENCH_HANGING_LEASES ?? 10_000);
 const BACKEND_TIMEOUT = process.env.BENCH_BACKEND_TIMEOUT ?? "3s";
-const PAGE_LIMIT = Number(process.env.BENCH_QUERY_PAGE_LIMIT ?? 1000);
+const PAGE_LIMIT = Number(process.env.BENCH_QUERY_PAGE_LIMIT ?? 100);
 const QUIET_WAIT_S = Number(process.env.BENCH_QUIET_WAIT_S ?? 180);
+/** BENCH_HEAP=0: no inspector and no heap sweeps (the timed sweep alone). */
+const HEAP = process.env.BENCH_HEAP !== "0";
 const RUNS = (process.env.BENCH_RUNS ?? "sweep,hanging").split(",");
 const PER_TX = 100;
 const PER_TENANT = 1000; // bench genesis: credit and pending-lease limit per tenant
@@ -129,6 +131,29 @@ function rssMb(pid: number | undefined): number {
   return m === null ? 0 : Math.round(Number(m[1]) / 1024);
 }
 
+/** CPU seconds (user + system) each process of the stack has used so far (Linux /proc). */
+function cpuSeconds(stack: Stack): Record<string, number> {
+  const pids: [string, number | undefined][] = [
+    ["providerd", stack.providerd?.child.pid],
+    ["devnet", stack.devnet.child.pid],
+    ...stack.mocks.map((m, i): [string, number | undefined] => [`mock-${i + 1}`, m.child.pid]),
+  ];
+  return Object.fromEntries(
+    pids.map(([name, pid]) => {
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+      return [name, (Number(fields[11]) + Number(fields[12])) / 100];
+    }),
+  );
+}
+
+/** CPU seconds used since `before` (a cpuSeconds reading), by process. */
+function cpuSince(stack: Stack, before: Record<string, number>): Record<string, number> {
+  const now = cpuSeconds(stack);
+  return Object.fromEntries(
+    Object.entries(now).map(([k, v]) => [k, Number((v - (before[k] ?? 0)).toFixed(2))]),
+  );
+}
+
 /** A minimal Chrome DevTools Protocol session on providerd's inspector. */
 class Inspector {
   #next = 1;
@@ -199,11 +224,33 @@ async function measuredSweep(inspector: Inspector, socket: string, live: boolean
   return { report, base, peak, after: await inspector.heapUsed() };
 }
 
+/** The two heap-measuring sweeps, through providerd's inspector. */
+async function heapSweeps(stack: Stack, socket: string) {
+  const inspector = await Inspector.open(() => stack.providerd?.stderr() ?? "");
+  try {
+    const heap = await measuredSweep(inspector, socket, false);
+    const held = await measuredSweep(inspector, socket, true);
+    return {
+      heap_sweep: heap.report,
+      heap_before_mb: Math.round(heap.base / 2 ** 20),
+      heap_peak_mb: Math.round(heap.peak / 2 ** 20),
+      heap_after_gc_mb: Math.round(heap.after / 2 ** 20),
+      heap_bytes_per_lease: Math.round((heap.peak - heap.base) / LEASES),
+      held_sweep: held.report,
+      heap_held_peak_mb: Math.round(held.peak / 2 ** 20),
+      heap_held_bytes_per_lease: Math.round((held.peak - held.base) / LEASES),
+      heap_live_bytes_per_lease_between_sweeps: Math.round(heap.base / LEASES),
+    };
+  } finally {
+    inspector.ws.close();
+  }
+}
+
 async function sweepRun(): Promise<void> {
   const stack = await startStack(LEASES, {});
   try {
     const flags = process.env.FRED_NODE_FLAGS_PROVIDERD ?? "";
-    process.env.FRED_NODE_FLAGS_PROVIDERD = `${flags} --inspect=127.0.0.1:0`;
+    if (HEAP) process.env.FRED_NODE_FLAGS_PROVIDERD = `${flags} --inspect=127.0.0.1:0`;
     await stack.startProviderd();
     process.env.FRED_NODE_FLAGS_PROVIDERD = flags;
     await createActive(stack, LEASES);
@@ -212,14 +259,13 @@ async function sweepRun(): Promise<void> {
     // the second is the steady-state sweep the goal is about.
     const first = await requestSweep(socket);
     const loadBefore = await quiet();
+    const cpu0 = cpuSeconds(stack);
     const t0 = performance.now();
     const report = await requestSweep(socket);
     const ms = performance.now() - t0;
+    const cpu = cpuSince(stack, cpu0);
     const loadAfter = load1();
-    const inspector = await Inspector.open(() => stack.providerd?.stderr() ?? "");
-    const heap = await measuredSweep(inspector, socket, false);
-    const held = await measuredSweep(inspector, socket, true);
-    inspector.ws.close();
+    const heapFigures = HEAP ? await heapSweeps(stack, socket) : {};
     console.log(
       JSON.stringify({
         bench: "reconciler_sweep_processes",
@@ -230,16 +276,10 @@ async function sweepRun(): Promise<void> {
         sweep: report,
         sweep_ms: Math.round(ms),
         us_per_lease: Number(((ms * 1000) / LEASES).toFixed(1)),
+        // Under load the wall time mostly measures the other sessions; CPU time does not.
+        cpu_s: cpu,
         goal_s_at_100k: 5,
-        heap_sweep: heap.report,
-        heap_before_mb: Math.round(heap.base / 2 ** 20),
-        heap_peak_mb: Math.round(heap.peak / 2 ** 20),
-        heap_after_gc_mb: Math.round(heap.after / 2 ** 20),
-        heap_bytes_per_lease: Math.round((heap.peak - heap.base) / LEASES),
-        held_sweep: held.report,
-        heap_held_peak_mb: Math.round(held.peak / 2 ** 20),
-        heap_held_bytes_per_lease: Math.round((held.peak - held.base) / LEASES),
-        heap_live_bytes_per_lease_between_sweeps: Math.round(heap.base / LEASES),
+        ...heapFigures,
         goal_heap_bytes_per_lease: 1024,
         providerd_rss_mb: rssMb(stack.providerd?.child.pid),
         load1_before: loadBefore,
@@ -262,9 +302,11 @@ async function hangingRun(): Promise<void> {
     stack.mockEnvs[2] = { ...stack.mockEnvs[2]!, MOCK_BACKEND_HANG_INVENTORY: "1" };
     await stack.restartMock(2);
     const loadBefore = await quiet();
+    const cpu0 = cpuSeconds(stack);
     const t0 = performance.now();
     const report = await requestSweep(socket);
     const ms = performance.now() - t0;
+    const cpu = cpuSince(stack, cpu0);
     console.log(
       JSON.stringify({
         bench: "reconciler_sweep_processes_hanging",
@@ -276,6 +318,7 @@ async function hangingRun(): Promise<void> {
         settled_sweep: settled,
         sweep: report,
         sweep_ms: Math.round(ms),
+        cpu_s: cpu,
         goal_s: 5,
         load1_before: loadBefore,
         load1: load1(),
