@@ -5,11 +5,11 @@ import { setFlagsFromString } from "node:v8";
  * before it collects again, in percent. V8's own default is a factor of up to 4× when
  * allocation is fast, which is right for a short job and wrong for a daemon that runs
  * beside workloads: in a 10,000-lease burst providerd's live heap stays under ~100 MB,
- * yet its resident memory reached 300 MB under load, most of it garbage V8 had not yet
- * collected. At 30 % the burst peaks near 225 MB for no measurable CPU; 10 % saves only
- * ~12 MB more for a quarter more CPU (docs/benchmarks.md, "Burst memory").
+ * yet its resident memory reached 300–330 MB under load, most of it garbage V8 had not
+ * yet collected. At 10 % the burst peaks near 210 MB for 10–25 % more CPU and the same
+ * wall time (docs/benchmarks.md, "Burst memory").
  */
-export const HEAP_GROWING_PERCENT = 30;
+export const HEAP_GROWING_PERCENT = 10;
 
 /**
  * Applies the daemon's heap growth limit to this process. V8 reads this flag every time
