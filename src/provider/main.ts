@@ -15,7 +15,6 @@ import { type BackendClient, closeBackendClients, createBackendClients } from ".
 import { closedByMonitor, createBilling, creditNotices } from "./billing/index.ts";
 import { type ProviderConfig, withBoundCallbackBase } from "./config/index.ts";
 import { armFailpoints } from "./failpoints.ts";
-import { applyDaemonHeapPolicy } from "./heap-policy.ts";
 import { createHealthGauge } from "./http/health.ts";
 import { listenerOptions } from "./http/listener.ts";
 import { createProviderMetrics } from "./http/metrics.ts";
@@ -87,7 +86,6 @@ export async function startProviderd(
 ): Promise<RunningProviderd> {
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? createLogger("providerd", config.logLevel);
-  applyDaemonHeapPolicy();
   let state: ProviderdState = "starting";
   const cleanup: (() => Promise<void> | void)[] = [];
   const unwind = async () => {
