@@ -258,12 +258,7 @@ async function sweepRun(): Promise<void> {
     // The first sweep after the burst settles whatever the burst left (placements adopted);
     // the second is the steady-state sweep the goal is about.
     const first = await requestSweep(socket);
-    const loadBefore = await quiet();
-    const cpu0 = cpuSeconds(stack);
-    const t0 = performance.now();
-    const report = await requestSweep(socket);
-    const ms = performance.now() - t0;
-    const cpu = cpuSince(stack, cpu0);
+    const { loadBefore, report, ms, cpu } = await timedSweep(stack, socket);
     const loadAfter = load1();
     const heapFigures = HEAP ? await heapSweeps(stack, socket) : {};
     console.log(
@@ -291,6 +286,16 @@ async function sweepRun(): Promise<void> {
   }
 }
 
+/** One on-demand sweep once the machine is quiet: its report, wall time and every process's CPU. */
+async function timedSweep(stack: Stack, socket: string) {
+  const loadBefore = await quiet();
+  const cpu0 = cpuSeconds(stack);
+  const t0 = performance.now();
+  const report = await requestSweep(socket);
+  const ms = performance.now() - t0;
+  return { loadBefore, report, ms, cpu: cpuSince(stack, cpu0) };
+}
+
 async function hangingRun(): Promise<void> {
   const stack = await startStack(HANGING_LEASES, { timeout: BACKEND_TIMEOUT });
   try {
@@ -301,12 +306,7 @@ async function hangingRun(): Promise<void> {
     await stack.stopMock(2);
     stack.mockEnvs[2] = { ...stack.mockEnvs[2]!, MOCK_BACKEND_HANG_INVENTORY: "1" };
     await stack.restartMock(2);
-    const loadBefore = await quiet();
-    const cpu0 = cpuSeconds(stack);
-    const t0 = performance.now();
-    const report = await requestSweep(socket);
-    const ms = performance.now() - t0;
-    const cpu = cpuSince(stack, cpu0);
+    const { loadBefore, report, ms, cpu } = await timedSweep(stack, socket);
     console.log(
       JSON.stringify({
         bench: "reconciler_sweep_processes_hanging",
