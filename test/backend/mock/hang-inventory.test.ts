@@ -10,7 +10,7 @@ import { isFredError } from "../../../src/core/errors.ts";
 import { startReceiver } from "../kit/receiver.ts";
 import { signedClient } from "../kit/signed-client.ts";
 import { SECRET, SKU } from "./helpers.ts";
-import { type MockProcess, spawnMock } from "./process.ts";
+import { type MockProcess, mockEnv, spawnMock } from "./process.ts";
 
 /** A signed GET that the test can abandon (the signed client of the kit tests cannot). */
 function signedGet(base: string, uri: string, signal: AbortSignal): Promise<Response> {
@@ -48,13 +48,9 @@ describe("mock backend failure injection: hanging inventory reads (real process)
   it("never answers GET /provisions or /retentions, and answers everything else", async () => {
     const rx = await startReceiver(SECRET);
     try {
-      proc = await spawnMock({
-        MOCK_BACKEND_ADDR: "127.0.0.1:0",
-        MOCK_BACKEND_STORAGE_ID: randomUUID(),
-        MOCK_BACKEND_CALLBACK_SECRET: SECRET,
-        MOCK_BACKEND_DB_PATH: join(dir, "journal.db"),
-        MOCK_BACKEND_HANG_INVENTORY: "true",
-      });
+      proc = await spawnMock(
+        mockEnv(SECRET, join(dir, "journal.db"), { MOCK_BACKEND_HANG_INVENTORY: "true" }),
+      );
       const base = proc.ready.url;
       const c = signedClient(base, SECRET);
       const lease = randomUUID();
@@ -101,12 +97,7 @@ describe("mock backend failure injection: hanging inventory reads (real process)
   });
 
   it("stops on SIGTERM while an inventory read hangs; the reader sees the connection drop", async () => {
-    const p = await spawnMock({
-      MOCK_BACKEND_ADDR: "127.0.0.1:0",
-      MOCK_BACKEND_STORAGE_ID: randomUUID(),
-      MOCK_BACKEND_CALLBACK_SECRET: SECRET,
-      MOCK_BACKEND_HANG_INVENTORY: "1",
-    });
+    const p = await spawnMock(mockEnv(SECRET, undefined, { MOCK_BACKEND_HANG_INVENTORY: "1" }));
     try {
       const base = p.ready.url;
       const read = signedGet(base, "/provisions", new AbortController().signal).then(

@@ -7,7 +7,7 @@ import { after, describe, it } from "node:test";
 import { startReceiver } from "../kit/receiver.ts";
 import { signedClient } from "../kit/signed-client.ts";
 import { SECRET, SKU } from "./helpers.ts";
-import { type MockProcess, spawnMock } from "./process.ts";
+import { type MockProcess, mockEnv, spawnMock } from "./process.ts";
 
 /**
  * POST /_mock/lose/{lease_uuid} on a real `fred backend mock` process: the workload
@@ -25,12 +25,7 @@ describe("mock backend failure injection: lose a workload (real process)", () =>
   it("reports the lost lease failed, keeps it, and provisions it again under a new operation", async () => {
     const rx = await startReceiver(SECRET);
     try {
-      proc = await spawnMock({
-        MOCK_BACKEND_ADDR: "127.0.0.1:0",
-        MOCK_BACKEND_STORAGE_ID: randomUUID(),
-        MOCK_BACKEND_CALLBACK_SECRET: SECRET,
-        MOCK_BACKEND_DB_PATH: join(dir, "journal.db"),
-      });
+      proc = await spawnMock(mockEnv(SECRET, join(dir, "journal.db")));
       const c = signedClient(proc.ready.url, SECRET);
       const lease = randomUUID();
       const provision = async (op: string) => {
