@@ -8,7 +8,7 @@
 // edit, an addition and a removal all change it): a stale bundle is never run. Processes racing
 // to build write their own temporary files and rename them into place, the entry last, so none
 // ever reads a half-written bundle.
-import { mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -36,15 +36,12 @@ function sourceStamp() {
  * cannot be built here (e.g. a read-only install), so the caller runs the sources instead.
  */
 export async function ensureBundle() {
-  const name = `fred-${sourceStamp()}`;
-  const file = join(DIST, `${name}.mjs`);
   try {
-    statSync(file);
-    return file;
-  } catch {
-    // Not built yet for these sources.
-  }
-  try {
+    // Inside the try: a source removed while it is being stamped (an editor's temporary
+    // file) makes this run fall back to the sources, not fail.
+    const name = `fred-${sourceStamp()}`;
+    const file = join(DIST, `${name}.mjs`);
+    if (existsSync(file)) return file;
     const { build } = await import("esbuild");
     const { outputFiles } = await build({
       entryPoints: { [name]: ENTRY },
