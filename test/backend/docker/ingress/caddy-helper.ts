@@ -5,6 +5,10 @@ import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { DockerBackendConfig } from "../../../../src/backend/docker/config.ts";
+import { Ingress } from "../../../../src/backend/docker/ingress/index.ts";
+import { systemClock } from "../../../../src/core/clock.ts";
+import { createLogger } from "../../../../src/log.ts";
 import { pickFreePort, until } from "../../../support/index.ts";
 
 /**
@@ -150,4 +154,20 @@ function httpsGetOnce(host: string, port: number, ca: Buffer, path: string): Pro
     req.on("error", (err: NodeJS.ErrnoException) => resolve({ status: 0, body: err.code ?? err.message }));
     req.end();
   });
+}
+
+/** An Ingress for `config`, started and active (as a backend has it once running), logging nothing. */
+export async function activeIngress(
+  config: NonNullable<DockerBackendConfig["ingress"]>,
+  backendName: string,
+): Promise<Ingress> {
+  const ingress = new Ingress({
+    config,
+    backendName,
+    clock: systemClock,
+    log: createLogger("test", "silent"),
+  });
+  await ingress.start();
+  await ingress.activate();
+  return ingress;
 }

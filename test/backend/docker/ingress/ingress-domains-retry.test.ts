@@ -1,11 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { parseDockerBackendConfig } from "../../../../src/backend/docker/config.ts";
-import { Ingress } from "../../../../src/backend/docker/ingress/index.ts";
-import { systemClock } from "../../../../src/core/clock.ts";
-import { createLogger } from "../../../../src/log.ts";
+import type { Ingress } from "../../../../src/backend/docker/ingress/index.ts";
 import { pickFreePort } from "../../../support/index.ts";
-import { startCaddy, type TestCaddy } from "./caddy-helper.ts";
+import { activeIngress, startCaddy, type TestCaddy } from "./caddy-helper.ts";
 
 /**
  * A custom domain the proxy could not take is not "in effect": the backend keeps the earlier
@@ -42,14 +40,7 @@ describe("ingress: a custom domain whose apply failed is applied on the retry", 
       },
     });
     assert.ok(config.ingress !== undefined);
-    ingress = new Ingress({
-      config: config.ingress,
-      backendName: "retry-test",
-      clock: systemClock,
-      log: createLogger("test", "silent"),
-    });
-    await ingress.start();
-    await ingress.activate();
+    ingress = await activeIngress(config.ingress, "retry-test");
     await ingress.setLease(
       LEASE,
       [{ service: "app", index: 0, host: `app-0000000.${WILDCARD}`, dial: "127.0.0.1:9" }],

@@ -8,11 +8,9 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connect } from "node:tls";
 import { parseDockerBackendConfig } from "../../../../src/backend/docker/config.ts";
-import { Ingress } from "../../../../src/backend/docker/ingress/index.ts";
-import { systemClock } from "../../../../src/core/clock.ts";
-import { createLogger } from "../../../../src/log.ts";
+import type { Ingress } from "../../../../src/backend/docker/ingress/index.ts";
 import { pickFreePort } from "../../../support/index.ts";
-import { httpsGet, startCaddy, type TestCaddy } from "./caddy-helper.ts";
+import { activeIngress, httpsGet, startCaddy, type TestCaddy } from "./caddy-helper.ts";
 import { selfSignedCert } from "./wildcard-cert.ts";
 
 /**
@@ -75,14 +73,7 @@ describe("ingress: a wildcard certificate from files", () => {
       { baseDir: dir },
     );
     assert.ok(config.ingress !== undefined);
-    ingress = new Ingress({
-      config: config.ingress,
-      backendName: "files-test",
-      clock: systemClock,
-      log: createLogger("t", "silent"),
-    });
-    await ingress.start();
-    await ingress.activate();
+    ingress = await activeIngress(config.ingress, "files-test");
   });
   after(async () => {
     await ingress?.close();
