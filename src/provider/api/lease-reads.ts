@@ -6,6 +6,14 @@ import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import { refuse } from "./errors.ts";
 
+/** What the chain's event feed says about blocks. */
+export interface BlockSignal {
+  /** Whether new blocks are being reported now. */
+  live(): boolean;
+  /** Calls `listener` on every new block; returns the unsubscribe. */
+  onBlock(listener: () => void): () => void;
+}
+
 /**
  * The chain read behind every authenticated request. Concurrent requests for one lease
  * share one read, and its answer serves later requests until the next block: a lease's
@@ -17,14 +25,6 @@ import { refuse } from "./errors.ts";
  * refused with 503, instead of multiplying onto the chain node. A failed read is never
  * cached and never becomes an allow: it answers 500 (503 when the bulkhead is full).
  */
-/** What the chain's event feed says about blocks. */
-export interface BlockSignal {
-  /** Whether new blocks are being reported now. */
-  live(): boolean;
-  /** Calls `listener` on every new block; returns the unsubscribe. */
-  onBlock(listener: () => void): () => void;
-}
-
 export interface LeaseReadsOptions {
   chain: ChainPort;
   clock: Clock;
