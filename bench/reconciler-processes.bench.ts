@@ -24,8 +24,9 @@
  * Usage: npm run bench -- reconciler-processes   (BENCH_LEASES=10000 for a quicker run;
  * BENCH_RUNS=sweep or =hanging for one of the two)
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
+import { join } from "node:path";
 import WebSocket from "ws";
 import { type CosmosChain, openCosmosChain } from "../src/chain/cosmos/adapter.ts";
 import { signerFromKey } from "../src/chain/cosmos/signer.ts";
@@ -41,6 +42,8 @@ const PAGE_LIMIT = Number(process.env.BENCH_QUERY_PAGE_LIMIT ?? 100);
 const QUIET_WAIT_S = Number(process.env.BENCH_QUIET_WAIT_S ?? 180);
 /** BENCH_HEAP=0: no inspector and no heap sweeps (the timed sweep alone). */
 const HEAP = process.env.BENCH_HEAP !== "0";
+/** Where to write two heap snapshots of providerd around one more sweep (unset: none). */
+const SNAPSHOT_DIR = process.env.BENCH_SNAPSHOT_DIR;
 const RUNS = (process.env.BENCH_RUNS ?? "sweep,hanging").split(",");
 const PER_TX = 100;
 const PER_TENANT = 1000; // bench genesis: credit and pending-lease limit per tenant
@@ -158,10 +161,19 @@ function cpuSince(stack: Stack, before: Record<string, number>): Record<string, 
 class Inspector {
   #next = 1;
   readonly #waiting = new Map<number, (r: { result?: unknown; error?: unknown }) => void>();
+  /** Chunks of the heap snapshot being taken. */
+  #chunks: string[] = [];
   private constructor(readonly ws: WebSocket) {
     ws.on("message", (data) => {
-      const msg = JSON.parse(String(data)) as { id?: number; result?: unknown; error?: unknown };
+      const msg = JSON.parse(String(data)) as {
+        id?: number;
+        method?: string;
+        params?: { chunk?: string };
+        result?: unknown;
+        error?: unknown;
+      };
       if (msg.id !== undefined) this.#waiting.get(msg.id)?.(msg);
+      else if (msg.method === "HeapProfiler.addHeapSnapshotChunk") this.#chunks.push(msg.params?.chunk ?? "");
     });
   }
 
@@ -199,6 +211,14 @@ class Inspector {
   async gc(): Promise<void> {
     await this.call("HeapProfiler.collectGarbage");
   }
+
+  /** A heap snapshot (after V8's own full GC) written to `path`. */
+  async snapshot(path: string): Promise<void> {
+    this.#chunks = [];
+    await this.call("HeapProfiler.takeHeapSnapshot", { reportProgress: false });
+    writeFileSync(path, this.#chunks.join(""));
+    this.#chunks = [];
+  }
 }
 
 /**
@@ -210,18 +230,53 @@ async function measuredSweep(inspector: Inspector, socket: string, live: boolean
   await inspector.gc();
   const base = await inspector.heapUsed();
   let peak = base;
+  let peakAtMs = 0;
   let sweeping = true;
+  const t0 = performance.now();
   const sweep = requestSweep(socket).finally(() => {
     sweeping = false;
   });
   while (sweeping) {
     if (live) await inspector.gc();
-    peak = Math.max(peak, await inspector.heapUsed());
+    const used = await inspector.heapUsed();
+    if (used > peak) [peak, peakAtMs] = [used, performance.now() - t0];
     await new Promise((r) => setTimeout(r, live ? 100 : 10));
   }
   const report = await sweep;
   await inspector.gc();
-  return { report, base, peak, after: await inspector.heapUsed() };
+  return { report, base, peak, peakAtMs, after: await inspector.heapUsed() };
+}
+
+/**
+ * BENCH_SNAPSHOT_DIR: heap snapshots of providerd before one more sweep and once, during it,
+ * the heap (sampled after a full GC, as in the held sweep) reaches 95 % of the held sweep's
+ * rise `rise`, for bench/reconciler-heap-summary.ts; then a CPU profile of another sweep
+ * (sweep.cpuprofile).
+ */
+async function snapshots(inspector: Inspector, socket: string, rise: number): Promise<void> {
+  const dir = SNAPSHOT_DIR as string;
+  await inspector.snapshot(join(dir, "before.heapsnapshot"));
+  const base = await inspector.heapUsed();
+  let sweeping = true;
+  const sweep = requestSweep(socket).finally(() => {
+    sweeping = false;
+  });
+  let taken = false;
+  while (sweeping && !taken) {
+    await inspector.gc();
+    if ((await inspector.heapUsed()) - base >= 0.95 * rise) {
+      await inspector.snapshot(join(dir, "during.heapsnapshot"));
+      taken = true;
+    } else await new Promise((r) => setTimeout(r, 50));
+  }
+  await sweep;
+  // And a CPU profile of one more sweep (V8's sampling profiler, through the same session).
+  await inspector.call("Profiler.enable");
+  await inspector.call("Profiler.start");
+  await requestSweep(socket);
+  const { profile } = (await inspector.call("Profiler.stop")) as { profile: unknown };
+  writeFileSync(join(dir, "sweep.cpuprofile"), JSON.stringify(profile));
+  console.error(`sweep.cpuprofile in ${dir}; during.heapsnapshot ${taken ? "taken" : "not reached"}`);
 }
 
 /** The two heap-measuring sweeps, through providerd's inspector. */
@@ -230,6 +285,7 @@ async function heapSweeps(stack: Stack, socket: string) {
   try {
     const heap = await measuredSweep(inspector, socket, false);
     const held = await measuredSweep(inspector, socket, true);
+    if (SNAPSHOT_DIR !== undefined) await snapshots(inspector, socket, held.peak - held.base);
     return {
       heap_sweep: heap.report,
       heap_before_mb: Math.round(heap.base / 2 ** 20),
@@ -239,6 +295,7 @@ async function heapSweeps(stack: Stack, socket: string) {
       held_sweep: held.report,
       heap_held_peak_mb: Math.round(held.peak / 2 ** 20),
       heap_held_bytes_per_lease: Math.round((held.peak - held.base) / LEASES),
+      heap_held_peak_at_ms: Math.round(held.peakAtMs),
       heap_live_bytes_per_lease_between_sweeps: Math.round(heap.base / LEASES),
     };
   } finally {

@@ -3,7 +3,8 @@
  * boundary: Reconciler.sweep → collect (the chain's PENDING/ACTIVE listings, each backend's
  * paired inventories, the placement store: a real SQLite file) → the pure plan → act (each
  * lease's task in its serial queue; here every lease is ACTIVE and ready on its owner, so
- * the act phase sends one reconcile_custom_domain per lease to the fake client). What it
+ * the act phase re-reads each lease and sends one reconcile_custom_domain per lease to the
+ * fake client). What it
  * does not measure: HTTP, JSON decoding and paging of real inventories and listings.
  *
  * Runs:
@@ -75,7 +76,8 @@ async function collectPlanHeld(deps: ReturnType<typeof lifecycleDeps>, deadlineM
   const planned = plan(collected.input);
   gc();
   const held = process.memoryUsage().heapUsed - before;
-  if (planned.actions.length === 0 && collected.leases.size > 0) throw new Error("the plan decided nothing");
+  if (planned.actions.length === 0 && collected.input.chain.length > 0)
+    throw new Error("the plan decided nothing");
   return held;
 }
 
@@ -115,13 +117,15 @@ async function run(label: string, leases: number, hangingBackend: string | undef
     }
   });
   await store.durable();
+  const byUuid = new Map(chainLeases.map((l) => [l.uuid, l]));
   const clients = new Map(
     BACKENDS.map((b, i) => [b, fakeClient(b, SIDS[i]!, provisions.get(b)!, b === hangingBackend)]),
   );
   const chain = recordingChain([], {
     leasesByProvider: async (_p: string, state: LeaseStateName | undefined) =>
       state === "LEASE_STATE_ACTIVE" ? chainLeases : [],
-    getLease: async () => undefined,
+    // The act phase re-reads each ACTIVE lease it pushes custom domains for.
+    getLease: async (uuid: string) => byUuid.get(uuid),
   });
   const deps = lifecycleDeps({ config, chain, store, clock: systemClock as never, clients });
   const reconciler = new Reconciler({

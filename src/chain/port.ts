@@ -116,6 +116,16 @@ export interface ChainPort {
     signal?: AbortSignal,
     onPage?: (page: readonly ChainLease[]) => void,
   ): Promise<ChainLease[]>;
+  /**
+   * The same walk, each page handed to `onPage` and none kept: for a caller that reduces
+   * the leases as they arrive (the reconciler's sweep holds 100,000 of them otherwise).
+   */
+  leasePagesByProvider(
+    providerUuid: string,
+    state: LeaseStateName | undefined,
+    onPage: (page: readonly ChainLease[]) => void,
+    signal?: AbortSignal,
+  ): Promise<void>;
   creditAccount(tenant: string, signal?: AbortSignal): Promise<CreditView | undefined>;
   /** undefined when the tenant has no credit account. */
   creditEstimate(tenant: string, signal?: AbortSignal): Promise<CreditEstimate | undefined>;

@@ -92,6 +92,17 @@ export class RecordingChain implements ChainPort {
     return all;
   }
 
+  /** Pages of what `leasesByProvider` returns (a suite's scripted listing included). */
+  async leasePagesByProvider(
+    providerUuid: string,
+    state: LeaseStateName | undefined,
+    onPage: (page: readonly ChainLease[]) => void,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const all = await this.leasesByProvider(providerUuid, state, signal);
+    for (let i = 0; i < all.length; i += this.pageLimit) onPage(all.slice(i, i + this.pageLimit));
+  }
+
   async creditAccount(_tenant: string): Promise<CreditView | undefined> {
     return undefined;
   }

@@ -213,6 +213,21 @@ export class CosmosChain implements ChainPort {
       onPage,
     );
   }
+  leasePagesByProvider(
+    providerUuid: string,
+    state: LeaseStateName | undefined,
+    onPage: (page: readonly ChainLease[]) => void,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    return q.leasePagesByProvider(
+      this.#conn,
+      { pageLimit: this.#o.queryPageLimit },
+      providerUuid,
+      state,
+      onPage,
+      signal,
+    );
+  }
   creditAccount(tenant: string, signal?: AbortSignal): Promise<CreditView | undefined> {
     return q.creditAccount(this.#conn, { pageLimit: this.#o.queryPageLimit }, tenant, signal);
   }

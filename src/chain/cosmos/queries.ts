@@ -70,8 +70,32 @@ export async function leasesByProvider(
   signal?: AbortSignal,
   onPage?: (page: readonly ChainLease[]) => void,
 ): Promise<ChainLease[]> {
+  const out: ChainLease[] = [];
+  await leasePagesByProvider(
+    conn,
+    opts,
+    providerUuid,
+    state,
+    (page) => {
+      out.push(...page);
+      onPage?.(page);
+    },
+    signal,
+  );
+  return out;
+}
+
+/** Every page of the provider's leases in `state`, handed to `onPage` as it arrives (none kept). */
+export async function leasePagesByProvider(
+  conn: NodeConnection,
+  opts: QueryOptions,
+  providerUuid: string,
+  state: LeaseStateName | undefined,
+  onPage: (page: readonly ChainLease[]) => void,
+  signal?: AbortSignal,
+): Promise<void> {
   requireUuid(providerUuid, "provider UUID");
-  return listLeases(
+  await walkLeases(
     "LeasesByProvider",
     (key) =>
       abciQuery(
@@ -125,17 +149,24 @@ interface LeasePage {
 async function listLeases(
   what: string,
   fetchPage: (key: Uint8Array) => Promise<LeasePage>,
-  onPage?: (page: readonly ChainLease[]) => void,
 ): Promise<ChainLease[]> {
   const out: ChainLease[] = [];
+  await walkLeases(what, fetchPage, (page) => out.push(...page));
+  return out;
+}
+
+/** The cursor walk behind every lease list: each page converted and handed to `onPage`. */
+async function walkLeases(
+  what: string,
+  fetchPage: (key: Uint8Array) => Promise<LeasePage>,
+  onPage: (page: readonly ChainLease[]) => void,
+): Promise<void> {
   let key: Uint8Array = new Uint8Array();
   for (let page = 0; page < MAX_PAGES; page++) {
     const res = await fetchPage(key);
-    const leases = res.leases.map(toChainLease);
-    out.push(...leases);
-    onPage?.(leases);
+    onPage(res.leases.map(toChainLease));
     const next = res.pagination?.nextKey ?? new Uint8Array();
-    if (next.length === 0) return out;
+    if (next.length === 0) return;
     if (Buffer.from(next).equals(Buffer.from(key)))
       throw new FredError("ERR_CHAIN_QUERY", `${what} cursor did not advance`);
     key = next;

@@ -22,7 +22,8 @@ import { provisionOn } from "./provision.ts";
  */
 export interface ActContext {
   lifecycle: Lifecycle;
-  leases: ReadonlyMap<string, ChainLease>;
+  /** The listed PENDING leases; an action that needs an ACTIVE lease in full re-reads it. */
+  pending: ReadonlyMap<string, ChainLease>;
   metrics: ReconcilerMetrics;
   /** Bound on each chain re-read and backend call. */
   deadlineMs: number;
@@ -100,7 +101,6 @@ async function actOnLease(ctx: ActContext, lease: string, actions: readonly Acti
 async function lifecycleAction(ctx: ActContext, a: Exclude<Action, DestructiveAction>): Promise<void> {
   const lc = ctx.lifecycle;
   const d = lc.deps;
-  const chainLease = ctx.leases.get(a.lease);
   ctx.metrics.actions.inc({ action: a.kind });
   switch (a.kind) {
     case "acknowledge":
@@ -122,22 +122,28 @@ async function lifecycleAction(ctx: ActContext, a: Exclude<Action, DestructiveAc
       if (step === "lease-ended") await lc.closer.close(a.lease, ctx.signal);
       return;
     }
-    case "provision":
-      if (chainLease === undefined) return;
-      if (chainLease.state === "LEASE_STATE_PENDING" && "scope" in a.target) {
+    case "provision": {
+      const listed = ctx.pending.get(a.lease);
+      if (listed !== undefined && "scope" in a.target) {
         // New work: the provision workflow routes it (and waits for a missing payload).
-        lc.startProvision(a.lease, chainLease);
+        lc.startProvision(a.lease, listed);
         return;
       }
-      await provisionOn(lc, chainLease, a.target, a.payload, false, ctx.signal);
+      const chainLease = await fullLease(ctx, a.lease);
+      if (chainLease !== undefined) await provisionOn(lc, chainLease, a.target, a.payload, false, ctx.signal);
       return;
-    case "reprovision":
+    }
+    case "reprovision": {
+      const chainLease = await fullLease(ctx, a.lease);
       if (chainLease !== undefined)
         await provisionOn(lc, chainLease, { backend: a.backend }, a.payload, true, ctx.signal);
       return;
+    }
     case "reconcile_custom_domain": {
       const client = d.clients.get(a.backend);
-      if (client === undefined || chainLease === undefined) return;
+      if (client === undefined) return;
+      const chainLease = await fullLease(ctx, a.lease);
+      if (chainLease === undefined) return;
       const items = chainLease.items.map((i) => ({
         sku: i.skuUuid,
         quantity: Number(i.quantity),
@@ -160,18 +166,41 @@ async function lifecycleAction(ctx: ActContext, a: Exclude<Action, DestructiveAc
   }
 }
 
-/** The bounded exact re-read of one lease: not found and a failed read are kept apart. */
-async function reread(ctx: ActContext, lease: string): Promise<Reread> {
+/** The bounded exact read of one lease: undefined when not found, "failed" when the read failed. */
+async function exactRead(ctx: ActContext, lease: string): Promise<ChainLease | undefined | "failed"> {
   const chain = ctx.lifecycle.deps.chain;
   try {
-    const l = await sweepDeadline(ctx.lifecycle.deps.clock, ctx.deadlineMs, ctx.signal, (s) =>
+    return await sweepDeadline(ctx.lifecycle.deps.clock, ctx.deadlineMs, ctx.signal, (s) =>
       chain.getLease(lease, s),
     );
-    return l === undefined ? { kind: "not_found" } : { kind: "found", state: l.state };
   } catch (err) {
     if (ctx.signal.aborted) throw err;
-    return { kind: "failed" };
+    return "failed";
   }
+}
+
+/** The destructive gate's re-read: not found and a failed read are kept apart. */
+async function reread(ctx: ActContext, lease: string): Promise<Reread> {
+  const l = await exactRead(ctx, lease);
+  if (l === "failed") return { kind: "failed" };
+  return l === undefined ? { kind: "not_found" } : { kind: "found", state: l.state };
+}
+
+/**
+ * The full lease a provision or a custom-domain push needs: the listed one if PENDING, else
+ * an exact re-read, used only while the lease is still ACTIVE (as the plan saw it). Anything
+ * else leaves the action to a later sweep.
+ */
+async function fullLease(ctx: ActContext, lease: string): Promise<ChainLease | undefined> {
+  const listed = ctx.pending.get(lease);
+  if (listed !== undefined) return listed;
+  const l = await exactRead(ctx, lease);
+  if (l !== "failed" && l?.state === "LEASE_STATE_ACTIVE") return l;
+  ctx.lifecycle.deps.logger.warn(
+    { lease_uuid: lease, reread: l === "failed" ? "failed" : (l?.state ?? "not_found") },
+    "reconciler: lease not re-read as ACTIVE; action left for a later sweep",
+  );
+  return undefined;
 }
 
 async function destroy(ctx: ActContext, a: DestructiveAction): Promise<void> {

@@ -22,8 +22,12 @@ import { sweepDeadline } from "./deadline.ts";
  */
 export interface Collected {
   input: PlanInput;
-  /** The listed leases, for the act phase (provision requests need their items). */
-  leases: Map<string, ChainLease>;
+  /**
+   * The listed PENDING leases, for the act phase (new work is provisioned from them). The
+   * ACTIVE ones are reduced to their plan view as their pages arrive: the few an action needs
+   * in full, the act phase re-reads (100,000 full leases were most of a sweep's heap).
+   */
+  pending: Map<string, ChainLease>;
 }
 
 export class ChainListingFailed extends FredError {
@@ -34,7 +38,7 @@ export class ChainListingFailed extends FredError {
 
 export async function collect(d: LifecycleDeps, deadlineMs: number, signal: AbortSignal): Promise<Collected> {
   const now = d.clock.now();
-  const [chain, views] = await Promise.all([
+  const [listed, views] = await Promise.all([
     listChain(d, signal),
     Promise.all(
       d.config.backends.map(
@@ -50,24 +54,29 @@ export async function collect(d: LifecycleDeps, deadlineMs: number, signal: Abor
   }
   const input: PlanInput = {
     now,
-    chain: Array.from(chain.values(), chainView),
+    chain: Array.from(listed.views.values()),
     backends,
-    store: storeView(d),
+    store: storeView(d, listed.views),
     billingOnlySkus: new Set(d.config.billingOnlySkus),
     placementGraceMs: d.config.provisionCallbackTimeoutMs,
   };
   await readBudgets(d, input, deadlineMs, signal);
-  return { input, leases: chain };
+  return { input, pending: listed.pending };
 }
 
-/** The plan's view of one listed lease; `customDomains` is left out when no item has one. */
-function chainView(l: ChainLease): ChainLeaseView {
-  const view: ChainLeaseView = {
-    uuid: l.uuid,
-    state: l.state,
-    skus: l.items.map((i) => i.skuUuid),
-    metaHash: l.metaHash,
-  };
+/**
+ * The plan's view of one listed lease; `customDomains` is left out when no item has one.
+ * Leases naming the same SKUs share one frozen list (`skuLists`, keyed by the list's JSON).
+ */
+function chainView(l: ChainLease, skuLists: Map<string, readonly string[]>): ChainLeaseView {
+  const skus = l.items.map((i) => i.skuUuid);
+  const key = JSON.stringify(skus);
+  let shared = skuLists.get(key);
+  if (shared === undefined) {
+    shared = Object.freeze(skus);
+    skuLists.set(key, shared);
+  }
+  const view: ChainLeaseView = { uuid: l.uuid, state: l.state, skus: shared, metaHash: l.metaHash };
   if (l.items.some((i) => i.customDomain !== ""))
     view.customDomains = l.items
       .filter((i) => i.customDomain !== "")
@@ -75,19 +84,31 @@ function chainView(l: ChainLease): ChainLeaseView {
   return view;
 }
 
-async function listChain(d: LifecycleDeps, signal: AbortSignal): Promise<Map<string, ChainLease>> {
-  const out = new Map<string, ChainLease>();
+/** Both listings, reduced page by page: every lease's plan view, and the PENDING leases in full. */
+async function listChain(
+  d: LifecycleDeps,
+  signal: AbortSignal,
+): Promise<{ views: Map<string, ChainLeaseView>; pending: Map<string, ChainLease> }> {
+  // By lease: a lease listed twice keeps its first place and its last listing.
+  const views = new Map<string, ChainLeaseView>();
+  const pending = new Map<string, ChainLease>();
+  const skuLists = new Map<string, readonly string[]>();
+  const reduce = (page: readonly ChainLease[]) => {
+    for (const l of page) {
+      views.set(l.uuid, chainView(l, skuLists));
+      if (l.state === "LEASE_STATE_PENDING") pending.set(l.uuid, l);
+      else pending.delete(l.uuid);
+    }
+  };
   try {
     // PENDING first: a lease acknowledged between the two reads shows up in ACTIVE as well.
-    for (const state of ["LEASE_STATE_PENDING", "LEASE_STATE_ACTIVE"] as const) {
-      for (const l of await d.chain.leasesByProvider(d.config.providerUuid, state, signal))
-        out.set(l.uuid, l);
-    }
+    for (const state of ["LEASE_STATE_PENDING", "LEASE_STATE_ACTIVE"] as const)
+      await d.chain.leasePagesByProvider(d.config.providerUuid, state, reduce, signal);
   } catch (err) {
     if (signal.aborted) throw err;
     throw new ChainListingFailed(err);
   }
-  return out;
+  return { views, pending };
 }
 
 async function readBackend(
@@ -153,18 +174,26 @@ async function readBudgets(d: LifecycleDeps, input: PlanInput, deadlineMs: numbe
   );
 }
 
-function storeView(d: LifecycleDeps): PlanInput["store"] {
+/**
+ * The placement store as the plan reads it. A listed lease's record is keyed by the listing's
+ * UUID string and owners by the configured names, so 100,000 records hold no copy of either.
+ */
+function storeView(d: LifecycleDeps, listed: ReadonlyMap<string, ChainLeaseView>): PlanInput["store"] {
   const placements = new Map<string, PlacementView>();
-  for (const p of d.store.placements()) {
+  const names = new Map(d.config.backends.map((b) => [b.name, b.name]));
+  d.store.eachPlacement(([uuid, state, owner, candidatesJson, updatedAt]) => {
+    // Parsed for every row, as the store's own reader does (a malformed one fails the sweep).
+    const candidates = JSON.parse(candidatesJson) as string[];
+    const lease = listed.get(uuid)?.uuid ?? uuid;
     placements.set(
-      p.leaseUuid,
-      p.state === "confirmed" && p.owner !== undefined
-        ? { kind: "confirmed", owner: p.owner, updatedAt: p.updatedAt }
-        : p.state === "conflict"
-          ? { kind: "quarantined", reason: "conflict", candidates: p.candidates, updatedAt: p.updatedAt }
-          : { kind: "unusable", updatedAt: p.updatedAt },
+      lease,
+      state === "confirmed" && owner !== null
+        ? { kind: "confirmed", owner: names.get(owner) ?? owner, updatedAt }
+        : state === "conflict"
+          ? { kind: "quarantined", reason: "conflict", candidates, updatedAt }
+          : { kind: "unusable", updatedAt },
     );
-  }
+  });
   const attempts = new Map(
     d.store
       .unresolvedAttempts()

@@ -101,14 +101,14 @@ export class Reconciler {
     const end = this.metrics.duration.startTimer();
     let report: SweepReport;
     try {
-      const { input, leases } = await collect(lifecycle.deps, deadlineMs, signal);
+      const { input, pending } = await collect(lifecycle.deps, deadlineMs, signal);
       const p = plan(input);
       for (const s of p.skips) this.metrics.skips.inc({ pass: s.pass, reason: s.reason });
       for (const name of this.backendHealthy.keys()) this.backendHealthy.set(name, p.answered.includes(name));
       const fencedSet = new Set(lifecycle.deps.config.backends.filter((b) => b.fenced).map((b) => b.name));
       for (const name of p.answered) if (!fencedSet.has(name)) this.#everAnswered.add(name);
       this.#readiness = inventoryReadiness(input, this.#everAnswered, fencedSet);
-      await act({ lifecycle, leases, metrics: this.metrics, deadlineMs, signal }, p);
+      await act({ lifecycle, pending, metrics: this.metrics, deadlineMs, signal }, p);
       await this.#d.afterSweep?.(signal).catch((err: unknown) => {
         if (!signal.aborted) logger.warn({ err }, "reconciler: pending maintenance pass failed");
       });

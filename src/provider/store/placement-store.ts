@@ -40,6 +40,18 @@ export interface Placement {
   updatedAt: number;
 }
 
+/**
+ * One placement row as the reconciler's sweep reads every one of them: lease UUID (canonical
+ * text), state, owner (null for a conflict), candidates (JSON text), updated_at.
+ */
+export type PlacementTuple = [
+  leaseUuid: string,
+  state: Placement["state"],
+  owner: string | null,
+  candidates: string,
+  updatedAt: number,
+];
+
 export interface InventoryBaseline {
   provisions: number;
   retentions: number;
@@ -149,6 +161,14 @@ function prepare(db: Database.Database, attempts: ExistsMemo) {
     deleteAttempt: writesAttempts(db.prepare<[Buffer]>("DELETE FROM attempts WHERE lease_uuid = ?")),
     placement: db.prepare<[Buffer], PlacementRow>("SELECT * FROM placements WHERE lease_uuid = ?"),
     placements: db.prepare<[], PlacementRow>("SELECT * FROM placements ORDER BY lease_uuid"),
+    // The UUID's text comes from SQLite and each row is a plain array: no Buffer, no object per row.
+    placementTuples: db
+      .prepare<[], PlacementTuple>(
+        `SELECT lower(substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-' || substr(h, 13, 4) || '-' ||
+                substr(h, 17, 4) || '-' || substr(h, 21)), state, owner, candidates, updated_at
+         FROM (SELECT hex(lease_uuid) AS h, * FROM placements ORDER BY lease_uuid)`,
+      )
+      .raw(),
     deletePlacement: db.prepare<[Buffer]>("DELETE FROM placements WHERE lease_uuid = ?"),
     upsertPlacement: db.prepare<[Buffer, Placement["state"], string | null, Buffer | null, string, number]>(
       `INSERT INTO placements (lease_uuid, state, owner, lifecycle_id, candidates, updated_at)
@@ -679,6 +699,11 @@ export class PlacementStore {
 
   placements(): Placement[] {
     return this.#stmt.placements.all().map(toPlacement);
+  }
+
+  /** Every placement in lease order, one row at a time and none kept (the reconciler's sweep). */
+  eachPlacement(visit: (row: PlacementTuple) => void): void {
+    for (const row of this.#stmt.placementTuples.iterate()) visit(row);
   }
 
   backends(): BackendPin[] {

@@ -61,6 +61,28 @@ export function chainPortContract(name: string, open: () => Promise<PortUnderTes
       );
     });
 
+    it("leasePagesByProvider: the same pages as leasesByProvider, ERR_INVALID_ARGUMENT before asking", async () => {
+      await t.createPending(t.pageLimit + 1);
+      const listed = await t.port.leasesByProvider(t.providerUuid, "LEASE_STATE_PENDING");
+      const pages: string[][] = [];
+      await t.port.leasePagesByProvider(t.providerUuid, "LEASE_STATE_PENDING", (p) =>
+        pages.push(p.map((l) => l.uuid)),
+      );
+      assert.ok(pages.length >= 2, `${pages.length} page(s)`);
+      assert.ok(pages.every((p) => p.length <= t.pageLimit));
+      assert.deepEqual(
+        pages.flat(),
+        listed.map((l) => l.uuid),
+      );
+      const none: unknown[] = [];
+      await t.port.leasePagesByProvider(NOBODY, undefined, (p) => none.push(...p));
+      assert.deepEqual(none, []);
+      await assert.rejects(
+        t.port.leasePagesByProvider("x", undefined, () => {}),
+        (e) => isFredError(e, "ERR_INVALID_ARGUMENT"),
+      );
+    });
+
     it("acknowledge: PENDING becomes ACTIVE; again is already_done; a bad or unknown lease fails alone", async () => {
       const [a, b] = await t.createPending(2);
       const first = await t.port.acknowledge([a!]);
