@@ -24,10 +24,15 @@ export interface CleanupResult {
   orphans: Set<string>;
 }
 
+/** Whether the snapshot lists a lease as PENDING or ACTIVE. */
+export interface LiveLeases {
+  has(lease: string): boolean;
+}
+
 export function cleanup(
   input: PlanInput,
   ev: Evidence,
-  live: ReadonlySet<string>,
+  live: LiveLeases,
   unknown: ReadonlySet<string>,
 ): CleanupResult {
   const out: CleanupResult = { actions: [], skips: [], orphans: new Set() };
@@ -45,7 +50,7 @@ export function cleanup(
     const set = targets.get(lease) ?? new Set<string>();
     targets.set(lease, set.add(backend));
   };
-  for (const lease of ev.reportedLeases()) {
+  for (const lease of ev.reportedLeases((l) => live.has(l))) {
     if (!eligible("orphan", lease)) continue;
     for (const b of ev.reporters(lease)) target(lease, b);
     if (ev.untrusted(lease).length > 0) skip("orphan", lease, "untrusted");

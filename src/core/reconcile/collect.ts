@@ -28,6 +28,11 @@ export interface ProvisionRow {
 
 export interface PairInput {
   fenced: boolean;
+  /**
+   * The string to key a listed lease by (the collector passes the chain listing's own, so a
+   * sweep holds one copy of each UUID); absent: the inventory's own.
+   */
+  canonical?: (lease: string) => string;
   /** The storage identity pinned for this backend in the placement store. */
   pinnedStorageId: string;
   provisions: InventoryHalf<ProvisionRow>;
@@ -54,18 +59,39 @@ export function pairInventories(input: PairInput): BackendView {
   }
   if (p.kind !== "read" || r.kind !== "read")
     return { kind: "silent", reason: "unreachable", untrusted: none };
+  const key = input.canonical ?? ((lease: string) => lease);
   const provisions = new Map<string, ProvisionObservation>();
   const untrusted = new Set<string>();
+  const shared = new Map<string, ProvisionObservation>();
   for (const row of p.items) {
-    if (provisions.has(row.leaseUuid)) untrusted.add(row.leaseUuid);
-    const obs: ProvisionObservation = { status: row.status };
-    if (row.customDomains !== undefined) obs.customDomains = row.customDomains;
-    provisions.set(row.leaseUuid, obs);
+    const lease = key(row.leaseUuid);
+    if (provisions.has(lease)) untrusted.add(lease);
+    provisions.set(lease, observation(row, shared));
   }
-  const retentions = new Set(r.items);
+  const retentions = new Set(r.items.map(key));
   for (const lease of retentions) if (provisions.has(lease)) untrusted.add(lease);
   return { kind: "answered", provisions, retentions, untrusted };
 }
+
+/**
+ * A row's observation. Rows reporting no custom domain (nearly all) share one frozen
+ * observation per status and form, so a 100,000-row inventory holds a handful of them.
+ */
+function observation(row: ProvisionRow, shared: Map<string, ProvisionObservation>): ProvisionObservation {
+  const domains = row.customDomains;
+  if (domains !== undefined && domains.length > 0) return { status: row.status, customDomains: domains };
+  const form = `${domains === undefined ? "-" : "0"}${row.status}`;
+  let obs = shared.get(form);
+  if (obs === undefined) {
+    obs = Object.freeze(
+      domains === undefined ? { status: row.status } : { status: row.status, customDomains: NO_DOMAINS },
+    );
+    shared.set(form, obs);
+  }
+  return obs;
+}
+
+const NO_DOMAINS: readonly CustomDomain[] = Object.freeze([]);
 
 function named<T>(half: InventoryHalf<T>, lease: (item: T) => string): string[] {
   if (half.kind === "read") return half.items.map(lease);

@@ -19,10 +19,9 @@ export class Evidence {
   /** Every configured backend answered. */
   readonly complete: boolean;
   readonly #views: ReadonlyMap<string, BackendView>;
-  readonly #reporters = new Map<string, string[]>();
-  readonly #retainers = new Map<string, string[]>();
+  readonly #reporters = new Map<string, readonly string[]>();
+  readonly #retainers = new Map<string, readonly string[]>();
   readonly #untrusted = new Map<string, UntrustedReport[]>();
-  #reported: Set<string> | undefined;
 
   constructor(input: PlanInput) {
     this.#views = input.backends;
@@ -32,9 +31,12 @@ export class Evidence {
         push(this.#untrusted, lease, { backend: name, overlap: view.kind === "answered" });
       if (view.kind !== "answered") continue;
       answered.push(name);
+      // Nearly every lease has one reporter: its list is this backend's one shared list.
+      const alone: readonly string[] = Object.freeze([name]);
       for (const lease of view.provisions.keys())
-        if (!view.untrusted.has(lease)) push(this.#reporters, lease, name);
-      for (const lease of view.retentions) if (!view.untrusted.has(lease)) push(this.#retainers, lease, name);
+        if (!view.untrusted.has(lease)) addBackend(this.#reporters, lease, name, alone);
+      for (const lease of view.retentions)
+        if (!view.untrusted.has(lease)) addBackend(this.#retainers, lease, name, alone);
     }
     this.answered = answered;
     this.complete = answered.length === input.backends.size;
@@ -69,16 +71,31 @@ export class Evidence {
     return this.#untrusted.get(lease) ?? NONE;
   }
 
-  /** Every lease some backend reported in any form (trusted provisions or retentions, untrusted). */
-  reportedLeases(): ReadonlySet<string> {
-    // Built once: the cleanup and retention passes both walk it.
-    this.#reported ??= new Set([
-      ...this.#reporters.keys(),
-      ...this.#retainers.keys(),
-      ...this.#untrusted.keys(),
-    ]);
-    return this.#reported;
+  /**
+   * Every lease some backend reported in any form (trusted provisions or retentions,
+   * untrusted), once each and always in the same order, except those `skip` names: the
+   * passes that walk this want no live lease, and those are nearly all of them.
+   */
+  *reportedLeases(skip: (lease: string) => boolean): Generator<string> {
+    const seen = new Set<string>();
+    for (const leases of [this.#reporters.keys(), this.#retainers.keys(), this.#untrusted.keys()]) {
+      for (const lease of leases) {
+        if (skip(lease) || seen.has(lease)) continue;
+        seen.add(lease);
+        yield lease;
+      }
+    }
   }
+}
+
+function addBackend(
+  map: Map<string, readonly string[]>,
+  lease: string,
+  name: string,
+  alone: readonly string[],
+): void {
+  const list = map.get(lease);
+  map.set(lease, list === undefined ? alone : [...list, name]);
 }
 
 function push<T>(map: Map<string, T[]>, key: string, value: T): void {

@@ -1,5 +1,5 @@
 import { classifyState, mergeListings } from "./chain-state.ts";
-import { cleanup } from "./cleanup.ts";
+import { cleanup, type LiveLeases } from "./cleanup.ts";
 import { Evidence } from "./evidence.ts";
 import { decideLive } from "./live.ts";
 import { retention } from "./retention.ts";
@@ -51,10 +51,17 @@ export function plan(input: PlanInput): Plan {
   const ev = new Evidence(input);
   const decisions = new Map<string, Row>();
   const lifecycle: Action[] = [];
-  const live = new Set<string>();
   const unknown = new Set<string>();
   const terminal = new Set<string>();
-  for (const lease of mergeListings(input.chain).values()) {
+  const merged = mergeListings(input.chain);
+  // Live leases are nearly all of them: asked of the merged listing, not copied into a set.
+  const live: LiveLeases = {
+    has: (lease) => {
+      const l = merged.get(lease);
+      return l !== undefined && isLive(classifyState(l.state));
+    },
+  };
+  for (const lease of merged.values()) {
     const cls = classifyState(lease.state);
     if (cls === "unknown") {
       unknown.add(lease.uuid);
@@ -62,7 +69,6 @@ export function plan(input: PlanInput): Plan {
     } else if (cls === "terminal") {
       terminal.add(lease.uuid);
     } else {
-      live.add(lease.uuid);
       const d = decideLive(input, ev, lease, cls === "pending");
       decisions.set(lease.uuid, d.row);
       lifecycle.push(...d.actions);
@@ -75,4 +81,8 @@ export function plan(input: PlanInput): Plan {
   const kept = retention(input, ev, live, unknown);
   const actions = [...kept, ...lifecycle, ...swept.actions].sort((a, b) => PHASE[a.kind] - PHASE[b.kind]);
   return { actions, decisions, skips: swept.skips, answered: ev.answered, complete: ev.complete };
+}
+
+function isLive(cls: ReturnType<typeof classifyState>): boolean {
+  return cls === "pending" || cls === "active";
 }

@@ -1,3 +1,4 @@
+import type { LiveLeases } from "./cleanup.ts";
 import type { Evidence } from "./evidence.ts";
 import type { Action, PlanInput } from "./types.ts";
 
@@ -19,7 +20,7 @@ export const RETENTION_MISSES_TO_RETIRE = 2;
 export function retention(
   input: PlanInput,
   ev: Evidence,
-  live: ReadonlySet<string>,
+  live: LiveLeases,
   unknown: ReadonlySet<string>,
 ): Action[] {
   const out: Action[] = [];
@@ -35,8 +36,8 @@ export function retention(
       out.push({ kind: "retention_missed", lease, backend: r.owner, retire });
     }
   }
-  for (const lease of ev.reportedLeases()) {
-    if (live.has(lease) || unknown.has(lease)) continue;
+  for (const lease of ev.reportedLeases((l) => live.has(l))) {
+    if (unknown.has(lease)) continue;
     if (input.store.attempts.has(lease) || retained.has(lease)) continue;
     const holders = ev.retainers(lease);
     if (holders.length !== 1 || ev.reporters(lease).length > 0 || ev.untrusted(lease).length > 0) continue;

@@ -6,6 +6,7 @@ import {
   budgetReads,
   type ChainLeaseView,
   type InventoryHalf,
+  type PairInput,
   type PlacementView,
   type PlanInput,
   type ProvisionRow,
@@ -38,7 +39,7 @@ export class ChainListingFailed extends FredError {
 
 export async function collect(d: LifecycleDeps, deadlineMs: number, signal: AbortSignal): Promise<Collected> {
   const now = d.clock.now();
-  const [listed, views] = await Promise.all([
+  const [listed, reads] = await Promise.all([
     listChain(d, signal),
     Promise.all(
       d.config.backends.map(
@@ -46,7 +47,11 @@ export async function collect(d: LifecycleDeps, deadlineMs: number, signal: Abor
       ),
     ),
   ]);
-  const backends = new Map<string, BackendView>(views);
+  // Paired once the listing is in, keyed by the listing's UUID strings (one copy per lease).
+  const canonical = (lease: string) => listed.views.get(lease)?.uuid ?? lease;
+  const backends = new Map<string, BackendView>(
+    reads.map(([name, read]) => [name, pairInventories({ ...read, canonical })]),
+  );
   for (const [name, view] of backends) {
     if (view.kind !== "answered") continue;
     const counts = { provisions: view.provisions.size, retentions: view.retentions.size };
@@ -111,22 +116,18 @@ async function listChain(
   return { views, pending };
 }
 
+/** One backend's two inventory reads, as the pairing gate takes them. */
 async function readBackend(
   d: LifecycleDeps,
   name: string,
   fenced: boolean,
   deadlineMs: number,
   signal: AbortSignal,
-): Promise<BackendView> {
+): Promise<PairInput> {
   const client = d.clients.get(name);
   const pinned = d.store.pins().get(name);
   if (fenced || client === undefined || pinned === undefined) {
-    return pairInventories({
-      fenced: true,
-      pinnedStorageId: "",
-      provisions: UNREACHABLE,
-      retentions: UNREACHABLE,
-    });
+    return { fenced: true, pinnedStorageId: "", provisions: UNREACHABLE, retentions: UNREACHABLE };
   }
   let provisions: InventoryHalf<ProvisionRow> = UNREACHABLE;
   let retentions: InventoryHalf<string> = UNREACHABLE;
@@ -140,7 +141,7 @@ async function readBackend(
     if (refused(err)) provisions = { kind: "rejected", positives: [] };
     d.logger.warn({ err, backend: name }, "reconciler: backend inventory unavailable; silent this sweep");
   }
-  return pairInventories({ fenced: false, pinnedStorageId: pinned, provisions, retentions });
+  return { fenced: false, pinnedStorageId: pinned, provisions, retentions };
 }
 
 const UNREACHABLE = { kind: "unreachable" } as const;

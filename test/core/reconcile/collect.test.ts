@@ -70,6 +70,42 @@ describe("reconcile collector gates: pairing a backend's two inventories", () =>
     ]);
   });
 
+  it("rows without custom domains share one frozen observation per status and form", () => {
+    const half: InventoryHalf<ProvisionRow> = {
+      kind: "read",
+      storageId: PIN,
+      items: [
+        { leaseUuid: L1, status: "ready", customDomains: [] },
+        { leaseUuid: L2, status: "ready", customDomains: [] },
+        { leaseUuid: L3, status: "ready" },
+        { leaseUuid: lease(4), status: "ready" },
+        { leaseUuid: lease(5), status: "failed", customDomains: [] },
+      ],
+    };
+    const v = pair({ provisions: half });
+    assert.equal(v.kind, "answered");
+    const obs = (l: string) => (v.kind === "answered" ? v.provisions.get(l) : undefined);
+    assert.deepEqual(obs(L1), { status: "ready", customDomains: [] });
+    assert.equal(obs(L1), obs(L2));
+    assert.ok(Object.isFrozen(obs(L1)) && Object.isFrozen(obs(L1)?.customDomains));
+    assert.deepEqual(obs(L3), { status: "ready" });
+    assert.equal(obs(L3), obs(lease(4)));
+    assert.notEqual(obs(L1), obs(L3), "reported none is not 'does not report'");
+    assert.deepEqual(obs(lease(5)), { status: "failed", customDomains: [] });
+  });
+
+  it("canonical names the key of every lease, in both halves", () => {
+    const seen: string[] = [];
+    const canonical = (l: string) => {
+      seen.push(l);
+      return l;
+    };
+    const v = plain(pair({ provisions: rows([L1, "ready"]), retentions: kept(L2), canonical }));
+    assert.deepEqual(seen, [L1, L2]);
+    assert.deepEqual("provisions" in v && v.provisions.map(([l]) => l), [L1]);
+    assert.deepEqual(v.kind === "answered" && v.retentions, [L2]);
+  });
+
   it("a lease in both endpoints is untrusted there; its siblings keep their evidence", () => {
     const v = plain(pair({ provisions: rows([L1, "ready"], [L2, "ready"]), retentions: kept(L2) }));
     assert.equal(v.kind, "answered");
