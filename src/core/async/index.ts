@@ -1,3 +1,4 @@
+export { Admission } from "./admission.ts";
 export {
   Backoff,
   type BackoffPolicy,

@@ -2,14 +2,14 @@ import { EventEmitter } from "node:events";
 import type { FeedConsumer } from "../../chain/events/fanout.ts";
 import type { FeedItem, LeaseEvent } from "../../chain/events/types.ts";
 import type { ChainLease } from "../../chain/port.ts";
-import { isRetryable, retry } from "../../core/async/index.ts";
+import { Admission, isRetryable, retry } from "../../core/async/index.ts";
 import { FredError } from "../../core/errors.ts";
 import { promote } from "../maintenance/index.ts";
 import { GroupCommitter } from "../store/index.ts";
 import { Closer } from "./closer.ts";
 import { pushCustomDomains } from "./custom-domains.ts";
 import type { LifecycleDeps } from "./deps.ts";
-import { Provisioner } from "./provisioner.ts";
+import { PROVISION_CONCURRENCY, Provisioner } from "./provisioner.ts";
 import {
   type Applied,
   type ApplyResult,
@@ -39,6 +39,16 @@ const STEP_RETRY = { attempts: 4, backoff: { initialMs: 500, maxMs: 10_000 } } a
  * meanwhile stops the loop.
  */
 const UNTIL_ANSWERED = "ERR_PROVISION_NOT_SENT";
+
+/**
+ * Provision workflows started at once. Above PROVISION_CONCURRENCY (the bound on requests
+ * between attempt commit and answer), so that bound stays full while some admitted leases
+ * are still between their lease read and their attempt commit.
+ */
+const PROVISION_ADMISSION = 2 * PROVISION_CONCURRENCY;
+
+/** A lease waiting for a provision slot: the lease as already read, or its read in progress. */
+type QueuedProvision = ChainLease | Promise<ChainLease | undefined> | undefined;
 
 /** The recovery pass the lifecycle hands over to on a feed resync and periodically. */
 export type RecoverFn = (signal: AbortSignal) => Promise<unknown>;
@@ -74,6 +84,8 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
   #consumerLoop: Promise<void> | undefined;
   /** Callbacks arriving together are applied in one transaction (one fsync). */
   readonly #callbacks: GroupCommitter<VerifiedCallback, Applied>;
+  /** Leases whose provision workflow has not started yet (a burst waits here, not as workflows). */
+  readonly #provisions: Admission<QueuedProvision>;
 
   constructor(deps: LifecycleDeps, opts: LifecycleOptions = {}) {
     super();
@@ -90,6 +102,9 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     this.#callbacks = new GroupCommitter(
       (batch) => deps.store.batch(() => batch.map((cb) => applyCallback(deps, cb))),
       { durable: () => deps.store.durable() },
+    );
+    this.#provisions = new Admission(PROVISION_ADMISSION, (leaseUuid, queued, release) =>
+      this.#runProvision(leaseUuid, queued, release),
     );
   }
 
@@ -166,6 +181,8 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     ) {
       const leaseUuid = event.leaseUuid;
       this.#awaitingPayload.delete(leaseUuid);
+      // Ended before its provision workflow started: it never needs one.
+      this.#provisions.remove(leaseUuid);
       this.#track(
         this.#step("deprovision", leaseUuid, async (signal) => {
           await this.closer.close(leaseUuid, signal);
@@ -181,14 +198,34 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     }
   }
 
-  /** Starts (or re-checks) the provision workflow for a lease; `lease` skips the chain re-read. */
+  /**
+   * Starts (or re-checks) the provision workflow for a lease; `lease` skips the chain
+   * re-read. Beyond PROVISION_ADMISSION workflows at once, the lease waits its turn; its
+   * chain read starts now, so a block's worth of new leases is still read in one listing.
+   */
   startProvision(leaseUuid: string, lease?: ChainLease): void {
+    if (this.#stopping || this.#provisions.has(leaseUuid)) return;
+    const queued: QueuedProvision =
+      lease ??
+      (this.#provisions.admitted < PROVISION_ADMISSION
+        ? undefined
+        : this.provisioner.leases.get(leaseUuid).catch(() => undefined));
+    this.#provisions.add(leaseUuid, queued);
+  }
+
+  /** One admitted provision workflow; its slot is given back when its first try ends. */
+  #runProvision(leaseUuid: string, queued: QueuedProvision, release: () => void): void {
     this.#track(
       this.#step("provision", leaseUuid, async (signal, attempt) => {
-        // A retry re-reads the lease: it may have ended since `lease` was read.
-        const step = await this.provisioner.provision(leaseUuid, signal, attempt === 1 ? lease : undefined);
-        if (step === "awaiting-payload") this.#awaitingPayload.add(leaseUuid);
-      }),
+        try {
+          // A retry re-reads the lease: it may have ended since it was first read.
+          const known = attempt === 1 ? await queued : undefined;
+          const step = await this.provisioner.provision(leaseUuid, signal, known);
+          if (step === "awaiting-payload") this.#awaitingPayload.add(leaseUuid);
+        } finally {
+          release();
+        }
+      }).finally(release),
     );
   }
 
@@ -267,14 +304,15 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     return new Promise((resolve) => this.once("idle", resolve));
   }
 
-  /** Work queued or running (lease queue plus lease steps). */
+  /** Work queued or running (lease queue, lease steps, provisions waiting for a slot). */
   get busy(): number {
-    return this.deps.queue.depth + this.#running.size;
+    return this.deps.queue.depth + this.#running.size + this.#provisions.waiting;
   }
 
   /** Stops intake and waits for queued work, up to `deadlineMs`; then aborts what is left. */
   async stop(deadlineMs: number): Promise<void> {
     this.#stopping = true;
+    this.#provisions.clear();
     for (const cancel of this.#timers.values()) cancel();
     this.#timers.clear();
     const drained = Promise.allSettled([...this.#running]).then(() => this.deps.queue.idle());

@@ -7,7 +7,8 @@ import type { ChainLease } from "../../../src/chain/port.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import type { BackendClient } from "../../../src/provider/backend-client/index.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
-import { Provisioner } from "../../../src/provider/lifecycle/provisioner.ts";
+import { Lifecycle } from "../../../src/provider/lifecycle/index.ts";
+import { PROVISION_CONCURRENCY, Provisioner } from "../../../src/provider/lifecycle/provisioner.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { baseConfig, PROVIDER_UUID, yamlOf } from "../config/fixtures.ts";
 import { lifecycleDeps, recordingChain } from "./deps.ts";
@@ -34,6 +35,37 @@ const pending = (i: number): ChainLease =>
   }) as ChainLease;
 
 const tick = () => new Promise((r) => setImmediate(r));
+
+/** A placement store over the config's backends, in its own file. */
+function storeFor(config: ReturnType<typeof parseProviderConfig>, clock: ManualClock, name: string) {
+  return PlacementStore.create(
+    join(dir, name),
+    PROVIDER_UUID,
+    config.backends.map((b, i) => ({
+      name: b.name,
+      storageId: `${SID.slice(0, -1)}${i}`,
+      baseline: { provisions: 0, retentions: 0 },
+    })),
+    clock.now(),
+  );
+}
+
+/** A backend client that holds every provision until the test answers it. */
+function holdingClient() {
+  const held: { lease: string; answer: () => void }[] = [];
+  const order: string[] = [];
+  const client = {
+    provision: (req: { leaseUuid: string }) =>
+      new Promise((resolve) => {
+        order.push(req.leaseUuid);
+        held.push({
+          lease: req.leaseUuid,
+          answer: () => resolve({ kind: "accepted", status: 202, body: undefined }),
+        });
+      }),
+  } as unknown as BackendClient;
+  return { client, held, order };
+}
 
 describe("provision fan-out", () => {
   it("keeps at most `concurrency` provisions between attempt and answer; the rest follow in order", async () => {
@@ -93,6 +125,67 @@ describe("provision fan-out", () => {
       order,
       leases.map((l) => l.uuid),
     );
+    store.close();
+  });
+
+  it("a burst of lease_created events waits as queued leases: a bounded number of workflows, one listing, and a lease closed while queued is never provisioned", async () => {
+    const clock = new ManualClock();
+    const config = parseProviderConfig(yamlOf(baseConfig()));
+    const store = storeFor(config, clock, "burst.db");
+    const { client, held, order } = holdingClient();
+    const leases = Array.from({ length: 4 * PROVISION_CONCURRENCY }, (_, i) => pending(i));
+    const byUuid = new Map(leases.map((l) => [l.uuid, l]));
+    let listings = 0;
+    let singles = 0;
+    const chain = recordingChain([], {
+      getLease: async (uuid: string) => {
+        singles++;
+        return byUuid.get(uuid);
+      },
+      leasesByProvider: async (_p, _state, _signal, onPage) => {
+        listings++;
+        onPage?.(leases);
+        return leases;
+      },
+    });
+    const deps = lifecycleDeps({
+      config,
+      chain,
+      store,
+      clock,
+      clients: new Map(config.backends.map((b) => [b.name, client])),
+    });
+    const lifecycle = new Lifecycle(deps);
+    const created = (l: ChainLease, kind: "lease_created" | "lease_closed") => ({
+      kind,
+      leaseUuid: l.uuid,
+      providerUuid: PROVIDER_UUID,
+      tenant: l.tenant,
+      height: 7,
+      txHash: undefined,
+      reason: undefined,
+    });
+    for (const l of leases) lifecycle.onEvent(created(l, "lease_created"));
+    const last = leases.at(-1)!;
+    lifecycle.onEvent(created(last, "lease_closed"));
+    let most = 0;
+    for (let turns = 0; order.length < leases.length - 1 || held.length > 0; turns++) {
+      assert.ok(turns < 20_000, `stuck with ${order.length} sent`);
+      await tick();
+      // Workflows in the lease queue: never the whole burst at once.
+      most = Math.max(most, deps.queue.depth);
+      held.shift()?.answer();
+    }
+    await lifecycle.idle();
+    assert.ok(most > 0 && most <= 2 * PROVISION_CONCURRENCY + 1, `${most} workflows at once`);
+    assert.equal(listings, 1, "the burst is read in one listing");
+    assert.equal(singles, 0);
+    assert.deepEqual(
+      order,
+      leases.slice(0, -1).map((l) => l.uuid),
+    );
+    assert.equal(store.attemptFor(last.uuid), undefined, "closed while queued: never provisioned");
+    await lifecycle.stop(1_000);
     store.close();
   });
 });
