@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { checkProviderConfig, readConfigFile, redactConfig } from "../provider/config/index.ts";
+import { startHeapPolicy } from "../provider/heap-policy.ts";
 import { startProviderd } from "../provider/main.ts";
 import { controlSocketPath, requestSweep } from "../provider/reconciler/index.ts";
 import { ExitCode, printJson, say } from "./output.ts";
@@ -51,6 +52,8 @@ needs FRED_KEYRING_PASSPHRASE. Operator guide: docs/providerd.md.
         printJson({ ok: true, config: redactConfig(result.config) });
         return;
       }
+      // Before startup allocates: the daemon's heap growth follows its live set (heap-policy.ts).
+      const heap = startHeapPolicy();
       const running = await startProviderd(result.config, { env: process.env });
       say(`fred providerd: listening on ${running.url}`);
       printJson({ url: running.url, provider_uuid: result.config.providerUuid });
@@ -64,6 +67,7 @@ needs FRED_KEYRING_PASSPHRASE. Operator guide: docs/providerd.md.
       });
       say("fred providerd: stopping");
       await running.stop();
+      heap?.stop();
     });
 }
 

@@ -1,0 +1,78 @@
+import { constants, PerformanceObserver } from "node:perf_hooks";
+import { getHeapStatistics, setFlagsFromString } from "node:v8";
+
+/**
+ * How far providerd's heap may grow past what survived its last full collection.
+ *
+ * V8 lets the old generation grow to up to four times its live size before collecting
+ * it again when allocation is fast. providerd's live heap is small (about 40 MB idle,
+ * under 60 MB in a burst of 10,000 new leases), but a burst allocates fast, so that
+ * room filled with garbage: a 290 MB resident peak over a 55 MB live heap. While the
+ * live heap is small, growth is capped at CAPPED_GROWTH_PERCENT; the collections this
+ * adds are cheap because there is little to mark.
+ *
+ * A large live heap gets V8's own policy back: a sweep of 100,000 leases holds hundreds
+ * of MB while it allocates fast, and a 30 % cap there made V8 collect every few tens of
+ * MB (the sweep took 2.4 times as long). The switch follows each full collection
+ * (`--heap-growing-percent` is read whenever V8 computes its next limit).
+ *
+ * An operator who sets --heap-growing-percent in NODE_OPTIONS or on node's command line
+ * keeps it: the policy then does nothing.
+ */
+export const CAPPED_GROWTH_PERCENT = 30;
+/** Live heap (after a full collection) from which V8's own growth policy applies. */
+export const CAP_BELOW_BYTES = 128 * 1024 * 1024;
+
+/** The growth after a full collection that left `liveBytes`: a percent, or 0 for V8's own policy. */
+export function growthPercentFor(liveBytes: number): number {
+  return liveBytes < CAP_BELOW_BYTES ? CAPPED_GROWTH_PERCENT : 0;
+}
+
+export interface HeapPolicyOptions {
+  /** node's own flags (process.execArgv) and NODE_OPTIONS: an operator's setting wins. */
+  execArgv?: readonly string[];
+  nodeOptions?: string | undefined;
+  /** For tests: where the flag goes (default v8.setFlagsFromString). */
+  setFlags?: (flags: string) => void;
+}
+
+export interface HeapPolicy {
+  /** The growth percent in force (0: V8's own). */
+  readonly percent: number;
+  stop(): void;
+}
+
+/** Starts the policy for this process; undefined when the operator set the flag. */
+export function startHeapPolicy(o: HeapPolicyOptions = {}): HeapPolicy | undefined {
+  const execArgv = o.execArgv ?? process.execArgv;
+  const nodeOptions = o.nodeOptions ?? process.env.NODE_OPTIONS ?? "";
+  if ([...execArgv, nodeOptions].some((f) => /--heap[-_]growing[-_]percent/.test(f))) return undefined;
+  const setFlags = o.setFlags ?? setFlagsFromString;
+  let percent = -1;
+  const follow = () => {
+    const next = growthPercentFor(getHeapStatistics().used_heap_size);
+    if (next === percent) return;
+    percent = next;
+    setFlags(`--heap-growing-percent=${next}`);
+  };
+  follow();
+  const observer = new PerformanceObserver((list) => {
+    const major = list
+      .getEntries()
+      .some(
+        (e) => (e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR,
+      );
+    if (major) follow();
+  });
+  observer.observe({ entryTypes: ["gc"] });
+  return {
+    get percent() {
+      return percent;
+    },
+    stop() {
+      observer.disconnect();
+      if (percent !== 0) setFlags("--heap-growing-percent=0");
+      percent = 0;
+    },
+  };
+}

@@ -1,0 +1,77 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import {
+  CAP_BELOW_BYTES,
+  CAPPED_GROWTH_PERCENT,
+  growthPercentFor,
+  startHeapPolicy,
+} from "../../src/provider/heap-policy.ts";
+
+/** A real full collection (and the `gc` performance entry the policy listens for). */
+setFlagsFromString("--expose-gc");
+const fullGc = runInNewContext("gc") as () => void;
+
+/** Resolves after the observer had a chance to see the collection's entry. */
+const afterEntries = () => new Promise((r) => setTimeout(r, 50));
+
+describe("providerd's heap policy", () => {
+  it("caps growth while the live heap is small and gives V8 its own policy from CAP_BELOW_BYTES", () => {
+    assert.equal(growthPercentFor(40 * 1024 * 1024), CAPPED_GROWTH_PERCENT);
+    assert.equal(growthPercentFor(CAP_BELOW_BYTES - 1), CAPPED_GROWTH_PERCENT);
+    assert.equal(growthPercentFor(CAP_BELOW_BYTES), 0);
+    assert.equal(growthPercentFor(600 * 1024 * 1024), 0);
+  });
+
+  it("an operator's --heap-growing-percent (node flag or NODE_OPTIONS) wins: the policy does nothing", () => {
+    const set: string[] = [];
+    const setFlags = (f: string) => set.push(f);
+    assert.equal(
+      startHeapPolicy({ execArgv: ["--heap-growing-percent=50"], nodeOptions: "", setFlags }),
+      undefined,
+    );
+    assert.equal(
+      startHeapPolicy({
+        execArgv: [],
+        nodeOptions: "--max-old-space-size=512 --heap_growing_percent=20",
+        setFlags,
+      }),
+      undefined,
+    );
+    assert.deepEqual(set, []);
+  });
+
+  it("follows the live heap at each full collection, and stop() hands growth back to V8", async () => {
+    const set: string[] = [];
+    fullGc();
+    const policy = startHeapPolicy({ execArgv: [], nodeOptions: "", setFlags: (f) => set.push(f) });
+    assert.ok(policy !== undefined);
+    // The test process's live heap is far below the threshold.
+    assert.deepEqual(set, [`--heap-growing-percent=${CAPPED_GROWTH_PERCENT}`]);
+    assert.equal(policy.percent, CAPPED_GROWTH_PERCENT);
+
+    // Live data past the threshold: the next full collection switches to V8's policy.
+    // 1,600 arrays of 12,000 doubles: about 150 MB on the heap.
+    let held: number[][] | undefined = Array.from({ length: 1_600 }, (_, i) =>
+      new Array(12_000).fill(i + 0.5),
+    );
+    fullGc();
+    await afterEntries();
+    assert.equal(held.length, 1_600);
+    assert.deepEqual(set.slice(1), ["--heap-growing-percent=0"]);
+    assert.equal(policy.percent, 0);
+
+    // Released: capped again after the next one.
+    held = undefined;
+    fullGc();
+    await afterEntries();
+    assert.deepEqual(set.slice(2), [`--heap-growing-percent=${CAPPED_GROWTH_PERCENT}`]);
+
+    policy.stop();
+    assert.deepEqual(set.slice(3), ["--heap-growing-percent=0"]);
+    fullGc();
+    await afterEntries();
+    assert.equal(set.length, 4, "no more changes once stopped");
+  });
+});
