@@ -15,6 +15,7 @@ import { type BackendClient, closeBackendClients, createBackendClients } from ".
 import { closedByMonitor, createBilling, creditNotices } from "./billing/index.ts";
 import { type ProviderConfig, withBoundCallbackBase } from "./config/index.ts";
 import { armFailpoints } from "./failpoints.ts";
+import type { HeapPolicy } from "./heap-policy.ts";
 import { createHealthGauge } from "./http/health.ts";
 import { listenerOptions } from "./http/listener.ts";
 import { createProviderMetrics } from "./http/metrics.ts";
@@ -42,6 +43,8 @@ export interface ProviderdOptions {
   logger?: Logger;
   /** How often backend `/stats` are read for routing (default 15 s). */
   statsIntervalMs?: number;
+  /** The process's heap policy (the CLI starts it): reconciler sweeps run uncapped. */
+  heap?: HeapPolicy | undefined;
 }
 
 export type ProviderdState = "starting" | "recovering" | "running" | "stopping" | "stopped";
@@ -223,8 +226,10 @@ export async function startProviderd(
       publish: (lease, status) => void tenant.events.publish(lease, status),
       registry: metrics.registry,
     });
+    const heap = opts.heap;
     const recovery = new Reconciler({
       afterSweep: (signal) => maintenance.recover(signal),
+      ...(heap === undefined ? {} : { whileSweeping: (sweep) => heap.uncapped(sweep) }),
       lifecycle: lc,
       feedLive: (signal) => feed.whenState("live", signal),
       clock,

@@ -74,4 +74,24 @@ describe("providerd's heap policy", () => {
     await afterEntries();
     assert.equal(set.length, 4, "no more changes once stopped");
   });
+
+  it("uncapped() gives V8 its own policy for the work's duration, also when the work fails", async () => {
+    const set: string[] = [];
+    fullGc();
+    const policy = startHeapPolicy({ execArgv: [], nodeOptions: "", setFlags: (f) => set.push(f) });
+    assert.ok(policy !== undefined);
+    const during = await policy.uncapped(async () => policy.percent);
+    assert.equal(during, 0);
+    await assert.rejects(
+      policy.uncapped(async () => {
+        throw new Error("sweep failed");
+      }),
+      /sweep failed/,
+    );
+    assert.equal(policy.percent, CAPPED_GROWTH_PERCENT);
+    const capped = `--heap-growing-percent=${CAPPED_GROWTH_PERCENT}`;
+    const v8s = "--heap-growing-percent=0";
+    assert.deepEqual(set, [capped, v8s, capped, v8s, capped]);
+    policy.stop();
+  });
 });

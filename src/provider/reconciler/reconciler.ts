@@ -27,6 +27,8 @@ export interface ReconcilerDeps {
   readDeadlineMs?: number;
   /** Runs after each sweep's act phase: the retry of pending maintenance commands. */
   afterSweep?: (signal: AbortSignal) => Promise<void>;
+  /** Wraps each whole sweep (providerd: V8's own heap growth while it runs, heap-policy.ts). */
+  whileSweeping?: <T>(sweep: () => Promise<T>) => Promise<T>;
 }
 
 export type SweepOutcome = "complete" | "degraded" | "failed";
@@ -88,7 +90,8 @@ export class Reconciler {
   }
 
   #start(signal: AbortSignal): Promise<SweepReport> {
-    const run = this.#run(signal).finally(() => {
+    const around = this.#d.whileSweeping;
+    const run = (around === undefined ? this.#run(signal) : around(() => this.#run(signal))).finally(() => {
       this.#running = undefined;
     });
     this.#running = run;

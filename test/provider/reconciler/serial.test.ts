@@ -45,6 +45,7 @@ after(async () => {
 async function setup(
   fenced: boolean,
   listings: (state: LeaseStateName | undefined) => Promise<ChainLease[]>,
+  whileSweeping?: <T>(sweep: () => Promise<T>) => Promise<T>,
 ) {
   const c = baseConfig();
   c.backends = [
@@ -78,6 +79,7 @@ async function setup(
     feedLive: async () => {},
     clock,
     logger: deps.logger,
+    ...(whileSweeping === undefined ? {} : { whileSweeping }),
   });
   const close = async () => {
     store.close();
@@ -153,6 +155,41 @@ describe("reconciler sweeps", () => {
       assert.equal(await value(complete.reconciler, "sweepComplete"), 1);
     } finally {
       await complete.close();
+    }
+  });
+
+  it("runs each whole sweep inside whileSweeping (providerd lifts its heap cap there)", async () => {
+    const log: string[] = [];
+    let inside = false;
+    const { reconciler, close } = await setup(
+      false,
+      async (state) => {
+        log.push(`list ${state ?? "all"} inside=${inside}`);
+        return [];
+      },
+      async (sweep) => {
+        inside = true;
+        log.push("enter");
+        try {
+          return await sweep();
+        } finally {
+          inside = false;
+          log.push("exit");
+        }
+      },
+    );
+    try {
+      assert.equal((await reconciler.sweep(never)).outcome, "complete");
+      assert.equal(log[0], "enter");
+      assert.equal(log.at(-1), "exit");
+      const listings = log.slice(1, -1);
+      assert.ok(listings.length >= 2, `the sweep listed the chain: ${log.join(", ")}`);
+      assert.ok(
+        listings.every((l) => l.startsWith("list ") && l.endsWith("inside=true")),
+        log.join(", "),
+      );
+    } finally {
+      await close();
     }
   });
 });
