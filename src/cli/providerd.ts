@@ -55,6 +55,7 @@ needs FRED_KEYRING_PASSPHRASE. Operator guide: docs/providerd.md.
       // Before startup allocates: the daemon's heap growth follows its live set (heap-policy.ts).
       const heap = startHeapPolicy();
       const running = await startProviderd(result.config, { env: process.env, heap });
+      heap?.settle();
       say(`fred providerd: listening on ${running.url}`);
       printJson({ url: running.url, provider_uuid: result.config.providerUuid });
       // SIGHUP: serve a renewed TLS certificate without a restart.

@@ -1,5 +1,6 @@
 import { constants, PerformanceObserver } from "node:perf_hooks";
 import { getHeapStatistics, setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 
 /**
  * How far providerd's heap may grow past what survived its last full collection.
@@ -16,7 +17,10 @@ import { getHeapStatistics, setFlagsFromString } from "node:v8";
  * V8 collect every few tens of MB, and the 100,000-lease sweep took 2.4 times as long; at
  * 30,000 leases, whose sweep stays under the threshold, it cost 40 % more CPU. The switch
  * follows each full collection and each sweep's start and end (`--heap-growing-percent`
- * is read whenever V8 computes its next limit).
+ * is read whenever V8 computes its next limit). V8 computes that limit only at a full
+ * collection, so one is run where the cap starts to apply: once startup is done (the
+ * limit then in force was set while modules loaded, under V8's policy) and at the end of
+ * each sweep (whose garbage would otherwise stay until the large limit is reached).
  *
  * An operator who sets --heap-growing-percent in NODE_OPTIONS or on node's command line
  * keeps it: the policy then does nothing.
@@ -36,13 +40,23 @@ export interface HeapPolicyOptions {
   nodeOptions?: string | undefined;
   /** For tests: where the flag goes (default v8.setFlagsFromString). */
   setFlags?: (flags: string) => void;
+  /** For tests: a full collection (default V8's, through a context with `gc` exposed). */
+  collect?: () => void;
+}
+
+/** V8's full collection, which node exposes only behind --expose-gc (set here, for a new context). */
+function v8FullCollection(): () => void {
+  setFlagsFromString("--expose-gc");
+  return runInNewContext("gc") as () => void;
 }
 
 export interface HeapPolicy {
   /** The growth percent in force (0: V8's own). */
   readonly percent: number;
-  /** Runs `work` under V8's own policy (a reconciler sweep); the cap follows again after it. */
+  /** Runs `work` under V8's own policy (a reconciler sweep); the cap applies again after it. */
   uncapped<T>(work: () => Promise<T>): Promise<T>;
+  /** A full collection now, so the cap governs the heap from here (providerd calls it once started). */
+  settle(): void;
   stop(): void;
 }
 
@@ -52,6 +66,7 @@ export function startHeapPolicy(o: HeapPolicyOptions = {}): HeapPolicy | undefin
   const nodeOptions = o.nodeOptions ?? process.env.NODE_OPTIONS ?? "";
   if ([...execArgv, nodeOptions].some((f) => /--heap[-_]growing[-_]percent/.test(f))) return undefined;
   const setFlags = o.setFlags ?? setFlagsFromString;
+  let collect = o.collect;
   let percent = -1;
   let uncappedRuns = 0;
   let stopped = false;
@@ -72,7 +87,7 @@ export function startHeapPolicy(o: HeapPolicyOptions = {}): HeapPolicy | undefin
     if (major) follow();
   });
   observer.observe({ entryTypes: ["gc"] });
-  return {
+  const policy: HeapPolicy = {
     get percent() {
       return percent;
     },
@@ -84,7 +99,14 @@ export function startHeapPolicy(o: HeapPolicyOptions = {}): HeapPolicy | undefin
       } finally {
         uncappedRuns--;
         follow();
+        if (uncappedRuns === 0) policy.settle();
       }
+    },
+    settle() {
+      if (stopped) return;
+      collect ??= v8FullCollection();
+      collect();
+      follow();
     },
     stop() {
       stopped = true;
@@ -93,4 +115,5 @@ export function startHeapPolicy(o: HeapPolicyOptions = {}): HeapPolicy | undefin
       percent = 0;
     },
   };
+  return policy;
 }

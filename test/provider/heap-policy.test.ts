@@ -78,9 +78,19 @@ describe("providerd's heap policy", () => {
   it("uncapped() gives V8 its own policy for the work's duration, also when the work fails", async () => {
     const set: string[] = [];
     fullGc();
-    const policy = startHeapPolicy({ execArgv: [], nodeOptions: "", setFlags: (f) => set.push(f) });
+    let collections = 0;
+    const policy = startHeapPolicy({
+      execArgv: [],
+      nodeOptions: "",
+      setFlags: (f) => set.push(f),
+      collect: () => {
+        collections++;
+        fullGc();
+      },
+    });
     assert.ok(policy !== undefined);
     const during = await policy.uncapped(async () => policy.percent);
+    assert.equal(collections, 1, "a full collection once the sweep ends, so the cap applies at once");
     assert.equal(during, 0);
     await assert.rejects(
       policy.uncapped(async () => {
@@ -92,6 +102,11 @@ describe("providerd's heap policy", () => {
     const capped = `--heap-growing-percent=${CAPPED_GROWTH_PERCENT}`;
     const v8s = "--heap-growing-percent=0";
     assert.deepEqual(set, [capped, v8s, capped, v8s, capped]);
+    assert.equal(collections, 2);
+    policy.settle();
+    assert.equal(collections, 3);
     policy.stop();
+    policy.settle();
+    assert.equal(collections, 3, "nothing once stopped");
   });
 });
