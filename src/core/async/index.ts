@@ -8,6 +8,6 @@ export {
   sleepOrAbort,
 } from "./backoff.ts";
 export { Coalescer } from "./coalesce.ts";
-export { withDeadline } from "./deadline.ts";
+export { withDeadline, withStallDeadline } from "./deadline.ts";
 export { KeyedMutex } from "./keyed-mutex.ts";
 export { definedOnly, withDefaults } from "./with-defaults.ts";

@@ -334,10 +334,15 @@ export class BackendClient {
   /**
    * Both complete inventories. Every page must come from one storage identity; any
    * failure mid-walk fails the whole read (a partial inventory is never returned).
+   * `onPage` is called as each page arrives (the sweep's deadline counts from the last one).
    */
-  async inventory(signal?: AbortSignal): Promise<Inventory> {
-    const provisions = await walk((c) => this.provisionsPage(c, signal), this.name, "provisions");
-    const retentions = await walk((c) => this.retentionsPage(c, signal), this.name, "retentions");
+  async inventory(signal?: AbortSignal, onPage?: () => void): Promise<Inventory> {
+    const seen = <P>(page: P): P => {
+      onPage?.();
+      return page;
+    };
+    const provisions = await walk((c) => this.provisionsPage(c, signal).then(seen), this.name, "provisions");
+    const retentions = await walk((c) => this.retentionsPage(c, signal).then(seen), this.name, "retentions");
     if (provisions.storageId !== retentions.storageId) {
       throw new FredError(
         "ERR_BACKEND_IDENTITY",

@@ -13,13 +13,21 @@ import {
   pairInventories,
 } from "../../core/reconcile/index.ts";
 import type { LifecycleDeps } from "../lifecycle/index.ts";
-import { sweepDeadline } from "./deadline.ts";
+import { inventoryDeadline, sweepDeadline } from "./deadline.ts";
+
+/**
+ * How long a backend's inventory read may go without a page before the sweep gives up on
+ * it (silent this sweep). A page of 1,000 rows takes milliseconds, so a backend this slow
+ * is hung or overloaded, and waiting longer would hold every other backend's leases too.
+ */
+export const INVENTORY_STALL_MS = 3_000;
 
 /**
  * The sweep's collect phase: the chain's PENDING and ACTIVE leases of this provider (all
- * pages), each configured backend's two inventories read as a pair within a deadline, the
- * terminal budget of failed ACTIVE workloads, and the placement store. A chain listing that
- * fails ends the sweep before anything is planned; a backend that fails is silent.
+ * pages), each configured backend's two inventories read as a pair (given up on when no
+ * page comes for `inventoryStallMs`), the terminal budget of failed ACTIVE workloads, and
+ * the placement store. A chain listing that fails ends the sweep before anything is
+ * planned; a backend that fails is silent.
  */
 export interface Collected {
   input: PlanInput;
@@ -37,13 +45,18 @@ export class ChainListingFailed extends FredError {
   }
 }
 
-export async function collect(d: LifecycleDeps, deadlineMs: number, signal: AbortSignal): Promise<Collected> {
+export async function collect(
+  d: LifecycleDeps,
+  deadlineMs: number,
+  signal: AbortSignal,
+  inventoryStallMs = INVENTORY_STALL_MS,
+): Promise<Collected> {
   const now = d.clock.now();
   const [listed, reads] = await Promise.all([
     listChain(d, signal),
     Promise.all(
       d.config.backends.map(
-        async (b) => [b.name, await readBackend(d, b.name, b.fenced, deadlineMs, signal)] as const,
+        async (b) => [b.name, await readBackend(d, b.name, b.fenced, inventoryStallMs, signal)] as const,
       ),
     ),
   ]);
@@ -121,7 +134,7 @@ async function readBackend(
   d: LifecycleDeps,
   name: string,
   fenced: boolean,
-  deadlineMs: number,
+  stallMs: number,
   signal: AbortSignal,
 ): Promise<PairInput> {
   const client = d.clients.get(name);
@@ -133,7 +146,9 @@ async function readBackend(
   let retentions: InventoryHalf<string> = UNREACHABLE;
   try {
     // The client walks every page of both endpoints and checks each page's identity.
-    const inv = await sweepDeadline(d.clock, deadlineMs, signal, (s) => client.inventory(s));
+    const inv = await inventoryDeadline(d.clock, stallMs, signal, (s, progressed) =>
+      client.inventory(s, progressed),
+    );
     provisions = { kind: "read", storageId: inv.storageId, items: inv.provisions };
     retentions = { kind: "read", storageId: inv.storageId, items: inv.retentions };
   } catch (err) {

@@ -1,4 +1,4 @@
-import { withDeadline } from "../../core/async/index.ts";
+import { withDeadline, withStallDeadline } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 
@@ -15,4 +15,21 @@ export function sweepDeadline<T>(
   const timeout = () =>
     new FredError("ERR_RECONCILE_DEADLINE", `no answer within ${ms} ms`, { retryable: true });
   return withDeadline(clock, ms, signal, timeout, work);
+}
+
+/**
+ * A backend's inventory read (both endpoints, every page) within the sweep: abandoned once
+ * no page has arrived for `ms`. A hanging backend is given up on `ms` after the sweep
+ * asked, while a large inventory that keeps answering is read to its end however long
+ * it is (a bound on the whole read would silence the biggest backends first).
+ */
+export function inventoryDeadline<T>(
+  clock: Clock,
+  ms: number,
+  signal: AbortSignal,
+  work: (signal: AbortSignal, progressed: () => void) => Promise<T>,
+): Promise<T> {
+  const timeout = () =>
+    new FredError("ERR_RECONCILE_DEADLINE", `no inventory page within ${ms} ms`, { retryable: true });
+  return withStallDeadline(clock, ms, signal, timeout, work);
 }

@@ -23,8 +23,10 @@ export interface ReconcilerDeps {
   clock: Clock;
   logger: Logger;
   registry?: Registry;
-  /** Bound on each backend inventory read and chain re-read (default 10 s). */
+  /** Bound on each chain re-read and single backend read of a sweep (default 10 s). */
   readDeadlineMs?: number;
+  /** A backend inventory read without a page for this long is abandoned (default INVENTORY_STALL_MS, 3 s). */
+  inventoryStallMs?: number;
   /** Runs after each sweep's act phase: the retry of pending maintenance commands. */
   afterSweep?: (signal: AbortSignal) => Promise<void>;
   /** Wraps each whole sweep (providerd: V8's own heap growth while it runs, heap-policy.ts). */
@@ -104,7 +106,7 @@ export class Reconciler {
     const end = this.metrics.duration.startTimer();
     let report: SweepReport;
     try {
-      const { input, pending } = await collect(lifecycle.deps, deadlineMs, signal);
+      const { input, pending } = await collect(lifecycle.deps, deadlineMs, signal, this.#d.inventoryStallMs);
       const p = plan(input);
       for (const s of p.skips) this.metrics.skips.inc({ pass: s.pass, reason: s.reason });
       for (const name of this.backendHealthy.keys()) this.backendHealthy.set(name, p.answered.includes(name));

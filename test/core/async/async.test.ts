@@ -7,6 +7,7 @@ import {
   retry,
   withDeadline,
   withDefaults,
+  withStallDeadline,
 } from "../../../src/core/async/index.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { FredError, isFredError } from "../../../src/core/errors.ts";
@@ -200,5 +201,44 @@ describe("withDeadline", () => {
     const p = withDeadline(clock, 100, parent.signal, timeout, () => new Promise<never>(() => {}));
     parent.abort(new Error("shutting down"));
     await assert.rejects(p, /shutting down/);
+  });
+});
+
+describe("withStallDeadline", () => {
+  const timeout = () => new Error("stalled");
+
+  it("a read that keeps progressing outlives the deadline; one that stops is abandoned `ms` after its last progress", async () => {
+    const clock = new ManualClock(0);
+    let step!: () => void;
+    let finish!: (v: string) => void;
+    const p = withStallDeadline(clock, 100, new AbortController().signal, timeout, (_s, progressed) => {
+      step = progressed;
+      return new Promise<string>((resolve) => {
+        finish = resolve;
+      });
+    });
+    // Ten parts, 90 ms apart: 900 ms in all, never 100 ms without progress.
+    for (let i = 0; i < 10; i++) {
+      clock.advance(90);
+      step();
+    }
+    finish("all pages");
+    assert.equal(await p, "all pages");
+
+    let seen: AbortSignal | undefined;
+    let progress!: () => void;
+    const stalled = withStallDeadline(clock, 100, new AbortController().signal, timeout, (s, progressed) => {
+      seen = s;
+      progress = progressed;
+      return new Promise<never>(() => {});
+    });
+    clock.advance(60);
+    progress();
+    clock.advance(99);
+    assert.equal(seen?.aborted, false, "100 ms from the last progress, not from the start");
+    clock.advance(1);
+    await assert.rejects(stalled, /stalled/);
+    assert.equal(seen?.aborted, true);
+    progress(); // progress after the deadline changes nothing
   });
 });

@@ -113,7 +113,9 @@ describe("backend client: requests", () => {
     fake.provisions = leases;
     fake.retentions = [LEASE];
     const c = await client({}, null);
-    const inv = await c.inventory();
+    let pages = 0;
+    const inv = await c.inventory(undefined, () => pages++);
+    assert.equal(pages, 4, "three provisions pages and one retentions page, each reported as it arrives");
     assert.equal(inv.provisions.length, 2500);
     assert.equal(inv.storageId, SID);
     assert.deepEqual(inv.retentions, [LEASE]);
