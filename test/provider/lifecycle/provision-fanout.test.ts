@@ -71,28 +71,8 @@ describe("provision fan-out", () => {
   it("keeps at most `concurrency` provisions between attempt and answer; the rest follow in order", async () => {
     const clock = new ManualClock();
     const config = parseProviderConfig(yamlOf(baseConfig()));
-    const store = PlacementStore.create(
-      join(dir, "p.db"),
-      PROVIDER_UUID,
-      config.backends.map((b, i) => ({
-        name: b.name,
-        storageId: `${SID.slice(0, -1)}${i}`,
-        baseline: { provisions: 0, retentions: 0 },
-      })),
-      clock.now(),
-    );
-    const held: { lease: string; answer: () => void }[] = [];
-    const order: string[] = [];
-    const client = {
-      provision: (req: { leaseUuid: string }) =>
-        new Promise((resolve) => {
-          order.push(req.leaseUuid);
-          held.push({
-            lease: req.leaseUuid,
-            answer: () => resolve({ kind: "accepted", status: 202, body: undefined }),
-          });
-        }),
-    } as unknown as BackendClient;
+    const store = storeFor(config, clock, "p.db");
+    const { client, held, order } = holdingClient();
     const deps = lifecycleDeps({
       config,
       chain: recordingChain([]),
