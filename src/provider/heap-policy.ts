@@ -99,7 +99,8 @@ export function startHeapPolicy(o: HeapPolicyOptions = {}): HeapPolicy | undefin
       } finally {
         uncappedRuns--;
         follow();
-        if (uncappedRuns === 0) policy.settle();
+        // After the sweep's result is handed on: its caller does not wait for the collection.
+        if (uncappedRuns === 0) setImmediate(() => policy.settle());
       }
     },
     settle() {

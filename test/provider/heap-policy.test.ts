@@ -90,6 +90,8 @@ describe("providerd's heap policy", () => {
     });
     assert.ok(policy !== undefined);
     const during = await policy.uncapped(async () => policy.percent);
+    assert.equal(collections, 0, "the sweep's result does not wait for the collection");
+    await afterEntries();
     assert.equal(collections, 1, "a full collection once the sweep ends, so the cap applies at once");
     assert.equal(during, 0);
     await assert.rejects(
@@ -99,6 +101,7 @@ describe("providerd's heap policy", () => {
       /sweep failed/,
     );
     assert.equal(policy.percent, CAPPED_GROWTH_PERCENT);
+    await afterEntries();
     const capped = `--heap-growing-percent=${CAPPED_GROWTH_PERCENT}`;
     const v8s = "--heap-growing-percent=0";
     assert.deepEqual(set, [capped, v8s, capped, v8s, capped]);
