@@ -155,20 +155,30 @@ async function listLeases(
   return out;
 }
 
-/** The cursor walk behind every lease list: each page converted and handed to `onPage`. */
+/**
+ * The cursor walk behind every lease list: each page converted and handed to `onPage`. The
+ * next page is asked for before this one is converted, so the node works on it meanwhile (a
+ * 100,000-lease listing is 1,000 round trips in a row otherwise).
+ */
 async function walkLeases(
   what: string,
   fetchPage: (key: Uint8Array) => Promise<LeasePage>,
   onPage: (page: readonly ChainLease[]) => void,
 ): Promise<void> {
   let key: Uint8Array = new Uint8Array();
+  let pending = fetchPage(key);
   for (let page = 0; page < MAX_PAGES; page++) {
-    const res = await fetchPage(key);
-    onPage(res.leases.map(toChainLease));
+    const res = await pending;
     const next = res.pagination?.nextKey ?? new Uint8Array();
+    const advanced = next.length > 0 && !Buffer.from(next).equals(Buffer.from(key));
+    if (advanced && page + 1 < MAX_PAGES) {
+      pending = fetchPage(next);
+      // Awaited on the next turn; if onPage throws first, nobody will, and that is fine.
+      pending.catch(() => {});
+    }
+    onPage(res.leases.map(toChainLease));
     if (next.length === 0) return;
-    if (Buffer.from(next).equals(Buffer.from(key)))
-      throw new FredError("ERR_CHAIN_QUERY", `${what} cursor did not advance`);
+    if (!advanced) throw new FredError("ERR_CHAIN_QUERY", `${what} cursor did not advance`);
     key = next;
   }
   throw new FredError("ERR_CHAIN_QUERY", `${what} exceeded ${MAX_PAGES} pages`);

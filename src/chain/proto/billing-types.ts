@@ -18,10 +18,12 @@ export const LeaseState = {
 } as const;
 export type LeaseState = (typeof LeaseState)[keyof typeof LeaseState];
 
+/** Built once: a listing names the state of every lease (100,000 in a sweep). */
+const STATE_NAMES = new Map<number, string>(Object.entries(LeaseState).map(([name, n]) => [n, name]));
+
 /** Enum name for a state number (JSON/REST style). */
 export function leaseStateName(state: number): string {
-  const hit = Object.entries(LeaseState).find(([, n]) => n === state);
-  return hit === undefined ? String(state) : hit[0];
+  return STATE_NAMES.get(state) ?? String(state);
 }
 
 export const BillingParams = message(`${P}Params`, {
