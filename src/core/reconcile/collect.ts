@@ -28,11 +28,6 @@ export interface ProvisionRow {
 
 export interface PairInput {
   fenced: boolean;
-  /**
-   * The string to key a listed lease by (the collector passes the chain listing's own, so a
-   * sweep holds one copy of each UUID); absent: the inventory's own.
-   */
-  canonical?: (lease: string) => string;
   /** The storage identity pinned for this backend in the placement store. */
   pinnedStorageId: string;
   provisions: InventoryHalf<ProvisionRow>;
@@ -59,16 +54,14 @@ export function pairInventories(input: PairInput): BackendView {
   }
   if (p.kind !== "read" || r.kind !== "read")
     return { kind: "silent", reason: "unreachable", untrusted: none };
-  const key = input.canonical ?? ((lease: string) => lease);
   const provisions = new Map<string, ProvisionObservation>();
   const untrusted = new Set<string>();
   const shared = new Map<string, ProvisionObservation>();
   for (const row of p.items) {
-    const lease = key(row.leaseUuid);
-    if (provisions.has(lease)) untrusted.add(lease);
-    provisions.set(lease, observation(row, shared));
+    if (provisions.has(row.leaseUuid)) untrusted.add(row.leaseUuid);
+    provisions.set(row.leaseUuid, observation(row, shared));
   }
-  const retentions = new Set(r.items.map(key));
+  const retentions = new Set(r.items);
   for (const lease of retentions) if (provisions.has(lease)) untrusted.add(lease);
   return { kind: "answered", provisions, retentions, untrusted };
 }

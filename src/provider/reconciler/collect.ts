@@ -6,7 +6,6 @@ import {
   budgetReads,
   type ChainLeaseView,
   type InventoryHalf,
-  type PairInput,
   type PlacementView,
   type PlanInput,
   type ProvisionRow,
@@ -60,11 +59,7 @@ export async function collect(
       ),
     ),
   ]);
-  // Paired once the listing is in, keyed by the listing's UUID strings (one copy per lease).
-  const canonical = (lease: string) => listed.views.get(lease)?.uuid ?? lease;
-  const backends = new Map<string, BackendView>(
-    reads.map(([name, read]) => [name, pairInventories({ ...read, canonical })]),
-  );
+  const backends = new Map<string, BackendView>(reads);
   for (const [name, view] of backends) {
     if (view.kind !== "answered") continue;
     const counts = { provisions: view.provisions.size, retentions: view.retentions.size };
@@ -129,18 +124,23 @@ async function listChain(
   return { views, pending };
 }
 
-/** One backend's two inventory reads, as the pairing gate takes them. */
+/** One backend's two inventory reads, paired at once (its rows are dropped while the listing runs). */
 async function readBackend(
   d: LifecycleDeps,
   name: string,
   fenced: boolean,
   stallMs: number,
   signal: AbortSignal,
-): Promise<PairInput> {
+): Promise<BackendView> {
   const client = d.clients.get(name);
   const pinned = d.store.pins().get(name);
   if (fenced || client === undefined || pinned === undefined) {
-    return { fenced: true, pinnedStorageId: "", provisions: UNREACHABLE, retentions: UNREACHABLE };
+    return pairInventories({
+      fenced: true,
+      pinnedStorageId: "",
+      provisions: UNREACHABLE,
+      retentions: UNREACHABLE,
+    });
   }
   let provisions: InventoryHalf<ProvisionRow> = UNREACHABLE;
   let retentions: InventoryHalf<string> = UNREACHABLE;
@@ -156,7 +156,7 @@ async function readBackend(
     if (refused(err)) provisions = { kind: "rejected", positives: [] };
     d.logger.warn({ err, backend: name }, "reconciler: backend inventory unavailable; silent this sweep");
   }
-  return { fenced: false, pinnedStorageId: pinned, provisions, retentions };
+  return pairInventories({ fenced: false, pinnedStorageId: pinned, provisions, retentions });
 }
 
 const UNREACHABLE = { kind: "unreachable" } as const;

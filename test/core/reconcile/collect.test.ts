@@ -94,18 +94,6 @@ describe("reconcile collector gates: pairing a backend's two inventories", () =>
     assert.deepEqual(obs(lease(5)), { status: "failed", customDomains: [] });
   });
 
-  it("canonical names the key of every lease, in both halves", () => {
-    const seen: string[] = [];
-    const canonical = (l: string) => {
-      seen.push(l);
-      return l;
-    };
-    const v = plain(pair({ provisions: rows([L1, "ready"]), retentions: kept(L2), canonical }));
-    assert.deepEqual(seen, [L1, L2]);
-    assert.deepEqual(v.kind === "answered" && v.provisions?.map(([l]) => l), [L1]);
-    assert.deepEqual(v.kind === "answered" && v.retentions, [L2]);
-  });
-
   it("a lease in both endpoints is untrusted there; its siblings keep their evidence", () => {
     const v = plain(pair({ provisions: rows([L1, "ready"], [L2, "ready"]), retentions: kept(L2) }));
     assert.equal(v.kind, "answered");
