@@ -43,7 +43,7 @@ const PAGE_LIMIT = Number(process.env.BENCH_QUERY_PAGE_LIMIT ?? 100);
 const QUIET_WAIT_S = Number(process.env.BENCH_QUIET_WAIT_S ?? 180);
 /** BENCH_HEAP=0: no inspector and no heap sweeps (the timed sweep alone). */
 const HEAP = process.env.BENCH_HEAP !== "0";
-/** Where to write two heap snapshots of providerd around one more sweep (unset: none). */
+/** Where to write a heap and a CPU profile of providerd's sweep (unset: none). */
 const SNAPSHOT_DIR = process.env.BENCH_SNAPSHOT_DIR;
 const RUNS = (process.env.BENCH_RUNS ?? "sweep,hanging").split(",");
 const PER_TX = 100;
@@ -162,19 +162,10 @@ function cpuSince(stack: Stack, before: Record<string, number>): Record<string, 
 class Inspector {
   #next = 1;
   readonly #waiting = new Map<number, (r: { result?: unknown; error?: unknown }) => void>();
-  /** Chunks of the heap snapshot being taken. */
-  #chunks: string[] = [];
   private constructor(readonly ws: WebSocket) {
     ws.on("message", (data) => {
-      const msg = JSON.parse(String(data)) as {
-        id?: number;
-        method?: string;
-        params?: { chunk?: string };
-        result?: unknown;
-        error?: unknown;
-      };
+      const msg = JSON.parse(String(data)) as { id?: number; result?: unknown; error?: unknown };
       if (msg.id !== undefined) this.#waiting.get(msg.id)?.(msg);
-      else if (msg.method === "HeapProfiler.addHeapSnapshotChunk") this.#chunks.push(msg.params?.chunk ?? "");
     });
   }
 
@@ -212,14 +203,6 @@ class Inspector {
   async gc(): Promise<void> {
     await this.call("HeapProfiler.collectGarbage");
   }
-
-  /** A heap snapshot (after V8's own full GC) written to `path`. */
-  async snapshot(path: string): Promise<void> {
-    this.#chunks = [];
-    await this.call("HeapProfiler.takeHeapSnapshot", { reportProgress: false });
-    writeFileSync(path, this.#chunks.join(""));
-    this.#chunks = [];
-  }
 }
 
 /**
@@ -248,36 +231,44 @@ async function measuredSweep(inspector: Inspector, socket: string, live: boolean
   return { report, base, peak, peakAtMs, after: await inspector.heapUsed() };
 }
 
+/** Bytes a sampling heap profile's tree holds. */
+function sampledBytes(node: { selfSize: number; children: unknown[] }): number {
+  let sum = node.selfSize;
+  for (const c of node.children) sum += sampledBytes(c as typeof node);
+  return sum;
+}
+
 /**
- * BENCH_SNAPSHOT_DIR: heap snapshots of providerd before one more sweep and once, during it,
- * the heap (sampled after a full GC, as in the held sweep) reaches 95 % of the held sweep's
- * rise `rise`, for bench/reconciler-heap-summary.ts; then a CPU profile of another sweep
- * (sweep.cpuprofile).
+ * BENCH_SNAPSHOT_DIR: what one more sweep holds, by allocation site: V8's sampling heap
+ * profiler runs through it, and the profile with the most live bytes (read every 300 ms) is
+ * written as sweep-peak.heapprofile (bench/reconciler-heap-summary.ts reads it); then a CPU
+ * profile of another sweep (sweep.cpuprofile).
  */
-async function snapshots(inspector: Inspector, socket: string, rise: number): Promise<void> {
+async function profiles(inspector: Inspector, socket: string): Promise<void> {
   const dir = SNAPSHOT_DIR as string;
-  await inspector.snapshot(join(dir, "before.heapsnapshot"));
-  const base = await inspector.heapUsed();
+  await inspector.gc();
+  await inspector.call("HeapProfiler.startSampling", { samplingInterval: 8192 });
   let sweeping = true;
   const sweep = requestSweep(socket).finally(() => {
     sweeping = false;
   });
-  let taken = false;
-  while (sweeping && !taken) {
-    await inspector.gc();
-    if ((await inspector.heapUsed()) - base >= 0.95 * rise) {
-      await inspector.snapshot(join(dir, "during.heapsnapshot"));
-      taken = true;
-    } else await new Promise((r) => setTimeout(r, 50));
+  let best: { head: { selfSize: number; children: unknown[] } } | undefined;
+  while (sweeping) {
+    await new Promise((r) => setTimeout(r, 300));
+    const { profile } = (await inspector.call("HeapProfiler.getSamplingProfile")) as { profile: typeof best };
+    if (profile !== undefined && (best === undefined || sampledBytes(profile.head) > sampledBytes(best.head)))
+      best = profile;
   }
   await sweep;
+  await inspector.call("HeapProfiler.stopSampling");
+  writeFileSync(join(dir, "sweep-peak.heapprofile"), JSON.stringify(best ?? {}));
   // And a CPU profile of one more sweep (V8's sampling profiler, through the same session).
   await inspector.call("Profiler.enable");
   await inspector.call("Profiler.start");
   await requestSweep(socket);
   const { profile } = (await inspector.call("Profiler.stop")) as { profile: unknown };
   writeFileSync(join(dir, "sweep.cpuprofile"), JSON.stringify(profile));
-  console.error(`sweep.cpuprofile in ${dir}; during.heapsnapshot ${taken ? "taken" : "not reached"}`);
+  console.error(`sweep-peak.heapprofile and sweep.cpuprofile in ${dir}`);
 }
 
 /** The two heap-measuring sweeps, through providerd's inspector. */
@@ -286,7 +277,7 @@ async function heapSweeps(stack: Stack, socket: string) {
   try {
     const heap = await measuredSweep(inspector, socket, false);
     const held = await measuredSweep(inspector, socket, true);
-    if (SNAPSHOT_DIR !== undefined) await snapshots(inspector, socket, held.peak - held.base);
+    if (SNAPSHOT_DIR !== undefined) await profiles(inspector, socket);
     return {
       heap_sweep: heap.report,
       heap_before_mb: Math.round(heap.base / 2 ** 20),
