@@ -58,9 +58,9 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function lease(state: string): ChainLease {
+function lease(state: string, uuid = LEASE): ChainLease {
   return {
-    uuid: LEASE,
+    uuid,
     tenant: "manifest1tenant",
     providerUuid: PROVIDER_UUID,
     state: state as LeaseStateName,
@@ -165,6 +165,55 @@ describe("a sweep while the chain node errs", () => {
         intervalMs: 50,
       });
     } finally {
+      store.close();
+    }
+  });
+  it("provisions an ACTIVE lease its owner lost only once the exact re-read says it is ACTIVE", async () => {
+    // The sweep keeps only a plan view of an ACTIVE lease: the act phase re-reads it in full.
+    const LOST = "0190f3a2-7c1e-7000-8000-000000000e02";
+    const clock = new ManualClock(Date.now());
+    const store = PlacementStore.create(
+      join(dir, "placements-lost.db"),
+      PROVIDER_UUID,
+      [{ name: "one", storageId: SID, baseline: { provisions: 0, retentions: 0 } }],
+      clock.now(),
+    );
+    let reread: () => Promise<ChainLease | undefined> = async () => {
+      throw new FredError("ERR_CHAIN_QUERY", "node unavailable", { retryable: true });
+    };
+    const chain = recordingChain([], {
+      getLease: () => reread(),
+      leasesByProvider: async () => [lease("LEASE_STATE_ACTIVE", LOST)],
+    });
+    const deps = lifecycleDeps({ config, chain, store, clock, clients });
+    const reconciler = new Reconciler({
+      lifecycle: new Lifecycle(deps),
+      feedLive: async () => {},
+      clock,
+      logger: deps.logger,
+    });
+    try {
+      store.adoptPlacement(LOST, "one", clock.now());
+      for (const [what, answer] of [
+        ["re-read fails", reread],
+        ["re-read not found", async () => undefined],
+        ["re-read CLOSED", async () => lease("LEASE_STATE_CLOSED", LOST)],
+      ] as const) {
+        reread = answer;
+        assert.equal((await reconciler.sweep(never)).outcome, "complete", what);
+        await deps.queue.idle();
+        assert.equal(store.attemptFor(LOST), undefined, `${what}: no provision attempt`);
+        assert.deepEqual(await clients.get("one")!.provisionsFor([LOST]), [], `${what}: nothing sent`);
+      }
+      reread = async () => lease("LEASE_STATE_ACTIVE", LOST);
+      await reconciler.sweep(never);
+      await deps.queue.idle();
+      assert.equal(store.attemptFor(LOST)?.backend, "one", "re-read ACTIVE: provisioned on its owner");
+      await until(async () => (await clients.get("one")!.provisionsFor([LOST])).length === 1, "sent", {
+        intervalMs: 50,
+      });
+    } finally {
+      await clients.get("one")!.deprovision(LOST);
       store.close();
     }
   });
