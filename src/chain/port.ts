@@ -116,6 +116,8 @@ export interface ChainPort {
     signal?: AbortSignal,
     onPage?: (page: readonly ChainLease[]) => void,
   ): Promise<ChainLease[]>;
+  /** Every lease of `tenant`, with any provider, in `state` (all pages). */
+  leasesByTenant(tenant: string, state?: LeaseStateName, signal?: AbortSignal): Promise<ChainLease[]>;
   /**
    * The same walk, each page handed to `onPage` and none kept: for a caller that reduces
    * the leases as they arrive (the reconciler's sweep holds 100,000 of them otherwise).

@@ -92,6 +92,13 @@ export class RecordingChain implements ChainPort {
     return all;
   }
 
+  async leasesByTenant(tenant: string, state?: LeaseStateName, _signal?: AbortSignal): Promise<ChainLease[]> {
+    return [...this.leases.values()]
+      .filter((l) => l.tenant === tenant && (state === undefined || l.state === state))
+      .sort((a, b) => (a.uuid < b.uuid ? -1 : 1))
+      .map((l) => ({ ...l }));
+  }
+
   /** Pages of what `leasesByProvider` returns (a suite's scripted listing included). */
   async leasePagesByProvider(
     providerUuid: string,

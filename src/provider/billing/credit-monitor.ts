@@ -32,7 +32,7 @@ export interface CreditNotices {
 }
 
 export interface CreditMonitorDeps {
-  chain: Pick<ChainPort, "leasesByProvider" | "creditEstimate" | "closeLeases">;
+  chain: Pick<ChainPort, "leasesByProvider" | "leasesByTenant" | "creditEstimate" | "closeLeases">;
   providerUuid: string;
   clock: Clock;
   logger: Logger;
@@ -82,7 +82,7 @@ export class CreditMonitor {
 
   /** Every tenant with ACTIVE leases here; resolves the time it wants to run again. */
   async checkAll(signal: AbortSignal): Promise<number | undefined> {
-    const byTenant = await this.#activeByTenant(signal, undefined);
+    const byTenant = await this.#activeByTenant(signal);
     for (const tenant of [...this.#tenants.keys()]) if (!byTenant.has(tenant)) this.#tenants.delete(tenant);
     let due: number | undefined;
     for (const [tenant, leases] of byTenant) {
@@ -93,9 +93,15 @@ export class CreditMonitor {
     return due;
   }
 
-  /** One tenant, from a fresh lease listing (the depletion watcher asks). */
+  /**
+   * One tenant, from a fresh listing of that tenant's ACTIVE leases (the depletion watcher
+   * asks, on every depletion event of any provider's lease): its own leases, not all of
+   * this provider's, which at 100,000 leases made each event a full listing.
+   */
   async checkTenant(tenant: string, signal: AbortSignal): Promise<number | undefined> {
-    const leases = (await this.#activeByTenant(signal, tenant)).get(tenant) ?? [];
+    const mine = (l: ChainLease) =>
+      l.providerUuid === this.#d.providerUuid && l.state === "LEASE_STATE_ACTIVE";
+    const leases = (await this.#d.chain.leasesByTenant(tenant, "LEASE_STATE_ACTIVE", signal)).filter(mine);
     if (leases.length === 0) {
       this.#tenants.delete(tenant);
       return undefined;
@@ -127,11 +133,11 @@ export class CreditMonitor {
     return est === undefined ? undefined : horizonOf(est);
   }
 
-  async #activeByTenant(signal: AbortSignal, only: string | undefined): Promise<Map<string, ChainLease[]>> {
+  async #activeByTenant(signal: AbortSignal): Promise<Map<string, ChainLease[]>> {
     const leases = await this.#d.chain.leasesByProvider(this.#d.providerUuid, "LEASE_STATE_ACTIVE", signal);
     const out = new Map<string, ChainLease[]>();
     for (const l of leases) {
-      if (l.state !== "LEASE_STATE_ACTIVE" || (only !== undefined && l.tenant !== only)) continue;
+      if (l.state !== "LEASE_STATE_ACTIVE") continue;
       const list = out.get(l.tenant);
       if (list === undefined) out.set(l.tenant, [l]);
       else list.push(l);

@@ -45,7 +45,12 @@ export interface BillingDeps {
   >;
   chain: Pick<
     ChainPort,
-    "providerWithdrawable" | "withdrawAll" | "leasesByProvider" | "creditEstimate" | "closeLeases"
+    | "providerWithdrawable"
+    | "withdrawAll"
+    | "leasesByProvider"
+    | "leasesByTenant"
+    | "creditEstimate"
+    | "closeLeases"
   >;
   clock: Clock;
   logger: Logger;

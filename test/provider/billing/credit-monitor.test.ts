@@ -25,9 +25,18 @@ type Answer = "chain" | "zero" | "error";
 class StagedNode {
   readonly script: Answer[] = [];
   constructor(readonly chain: CosmosChain) {}
-  port(): Pick<ChainPort, "leasesByProvider" | "creditEstimate" | "closeLeases"> {
+  /** Listings asked for, by kind (a one-tenant check must not list the whole provider). */
+  readonly listings = { provider: 0, tenant: 0 };
+  port(): Pick<ChainPort, "leasesByProvider" | "leasesByTenant" | "creditEstimate" | "closeLeases"> {
     return {
-      leasesByProvider: (...a) => this.chain.leasesByProvider(...a),
+      leasesByProvider: (...a) => {
+        this.listings.provider++;
+        return this.chain.leasesByProvider(...a);
+      },
+      leasesByTenant: (...a) => {
+        this.listings.tenant++;
+        return this.chain.leasesByTenant(...a);
+      },
       closeLeases: (...a) => this.chain.closeLeases(...a),
       creditEstimate: async (tenant, signal): Promise<CreditEstimate | undefined> => {
         const answer = this.script.shift() ?? "chain";
@@ -104,6 +113,7 @@ describe("credit monitor (devnet)", () => {
     node.script.push("zero", "zero", "zero");
     const due = await monitor.checkTenant(dn.account("tenant2").address, signal);
     assert.equal(due, clock.now() + RETRY_MS, "deferring: re-checked after credit_check_retry_interval");
+    assert.deepEqual(node.listings, { provider: 0, tenant: 1 }, "one tenant's check lists only its leases");
     clock.advance(GRACE_MS - 1);
     await monitor.checkAll(signal);
     assert.deepEqual(await states(leases), ["LEASE_STATE_ACTIVE", "LEASE_STATE_ACTIVE"]);

@@ -34,8 +34,9 @@ beforeEach(async () => {
   h = await new Harness().start({ credit: (tenant, signal) => monitor.status(tenant, signal) });
   h.lease(LEASE);
   closes.length = 0;
-  const chain: Pick<ChainPort, "leasesByProvider" | "creditEstimate" | "closeLeases"> = {
+  const chain: Pick<ChainPort, "leasesByProvider" | "leasesByTenant" | "creditEstimate" | "closeLeases"> = {
     leasesByProvider: async () => [chainLease(LEASE, h.tenant)],
+    leasesByTenant: async () => [chainLease(LEASE, h.tenant)],
     creditEstimate: async () => estimate,
     closeLeases: async (uuids): Promise<LeaseOutcome[]> => {
       closes.push([...uuids]);
