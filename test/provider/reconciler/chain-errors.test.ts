@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import type { ChainLease, LeaseStateName } from "../../../src/chain/port.ts";
+import type { ChainLease, ChainPort, LeaseStateName } from "../../../src/chain/port.ts";
 import { ManualClock, systemClock } from "../../../src/core/clock.ts";
 import { FredError } from "../../../src/core/errors.ts";
 import { newUuidV4 } from "../../../src/core/uuid.ts";
@@ -73,6 +73,18 @@ async function onMock(): Promise<string | undefined> {
   return (await clients.get("one")!.provisionsFor([LEASE]))[0]?.status;
 }
 
+/** A reconciler over `chain`, the store and the mock backend ("one"). */
+function reconcilerOver(chain: ChainPort, store: PlacementStore, clock: ManualClock) {
+  const deps = lifecycleDeps({ config, chain, store, clock, clients });
+  const reconciler = new Reconciler({
+    lifecycle: new Lifecycle(deps),
+    feedLive: async () => {},
+    clock,
+    logger: deps.logger,
+  });
+  return { deps, reconciler };
+}
+
 describe("a sweep while the chain node errs", () => {
   it("destroys nothing unless an exact re-read says the lease ended", async () => {
     const clock = new ManualClock(Date.now());
@@ -94,13 +106,7 @@ describe("a sweep while the chain node errs", () => {
       getLease: () => reread(),
       leasesByProvider: () => listings(),
     });
-    const deps = lifecycleDeps({ config, chain, store, clock, clients });
-    const reconciler = new Reconciler({
-      lifecycle: new Lifecycle(deps),
-      feedLive: async () => {},
-      clock,
-      logger: deps.logger,
-    });
+    const { deps, reconciler } = reconcilerOver(chain, store, clock);
     try {
       // The lease's workload runs on "one", confirmed by its operation.
       const op = newUuidV4();
@@ -185,13 +191,7 @@ describe("a sweep while the chain node errs", () => {
       getLease: () => reread(),
       leasesByProvider: async () => [lease("LEASE_STATE_ACTIVE", LOST)],
     });
-    const deps = lifecycleDeps({ config, chain, store, clock, clients });
-    const reconciler = new Reconciler({
-      lifecycle: new Lifecycle(deps),
-      feedLive: async () => {},
-      clock,
-      logger: deps.logger,
-    });
+    const { deps, reconciler } = reconcilerOver(chain, store, clock);
     try {
       store.adoptPlacement(LOST, "one", clock.now());
       for (const [what, answer] of [
