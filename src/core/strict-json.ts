@@ -8,17 +8,58 @@ import { FredError } from "./errors.ts";
 export function parseStrictJson(input: string | Uint8Array, maxBytes: number): unknown {
   const size = typeof input === "string" ? Buffer.byteLength(input) : input.byteLength;
   if (size > maxBytes) throw new FredError("ERR_JSON_TOO_LARGE", `document exceeds ${maxBytes} bytes`);
-  const text = typeof input === "string" ? input : Buffer.from(input).toString("utf8");
+  const text =
+    typeof input === "string"
+      ? input
+      : Buffer.from(input.buffer, input.byteOffset, input.byteLength).toString("utf8");
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
     throw new FredError("ERR_JSON", `invalid JSON: ${(err as Error).message}`);
   }
+  // JSON.parse keeps one property per repeated key, so a document can hold a duplicate only
+  // when its text names more keys than the parsed value has. Counting both allocates
+  // nothing; only a document whose counts differ gets the exact scan.
+  if (keysInText(text) === keysInValue(value)) return value;
   const dup = findDuplicateKey(text);
   if (dup !== undefined)
     throw new FredError("ERR_JSON_DUPLICATE_KEY", `duplicate key ${JSON.stringify(dup)}`);
   return value;
+}
+
+/** Object keys in valid JSON text: string tokens followed (after whitespace) by a colon. */
+function keysInText(text: string): number {
+  let keys = 0;
+  for (let open = text.indexOf('"'); open !== -1; ) {
+    // The closing quote is the next one not escaped by an odd run of backslashes.
+    let close = text.indexOf('"', open + 1);
+    for (;;) {
+      let slashes = 0;
+      while (text.charCodeAt(close - 1 - slashes) === 0x5c /* \ */) slashes++;
+      if (slashes % 2 === 0) break;
+      close = text.indexOf('"', close + 1);
+    }
+    let next = close + 1;
+    for (let c = text.charCodeAt(next); c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09; )
+      c = text.charCodeAt(++next);
+    if (text.charCodeAt(next) === 0x3a /* : */) keys++;
+    open = text.indexOf('"', next);
+  }
+  return keys;
+}
+
+/** Own keys of every object in a parsed JSON value. */
+function keysInValue(value: unknown): number {
+  if (typeof value !== "object" || value === null) return 0;
+  let keys = 0;
+  if (Array.isArray(value)) {
+    for (const v of value) keys += keysInValue(v);
+    return keys;
+  }
+  const o = value as Record<string, unknown>;
+  for (const k in o) keys += 1 + keysInValue(o[k]);
+  return keys;
 }
 
 /**

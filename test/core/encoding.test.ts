@@ -48,6 +48,17 @@ describe("strict JSON", () => {
     refused(() => parseStrictJson('{"a":1,"a":2}', 1000), "ERR_JSON_DUPLICATE_KEY");
     refused(() => parseStrictJson('{"x":[{"k":1,"k":1}]}', 1000), "ERR_JSON_DUPLICATE_KEY");
     refused(() => parseStrictJson('{"ab":1,"a\\u0062":2}', 1000), "ERR_JSON_DUPLICATE_KEY");
+    // A key ending in an escaped backslash, a value holding an escaped quote, whitespace
+    // before the colons: the key count must still see both spellings of `a\`.
+    refused(
+      () => parseStrictJson('{"a\\\\" :1, "b":"\\\\\\"x" ,\n"a\\\\"\t\n: 2}', 1000),
+      "ERR_JSON_DUPLICATE_KEY",
+    );
+    assert.deepEqual(parseStrictJson('{"a\\\\" :1, "b":"\\\\\\"x" ,\n"c"\t\n: 2}', 1000), {
+      "a\\": 1,
+      b: '\\"x',
+      c: 2,
+    });
   });
   it("refuses invalid JSON, trailing garbage and oversized input before parsing", () => {
     refused(() => parseStrictJson("{", 1000), "ERR_JSON");

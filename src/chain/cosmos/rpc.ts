@@ -1,19 +1,28 @@
 /**
- * The node connection: a cosmjs Comet38Client over HTTP (each request bounded by
- * `requestTimeoutMs`) plus a QueryClient for ABCI queries. Errors become FredErrors:
- * a gRPC NotFound is `ERR_CHAIN_NOT_FOUND` (callers turn it into `undefined`), other
- * query failures `ERR_CHAIN_QUERY`, and transport failures retryable `ERR_CHAIN_UNAVAILABLE`.
+ * The node connection: a cosmjs Comet38Client over HTTP for status, blocks and broadcasts,
+ * and ABCI queries as plain JSON-RPC POSTs on a keep-alive undici pool (each request bounded
+ * by `requestTimeoutMs` and the caller's signal). Errors become FredErrors: a gRPC NotFound
+ * is `ERR_CHAIN_NOT_FOUND` (callers turn it into `undefined`), other query failures
+ * `ERR_CHAIN_QUERY`, and transport failures retryable `ERR_CHAIN_UNAVAILABLE`.
  */
-import { QueryClient } from "@cosmjs/stargate";
 import { Comet38Client, HttpClient } from "@cosmjs/tendermint-rpc";
+import { Pool } from "undici";
 import { FredError } from "../../core/errors.ts";
 
 export interface NodeConnection {
   readonly url: string;
   readonly comet: Comet38Client;
-  readonly query: QueryClient;
+  /** One ABCI query at the latest height: the response's value bytes. */
+  abci(path: string, data: Uint8Array, signal?: AbortSignal): Promise<Uint8Array>;
   close(): void;
 }
+
+/**
+ * ABCI queries at once (the node answers each on its own; more only queue). A 100,000-lease
+ * listing is 1,000 of them in a row, so each must cost little: cosmjs's client goes through
+ * fetch (web streams, a resource-timing entry, base64 in JavaScript) for every one.
+ */
+const QUERY_CONNECTIONS = 16;
 
 export async function connectNode(url: string, requestTimeoutMs = 10_000): Promise<NodeConnection> {
   let http = url;
@@ -21,7 +30,54 @@ export async function connectNode(url: string, requestTimeoutMs = 10_000): Promi
   if (!/^https?:\/\//.test(http))
     throw new FredError("ERR_CONFIG", `chain RPC URL must be http(s) or ws(s): ${url}`);
   const comet = Comet38Client.create(new HttpClient(http, requestTimeoutMs));
-  return { url: http, comet, query: QueryClient.withExtensions(comet), close: () => comet.disconnect() };
+  const target = new URL(http);
+  const pool = new Pool(target.origin, { connections: QUERY_CONNECTIONS });
+  let id = 0;
+  const abci = async (path: string, data: Uint8Array, signal?: AbortSignal): Promise<Uint8Array> => {
+    const timeout = AbortSignal.timeout(requestTimeoutMs);
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: ++id,
+      method: "abci_query",
+      params: { path, data: Buffer.from(data).toString("hex"), prove: false },
+    });
+    const res = await pool.request({
+      path: target.pathname,
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+      signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+    });
+    if (res.statusCode < 200 || res.statusCode > 299) {
+      await res.body.dump();
+      throw new Error(`Bad status on response: ${res.statusCode}`);
+    }
+    return abciValue(JSON.parse(await res.body.text()));
+  };
+  return {
+    url: http,
+    comet,
+    abci,
+    close: () => {
+      comet.disconnect();
+      void pool.close();
+    },
+  };
+}
+
+/** The value of a JSON-RPC `abci_query` reply; an error reply or a non-zero code throws. */
+function abciValue(reply: unknown): Uint8Array {
+  const r = reply as { error?: unknown; result?: { response?: Record<string, unknown> } } | null;
+  if (r?.error !== undefined) throw new Error(JSON.stringify(r.error));
+  const response = r?.result?.response;
+  if (typeof response !== "object" || response === null) throw new Error("malformed abci_query reply");
+  const code = Number(response.code ?? 0);
+  if (code !== 0) throw new Error(`Query failed with (${code}): ${String(response.log ?? "")}`);
+  if (!response.height) throw new Error("No query height returned");
+  const value = response.value;
+  if (value !== null && value !== undefined && typeof value !== "string")
+    throw new Error("malformed abci_query value");
+  return Buffer.from(value ?? "", "base64");
 }
 
 /** The websocket URL CometBFT serves next to an HTTP RPC URL. */
@@ -38,12 +94,22 @@ export function chainError(err: unknown, what: string): FredError {
   const text = err instanceof Error ? err.message : String(err);
   const causeText = err instanceof Error && err.cause instanceof Error ? ` ${err.cause.message}` : "";
   if (NOT_FOUND.test(text)) return new FredError("ERR_CHAIN_NOT_FOUND", `${what}: not found`, { cause: err });
-  if (TRANSPORT.test(text + causeText) || (err instanceof Error && err.name === "TimeoutError"))
+  if (
+    TRANSPORT.test(text + causeText) ||
+    (err instanceof Error && err.name === "TimeoutError") ||
+    transportCode(err)
+  )
     return new FredError("ERR_CHAIN_UNAVAILABLE", `${what}: chain node unreachable (${text})`, {
       retryable: true,
       cause: err,
     });
   return new FredError("ERR_CHAIN_QUERY", `${what}: ${text}`, { retryable: true, cause: err });
+}
+
+/** An undici transport error (`UND_ERR_…`) or a socket errno (`ECONNRESET`, `EPIPE`, …). */
+function transportCode(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^(UND_ERR_|E[A-Z]+$)/.test(code);
 }
 
 /** One protobuf ABCI query with typed request/response codecs. */
@@ -57,8 +123,7 @@ export async function abciQuery<Req, Res>(
 ): Promise<Res> {
   signal?.throwIfAborted();
   try {
-    const res = await conn.query.queryAbci(path, reqCodec.encode(request).finish());
-    return resCodec.decode(res.value);
+    return resCodec.decode(await conn.abci(path, reqCodec.encode(request).finish(), signal));
   } catch (err) {
     throw chainError(err, path);
   }

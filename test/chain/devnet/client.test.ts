@@ -222,8 +222,11 @@ describe("chain client against a real devnet", () => {
     await dn.call("devnet_pause");
     try {
       let exited = 0;
+      // The two amounts differ so the two txs do too: identical messages signed at the same
+      // sequence are one tx byte for byte (deterministic signatures), and the second
+      // broadcast would only find the first in the mempool, not be refused for its sequence.
       const runs = Promise.all(
-        [1, 2].map(() =>
+        ["1000umfx", "1001umfx"].map((amount) =>
           runFred([
             "chain",
             "credit",
@@ -231,7 +234,7 @@ describe("chain client against a real devnet", () => {
             "--tenant",
             tenant,
             "--amount",
-            "1000umfx",
+            amount,
             "--from",
             "faucet",
             "--home",

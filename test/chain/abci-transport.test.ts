@@ -1,0 +1,162 @@
+/**
+ * The node connection's ABCI query transport against real HTTP servers on 127.0.0.1 that
+ * answer the way a broken, slow or strict node would: every failure becomes the FredError a
+ * caller can act on (unreachable is retryable ERR_CHAIN_UNAVAILABLE, NotFound is `undefined`,
+ * a reply off the protocol is ERR_CHAIN_QUERY), and the caller's signal cancels a request.
+ */
+import assert from "node:assert/strict";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, describe, it } from "node:test";
+import { getLease } from "../../src/chain/cosmos/queries.ts";
+import { connectNode } from "../../src/chain/cosmos/rpc.ts";
+import { Lease, QueryLeaseResponse, toBytes } from "../../src/chain/proto/index.ts";
+import { isFredError } from "../../src/core/errors.ts";
+
+const LEASE = "01900000-0000-7000-8000-000000000001";
+
+type Handler = (body: { method: string; params: Record<string, unknown> }, res: ServerResponse) => void;
+
+async function node(handler: Handler): Promise<{ url: string; server: Server; seen: string[] }> {
+  const seen: string[] = [];
+  const server = createServer((req: IncomingMessage, res) => {
+    let text = "";
+    req.on("data", (c) => {
+      text += c;
+    });
+    req.on("end", () => {
+      const body = JSON.parse(text);
+      seen.push(`${req.method} ${req.url} ${body.method} ${body.params.path}`);
+      handler(body, res);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, seen };
+}
+
+const reply = (res: ServerResponse, response: Record<string, unknown>) =>
+  res.end(JSON.stringify({ jsonrpc: "2.0", id: 1, result: { response } }));
+
+const servers: Server[] = [];
+after(() => {
+  for (const s of servers) {
+    s.closeAllConnections();
+    s.close();
+  }
+});
+
+async function failure(url: string, opts: { timeoutMs?: number; signal?: AbortSignal } = {}) {
+  const conn = await connectNode(url, opts.timeoutMs ?? 5_000);
+  try {
+    return await getLease(conn, LEASE, opts.signal).then(
+      (v) => ({ value: v }),
+      (err: unknown) => ({ err }),
+    );
+  } finally {
+    conn.close();
+  }
+}
+
+describe("chain node connection: ABCI queries over JSON-RPC", () => {
+  it("posts abci_query with hex data to the URL's path and decodes the base64 value", async () => {
+    const lease = Lease.fromPartial({ uuid: LEASE, state: 2, metaHash: new Uint8Array([1, 2]) });
+    const n = await node((body, res) => {
+      assert.equal(body.params.prove, false);
+      assert.match(String(body.params.data), /^[0-9a-f]+$/);
+      reply(res, {
+        code: 0,
+        height: "7",
+        value: Buffer.from(toBytes(QueryLeaseResponse, { lease })).toString("base64"),
+      });
+    });
+    servers.push(n.server);
+    const got = await failure(`${n.url}/rpc`);
+    assert.ok("value" in got);
+    assert.equal(got.value?.uuid, LEASE);
+    assert.equal(got.value?.state, "LEASE_STATE_ACTIVE");
+    assert.equal(got.value?.metaHash, "0102");
+    assert.deepEqual(n.seen, ["POST /rpc abci_query /liftedinit.billing.v1.Query/Lease"]);
+  });
+
+  it("a NotFound code is undefined; any other code is ERR_CHAIN_QUERY with the node's log", async () => {
+    let code = 5;
+    const n = await node((_b, res) =>
+      reply(res, {
+        code,
+        height: "7",
+        log: code === 5 ? "rpc error: code = NotFound desc = no lease" : "boom",
+      }),
+    );
+    servers.push(n.server);
+    assert.deepEqual(await failure(n.url), { value: undefined });
+    code = 13;
+    const { err } = (await failure(n.url)) as { err: unknown };
+    assert.ok(isFredError(err, "ERR_CHAIN_QUERY"), String(err));
+    assert.match(String(err.message), /boom/);
+  });
+
+  it("replies off the protocol are ERR_CHAIN_QUERY: a JSON-RPC error, no response, no height, bad value", async () => {
+    const bodies = [
+      JSON.stringify({ jsonrpc: "2.0", id: 1, error: { code: -32603, message: "Internal error" } }),
+      JSON.stringify({ jsonrpc: "2.0", id: 1, result: {} }),
+      JSON.stringify({ jsonrpc: "2.0", id: 1, result: { response: { code: 0, value: "" } } }),
+      JSON.stringify({ jsonrpc: "2.0", id: 1, result: { response: { code: 0, height: "1", value: 42 } } }),
+      "not json",
+    ];
+    let i = 0;
+    const n = await node((_b, res) => res.end(bodies[i++]));
+    servers.push(n.server);
+    for (const _ of bodies) {
+      const got = await failure(n.url);
+      assert.ok(
+        "err" in got && isFredError(got.err, "ERR_CHAIN_QUERY"),
+        `reply ${i}: ${JSON.stringify(got)}`,
+      );
+    }
+  });
+
+  it("unreachable, 5xx, a reset and a hang past the timeout are retryable ERR_CHAIN_UNAVAILABLE", async () => {
+    const closed = await node(() => {});
+    await new Promise((r) => closed.server.close(r));
+    const status = await node((_b, res) => {
+      res.statusCode = 503;
+      res.end("busy");
+    });
+    const reset = await node((_b, res) => res.socket?.destroy());
+    const hang = await node(() => {});
+    servers.push(status.server, reset.server, hang.server);
+    for (const [url, timeoutMs] of [
+      [closed.url, 5_000],
+      [status.url, 5_000],
+      [reset.url, 5_000],
+      [hang.url, 200],
+    ] as const) {
+      const got = await failure(url, { timeoutMs });
+      assert.ok("err" in got && isFredError(got.err, "ERR_CHAIN_UNAVAILABLE"), `${url}: ${String(got)}`);
+      assert.equal((got.err as { retryable?: boolean }).retryable, true);
+    }
+    // A 4xx is the node refusing this request, not the node being away.
+    const refused = await node((_b, res) => {
+      res.statusCode = 400;
+      res.end("bad");
+    });
+    servers.push(refused.server);
+    const got = await failure(refused.url);
+    assert.ok("err" in got && isFredError(got.err, "ERR_CHAIN_QUERY"));
+  });
+
+  it("the caller's signal cancels a request in flight", async () => {
+    let arrived!: () => void;
+    const seen = new Promise<void>((r) => {
+      arrived = r;
+    });
+    const hang = await node(() => arrived());
+    servers.push(hang.server);
+    const ac = new AbortController();
+    const pending = failure(hang.url, { timeoutMs: 60_000, signal: ac.signal });
+    await seen;
+    ac.abort();
+    const got = await pending;
+    assert.ok("err" in got, "the request was cancelled, not answered");
+  });
+});
