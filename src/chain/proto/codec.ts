@@ -239,3 +239,23 @@ export function message<F extends Fields>(typeUrl: string, fields: F): MessageCo
 export function toBytes<T>(codec: MessageCodec<T>, value: T): Uint8Array {
   return codec.encode(value).finish();
 }
+
+/**
+ * Encodes `value` with its repeated message field `field` given as messages already in their
+ * binary form (a store's values), written unchanged: the same bytes as decoding each and
+ * encoding the whole, without the round trip. `value[field]` is ignored.
+ */
+export function toBytesWithEncoded<T, K extends keyof T & string>(
+  codec: MessageCodec<T>,
+  value: Omit<T, K>,
+  field: K,
+  encoded: readonly Uint8Array[],
+): Uint8Array {
+  const spec = codec.fields[field];
+  // Only the table's first field: encode() writes fields in table order, so the bytes match.
+  if (spec?.kind !== "message" || !spec.repeated || Object.keys(codec.fields)[0] !== field)
+    throw new Error(`${codec.typeUrl}: ${field} is not the leading repeated message field`);
+  const writer = new BinaryWriter();
+  for (const bytes of encoded) writer.tag(spec.no, WireType.LengthDelimited).bytes(bytes);
+  return codec.encode({ ...value, [field]: [] } as T, writer).finish();
+}

@@ -12,8 +12,10 @@ import {
   MsgCreateLease,
   MsgWithdraw,
   MsgWithdrawResponse,
+  QueryLeasesByProviderResponse,
   QueryProviderWithdrawableRequest,
   toBytes,
+  toBytesWithEncoded,
 } from "../../../src/chain/proto/index.ts";
 
 const tenant = "manifest1qypqxpq9qcrsszg2pvxq6rs0zqg3yyc57qwfj5";
@@ -38,6 +40,33 @@ describe("billing codecs", () => {
     assert.deepEqual(back, lease);
     assert.equal(back.closedAt, undefined);
     assert.equal(back.items[0]!.customDomain, "");
+  });
+
+  it("splices already-encoded messages into a list response: the same bytes as encoding them", () => {
+    const leases = [1, 2, 3].map((i) =>
+      Lease.fromPartial({
+        uuid: `0190d4a0-0000-7001-8000-00000000000${i}`,
+        tenant,
+        items: [{ skuUuid: sku, quantity: BigInt(i), customDomain: i === 2 ? "a.example" : "" }],
+        state: LeaseState.LEASE_STATE_ACTIVE,
+        createdAt: { seconds: 1_700_000_000n + BigInt(i), nanos: i },
+      }),
+    );
+    const pagination = { nextKey: new Uint8Array([9, 9]), total: 0n };
+    const whole = toBytes(QueryLeasesByProviderResponse, { leases, pagination });
+    const spliced = toBytesWithEncoded(
+      QueryLeasesByProviderResponse,
+      { pagination },
+      "leases",
+      leases.map((l) => toBytes(Lease, l)),
+    );
+    assert.deepEqual(Buffer.from(spliced), Buffer.from(whole));
+    assert.deepEqual(QueryLeasesByProviderResponse.decode(spliced).leases, leases);
+    // Only the leading repeated message field can be spliced (encode writes in table order).
+    assert.throws(
+      () => toBytesWithEncoded(QueryLeasesByProviderResponse, { leases: [] }, "pagination", []),
+      /not the leading repeated message field/,
+    );
   });
 
   it("writes the exact proto3 bytes for a known message", () => {

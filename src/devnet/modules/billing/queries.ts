@@ -2,7 +2,6 @@
 import {
   BillingQueryParamsResponse,
   CreditAccount,
-  Lease,
   LeaseState,
   QueryCreditAccountRequest,
   QueryCreditAccountResponse,
@@ -27,6 +26,7 @@ import {
   QueryWithdrawableAmountRequest,
   QueryWithdrawableAmountResponse,
   toBytes,
+  toBytesWithEncoded,
 } from "../../../chain/proto/index.ts";
 import {
   addAll,
@@ -44,7 +44,7 @@ import { grpcError, paginate, requireNonEmpty } from "../sku/query-kit.ts";
 import { addressProblem } from "../sku/validate.ts";
 import { type BillingDeps, balanceOf, nowNs, trancheOf, tsNs } from "./ledger.ts";
 import { providerWithdrawableQuery } from "./query-withdrawable.ts";
-import { BILLING, bkeys, getAccount, getDomain, getLease, getParams } from "./store.ts";
+import { BILLING, bkeys, getAccount, getDomain, getLease, getParams, leaseBytes } from "./store.ts";
 
 const Q = "/liftedinit.billing.v1.Query/";
 const MAX_ESTIMATE_LEASES = 11_000;
@@ -53,7 +53,8 @@ const MAX_UINT64 = (1n << 64n) - 1n;
 
 export function billingQueries(deps: BillingDeps): Record<string, QueryHandler> {
   const store = (ctx: QueryContext) => ctx.store(BILLING);
-  const leaseAt = (ctx: QueryContext) => (uuid: string) => getLease(ctx, uuid);
+  // Lease lists hand each stored lease on as its bytes (toBytesWithEncoded): no decode and re-encode.
+  const leaseAt = (ctx: QueryContext) => (uuid: string) => leaseBytes(ctx, uuid);
   const tenantArg = (tenant: string) => {
     requireNonEmpty(tenant, "tenant");
     const problem = addressProblem(tenant, deps.prefix);
@@ -96,27 +97,42 @@ export function billingQueries(deps: BillingDeps): Record<string, QueryHandler> 
       const req = QueryLeasesRequest.decode(bytes);
       const page =
         stateArg(req.stateFilter) === 0
-          ? paginate(store(ctx), "lease/", req.pagination, (_k, v) => Lease.decode(v))
+          ? paginate(store(ctx), "lease/", req.pagination, (_k, v) => v)
           : paginate(store(ctx), bkeys.byState(req.stateFilter), req.pagination, leaseAt(ctx));
-      return toBytes(QueryLeasesResponse, { leases: page.items, pagination: page.pagination });
+      return toBytesWithEncoded(QueryLeasesResponse, { pagination: page.pagination }, "leases", page.items);
     },
     [`${Q}LeasesByTenant`](ctx, bytes) {
       const req = QueryLeasesByTenantRequest.decode(bytes);
       const t = tenantArg(req.tenant);
       const page = filtered(ctx, (s) => bkeys.byTenant(t, s), req.stateFilter, req.pagination);
-      return toBytes(QueryLeasesByTenantResponse, { leases: page.items, pagination: page.pagination });
+      return toBytesWithEncoded(
+        QueryLeasesByTenantResponse,
+        { pagination: page.pagination },
+        "leases",
+        page.items,
+      );
     },
     [`${Q}LeasesByProvider`](ctx, bytes) {
       const req = QueryLeasesByProviderRequest.decode(bytes);
       const p = uuidArg(req.providerUuid, "provider_uuid");
       const page = filtered(ctx, (s) => bkeys.byProvider(p, s), req.stateFilter, req.pagination);
-      return toBytes(QueryLeasesByProviderResponse, { leases: page.items, pagination: page.pagination });
+      return toBytesWithEncoded(
+        QueryLeasesByProviderResponse,
+        { pagination: page.pagination },
+        "leases",
+        page.items,
+      );
     },
     [`${Q}LeasesBySKU`](ctx, bytes) {
       const req = QueryLeasesBySKURequest.decode(bytes);
       const s = uuidArg(req.skuUuid, "sku_uuid");
       const page = filtered(ctx, (st) => bkeys.bySku(s, st), req.stateFilter, req.pagination);
-      return toBytes(QueryLeasesBySKUResponse, { leases: page.items, pagination: page.pagination });
+      return toBytesWithEncoded(
+        QueryLeasesBySKUResponse,
+        { pagination: page.pagination },
+        "leases",
+        page.items,
+      );
     },
     [`${Q}CreditAccount`](ctx, bytes) {
       const req = QueryCreditAccountRequest.decode(bytes);

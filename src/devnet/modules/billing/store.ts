@@ -70,8 +70,13 @@ export function setParams(ctx: ExecContext, params: BillingParams): void {
 }
 
 export function getLease(ctx: Ctx, uuid: string): Lease | undefined {
-  const raw = st(ctx).get(bkeys.lease(uuid));
+  const raw = leaseBytes(ctx, uuid);
   return raw === undefined ? undefined : Lease.decode(raw);
+}
+
+/** A lease as stored (its binary form), for queries that hand it on unchanged. */
+export function leaseBytes(ctx: Ctx, uuid: string): Uint8Array | undefined {
+  return st(ctx).get(bkeys.lease(uuid));
 }
 
 function indexKeys(lease: Lease): string[] {
