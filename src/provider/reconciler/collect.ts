@@ -79,11 +79,12 @@ export async function collect(
 
 /**
  * The plan's view of one listed lease; `customDomains` is left out when no item has one.
- * Leases naming the same SKUs share one frozen list (`skuLists`, keyed by the list's JSON).
+ * Leases naming the same SKUs share one frozen list (`skuLists`, keyed by the SKUs).
  */
 function chainView(l: ChainLease, skuLists: Map<string, readonly string[]>): ChainLeaseView {
   const skus = l.items.map((i) => i.skuUuid);
-  const key = JSON.stringify(skus);
+  // A single-SKU lease (nearly all) is keyed by the SKU string itself: no string built per lease.
+  const key = skus.length === 1 ? (skus[0] as string) : `\n${skus.join("\n")}`;
   let shared = skuLists.get(key);
   if (shared === undefined) {
     shared = Object.freeze(skus);
