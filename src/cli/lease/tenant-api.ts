@@ -107,18 +107,29 @@ export class TenantApi {
   }
 
   async lease(leaseUuid: string, path: string, req: ApiRequest = {}): Promise<ApiAnswer> {
-    return retry(() => this.#once(leaseUuid, path, req), {
+    // Replay protection covers every POST and the connection read.
+    const spendsToken = req.method === "POST" || path === "connection";
+    let refusedOnce = false;
+    return retry(() => this.#once(leaseUuid, path, req, spendsToken), {
       clock: commandClock,
       attempts: TRIES,
       backoff: { initialMs: 500, maxMs: 4000 },
-      retryable: (err) => err instanceof FredError && err.retryable,
+      retryable: (err) => {
+        if (!(err instanceof FredError)) return false;
+        if (err.retryable) return true;
+        // Tokens are stamped to the second and signed deterministically: another fred
+        // process that minted one for this lease in the same second spent this very token.
+        // One fresh token (the next second) settles that; a second 401 is a real refusal.
+        if (!spendsToken || refusedOnce || err.details?.status !== 401) return false;
+        refusedOnce = true;
+        return true;
+      },
     });
   }
 
-  async #once(leaseUuid: string, path: string, req: ApiRequest): Promise<ApiAnswer> {
+  async #once(leaseUuid: string, path: string, req: ApiRequest, spendsToken: boolean): Promise<ApiAnswer> {
     const headers: Record<string, string> = {
-      // Replay protection covers every POST and the connection read.
-      authorization: `Bearer ${this.token(leaseUuid, req.metaHash, req.method === "POST" || path === "connection")}`,
+      authorization: `Bearer ${this.token(leaseUuid, req.metaHash, spendsToken)}`,
     };
     if (req.idempotencyKey !== undefined) headers["idempotency-key"] = req.idempotencyKey;
     let body: Uint8Array | string | undefined;
