@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { Stack } from "../provider/e2e/stack.ts";
+import { until } from "../support/until.ts";
 import { assertConverged, metric } from "./fleet.ts";
 
 /**
@@ -86,19 +87,33 @@ describe("faults: chaos (devnet + providerd + two mock backends, seeded SIGKILLs
     assert.ok(runs >= 1, "the startup sweep completed");
     await assertConverged(stack, leases, { timeoutMs: 120_000 });
 
+    // One more lease, acknowledged by the last providerd with nothing killed: its log line
+    // proves the lines read below are the ones providerd writes. (Acknowledgements made
+    // during the chaos may all have been in flight when their providerd was killed.)
+    const [last] = await stack.createLeases(1, "docker-small");
+    await until(
+      () => settledAcks(stack.providerd?.stderr() ?? "").has(last as string) || undefined,
+      "the last lease's acknowledgement in providerd's log",
+      60_000,
+    );
     logs.push(stack.providerd?.stderr() ?? "");
-    // Distinct acknowledgement transactions per lease (a tx hash seen twice is one tx).
-    const acks = new Map<string, Set<string>>();
-    for (const line of logs.join("\n").split("\n")) {
-      // "already_done" (the lease was ACTIVE when asked again) is the adapter's idempotent
-      // answer; only "acknowledged" is a transaction that acknowledged the lease.
-      if (!line.includes('"lease settled on chain"') || !line.includes('"kind":"acknowledge"')) continue;
-      if (!line.includes('"status":"acknowledged"')) continue;
-      const { lease_uuid, tx_hash } = JSON.parse(line) as { lease_uuid: string; tx_hash: string };
-      acks.set(lease_uuid, (acks.get(lease_uuid) ?? new Set()).add(tx_hash));
-    }
+    const acks = settledAcks(logs.join("\n"));
     const twice = [...acks].filter(([, txs]) => txs.size > 1).map(([l, txs]) => `${l}: ${[...txs]}`);
     assert.deepEqual(twice, [], `no lease acknowledged twice (seed ${SEED})`);
-    assert.ok(acks.size > 0, "acknowledgements were seen in the logs");
+    assert.ok(acks.has(last as string), "acknowledgements were seen in the logs");
   });
 });
+
+/** Distinct acknowledgement transactions per lease in providerd logs (a hash seen twice is one tx). */
+function settledAcks(log: string): Map<string, Set<string>> {
+  const acks = new Map<string, Set<string>>();
+  for (const line of log.split("\n")) {
+    // "already_done" (the lease was ACTIVE when asked again) is the adapter's idempotent
+    // answer; only "acknowledged" is a transaction that acknowledged the lease.
+    if (!line.includes('"lease settled on chain"') || !line.includes('"kind":"acknowledge"')) continue;
+    if (!line.includes('"status":"acknowledged"')) continue;
+    const { lease_uuid, tx_hash } = JSON.parse(line) as { lease_uuid: string; tx_hash: string };
+    acks.set(lease_uuid, (acks.get(lease_uuid) ?? new Set()).add(tx_hash));
+  }
+  return acks;
+}
