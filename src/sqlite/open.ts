@@ -52,6 +52,14 @@ export interface SqliteDatabase {
   readonly readonly: boolean;
   /** Counts one committed write transaction toward the next `durable()` (group commit only). */
   committed(): void;
+  /**
+   * Runs `fn` as one atomic write and counts it toward the next `durable()`. Under group
+   * commit the writes of one event-loop turn share a transaction that commits when the
+   * turn ends (see WalDurability); otherwise `fn` is its own transaction. Nested calls join.
+   */
+  write<T>(fn: () => T): T;
+  /** Set once a group-committed turn failed to commit: the database then refuses writes until reopened. */
+  readonly failure: Error | undefined;
   /** Resolves once every counted commit is on stable storage. */
   durable(): Promise<void>;
   /** Makes everything durable (checkpoint under group commit) and closes; idempotent. */
@@ -89,11 +97,20 @@ export function openDatabase(o: OpenDatabaseOptions): SqliteDatabase {
     throw err;
   }
   const wal = !readonly && o.durability === "group-commit" ? new WalDurability(db, o.path) : undefined;
+  let ownTransaction: ((work: () => unknown) => unknown) | undefined;
   const database: SqliteDatabase = {
     db,
     path: o.path,
     readonly,
     committed: () => wal?.committed(),
+    write<T>(fn: () => T): T {
+      if (wal !== undefined) return wal.write(fn);
+      ownTransaction ??= db.transaction((work: () => unknown) => work());
+      return ownTransaction(fn) as T;
+    },
+    get failure() {
+      return wal?.failure;
+    },
     durable: () => wal?.durable() ?? Promise.resolve(),
     close: () => {
       if (!db.open) return;

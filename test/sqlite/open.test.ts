@@ -107,6 +107,84 @@ describe("openDatabase", () => {
   });
 });
 
+describe("openDatabase write() under group commit", () => {
+  const turnEnd = () => new Promise((resolve) => setImmediate(resolve));
+  /** What another connection (another process, after a SIGKILL of the writer) would read. */
+  const outside = (path: string) => {
+    const raw = new Database(path, { readonly: true });
+    try {
+      return raw.prepare("SELECT x FROM a ORDER BY x").pluck().all();
+    } finally {
+      raw.close();
+    }
+  };
+
+  it("the writes of one turn commit together when the turn ends; a throw undoes only its own write", async () => {
+    const path = fresh();
+    using d = openDatabase({ path, migrations: V1, durability: "group-commit" });
+    const insert = d.db.prepare("INSERT INTO a (x) VALUES (?)");
+    d.write(() => insert.run(1));
+    assert.throws(() =>
+      d.write(() => {
+        insert.run(2);
+        throw new Error("refused");
+      }),
+    );
+    assert.equal(
+      d.write(() => insert.run(3).changes),
+      1,
+    );
+    assert.deepEqual(
+      d.db.prepare("SELECT x FROM a ORDER BY x").pluck().all(),
+      [1, 3],
+      "the writer sees its turn",
+    );
+    assert.deepEqual(outside(path), [], "nothing is committed before the turn ends");
+    await turnEnd();
+    assert.deepEqual(outside(path), [1, 3]);
+    d.write(() => insert.run(4));
+    await d.durable();
+    assert.deepEqual(outside(path), [1, 3, 4], "durable() commits the turn before its fsync");
+  });
+
+  it("close() commits an open turn", () => {
+    const path = fresh();
+    const d = openDatabase({ path, migrations: V1, durability: "group-commit" });
+    d.write(() => d.db.prepare("INSERT INTO a (x) VALUES (5)").run());
+    d.close();
+    assert.deepEqual(outside(path), [5]);
+  });
+
+  it("a turn that fails to commit is rolled back whole, and the database refuses writes after it", async () => {
+    const path = fresh();
+    const schema = [
+      "CREATE TABLE a (x INTEGER PRIMARY KEY) STRICT",
+      "CREATE TABLE b (x INTEGER REFERENCES a(x) DEFERRABLE INITIALLY DEFERRED) STRICT",
+    ];
+    const d = openDatabase({ path, migrations: schema, durability: "group-commit" });
+    d.write(() => d.db.prepare("INSERT INTO a (x) VALUES (1)").run());
+    await d.durable();
+    assert.equal(d.failure, undefined);
+    // A deferred foreign key is checked at COMMIT only: the turn's commit fails.
+    d.write(() => d.db.prepare("INSERT INTO a (x) VALUES (2)").run());
+    d.write(() => d.db.prepare("INSERT INTO b (x) VALUES (99)").run());
+    const waited = d.durable();
+    await assert.rejects(waited, /commit failed/);
+    assert.match(String((d.failure as Error | undefined)?.message), /commit failed.*FOREIGN KEY/);
+    assert.throws(() => d.write(() => d.db.prepare("INSERT INTO a (x) VALUES (3)").run()), /commit failed/);
+    await assert.rejects(d.durable(), /commit failed/);
+    d.close();
+    assert.deepEqual(outside(path), [1], "the failed turn left nothing behind");
+  });
+
+  it("without group commit each write() is its own transaction", () => {
+    const path = fresh();
+    using d = openDatabase({ path, migrations: V1, durability: "full" });
+    d.write(() => d.db.prepare("INSERT INTO a (x) VALUES (6)").run());
+    assert.deepEqual(outside(path), [6]);
+  });
+});
+
 describe("openDatabase readonly", () => {
   it("reads a live writer's commits, writes nothing and does not checkpoint on close", async () => {
     const path = fresh();

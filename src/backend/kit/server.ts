@@ -244,9 +244,11 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
   // Unauthenticated: the answer is a fixed word per failing part; the detail (engine or
   // SQLite text) goes to the operator's log only.
   app.get(PATHS.health, async (_req, reply) => {
-    const problem = journal.db.open
-      ? await substrateProblem(substrate)
-      : { part: "journal" as const, err: new Error("journal is closed") };
+    const problem = !journal.db.open
+      ? { part: "journal" as const, err: new Error("journal is closed") }
+      : journal.writeFailure !== undefined
+        ? { part: "journal" as const, err: journal.writeFailure }
+        : await substrateProblem(substrate);
     if (problem === undefined) return reply.send({ status: "healthy" } satisfies HealthBody);
     log.warn({ err: problem.err, part: problem.part }, "health check: unhealthy");
     return reply.code(503).send(UNHEALTHY[problem.part]);

@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Writable } from "node:stream";
 import { describe, it } from "node:test";
 import pino from "pino";
@@ -14,7 +17,7 @@ import { systemClock } from "../../../src/core/clock.ts";
 const SECRET = "health-test-secret-0123456789abcdef0123456";
 const ENGINE_TEXT = "engine socket /var/run/secret.sock: connection refused";
 
-async function start(health: () => Promise<string | undefined>) {
+async function start(health: () => Promise<string | undefined>, journalPath = ":memory:") {
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -34,7 +37,7 @@ async function start(health: () => Promise<string | undefined>) {
   const running = await startBackend({
     name: "health-test",
     substrate,
-    journal: { path: ":memory:", mode: "bind-or-verify", storageId: randomUUID() },
+    journal: { path: journalPath, mode: "bind-or-verify", storageId: randomUUID() },
     logger: pino({ level: "info" }, sink),
     secret: SECRET,
     listen: { host: "127.0.0.1", port: 0 },
@@ -79,6 +82,29 @@ describe("backend GET /health", () => {
       assert.doesNotMatch(JSON.stringify(res.body), /secret\.sock/);
     } finally {
       await b.running.close();
+    }
+  });
+
+  it("a journal whose commit failed is unhealthy ('journal unavailable') and refuses writes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "fred-health-"));
+    const b = await start(async () => undefined, join(dir, "journal.db"));
+    try {
+      const { journal } = b.running;
+      assert.deepEqual(await b.get(), { status: 200, body: { status: "healthy" } });
+      // A deferred foreign key fails at COMMIT only, which is where a full disk fails too.
+      journal.db.exec(
+        "CREATE TABLE broken (x TEXT REFERENCES leases(lease_uuid) DEFERRABLE INITIALLY DEFERRED)",
+      );
+      journal.transaction(() => journal.db.prepare("INSERT INTO broken (x) VALUES ('no such lease')").run());
+      await assert.rejects(journal.durable(), /commit failed/);
+      const res = await b.get();
+      assert.equal(res.status, 503);
+      assert.deepEqual(res.body, { status: "unhealthy", error: "journal unavailable" });
+      assert.doesNotMatch(JSON.stringify(res.body), /FOREIGN KEY|SQLITE/i);
+      assert.throws(() => journal.resetFailureStreak(randomUUID()), /commit failed/);
+    } finally {
+      await b.running.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -94,8 +94,6 @@ export class Journal {
   #slots: number | undefined;
   readonly #path: string;
   readonly #inode: number | undefined;
-  /** One transaction wrapper, built once (better-sqlite3 wrappers are not free to create). */
-  #tx: ((work: () => unknown) => unknown) | undefined;
 
   constructor(opts: JournalOptions) {
     const opened = openJournalDatabase(opts);
@@ -123,6 +121,11 @@ export class Journal {
     this.#database.close();
   }
 
+  /** Set once a commit failed: the journal then refuses writes until the backend restarts. */
+  get writeFailure(): Error | undefined {
+    return this.#database.failure;
+  }
+
   /** Resolves once every commit so far is on stable storage (group commit; see WalDurability). */
   durable(): Promise<void> {
     return this.#database.durable();
@@ -139,12 +142,13 @@ export class Journal {
     return this.#write(fn);
   }
 
-  /** Runs `fn` as one write transaction and counts it for the group commit. */
+  /**
+   * Runs `fn` as one atomic write, counted for the group commit. The writes of one
+   * event-loop turn share a SQLite transaction (see WalDurability), so `durable()` is
+   * still what makes a write safe to announce.
+   */
   #write<T>(fn: () => T): T {
-    this.#tx ??= this.db.transaction((work: () => unknown) => work());
-    const result = this.#tx(fn) as T;
-    this.#database.committed();
-    return result;
+    return this.#database.write(fn);
   }
 
   // ---- reads ----
