@@ -2,7 +2,7 @@ import { closeSync, lstatSync, openSync } from "node:fs";
 import Database from "better-sqlite3";
 import type { ErrorCode } from "../core/error-codes.ts";
 import { FredError } from "../core/errors.ts";
-import { WalDurability } from "./wal-durability.ts";
+import { type Atomic, WalDurability } from "./wal-durability.ts";
 
 /**
  * The one way this codebase opens a SQLite file. WAL always; numbered append-only
@@ -96,18 +96,16 @@ export function openDatabase(o: OpenDatabaseOptions): SqliteDatabase {
     db.close();
     throw err;
   }
-  const wal = !readonly && o.durability === "group-commit" ? new WalDurability(db, o.path) : undefined;
-  let ownTransaction: ((work: () => unknown) => unknown) | undefined;
+  // One transaction wrapper per database (better-sqlite3 wrappers are not free to create).
+  const atomic: Atomic = db.transaction((work: () => unknown) => work());
+  const wal =
+    !readonly && o.durability === "group-commit" ? new WalDurability(db, o.path, atomic) : undefined;
   const database: SqliteDatabase = {
     db,
     path: o.path,
     readonly,
     committed: () => wal?.committed(),
-    write<T>(fn: () => T): T {
-      if (wal !== undefined) return wal.write(fn);
-      ownTransaction ??= db.transaction((work: () => unknown) => work());
-      return ownTransaction(fn) as T;
-    },
+    write: <T>(fn: () => T): T => (wal === undefined ? (atomic(fn) as T) : wal.write(fn)),
     get failure() {
       return wal?.failure;
     },

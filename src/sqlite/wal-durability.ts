@@ -25,6 +25,9 @@ import type Database from "better-sqlite3";
  */
 const CHECKPOINT_WAL_BYTES = 64 * 1024 * 1024;
 
+/** Runs `work` in a transaction, or in a savepoint when one is already open (better-sqlite3). */
+export type Atomic = (work: () => unknown) => unknown;
+
 export class WalDurability {
   readonly #db: Database.Database;
   readonly #walFd: number | undefined;
@@ -37,12 +40,13 @@ export class WalDurability {
   #closed = false;
   /** Why the database refuses writes: a shared transaction that failed to commit. */
   #broken: Error | undefined;
-  /** One savepoint wrapper, built once (better-sqlite3 nests db.transaction as a savepoint). */
-  readonly #savepoint: (work: () => unknown) => unknown;
+  /** The database's one transaction wrapper; inside the turn's transaction it nests as a savepoint. */
+  readonly #atomic: Atomic;
 
-  constructor(db: Database.Database, path: string) {
+  /** `atomic` is `db.transaction((work) => work())`, built once by the opener. */
+  constructor(db: Database.Database, path: string, atomic: Atomic) {
     this.#db = db;
-    this.#savepoint = db.transaction((work: () => unknown) => work());
+    this.#atomic = atomic;
     const wal = `${path}-wal`;
     if (path === ":memory:" || !existsSync(wal)) return; // nothing to group: every commit is already final
     this.#walFd = openSync(wal, "r+");
@@ -72,7 +76,7 @@ export class WalDurability {
       this.#batchOpen = true;
       setImmediate(() => this.#endTurn());
     }
-    const result = this.#savepoint(fn) as T;
+    const result = this.#atomic(fn) as T;
     this.#committed++;
     return result;
   }
@@ -100,12 +104,10 @@ export class WalDurability {
     try {
       this.#db.exec("COMMIT");
     } catch (err) {
-      this.#broken = new Error(
-        `commit failed; the database refuses writes until reopened: ${(err as Error).message}`,
-        {
-          cause: err,
-        },
-      );
+      const why = (err as Error).message;
+      this.#broken = new Error(`commit failed; the database refuses writes until reopened: ${why}`, {
+        cause: err,
+      });
       if (this.#db.inTransaction) this.#db.exec("ROLLBACK");
       for (const w of this.#waiters.splice(0)) w.reject(this.#broken);
     }
