@@ -212,8 +212,18 @@ describe("docker backend: host port taken by another process", { skip }, () => {
       assert.ok(history.refused < BACKEND_TRIES, `refused ${history.refused} times yet started`);
       assert.notEqual(port, blocked.from);
       assert.ok(port < blocked.from || port > blocked.to, `published on held port ${port}`);
-      const reply = await fetch(`http://${BIND_IP}:${port}/`);
-      assert.equal((await reply.text()).trim(), "fred-test-httpd");
+      // A started container need not be listening yet (docker-proxy resets a connection the
+      // app does not accept), so the page is read once it answers, within a bound.
+      const page = await until(
+        () =>
+          fetch(`http://${BIND_IP}:${port}/`).then(
+            (reply) => reply.text(),
+            () => undefined,
+          ),
+        "the published port to serve the workload's page",
+        10_000,
+      );
+      assert.equal(page.trim(), "fred-test-httpd");
       return;
     }
     assert.fail(
