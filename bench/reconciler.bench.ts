@@ -129,6 +129,7 @@ async function run(label: string, leases: number, hangingBackend: string | undef
   });
   const deps = lifecycleDeps({ config, chain, store, clock: systemClock as never, clients });
   const reconciler = new Reconciler({
+    ...deps,
     lifecycle: new Lifecycle(deps),
     feedLive: async () => {},
     clock: systemClock,

@@ -1,6 +1,7 @@
 import WebSocket from "ws";
 import { sleepOrAbort } from "../../core/async/index.ts";
 import { FredError } from "../../core/errors.ts";
+import { leaseEnded } from "../../core/lease-rules.ts";
 import { commandClock } from "../chain.ts";
 import type { TenantApi } from "./tenant-api.ts";
 
@@ -17,7 +18,6 @@ export interface WaitOptions {
   progress: (line: string) => void;
 }
 
-const ENDED = new Set(["LEASE_STATE_CLOSED", "LEASE_STATE_REJECTED", "LEASE_STATE_EXPIRED"]);
 const POLL_MS = 1000;
 
 export type Verdict = "ready" | "failed" | "ended" | "waiting";
@@ -25,7 +25,7 @@ export type Verdict = "ready" | "failed" | "ended" | "waiting";
 /** What a status body says about the wait: done well, done badly, or not yet. */
 export function verdictOf(status: Record<string, unknown>, untilActive: boolean): Verdict {
   const state = status.state;
-  if (typeof state === "string" && ENDED.has(state)) return "ended";
+  if (typeof state === "string" && leaseEnded(state)) return "ended";
   const provision = status.provision_status;
   if (provision === "failed") return "failed";
   if (provision === "ready") return !untilActive || state === "LEASE_STATE_ACTIVE" ? "ready" : "waiting";
@@ -107,7 +107,7 @@ function streamUntilSettled(
       if (frame.status === undefined) return;
       onFrame(frame);
       const state = typeof frame.state === "string" ? frame.state : "";
-      if (frame.status === "ready" || frame.status === "failed" || ENDED.has(state)) done();
+      if (frame.status === "ready" || frame.status === "failed" || leaseEnded(state)) done();
     });
   });
 }

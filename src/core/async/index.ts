@@ -10,4 +10,5 @@ export {
 export { Coalescer } from "./coalesce.ts";
 export { withDeadline, withStallDeadline } from "./deadline.ts";
 export { KeyedMutex } from "./keyed-mutex.ts";
+export { type ReleaseErrorReporter, ReleaseStack } from "./release-stack.ts";
 export { definedOnly, withDefaults } from "./with-defaults.ts";

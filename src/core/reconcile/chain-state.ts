@@ -1,16 +1,10 @@
+import { isBillingOnly, TERMINAL_STATES } from "../lease-rules.ts";
 import type { ChainLeaseView } from "./types.ts";
 
 /**
- * How the reconciler reads a chain lease state. Only these three prove a lease ended: the
- * chain never leaves them. PENDING and ACTIVE are live. Everything else — UNSPECIFIED, a
- * number this build does not know, a lease the chain does not return, a failed query — is
- * a safety state that proves nothing and keeps every piece of state.
+ * How the reconciler reads a chain lease state: terminal (core/lease-rules.ts), live
+ * (PENDING, ACTIVE), or unknown — a safety state that proves nothing and keeps everything.
  */
-export const TERMINAL_STATES: ReadonlySet<string> = new Set([
-  "LEASE_STATE_CLOSED",
-  "LEASE_STATE_REJECTED",
-  "LEASE_STATE_EXPIRED",
-]);
 
 export type StateClass = "pending" | "active" | "terminal" | "unknown";
 
@@ -47,7 +41,7 @@ export function rereadGate(r: Reread): { proceed: true } | { proceed: false; rea
 
 /** A lease whose items all use billing-only SKUs: acknowledged, never provisioned. */
 export function isBillingOnlyLease(lease: ChainLeaseView, billingOnlySkus: ReadonlySet<string>): boolean {
-  return lease.skus.length > 0 && lease.skus.every((s) => billingOnlySkus.has(s));
+  return isBillingOnly(lease.skus, billingOnlySkus);
 }
 
 /**

@@ -6,7 +6,6 @@ export {
   type RereadRefusal,
   rereadGate,
   rereadPermitsDestruction,
-  TERMINAL_STATES,
 } from "./chain-state.ts";
 export {
   budgetReads,

@@ -1,4 +1,3 @@
-import type { LeaseStateName } from "../../chain/port.ts";
 import { retry } from "../../core/async/index.ts";
 import type { LifecycleDeps } from "./deps.ts";
 
@@ -45,20 +44,6 @@ export type CloseResult = {
   /** The backend whose attempt was retired after it accepted the deprovision. */
   retiredAttempt: string | undefined;
 };
-
-const ENDED_STATES: ReadonlySet<LeaseStateName> = new Set([
-  "LEASE_STATE_CLOSED",
-  "LEASE_STATE_REJECTED",
-  "LEASE_STATE_EXPIRED",
-]);
-
-/**
- * True only for states the chain never leaves. PENDING, ACTIVE, UNSPECIFIED (or a lease
- * the chain does not return) prove nothing about an end.
- */
-export function leaseEnded(state: LeaseStateName): boolean {
-  return ENDED_STATES.has(state);
-}
 
 export class Closer {
   readonly #d: LifecycleDeps;

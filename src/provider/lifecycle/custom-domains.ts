@@ -1,6 +1,6 @@
 import { FredError } from "../../core/errors.ts";
+import { contractItems } from "../../core/lease-rules.ts";
 import type { LifecycleDeps } from "./deps.ts";
-import { leaseItems } from "./provisioner.ts";
 
 export type DomainPush = "sent" | "not-placed" | "not-editable";
 
@@ -25,7 +25,7 @@ export async function pushCustomDomains(
   const lease = await d.chain.getLease(leaseUuid, signal);
   if (lease === undefined || lease.providerUuid !== d.config.providerUuid) return "not-placed";
   if (lease.state !== "LEASE_STATE_ACTIVE" && lease.state !== "LEASE_STATE_PENDING") return "not-editable";
-  const out = await client.reconcileCustomDomain(leaseUuid, leaseItems(lease), signal);
+  const out = await client.reconcileCustomDomain(leaseUuid, contractItems(lease.items), signal);
   if (out.kind !== "accepted")
     throw new FredError("ERR_BACKEND_STATUS", `backend ${owner} did not apply the custom domains`, {
       retryable: true,

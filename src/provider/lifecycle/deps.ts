@@ -37,8 +37,3 @@ export const silentObserver: LifecycleObserver = {
   provisionSettled: () => {},
   callback: () => {},
 };
-
-/** A lease whose items all use billing-only SKUs is acknowledged and never provisioned. */
-export function isBillingOnly(config: ProviderConfig, skus: readonly string[]): boolean {
-  return skus.length > 0 && skus.every((s) => config.billingOnlySkus.includes(s));
-}

@@ -5,11 +5,16 @@ import type { ChainLease } from "../../chain/port.ts";
 import { Admission, isRetryable, retry } from "../../core/async/index.ts";
 import { FredError } from "../../core/errors.ts";
 import { promote } from "../maintenance/index.ts";
-import { GroupCommitter } from "../store/index.ts";
+import { type Attempt, GroupCommitter } from "../store/index.ts";
 import { Closer } from "./closer.ts";
 import { pushCustomDomains } from "./custom-domains.ts";
 import type { LifecycleDeps } from "./deps.ts";
-import { PROVISION_CONCURRENCY, Provisioner } from "./provisioner.ts";
+import {
+  PROVISION_CONCURRENCY,
+  Provisioner,
+  type ProvisionOrder,
+  type ProvisionStep,
+} from "./provisioner.ts";
 import {
   type Applied,
   type ApplyResult,
@@ -25,6 +30,25 @@ import { checkOverdueAttempts } from "./timeouts.ts";
  * (provision, deprovision) retries a retryable failure a few times on its own, then is
  * left to the next recovery pass. A feed `resync` (and the periodic pass) hands over to
  * recovery, which re-reads the chain and the backends.
+ *
+ * The gates of the provision leg, in the order a new lease meets them:
+ *
+ * | gate                                   | where              | bounds                                      |
+ * |----------------------------------------|--------------------|---------------------------------------------|
+ * | admission (PROVISION_ADMISSION, 256)   | `#provisions`      | provision workflows alive at once           |
+ * | lease read (per block)                 | LeaseReader        | chain queries: one listing per block        |
+ * | lease serial queue                     | `deps.queue`       | one mutation of a lease at a time           |
+ * | lease rules                            | core/lease-rules   | what is provisioned (PENDING, billing-only, |
+ * |                                        |                    | acceptable payload)                         |
+ * | bulkhead (PROVISION_CONCURRENCY, 128)  | Provisioner        | requests between attempt commit and answer  |
+ * | attempt group commit                   | Provisioner        | one transaction + fsync per batch of        |
+ * |                                        |                    | attempts, before any request leaves         |
+ * | step retry (STEP_RETRY)                | `#step`            | tries of one step before recovery takes it  |
+ * | callback group commit                  | `#callbacks`       | one transaction + fsync per callback batch  |
+ * | ack batcher                            | deps.acks          | acknowledgements per chain transaction      |
+ *
+ * The reconciler's sweep enters the same leg at the lease queue (`runForLease` then
+ * `provision` with a target), so both paths share every gate after admission.
  */
 
 const noop = () => {};
@@ -71,9 +95,9 @@ export interface LifecycleEvents {
 }
 
 export class Lifecycle extends EventEmitter<LifecycleEvents> {
-  readonly deps: LifecycleDeps;
-  readonly provisioner: Provisioner;
-  readonly closer: Closer;
+  readonly #deps: LifecycleDeps;
+  readonly #provisioner: Provisioner;
+  readonly #closer: Closer;
   readonly #abort = new AbortController();
   readonly #opts: Required<LifecycleOptions>;
   readonly #awaitingPayload = new Set<string>();
@@ -89,9 +113,9 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
 
   constructor(deps: LifecycleDeps, opts: LifecycleOptions = {}) {
     super();
-    this.deps = deps;
-    this.provisioner = new Provisioner(deps);
-    this.closer = new Closer(deps);
+    this.#deps = deps;
+    this.#provisioner = new Provisioner(deps);
+    this.#closer = new Closer(deps);
     const timeout = deps.config.provisionCallbackTimeoutMs;
     this.#opts = {
       payloadPollMs: 1_000,
@@ -114,7 +138,7 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     leaseUuid: string,
     work: (signal: AbortSignal, attempt: number) => Promise<void>,
   ): Promise<void> {
-    const { clock, logger, queue } = this.deps;
+    const { clock, logger, queue } = this.#deps;
     const signal = this.signal;
     let failures = 0;
     try {
@@ -147,7 +171,7 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     this.#consumerLoop = this.#consume(consumer, recover);
     this.#every(this.#opts.payloadPollMs, () => this.#pollPayloads());
     this.#every(this.#opts.timeoutCheckMs, () =>
-      checkOverdueAttempts(this.deps, this.provisioner, this.signal),
+      checkOverdueAttempts(this.#deps, this.#provisioner, this.signal),
     );
     this.#every(this.#opts.recoveryIntervalMs, () => recover(this.signal));
   }
@@ -162,7 +186,7 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
       }
       if (item === undefined) return;
       if (item.type === "resync") {
-        this.deps.logger.info({ reason: item.reason }, "event feed resync; running recovery");
+        this.#deps.logger.info({ reason: item.reason }, "event feed resync; running recovery");
         this.#track(recover(this.signal));
       } else {
         this.onEvent(item.event);
@@ -171,7 +195,7 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
   }
 
   onEvent(event: LeaseEvent): void {
-    if (event.providerUuid !== this.deps.config.providerUuid) return;
+    if (event.providerUuid !== this.#deps.config.providerUuid) return;
     if (event.kind === "lease_created") this.startProvision(event.leaseUuid);
     else if (
       event.kind === "lease_closed" ||
@@ -185,14 +209,14 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
       this.#provisions.remove(leaseUuid);
       this.#track(
         this.#step("deprovision", leaseUuid, async (signal) => {
-          await this.closer.close(leaseUuid, signal);
+          await this.#closer.close(leaseUuid, signal);
         }),
       );
     } else if (event.kind === "lease_custom_domain_set" || event.kind === "lease_custom_domain_cleared") {
       const leaseUuid = event.leaseUuid;
       this.#track(
         this.#step("custom_domain", leaseUuid, async (signal) => {
-          await pushCustomDomains(this.deps, leaseUuid, signal);
+          await pushCustomDomains(this.#deps, leaseUuid, signal);
         }),
       );
     }
@@ -209,7 +233,7 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
       lease ??
       (this.#provisions.admitted < PROVISION_ADMISSION
         ? undefined
-        : this.provisioner.leases.get(leaseUuid).catch(() => undefined));
+        : this.#provisioner.leases.get(leaseUuid).catch(() => undefined));
     this.#provisions.add(leaseUuid, queued);
   }
 
@@ -220,13 +244,41 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
         try {
           // A retry re-reads the lease: it may have ended since it was first read.
           const known = attempt === 1 ? await queued : undefined;
-          const step = await this.provisioner.provision(leaseUuid, signal, known);
+          const step = await this.#provisioner.provision(leaseUuid, signal, { lease: known });
           if (step === "awaiting-payload") this.#awaitingPayload.add(leaseUuid);
         } finally {
           release();
         }
       }).finally(release),
     );
+  }
+
+  /**
+   * A provision the reconciler's sweep asks for (`order.target` set), or a new lease's; call
+   * inside the lease's serial queue (`runForLease`). The same gates as the event path.
+   */
+  provision(leaseUuid: string, order: ProvisionOrder, signal: AbortSignal): Promise<ProvisionStep> {
+    return this.#provisioner.provision(leaseUuid, signal, order);
+  }
+
+  /**
+   * Re-sends an unresolved attempt with its own operation id; when the chain says the lease
+   * ended, deprovisions it where it was attempted instead. Call inside the lease's queue.
+   */
+  async redeliver(attempt: Attempt, signal: AbortSignal): Promise<ProvisionStep | "lease-ended"> {
+    const step = await this.#provisioner.redeliver(attempt, signal);
+    if (step === "lease-ended") await this.#closer.close(attempt.leaseUuid, signal);
+    return step;
+  }
+
+  /** Whether a provision request for the lease is on the wire right now. */
+  provisioning(leaseUuid: string): boolean {
+    return this.#provisioner.inFlight.has(leaseUuid);
+  }
+
+  /** Provision requests on the wire right now. */
+  get provisionsInFlight(): number {
+    return this.#provisioner.inFlight.size;
   }
 
   /** A payload for `leaseUuid` was stored (tenant upload, or seen by the poll). */
@@ -247,11 +299,11 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
   applyCallback(cb: VerifiedCallback): Promise<ApplyResult> {
     return this.runForLease(cb.leaseUuid, async () => {
       const applied = await this.#callbacks.submit(cb);
-      sendChainAction(this.deps, cb.leaseUuid, applied);
+      sendChainAction(this.#deps, cb.leaseUuid, applied);
       if (applied.promote !== undefined) {
         // The confirmation is durable: a failed payload write is retried by the recovery pass.
-        await promote(this.deps, applied.promote).catch((err: unknown) =>
-          this.deps.logger.warn({ err, lease_uuid: cb.leaseUuid }, "promoting the updated manifest failed"),
+        await promote(this.#deps, applied.promote).catch((err: unknown) =>
+          this.#deps.logger.warn({ err, lease_uuid: cb.leaseUuid }, "promoting the updated manifest failed"),
         );
       }
       return applied.result;
@@ -260,14 +312,14 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
 
   /** Runs `work` in the lease's serial queue, as lifecycle work (drained by stop, awaited by idle). */
   runForLease<T>(leaseUuid: string, work: () => Promise<T>): Promise<T> {
-    const result = this.deps.queue.run(leaseUuid, work);
+    const result = this.#deps.queue.run(leaseUuid, work);
     // The caller handles the failure; tracking only counts the work.
     this.#track(result.then(noop, noop));
     return result;
   }
 
   #pollPayloads(): Promise<void> {
-    const payloads = this.deps.payloads;
+    const payloads = this.#deps.payloads;
     if (payloads !== undefined) {
       for (const lease of [...this.#awaitingPayload]) if (payloads.has(lease)) this.notifyPayload(lease);
     }
@@ -280,8 +332,8 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     const id = this.#timers.size;
     const schedule = () => {
       if (this.#stopping) return;
-      const cancel = this.deps.clock.setTimer(ms, () => {
-        const run = task().catch((err) => this.deps.logger.warn({ err }, "periodic task failed"));
+      const cancel = this.#deps.clock.setTimer(ms, () => {
+        const run = task().catch((err) => this.#deps.logger.warn({ err }, "periodic task failed"));
         this.#track(run.finally(schedule));
       });
       this.#timers.set(id, cancel);
@@ -290,7 +342,7 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
   }
 
   #track(p: Promise<unknown>): void {
-    const guarded = p.catch((err) => this.deps.logger.warn({ err }, "lifecycle task failed"));
+    const guarded = p.catch((err) => this.#deps.logger.warn({ err }, "lifecycle task failed"));
     this.#running.add(guarded);
     void guarded.finally(() => {
       this.#running.delete(guarded);
@@ -306,7 +358,7 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
 
   /** Work queued or running (lease queue, lease steps, provisions waiting for a slot). */
   get busy(): number {
-    return this.deps.queue.depth + this.#running.size + this.#provisions.waiting;
+    return this.#deps.queue.depth + this.#running.size + this.#provisions.waiting;
   }
 
   /** Stops intake and waits for queued work, up to `deadlineMs`; then aborts what is left. */
@@ -315,10 +367,10 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     this.#provisions.clear();
     for (const cancel of this.#timers.values()) cancel();
     this.#timers.clear();
-    const drained = Promise.allSettled([...this.#running]).then(() => this.deps.queue.idle());
+    const drained = Promise.allSettled([...this.#running]).then(() => this.#deps.queue.idle());
     let timer: (() => void) | undefined;
     const expired = new Promise<void>((resolve) => {
-      timer = this.deps.clock.setTimer(deadlineMs, resolve);
+      timer = this.#deps.clock.setTimer(deadlineMs, resolve);
     });
     await Promise.race([drained, expired]);
     timer?.();

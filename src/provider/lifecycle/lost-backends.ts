@@ -1,5 +1,5 @@
 import type { LeaseOutcome } from "../../chain/port.ts";
-import { leaseEnded } from "./closer.ts";
+import { leaseEnded } from "../../core/lease-rules.ts";
 import type { LifecycleDeps } from "./deps.ts";
 import { REJECT_REASONS } from "./reasons.ts";
 

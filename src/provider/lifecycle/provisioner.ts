@@ -1,22 +1,34 @@
 import { type BulkheadPolicy, bulkhead } from "cockatiel";
 import type { ChainLease } from "../../chain/port.ts";
 import { FredError } from "../../core/errors.ts";
+import { contractItems, isBillingOnly, leaseEnded } from "../../core/lease-rules.ts";
+import type { PayloadSource, ProvisionTarget } from "../../core/reconcile/index.ts";
 import { newUuidV4 } from "../../core/uuid.ts";
 import type { ProvisionRequest } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import { buildCallbackUrl } from "../config/index.ts";
 import { failpoint } from "../failpoints.ts";
-import { type Attempt, GroupCommitter, type RecordResult, type StoredPayload } from "../store/index.ts";
-import { leaseEnded } from "./closer.ts";
-import { isBillingOnly, type LifecycleDeps } from "./deps.ts";
+import {
+  type Attempt,
+  GroupCommitter,
+  type Placement,
+  type RecordResult,
+  type StoredPayload,
+} from "../store/index.ts";
+import type { LifecycleDeps } from "./deps.ts";
 import { LeaseReader } from "./lease-reader.ts";
+import { choosePayload } from "./payload-source.ts";
 import { rejectionForRefusal } from "./reasons.ts";
 
 /**
- * The provision workflow for one lease, always run inside that lease's serial queue:
- * re-read the lease → billing-only? acknowledge → payload needed but missing? wait →
- * route → commit the attempt (write-ahead) → POST provision → act on what the answer
- * proves. Redelivery re-sends an unresolved attempt with its original operation id.
+ * The provision workflow for one lease, always run inside that lease's serial queue. One
+ * entry point, `provision`, serves the event path (a new PENDING lease) and the reconciler's
+ * sweep (a lease whose workload its owner lost or that failed, on a target the plan chose):
+ * not recorded yet? → the lease (as read, or re-read) → new lease: PENDING? billing-only?
+ * acknowledge → payload acceptable? else wait → provision slot (bulkhead) → route or take
+ * the target → commit the attempt (write-ahead, group commit) → POST provision → act on
+ * what the answer proves. `redeliver` re-sends an unresolved attempt with its original
+ * operation id.
  */
 export type ProvisionStep =
   | "not-pending"
@@ -28,14 +40,19 @@ export type ProvisionStep =
   | "refused"
   | "ambiguous";
 
-/** The chain lease's items as the backend contract carries them (empty names and domains left out). */
-export function leaseItems(lease: ChainLease): ProvisionRequest["items"] {
-  return lease.items.map((i) => ({
-    sku: i.skuUuid,
-    quantity: Number(i.quantity),
-    ...(i.serviceName === "" ? {} : { serviceName: i.serviceName }),
-    ...(i.customDomain === "" ? {} : { customDomain: i.customDomain }),
-  }));
+/** What asks for a provision, and on which terms. */
+export interface ProvisionOrder {
+  /** The lease as already read (skips the chain re-read). */
+  lease?: ChainLease | undefined;
+  /**
+   * The reconciler's target: the lease's own backend, or the backends its plan allows.
+   * Absent: a new PENDING lease from the event path, routed freely.
+   */
+  target?: ProvisionTarget;
+  /** A new release for an ACTIVE lease whose workload failed on its confirmed owner. */
+  reprovision?: boolean;
+  /** Where the payload comes from (default: the stored upload when the lease has a meta_hash). */
+  payload?: PayloadSource;
 }
 
 /** What provision and restore requests for `attempt` share: the lease, its items, its callback URLs. */
@@ -44,7 +61,7 @@ export function leaseRequest(config: ProviderConfig, lease: ChainLease, attempt:
     leaseUuid: lease.uuid,
     tenant: lease.tenant,
     providerUuid: config.providerUuid,
-    items: leaseItems(lease),
+    items: contractItems(lease.items),
     callbackUrl: buildCallbackUrl(config.callbackBase, "operation_id", attempt.operationId),
     lifecycleCallbackUrl: buildCallbackUrl(config.callbackBase, "lifecycle_id", attempt.operationId),
   };
@@ -78,47 +95,53 @@ export class Provisioner {
     });
   }
 
-  async provision(leaseUuid: string, signal: AbortSignal, known?: ChainLease): Promise<ProvisionStep> {
-    const { store, config, router, acks, clock } = this.#d;
-    if (store.attemptFor(leaseUuid) !== undefined || store.placement(leaseUuid) !== undefined) {
+  /** Call inside the lease's serial queue. */
+  async provision(
+    leaseUuid: string,
+    signal: AbortSignal,
+    order: ProvisionOrder = {},
+  ): Promise<ProvisionStep> {
+    const { store, config, acks } = this.#d;
+    const { target } = order;
+    if (store.attemptFor(leaseUuid) !== undefined || this.inFlight.has(leaseUuid)) return "already-recorded";
+    if (!placementAdmits(store.placement(leaseUuid), target, order.reprovision === true)) {
       return "already-recorded";
     }
-    const lease = known ?? (await this.leases.get(leaseUuid));
+    const lease = order.lease ?? (await this.leases.get(leaseUuid));
     if (lease === undefined) {
       // The event told us it exists; an RPC node that has not caught up yet is retried.
       throw new FredError("ERR_LEASE_NOT_VISIBLE", `lease ${leaseUuid} is not visible on chain yet`, {
         retryable: true,
       });
     }
-    if (lease.state !== "LEASE_STATE_PENDING") return "not-pending";
-    if (
-      isBillingOnly(
-        config,
-        lease.items.map((i) => i.skuUuid),
-      )
-    ) {
-      acks.acknowledge(leaseUuid);
-      return "billing-only";
+    if (target === undefined) {
+      // New work from the event path; anything past PENDING is the sweep's to judge.
+      if (lease.state !== "LEASE_STATE_PENDING") return "not-pending";
+      if (
+        isBillingOnly(
+          lease.items.map((i) => i.skuUuid),
+          config.billingOnlySkus,
+        )
+      ) {
+        acks.acknowledge(leaseUuid);
+        return "billing-only";
+      }
     }
-    let payload: StoredPayload | undefined;
-    if (lease.metaHash !== "") {
-      payload = this.#payloadFor(lease);
-      if (payload === undefined) return "awaiting-payload";
-    }
+    const source = order.payload ?? (lease.metaHash === "" ? "none" : "stored");
+    const owner = target !== undefined && "backend" in target ? target.backend : undefined;
+    const payload = await choosePayload(this.#d, lease, source, owner, signal);
+    if (payload === "missing") return "awaiting-payload";
     // Routed and stamped when its slot comes up: the choice sees the backends' load as it is
     // then, and the wait never counts towards an overdue callback.
     return this.#sending.execute(async () => {
-      const decision = router.choose(lease.items[0]?.skuUuid ?? "");
-      if (decision.kind !== "backend") {
-        this.#d.logger.warn({ lease_uuid: leaseUuid, reason: decision.reason }, "lease not routable now");
-        return "unroutable";
-      }
+      const backend = owner ?? this.#route(lease, target);
+      if (backend === undefined) return "unroutable";
       const attempt: Attempt = {
         leaseUuid,
-        backend: decision.backend,
+        backend,
         operationId: newUuidV4(),
         kind: "provision",
-        createdAt: clock.now(),
+        createdAt: this.#d.clock.now(),
       };
       if ((await this.#attempts.submit(attempt)) === "lease-busy") return "already-recorded";
       failpoint("provision.after-attempt-commit");
@@ -126,15 +149,16 @@ export class Provisioner {
     }, signal);
   }
 
-  /** The stored payload when its hash matches the lease's meta_hash (otherwise: keep waiting). */
-  #payloadFor(lease: ChainLease): StoredPayload | undefined {
-    const stored = this.#d.payloads?.get(lease.uuid);
-    if (stored === undefined) return undefined;
-    if (stored.sha256 !== lease.metaHash) {
-      this.#d.logger.warn({ lease_uuid: lease.uuid }, "stored payload does not match meta_hash; waiting");
+  /** The router's choice for a new lease, kept only inside the plan's scope when it has one. */
+  #route(lease: ChainLease, target: ProvisionTarget | undefined): string | undefined {
+    const decision = this.#d.router.choose(lease.items[0]?.skuUuid ?? "");
+    if (decision.kind !== "backend") {
+      this.#d.logger.warn({ lease_uuid: lease.uuid, reason: decision.reason }, "lease not routable now");
       return undefined;
     }
-    return stored;
+    if (target !== undefined && "scope" in target && !target.scope.includes(decision.backend))
+      return undefined;
+    return decision.backend;
   }
 
   /**
@@ -162,12 +186,10 @@ export class Provisioner {
       );
       return "not-pending";
     }
-    let payload: StoredPayload | undefined;
     // A restore sends no payload (the backend deploys the retained manifest).
-    if (lease.metaHash !== "" && attempt.kind === "provision") {
-      payload = this.#payloadFor(lease);
-      if (payload === undefined) return "awaiting-payload";
-    }
+    const source = lease.metaHash !== "" && attempt.kind === "provision" ? "stored" : "none";
+    const payload = await choosePayload(this.#d, lease, source, undefined, signal);
+    if (payload === "missing") return "awaiting-payload";
     return this.send(attempt, lease, payload, signal);
   }
 
@@ -243,4 +265,19 @@ export class Provisioner {
         return "ambiguous";
     }
   }
+}
+
+/**
+ * Whether the lease's placement record leaves room for a new provision: a new lease (no
+ * target, or a scope) has none; a provision on the lease's own backend finds none or that
+ * backend's confirmed record; a re-provision needs that confirmed record.
+ */
+function placementAdmits(
+  placement: Placement | undefined,
+  target: ProvisionTarget | undefined,
+  reprovision: boolean,
+): boolean {
+  if (target === undefined || "scope" in target) return placement === undefined;
+  if (placement === undefined) return !reprovision;
+  return placement.state === "confirmed" && placement.owner === target.backend;
 }

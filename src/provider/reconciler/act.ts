@@ -1,4 +1,5 @@
 import type { ChainLease } from "../../chain/port.ts";
+import { contractItems } from "../../core/lease-rules.ts";
 import {
   type Action,
   type CleanupPass,
@@ -8,10 +9,10 @@ import {
   type Reread,
   rereadGate,
 } from "../../core/reconcile/index.ts";
-import type { Lifecycle } from "../lifecycle/index.ts";
+import type { ProvisionOrder } from "../lifecycle/index.ts";
 import { sweepDeadline } from "./deadline.ts";
 import type { ReconcilerMetrics } from "./metrics.ts";
-import { provisionOn } from "./provision.ts";
+import type { LeaseWork, SweepSources } from "./sources.ts";
 
 /**
  * The act phase. Projection actions (durable evidence) are applied first, in one store
@@ -20,8 +21,8 @@ import { provisionOn } from "./provision.ts";
  * candidates, which go ahead only if one bounded exact chain re-read of that lease inside
  * the same task reports CLOSED, REJECTED or EXPIRED.
  */
-export interface ActContext {
-  lifecycle: Lifecycle;
+export interface ActContext extends SweepSources {
+  lifecycle: LeaseWork;
   /** The listed PENDING leases; an action that needs an ACTIVE lease in full re-reads it. */
   pending: ReadonlyMap<string, ChainLease>;
   metrics: ReconcilerMetrics;
@@ -34,7 +35,7 @@ export interface ActContext {
 const CONCURRENCY = 32;
 
 export async function act(ctx: ActContext, plan: Plan): Promise<void> {
-  const d = ctx.lifecycle.deps;
+  const d = ctx;
   const now = d.clock.now();
   const byLease = new Map<string, Action[]>();
   d.store.batch(() => {
@@ -100,7 +101,7 @@ async function actOnLease(ctx: ActContext, lease: string, actions: readonly Acti
 
 async function lifecycleAction(ctx: ActContext, a: Exclude<Action, DestructiveAction>): Promise<void> {
   const lc = ctx.lifecycle;
-  const d = lc.deps;
+  const d = ctx;
   ctx.metrics.actions.inc({ action: a.kind });
   switch (a.kind) {
     case "acknowledge":
@@ -118,8 +119,7 @@ async function lifecycleAction(ctx: ActContext, a: Exclude<Action, DestructiveAc
     case "redeliver": {
       const attempt = d.store.attemptFor(a.lease);
       if (attempt?.operationId !== a.operationId) return;
-      const step = await lc.provisioner.redeliver(attempt, ctx.signal);
-      if (step === "lease-ended") await lc.closer.close(a.lease, ctx.signal);
+      await lc.redeliver(attempt, ctx.signal);
       return;
     }
     case "provision": {
@@ -129,28 +129,22 @@ async function lifecycleAction(ctx: ActContext, a: Exclude<Action, DestructiveAc
         lc.startProvision(a.lease, listed);
         return;
       }
-      const chainLease = await fullLease(ctx, a.lease);
-      if (chainLease !== undefined) await provisionOn(lc, chainLease, a.target, a.payload, false, ctx.signal);
+      await provisionFromSweep(ctx, a.lease, { target: a.target, payload: a.payload });
       return;
     }
-    case "reprovision": {
-      const chainLease = await fullLease(ctx, a.lease);
-      if (chainLease !== undefined)
-        await provisionOn(lc, chainLease, { backend: a.backend }, a.payload, true, ctx.signal);
+    case "reprovision":
+      await provisionFromSweep(ctx, a.lease, {
+        target: { backend: a.backend },
+        payload: a.payload,
+        reprovision: true,
+      });
       return;
-    }
     case "reconcile_custom_domain": {
       const client = d.clients.get(a.backend);
       if (client === undefined) return;
       const chainLease = await fullLease(ctx, a.lease);
       if (chainLease === undefined) return;
-      const items = chainLease.items.map((i) => ({
-        sku: i.skuUuid,
-        quantity: Number(i.quantity),
-        ...(i.serviceName === "" ? {} : { serviceName: i.serviceName }),
-        ...(i.customDomain === "" ? {} : { customDomain: i.customDomain }),
-      }));
-      const out = await client.reconcileCustomDomain(a.lease, items, ctx.signal);
+      const out = await client.reconcileCustomDomain(a.lease, contractItems(chainLease.items), ctx.signal);
       if (out.kind !== "accepted")
         d.logger.warn(
           { lease_uuid: a.lease, backend: a.backend, outcome: out.kind },
@@ -166,13 +160,35 @@ async function lifecycleAction(ctx: ActContext, a: Exclude<Action, DestructiveAc
   }
 }
 
+/**
+ * A provision the plan asked for, on a lease re-read as the plan saw it, through the one
+ * provision path (write-ahead attempt with a new operation id; the lease is never moved,
+ * and a re-provision keeps the lease's volumes: the backend removes only the failed
+ * release's containers).
+ */
+async function provisionFromSweep(
+  ctx: ActContext,
+  lease: string,
+  order: Omit<ProvisionOrder, "lease">,
+): Promise<void> {
+  const chainLease = await fullLease(ctx, lease);
+  if (chainLease === undefined) return;
+  const step = await ctx.lifecycle.provision(lease, { ...order, lease: chainLease }, ctx.signal);
+  const log = ctx.logger.child({ lease_uuid: lease, ...order.target });
+  if (step === "awaiting-payload")
+    log.warn({ payload: order.payload }, "reconciler: no payload to provision with; left for a later sweep");
+  else if (step === "sent" || step === "ambiguous" || step === "refused")
+    log.info(
+      { reprovision: order.reprovision === true, step },
+      "reconciler: provisioned on the lease's backend",
+    );
+}
+
 /** The bounded exact read of one lease: undefined when not found, "failed" when the read failed. */
 async function exactRead(ctx: ActContext, lease: string): Promise<ChainLease | undefined | "failed"> {
-  const chain = ctx.lifecycle.deps.chain;
+  const chain = ctx.chain;
   try {
-    return await sweepDeadline(ctx.lifecycle.deps.clock, ctx.deadlineMs, ctx.signal, (s) =>
-      chain.getLease(lease, s),
-    );
+    return await sweepDeadline(ctx.clock, ctx.deadlineMs, ctx.signal, (s) => chain.getLease(lease, s));
   } catch (err) {
     if (ctx.signal.aborted) throw err;
     return "failed";
@@ -196,7 +212,7 @@ async function fullLease(ctx: ActContext, lease: string): Promise<ChainLease | u
   if (listed !== undefined) return listed;
   const l = await exactRead(ctx, lease);
   if (l !== "failed" && l?.state === "LEASE_STATE_ACTIVE") return l;
-  ctx.lifecycle.deps.logger.warn(
+  ctx.logger.warn(
     { lease_uuid: lease, reread: l === "failed" ? "failed" : (l?.state ?? "not_found") },
     "reconciler: lease not re-read as ACTIVE; action left for a later sweep",
   );
@@ -204,7 +220,7 @@ async function fullLease(ctx: ActContext, lease: string): Promise<ChainLease | u
 }
 
 async function destroy(ctx: ActContext, a: DestructiveAction): Promise<void> {
-  const d = ctx.lifecycle.deps;
+  const d = ctx;
   ctx.metrics.actions.inc({ action: a.kind });
   const log = d.logger.child({ lease_uuid: a.lease });
   switch (a.kind) {

@@ -11,8 +11,8 @@ import {
   type ProvisionRow,
   pairInventories,
 } from "../../core/reconcile/index.ts";
-import type { LifecycleDeps } from "../lifecycle/index.ts";
 import { inventoryDeadline, sweepDeadline } from "./deadline.ts";
+import type { SweepSources } from "./sources.ts";
 
 /**
  * How long a backend's inventory read may go without a page before the sweep gives up on
@@ -45,7 +45,7 @@ export class ChainListingFailed extends FredError {
 }
 
 export async function collect(
-  d: LifecycleDeps,
+  d: SweepSources,
   deadlineMs: number,
   signal: AbortSignal,
   inventoryStallMs = INVENTORY_STALL_MS,
@@ -100,7 +100,7 @@ function chainView(l: ChainLease, skuLists: Map<string, readonly string[]>): Cha
 
 /** Both listings, reduced page by page: every lease's plan view, and the PENDING leases in full. */
 async function listChain(
-  d: LifecycleDeps,
+  d: SweepSources,
   signal: AbortSignal,
 ): Promise<{ views: Map<string, ChainLeaseView>; pending: Map<string, ChainLease> }> {
   // By lease: a lease listed twice keeps its first place and its last listing.
@@ -127,7 +127,7 @@ async function listChain(
 
 /** One backend's two inventory reads, paired at once (its rows are dropped while the listing runs). */
 async function readBackend(
-  d: LifecycleDeps,
+  d: SweepSources,
   name: string,
   fenced: boolean,
   stallMs: number,
@@ -170,7 +170,7 @@ function refused(err: unknown): boolean {
 }
 
 /** Adds `terminal_budget.verdict` to failed ACTIVE workloads; a read that fails leaves it unknown. */
-async function readBudgets(d: LifecycleDeps, input: PlanInput, deadlineMs: number, signal: AbortSignal) {
+async function readBudgets(d: SweepSources, input: PlanInput, deadlineMs: number, signal: AbortSignal) {
   await Promise.all(
     budgetReads(input).map(async ({ lease, backend }) => {
       const view = input.backends.get(backend);
@@ -195,7 +195,7 @@ async function readBudgets(d: LifecycleDeps, input: PlanInput, deadlineMs: numbe
  * The placement store as the plan reads it. A listed lease's record is keyed by the listing's
  * UUID string and owners by the configured names, so 100,000 records hold no copy of either.
  */
-function storeView(d: LifecycleDeps, listed: ReadonlyMap<string, ChainLeaseView>): PlanInput["store"] {
+function storeView(d: SweepSources, listed: ReadonlyMap<string, ChainLeaseView>): PlanInput["store"] {
   const placements = new Map<string, PlacementView>();
   const names = new Map(d.config.backends.map((b) => [b.name, b.name]));
   d.store.eachPlacement(([uuid, state, owner, candidatesJson, updatedAt]) => {

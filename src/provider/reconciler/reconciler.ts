@@ -1,13 +1,11 @@
 import type { Registry } from "prom-client";
 import { retry } from "../../core/async/index.ts";
-import type { Clock } from "../../core/clock.ts";
 import { plan } from "../../core/reconcile/index.ts";
-import type { Logger } from "../../log.ts";
-import type { Lifecycle } from "../lifecycle/index.ts";
 import { act } from "./act.ts";
 import { collect } from "./collect.ts";
 import { createReconcilerMetrics, type ReconcilerMetrics } from "./metrics.ts";
 import { type InventoryReadiness, inventoryReadiness, READY_INVENTORY } from "./readiness.ts";
+import type { LeaseWork, SweepSources } from "./sources.ts";
 
 /**
  * providerd's reconciler: collect (chain, backends, placement store) → the pure `plan()` of
@@ -16,12 +14,11 @@ import { type InventoryReadiness, inventoryReadiness, READY_INVENTORY } from "./
  * resync and every reconciliation_interval (both through the lifecycle). Sweeps never overlap:
  * one requested while another runs is run once after it, however many asked.
  */
-export interface ReconcilerDeps {
-  lifecycle: Lifecycle;
+export interface ReconcilerDeps extends SweepSources {
+  /** Where a sweep's lease work runs: each lease's serial queue, the one provision path. */
+  lifecycle: LeaseWork;
   /** Resolves once the chain event feed is live (rejects when `signal` aborts). */
   feedLive: (signal: AbortSignal) => Promise<void>;
-  clock: Clock;
-  logger: Logger;
   registry?: Registry;
   /** Bound on each chain re-read and single backend read of a sweep (default 10 s). */
   readDeadlineMs?: number;
@@ -65,7 +62,7 @@ export class Reconciler {
   constructor(deps: ReconcilerDeps) {
     this.#d = deps;
     this.metrics = createReconcilerMetrics(deps.registry);
-    const backends = deps.lifecycle.deps.config.backends;
+    const backends = deps.config.backends;
     this.backendHealthy = new Map(backends.map((b) => [b.name, !b.fenced]));
   }
 
@@ -101,26 +98,24 @@ export class Reconciler {
   }
 
   async #run(signal: AbortSignal): Promise<SweepReport> {
-    const { lifecycle, clock, logger } = this.#d;
+    const { lifecycle, config, clock, logger } = this.#d;
     const deadlineMs = this.#d.readDeadlineMs ?? 10_000;
     const end = this.metrics.duration.startTimer();
     let report: SweepReport;
     try {
-      const { input, pending } = await collect(lifecycle.deps, deadlineMs, signal, this.#d.inventoryStallMs);
+      const { input, pending } = await collect(this.#d, deadlineMs, signal, this.#d.inventoryStallMs);
       const p = plan(input);
       for (const s of p.skips) this.metrics.skips.inc({ pass: s.pass, reason: s.reason });
       for (const name of this.backendHealthy.keys()) this.backendHealthy.set(name, p.answered.includes(name));
-      const fencedSet = new Set(lifecycle.deps.config.backends.filter((b) => b.fenced).map((b) => b.name));
+      const fencedSet = new Set(config.backends.filter((b) => b.fenced).map((b) => b.name));
       for (const name of p.answered) if (!fencedSet.has(name)) this.#everAnswered.add(name);
       this.#readiness = inventoryReadiness(input, this.#everAnswered, fencedSet);
-      await act({ lifecycle, pending, metrics: this.metrics, deadlineMs, signal }, p);
+      await act({ ...this.#d, lifecycle, pending, metrics: this.metrics, deadlineMs, signal }, p);
       await this.#d.afterSweep?.(signal).catch((err: unknown) => {
         if (!signal.aborted) logger.warn({ err }, "reconciler: pending maintenance pass failed");
       });
       const fenced = [...fencedSet];
-      const unfencedAnswered = lifecycle.deps.config.backends.every(
-        (b) => b.fenced || p.answered.includes(b.name),
-      );
+      const unfencedAnswered = config.backends.every((b) => b.fenced || p.answered.includes(b.name));
       if (unfencedAnswered) this.#done = true;
       report = {
         outcome: p.complete ? "complete" : "degraded",

@@ -1,7 +1,8 @@
 import type { ChainLease } from "../../chain/port.ts";
+import { leaseEnded } from "../../core/lease-rules.ts";
 import { newUuidV4 } from "../../core/uuid.ts";
 import type { MutationOutcome } from "../backend-client/index.ts";
-import { type LifecycleDeps, leaseEnded, leaseRequest } from "../lifecycle/index.ts";
+import { type LifecycleDeps, leaseRequest } from "../lifecycle/index.ts";
 import type { Attempt } from "../store/index.ts";
 import { holdBoth } from "./claims.ts";
 

@@ -12,13 +12,10 @@ import {
   type ProviderConfig,
   parseProviderConfig,
 } from "../../../src/provider/config/index.ts";
-import { SINGLE_CLOSE_TRY } from "../../../src/provider/lifecycle/closer.ts";
-import {
-  Closer,
-  checkOverdueAttempts,
-  Lifecycle,
-  type LifecycleDeps,
-} from "../../../src/provider/lifecycle/index.ts";
+import { Closer, SINGLE_CLOSE_TRY } from "../../../src/provider/lifecycle/closer.ts";
+import { Lifecycle, type LifecycleDeps } from "../../../src/provider/lifecycle/index.ts";
+import { Provisioner } from "../../../src/provider/lifecycle/provisioner.ts";
+import { checkOverdueAttempts } from "../../../src/provider/lifecycle/timeouts.ts";
 import { Reconciler } from "../../../src/provider/reconciler/index.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { type MockProcess, spawnMock } from "../../backend/mock/process.ts";
@@ -259,6 +256,7 @@ describe("redelivery of an attempt whose lease is no longer PENDING", () => {
     assert.equal((await provisionOnMock(rejected, rejectedOp)).kind, "accepted");
 
     const reconciler = new Reconciler({
+      ...deps,
       lifecycle,
       feedLive: async () => {},
       clock: deps.clock,
@@ -283,7 +281,7 @@ describe("redelivery of an attempt whose lease is no longer PENDING", () => {
 
   it("redeliver names the ended lease and sends nothing", async () => {
     const { deps, store, attempt } = setup();
-    const lifecycle = new Lifecycle(deps);
+    const provisioner = new Provisioner(deps);
     const steps: Record<string, string> = {};
     for (const state of [
       "LEASE_STATE_CLOSED",
@@ -293,13 +291,13 @@ describe("redelivery of an attempt whose lease is no longer PENDING", () => {
     ] as const) {
       const l = leaseId();
       attempt(l, "one", state);
-      steps[state] = await lifecycle.provisioner.redeliver(store.attemptFor(l)!, never);
+      steps[state] = await provisioner.redeliver(store.attemptFor(l)!, never);
       assert.equal(await statusOnMock(l), undefined, `${state}: nothing provisioned`);
       assert.notEqual(store.attemptFor(l), undefined, `${state}: redeliver itself removes nothing`);
     }
     const missing = leaseId();
     attempt(missing, "one");
-    steps.missing = await lifecycle.provisioner.redeliver(store.attemptFor(missing)!, never);
+    steps.missing = await provisioner.redeliver(store.attemptFor(missing)!, never);
     assert.deepEqual(steps, {
       LEASE_STATE_CLOSED: "lease-ended",
       LEASE_STATE_REJECTED: "lease-ended",
@@ -317,8 +315,7 @@ describe("redelivery of an attempt whose lease is no longer PENDING", () => {
     attempt(expired, "one", "LEASE_STATE_EXPIRED");
     const activeOp = attempt(active, "one", "LEASE_STATE_ACTIVE");
     clock.advance(config.provisionCallbackTimeoutMs);
-    const lifecycle = new Lifecycle(deps);
-    const verdicts = await checkOverdueAttempts(deps, lifecycle.provisioner, never);
+    const verdicts = await checkOverdueAttempts(deps, new Provisioner(deps), never);
     assert.deepEqual(Object.fromEntries(verdicts), { [expired]: "lease-ended", [active]: "redelivered" });
     assert.equal(store.attemptFor(expired), undefined);
     await assertRefusedByMock(expired);

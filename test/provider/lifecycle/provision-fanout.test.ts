@@ -83,7 +83,7 @@ describe("provision fan-out", () => {
     const provisioner = new Provisioner(deps, 4);
     const leases = Array.from({ length: 20 }, (_, i) => pending(i));
     const never = new AbortController().signal;
-    const steps = Promise.all(leases.map((l) => provisioner.provision(l.uuid, never, l)));
+    const steps = Promise.all(leases.map((l) => provisioner.provision(l.uuid, never, { lease: l })));
     let most = 0;
     let answered = 0;
     for (let turns = 0; answered < leases.length; turns++) {

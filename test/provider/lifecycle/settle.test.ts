@@ -5,12 +5,8 @@ import { join } from "node:path";
 import { after, beforeEach, describe, it } from "node:test";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
-import {
-  applyCallback,
-  type LifecycleDeps,
-  sendChainAction,
-  type VerifiedCallback,
-} from "../../../src/provider/lifecycle/index.ts";
+import type { LifecycleDeps, VerifiedCallback } from "../../../src/provider/lifecycle/index.ts";
+import { applyCallback, sendChainAction } from "../../../src/provider/lifecycle/settle.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { baseConfig, PROVIDER_UUID, yamlOf } from "../config/fixtures.ts";
 import { lifecycleDeps, recordingChain, type SentTx } from "./deps.ts";

@@ -12,11 +12,9 @@ import {
   type ProviderConfig,
   parseProviderConfig,
 } from "../../../src/provider/config/index.ts";
-import {
-  checkOverdueAttempts,
-  type LifecycleDeps,
-  Provisioner,
-} from "../../../src/provider/lifecycle/index.ts";
+import type { LifecycleDeps } from "../../../src/provider/lifecycle/index.ts";
+import { Provisioner } from "../../../src/provider/lifecycle/provisioner.ts";
+import { checkOverdueAttempts } from "../../../src/provider/lifecycle/timeouts.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { type MockProcess, spawnMock } from "../../backend/mock/process.ts";
 import { until } from "../../support/index.ts";

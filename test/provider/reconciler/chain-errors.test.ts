@@ -77,6 +77,7 @@ async function onMock(): Promise<string | undefined> {
 function reconcilerOver(chain: ChainPort, store: PlacementStore, clock: ManualClock) {
   const deps = lifecycleDeps({ config, chain, store, clock, clients });
   const reconciler = new Reconciler({
+    ...deps,
     lifecycle: new Lifecycle(deps),
     feedLive: async () => {},
     clock,

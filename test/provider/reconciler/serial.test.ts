@@ -75,6 +75,7 @@ async function setup(
   });
   const deps = lifecycleDeps({ config, chain, store, clock, clients });
   const reconciler = new Reconciler({
+    ...deps,
     lifecycle: new Lifecycle(deps),
     feedLive: async () => {},
     clock,

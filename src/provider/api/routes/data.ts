@@ -2,8 +2,8 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { FastifyInstance } from "fastify";
 import { isFredError } from "../../../core/errors.ts";
+import { isBillingOnly } from "../../../core/lease-rules.ts";
 import { failpoint } from "../../failpoints.ts";
-import { isBillingOnly } from "../../lifecycle/index.ts";
 import { type PayloadStore, type PutResult, sha256Hex } from "../../store/index.ts";
 import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
 import { ApiError, refuse } from "../errors.ts";
@@ -97,7 +97,7 @@ export function registerDataRoute(
           replay: false,
         });
         const skus = lease.items.map((i) => i.skuUuid);
-        if (isBillingOnly(config, skus))
+        if (isBillingOnly(skus, config.billingOnlySkus))
           throw bad("lease is billing-only; it takes no payload", "billing_only");
         if (lease.state !== "LEASE_STATE_PENDING") throw refuse.leaseNotFound("lease not pending");
         if (lease.metaHash === "") throw bad("lease does not expect payload");

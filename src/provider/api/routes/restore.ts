@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { isBillingOnly } from "../../lifecycle/index.ts";
+import { isBillingOnly } from "../../../core/lease-rules.ts";
 import type { RestoreOutcome } from "../../retention/index.ts";
 import { leaseUuidParam } from "../auth.ts";
 import { type TenantContext, tenantRoute } from "../context.ts";
@@ -81,8 +81,8 @@ export function registerRestoreRoute(app: FastifyInstance, ctx: TenantContext): 
       const target = await ctx.leases.owned(claims);
       if (
         isBillingOnly(
-          config,
           target.items.map((i) => i.skuUuid),
+          config.billingOnlySkus,
         )
       )
         throw bad("lease is billing-only; nothing can be restored into it", "billing_only");
