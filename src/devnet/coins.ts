@@ -4,7 +4,7 @@
  * the SDK's canonical `Coins` form and what its string form ("10umfx,5upwr") prints.
  */
 import type { Coin } from "cosmjs-types/cosmos/base/v1beta1/coin";
-import { isValidDenom, parseCoin } from "../core/coin.ts";
+import { isValidDenom } from "../core/coin.ts";
 import { sdkErrors } from "./errors.ts";
 
 export type { Coin };
@@ -48,19 +48,6 @@ export function coinsToString(coins: Coin[]): string {
   return coins.map((c) => `${c.amount}${c.denom}`).join(",");
 }
 
-/** Parses "10umfx,5upwr" (whitespace allowed around entries). */
-export function parseCoins(text: string): Coin[] {
-  const trimmed = text.trim();
-  if (trimmed === "") return [];
-  const out: Coin[] = [];
-  for (const part of trimmed.split(",")) {
-    const parsed = parseCoin(part.trim());
-    if (!parsed) throw sdkErrors.invalidCoins.wrap(`invalid coin expression: ${part.trim()}`);
-    out.push(coin(parsed.amount, parsed.denom));
-  }
-  return normalize(out);
-}
-
 /** Sorted by denom, merged, zero entries removed. */
 export function normalize(coins: Coin[]): Coin[] {
   const sums = new Map<string, bigint>();
@@ -73,10 +60,4 @@ export function normalize(coins: Coin[]): Coin[] {
 
 export function addCoins(a: Coin[], b: Coin[]): Coin[] {
   return normalize([...a, ...b]);
-}
-
-/** True when every denom of `b` is covered by `a`. */
-export function coversAll(a: Coin[], b: Coin[]): boolean {
-  const have = new Map(a.map((c) => [c.denom, amountOf(c)]));
-  return b.every((c) => (have.get(c.denom) ?? 0n) >= amountOf(c));
 }

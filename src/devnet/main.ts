@@ -4,6 +4,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import type Database from "better-sqlite3";
+import { ReleaseStack } from "../core/async/index.ts";
 import { type Clock, systemClock } from "../core/clock.ts";
 import { FredError } from "../core/errors.ts";
 import type { Logger } from "../log.ts";
@@ -150,10 +151,14 @@ export interface RunningDevnet {
 }
 
 export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
+  const releases = new ReleaseStack((err, resource) =>
+    opts.logger.warn({ err, resource }, "releasing a devnet resource failed"),
+  );
   const lock = acquireLock(opts.home);
-  let db: Database.Database | undefined;
+  releases.defer("home lock", () => lock.release());
   try {
-    db = openChainDb(homePaths(opts.home).db);
+    const db = openChainDb(homePaths(opts.home).db);
+    releases.defer("chain database", () => db.close());
     const app = buildApp(db, opts.minGasPrice ?? DEFAULT_MIN_GAS_PRICE, opts.logger);
     const { keys } = ensureGenesis(db, app, opts);
     const node = new DevnetNode({
@@ -170,27 +175,19 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
     // Listen first: a busy port must fail before any block is produced.
     const accounts = keys.accounts.map((a) => ({ name: a.name, address: a.address }));
     const server = await startRpcServer({ node, logger: opts.logger, port: opts.rpcPort, accounts });
+    releases.defer("RPC server", () => server.app.close());
     rpcAddress = server.url.replace(/^http/, "tcp");
     node.start();
-    const opened = db;
-    let stopped = false;
+    releases.defer("block production", () => node.stop());
     return {
       url: server.url,
       chainId: node.chainId,
       node,
       height: () => node.height,
-      async stop() {
-        if (stopped) return;
-        stopped = true;
-        node.stop();
-        await server.app.close();
-        opened.close();
-        lock.release();
-      },
+      stop: () => releases.close(),
     };
   } catch (err) {
-    db?.close();
-    lock.release();
+    await releases.close().catch(() => {});
     throw err;
   }
 }

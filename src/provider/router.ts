@@ -70,6 +70,33 @@ export class Router {
   }
 
   /**
+   * The `/stats` poll behind routing loads and `GET /v1/provider`: a round now, then one
+   * `intervalMs` after each round ended (chained, never overlapping), each handed to
+   * `onRound`. Returns the stop; a round in flight then finishes but schedules no other.
+   */
+  pollStats(
+    clients: ReadonlyMap<string, BackendClient>,
+    intervalMs: number,
+    onRound: (readings: ReadonlyMap<string, BackendStats | undefined>) => void,
+    signal: AbortSignal,
+  ): () => void {
+    let stopped = false;
+    let cancel: (() => void) | undefined;
+    const round = (): void => {
+      void this.refreshLoads(clients, signal)
+        .then(onRound)
+        .finally(() => {
+          if (!stopped && !signal.aborted) cancel = this.#clock.setTimer(intervalMs, round);
+        });
+    };
+    round();
+    return () => {
+      stopped = true;
+      cancel?.();
+    };
+  }
+
+  /**
    * Reads `/stats` from every unfenced backend in parallel. A failed read removes that
    * backend's reading rather than keeping an old one. Returns what each read gave
    * (undefined: it failed), for the other readers of `/stats` (the tenant API's

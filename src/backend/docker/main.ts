@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { Registry } from "prom-client";
+import { ReleaseStack } from "../../core/async/index.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import { armCrashPoints } from "../../failpoints.ts";
@@ -93,10 +94,14 @@ export async function startDockerBackend(
   const ingress = config.ingress
     ? new Ingress({ config: config.ingress, backendName: config.name, clock, log: logger, registry })
     : undefined;
+  const releases = new ReleaseStack((err, resource) =>
+    logger.warn({ err, resource }, "releasing a backend resource failed"),
+  );
+  if (ingress !== undefined) releases.use("ingress", ingress);
   try {
     await ingress?.start();
   } catch (err) {
-    await ingress?.close();
+    await releases.close().catch(() => {});
     throw err;
   }
   const substrate = new DockerSubstrate({
@@ -108,6 +113,7 @@ export async function startDockerBackend(
     volumes,
     ...(ingress ? { ingress } : {}),
   });
+  releases.use("substrate", substrate);
   try {
     await substrate.pruneNetworks(startup.signal);
     // The volume root's identity marker, before any retained row can record it.
@@ -115,6 +121,7 @@ export async function startDockerBackend(
     const running = await startBackend({
       name: config.name,
       substrate,
+      releases,
       journal: { path: config.dbPath, mode: "verify", storageId },
       logger,
       clock,
@@ -151,24 +158,13 @@ export async function startDockerBackend(
       ...(deps.callbackCaPem === undefined ? {} : { callbacks: { extraCaPem: deps.callbackCaPem } }),
     });
     if (ingress) {
-      try {
-        await rebuildRoutes(running, substrate, startup.signal);
-        await ingress.activate();
-      } catch (err) {
-        // The contract server is up by now: close it too, or the failed process lingers.
-        await running.close();
-        throw err;
-      }
-      const close = running.close;
-      running.close = async () => {
-        await close();
-        await ingress.close();
-      };
+      await rebuildRoutes(running, substrate, startup.signal);
+      await ingress.activate();
     }
     return Object.assign(running, { substrate, ingress });
   } catch (err) {
-    await substrate.close();
-    await ingress?.close();
+    // One stack: the contract server (if up), the substrate and the ingress, in reverse order.
+    await releases.close().catch(() => {});
     throw err;
   }
 }

@@ -3,6 +3,7 @@ import type { FastifyInstance } from "fastify";
 import type { Registry } from "prom-client";
 import { Agent } from "undici";
 import { hmacSecret } from "../../auth/hmac.ts";
+import { ReleaseStack } from "../../core/async/index.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { AdmissionConfig } from "./admission.ts";
@@ -26,7 +27,15 @@ import type { Substrate } from "./substrate.ts";
 export interface BackendKitOptions {
   /** Backend name (callback `backend` field; must match providerd's backends[].name). */
   name: string;
+  /** Lent: the caller that made it closes it (pushed on `releases` before this start, it closes last). */
   substrate: Substrate;
+  /**
+   * The stack that releases what the backend acquires (server, workers, connections,
+   * journal); `RunningBackend.close()` closes it. A root that acquired things of its own
+   * first (a substrate, an ingress) passes its stack, so one close releases them all in
+   * reverse order. Default: a stack of the backend's own.
+   */
+  releases?: ReleaseStack;
   /** Journal file path or ":memory:"; mode "verify" for a normal start. */
   journal: {
     path: string;
@@ -103,23 +112,30 @@ export function initializeStorageIdentity(path: string, storageId?: string): str
 export async function startBackend(o: BackendKitOptions): Promise<RunningBackend> {
   const clock = o.clock ?? systemClock;
   const logger = o.logger;
-  if (o.https) checkHttpsOptions(o.https);
-  const secrets = [hmacSecret(o.secret), ...(o.previousSecret ? [hmacSecret(o.previousSecret)] : [])];
-  const journal = new Journal({ ...o.journal, backendName: o.name });
-  const dispatcher = new Agent({
-    connect: {
-      rejectUnauthorized: !(o.callbacks?.tlsSkipVerify ?? false),
-      ...(o.callbacks?.extraCaPem === undefined ? {} : { ca: [...rootCertificates, o.callbacks.extraCaPem] }),
-    },
-    connections: 64,
-  });
-  let sender: OutboxSender | undefined;
-  let engine: BackendEngine | undefined;
-  let retention: Retention | undefined;
+  const releases =
+    o.releases ??
+    new ReleaseStack((err, resource) =>
+      logger.warn({ err, resource }, "releasing a backend resource failed"),
+    );
   try {
+    if (o.https) checkHttpsOptions(o.https);
+    const secrets = [hmacSecret(o.secret), ...(o.previousSecret ? [hmacSecret(o.previousSecret)] : [])];
+    const journal = releases.use("journal", new Journal({ ...o.journal, backendName: o.name }));
+    const dispatcher = releases.use(
+      "callback connections",
+      new Agent({
+        connect: {
+          rejectUnauthorized: !(o.callbacks?.tlsSkipVerify ?? false),
+          ...(o.callbacks?.extraCaPem === undefined
+            ? {}
+            : { ca: [...rootCertificates, o.callbacks.extraCaPem] }),
+        },
+        connections: 64,
+      }),
+    );
     const pool = new ResourcePool(o.pool);
     const metrics = createKitMetrics(journal, pool, o.metricsRegistry);
-    sender = new OutboxSender({
+    const sender = new OutboxSender({
       journal,
       secret: secrets[0] as Buffer,
       clock,
@@ -129,8 +145,8 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       onDelivered: (row) => metrics.callbacksDelivered.inc({ kind: row.kind }),
       onAttemptFailed: (row) => metrics.callbackAttemptsFailed.inc({ kind: row.kind }),
     });
-    const wake = sender.wake.bind(sender);
-    retention =
+    releases.defer("outbox sender", () => sender.stop());
+    const retention =
       o.retention === undefined
         ? undefined
         : new Retention({
@@ -142,7 +158,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
             policy: o.retention,
             parseManifest: o.parseManifest,
           });
-    engine = new BackendEngine({
+    const engine = new BackendEngine({
       journal,
       pool,
       clock,
@@ -157,9 +173,11 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       reconcileIntervalMs: o.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS,
       diagnosticsMaxAgeMs: o.diagnosticsMaxAgeMs ?? DEFAULT_DIAGNOSTICS_MAX_AGE_MS,
       releasesMaxAgeMs: o.releasesMaxAgeMs ?? DEFAULT_RELEASES_MAX_AGE_MS,
-      wakeOutbox: wake,
+      wakeOutbox: sender.wake.bind(sender),
       retention,
     });
+    releases.defer("engine", () => engine.stop());
+    if (retention !== undefined) releases.defer("retention", () => retention.stop());
     const server = buildContractServer({
       engine,
       substrate: o.substrate,
@@ -180,10 +198,10 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
     retention?.start();
     sender.start();
     await server.listen({ host: o.listen.host, port: o.listen.port });
+    releases.defer("contract server", () => server.close());
     const addr = server.server.address();
     const port = typeof addr === "object" && addr ? addr.port : o.listen.port;
     const host = o.listen.host.includes(":") ? `[${o.listen.host}]` : o.listen.host;
-    let closing: Promise<void> | undefined;
     const running: RunningBackend = {
       url: `${o.https ? "https" : "http"}://${host}:${port}`,
       storageId: journal.storageId,
@@ -192,19 +210,8 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       retention,
       sender,
       server,
-      close: () => {
-        closing ??= (async () => {
-          await server.close();
-          await retention?.stop();
-          await engine?.stop();
-          await sender?.stop();
-          await o.substrate.close();
-          await dispatcher.close();
-          journal.close();
-        })();
-        return closing;
-      },
-      [Symbol.asyncDispose]: () => running.close(),
+      close: () => releases.close(),
+      [Symbol.asyncDispose]: () => releases.close(),
     };
     logger.info(
       {
@@ -217,11 +224,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
     );
     return running;
   } catch (err) {
-    await retention?.stop().catch(() => {});
-    await engine?.stop().catch(() => {});
-    await sender?.stop().catch(() => {});
-    await dispatcher.close().catch(() => {});
-    journal.close();
+    await releases.close().catch(() => {});
     throw err;
   }
 }

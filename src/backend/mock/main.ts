@@ -1,3 +1,4 @@
+import { ReleaseStack } from "../../core/async/index.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import { parseTenantManifest, type RunningBackend, startBackend } from "../kit/index.ts";
@@ -32,46 +33,47 @@ export async function startMockBackend(
     statePath: config.dbPath === undefined ? undefined : `${config.dbPath}.substrate`,
   });
   const skus = config.skus;
-  try {
-    return await startBackend({
-      name: config.name,
-      substrate,
-      journal: {
-        path: config.dbPath ?? ":memory:",
-        mode: "bind-or-verify",
-        storageId: config.storageId,
-        maintenanceReceipts: config.maintenanceReceipts,
-      },
-      logger: deps.logger,
-      clock,
-      secret: config.secret,
-      previousSecret: config.previousSecret,
-      listen: { host: config.host, port: config.port },
-      https: config.tls,
-      routes: (app, engine) => {
-        registerLoseRoute(substrate)(app, engine);
-        if (config.hangInventory) hangInventoryReads(app);
-      },
-      resolveSku: (sku) => (skus === undefined ? DEFAULT_MOCK_PROFILE : skus[sku]),
-      pool: { totals: config.capacity },
-      allowedRegistries: config.allowedRegistries,
-      parseManifest: parseTenantManifest,
-      requirePayload: config.requirePayload,
-      reservationTtlMs: config.reservationTtlMs,
-      reconcileIntervalMs: config.reconcileIntervalMs,
-      diagnosticsMaxAgeMs: config.diagnosticsMaxAgeMs,
-      ...(config.retention ? { retention: config.retention } : {}),
-      releasesMaxAgeMs: config.releasesMaxAgeMs,
-      readTimeoutMs: Math.max(config.readTimeoutMs, config.writeTimeoutMs),
-      idleTimeoutMs: config.idleTimeoutMs,
-      callbacks: {
-        attemptTimeoutMs: config.clientTimeoutMs,
-        tlsSkipVerify: config.tlsSkipVerify,
-        ...(deps.callbackCaPem === undefined ? {} : { extraCaPem: deps.callbackCaPem }),
-      },
-    });
-  } catch (err) {
-    await substrate.close();
-    throw err;
-  }
+  const releases = new ReleaseStack((err, resource) =>
+    deps.logger.warn({ err, resource }, "releasing a backend resource failed"),
+  );
+  releases.use("substrate", substrate);
+  // On a failed start the kit closes the stack, substrate included.
+  return startBackend({
+    name: config.name,
+    substrate,
+    releases,
+    journal: {
+      path: config.dbPath ?? ":memory:",
+      mode: "bind-or-verify",
+      storageId: config.storageId,
+      maintenanceReceipts: config.maintenanceReceipts,
+    },
+    logger: deps.logger,
+    clock,
+    secret: config.secret,
+    previousSecret: config.previousSecret,
+    listen: { host: config.host, port: config.port },
+    https: config.tls,
+    routes: (app, engine) => {
+      registerLoseRoute(substrate)(app, engine);
+      if (config.hangInventory) hangInventoryReads(app);
+    },
+    resolveSku: (sku) => (skus === undefined ? DEFAULT_MOCK_PROFILE : skus[sku]),
+    pool: { totals: config.capacity },
+    allowedRegistries: config.allowedRegistries,
+    parseManifest: parseTenantManifest,
+    requirePayload: config.requirePayload,
+    reservationTtlMs: config.reservationTtlMs,
+    reconcileIntervalMs: config.reconcileIntervalMs,
+    diagnosticsMaxAgeMs: config.diagnosticsMaxAgeMs,
+    ...(config.retention ? { retention: config.retention } : {}),
+    releasesMaxAgeMs: config.releasesMaxAgeMs,
+    readTimeoutMs: Math.max(config.readTimeoutMs, config.writeTimeoutMs),
+    idleTimeoutMs: config.idleTimeoutMs,
+    callbacks: {
+      attemptTimeoutMs: config.clientTimeoutMs,
+      tlsSkipVerify: config.tlsSkipVerify,
+      ...(deps.callbackCaPem === undefined ? {} : { extraCaPem: deps.callbackCaPem }),
+    },
+  });
 }

@@ -59,7 +59,6 @@ export const FileKeyFileSchema = z.strictObject({
 
 export const KeyFileSchema = z.discriminatedUnion("backend", [TestKeyFileSchema, FileKeyFileSchema]);
 export type KeyFile = z.infer<typeof KeyFileSchema>;
-export type FileKeyFile = z.infer<typeof FileKeyFileSchema>;
 
 /** The authenticated header bytes of an encrypted key file. */
 export function headerAad(file: Pick<KeyFile, "format" | "backend" | "name" | "address" | "pubkey">): Buffer {

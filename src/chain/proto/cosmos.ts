@@ -32,8 +32,6 @@ export const PageResponse = message("/cosmos.base.query.v1beta1.PageResponse", {
 });
 export type PageResponse = ReturnType<typeof PageResponse.decode>;
 
-const NANOS_PER_MS = 1_000_000n;
-
 /** Converts nanoseconds since the Unix epoch to a Timestamp. */
 export function timestampFromNanos(nanos: bigint): Timestamp {
   return { seconds: nanos / 1_000_000_000n, nanos: Number(nanos % 1_000_000_000n) };
@@ -42,9 +40,4 @@ export function timestampFromNanos(nanos: bigint): Timestamp {
 /** Converts a Timestamp to nanoseconds since the Unix epoch. */
 export function timestampToNanos(ts: Timestamp): bigint {
   return ts.seconds * 1_000_000_000n + BigInt(ts.nanos);
-}
-
-/** Converts a Date (millisecond precision) to a Timestamp. */
-export function timestampFromDate(date: Date): Timestamp {
-  return timestampFromNanos(BigInt(date.getTime()) * NANOS_PER_MS);
 }

@@ -1,8 +1,10 @@
 import { rmSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import type { Command } from "commander";
+import { ReleaseStack } from "../../core/async/index.ts";
 import { parseConfigDuration } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
+import { splitHostPort } from "../../core/host-port.ts";
 import { mockBackendUpComponent } from "../backend.ts";
 import { devnetUpComponent } from "../devnet.ts";
 import { LOCAL_PROVIDER_URL } from "../lease/index.ts";
@@ -60,7 +62,7 @@ function reach(ctx: UpContext, keys: string): string[] {
       "  curl http://127.0.0.1:<port>/                 # hello from fred",
     ];
   // *.localhost is loopback (curl resolves it itself); a port other than 443 is named.
-  const port = listen.slice(listen.lastIndexOf(":") + 1);
+  const port = splitHostPort(listen)?.port ?? "443";
   const to = port === "443" ? "" : ` --connect-to ::127.0.0.1:${port}`;
   return [
     `  fred lease connect <lease_uuid> ${keys}       # prints https://<fqdn>/ and http://127.0.0.1:<port>/`,
@@ -133,13 +135,15 @@ export function registerUpCommand(program: Command): void {
         ctx.facts.set("tls_key_file", tls.keyFile);
       }
       const running: RunningComponent[] = [];
-      const stopAll = async () => {
-        for (const c of running.reverse()) await c.stop().catch(() => {});
-      };
+      // Stopped in reverse order of start; a component that fails to stop is said, the rest still stop.
+      const stack = new ReleaseStack((err, name) => say(`fred up: stopping ${name} failed: ${String(err)}`));
+      const stopAll = () => stack.close().catch(() => {});
       try {
         for (const component of componentsFor(opts.docker === true || opts.volumePath !== undefined)) {
           say(`starting ${component.name}…`);
-          running.push(await component.start(ctx));
+          const started = await component.start(ctx);
+          running.push(started);
+          stack.defer(component.name, () => started.stop());
         }
       } catch (err) {
         await stopAll();

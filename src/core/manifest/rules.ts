@@ -93,20 +93,6 @@ export function tmpfsProblem(path: string): string | undefined {
   return undefined;
 }
 
-/**
- * `user` in Docker's USER forms (uid, uid:gid, name, name:group). Go only forbids space,
- * tab, CR and LF, an empty user part, and an empty remainder after the first colon.
- */
-export function userProblem(user: string): string | undefined {
-  if (user === "") return undefined; // empty means "the image's default user"
-  if (/[ \t\r\n]/.test(user)) return "user must not contain whitespace";
-  const colon = user.indexOf(":");
-  const name = colon === -1 ? user : user.slice(0, colon);
-  if (name === "") return "user part before ':' must not be empty";
-  if (colon !== -1 && colon === user.length - 1) return "group part after ':' must not be empty";
-  return undefined;
-}
-
 /** `health_check.test`: Docker's exec form, shell form, or NONE alone. */
 export function healthTestProblem(test: readonly string[]): string | undefined {
   const kind = test[0];

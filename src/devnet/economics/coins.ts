@@ -34,10 +34,6 @@ export function formatCoins(coins: Coins): string {
     .join(",");
 }
 
-export function formatCoin(amount: bigint, denom: string): string {
-  return `${amount}${denom}`;
-}
-
 export function sortedDenoms(coins: Coins): string[] {
   return [...coins.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }

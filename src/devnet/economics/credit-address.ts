@@ -11,12 +11,6 @@ const MODULE_TYPE_HASH = createHash("sha256").update("module").digest();
 const CREDIT_PREFIX = Buffer.from("billing/credit/");
 const MODULE_KEY = Buffer.concat([Buffer.from("billing"), Buffer.from([0])]);
 
-/** Raw bytes of a bech32 address (any length); throws on malformed input. */
-export function addressBytes(address: string): Uint8Array {
-  const decoded = bech32.decode(address as `${string}1${string}`, 1023);
-  return bech32.fromWords(decoded.words);
-}
-
 export function creditAddressBytes(tenantBytes: Uint8Array): Uint8Array {
   const inner = createHash("sha256").update(CREDIT_PREFIX).update(tenantBytes).digest();
   return createHash("sha256").update(MODULE_TYPE_HASH).update(MODULE_KEY).update(inner).digest();

@@ -13,6 +13,7 @@
  * URI (GET) requests and websocket frames never reach the control methods.
  */
 import type { IncomingHttpHeaders } from "node:http";
+import { splitHostPort } from "../../core/host-port.ts";
 
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
 
@@ -26,12 +27,9 @@ export function isLoopbackIp(ip: string): boolean {
 /** Host part of a Host header or URL authority ("127.0.0.1:26657" → "127.0.0.1", "[::1]:1" → "[::1]"). */
 function hostOf(authority: string): string {
   const a = authority.trim().toLowerCase();
-  if (a.startsWith("[")) {
-    const end = a.indexOf("]");
-    return end < 0 ? a : a.slice(0, end + 1);
-  }
-  const colon = a.lastIndexOf(":");
-  return colon < 0 ? a : a.slice(0, colon);
+  const split = splitHostPort(a);
+  if (split === undefined) return a;
+  return split.bracketed ? `[${split.host}]` : split.host;
 }
 
 function isLoopbackHost(host: string): boolean {

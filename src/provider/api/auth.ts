@@ -5,11 +5,11 @@ import {
   type TokenKind,
   verifyTenantToken,
 } from "../../auth/token.ts";
+import type { RateBuckets } from "../../core/async/rate-buckets.ts";
 import type { Clock } from "../../core/clock.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import type { Logger } from "../../log.ts";
 import { rateLimitHeaders } from "../http/edge.ts";
-import type { RateBuckets } from "../http/rate-buckets.ts";
 import type { TokenTracker } from "../store/index.ts";
 import { ApiError, refuse } from "./errors.ts";
 

@@ -2,20 +2,21 @@ import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
 import type { TokenClaims } from "../../auth/token.ts";
 import type { ChainLease, ChainPort, LeaseStateName } from "../../chain/port.ts";
 import { Coalescer } from "../../core/async/index.ts";
+import { RateBuckets } from "../../core/async/rate-buckets.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
-import { RateBuckets } from "../http/rate-buckets.ts";
+import type { LifecycleEvents } from "../lifecycle/index.ts";
 import type { Restorer } from "../retention/index.ts";
 import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
 import type { DiagnosticsLookup } from "./diagnostics.ts";
 import { sendApiError } from "./errors.ts";
-import type { EventHubOptions } from "./event-hub.ts";
-import { type BlockSignal, LeaseReads, type LeaseReadsOptions } from "./lease-reads.ts";
+import type { EventHub, EventHubOptions } from "./event-hub.ts";
 import type { Maintenance } from "./maintenance/service.ts";
 import { RequestScope } from "./request-scope.ts";
+import { type BlockSignal, TenantLeaseReads, type TenantLeaseReadsOptions } from "./tenant-lease-reads.ts";
 
 export interface EventTimings {
   maxMessageBytes: number;
@@ -48,10 +49,16 @@ export interface TenantApiDeps {
   ): Promise<{ balance: string; burn_rate_per_hour: string; depletes_at: string | null } | undefined>;
   /** Restart and update (the maintenance journal); without it those routes answer 503. */
   maintenance?: Maintenance;
+  /** Applied callbacks (the lifecycle's `callback-applied`), streamed to the lease's watchers. */
+  callbacks?: {
+    on(event: "callback-applied", listener: (...args: LifecycleEvents["callback-applied"]) => void): unknown;
+  };
+  /** The event stream's hub, when the root shares it (credit notices); otherwise the API makes its own. */
+  hub?: EventHub;
   /** Deadline of one tenant request, body upload and backend reads included (default 30 s). */
   requestTimeoutMs?: number;
   leaseReads?: Partial<
-    Pick<LeaseReadsOptions, "ttlMs" | "blockTtlMs" | "concurrency" | "queue" | "timeoutMs">
+    Pick<TenantLeaseReadsOptions, "ttlMs" | "blockTtlMs" | "concurrency" | "queue" | "timeoutMs">
   >;
   /** New blocks from the chain's event feed: chain reads are then reused until the next one. */
   blocks?: BlockSignal;
@@ -63,7 +70,7 @@ export interface TenantApiDeps {
 export interface TenantContext {
   deps: TenantApiDeps;
   auth: TenantAuth;
-  leases: LeaseReads;
+  leases: TenantLeaseReads;
   /**
    * The backend's provision record behind `GET status`, shared by concurrent requests for a
    * lease and reused for as long as a chain read is (`leaseReads.ttlMs`), so a tenant
@@ -97,7 +104,7 @@ export function tenantContext(deps: TenantApiDeps): TenantContext {
         : {}),
     }),
     statusReads: new Coalescer({ clock: deps.clock, ttlMs: deps.leaseReads?.ttlMs ?? 1_000 }),
-    leases: new LeaseReads({
+    leases: new TenantLeaseReads({
       chain: deps.chain,
       clock: deps.clock,
       providerUuid: deps.config.providerUuid,

@@ -25,7 +25,7 @@ import { registerUpdateRoute } from "./routes/update.ts";
  * `close` stops its timers (the replay-store sweep).
  */
 export type { TenantApiDeps } from "./context.ts";
-export type { EventHub } from "./event-hub.ts";
+export { EventHub } from "./event-hub.ts";
 export { Maintenance, type MaintenanceOptions } from "./maintenance/service.ts";
 
 const SWEEP_INTERVAL_MS = 30_000;
@@ -38,12 +38,17 @@ export class TenantApi {
   readonly backends: BackendCatalog;
   #cancelSweep: (() => void) | undefined;
   #closed = false;
+  /** A hub the root lent is the root's to close. */
+  readonly #ownsHub: boolean;
 
   constructor(deps: TenantApiDeps) {
     this.context = tenantContext(deps);
     this.logs = new LogAdmission();
-    this.hub = new EventHub({ clock: deps.clock, ...deps.events });
+    this.hub = deps.hub ?? new EventHub({ clock: deps.clock, ...deps.events });
+    this.#ownsHub = deps.hub === undefined;
     this.events = new LeaseEventPublisher(this.hub, this.context.leases, deps.logger);
+    deps.maintenance?.on("progress", (lease, status) => void this.events.publish(lease, status));
+    deps.callbacks?.on("callback-applied", (cb, result) => this.events.callbackApplied(cb, result));
     this.backends = new BackendCatalog(deps.config.backends);
     this.#scheduleSweep();
   }
@@ -81,6 +86,6 @@ export class TenantApi {
     this.context.leases.close();
     this.#closed = true;
     this.#cancelSweep?.();
-    this.hub.close();
+    if (this.#ownsHub) this.hub.close();
   }
 }

@@ -3,7 +3,7 @@ import { KeyedMutex } from "../../core/async/index.ts";
 import type { Logger } from "../../log.ts";
 import type { ApplyResult, VerifiedCallback } from "../lifecycle/index.ts";
 import type { EventHub } from "./event-hub.ts";
-import type { LeaseReads } from "./lease-reads.ts";
+import type { TenantLeaseReads } from "./tenant-lease-reads.ts";
 
 /**
  * Turns what providerd learns about a lease into hub frames, published one lease at a time
@@ -51,12 +51,12 @@ export function callbackFrame(
 
 export class LeaseEventPublisher {
   readonly #hub: EventHub;
-  readonly #leases: LeaseReads;
+  readonly #leases: TenantLeaseReads;
   readonly #logger: Logger;
   readonly #order = new KeyedMutex();
   readonly #lastState = new Map<string, LeaseStateName>();
 
-  constructor(hub: EventHub, leases: LeaseReads, logger: Logger) {
+  constructor(hub: EventHub, leases: TenantLeaseReads, logger: Logger) {
     this.#hub = hub;
     this.#leases = leases;
     this.#logger = logger;

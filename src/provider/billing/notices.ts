@@ -7,16 +7,15 @@ import { CLOSE_REASON, type CreditNotices } from "./credit-monitor.ts";
  * clients that opted in (`?notices=credit`); the hub stamps each with the next seq.
  * `hub` is read at call time (the tenant API is built after the billing jobs).
  */
-export function creditNotices(hub: () => EventHub): CreditNotices {
+export function creditNotices(hub: EventHub): CreditNotices {
   return {
     creditLow: (leaseUuid, depletesAtMs) =>
-      hub().notify(leaseUuid, {
+      hub.notify(leaseUuid, {
         type: "credit_low",
         lease_uuid: leaseUuid,
         depletes_at: new Date(depletesAtMs).toISOString(),
       }),
-    closing: (leaseUuid, reason) =>
-      hub().notify(leaseUuid, { type: "closing", lease_uuid: leaseUuid, reason }),
+    closing: (leaseUuid, reason) => hub.notify(leaseUuid, { type: "closing", lease_uuid: leaseUuid, reason }),
   };
 }
 

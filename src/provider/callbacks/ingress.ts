@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { HmacError, hmacSecret, SIGNATURE_HEADER, verifyRequest } from "../../auth/hmac.ts";
+import { RateBuckets } from "../../core/async/rate-buckets.ts";
 import type { Clock } from "../../core/clock.ts";
 import { isFredError } from "../../core/errors.ts";
 import { parseStrictJson } from "../../core/strict-json.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendConfig } from "../config/index.ts";
-import { RateBuckets } from "../http/rate-buckets.ts";
 import type { ApplyResult, VerifiedCallback } from "../lifecycle/index.ts";
 import { parseCallbackBody, parseCapability } from "./parse.ts";
 

@@ -1,4 +1,5 @@
 import { isIP } from "node:net";
+import { splitHostPort } from "../../core/host-port.ts";
 
 /**
  * URL rules for backend origins and the callback base URL. We parse the raw text
@@ -34,20 +35,12 @@ export function parseAuthority(text: string): UrlCheck<ParsedAuthority> {
   const authority = end < 0 ? afterScheme : afterScheme.slice(0, end);
   const rest = end < 0 ? "" : afterScheme.slice(end);
   if (authority.includes("@")) return { ok: false, problem: `must not contain user info` };
-  let hostPart: string;
-  let portPart: string | undefined;
-  if (authority.startsWith("[")) {
-    const close = authority.indexOf("]");
-    if (close < 0) return { ok: false, problem: `has an invalid hostname` };
-    hostPart = authority.slice(1, close);
-    const tail = authority.slice(close + 1);
-    if (tail !== "" && !tail.startsWith(":")) return { ok: false, problem: `has an invalid hostname` };
-    portPart = tail === "" ? undefined : tail.slice(1);
+  const split = splitHostPort(authority);
+  if (split === undefined) return { ok: false, problem: `has an invalid hostname` };
+  const { host: hostPart, port: portPart } = split;
+  if (split.bracketed) {
     if (isIP(hostPart) !== 6) return { ok: false, problem: `has an invalid hostname` };
   } else {
-    const colon = authority.lastIndexOf(":");
-    hostPart = colon < 0 ? authority : authority.slice(0, colon);
-    portPart = colon < 0 ? undefined : authority.slice(colon + 1);
     if (hostPart === "" || /^\.+$/.test(hostPart)) return { ok: false, problem: `must have a hostname` };
     if (/[^\x00-\x7f]/.test(hostPart)) {
       return {

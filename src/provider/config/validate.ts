@@ -1,6 +1,7 @@
 import { isAbsolute, normalize, resolve } from "node:path";
 import { isAccountAddress } from "../../auth/address.ts";
 import { parseCoin } from "../../core/coin.ts";
+import { splitHostPort } from "../../core/host-port.ts";
 import type { FileConfig } from "./schema.ts";
 import { isLocalOnlyHost } from "./urls.ts";
 
@@ -28,7 +29,7 @@ function checkCallback(file: FileConfig, problems: string[]): void {
     // Only a port-0 listener outside production_mode derives its own base: a fixed port may
     // sit behind a proxy providerd cannot see, and production needs a public https URL.
     if (file.production_mode) problems.push("callback_base_url is required in production_mode");
-    else if (Number(file.api_listen_addr.slice(file.api_listen_addr.lastIndexOf(":") + 1)) !== 0) {
+    else if (Number(splitHostPort(file.api_listen_addr)?.port) !== 0) {
       problems.push(
         "callback_base_url is required unless api_listen_addr has port 0 (providerd then derives it from the bound address)",
       );

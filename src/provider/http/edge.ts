@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
+import { type BucketVerdict, RateBuckets } from "../../core/async/rate-buckets.ts";
 import type { Clock } from "../../core/clock.ts";
 import { tenantError } from "../../core/envelope.ts";
 import type { ClientIp } from "./client-ip.ts";
-import { type BucketVerdict, RateBuckets } from "./rate-buckets.ts";
 
 /**
  * What every answer of providerd's listener goes through, in this order:

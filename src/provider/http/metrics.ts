@@ -2,13 +2,16 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { LifecycleObserver } from "../lifecycle/index.ts";
 
 /**
- * providerd's own Prometheus metrics. Gauges that mirror live state are read at scrape
- * time through `collect`, so nothing on the hot path touches them; counters and the
- * latency histogram are fed by the lifecycle observer.
+ * providerd's own Prometheus metrics. Counters and the latency histogram are fed by the
+ * lifecycle observer (`createProviderMetrics`, built before the lifecycle that feeds them);
+ * gauges that mirror live state are read at scrape time through `collect`, so nothing on the
+ * hot path touches them (`registerStateGauges`, once the components they read exist).
  */
 export interface MetricSources {
-  /** Durable lease records by state (confirmed, conflict, attempt) plus awaiting_payload. */
-  leaseStates: () => Record<string, number>;
+  /** Durable lease records (the placement store's counts). */
+  records: () => { placements: number; conflicts: number; attempts: number };
+  /** Leases waiting for their tenant's payload (in memory). */
+  awaitingPayload: () => number;
   backendHealthy: () => Map<string, boolean>;
   queueDepths: () => Record<string, number>;
   feed: () => { lastBlockAtMs: number; lastHeight: number };
@@ -20,8 +23,39 @@ export interface ProviderMetrics {
   observer: LifecycleObserver;
 }
 
-export function createProviderMetrics(sources: MetricSources): ProviderMetrics {
+export function createProviderMetrics(): ProviderMetrics {
   const registry = new Registry();
+  const registers = [registry];
+  const latency = new Histogram({
+    name: "fred_provision_latency_seconds",
+    help: "From the committed attempt to the backend's callback",
+    labelNames: ["backend", "outcome"],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900],
+    registers,
+  });
+  const sent = new Counter({
+    name: "fred_provision_requests_total",
+    help: "Provision requests sent, by what the backend's answer proved",
+    labelNames: ["backend", "outcome"],
+    registers,
+  });
+  const callbacks = new Counter({
+    name: "fred_callbacks_total",
+    help: "Backend callbacks received, by outcome",
+    labelNames: ["outcome"],
+    registers,
+  });
+  return {
+    registry,
+    observer: {
+      provisionSent: (backend, outcome) => sent.inc({ backend, outcome }),
+      provisionSettled: (backend, outcome, ms) => latency.observe({ backend, outcome }, ms / 1000),
+      callback: (outcome) => callbacks.inc({ outcome }),
+    },
+  };
+}
+
+export function registerStateGauges(registry: Registry, sources: MetricSources): void {
   const registers = [registry];
   new Gauge({
     name: "fred_leases",
@@ -29,7 +63,11 @@ export function createProviderMetrics(sources: MetricSources): ProviderMetrics {
     labelNames: ["state"],
     registers,
     collect() {
-      for (const [state, n] of Object.entries(sources.leaseStates())) this.set({ state }, n);
+      const c = sources.records();
+      this.set({ state: "confirmed" }, c.placements);
+      this.set({ state: "conflict" }, c.conflicts);
+      this.set({ state: "attempt" }, c.attempts);
+      this.set({ state: "awaiting_payload" }, sources.awaitingPayload());
     },
   });
   new Gauge({
@@ -59,31 +97,4 @@ export function createProviderMetrics(sources: MetricSources): ProviderMetrics {
       this.set(at === 0 ? 0 : Math.max(0, (sources.now() - at) / 1000));
     },
   });
-  const latency = new Histogram({
-    name: "fred_provision_latency_seconds",
-    help: "From the committed attempt to the backend's callback",
-    labelNames: ["backend", "outcome"],
-    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900],
-    registers,
-  });
-  const sent = new Counter({
-    name: "fred_provision_requests_total",
-    help: "Provision requests sent, by what the backend's answer proved",
-    labelNames: ["backend", "outcome"],
-    registers,
-  });
-  const callbacks = new Counter({
-    name: "fred_callbacks_total",
-    help: "Backend callbacks received, by outcome",
-    labelNames: ["outcome"],
-    registers,
-  });
-  return {
-    registry,
-    observer: {
-      provisionSent: (backend, outcome) => sent.inc({ backend, outcome }),
-      provisionSettled: (backend, outcome, ms) => latency.observe({ backend, outcome }, ms / 1000),
-      callback: (outcome) => callbacks.inc({ outcome }),
-    },
-  };
 }

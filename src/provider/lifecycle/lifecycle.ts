@@ -36,7 +36,7 @@ import { checkOverdueAttempts } from "./timeouts.ts";
  * | gate                                   | where              | bounds                                      |
  * |----------------------------------------|--------------------|---------------------------------------------|
  * | admission (PROVISION_ADMISSION, 256)   | `#provisions`      | provision workflows alive at once           |
- * | lease read (per block)                 | LeaseReader        | chain queries: one listing per block        |
+ * | lease read (per block)                 | ProvisionLeaseReads        | chain queries: one listing per block        |
  * | lease serial queue                     | `deps.queue`       | one mutation of a lease at a time           |
  * | lease rules                            | core/lease-rules   | what is provisioned (PENDING, billing-only, |
  * |                                        |                    | acceptable payload)                         |
@@ -88,10 +88,13 @@ export interface LifecycleOptions {
 
 /**
  * Typed events, so tests and the composition root wait for a state instead of polling:
- * `idle` — no lease work is queued or running any more (emitted each time it drains).
+ * `idle` — no lease work is queued or running any more (emitted each time it drains);
+ * `callback-applied` — a backend's callback was applied.
  */
 export interface LifecycleEvents {
   idle: [];
+  /** A verified callback is applied and durable, its chain action queued (the tenant API streams it). */
+  "callback-applied": [cb: VerifiedCallback, result: ApplyResult];
 }
 
 export class Lifecycle extends EventEmitter<LifecycleEvents> {
@@ -296,8 +299,8 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
   }
 
   /** Applies a verified callback; resolves once the change is durable and its chain tx queued. */
-  applyCallback(cb: VerifiedCallback): Promise<ApplyResult> {
-    return this.runForLease(cb.leaseUuid, async () => {
+  async applyCallback(cb: VerifiedCallback): Promise<ApplyResult> {
+    const result = await this.runForLease(cb.leaseUuid, async () => {
       const applied = await this.#callbacks.submit(cb);
       sendChainAction(this.#deps, cb.leaseUuid, applied);
       if (applied.promote !== undefined) {
@@ -308,6 +311,8 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
       }
       return applied.result;
     });
+    this.emit("callback-applied", cb, result);
+    return result;
   }
 
   /** Runs `work` in the lease's serial queue, as lifecycle work (drained by stop, awaited by idle). */

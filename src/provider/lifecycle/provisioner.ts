@@ -16,8 +16,8 @@ import {
   type StoredPayload,
 } from "../store/index.ts";
 import type { LifecycleDeps } from "./deps.ts";
-import { LeaseReader } from "./lease-reader.ts";
 import { choosePayload } from "./payload-source.ts";
+import { ProvisionLeaseReads } from "./provision-lease-reads.ts";
 import { rejectionForRefusal } from "./reasons.ts";
 
 /**
@@ -84,12 +84,12 @@ export class Provisioner {
   /** Attempts of concurrent leases share one transaction (one fsync) before any call. */
   readonly #attempts: GroupCommitter<Attempt, RecordResult>;
 
-  readonly leases: LeaseReader;
+  readonly leases: ProvisionLeaseReads;
 
   constructor(deps: LifecycleDeps, concurrency = PROVISION_CONCURRENCY) {
     this.#d = deps;
     this.#sending = bulkhead(concurrency, Number.POSITIVE_INFINITY);
-    this.leases = new LeaseReader(deps.chain, deps.config.providerUuid, deps.clock);
+    this.leases = new ProvisionLeaseReads(deps.chain, deps.config.providerUuid, deps.clock);
     this.#attempts = new GroupCommitter((batch) => deps.store.recordAttempts(batch), {
       durable: () => deps.store.durable(),
     });

@@ -3,6 +3,7 @@ import { retry } from "../../core/async/index.ts";
 import { plan } from "../../core/reconcile/index.ts";
 import { act } from "./act.ts";
 import { collect } from "./collect.ts";
+import { endLeasesOnLostBackends } from "./lost-backends.ts";
 import { createReconcilerMetrics, type ReconcilerMetrics } from "./metrics.ts";
 import { type InventoryReadiness, inventoryReadiness, READY_INVENTORY } from "./readiness.ts";
 import type { LeaseWork, SweepSources } from "./sources.ts";
@@ -24,7 +25,7 @@ export interface ReconcilerDeps extends SweepSources {
   readDeadlineMs?: number;
   /** A backend inventory read without a page for this long is abandoned (default INVENTORY_STALL_MS, 3 s). */
   inventoryStallMs?: number;
-  /** Runs after each sweep's act phase: the retry of pending maintenance commands. */
+  /** Runs after each sweep's act phase (before the lost-backend pass): the retry of pending maintenance commands. */
   afterSweep?: (signal: AbortSignal) => Promise<void>;
   /** Wraps each whole sweep (providerd: V8's own heap growth while it runs, heap-policy.ts). */
   whileSweeping?: <T>(sweep: () => Promise<T>) => Promise<T>;
@@ -114,6 +115,7 @@ export class Reconciler {
       await this.#d.afterSweep?.(signal).catch((err: unknown) => {
         if (!signal.aborted) logger.warn({ err }, "reconciler: pending maintenance pass failed");
       });
+      await this.#endLost(signal);
       const fenced = [...fencedSet];
       const unfencedAnswered = config.backends.every((b) => b.fenced || p.answered.includes(b.name));
       if (unfencedAnswered) this.#done = true;
@@ -145,6 +147,22 @@ export class Reconciler {
     this.metrics.sweepComplete.set(report.outcome === "complete" ? 1 : 0);
     if (report.outcome === "complete") this.metrics.lastSuccess.set(clock.now() / 1000);
     return report;
+  }
+
+  /** The lost-backend pass (lost-backends.ts) after each sweep; its failure fails nothing else. */
+  async #endLost(signal: AbortSignal): Promise<void> {
+    try {
+      const r = await endLeasesOnLostBackends(this.#d, signal);
+      if (r.closed.length + r.rejected.length + r.pruned.length + r.failed.length > 0)
+        this.#d.logger.info(r, "leases on lost backends");
+    } catch (err) {
+      if (!signal.aborted) this.#d.logger.error({ err }, "lost-backend pass failed");
+    }
+  }
+
+  /** One round of the routing `/stats` poll: each backend's read answered (stats) or not. */
+  observeReadings(readings: ReadonlyMap<string, unknown>, signal: AbortSignal): void {
+    for (const [name, stats] of readings) this.observeHealth(name, stats !== undefined, signal);
   }
 
   /**

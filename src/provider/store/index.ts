@@ -1,4 +1,5 @@
 export { GroupCommitter } from "./group-commit.ts";
+export { openProviderStores, type ProviderStores } from "./open-stores.ts";
 export { PayloadStore, type PutResult, type StoredPayload, sha256Hex } from "./payload-store.ts";
 export {
   type Attempt,
@@ -14,5 +15,5 @@ export {
 } from "./placement-store.ts";
 export { type RetainedRecord, RetainedRows } from "./retained-rows.ts";
 export { backupBeside, fileStamp, type SnapshotSet, snapshotSets, takeSnapshot } from "./snapshot.ts";
-export { SnapshotSchedule } from "./snapshot-schedule.ts";
+export { SnapshotSchedule, scheduleSnapshots } from "./snapshot-schedule.ts";
 export { TokenTracker } from "./token-tracker.ts";

@@ -1,6 +1,7 @@
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
+import type { ProviderConfig } from "../config/index.ts";
 import { type SnapshotSet, type SnapshotSources, takeSnapshot } from "./snapshot.ts";
 
 /**
@@ -78,4 +79,30 @@ export class SnapshotSchedule {
       void this.#running.then(() => this.#arm());
     });
   }
+}
+
+/**
+ * The schedule placement_snapshot_dir asks for, started; undefined when the key is empty
+ * (no snapshots). The caller stops it.
+ */
+export function scheduleSnapshots(
+  config: Pick<
+    ProviderConfig,
+    "placementSnapshotDir" | "placementSnapshotIntervalMs" | "placementSnapshotRetain"
+  >,
+  sources: SnapshotSources,
+  clock: Clock,
+  o: { logger: Logger; registry?: Registry },
+): SnapshotSchedule | undefined {
+  if (config.placementSnapshotDir === "") return undefined;
+  const schedule = new SnapshotSchedule({
+    dir: config.placementSnapshotDir,
+    intervalMs: config.placementSnapshotIntervalMs,
+    retain: config.placementSnapshotRetain,
+    sources,
+    clock,
+    ...o,
+  });
+  schedule.start();
+  return schedule;
 }

@@ -8,9 +8,9 @@ import { ManualClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
 import { connectionDetails } from "../../../src/provider/api/connection-shape.ts";
 import { ApiError } from "../../../src/provider/api/errors.ts";
-import { LeaseReads } from "../../../src/provider/api/lease-reads.ts";
 import { LogAdmission } from "../../../src/provider/api/log-admission.ts";
 import { tenantRelease } from "../../../src/provider/api/routes/releases.ts";
+import { TenantLeaseReads } from "../../../src/provider/api/tenant-lease-reads.ts";
 import { ClientIp } from "../../../src/provider/http/client-ip.ts";
 import { installEdge } from "../../../src/provider/http/edge.ts";
 import { chainLease } from "./harness.ts";
@@ -195,7 +195,7 @@ describe("lease reads", () => {
   it("concurrent requests for one lease share one chain read, reused for under a block", async () => {
     const clock = new ManualClock();
     const { chain, calls } = deferredChain();
-    const reads = new LeaseReads({ chain, clock, providerUuid: "p", logger, ttlMs: 1_000 });
+    const reads = new TenantLeaseReads({ chain, clock, providerUuid: "p", logger, ttlMs: 1_000 });
     const all = Promise.all(Array.from({ length: 50 }, () => reads.read(LEASE)));
     await settle();
     assert.equal(calls.length, 1);
@@ -226,7 +226,7 @@ describe("lease reads", () => {
     const newBlock = () => {
       for (const l of listeners) l();
     };
-    const reads = new LeaseReads({ chain, clock, providerUuid: "p", logger, ttlMs: 1_000, blocks });
+    const reads = new TenantLeaseReads({ chain, clock, providerUuid: "p", logger, ttlMs: 1_000, blocks });
     const readNow = async () => {
       const p = reads.read(LEASE);
       await settle();
@@ -263,7 +263,7 @@ describe("lease reads", () => {
   it("a failed read is 500 and never cached; a full bulkhead is 503", async () => {
     const clock = new ManualClock();
     const { chain, calls } = deferredChain();
-    const reads = new LeaseReads({ chain, clock, providerUuid: "p", logger, concurrency: 1, queue: 1 });
+    const reads = new TenantLeaseReads({ chain, clock, providerUuid: "p", logger, concurrency: 1, queue: 1 });
     const failing = reads.read(LEASE);
     await settle();
     calls[0]!.reject(new Error("rpc down"));

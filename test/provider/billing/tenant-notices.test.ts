@@ -53,7 +53,7 @@ beforeEach(async () => {
     retryIntervalMs: 10_000,
     errorThreshold: 3,
     gracePeriodMs: GRACE_MS,
-    notices: creditNotices(() => h.api.hub),
+    notices: creditNotices(h.api.hub),
   });
 });
 

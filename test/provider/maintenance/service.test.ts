@@ -71,12 +71,12 @@ beforeEach(async () => {
       clock: hh.clock,
       logger: createLogger("test", "silent"),
       provisioningStarted: () => false,
-      publish: (l, s) => published.push(`${l} ${s}`),
       registry,
       get limits() {
         return limits;
       },
     });
+    m.on("progress", (l, s) => published.push(`${l} ${s}`));
     return { clients, payloads, maintenance: m };
   });
 });

@@ -1,3 +1,4 @@
+import { EventEmitter } from "node:events";
 import { Counter, type Registry } from "prom-client";
 import type { ChainPort, LeaseStateName } from "../../../chain/port.ts";
 import { type KeyedMutex, withDeadline } from "../../../core/async/index.ts";
@@ -42,8 +43,6 @@ export interface MaintenanceOptions {
   logger: Logger;
   /** True while a provision of the lease is in progress (recorded attempt or request on the wire). */
   provisioningStarted(leaseUuid: string): boolean;
-  /** A status frame for the lease's event stream. */
-  publish(leaseUuid: string, status: string): void;
   registry?: Registry;
   limits?: Limits;
   /** Bound on the recovery pass's chain read of one lease (default 10 s). */
@@ -65,13 +64,19 @@ export interface Accepted {
   body: { status: string };
 }
 
-export class Maintenance {
+/** `progress`: a command the backend accepted; the tenant API streams the lease's new status. */
+export interface MaintenanceEvents {
+  progress: [leaseUuid: string, status: string];
+}
+
+export class Maintenance extends EventEmitter<MaintenanceEvents> {
   readonly #o: MaintenanceOptions;
   readonly journal: MaintenanceJournal;
   readonly #legacy: Counter;
   readonly #legacyTenants: ReadonlySet<string>;
 
   constructor(o: MaintenanceOptions) {
+    super();
     this.#o = o;
     this.journal = MaintenanceJournal.of(o.store);
     this.#legacyTenants = new Set(o.config.maintenanceLegacyIdempotencyTenants);
@@ -208,7 +213,7 @@ export class Maintenance {
         throw refuse.unrecorded(err);
       }
       log.info("maintenance command accepted by the backend");
-      this.#o.publish(c.leaseUuid, progressStatus(c.kind));
+      this.emit("progress", c.leaseUuid, progressStatus(c.kind));
       return accepted(c.kind);
     }
     if (out.kind === "refused" && out.status === 503) {

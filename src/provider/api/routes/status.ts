@@ -89,7 +89,7 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
 /**
  * One status body as JSON and everything it was built from. The chain lease and the
  * backend's provision record are compared by identity: each is the shared cache entry
- * (LeaseReads, statusReads), replaced whenever it is read again, so "same object" means
+ * (TenantLeaseReads, statusReads), replaced whenever it is read again, so "same object" means
  * "same read". The rest are plain values read on this request; the body's other fields
  * (tenant, provider) follow from the lease. So a reused body is exactly the one these
  * inputs would build.

@@ -173,7 +173,6 @@ export const updateBodySchema = z.object({
   payload: z.string().describe("The new manifest, standard padded base64"),
 });
 
-export type ErrorEnvelope = z.infer<typeof errorEnvelopeSchema>;
 export type StatusBody = z.infer<typeof statusBodySchema>;
 export type Connection = z.infer<typeof connectionSchema>;
 export type ConnectionBody = z.infer<typeof connectionBodySchema>;

@@ -25,14 +25,14 @@ const SINGLE_READS = 16;
 
 type Waiter = { resolve: (l: ChainLease | undefined) => void; reject: (e: unknown) => void };
 
-export interface LeaseReaderOptions {
+export interface ProvisionLeaseReadsOptions {
   /** Requests in one turn that make a listing worth it (default 32). */
   burst?: number;
   /** How long a listing's leases may answer later requests (default 2 s). */
   listingTtlMs?: number;
 }
 
-export class LeaseReader {
+export class ProvisionLeaseReads {
   readonly #chain: ChainPort;
   readonly #providerUuid: string;
   readonly #clock: Clock;
@@ -50,7 +50,7 @@ export class LeaseReader {
   /** Paged listings done instead of single reads (for tests and metrics). */
   sweeps = 0;
 
-  constructor(chain: ChainPort, providerUuid: string, clock: Clock, opts: LeaseReaderOptions = {}) {
+  constructor(chain: ChainPort, providerUuid: string, clock: Clock, opts: ProvisionLeaseReadsOptions = {}) {
     this.#chain = chain;
     this.#providerUuid = providerUuid;
     this.#clock = clock;

@@ -1,7 +1,7 @@
 import type { LeaseOutcome } from "../../chain/port.ts";
 import { leaseEnded } from "../../core/lease-rules.ts";
-import type { LifecycleDeps } from "./deps.ts";
-import { REJECT_REASONS } from "./reasons.ts";
+import { REJECT_REASONS } from "../lifecycle/index.ts";
+import type { LeaseWork, SweepSources } from "./sources.ts";
 
 /**
  * Ends the leases of backends an operator retired as lost (`fred placement
@@ -14,6 +14,8 @@ import { REJECT_REASONS } from "./reasons.ts";
  *   410 backend_storage_lost, so a lease closed by one pass loses its rows on the next;
  * - not returned, or in an unknown state: nothing (absence proves nothing).
  * Conflicts naming a lost backend are left for `fred placement repair`.
+ * Runs after every sweep; with no backend retired as lost, no row can name one and the
+ * pass (a read of every placement) is skipped.
  */
 export interface LostPassReport {
   closed: string[];
@@ -23,10 +25,11 @@ export interface LostPassReport {
 }
 
 export async function endLeasesOnLostBackends(
-  d: LifecycleDeps,
+  d: SweepSources & { lifecycle: LeaseWork },
   signal: AbortSignal,
 ): Promise<LostPassReport> {
   const report: LostPassReport = { closed: [], rejected: [], pruned: [], failed: [] };
+  if (!d.store.anyLost) return report;
   const named = new Map<string, string>();
   for (const p of d.store.placements()) {
     if (p.owner !== undefined && d.store.isLost(p.owner)) named.set(p.leaseUuid, p.owner);
@@ -37,7 +40,7 @@ export async function endLeasesOnLostBackends(
   }
   for (const [lease, backend] of [...named].sort(([a], [b]) => (a < b ? -1 : 1))) {
     if (signal.aborted) break;
-    await d.queue.run(lease, async () => {
+    await d.lifecycle.runForLease(lease, async () => {
       const log = d.logger.child({ lease_uuid: lease, backend });
       try {
         const current = await d.chain.getLease(lease, signal);

@@ -25,7 +25,7 @@ export interface BlockSignal {
  * refused with 503, instead of multiplying onto the chain node. A failed read is never
  * cached and never becomes an allow: it answers 500 (503 when the bulkhead is full).
  */
-export interface LeaseReadsOptions {
+export interface TenantLeaseReadsOptions {
   chain: ChainPort;
   clock: Clock;
   providerUuid: string;
@@ -44,15 +44,15 @@ export interface LeaseReadsOptions {
   timeoutMs?: number;
 }
 
-export class LeaseReads {
-  readonly #o: LeaseReadsOptions;
+export class TenantLeaseReads {
+  readonly #o: TenantLeaseReadsOptions;
   readonly #coalescer: Coalescer<ChainLease | undefined>;
   readonly #bulkhead: BulkheadPolicy;
   readonly #timeoutMs: number;
   readonly #ttlMs: number;
   readonly #unsubscribe: () => void;
 
-  constructor(opts: LeaseReadsOptions) {
+  constructor(opts: TenantLeaseReadsOptions) {
     this.#o = opts;
     this.#ttlMs = opts.ttlMs ?? 1_000;
     this.#coalescer = new Coalescer({ clock: opts.clock, ttlMs: this.#ttlMs });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { ChainLease, ChainPort } from "../../../src/chain/port.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
-import { LeaseReader } from "../../../src/provider/lifecycle/lease-reader.ts";
+import { ProvisionLeaseReads } from "../../../src/provider/lifecycle/provision-lease-reads.ts";
 
 /**
  * A chain that answers from a lease list (which a test may extend) and counts the
@@ -44,10 +44,10 @@ const many = (from: number, n: number) => Array.from({ length: n }, (_, i) => le
 const lease = (i: number, state: ChainLease["state"] = "LEASE_STATE_PENDING") =>
   ({ uuid: `0190f3a2-7c1e-7000-8000-${String(i).padStart(12, "0")}`, state }) as ChainLease;
 
-describe("LeaseReader", () => {
+describe("ProvisionLeaseReads", () => {
   it("reads a few leases one by one", async () => {
     const { chain, calls } = chainWith([lease(1), lease(2)]);
-    const r = new LeaseReader(chain, "p", new ManualClock());
+    const r = new ProvisionLeaseReads(chain, "p", new ManualClock());
     const got = await Promise.all([r.get(lease(1).uuid), r.get(lease(2).uuid), r.get(lease(3).uuid)]);
     assert.deepEqual(
       got.map((l) => l?.uuid),
@@ -60,7 +60,7 @@ describe("LeaseReader", () => {
     const all = Array.from({ length: 50 }, (_, i) => lease(i));
     all.push(lease(99, "LEASE_STATE_ACTIVE"));
     const { chain, calls } = chainWith(all);
-    const r = new LeaseReader(chain, "p", new ManualClock());
+    const r = new ProvisionLeaseReads(chain, "p", new ManualClock());
     const got = await Promise.all(all.map((l) => r.get(l.uuid)));
     assert.deepEqual(
       got.map((l) => l?.state),
@@ -73,7 +73,7 @@ describe("LeaseReader", () => {
   it("answers later bursts of the same block from the listing instead of listing again", async () => {
     const all = many(0, 100);
     const { chain, calls } = chainWith(all);
-    const r = new LeaseReader(chain, "p", new ManualClock());
+    const r = new ProvisionLeaseReads(chain, "p", new ManualClock());
     await Promise.all(all.slice(0, 40).map((l) => r.get(l.uuid)));
     const later = await Promise.all(all.slice(40).map((l) => r.get(l.uuid)));
     assert.deepEqual(
@@ -86,7 +86,7 @@ describe("LeaseReader", () => {
   it("hands each listed lease out once: a re-read goes to the chain", async () => {
     const all = many(0, 40);
     const { chain, calls } = chainWith(all);
-    const r = new LeaseReader(chain, "p", new ManualClock());
+    const r = new ProvisionLeaseReads(chain, "p", new ManualClock());
     await Promise.all(all.map((l) => r.get(l.uuid)));
     assert.equal((await r.get(all[0]!.uuid))?.uuid, all[0]!.uuid);
     assert.deepEqual(calls, { single: 1, listings: 1 });
@@ -96,7 +96,7 @@ describe("LeaseReader", () => {
     const all = many(0, 80);
     const { chain, calls } = chainWith(all);
     const clock = new ManualClock();
-    const r = new LeaseReader(chain, "p", clock, { listingTtlMs: 2_000 });
+    const r = new ProvisionLeaseReads(chain, "p", clock, { listingTtlMs: 2_000 });
     await Promise.all(all.slice(0, 40).map((l) => r.get(l.uuid)));
     clock.advance(2_001);
     await Promise.all(all.slice(40, 45).map((l) => r.get(l.uuid)));
@@ -108,7 +108,7 @@ describe("LeaseReader", () => {
   it("runs one listing at a time; leases it lacks wait for the next one", async () => {
     const first = many(0, 40);
     const { chain, calls, hold, release } = chainWith(first);
-    const r = new LeaseReader(chain, "p", new ManualClock());
+    const r = new ProvisionLeaseReads(chain, "p", new ManualClock());
     hold();
     const a = Promise.all(first.map((l) => r.get(l.uuid)));
     await new Promise((res) => setImmediate(res));
@@ -146,7 +146,7 @@ describe("LeaseReader", () => {
         return all;
       },
     } as unknown as ChainPort;
-    const r = new LeaseReader(chain, "p", new ManualClock());
+    const r = new ProvisionLeaseReads(chain, "p", new ManualClock());
     const answered = new Set<string>();
     const done = Promise.all(all.map((l) => r.get(l.uuid).then((got) => answered.add(got!.uuid))));
     for (let i = 0; i < 5 && answered.size < 20; i++) await new Promise((res) => setImmediate(res));
@@ -183,7 +183,7 @@ describe("LeaseReader", () => {
         return all;
       },
     } as unknown as ChainPort;
-    const r = new LeaseReader(chain, "p", clock, { listingTtlMs: 2_000 });
+    const r = new ProvisionLeaseReads(chain, "p", clock, { listingTtlMs: 2_000 });
     const first = Promise.all(all.slice(0, 40).map((l) => r.get(l.uuid)));
     await first;
     clock.advance(5_000); // the listing is still running, long past the time to live
@@ -215,7 +215,7 @@ describe("LeaseReader", () => {
         throw new Error("listing unavailable");
       },
     } as unknown as ChainPort;
-    const r = new LeaseReader(chain, "p", new ManualClock());
+    const r = new ProvisionLeaseReads(chain, "p", new ManualClock());
     const all = many(0, 100);
     const got = Promise.all(all.map((l) => r.get(l.uuid)));
     let answered = 0;

@@ -1,5 +1,5 @@
 import { LRUCache } from "lru-cache";
-import type { Clock } from "../../core/clock.ts";
+import type { Clock } from "../clock.ts";
 
 /**
  * Token buckets by key (a client IP, a tenant address, a verified backend storage

@@ -1,0 +1,33 @@
+import type { Clock } from "../core/clock.ts";
+import type { Logger } from "../log.ts";
+import type { HeapPolicy } from "./heap-policy.ts";
+import type { Lifecycle } from "./lifecycle/index.ts";
+import type { SweepReport } from "./reconciler/index.ts";
+
+/** What starts providerd (`startProviderd` in main.ts) and what a started one offers. */
+export interface ProviderdOptions {
+  /**
+   * Environment for secrets (FRED_KEYRING_PASSPHRASE, FRED_MNEMONIC for sub-signers) and
+   * test crash points (FRED_FAILPOINTS).
+   */
+  env: Record<string, string | undefined>;
+  clock?: Clock;
+  logger?: Logger;
+  /** How often backend `/stats` are read for routing (default 15 s). */
+  statsIntervalMs?: number;
+  /** The process's heap policy (the CLI starts it): reconciler sweeps run uncapped. */
+  heap?: HeapPolicy | undefined;
+}
+
+export type ProviderdState = "starting" | "recovering" | "running" | "stopping" | "stopped";
+
+export interface RunningProviderd {
+  url: string;
+  readonly state: ProviderdState;
+  readonly lifecycle: Lifecycle;
+  /** Serves the TLS certificate files' current content (SIGHUP); false when refused or plain HTTP. */
+  reloadTls(): boolean;
+  /** A reconciler sweep now, or the one queued after the running sweep (SIGUSR1, tests). */
+  reconcile(): Promise<SweepReport>;
+  stop(): Promise<void>;
+}
