@@ -1,3 +1,4 @@
+// Over 500 lines: the `fred chain` command tree (credit, lease, leases): many small subcommands registered together.
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";

@@ -1,3 +1,4 @@
+// Over 500 lines: block production, mempool and history reads share one SQLite transaction per block.
 /**
  * The node: mempool, block production, commit to SQLite, the event bus and the history
  * reads behind the RPC. One block executes synchronously inside one SQLite transaction, so

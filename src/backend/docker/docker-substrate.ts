@@ -1,3 +1,4 @@
+// Over 500 lines: the Substrate contract for Docker in one class (provision, maintenance, retention, inventory); its parts delegate to the modules beside it.
 import { setMaxListeners } from "node:events";
 import type Docker from "dockerode";
 import type { Clock } from "../../core/clock.ts";

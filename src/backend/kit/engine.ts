@@ -1,3 +1,4 @@
+// Over 500 lines: the backend engine drives every lease operation (admit, start, settle, maintenance, close, recovery) through one lease queue; its steps read together.
 import { KeyedMutex } from "../../core/async/index.ts";
 import type { Logger } from "../../log.ts";
 import { type AdmissionConfig, admit, prepare, probe, workloadSpec } from "./admission.ts";

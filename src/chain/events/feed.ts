@@ -1,3 +1,4 @@
+// Over 500 lines: the websocket feed's connection, resubscribe, gap fill and fan-out are one state machine.
 /**
  * The chain event feed: CometBFT websockets with fixed subscriptions, typed lease events
  * fanned out to consumers. It must never go silent: a client ping every `pingIntervalMs`

@@ -1,3 +1,4 @@
+// Over 500 lines: placements, attempts, the backend fleet and copy attestation over one database; splitting them is an open step of issue #29.
 import type Database from "better-sqlite3";
 import type { Statement } from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";

@@ -1,3 +1,4 @@
+// Over 500 lines: every journal table's statements and transitions in one place, so each transition is one transaction.
 import { statSync } from "node:fs";
 import type Database from "better-sqlite3";
 import type { CallbackBody } from "../../../core/backend-contract/index.ts";
