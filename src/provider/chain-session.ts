@@ -6,7 +6,7 @@ import { Keyring } from "../chain/keyring/index.ts";
 import type { Clock } from "../core/clock.ts";
 import { FredError } from "../core/errors.ts";
 import type { Logger } from "../log.ts";
-import type { BlockSignal } from "./api/tenant-lease-reads.ts";
+import type { BlockSignal } from "./api/index.ts";
 import type { ProviderConfig } from "./config/index.ts";
 
 /**

@@ -50,9 +50,20 @@ export async function connectNode(url: string, requestTimeoutMs = 10_000): Promi
     });
     if (res.statusCode < 200 || res.statusCode > 299) {
       await res.body.dump();
-      throw new Error(`Bad status on response: ${res.statusCode}`);
+      // A 5xx is the node (or its proxy) failing, worth another try; a 4xx is this query refused.
+      const code = res.statusCode >= 500 ? "ERR_CHAIN_UNAVAILABLE" : "ERR_CHAIN_QUERY";
+      throw new FredError(code, `${path}: chain node answered HTTP ${res.statusCode}`, { retryable: true });
     }
-    return abciValue(JSON.parse(await res.body.text()));
+    let reply: unknown;
+    try {
+      reply = JSON.parse(await res.body.text());
+    } catch (err) {
+      throw new FredError("ERR_CHAIN_QUERY", `${path}: chain node sent a reply that is not JSON`, {
+        retryable: true,
+        cause: err,
+      });
+    }
+    return abciValue(reply, path);
   };
   return {
     url: http,
@@ -65,19 +76,34 @@ export async function connectNode(url: string, requestTimeoutMs = 10_000): Promi
   };
 }
 
-/** The value of a JSON-RPC `abci_query` reply; an error reply or a non-zero code throws. */
-function abciValue(reply: unknown): Uint8Array {
+/**
+ * The value of a JSON-RPC `abci_query` reply. An error reply or a non-zero code is the
+ * node's refusal, typed here: NotFound (the node's own words for a missing key) is
+ * `ERR_CHAIN_NOT_FOUND`, anything else `ERR_CHAIN_QUERY`; a reply off the protocol is
+ * `ERR_CHAIN_QUERY` too.
+ */
+function abciValue(reply: unknown, path: string): Uint8Array {
   const r = reply as { error?: unknown; result?: { response?: Record<string, unknown> } } | null;
-  if (r?.error !== undefined) throw new Error(JSON.stringify(r.error));
+  if (r?.error !== undefined) throw nodeRefusal(path, JSON.stringify(r.error));
   const response = r?.result?.response;
-  if (typeof response !== "object" || response === null) throw new Error("malformed abci_query reply");
+  if (typeof response !== "object" || response === null) throw offProtocol(path, "no response");
   const code = Number(response.code ?? 0);
-  if (code !== 0) throw new Error(`Query failed with (${code}): ${String(response.log ?? "")}`);
-  if (!response.height) throw new Error("No query height returned");
+  if (code !== 0) throw nodeRefusal(path, `query failed with (${code}): ${String(response.log ?? "")}`);
+  if (!response.height) throw offProtocol(path, "no query height");
   const value = response.value;
-  if (value !== null && value !== undefined && typeof value !== "string")
-    throw new Error("malformed abci_query value");
+  if (value !== null && value !== undefined && typeof value !== "string") throw offProtocol(path, "value");
   return Buffer.from(value ?? "", "base64");
+}
+
+function nodeRefusal(path: string, text: string): FredError {
+  if (NOT_FOUND.test(text)) return new FredError("ERR_CHAIN_NOT_FOUND", `${path}: not found`);
+  return new FredError("ERR_CHAIN_QUERY", `${path}: ${text}`, { retryable: true });
+}
+
+function offProtocol(path: string, what: string): FredError {
+  return new FredError("ERR_CHAIN_QUERY", `${path}: malformed abci_query reply (${what})`, {
+    retryable: true,
+  });
 }
 
 /** The websocket URL CometBFT serves next to an HTTP RPC URL. */
@@ -85,10 +111,16 @@ export function websocketUrlFor(rpcUrl: string): string {
   return `${rpcUrl.replace(/^http/, "ws").replace(/\/$/, "")}/websocket`;
 }
 
+/** How the node words a missing key (gRPC NotFound, or the store's own text). */
 const NOT_FOUND = /rpc error: code = NotFound|key not found/i;
+/**
+ * Transport failures as cosmjs's HTTP client words them (its errors carry no code); our own
+ * query path throws typed FredErrors and undici's carry a code (`transportCode`).
+ */
 const TRANSPORT =
   /fetch failed|ECONNREFUSED|ECONNRESET|timeout|aborted|socket hang up|Bad status on response: 5/i;
 
+/** A failure of the cosmjs client or the transport, typed (FredErrors pass through as thrown). */
 export function chainError(err: unknown, what: string): FredError {
   if (err instanceof FredError) return err;
   const text = err instanceof Error ? err.message : String(err);

@@ -134,11 +134,15 @@ export class TxPipeline {
     return { accountNumber: BigInt(acct.accountNumber), sequence: acct.sequence };
   }
 
+  /**
+   * Gas used by a simulation; undefined when it failed (the gas_limit fallback applies), or
+   * the sequence the node expects when the simulation says ours is stale (re-sign instead).
+   */
   async #simulate(
     sequence: number,
     messages: readonly EncodeObject[],
     memo: string,
-  ): Promise<number | undefined> {
+  ): Promise<number | undefined | { staleSequence: number }> {
     const tx = buildSimulationTx(this.#o.registry, this.signer, sequence, messages, memo);
     try {
       const res = await withTimeout(
@@ -159,7 +163,7 @@ export class TxPipeline {
     } catch (err) {
       // A stale sequence must not be papered over by the fallback gas: re-sign instead.
       const expected = expectedSequence((err as Error).message ?? "");
-      if (expected !== undefined) throw Object.assign(new Error("sequence"), { expected });
+      if (expected !== undefined) return { staleSequence: expected };
       this.metrics.simulationFailures++;
       this.#o.logger?.warn(
         { err: (err as Error).message },
@@ -269,15 +273,12 @@ export class TxPipeline {
       gas = gasOverride;
       gasSource = "retry";
     } else {
-      let simulated: number | undefined;
-      try {
-        simulated = await this.#simulate(acct.sequence, messages, memo);
-      } catch (err) {
-        const expected = (err as { expected?: number }).expected;
+      const simulated = await this.#simulate(acct.sequence, messages, memo);
+      if (typeof simulated === "object") {
         return {
           value: {
             kind: "retry",
-            failure: { kind: "sequence", expected },
+            failure: { kind: "sequence", expected: simulated.staleSequence },
             detail: "sequence mismatch at simulation",
           },
           consumed: false,

@@ -116,6 +116,8 @@ export const SkuMsgUpdateParams = message(`${P}MsgUpdateParams`, {
 export type SkuMsgUpdateParams = Of<typeof SkuMsgUpdateParams>;
 export const SkuMsgUpdateParamsResponse = message(`${P}MsgUpdateParamsResponse`, {});
 
+// ---- Queries (path /liftedinit.sku.v1.Query/<Method>) ----
+export const SkuQueryParamsRequest = message(`${P}QueryParamsRequest`, {});
 export const SkuQueryParamsResponse = message(`${P}QueryParamsResponse`, { params: f.message(1, SkuParams) });
 export const QueryProviderRequest = message(`${P}QueryProviderRequest`, { uuid: f.string(1) });
 export const QueryProviderResponse = message(`${P}QueryProviderResponse`, {

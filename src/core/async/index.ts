@@ -9,6 +9,7 @@ export {
 } from "./backoff.ts";
 export { Coalescer } from "./coalesce.ts";
 export { withDeadline, withStallDeadline } from "./deadline.ts";
+export { definedOnly } from "./defined-only.ts";
 export { KeyedMutex } from "./keyed-mutex.ts";
+export { type BucketVerdict, RateBuckets } from "./rate-buckets.ts";
 export { type ReleaseErrorReporter, ReleaseStack } from "./release-stack.ts";
-export { definedOnly, withDefaults } from "./with-defaults.ts";

@@ -5,7 +5,7 @@ import {
   type TokenKind,
   verifyTenantToken,
 } from "../../auth/token.ts";
-import type { RateBuckets } from "../../core/async/rate-buckets.ts";
+import type { RateBuckets } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import type { Logger } from "../../log.ts";

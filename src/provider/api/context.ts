@@ -1,8 +1,7 @@
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
 import type { TokenClaims } from "../../auth/token.ts";
 import type { ChainLease, ChainPort, LeaseStateName } from "../../chain/port.ts";
-import { Coalescer } from "../../core/async/index.ts";
-import { RateBuckets } from "../../core/async/rate-buckets.ts";
+import { Coalescer, RateBuckets } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendClient } from "../backend-client/index.ts";

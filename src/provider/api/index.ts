@@ -27,6 +27,7 @@ import { registerUpdateRoute } from "./routes/update.ts";
 export type { TenantApiDeps } from "./context.ts";
 export { EventHub } from "./event-hub.ts";
 export { Maintenance, type MaintenanceOptions } from "./maintenance/service.ts";
+export type { BlockSignal } from "./tenant-lease-reads.ts";
 
 const SWEEP_INTERVAL_MS = 30_000;
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { HmacError, hmacSecret, SIGNATURE_HEADER, verifyRequest } from "../../auth/hmac.ts";
-import { RateBuckets } from "../../core/async/rate-buckets.ts";
+import { RateBuckets } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { isFredError } from "../../core/errors.ts";
 import { parseStrictJson } from "../../core/strict-json.ts";

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { type BucketVerdict, RateBuckets } from "../../core/async/rate-buckets.ts";
+import { type BucketVerdict, RateBuckets } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { tenantError } from "../../core/envelope.ts";
 import type { ClientIp } from "./client-ip.ts";

@@ -6,7 +6,6 @@ import {
   KeyedMutex,
   retry,
   withDeadline,
-  withDefaults,
   withStallDeadline,
 } from "../../../src/core/async/index.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
@@ -167,13 +166,6 @@ describe("Coalescer", () => {
     assert.equal(await c.get("k", async () => ++loads), 1);
     clock.advance(1);
     assert.equal(await c.get("k", async () => ++loads), 2);
-  });
-});
-
-describe("withDefaults", () => {
-  it("keeps a default where the override is undefined", () => {
-    const out = withDefaults<{ a?: number; b?: string }>({ a: 1, b: "x" }, { a: undefined, b: "y" });
-    assert.deepEqual(out, { a: 1, b: "y" });
   });
 });
 
