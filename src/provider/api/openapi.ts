@@ -160,7 +160,7 @@ function maintenanceCommand(summary: string, requestBody?: Json): Json {
           in: "header",
           required: false,
           description:
-            "Canonical UUIDv4, scoped to the lease; required unless the tenant is listed in maintenance_legacy_idempotency_tenants",
+            'Canonical UUIDv4, scoped to the lease; required unless the tenant is listed in maintenance_legacy_idempotency_tenants (or the list is ["*"]): such a command is keyed by its single-use token',
           schema: { type: "string", format: "uuid" },
         },
       ],

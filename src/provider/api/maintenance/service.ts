@@ -7,7 +7,7 @@ import { classifyState } from "../../../core/reconcile/index.ts";
 import { newUuidV4 } from "../../../core/uuid.ts";
 import type { Logger } from "../../../log.ts";
 import type { BackendClient, MutationOutcome } from "../../backend-client/index.ts";
-import { buildCallbackUrl, type ProviderConfig } from "../../config/index.ts";
+import { buildCallbackUrl, EVERY_LEGACY_TENANT, type ProviderConfig } from "../../config/index.ts";
 import { failpoint } from "../../failpoints.ts";
 import {
   ANSWERS,
@@ -69,12 +69,14 @@ export class Maintenance {
   readonly #o: MaintenanceOptions;
   readonly journal: MaintenanceJournal;
   readonly #legacy: Counter;
-  readonly #legacyTenants: ReadonlySet<string>;
+  /** The listed tenants, or "every" for `["*"]`. */
+  readonly #legacyTenants: ReadonlySet<string> | "every";
 
   constructor(o: MaintenanceOptions) {
     this.#o = o;
     this.journal = MaintenanceJournal.of(o.store);
-    this.#legacyTenants = new Set(o.config.maintenanceLegacyIdempotencyTenants);
+    const listed = o.config.maintenanceLegacyIdempotencyTenants;
+    this.#legacyTenants = listed.includes(EVERY_LEGACY_TENANT) ? "every" : new Set(listed);
     this.#legacy = new Counter({
       name: "fred_api_maintenance_legacy_key_total",
       help: "Restart/update requests of legacy tenants keyed by their token (no Idempotency-Key)",
@@ -82,9 +84,9 @@ export class Maintenance {
     });
   }
 
-  /** Whether the tenant may omit Idempotency-Key (maintenance_legacy_idempotency_tenants). */
+  /** Whether the tenant may omit Idempotency-Key (maintenance_legacy_idempotency_tenants; "*" is everyone). */
   isLegacyTenant(tenant: string): boolean {
-    return this.#legacyTenants.has(tenant);
+    return this.#legacyTenants === "every" || this.#legacyTenants.has(tenant);
   }
 
   /** A legacy tenant's command keyed by its token: counted and logged, as the operator asked. */
