@@ -6,6 +6,7 @@ import {
   errorEnvelopeSchema,
   eventFrameSchema,
   eventsQuerySchema,
+  includeQuerySchema,
   leaseParamsSchema,
   logsBodySchema,
   logsQuerySchema,
@@ -99,10 +100,11 @@ const LEASE_REFUSALS = ["400", "401", "403", "404", "429", "500", "503"] as cons
 const lease = parameters("path", leaseParamsSchema);
 const bearer = [{ tenantToken: [] }];
 
-function leaseRead(summary: string, body: Component, extraParams: Json[] = []): Json {
+function leaseRead(summary: string, body: Component, extraParams: Json[] = [], description?: string): Json {
   return {
     get: {
       summary,
+      ...(description === undefined ? {} : { description }),
       security: bearer,
       parameters: [...lease, ...extraParams],
       responses: { "200": { description: "OK", ...json(body) }, ...refusals(LEASE_REFUSALS) },
@@ -192,6 +194,8 @@ export function openApiDocument(): Json {
       "/v1/leases/{lease_uuid}/status": leaseRead(
         "Chain state and providerd's view of a lease",
         "StatusBody",
+        parameters("query", includeQuerySchema),
+        "Two forms. Without include, exactly the reference's keys. With include=credit, include=terminal_budget or include=credit,terminal_budget, also the keys named (each only when there is a value to report). Another include value, or include given twice, is 400.",
       ),
       "/v1/leases/{lease_uuid}/connection": leaseRead(
         "Where the workload listens (ACTIVE leases; the token is spent)",
@@ -200,6 +204,8 @@ export function openApiDocument(): Json {
       "/v1/leases/{lease_uuid}/provision": leaseRead(
         "The backend's diagnostics of the lease",
         "ProvisionBody",
+        parameters("query", includeQuerySchema),
+        "Two forms. Without include, exactly the reference's keys. With include=terminal_budget (alone or beside credit, which adds nothing here), also terminal_budget when the backend reports one. Another include value, or include given twice, is 400.",
       ),
       "/v1/leases/{lease_uuid}/releases": leaseRead("The lease's release history", "ReleasesBody"),
       "/v1/leases/{lease_uuid}/logs": leaseRead(

@@ -72,6 +72,13 @@ describe("GET /openapi.json (devnet + providerd + mock backends)", () => {
       200,
     );
     assert.equal((await check.fetch(stack.api, L("provision"), `${p}/provision`, bearer(token))).status, 200);
+    // The forms with our extra keys conform too.
+    for (const include of ["credit", "terminal_budget", "credit,terminal_budget"]) {
+      const path = `${p}/status?include=${include}`;
+      assert.equal((await check.fetch(stack.api, L("status"), path, bearer(token))).status, 200);
+    }
+    const withBudget = `${p}/provision?include=terminal_budget`;
+    assert.equal((await check.fetch(stack.api, L("provision"), withBudget, bearer(token))).status, 200);
     assert.equal((await check.fetch(stack.api, L("releases"), `${p}/releases`, bearer(token))).status, 200);
     assert.equal((await check.fetch(stack.api, L("logs"), `${p}/logs`, bearer(token))).status, 200);
     assert.equal((await check.fetch(stack.api, L("logs"), `${p}/logs?tail=3`, bearer(token))).status, 200);
@@ -109,6 +116,8 @@ describe("GET /openapi.json (devnet + providerd + mock backends)", () => {
     await expect(L("connection"), `${p}/connection`, 200, bearer(spent));
     await expect(L("connection"), `${p}/connection`, 401, bearer(spent));
     await expect(L("logs"), `${p}/logs?tail=0`, 400, bearer(token));
+    await expect(L("status"), `${p}/status?include=bogus`, 400, bearer(token));
+    await expect(L("provision"), `${p}/provision?include=credit,bogus`, 400, bearer(token));
     await expect(L("logs"), `${p}/logs?tail=10001`, 400, bearer(token));
     await expect(L("events"), `${p}/events?since=x`, 400, bearer(token));
     // A plain GET of the stream (no upgrade) is a 400 envelope.
