@@ -139,7 +139,7 @@ const MAINTENANCE_REFUSALS: Record<string, string> = {
   "403": "The lease belongs to another tenant or provider",
   "404": "The backend reports the lease is not provisioned",
   "409":
-    "The key was used for another command, another command or lifecycle operation is in progress, the lease is not ACTIVE, the backend reports a state that cannot be changed, or (exact retry) the update failed",
+    "invalid state for restart / invalid state for update: another command or lifecycle operation is in progress (reason command_in_progress) or the backend reports a state that cannot be changed (reason backend_invalid_state); lease not found or not active (reason lease_not_active); the key was used for another command; or (exact retry) the update failed",
   "410":
     "reason maintenance_expired: the command is older than the lease's retained maintenance history and did not run",
   "429":

@@ -176,7 +176,17 @@ describe("restart/update: admission and the backend's answers", () => {
     await post(uuid, "restart", { key: k });
     assert.deepEqual((await post(uuid, "restart", { key: k })).status, 202);
     assert.equal(sentTo("restart").length, 1);
-    assert.equal((await post(uuid, "restart")).status, 409);
+    // Another key while the command runs: the reference's text, our reason beside it.
+    assert.deepEqual((await post(uuid, "restart")).body, {
+      error: "invalid state for restart",
+      code: 409,
+      reason: "command_in_progress",
+    });
+    assert.deepEqual((await post(uuid, "update", { body: update(MANIFEST) })).body, {
+      error: "invalid state for update",
+      code: 409,
+      reason: "command_in_progress",
+    });
     const reused = await post(uuid, "update", { key: k, body: update(MANIFEST) });
     assert.equal(reused.status, 409);
     assert.match(String(reused.body?.error), /different command/);
@@ -288,17 +298,27 @@ describe("restart/update: admission and the backend's answers", () => {
   });
 
   it("backend 409 maintenance_expired → 410 (stored for retries); 400 keeps the curated text; 404; 409", async () => {
-    const cases: [object, number, string | undefined][] = [
+    const cases: [object, number, string | undefined, string?][] = [
       [{ status: 409, body: { error: "old", code: "maintenance_expired" } }, 410, "maintenance_expired"],
       [
         { status: 400, body: { error: "image not allowed here", validation_code: "image_not_allowed" } },
         400,
         undefined,
       ],
-      [{ status: 404, body: { error: "lease not provisioned" } }, 404, undefined],
-      [{ status: 409, body: { error: "already restarting" } }, 409, undefined],
+      [
+        { status: 404, body: { error: "lease not provisioned" } },
+        404,
+        undefined,
+        "lease not yet provisioned",
+      ],
+      [
+        { status: 409, body: { error: "already restarting" } },
+        409,
+        "backend_invalid_state",
+        "invalid state for restart",
+      ],
     ];
-    for (const [script, status, reason] of cases) {
+    for (const [script, status, reason, text] of cases) {
       const uuid = placed();
       const k = key();
       fake.script.set("restart", [script as never]);
@@ -306,6 +326,7 @@ describe("restart/update: admission and the backend's answers", () => {
       assert.equal(r.status, status, JSON.stringify(r.body));
       assert.equal(r.body?.reason, reason);
       if (status === 400) assert.equal(r.body?.error, "image not allowed here");
+      if (text !== undefined) assert.equal(r.body?.error, text);
       const again = await post(uuid, "restart", { key: k });
       assert.deepEqual(again.body, r.body, "an exact retry replays the stored answer");
       assert.equal(m.inProgress(uuid), undefined);

@@ -134,7 +134,7 @@ export class Maintenance {
       throw refuse.unavailable();
     }
     if (store.attemptFor(r.leaseUuid) !== undefined || this.#o.provisioningStarted(r.leaseUuid))
-      throw refuse.busy();
+      throw refuse.busy(r.kind);
     let admitted: ReturnType<MaintenanceJournal["admit"]>;
     try {
       admitted = this.journal.admit(
@@ -157,7 +157,7 @@ export class Maintenance {
     }
     switch (admitted.kind) {
       case "busy":
-        throw refuse.busy();
+        throw refuse.busy(r.kind);
       case "reserved":
         throw refuse.reserved();
       case "full":

@@ -21,7 +21,7 @@ export const leaseParamsSchema = z.object({
   lease_uuid: z.string().regex(CANONICAL_UUID).describe("Canonical lowercase lease UUID"),
 });
 
-const FROM_INVALID = "from_lease_uuid must be a canonical lowercase lease UUID";
+const FROM_INVALID = "from_lease_uuid is not a valid UUID";
 
 /** `POST restore` body: the closed or expired lease whose retained data to adopt. */
 export const restoreBodySchema = z.object(
