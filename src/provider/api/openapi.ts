@@ -18,7 +18,7 @@ import {
   statusBodySchema,
   updateBodySchema,
 } from "./schemas/lease.ts";
-import { healthReportSchema } from "./schemas/operational.ts";
+import { healthReportSchema, workloadsBodySchema, workloadsQuerySchema } from "./schemas/operational.ts";
 import { providerInfoSchema } from "./schemas/provider.ts";
 
 /**
@@ -41,6 +41,7 @@ const COMPONENTS = {
   EventFrame: eventFrameSchema,
   ProviderInfo: providerInfoSchema,
   HealthReport: healthReportSchema,
+  WorkloadsBody: workloadsBodySchema,
   MaintenanceAccepted: maintenanceAcceptedSchema,
   UpdateBody: updateBodySchema,
 } as const;
@@ -284,6 +285,22 @@ export function openApiDocument(): Json {
         "200": { description: "Ready", ...json("HealthReport") },
         "503": { description: "Not ready", ...json("HealthReport") },
       }),
+      "/workloads": {
+        get: {
+          summary: "What runs for each lease asked for (no token; the admin app's leases page)",
+          description:
+            "A lease with a confirmed owner asks only that backend, others every unfenced backend. 400 (the Error envelope) when lease_uuid is missing, given more than 100 times, or not a canonical UUID.",
+          parameters: parameters("query", workloadsQuerySchema),
+          responses: {
+            "200": {
+              description: "The workloads found and the backends that could not answer",
+              ...json("WorkloadsBody"),
+            },
+            "400": { description: "lease_uuid missing, more than 100, or malformed", ...json("Error") },
+            ...refusals(["429"]),
+          },
+        },
+      },
       "/metrics": operational("Prometheus metrics", {
         "200": {
           description: "Prometheus text format",

@@ -203,6 +203,22 @@ describe("GET /openapi.json (devnet + providerd + mock backends)", () => {
     await check.fetch(stack.api, "/readyz", "/readyz");
     await check.fetch(stack.api, "/metrics", "/metrics");
     await check.fetch(stack.api, "/openapi.json", "/openapi.json");
+    const [lease] = await stack.createLeases(1, "docker-small");
+    assert.ok(lease !== undefined);
+    await stack.waitState([lease], "LEASE_STATE_ACTIVE");
+    const unknown = "0190f3a2-7c1e-7000-8000-00000000beef";
+    const found = await check.fetch(
+      stack.api,
+      "/workloads",
+      `/workloads?lease_uuid=${lease}&lease_uuid=${unknown}`,
+    );
+    assert.equal(found.status, 200);
+    const body = found.body as { workloads: Record<string, { backend_name: string }>; warnings: string[] };
+    assert.deepEqual(Object.keys(body.workloads), [lease]);
+    assert.equal(body.workloads[lease]?.backend_name, "mock-1");
+    assert.deepEqual(body.warnings, []);
+    assert.equal((await check.fetch(stack.api, "/workloads", "/workloads")).status, 400);
+    assert.equal((await check.fetch(stack.api, "/workloads", "/workloads?lease_uuid=x")).status, 400);
   });
 
   it("every route and method of the document was exercised above", () => {
