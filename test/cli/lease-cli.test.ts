@@ -151,6 +151,8 @@ describe("fred lease against a real stack", () => {
     assert.equal(status.code, 0, status.stderr);
     assert.equal(status.json.state, "LEASE_STATE_ACTIVE");
     assert.equal(status.json.payload_received, true);
+    // fred lease status asks for our extra keys (include=credit,terminal_budget).
+    assert.deepEqual(status.json.terminal_budget, { verdict: "retry", consecutive_failures: 0 });
 
     const connect = await fred(["lease", "connect", lease, ...as("tenant1")]);
     assert.equal(connect.code, 0, connect.stderr);

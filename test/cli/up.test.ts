@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { Agent, fetch } from "undici";
+import { TenantKey } from "../provider/api/tenant-client.ts";
 import { launchFred, runFred, until } from "../support/index.ts";
 
 describe("fred up (npm start)", () => {
@@ -69,6 +70,14 @@ describe("fred up (npm start)", () => {
         accounts: { name: string; private_key_hex: string }[];
       };
       const hex = devnet.accounts.find((a) => a.name === "tenant1")?.private_key_hex as string;
+      // fred up admits every tenant on the legacy terms (["*"]): a v0.13 tenant tool's
+      // restart, with no Idempotency-Key, is accepted.
+      const restart = await fetch(`${api}/v1/leases/${lease}/restart`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${new TenantKey(hex).fresh(lease)}` },
+        dispatcher,
+      });
+      assert.equal(restart.status, 202, await restart.text());
       const untrusted = await runFred(["lease", "status", lease, "--rpc", rpc, "--key-hex", hex], {
         env: { NODE_EXTRA_CA_CERTS: "" },
       });

@@ -472,12 +472,24 @@ export class DockerSubstrate implements Substrate {
     for (const { id } of await this.#owned(leaseUuid, signal)) await this.#stopContainer(id, signal);
   }
 
-  /** Stops one container we own (already stopped or gone is success). */
+  /**
+   * Stops one container we own (already stopped or gone is success). The engine sends
+   * SIGTERM, waits the grace period `t`, then SIGKILLs: `t` is the service's own
+   * stop_grace_period when its manifest set one, else container_stop_timeout. The call
+   * itself is bounded by that grace plus the engine's allowance, never by the grace alone.
+   */
   async #stopContainer(id: string, signal: AbortSignal): Promise<void> {
     this.#expectDeath(id);
+    const container = this.#docker.getContainer(id);
     try {
-      await withPhase(this.#clock, "container stop", this.#config.containerStopTimeoutMs, signal, (s) =>
-        this.#docker.getContainer(id).stop({ abortSignal: s }),
+      const info = await withPhase(this.#clock, "container stop", ENGINE_CALL_ALLOWANCE_MS, signal, (s) =>
+        container.inspect({ abortSignal: s }),
+      );
+      if (info.State?.Running !== true) return;
+      const own = (info.Config as { StopTimeout?: number }).StopTimeout;
+      const t = stopGraceSeconds(own, this.#config.containerStopTimeoutMs);
+      await withPhase(this.#clock, "container stop", t * 1000 + ENGINE_CALL_ALLOWANCE_MS, signal, (s) =>
+        container.stop({ t, abortSignal: s }),
       );
     } catch (err) {
       if (isNotFound(err) || engineStatus(err) === 304) return;
@@ -489,7 +501,8 @@ export class DockerSubstrate implements Substrate {
   async #removeContainer(id: string, signal: AbortSignal): Promise<void> {
     this.#expectDeath(id);
     try {
-      await withPhase(this.#clock, "container remove", this.#config.containerStopTimeoutMs, signal, (s) =>
+      // A forced remove kills at once: no grace period, only the engine's allowance.
+      await withPhase(this.#clock, "container remove", ENGINE_CALL_ALLOWANCE_MS, signal, (s) =>
         this.#docker.getContainer(id).remove({ force: true, abortSignal: s }),
       );
     } catch (err) {
@@ -702,4 +715,13 @@ export class DockerSubstrate implements Substrate {
   async close(): Promise<void> {
     await this.#deaths.close();
   }
+}
+
+/** What a stop or remove call may take beyond the grace period it gives the container. */
+const ENGINE_CALL_ALLOWANCE_MS = 30_000;
+
+/** docker stop's `t` (whole seconds, at least 1): the service's own grace, else the configured one. */
+export function stopGraceSeconds(serviceGrace: number | undefined, configuredMs: number): number {
+  if (serviceGrace !== undefined && Number.isInteger(serviceGrace) && serviceGrace >= 1) return serviceGrace;
+  return Math.max(1, Math.ceil(configuredMs / 1000));
 }

@@ -69,7 +69,8 @@ export class InstanceVolumes {
         [LABEL.release]: String(spec.release),
       },
       createTimeoutMs: config.containerCreateTimeoutMs,
-      removeTimeoutMs: config.containerStopTimeoutMs,
+      // A forced remove of the helper: no grace period to wait, only the engine's call.
+      removeTimeoutMs: config.containerCreateTimeoutMs,
       seedTimeoutMs: config.provisionTimeoutMs,
     });
   }

@@ -17,7 +17,8 @@ export function registerLeaseReads(lease: Command): void {
     .addHelpText("after", "\nExamples:\n  $ fred lease status $LEASE --from tenant1 --home .fred/devnet")
     .action(async (uuid: string, opts: LeaseFlags) => {
       const api = await apiForLease(opts, leaseArg(uuid));
-      const { body } = await api.lease(uuid, "status");
+      // Our extra keys too (the API leaves them out unless asked): the CLI shows everything.
+      const { body } = await api.lease(uuid, "status?include=credit,terminal_budget");
       progress(
         `${body.state} · ${body.provision_status ?? "not provisioned"}${body.message ? ` · ${body.message}` : ""}`,
       );

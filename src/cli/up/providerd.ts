@@ -87,6 +87,9 @@ export const providerdUpComponent: UpComponent = {
       placement_store_db_path: join(dir, "placements.db"),
       payload_store_db_path: join(dir, "payloads.db"),
       token_tracker_db_path: join(dir, "tokens.db"),
+      // The Manifest team's tenant tools (written for the reference v0.13) send restart and
+      // update without Idempotency-Key: a local stack admits every tenant on the legacy terms.
+      maintenance_legacy_idempotency_tenants: ["*"],
       billing_only_skus: keys.skus.filter((s) => s.billing_only).map((s) => s.uuid),
       backends: [
         {

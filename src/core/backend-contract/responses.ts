@@ -84,7 +84,30 @@ export interface ProvisionEntry {
    * one left out); undefined when the row has no `items` on the contract's shape.
    */
   customDomains?: { service: string; domain: string }[];
+  /** What the row says the workload is (GET /workloads shows it); off-shape fields are left out. */
+  workload: WorkloadFacts;
 }
+
+/** A row's informational workload fields: its items, top-level SKU, image and quantity. */
+export interface WorkloadFacts {
+  items?: { serviceName?: string; sku: string; quantity: number }[];
+  sku?: string;
+  image?: string;
+  quantity?: number;
+  /** Per-service image references, when the backend reports them (`service_images`). */
+  serviceImages?: Record<string, string>;
+}
+
+const workloadItems = z
+  .array(
+    z.object({
+      service_name: z.string().optional(),
+      sku: z.string(),
+      quantity: z.number().int().min(0),
+    }),
+  )
+  .optional()
+  .catch(undefined);
 
 /** Only the fields the sweep compares; an off-shape list counts as not reported. */
 const reportedItems = z
@@ -101,23 +124,52 @@ const provisionRow = z
     created_at: z.string().optional().catch(undefined),
     fail_count: z.number().optional().catch(undefined),
     terminal_budget: terminalBudgetSchema.optional().catch(undefined),
-    items: reportedItems,
+    // Read twice in the transform (custom domains, workload facts): neither hides the other.
+    items: z.unknown().optional(),
+    sku: z.string().optional().catch(undefined),
+    image: z.string().optional().catch(undefined),
+    quantity: z.number().int().min(0).optional().catch(undefined),
+    service_images: z.record(z.string(), z.string()).optional().catch(undefined),
   })
   .transform((p): ProvisionEntry => {
     const entry: ProvisionEntry = {
       leaseUuid: p.lease_uuid,
       status: p.status,
       lifecycleGeneration: readGeneration(p.lifecycle_generation),
+      workload: workloadFacts(p),
     };
     if (p.created_at !== undefined) entry.createdAt = p.created_at;
     if (p.fail_count !== undefined) entry.failCount = p.fail_count;
     if (p.terminal_budget !== undefined) entry.terminalBudget = p.terminal_budget;
-    if (p.items !== undefined)
-      entry.customDomains = p.items
+    const reported = reportedItems.parse(p.items);
+    if (reported !== undefined)
+      entry.customDomains = reported
         .filter((i) => i.custom_domain !== undefined && i.custom_domain !== "")
         .map((i) => ({ service: i.service_name ?? "", domain: i.custom_domain as string }));
     return entry;
   });
+
+function workloadFacts(p: {
+  items?: unknown;
+  sku?: string | undefined;
+  image?: string | undefined;
+  quantity?: number | undefined;
+  service_images?: Record<string, string> | undefined;
+}): WorkloadFacts {
+  const out: WorkloadFacts = {};
+  const items = workloadItems.parse(p.items);
+  if (items !== undefined)
+    out.items = items.map((i) => ({
+      ...(i.service_name === undefined || i.service_name === "" ? {} : { serviceName: i.service_name }),
+      sku: i.sku,
+      quantity: i.quantity,
+    }));
+  if (p.sku !== undefined) out.sku = p.sku;
+  if (p.image !== undefined && p.image !== "") out.image = p.image;
+  if (p.quantity !== undefined) out.quantity = p.quantity;
+  if (p.service_images !== undefined) out.serviceImages = p.service_images;
+  return out;
+}
 
 /** A page's cursor: the last lease UUID of a full page; absent or "" on the last page. */
 const cursor = z

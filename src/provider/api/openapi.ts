@@ -6,6 +6,7 @@ import {
   errorEnvelopeSchema,
   eventFrameSchema,
   eventsQuerySchema,
+  includeQuerySchema,
   leaseParamsSchema,
   logsBodySchema,
   logsQuerySchema,
@@ -17,7 +18,7 @@ import {
   statusBodySchema,
   updateBodySchema,
 } from "./schemas/lease.ts";
-import { healthReportSchema } from "./schemas/operational.ts";
+import { healthReportSchema, workloadsBodySchema, workloadsQuerySchema } from "./schemas/operational.ts";
 import { providerInfoSchema } from "./schemas/provider.ts";
 
 /**
@@ -40,6 +41,7 @@ const COMPONENTS = {
   EventFrame: eventFrameSchema,
   ProviderInfo: providerInfoSchema,
   HealthReport: healthReportSchema,
+  WorkloadsBody: workloadsBodySchema,
   MaintenanceAccepted: maintenanceAcceptedSchema,
   UpdateBody: updateBodySchema,
 } as const;
@@ -99,10 +101,11 @@ const LEASE_REFUSALS = ["400", "401", "403", "404", "429", "500", "503"] as cons
 const lease = parameters("path", leaseParamsSchema);
 const bearer = [{ tenantToken: [] }];
 
-function leaseRead(summary: string, body: Component, extraParams: Json[] = []): Json {
+function leaseRead(summary: string, body: Component, extraParams: Json[] = [], description?: string): Json {
   return {
     get: {
       summary,
+      ...(description === undefined ? {} : { description }),
       security: bearer,
       parameters: [...lease, ...extraParams],
       responses: { "200": { description: "OK", ...json(body) }, ...refusals(LEASE_REFUSALS) },
@@ -137,7 +140,7 @@ const MAINTENANCE_REFUSALS: Record<string, string> = {
   "403": "The lease belongs to another tenant or provider",
   "404": "The backend reports the lease is not provisioned",
   "409":
-    "The key was used for another command, another command or lifecycle operation is in progress, the lease is not ACTIVE, the backend reports a state that cannot be changed, or (exact retry) the update failed",
+    "invalid state for restart / invalid state for update: another command or lifecycle operation is in progress (reason command_in_progress) or the backend reports a state that cannot be changed (reason backend_invalid_state); lease not found or not active (reason lease_not_active); the key was used for another command; or (exact retry) the update failed",
   "410":
     "reason maintenance_expired: the command is older than the lease's retained maintenance history and did not run",
   "429":
@@ -160,7 +163,7 @@ function maintenanceCommand(summary: string, requestBody?: Json): Json {
           in: "header",
           required: false,
           description:
-            "Canonical UUIDv4, scoped to the lease; required unless the tenant is listed in maintenance_legacy_idempotency_tenants",
+            'Canonical UUIDv4, scoped to the lease; required unless the tenant is listed in maintenance_legacy_idempotency_tenants (or the list is ["*"]): such a command is keyed by its single-use token',
           schema: { type: "string", format: "uuid" },
         },
       ],
@@ -192,6 +195,8 @@ export function openApiDocument(): Json {
       "/v1/leases/{lease_uuid}/status": leaseRead(
         "Chain state and providerd's view of a lease",
         "StatusBody",
+        parameters("query", includeQuerySchema),
+        "Two forms. Without include, exactly the reference's keys. With include=credit, include=terminal_budget or include=credit,terminal_budget, also the keys named (each only when there is a value to report). Another include value, or include given twice, is 400.",
       ),
       "/v1/leases/{lease_uuid}/connection": leaseRead(
         "Where the workload listens (ACTIVE leases; the token is spent)",
@@ -200,6 +205,8 @@ export function openApiDocument(): Json {
       "/v1/leases/{lease_uuid}/provision": leaseRead(
         "The backend's diagnostics of the lease",
         "ProvisionBody",
+        parameters("query", includeQuerySchema),
+        "Two forms. Without include, exactly the reference's keys. With include=terminal_budget (alone or beside credit, which adds nothing here), also terminal_budget when the backend reports one. Another include value, or include given twice, is 400.",
       ),
       "/v1/leases/{lease_uuid}/releases": leaseRead("The lease's release history", "ReleasesBody"),
       "/v1/leases/{lease_uuid}/logs": leaseRead(
@@ -278,6 +285,22 @@ export function openApiDocument(): Json {
         "200": { description: "Ready", ...json("HealthReport") },
         "503": { description: "Not ready", ...json("HealthReport") },
       }),
+      "/workloads": {
+        get: {
+          summary: "What runs for each lease asked for (no token; the admin app's leases page)",
+          description:
+            "A lease with a confirmed owner asks only that backend, others every unfenced backend. 400 (the Error envelope) when lease_uuid is missing, given more than 100 times, or not a canonical UUID.",
+          parameters: parameters("query", workloadsQuerySchema),
+          responses: {
+            "200": {
+              description: "The workloads found and the backends that could not answer",
+              ...json("WorkloadsBody"),
+            },
+            "400": { description: "lease_uuid missing, more than 100, or malformed", ...json("Error") },
+            ...refusals(["429"]),
+          },
+        },
+      },
       "/metrics": operational("Prometheus metrics", {
         "200": {
           description: "Prometheus text format",

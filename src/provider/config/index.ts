@@ -15,3 +15,4 @@ export { redactConfig } from "./redact.ts";
 export { REFUSED_KEYS, type Refusal, type RefusedKeys } from "./refused.ts";
 export type { BackendConfig } from "./schema.ts";
 export { buildCallbackUrl, type CallbackBase, isLoopbackHost } from "./urls.ts";
+export { EVERY_LEGACY_TENANT } from "./validate.ts";

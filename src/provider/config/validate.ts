@@ -127,7 +127,18 @@ function checkSubSigners(file: FileConfig, problems: string[]): void {
     problems.push("sub_signer_top_up_amount must be greater than zero");
 }
 
+/** The one entry that admits every tenant on the legacy terms (alone in the list). */
+export const EVERY_LEGACY_TENANT = "*";
+
 function checkTenants(tenants: readonly string[], prefix: string, problems: string[]): void {
+  if (tenants.includes(EVERY_LEGACY_TENANT)) {
+    if (tenants.length > 1) {
+      problems.push(
+        `maintenance_legacy_idempotency_tenants: "${EVERY_LEGACY_TENANT}" admits every tenant and must be the list's only entry, not mixed with addresses`,
+      );
+    }
+    return;
+  }
   const seen = new Set<string>();
   for (const [j, t] of tenants.entries()) {
     if (!isAccountAddress(t, prefix) || t !== t.toLowerCase()) {

@@ -5,11 +5,17 @@ import type { ProviderConfig } from "../config/index.ts";
 import type { PlacementStore } from "../store/index.ts";
 
 /**
- * `GET /workloads?lease_uuid=…` (1..100): workload metadata per lease. A lease with a
- * confirmed owner and no unresolved attempt asks only that owner; others ask every
- * unfenced backend. A backend that cannot answer becomes a warning, not an error.
+ * `GET /workloads?lease_uuid=<u1>&lease_uuid=<u2>…` (no token; the manifest-admin app asks
+ * for the page of leases it shows): what runs for each lease, in the reference's shape
+ * `{"workloads": {"<lease_uuid>": {status, created_at, backend_name, items}}, "warnings": []}`.
+ * A lease no backend reports is absent; each backend that could not answer is one warning.
+ * A lease with a confirmed owner and no unresolved attempt asks only that owner; others ask
+ * every unfenced backend. The answer is world-readable: it carries no tenant, partition or
+ * image tag (an image is its repository only), and the refusals are the reference's texts.
  */
 export const MAX_LOOKUP_UUIDS = 100;
+/** created_at of a row that reports none: the reference's zero time. */
+const ZERO_TIME = "0001-01-01T00:00:00Z";
 
 export interface WorkloadsSources {
   config: ProviderConfig;
@@ -17,28 +23,64 @@ export interface WorkloadsSources {
   clients: ReadonlyMap<string, BackendClient>;
 }
 
+interface WorkloadItem {
+  service_name?: string;
+  sku: string;
+  image?: string;
+  count: number;
+}
+
 interface Workload {
-  lease_uuid: string;
-  backend: string;
   status: string;
-  fail_count?: number;
-  created_at?: string;
+  created_at: string;
+  backend_name: string;
+  items: WorkloadItem[];
+}
+
+/** The lease UUIDs asked for, deduplicated in order; a string is the 400's text. */
+export function lookupUuids(query: unknown): string[] | string {
+  const raw = (query as Record<string, unknown> | undefined)?.lease_uuid;
+  const list = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
+  if (list.length === 0) return "lease_uuid query parameter required";
+  if (list.length > MAX_LOOKUP_UUIDS) return `too many lease_uuid values (max ${MAX_LOOKUP_UUIDS})`;
+  if (!list.every((u) => typeof u === "string" && isCanonicalUuid(u))) return "invalid lease_uuid";
+  return [...new Set(list as string[])];
+}
+
+/** An image reference without its tag or digest (a registry's host:port is kept). */
+export function imageRepository(image: string): string {
+  const at = image.indexOf("@");
+  const named = at < 0 ? image : image.slice(0, at);
+  const colon = named.lastIndexOf(":");
+  return colon > named.lastIndexOf("/") ? named.slice(0, colon) : named;
+}
+
+function workloadOf(e: ProvisionEntry, backend: string): Workload {
+  const w = e.workload;
+  const image = (ref: string | undefined) =>
+    ref === undefined || ref === "" ? {} : { image: imageRepository(ref) };
+  const items: WorkloadItem[] =
+    w.items !== undefined && w.items.length > 0
+      ? w.items.map((i) => ({
+          ...(i.serviceName === undefined ? {} : { service_name: i.serviceName }),
+          sku: i.sku,
+          ...image(
+            i.serviceName !== undefined && w.serviceImages?.[i.serviceName] !== undefined
+              ? w.serviceImages[i.serviceName]
+              : w.items?.length === 1
+                ? w.image
+                : undefined,
+          ),
+          count: i.quantity,
+        }))
+      : [{ sku: w.sku ?? "", ...image(w.image), count: w.quantity ?? 0 }];
+  return { status: e.status, created_at: e.createdAt ?? ZERO_TIME, backend_name: backend, items };
 }
 
 export function registerWorkloadsRoute(app: FastifyInstance, s: WorkloadsSources): void {
   app.get("/workloads", async (req, reply) => {
-    const raw = (req.query as Record<string, unknown>).lease_uuid;
-    const list = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
-    if (list.length < 1 || list.length > MAX_LOOKUP_UUIDS) {
-      return reply
-        .code(400)
-        .send({ error: `between 1 and ${MAX_LOOKUP_UUIDS} lease_uuid parameters are required`, code: 400 });
-    }
-    const bad = list.find((u) => !isCanonicalUuid(u));
-    if (bad !== undefined) {
-      return reply.code(400).send({ error: "every lease_uuid must be a canonical UUID", code: 400 });
-    }
-    const leases = [...new Set(list as string[])];
+    const leases = lookupUuids(req.query);
+    if (typeof leases === "string") return reply.code(400).send({ error: leases, code: 400 });
     const ask = new Map<string, string[]>();
     for (const lease of leases) {
       const placement = s.store.placement(lease);
@@ -52,28 +94,39 @@ export function registerWorkloadsRoute(app: FastifyInstance, s: WorkloadsSources
           : s.config.backends.filter((b) => !b.fenced).map((b) => b.name);
       for (const t of targets) ask.set(t, [...(ask.get(t) ?? []), lease]);
     }
-    const workloads: Workload[] = [];
-    const warnings: string[] = [];
-    await Promise.all(
-      [...ask].map(async ([backend, batch]) => {
-        const client = s.clients.get(backend);
-        let found: ProvisionEntry[];
-        try {
-          if (client === undefined) throw new Error("not configured");
-          found = await client.provisionsFor(batch, AbortSignal.timeout(10_000));
-        } catch {
-          warnings.push(`backend ${backend} is unavailable`);
-          return;
-        }
-        for (const e of found) {
-          const w: Workload = { lease_uuid: e.leaseUuid, backend, status: e.status };
-          if (e.failCount !== undefined) w.fail_count = e.failCount;
-          if (e.createdAt !== undefined) w.created_at = e.createdAt;
-          workloads.push(w);
-        }
-      }),
+    const answers = await Promise.all(
+      [...ask]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(async ([backend, batch]) => {
+          const client = s.clients.get(backend);
+          try {
+            if (client === undefined) throw new Error("not configured");
+            return { backend, rows: await client.provisionsFor(batch, AbortSignal.timeout(10_000)) };
+          } catch (err) {
+            req.log.warn({ err, backend }, "workloads: backend lookup failed");
+            return { backend, rows: undefined };
+          }
+        }),
     );
-    workloads.sort((a, b) => a.lease_uuid.localeCompare(b.lease_uuid) || a.backend.localeCompare(b.backend));
-    return reply.send({ workloads, warnings: warnings.sort() });
+    const found = new Map<string, Workload>();
+    const warnings: string[] = [];
+    for (const { backend, rows } of answers) {
+      if (rows === undefined) {
+        warnings.push(`backend ${JSON.stringify(backend)} unavailable`);
+        continue;
+      }
+      // Only leases asked of this backend, each once (the first backend to report one keeps it).
+      const asked = new Set(ask.get(backend));
+      for (const row of rows) {
+        if (asked.has(row.leaseUuid) && !found.has(row.leaseUuid))
+          found.set(row.leaseUuid, workloadOf(row, backend));
+      }
+    }
+    const workloads: Record<string, Workload> = {};
+    for (const lease of leases) {
+      const w = found.get(lease);
+      if (w !== undefined) workloads[lease] = w;
+    }
+    return reply.send({ workloads, warnings });
   });
 }

@@ -72,6 +72,13 @@ describe("GET /openapi.json (devnet + providerd + mock backends)", () => {
       200,
     );
     assert.equal((await check.fetch(stack.api, L("provision"), `${p}/provision`, bearer(token))).status, 200);
+    // The forms with our extra keys conform too.
+    for (const include of ["credit", "terminal_budget", "credit,terminal_budget"]) {
+      const path = `${p}/status?include=${include}`;
+      assert.equal((await check.fetch(stack.api, L("status"), path, bearer(token))).status, 200);
+    }
+    const withBudget = `${p}/provision?include=terminal_budget`;
+    assert.equal((await check.fetch(stack.api, L("provision"), withBudget, bearer(token))).status, 200);
     assert.equal((await check.fetch(stack.api, L("releases"), `${p}/releases`, bearer(token))).status, 200);
     assert.equal((await check.fetch(stack.api, L("logs"), `${p}/logs`, bearer(token))).status, 200);
     assert.equal((await check.fetch(stack.api, L("logs"), `${p}/logs?tail=3`, bearer(token))).status, 200);
@@ -109,6 +116,8 @@ describe("GET /openapi.json (devnet + providerd + mock backends)", () => {
     await expect(L("connection"), `${p}/connection`, 200, bearer(spent));
     await expect(L("connection"), `${p}/connection`, 401, bearer(spent));
     await expect(L("logs"), `${p}/logs?tail=0`, 400, bearer(token));
+    await expect(L("status"), `${p}/status?include=bogus`, 400, bearer(token));
+    await expect(L("provision"), `${p}/provision?include=credit,bogus`, 400, bearer(token));
     await expect(L("logs"), `${p}/logs?tail=10001`, 400, bearer(token));
     await expect(L("events"), `${p}/events?since=x`, 400, bearer(token));
     // A plain GET of the stream (no upgrade) is a 400 envelope.
@@ -194,6 +203,22 @@ describe("GET /openapi.json (devnet + providerd + mock backends)", () => {
     await check.fetch(stack.api, "/readyz", "/readyz");
     await check.fetch(stack.api, "/metrics", "/metrics");
     await check.fetch(stack.api, "/openapi.json", "/openapi.json");
+    const [lease] = await stack.createLeases(1, "docker-small");
+    assert.ok(lease !== undefined);
+    await stack.waitState([lease], "LEASE_STATE_ACTIVE");
+    const unknown = "0190f3a2-7c1e-7000-8000-00000000beef";
+    const found = await check.fetch(
+      stack.api,
+      "/workloads",
+      `/workloads?lease_uuid=${lease}&lease_uuid=${unknown}`,
+    );
+    assert.equal(found.status, 200);
+    const body = found.body as { workloads: Record<string, { backend_name: string }>; warnings: string[] };
+    assert.deepEqual(Object.keys(body.workloads), [lease]);
+    assert.equal(body.workloads[lease]?.backend_name, "mock-1");
+    assert.deepEqual(body.warnings, []);
+    assert.equal((await check.fetch(stack.api, "/workloads", "/workloads")).status, 400);
+    assert.equal((await check.fetch(stack.api, "/workloads", "/workloads?lease_uuid=x")).status, 400);
   });
 
   it("every route and method of the document was exercised above", () => {

@@ -47,7 +47,7 @@ describe("status: the reused answer follows every change", () => {
       };
     });
     h.lease(LEASE);
-    const poll = () => call(h!.url, `/v1/leases/${LEASE}/status`, h!.token(LEASE));
+    const poll = () => call(h!.url, `/v1/leases/${LEASE}/status?include=credit`, h!.token(LEASE));
 
     const first = await poll();
     assert.equal(first.status, 200);

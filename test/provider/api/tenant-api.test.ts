@@ -122,7 +122,12 @@ describe("tenant API (devnet + providerd + mock backends, real HTTP)", () => {
     assert.equal(active.payload_received, true);
     assert.equal(active.provision_status, "ready");
     assert.equal(active.fail_count, undefined, "fail_count is omitted when zero");
-    assert.deepEqual(active.terminal_budget, { verdict: "retry", consecutive_failures: 0 });
+    assert.equal(active.terminal_budget, undefined, "ours, only on request");
+    const asked = await get(
+      `/v1/leases/${manifestLease}/status?include=terminal_budget`,
+      tenant1.access(manifestLease),
+    );
+    assert.deepEqual(asked.body.terminal_budget, { verdict: "retry", consecutive_failures: 0 });
   });
 
   it("GET connection: the owner's details, ports as integers, replay refused", async () => {
@@ -207,8 +212,9 @@ describe("tenant API (devnet + providerd + mock backends, real HTTP)", () => {
       provider_uuid: stack.keys.provider_uuid,
       status: "ready",
       fail_count: 0,
-      terminal_budget: { verdict: "retry", consecutive_failures: 0 },
     });
+    const asked = await get(`/v1/leases/${manifestLease}/provision?include=terminal_budget`, token);
+    assert.deepEqual(asked.body.terminal_budget, { verdict: "retry", consecutive_failures: 0 });
     const r = await get(`/v1/leases/${manifestLease}/releases`, token);
     assert.equal(r.status, 200, r.text);
     const releases = r.body.releases as Record<string, unknown>[];

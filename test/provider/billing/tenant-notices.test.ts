@@ -71,7 +71,7 @@ function subscribe(query: string): Promise<WsClient> {
 describe("credit notices and the status credit field", () => {
   it("GET status carries the tenant's balance, burn per hour and depletion date", async () => {
     estimate = credit(360_000n * 30n); // 30 h at 100 upwr/s
-    const res = await call(h.url, `/v1/leases/${LEASE}/status`, h.token(LEASE));
+    const res = await call(h.url, `/v1/leases/${LEASE}/status?include=credit`, h.token(LEASE));
     assert.equal(res.status, 200);
     assert.deepEqual(res.body.credit, {
       balance: "10800000upwr",

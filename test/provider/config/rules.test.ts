@@ -446,6 +446,18 @@ const RULES: [string, Mutation, string[]][] = [
       'maintenance_legacy_idempotency_tenants[2] must be a bech32 account address with prefix "manifest"',
     ],
   ],
+  [
+    'legacy idempotency tenants: "*" admits every tenant',
+    (c) => (c.maintenance_legacy_idempotency_tenants = ["*"]),
+    [],
+  ],
+  [
+    'legacy idempotency tenants: "*" mixed with addresses',
+    (c) => (c.maintenance_legacy_idempotency_tenants = [OTHER_ADDRESS, "*"]),
+    [
+      'maintenance_legacy_idempotency_tenants: "*" admits every tenant and must be the list\'s only entry, not mixed with addresses',
+    ],
+  ],
 ];
 
 /**

@@ -164,8 +164,10 @@ describe("providerd lifecycle (devnet + providerd + mock backends)", () => {
       const res = await fetch(`${stack.api}/workloads?${q}`);
       assert.equal(res.status, 400, q);
       const body = (await res.json()) as { error: string; code: number };
-      assert.equal(body.code, 400);
-      assert.ok(body.error.length > 0);
+      assert.deepEqual(body, {
+        error: q === "" ? "lease_uuid query parameter required" : "invalid lease_uuid",
+        code: 400,
+      });
     }
     const many = Array.from(
       { length: 101 },

@@ -293,14 +293,20 @@ export class Stack {
     );
   }
 
+  /** GET /workloads, as one row per lease found (in the order asked), with the backend that reported it. */
   async workloads(
     uuids: readonly string[],
   ): Promise<{ lease_uuid: string; backend: string; status: string }[]> {
     const q = uuids.map((u) => `lease_uuid=${u}`).join("&");
     const res = await fetch(`${this.api}/workloads?${q}`);
     if (res.status !== 200) throw new Error(`/workloads answered ${res.status}`);
-    return ((await res.json()) as { workloads: { lease_uuid: string; backend: string; status: string }[] })
-      .workloads;
+    const { workloads } = (await res.json()) as {
+      workloads: Record<string, { backend_name: string; status: string }>;
+    };
+    return [...new Set(uuids)].flatMap((lease) => {
+      const w = workloads[lease];
+      return w === undefined ? [] : [{ lease_uuid: lease, backend: w.backend_name, status: w.status }];
+    });
   }
 
   async close(): Promise<void> {

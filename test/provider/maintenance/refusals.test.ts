@@ -111,7 +111,12 @@ describe("restart/update refusals on real processes", () => {
     assert.equal((await command(hanging, "restart", key)).status, 409);
     const otherKey = await command(hanging, "restart", crypto.randomUUID());
     assert.equal(otherKey.status, 409);
-    assert.equal(otherKey.body?.error, "another command or lifecycle operation is in progress for the lease");
+    // The reference's text (clients retry a 409 only on "invalid state"), our reason beside it.
+    assert.deepEqual(otherKey.body, {
+      error: "invalid state for restart",
+      code: 409,
+      reason: "command_in_progress",
+    });
     // The exact retry joins the running command: the same 202, still one command.
     assert.deepEqual(await command(hanging, "update", key), { status: 202, body: { status: "updating" } });
     assert.equal(

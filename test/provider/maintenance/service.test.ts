@@ -37,6 +37,8 @@ let m: Maintenance;
 let payloads: PayloadStore;
 let registry: Registry;
 let limits: Limits;
+/** maintenance_legacy_idempotency_tenants of the next harness (beforeEach). */
+let legacyTenants: () => string[] = () => [otherAddress];
 
 before(async () => {
   fake = await startFakeBackend({ storageId: SID, secret: SECRET });
@@ -58,7 +60,7 @@ beforeEach(async () => {
   await h.start((hh) => {
     payloads = PayloadStore.open(join(hh.dir, "payloads.db"));
     const config = parseProviderConfig(
-      yamlOf({ ...baseConfig(), maintenance_legacy_idempotency_tenants: [addressOf(hh, "other")] }),
+      yamlOf({ ...baseConfig(), maintenance_legacy_idempotency_tenants: legacyTenants() }),
     );
     const clients = new Map([["one", client]]);
     m = new Maintenance({
@@ -87,10 +89,6 @@ afterEach(async () => {
 });
 
 const published: string[] = [];
-
-function addressOf(hh: Harness, who: "other"): string {
-  return who === "other" ? otherAddress : hh.tenant;
-}
 
 import { addressFromPubkey } from "../../../src/auth/address.ts";
 import { compressedPubkey } from "../../../src/auth/keys.ts";
@@ -178,7 +176,17 @@ describe("restart/update: admission and the backend's answers", () => {
     await post(uuid, "restart", { key: k });
     assert.deepEqual((await post(uuid, "restart", { key: k })).status, 202);
     assert.equal(sentTo("restart").length, 1);
-    assert.equal((await post(uuid, "restart")).status, 409);
+    // Another key while the command runs: the reference's text, our reason beside it.
+    assert.deepEqual((await post(uuid, "restart")).body, {
+      error: "invalid state for restart",
+      code: 409,
+      reason: "command_in_progress",
+    });
+    assert.deepEqual((await post(uuid, "update", { body: update(MANIFEST) })).body, {
+      error: "invalid state for update",
+      code: 409,
+      reason: "command_in_progress",
+    });
     const reused = await post(uuid, "update", { key: k, body: update(MANIFEST) });
     assert.equal(reused.status, 409);
     assert.match(String(reused.body?.error), /different command/);
@@ -290,17 +298,27 @@ describe("restart/update: admission and the backend's answers", () => {
   });
 
   it("backend 409 maintenance_expired → 410 (stored for retries); 400 keeps the curated text; 404; 409", async () => {
-    const cases: [object, number, string | undefined][] = [
+    const cases: [object, number, string | undefined, string?][] = [
       [{ status: 409, body: { error: "old", code: "maintenance_expired" } }, 410, "maintenance_expired"],
       [
         { status: 400, body: { error: "image not allowed here", validation_code: "image_not_allowed" } },
         400,
         undefined,
       ],
-      [{ status: 404, body: { error: "lease not provisioned" } }, 404, undefined],
-      [{ status: 409, body: { error: "already restarting" } }, 409, undefined],
+      [
+        { status: 404, body: { error: "lease not provisioned" } },
+        404,
+        undefined,
+        "lease not yet provisioned",
+      ],
+      [
+        { status: 409, body: { error: "already restarting" } },
+        409,
+        "backend_invalid_state",
+        "invalid state for restart",
+      ],
     ];
-    for (const [script, status, reason] of cases) {
+    for (const [script, status, reason, text] of cases) {
       const uuid = placed();
       const k = key();
       fake.script.set("restart", [script as never]);
@@ -308,6 +326,7 @@ describe("restart/update: admission and the backend's answers", () => {
       assert.equal(r.status, status, JSON.stringify(r.body));
       assert.equal(r.body?.reason, reason);
       if (status === 400) assert.equal(r.body?.error, "image not allowed here");
+      if (text !== undefined) assert.equal(r.body?.error, text);
       const again = await post(uuid, "restart", { key: k });
       assert.deepEqual(again.body, r.body, "an exact retry replays the stored answer");
       assert.equal(m.inProgress(uuid), undefined);
@@ -476,5 +495,55 @@ describe("restart/update: the shared budget and legacy tenants", () => {
     assert.equal((await post(mine, "restart", { key: null })).status, 400);
     const sent = JSON.parse(sentTo("restart")[0]!.body);
     assert.match(sent.maintenance_id, /^[0-9a-f]{8}-[0-9a-f]{4}-4/);
+  });
+});
+
+/**
+ * What the reference v0.13's tenant tools send: no Idempotency-Key, a fresh token per
+ * request, and for update `Content-Type: application/json` with `{"payload": base64}`.
+ */
+const v013 = (uuid: string, op: "restart" | "update") =>
+  post(uuid, op, { key: null, ...(op === "update" ? { body: update(MANIFEST_2) } : {}) });
+
+describe('restart/update from a v0.13 client under maintenance_legacy_idempotency_tenants: ["*"]', () => {
+  before(() => {
+    legacyTenants = () => ["*"];
+  });
+  after(() => {
+    legacyTenants = () => [otherAddress];
+  });
+
+  it("every tenant is admitted on the legacy terms: 202, keyed by its token, WARN and counter", async () => {
+    fake.script.set("restart", [{ status: 202, body: { status: "restarting" } }]);
+    fake.script.set("update", [{ status: 202, body: { status: "updating" } }]);
+    const restarted = placed();
+    const r = await v013(restarted, "restart");
+    assert.deepEqual({ status: r.status, body: r.body }, accepted("restart"));
+    const updated = placed();
+    const u = await v013(updated, "update");
+    assert.deepEqual({ status: u.status, body: u.body }, accepted("update"));
+    assert.deepEqual(
+      m.journal.byMaintenanceId(updated, JSON.parse(sentTo("update")[0]!.body).maintenance_id)?.payload,
+      MANIFEST_2,
+    );
+    const metric = await registry.getSingleMetricAsString("fred_api_maintenance_legacy_key_total");
+    assert.match(metric, /fred_api_maintenance_legacy_key_total 2/);
+    // Each keyless request is its own command: the next token is a new command (409 while
+    // the first is pending), never the first one's answer.
+    assert.equal((await v013(restarted, "restart")).status, 409);
+    assert.equal(sentTo("restart").length, 1);
+  });
+});
+
+describe("restart/update from a v0.13 client without the legacy list", () => {
+  it("a tenant not listed gets 400 (Idempotency-Key required), nothing recorded or sent", async () => {
+    const uuid = placed();
+    for (const op of ["restart", "update"] as const) {
+      const r = await v013(uuid, op);
+      assert.equal(r.status, 400, JSON.stringify(r.body));
+      assert.deepEqual(r.body, { error: "Idempotency-Key header is required", code: 400 });
+    }
+    assert.equal(m.journal.totals().commands, 0);
+    assert.equal(fake.requests.length, 0);
   });
 });

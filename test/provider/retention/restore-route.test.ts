@@ -249,19 +249,27 @@ describe("redelivery of an admitted restore (reconciler, callback timeout)", () 
 
 describe("POST restore: refusals before the backend is asked (nothing is written)", () => {
   it("bad input: path, body, equal leases, billing-only target", async () => {
-    const bad = async (into: string, body: unknown, reason?: string) => {
+    const bad = async (into: string, body: unknown, reason?: string, error?: string) => {
       const r = await restore(into, body);
       assert.equal(r.status, 400, JSON.stringify(r.body));
       assert.equal(r.body.reason, reason);
+      if (error !== undefined) assert.equal(r.body.error, error, JSON.stringify(body));
     };
     const res = await fetch(`${h.url}/v1/leases/not-a-uuid/restore`, { method: "POST" });
     assert.equal(res.status, 400);
-    await bad(target, {});
-    await bad(target, { from_lease_uuid: "nope" });
-    await bad(target, { from_lease_uuid: source.toUpperCase() });
-    await bad(target, { from_lease_uuid: 7 });
-    await bad(target, []);
-    await bad(target, "{not json");
+    // The reference's texts for the reference's conditions.
+    await bad(target, {}, undefined, "from_lease_uuid is required");
+    await bad(target, { from_lease_uuid: "" }, undefined, "from_lease_uuid is required");
+    await bad(target, { from_lease_uuid: "nope" }, undefined, "from_lease_uuid is not a valid UUID");
+    await bad(
+      target,
+      { from_lease_uuid: source.toUpperCase() },
+      undefined,
+      "from_lease_uuid is not a valid UUID",
+    );
+    await bad(target, { from_lease_uuid: 7 }, undefined, "invalid request body");
+    await bad(target, [], undefined, "invalid request body");
+    await bad(target, "{not json", undefined, "invalid request body");
     await bad(target, { from_lease_uuid: target });
     const billing = chain.addLease(PROVIDER_UUID, {
       tenant: h.tenant,

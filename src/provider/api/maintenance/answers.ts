@@ -7,8 +7,11 @@ import { tenantSafeText } from "../lease-events.ts";
 /**
  * The tenant answers of restart and update, worded once. A settled command's answer is
  * stored with it and replayed to an exact retry; `asApiError` turns a stored answer back
- * into the refusal the one error edge writes.
+ * into the refusal the one error edge writes. Where the condition is the reference's, the
+ * `error` text is the reference's literal text (clients match on it: they retry a 409
+ * only on "invalid state"); our `reason` tells the cases apart.
  */
+export const invalidStateFor = (kind: CommandKind) => `invalid state for ${kind}`;
 export const progressStatus = (kind: CommandKind) => (kind === "restart" ? "restarting" : "updating");
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
@@ -34,15 +37,17 @@ export const maintenanceRefusal = {
   conflict: (what: string) => new ApiError("ERR_API_MAINTENANCE_CONFLICT", 409, what),
   keyReused: () =>
     new ApiError("ERR_API_MAINTENANCE_CONFLICT", 409, "the Idempotency-Key was used for a different command"),
-  busy: () =>
-    new ApiError(
-      "ERR_API_MAINTENANCE_CONFLICT",
-      409,
-      "another command or lifecycle operation is in progress for the lease",
-    ),
+  /** Another command or lifecycle operation of the lease is in progress. */
+  busy: (kind: CommandKind) =>
+    new ApiError("ERR_API_MAINTENANCE_CONFLICT", 409, invalidStateFor(kind), {
+      reason: "command_in_progress",
+    }),
   /** The same 410 backend_storage_lost the reads answer (one wording, in errors.ts). */
   storageLost: refuse.storageLost,
-  notActive: () => new ApiError("ERR_API_MAINTENANCE_CONFLICT", 409, "lease is not active"),
+  notActive: () =>
+    new ApiError("ERR_API_MAINTENANCE_CONFLICT", 409, "lease not found or not active", {
+      reason: "lease_not_active",
+    }),
   reserved: () =>
     new ApiError(
       "ERR_API_MAINTENANCE_RESERVED",
@@ -88,22 +93,26 @@ export function refusalAnswer(
       },
     };
   }
-  const verb = kind === "restart" ? "restarted" : "updated";
   switch (out.status) {
     case 400:
       return {
         outcome: "refused",
         answer: {
           status: 400,
-          error: out.error === "" ? `the lease cannot be ${verb}` : tenantSafeText(out.error),
+          error:
+            out.error !== ""
+              ? tenantSafeText(out.error)
+              : kind === "update"
+                ? "the update request was rejected as invalid"
+                : "the lease cannot be restarted",
         },
       };
     case 404:
-      return { outcome: "refused", answer: { status: 404, error: "lease not provisioned" } };
+      return { outcome: "refused", answer: { status: 404, error: "lease not yet provisioned" } };
     default:
       return {
         outcome: "refused",
-        answer: { status: 409, error: `the lease cannot be ${verb} in its current state` },
+        answer: { status: 409, error: invalidStateFor(kind), reason: "backend_invalid_state" },
       };
   }
 }

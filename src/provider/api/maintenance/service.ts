@@ -8,7 +8,7 @@ import { classifyState } from "../../../core/reconcile/index.ts";
 import { newUuidV4 } from "../../../core/uuid.ts";
 import type { Logger } from "../../../log.ts";
 import type { BackendClient, MutationOutcome } from "../../backend-client/index.ts";
-import { buildCallbackUrl, type ProviderConfig } from "../../config/index.ts";
+import { buildCallbackUrl, EVERY_LEGACY_TENANT, type ProviderConfig } from "../../config/index.ts";
 import { failpoint } from "../../failpoints.ts";
 import {
   ANSWERS,
@@ -73,13 +73,15 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
   readonly #o: MaintenanceOptions;
   readonly journal: MaintenanceJournal;
   readonly #legacy: Counter;
-  readonly #legacyTenants: ReadonlySet<string>;
+  /** The listed tenants, or "every" for `["*"]`. */
+  readonly #legacyTenants: ReadonlySet<string> | "every";
 
   constructor(o: MaintenanceOptions) {
     super();
     this.#o = o;
     this.journal = MaintenanceJournal.of(o.store);
-    this.#legacyTenants = new Set(o.config.maintenanceLegacyIdempotencyTenants);
+    const listed = o.config.maintenanceLegacyIdempotencyTenants;
+    this.#legacyTenants = listed.includes(EVERY_LEGACY_TENANT) ? "every" : new Set(listed);
     this.#legacy = new Counter({
       name: "fred_api_maintenance_legacy_key_total",
       help: "Restart/update requests of legacy tenants keyed by their token (no Idempotency-Key)",
@@ -87,9 +89,9 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
     });
   }
 
-  /** Whether the tenant may omit Idempotency-Key (maintenance_legacy_idempotency_tenants). */
+  /** Whether the tenant may omit Idempotency-Key (maintenance_legacy_idempotency_tenants; "*" is everyone). */
   isLegacyTenant(tenant: string): boolean {
-    return this.#legacyTenants.has(tenant);
+    return this.#legacyTenants === "every" || this.#legacyTenants.has(tenant);
   }
 
   /** A legacy tenant's command keyed by its token: counted and logged, as the operator asked. */
@@ -137,7 +139,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
       throw refuse.unavailable();
     }
     if (store.attemptFor(r.leaseUuid) !== undefined || this.#o.provisioningStarted(r.leaseUuid))
-      throw refuse.busy();
+      throw refuse.busy(r.kind);
     let admitted: ReturnType<MaintenanceJournal["admit"]>;
     try {
       admitted = this.journal.admit(
@@ -160,7 +162,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
     }
     switch (admitted.kind) {
       case "busy":
-        throw refuse.busy();
+        throw refuse.busy(r.kind);
       case "reserved":
         throw refuse.reserved();
       case "full":

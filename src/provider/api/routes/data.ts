@@ -22,9 +22,12 @@ const notStored = (message: string, cause?: unknown) =>
   new ApiError("ERR_API_PAYLOAD_NOT_STORED", 409, message, cause === undefined ? {} : { cause });
 
 /** Reads the raw body up to `max` bytes; over it (or a broken stream) is a 400. */
+/** The reference's text for a body that could not be read (too large, or the stream failed). */
+const UNREADABLE_BODY = "failed to read request body";
+
 export function readBody(raw: IncomingMessage, max: number, signal: AbortSignal): Promise<Buffer> {
   const declared = Number(raw.headers["content-length"] ?? Number.NaN);
-  if (declared > max) return Promise.reject(bad("request body could not be read: too large"));
+  if (declared > max) return Promise.reject(bad(UNREADABLE_BODY));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -34,14 +37,14 @@ export function readBody(raw: IncomingMessage, max: number, signal: AbortSignal)
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > max) fail(bad("request body could not be read: too large"));
+      if (size > max) fail(bad(UNREADABLE_BODY));
       else chunks.push(chunk);
     };
     const onEnd = () => {
       cleanup();
       resolve(Buffer.concat(chunks, size));
     };
-    const onError = () => fail(bad("request body could not be read"));
+    const onError = () => fail(bad(UNREADABLE_BODY));
     const onAbort = () => fail(refuse.timeout());
     const cleanup = () => {
       raw.off("data", onData).off("end", onEnd).off("error", onError);

@@ -13,7 +13,8 @@ import type { RequestScope } from "../request-scope.ts";
  * What POST restart and POST update share, in the seed's order: the lease UUID (400), the
  * token's signature (401), then — before the replay-protected token is spent — the
  * Idempotency-Key (400: missing for a tenant not listed in
- * maintenance_legacy_idempotency_tenants, repeated, or not a canonical UUIDv4) and the
+ * maintenance_legacy_idempotency_tenants, or the list is not ["*"]; repeated, or not a
+ * canonical UUIDv4) and the
  * route's own input check; then the token is spent and the chain's lease read (503 when it
  * cannot be read or is not found, 403 for another tenant's). The command itself is the
  * maintenance service's (journal, backend, answers).

@@ -3,6 +3,7 @@ import { routeRead } from "../backend-route.ts";
 import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
 import { lookupDiagnostics } from "../diagnostics.ts";
 import { refuse } from "../errors.ts";
+import { parseInclude } from "../include.ts";
 import type { ProvisionBody } from "../schemas/lease.ts";
 
 /**
@@ -10,6 +11,7 @@ import type { ProvisionBody } from "../schemas/lease.ts";
  * diagnostics for the lease. The backend answers from its persisted diagnostics once the
  * workload is gone. "Not found" is said only when it is known (nothing was placed here,
  * or the confirmed owner has no record); an unresolved placement answers 503 instead.
+ * `terminal_budget` is ours, not the reference's: only `?include=terminal_budget` adds it.
  */
 export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext): void {
   const { store, clients, config } = ctx.deps;
@@ -17,6 +19,7 @@ export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext)
     "/v1/leases/:lease_uuid/provision",
     tenantRoute(ctx, async (req, reply, scope) => {
       const { uuid, claims } = await authorizeLease(ctx, req, reply, { kind: "access", replay: false });
+      const include = parseInclude(req);
       const found = await lookupDiagnostics(routeRead(store, clients, uuid), clients, uuid, scope.signal);
       if (found.kind === "absent") throw refuse.notProvisioned("provision not found");
       if (found.kind === "unknown") {
@@ -31,7 +34,8 @@ export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext)
         status: ctx.deps.maintenance?.inProgress(uuid) ?? d.status,
         fail_count: d.failCount,
       };
-      if (d.terminalBudget !== undefined) body.terminal_budget = d.terminalBudget;
+      if (include.has("terminal_budget") && d.terminalBudget !== undefined)
+        body.terminal_budget = d.terminalBudget;
       if (d.reason !== undefined) body.reason = d.reason;
       if (d.message !== undefined) body.message = d.message;
       Object.assign(body, d.retained);

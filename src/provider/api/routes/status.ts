@@ -7,7 +7,8 @@ import { onLostBackend, routeRead } from "../backend-route.ts";
 import { type TenantContext, tenantRoute } from "../context.ts";
 import { type Diagnostics, type DiagnosticsLookup, lookupDiagnostics } from "../diagnostics.ts";
 import { refuse } from "../errors.ts";
-import type { StatusBody } from "../schemas/lease.ts";
+import { parseInclude } from "../include.ts";
+import type { ExtraKey, StatusBody } from "../schemas/lease.ts";
 
 /**
  * `GET /v1/leases/{uuid}/status` (access token, no replay, any state): the chain state
@@ -15,8 +16,9 @@ import type { StatusBody } from "../schemas/lease.ts";
  * the backend's provision status (coalesced per lease, at most one chain-read TTL old). A
  * backend that cannot answer only drops those fields. Retained data adds its retained
  * fields (restore shape, hint, partition, deadline).
- * `credit` (balance, burn per hour and depletion date of the tenant's credit, from the
- * credit monitor) is likewise dropped when the chain cannot be read.
+ * By default the body has exactly the reference's keys; `?include=` adds ours:
+ * `terminal_budget` (the backend's), `credit` (balance, burn per hour and depletion date of
+ * the tenant's credit, from the credit monitor; dropped when the chain cannot be read).
  *
  * When the chain has no record of the lease (a lagging or reset node, the wrong chain),
  * the answer comes from the backend's retained record instead, with state
@@ -24,15 +26,18 @@ import type { StatusBody } from "../schemas/lease.ts";
  */
 export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): void {
   const { payloads, config, logger } = ctx.deps;
-  // The last body sent per lease, as JSON, with what it was built from (owned leases only).
+  // The last body sent per lease and include set, as JSON, with what it was built from
+  // (owned leases only).
   const built = new LRUCache<string, BuiltStatus>({ max: 10_000 });
   app.get(
     "/v1/leases/:lease_uuid/status",
     tenantRoute(ctx, async (req, reply, scope) => {
       const uuid = leaseUuidParam(req);
       const claims = ctx.auth.authenticate(req, reply, uuid, { kind: "access", replay: false });
+      const include = parseInclude(req);
       const lease = await ctx.leases.ownedIfKnown(claims);
-      if (lease === undefined) return { status: 200, body: await fromRetainedRecord(ctx, uuid, claims) };
+      if (lease === undefined)
+        return { status: 200, body: await fromRetainedRecord(ctx, uuid, claims, include) };
       let payloadReceived = false;
       try {
         payloadReceived = payloads?.has(uuid) ?? false;
@@ -51,7 +56,7 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
         logger.warn({ err: found.error.cause, lease_uuid: uuid }, "status: provision lookup failed");
       }
       let credit: StatusBody["credit"];
-      if (ctx.deps.credit !== undefined) {
+      if (include.has("credit") && ctx.deps.credit !== undefined) {
         try {
           credit = await ctx.deps.credit(claims.tenant, scope.signal);
         } catch (err) {
@@ -59,7 +64,8 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
         }
       }
       const inputs: BuiltStatus = { lease, found, payloadReceived, started, progress, credit, json: "" };
-      const last = built.get(uuid);
+      const key = `${uuid} ${[...include].sort().join(",")}`;
+      const last = built.get(key);
       if (last !== undefined && sameInputs(last, inputs)) return { status: 200, json: last.json };
       const body: StatusBody = {
         lease_uuid: uuid,
@@ -75,12 +81,12 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
         body.provision_status = "failed";
         body.reason = "BackendStorageLost";
       } else if (found.kind === "found") {
-        addDiagnostics(body, found.diagnostics);
+        addDiagnostics(body, found.diagnostics, include);
         if (progress !== undefined) body.provision_status = progress;
       }
       if (credit !== undefined) body.credit = credit;
       inputs.json = JSON.stringify(body);
-      built.set(uuid, inputs);
+      built.set(key, inputs);
       return { status: 200, json: inputs.json };
     }),
   );
@@ -117,10 +123,11 @@ function sameInputs(a: BuiltStatus, b: BuiltStatus): boolean {
   );
 }
 
-function addDiagnostics(body: StatusBody, d: Diagnostics): void {
+function addDiagnostics(body: StatusBody, d: Diagnostics, include: ReadonlySet<ExtraKey>): void {
   body.provision_status = d.status;
   if (d.failCount > 0) body.fail_count = d.failCount;
-  if (d.terminalBudget !== undefined) body.terminal_budget = d.terminalBudget;
+  if (include.has("terminal_budget") && d.terminalBudget !== undefined)
+    body.terminal_budget = d.terminalBudget;
   if (d.reason !== undefined) body.reason = d.reason;
   if (d.message !== undefined) body.message = d.message;
   Object.assign(body, d.retained);
@@ -131,6 +138,7 @@ async function fromRetainedRecord(
   ctx: TenantContext,
   uuid: string,
   claims: TokenClaims,
+  include: ReadonlySet<ExtraKey>,
 ): Promise<StatusBody> {
   const found = await sharedDiagnostics(ctx, uuid, "LEASE_STATE_UNSPECIFIED");
   const d = found.kind === "found" ? found.diagnostics : undefined;
@@ -151,7 +159,7 @@ async function fromRetainedRecord(
     payload_received: false,
     provisioning_started: false,
   };
-  addDiagnostics(body, d);
+  addDiagnostics(body, d, include);
   return body;
 }
 

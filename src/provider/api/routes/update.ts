@@ -12,9 +12,14 @@ import { registerMaintenanceRoute } from "./maintenance.ts";
  * `{"payload": "<standard base64 manifest>"}`: the new manifest is journaled as the lease's
  * pending desired state and sent to its backend; it becomes the lease's payload only when
  * the backend reports this exact update succeeded. The body is read whatever its content
- * type (up to max_request_body_size) and checked before the token is spent: not JSON, no
- * `payload` string, not canonical base64, empty, or not a valid manifest is a 400.
+ * type (up to max_request_body_size) and checked before the token is spent: not a JSON
+ * object, a `payload` that is not a string or not canonical base64 ("invalid request
+ * body"), none or empty ("payload is required": the reference's texts), or not a valid
+ * manifest is a 400.
  */
+const INVALID_BODY = "invalid request body";
+const PAYLOAD_REQUIRED = "payload is required";
+
 export function registerUpdateRoute(app: FastifyInstance, ctx: TenantContext): void {
   const max = ctx.deps.config.maxRequestBodySize;
   registerMaintenanceRoute(app, ctx, {
@@ -30,20 +35,19 @@ export function checkUpdateBody(body: Buffer, max: number): Buffer {
   try {
     parsed = parseStrictJson(body, max);
   } catch {
-    throw bad("body must be a JSON object with a payload");
+    throw bad(INVALID_BODY);
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw bad("body must be a JSON object with a payload");
-  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw bad(INVALID_BODY);
   const text = (parsed as { payload?: unknown }).payload;
-  if (typeof text !== "string" || text === "") throw bad("payload must be a non-empty base64 string");
+  if (text === undefined || text === null || text === "") throw bad(PAYLOAD_REQUIRED);
+  if (typeof text !== "string") throw bad(INVALID_BODY);
   let payload: Buffer;
   try {
     payload = decodeBase64Std(text, "payload", max);
   } catch {
-    throw bad("payload must be standard padded base64");
+    throw bad(INVALID_BODY);
   }
-  if (payload.length === 0) throw bad("payload must be a non-empty base64 string");
+  if (payload.length === 0) throw bad(PAYLOAD_REQUIRED);
   const manifest = parseManifest(payload);
   if (!manifest.ok) {
     const first = manifest.problems[0];

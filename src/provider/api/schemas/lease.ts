@@ -21,7 +21,7 @@ export const leaseParamsSchema = z.object({
   lease_uuid: z.string().regex(CANONICAL_UUID).describe("Canonical lowercase lease UUID"),
 });
 
-const FROM_INVALID = "from_lease_uuid must be a canonical lowercase lease UUID";
+const FROM_INVALID = "from_lease_uuid is not a valid UUID";
 
 /** `POST restore` body: the closed or expired lease whose retained data to adopt. */
 export const restoreBodySchema = z.object(
@@ -64,6 +64,31 @@ export const eventsQuerySchema = z.object({
   notices: once("notices").optional().describe("Any value but 0/false: also send reset and notice frames"),
 });
 
+/** The keys of ours a status or provision answer carries only when `include` asks for them. */
+export const EXTRA_KEYS = ["credit", "terminal_budget"] as const;
+export type ExtraKey = (typeof EXTRA_KEYS)[number];
+const INCLUDE_INVALID = `include must be a comma-separated list of ${EXTRA_KEYS.join(", ")}`;
+
+/**
+ * `GET status` / `GET provision` query: by default the answer has exactly the reference's
+ * keys; `include` adds ours (either or both, once each). `credit` adds nothing to provision.
+ */
+export const includeQuerySchema = z.object({
+  include: once("include")
+    .refine((v) => {
+      const asked = v.split(",");
+      return (
+        new Set(asked).size === asked.length &&
+        asked.every((k) => (EXTRA_KEYS as readonly string[]).includes(k))
+      );
+    }, INCLUDE_INVALID)
+    .transform((v) => new Set(v.split(",") as ExtraKey[]))
+    .optional()
+    .describe(
+      "Comma-separated extra keys of this provider to add to the answer: credit (status only), terminal_budget. Without it the answer has exactly the reference's keys",
+    ),
+});
+
 const leaseState = z.enum(LEASE_STATES);
 const leaseHeader = {
   lease_uuid: z.string(),
@@ -92,14 +117,16 @@ export const statusBodySchema = z.object({
   provisioning_started: z.boolean(),
   provision_status: text(),
   fail_count: z.number().int().positive().optional(),
-  terminal_budget: terminalBudgetSchema.optional().describe("The backend's consecutive-failure budget"),
+  terminal_budget: terminalBudgetSchema
+    .optional()
+    .describe("The backend's consecutive-failure budget; only with include=terminal_budget"),
   reason: text(),
   message: text(),
   ...retainedShape,
   credit: z
     .object({ balance: z.string(), burn_rate_per_hour: z.string(), depletes_at: z.string().nullable() })
     .optional()
-    .describe("The tenant's credit, when the chain could be read"),
+    .describe("The tenant's credit, when the chain could be read; only with include=credit"),
 });
 
 const portBinding = z.object({ host_ip: z.string(), host_port: z.number().int().min(0).max(65_535) });
@@ -129,7 +156,9 @@ export const provisionBodySchema = z.object({
   ...leaseHeader,
   status: z.string(),
   fail_count: z.number().int().min(0),
-  terminal_budget: terminalBudgetSchema.optional(),
+  terminal_budget: terminalBudgetSchema
+    .optional()
+    .describe("The backend's consecutive-failure budget; only with include=terminal_budget"),
   reason: text(),
   message: text(),
   ...retainedShape,

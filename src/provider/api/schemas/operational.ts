@@ -19,3 +19,37 @@ export const healthReportSchema = z.object({
     .describe("chain, backend:<name>, placement_store, placement_inventory, payload_store, token_tracker"),
   stats: z.object({ in_flight_provisions: z.number().int().min(0) }),
 });
+
+/**
+ * `GET /workloads` (src/provider/http/workloads.ts): the reference's shape. World-readable,
+ * so never a tenant, a partition or an image tag.
+ */
+export const workloadsQuerySchema = z.object({
+  lease_uuid: z
+    .array(z.string())
+    .min(1)
+    .max(100)
+    .describe("Canonical lease UUIDs, 1 to 100, one lease_uuid parameter each (repeats are answered once)"),
+});
+
+const workloadItem = z.object({
+  service_name: z.string().optional().describe("The service, for a stack"),
+  sku: z.string(),
+  image: z.string().optional().describe("The image's repository, without tag or digest"),
+  count: z.number().int().min(0),
+});
+
+export const workloadsBodySchema = z.object({
+  workloads: z
+    .record(
+      z.string(),
+      z.object({
+        status: z.string(),
+        created_at: z.string(),
+        backend_name: z.string(),
+        items: z.array(workloadItem),
+      }),
+    )
+    .describe("Per lease UUID asked for that a backend reports; unknown leases are absent"),
+  warnings: z.array(z.string()).describe("One entry per backend that could not answer; [] when all did"),
+});

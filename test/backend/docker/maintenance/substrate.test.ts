@@ -1,12 +1,15 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
-import { assertBtrfsWithQuotas } from "../../../../src/backend/docker/btrfs-volumes.ts";
-import type { DockerSubstrate } from "../../../../src/backend/docker/docker-substrate.ts";
+import { assertBtrfsWithQuotas, BtrfsVolumes } from "../../../../src/backend/docker/btrfs-volumes.ts";
+import { DockerSubstrate, stopGraceSeconds } from "../../../../src/backend/docker/docker-substrate.ts";
+import { connectDocker } from "../../../../src/backend/docker/engine.ts";
 import { instanceName } from "../../../../src/backend/docker/names.ts";
 import type { WorkloadSpec } from "../../../../src/backend/kit/substrate.ts";
-import { dockerSkip, execIn, scratchVolumeRoot, workloadSpec } from "../engine-helper.ts";
-import { EXITS, held, holdEventLoop, maintenanceSubstrate, VOLUME_APP } from "./harness.ts";
+import { systemClock } from "../../../../src/core/clock.ts";
+import { createLogger } from "../../../../src/log.ts";
+import { dockerSkip, execIn, scratchVolumeRoot, substrateConfig, workloadSpec } from "../engine-helper.ts";
+import { EXITS, held, holdEventLoop, maintenanceSubstrate, VERIFY, VOLUME_APP } from "./harness.ts";
 
 /**
  * Restart and update on the real engine, straight on the substrate: the container is
@@ -82,6 +85,40 @@ describe("docker substrate: restart and update", { skip }, () => {
     assert.equal(obs?.release, 1);
   });
 
+  it("container_stop_timeout is docker stop's grace: with 1s, a workload ignoring SIGTERM restarts promptly", async () => {
+    // The same image, without a stop_grace_period of its own: only container_stop_timeout
+    // decides how long the engine waits before SIGKILL (Docker's default would be 10 s).
+    const config = substrateConfig(scratch?.path, {
+      startup_verify_duration: VERIFY,
+      container_stop_timeout: "1s",
+    });
+    const quick = new DockerSubstrate({
+      config,
+      storageId,
+      docker: connectDocker(config.dockerHost),
+      clock: systemClock,
+      log: createLogger("test-docker-stop-grace", process.env.TEST_LOG_LEVEL ?? "silent"),
+      volumes: new BtrfsVolumes(config.volumeDataPath, storageId),
+    });
+    try {
+      const spec = workloadSpec({ storageId, services: { app: { image: VOLUME_APP.image } }, profile });
+      made.push(spec);
+      await quick.create(spec, signal);
+      await quick.start(spec, signal);
+      const [before] = await held(spec.leaseUuid);
+      const started = Date.now();
+      await quick.restart(spec, signal);
+      const took = Date.now() - started;
+      const now = await held(spec.leaseUuid);
+      assert.equal(now[0]?.state, "running");
+      assert.notEqual(now[0]?.id, before?.id, "a new container");
+      // 1 s of grace, then SIGKILL; the rest is create, start and the 1.5 s verification.
+      assert.ok(took < 8_000, `restart took ${took} ms`);
+    } finally {
+      await quick.close();
+    }
+  });
+
   it("update replaces release 1 by release 2 under the same name, sharing the volume", async () => {
     const spec = await runningLease();
     const next = nextOf(spec, { env: { GEN: "2" } });
@@ -149,5 +186,16 @@ describe("docker substrate: restart and update", { skip }, () => {
       now.every((c) => c.release === "1" && c.state !== "running"),
       JSON.stringify(now),
     );
+  });
+});
+
+describe("docker stop's grace period (t)", () => {
+  it("is the service's own stop_grace_period when set, else container_stop_timeout in whole seconds", () => {
+    assert.equal(stopGraceSeconds(undefined, 30_000), 30);
+    assert.equal(stopGraceSeconds(undefined, 1_000), 1);
+    assert.equal(stopGraceSeconds(undefined, 1_500), 2);
+    assert.equal(stopGraceSeconds(undefined, 200), 1);
+    assert.equal(stopGraceSeconds(5, 30_000), 5);
+    assert.equal(stopGraceSeconds(0, 2_000), 2);
   });
 });
