@@ -55,7 +55,7 @@ export async function ensureBundle() {
       bundle: true,
       platform: "node",
       format: "esm",
-      target: "node20",
+      target: "node22.12",
       // npm packages stay imports resolved at run time: only our own sources are bundled.
       packages: "external",
       // Function and class names survive, so stack traces and logs stay readable;

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Runs every test file under test/ with node:test through tsx.
-// Node 20's runner does not expand globs, so we collect the files ourselves.
+// We collect the files ourselves: Node 20 had no glob expansion in --test, and one list
+// keeps the path-substring filter below the same on every Node (22, 24).
 // Usage: npm test [-- <path-substring> ...]   (filters the files by substring)
 import { spawn } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";

@@ -33,7 +33,8 @@ every problem (one per line on stderr, and {"ok":false,"problems":[…]} on stdo
 exits 1. Keys and rules: docs/providerd-config.md.
 
 Running, it prints one line {"url","provider_uuid"} on stdout once the API listens, then
-logs to stderr. SIGHUP reloads tls_cert_file/tls_key_file (so does a change to either). SIGUSR1 runs a
+logs to stderr. SIGHUP (systemctl reload) reloads tls_cert_file/tls_key_file (so does a change to
+either); nothing else is reloaded, other changes need a restart. SIGUSR1 runs a
 reconciler sweep now (one already running is followed by exactly one more), as does
 \`fred providerd reconcile -c <config>\`, which also prints the sweep's result. The placement store must exist (fred placement init). The file keyring
 needs FRED_KEYRING_PASSPHRASE. Operator guide: docs/providerd.md.
@@ -52,14 +53,21 @@ needs FRED_KEYRING_PASSPHRASE. Operator guide: docs/providerd.md.
         printJson({ ok: true, config: redactConfig(result.config) });
         return;
       }
+      // SIGHUP (`systemctl reload`): serve a renewed TLS certificate without a restart. Taken
+      // from the start: by default SIGHUP ends the process, and systemd counts that as a clean
+      // exit it does not restart. One that arrives during startup has nothing to do, since
+      // startup reads the certificate files itself.
+      let onHangup = () => {};
+      process.on("SIGHUP", () => onHangup());
       // Before startup allocates: the daemon's heap growth follows its live set (heap-policy.ts).
       const heap = startHeapPolicy();
       const running = await startProviderd(result.config, { env: process.env, heap });
       heap?.settle();
+      onHangup = () => {
+        running.reloadTls();
+      };
       say(`fred providerd: listening on ${running.url}`);
       printJson({ url: running.url, provider_uuid: result.config.providerUuid });
-      // SIGHUP: serve a renewed TLS certificate without a restart.
-      process.on("SIGHUP", () => running.reloadTls());
       // SIGUSR1: the operator's on-demand reconciler sweep (its outcome is logged and metered).
       process.on("SIGUSR1", () => void running.reconcile().catch(() => {}));
       await new Promise<void>((resolve) => {

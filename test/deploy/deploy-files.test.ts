@@ -65,6 +65,30 @@ describe("deploy/ files", () => {
     });
   }
 
+  // `systemctl reload` must do what the daemon's own help calls a reload, nothing else.
+  for (const unit of units) {
+    const text = readFileSync(join(DEPLOY, "systemd", unit), "utf8");
+    const reload = /^ExecReload=\/bin\/kill -(\w+) \$MAINPID$/m.exec(text);
+    if (!/^ExecReload=/m.test(text)) continue;
+    it(`${unit}: ExecReload sends the signal fred documents as a reload`, async () => {
+      assert.ok(reload, `${unit}: ExecReload is not \`/bin/kill -SIG $MAINPID\``);
+      const start = /^ExecStart=\/usr\/bin\/node \/opt\/fred\/bin\/fred\.js (.+)$/m.exec(text);
+      assert.ok(start, `${unit} has no fred ExecStart`);
+      const args = (start[1] as string).split(/\s+/);
+      const words = args.slice(
+        0,
+        args.findIndex((a) => a.startsWith("-")),
+      );
+      const r = await runFred([...words, "--help"]);
+      assert.equal(r.code, 0, r.stderr);
+      const help = r.stdout.replace(/\s+/g, " ");
+      assert.ok(
+        help.includes(`SIG${reload[1]} (systemctl reload) reloads`),
+        `fred ${words.join(" ")} --help does not say that SIG${reload[1]} reloads`,
+      );
+    });
+  }
+
   for (const file of rules) {
     it(`${file} passes promtool check rules`, { skip: !tool("promtool") }, () => {
       const r = spawnSync("promtool", ["check", "rules", join(DEPLOY, "prometheus", file)], {

@@ -1,7 +1,7 @@
 /**
  * Test support: the one process launcher, the one poller and the one port policy of the
  * suite. Handles support `await using`; Symbol.asyncDispose exists on every Node this
- * project runs on (≥ 20.19), so nothing is polyfilled.
+ * project runs on (≥ 22.12), so nothing is polyfilled.
  */
 
 export { listenLoopback, pickFreePort, portOf } from "./ports.ts";

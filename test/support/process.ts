@@ -27,7 +27,7 @@ export interface LaunchOptions<T> {
   env?: Record<string, string | undefined>;
   cleanEnv?: boolean;
   cwd?: string;
-  /** Flags for node itself, e.g. `--cpu-prof` (Node 20 refuses it in NODE_OPTIONS). */
+  /** Flags for node itself, e.g. `--cpu-prof` (Node 20 refuses it in NODE_OPTIONS; 24 takes it there). */
   nodeFlags?: string[];
   /**
    * Recognises the ready line: returns the ready value, or undefined for "not this line".

@@ -146,7 +146,7 @@ describe("test support: ports", () => {
     await new Promise<void>((resolve) => again.close(() => resolve()));
   });
 
-  it("Symbol.asyncDispose exists (no polyfill needed on Node ≥ 20.19)", () => {
+  it("Symbol.asyncDispose exists (no polyfill needed on Node ≥ 22.12)", () => {
     assert.equal(typeof Symbol.asyncDispose, "symbol");
   });
 });
