@@ -13,7 +13,7 @@ import { mockSkus, SECRETS, SIDS, Stack } from "./stack.ts";
  * chain says ACTIVE and the workload runs. providerd re-reads the chain and asks the
  * backend's own record before believing it: the placement keeps its lifecycle, the report
  * is counted as contradicted, and a restart is still admitted (202) with the workload
- * running.
+ * running. A placement an earlier build left without its lifecycle is repaired by the sweep.
  */
 const stack = new Stack();
 let tenant: TenantKey;
@@ -93,6 +93,34 @@ describe("a lying deprovisioned callback (devnet + providerd + mock backend)", (
       const w = await stack.workloads([lease]);
       return w.length === 1 && w[0]!.status === "ready";
     }, "the workload runs after the restart");
+  });
+
+  it("a placement left without its lifecycle while the lease runs is repaired by the sweep", async () => {
+    const [lease] = (await stack.createLeases(1, "docker-small")) as [string];
+    await stack.waitState([lease], "LEASE_STATE_ACTIVE");
+    const lifecycleId = placement(lease)?.lifecycleId;
+    assert.ok(lifecycleId !== undefined);
+    // The wedge as an unchecked teardown report left it: the record retired, then adopted
+    // back by a sweep from the owner's inventory, with no lifecycle id.
+    assert.equal(await stack.stopProviderd(), 0);
+    const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid);
+    try {
+      assert.ok(s.retirePlacement(lease, "mock-1"));
+      s.adoptPlacement(lease, "mock-1", Date.now());
+      await s.durable();
+    } finally {
+      s.close();
+    }
+    assert.equal(placement(lease)?.lifecycleId, undefined);
+    await stack.startProviderd();
+    await until(() => placement(lease)?.lifecycleId === lifecycleId, "the sweep restores the lifecycle id", {
+      context: () => stack.providerd?.logTail() ?? "",
+    });
+    const res = await fetch(`${stack.api}/v1/leases/${lease}/restart`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${tenant.fresh(lease)}`, "idempotency-key": randomUUID() },
+    });
+    assert.equal(res.status, 202, await res.text());
   });
 
   it("bad input: a deprovisioned on an unknown lifecycle id changes nothing and counts nothing", async () => {
