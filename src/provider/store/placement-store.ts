@@ -540,7 +540,8 @@ export class PlacementStore {
    * callbacks, restarts and updates reach the lease again. Any other record is left alone.
    */
   restoreLifecycle(leaseUuid: string, backend: string, lifecycleId: string): boolean {
-    if (!isUuidV4(lifecycleId)) return false;
+    // The id comes from a backend's record: only a canonical (lowercase) UUIDv4 is taken.
+    if (!isUuidV4(lifecycleId) || lifecycleId !== lifecycleId.toLowerCase()) return false;
     const p = this.placement(leaseUuid);
     if (p?.state !== "confirmed" || p.owner !== backend || p.lifecycleId !== undefined) return false;
     this.#stmt.upsertPlacement.run(
