@@ -417,6 +417,12 @@ export const ERROR_CODES = {
     meaning: "the lease's backend answered a tenant read with an error or an unreadable body",
     http: 500,
   },
+  ERR_API_BACKEND_BAD_GATEWAY: {
+    meaning:
+      "the lease's backend answered a tenant read off its contract (an unreadable or off-shape body); none of its text is relayed",
+    retryable: true,
+    http: 502,
+  },
   ERR_API_REPLAY_STORE: {
     meaning: "the token replay store cannot answer; the request is refused",
     retryable: true,

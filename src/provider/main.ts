@@ -145,6 +145,7 @@ export async function startProviderd(
         callbacks: lc,
         requestTimeoutMs: config.httpReadTimeoutMs + config.httpWriteTimeoutMs,
         blocks: blockSignal(feed),
+        registry: metrics.registry,
       }),
     );
     const { app, reloadTls } = buildHttpServer({

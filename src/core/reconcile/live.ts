@@ -175,7 +175,8 @@ function recordless(c: Ctx, reporters: readonly string[]): Decision {
 }
 
 /** The normal state rows, on the lease's one backend (which answered this sweep). */
-function onOwner(c: Ctx, owner: string, obs: ProvisionObservation | undefined, pre: Action[]): Decision {
+function onOwner(c: Ctx, owner: string, obs: ProvisionObservation | undefined, before: Action[]): Decision {
+  let pre = before;
   const id = c.lease.uuid;
   const hasPayload = c.input.store.payloads.has(id);
   const hashed = c.lease.metaHash !== "";
@@ -205,10 +206,26 @@ function onOwner(c: Ctx, owner: string, obs: ProvisionObservation | undefined, p
   }
   const row = ACTIVE_ROWS[obs.status];
   if (row === undefined) return decide("activeOtherStatus");
+  if (row === "activeReady" && lacksLifecycle(c, owner))
+    pre = [...pre, { kind: "restore_lifecycle", lease: id, backend: owner }];
   // Only where the owner's applied domains are unknown or differ from the chain's: a sweep
   // over a settled fleet then sends none (the feed's events push the changes as they happen).
   if (sameDomains(c.lease.customDomains ?? [], obs.customDomains)) return decide(row);
   return decide(row, { kind: "reconcile_custom_domain", lease: id, backend: owner });
+}
+
+/**
+ * An ACTIVE lease whose confirmed record (this owner's, with no attempt) has no lifecycle id:
+ * the owner's record, read in the act phase, gives it back.
+ */
+function lacksLifecycle(c: Ctx, owner: string): boolean {
+  const p = c.input.store.placements.get(c.lease.uuid);
+  return (
+    p?.kind === "confirmed" &&
+    p.owner === owner &&
+    p.noLifecycle === true &&
+    !c.input.store.attempts.has(c.lease.uuid)
+  );
 }
 
 /** Whether the owner reported exactly the chain's domains (order and empty entries aside). */

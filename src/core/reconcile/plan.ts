@@ -41,6 +41,7 @@ const PHASE: Record<Action["kind"], number> = {
   reprovision: 1,
   redeliver: 1,
   reconcile_custom_domain: 1,
+  restore_lifecycle: 1,
   lease_error: 1,
   orphan_deprovision_candidate: 2,
   payload_cleanup_candidate: 2,

@@ -60,7 +60,17 @@ export type QuarantineReason = "conflict" | "untrusted_positive";
 
 /** A durable placement record. */
 export type PlacementView =
-  | { kind: "confirmed"; owner: string; updatedAt: number }
+  | {
+      kind: "confirmed";
+      owner: string;
+      updatedAt: number;
+      /**
+       * The record has no lifecycle id (an adopted placement, or one whose lifecycle a
+       * teardown report retired while the lease lived): lifecycle callbacks, restarts and
+       * updates cannot reach it until the owner's own record gives the id back.
+       */
+      noLifecycle?: true;
+    }
   | { kind: "quarantined"; reason: QuarantineReason; candidates: readonly string[]; updatedAt: number }
   /** A record this build cannot read as an owner or a candidate set. */
   | { kind: "unusable"; updatedAt: number };
@@ -137,6 +147,8 @@ export type Action =
   | { kind: "reprovision"; lease: string; backend: string; payload: PayloadSource }
   | { kind: "redeliver"; lease: string; backend: string; operationId: string }
   | { kind: "reconcile_custom_domain"; lease: string; backend: string }
+  /** Take the lifecycle id from the owner's own record of the lease (GET provisions/{uuid}). */
+  | { kind: "restore_lifecycle"; lease: string; backend: string }
   | { kind: "lease_error"; lease: string; reason: "owner_not_configured" }
   // Destructive candidates: executed only if the re-read passes REREAD_GATE.
   | {

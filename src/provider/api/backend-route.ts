@@ -107,11 +107,21 @@ export function ownerOrRefuse(route: BackendRoute, notFound = "lease not yet pro
 
 /**
  * Maps a failed backend read: a backend we may not or cannot ask right now (fenced,
- * open circuit) is 503, anything else the backend did is 500. Its text stays in the log.
+ * open circuit) is 503, an answer off the contract (a body that does not decode, a status
+ * a read never gets) is 502,
+ * anything else the backend did is 500. Its text stays in the log.
  */
 export function backendReadFailure(err: unknown): Error {
   if (isFredError(err, "ERR_BACKEND_FENCED") || isFredError(err, "ERR_BACKEND_CIRCUIT_OPEN")) {
     return refuse.unavailable("ERR_API_BACKEND_UNAVAILABLE", err);
   }
+  if (isFredError(err, "ERR_BACKEND_MALFORMED") || offContractStatus(err)) return refuse.badGateway(err);
   return refuse.backendRead(err);
+}
+
+/** A read answered with a status the contract does not give it (neither 200, 404 nor 5xx). */
+function offContractStatus(err: unknown): boolean {
+  if (!isFredError(err, "ERR_BACKEND_STATUS")) return false;
+  const status = err.details?.status;
+  return typeof status === "number" && status < 500;
 }

@@ -7,7 +7,7 @@ import type { LeaseInfo } from "../backend-client/index.ts";
  * keep index, container, image, status, fqdn and ports; a stack's services carry their
  * instances. An fqdn is only ever relayed, never made up: the top level (and each
  * service) takes its first instance's fqdn when it has none of its own, and is omitted
- * when nobody reports one. A shape we cannot read is a backend fault (500), not a guess.
+ * when nobody reports one. A shape we cannot read is a backend fault (502), not a guess.
  */
 type Json = Record<string, unknown>;
 

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
+import { Counter, type Registry } from "prom-client";
 import type { TokenClaims } from "../../auth/token.ts";
 import type { ChainLease, ChainPort, LeaseStateName } from "../../chain/port.ts";
 import { Coalescer, RateBuckets } from "../../core/async/index.ts";
@@ -11,7 +12,7 @@ import type { Restorer } from "../retention/index.ts";
 import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
 import type { DiagnosticsLookup } from "./diagnostics.ts";
-import { sendApiError } from "./errors.ts";
+import { ApiError, sendApiError } from "./errors.ts";
 import type { EventHub, EventHubOptions } from "./event-hub.ts";
 import type { Maintenance } from "./maintenance/service.ts";
 import { RequestScope } from "./request-scope.ts";
@@ -64,6 +65,8 @@ export interface TenantApiDeps {
   /** Event stream caps and timings (tests shrink them; defaults are the documented ones). */
   events?: Partial<Pick<EventHubOptions, "perLease" | "total" | "bufferSize" | "maxLeases">>;
   eventTimings?: Partial<EventTimings>;
+  /** Where the tenant API's own counters register (none when absent). */
+  registry?: Registry;
 }
 
 export interface TenantContext {
@@ -78,6 +81,8 @@ export interface TenantContext {
   statusReads: Coalescer<DiagnosticsLookup>;
   requestTimeoutMs: number;
   logger: Logger;
+  /** Tenant answers a backend's off-contract answer turned into a 502 (fred_backend_malformed_error_body_total). */
+  badGateways: Counter;
 }
 
 export function tenantContext(deps: TenantApiDeps): TenantContext {
@@ -86,6 +91,11 @@ export function tenantContext(deps: TenantApiDeps): TenantContext {
     deps,
     logger,
     requestTimeoutMs: deps.requestTimeoutMs ?? 30_000,
+    badGateways: new Counter({
+      name: "fred_backend_malformed_error_body_total",
+      help: "Tenant reads answered 502 because the lease's backend answered off its contract",
+      registers: deps.registry === undefined ? [] : [deps.registry],
+    }),
     auth: new TenantAuth({
       clock: deps.clock,
       bech32Prefix: deps.config.bech32Prefix,
@@ -170,6 +180,7 @@ export function tenantRoute(ctx: TenantContext, handler: TenantHandler): RouteHa
       }
       return reply;
     } catch (err) {
+      if (err instanceof ApiError && err.status === 502) ctx.badGateways.inc();
       return sendApiError(reply, err, ctx.logger);
     } finally {
       scope.done();

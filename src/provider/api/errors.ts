@@ -42,6 +42,11 @@ export const refuse = {
   chainRead: (cause: unknown) => new ApiError("ERR_API_CHAIN_READ", 500, "internal server error", { cause }),
   backendRead: (cause: unknown) =>
     new ApiError("ERR_API_BACKEND_READ", 500, "internal server error", { cause }),
+  /** The backend answered off its contract (e.g. a 200 whose body does not decode): never a 404. */
+  badGateway: (cause: unknown) =>
+    new ApiError("ERR_API_BACKEND_BAD_GATEWAY", 502, "the provider backend returned an invalid response", {
+      cause,
+    }),
   unavailable: (code: ErrorCode, cause?: unknown) =>
     new ApiError(code, 503, "service temporarily unavailable", {
       retryAfterSeconds: 1,

@@ -89,6 +89,8 @@ const REFUSALS: Record<string, string> = {
   "409": "Nothing was stored (a payload exists, no payload store, or the write failed)",
   "429": "Rate limit exceeded (Retry-After says when to retry)",
   "500": "The chain or backend read failed",
+  "502":
+    "The lease's backend answered off its contract (an unreadable body or a status a read never gets); none of its text is relayed",
   "503":
     "Temporarily unavailable: request deadline, chain read queue full, replay store, placement unresolved, log capacity (Retry-After: 1 where retrying soon helps)",
 };
@@ -98,17 +100,25 @@ function refusals(codes: readonly string[]): Json {
 }
 
 const LEASE_REFUSALS = ["400", "401", "403", "404", "429", "500", "503"] as const;
+/** The reads that relay the owner's answer add 502 (an off-contract answer). */
+const RELAYING_REFUSALS = ["400", "401", "403", "404", "429", "500", "502", "503"] as const;
 const lease = parameters("path", leaseParamsSchema);
 const bearer = [{ tenantToken: [] }];
 
-function leaseRead(summary: string, body: Component, extraParams: Json[] = [], description?: string): Json {
+function leaseRead(
+  summary: string,
+  body: Component,
+  extraParams: Json[] = [],
+  description?: string,
+  codes: readonly string[] = RELAYING_REFUSALS,
+): Json {
   return {
     get: {
       summary,
       ...(description === undefined ? {} : { description }),
       security: bearer,
       parameters: [...lease, ...extraParams],
-      responses: { "200": { description: "OK", ...json(body) }, ...refusals(LEASE_REFUSALS) },
+      responses: { "200": { description: "OK", ...json(body) }, ...refusals(codes) },
     },
   };
 }
@@ -197,6 +207,7 @@ export function openApiDocument(): Json {
         "StatusBody",
         parameters("query", includeQuerySchema),
         "Two forms. Without include, exactly the reference's keys. With include=credit, include=terminal_budget or include=credit,terminal_budget, also the keys named (each only when there is a value to report). Another include value, or include given twice, is 400.",
+        LEASE_REFUSALS,
       ),
       "/v1/leases/{lease_uuid}/connection": leaseRead(
         "Where the workload listens (ACTIVE leases; the token is spent)",

@@ -45,12 +45,19 @@ export function createProviderMetrics(): ProviderMetrics {
     labelNames: ["outcome"],
     registers,
   });
+  const contradicted = new Counter({
+    name: "fred_callbacks_contradicted_total",
+    help: "Lifecycle callbacks the chain and the backend's own record contradicted (nothing changed)",
+    labelNames: ["backend"],
+    registers,
+  });
   return {
     registry,
     observer: {
       provisionSent: (backend, outcome) => sent.inc({ backend, outcome }),
       provisionSettled: (backend, outcome, ms) => latency.observe({ backend, outcome }, ms / 1000),
       callback: (outcome) => callbacks.inc({ outcome }),
+      callbackContradicted: (backend) => contradicted.inc({ backend }),
     },
   };
 }

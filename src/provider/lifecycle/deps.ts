@@ -30,10 +30,13 @@ export interface LifecycleObserver {
   provisionSent(backend: string, outcome: string): void;
   provisionSettled(backend: string, outcome: "success" | "failed", latencyMs: number): void;
   callback(outcome: string): void;
+  /** A backend's lifecycle report that the chain and its own record contradict. */
+  callbackContradicted(backend: string): void;
 }
 
 export const silentObserver: LifecycleObserver = {
   provisionSent: () => {},
   provisionSettled: () => {},
   callback: () => {},
+  callbackContradicted: () => {},
 };

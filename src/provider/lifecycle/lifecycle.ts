@@ -22,6 +22,7 @@ import {
   sendChainAction,
   type VerifiedCallback,
 } from "./settle.ts";
+import { checkTeardown, type TeardownEvidence, wouldRetire } from "./teardown-check.ts";
 import { checkOverdueAttempts } from "./timeouts.ts";
 
 /**
@@ -298,9 +299,17 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     if (!this.#stopping) this.startProvision(leaseUuid);
   }
 
-  /** Applies a verified callback; resolves once the change is durable and its chain tx queued. */
+  /**
+   * Applies a verified callback; resolves once the change is durable and its chain tx queued.
+   * A `deprovisioned` report that would retire the placement is first checked against the
+   * chain and the owner's record (`teardown-check.ts`); one they contradict changes nothing.
+   */
   async applyCallback(cb: VerifiedCallback): Promise<ApplyResult> {
     const result = await this.runForLease(cb.leaseUuid, async () => {
+      if (wouldRetire(this.#deps, cb)) {
+        const unconfirmed = this.#unconfirmedTeardown(cb, await checkTeardown(this.#deps, cb, this.signal));
+        if (unconfirmed !== undefined) return unconfirmed;
+      }
       const applied = await this.#callbacks.submit(cb);
       sendChainAction(this.#deps, cb.leaseUuid, applied);
       if (applied.promote !== undefined) {
@@ -313,6 +322,23 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     });
     this.emit("callback-applied", cb, result);
     return result;
+  }
+
+  /** What a teardown report the evidence does not confirm comes to (undefined: it stands). */
+  #unconfirmedTeardown(cb: VerifiedCallback, evidence: TeardownEvidence): ApplyResult | undefined {
+    const log = this.#deps.logger.child({ lease_uuid: cb.leaseUuid, backend: cb.backend });
+    if (evidence === "ended") return undefined;
+    if (evidence === "running") {
+      this.#deps.observe.callbackContradicted(cb.backend);
+      log.warn("backend reported a teardown the chain and its own record contradict; lifecycle kept");
+      return "contradicted";
+    }
+    if (evidence === "lost") {
+      log.warn("backend reported a teardown of a live lease whose workload is gone; left to the reconciler");
+      return "lost";
+    }
+    log.warn("backend reported a teardown the chain cannot confirm; placement kept");
+    return "ignored-stale";
   }
 
   /** Runs `work` in the lease's serial queue, as lifecycle work (drained by stop, awaited by idle). */

@@ -31,7 +31,11 @@ export type ApplyResult =
   | "retired"
   | "retained"
   | "observed"
-  | "ignored-stale";
+  | "ignored-stale"
+  /** A `deprovisioned` report the chain and the owner's own record contradict: nothing changed. */
+  | "contradicted"
+  /** A `deprovisioned` report for a live lease whose workload is gone: left to the reconciler. */
+  | "lost";
 
 export type ChainAction = { kind: "acknowledge" } | { kind: "reject"; reason: string };
 

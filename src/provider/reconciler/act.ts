@@ -152,6 +152,9 @@ async function lifecycleAction(ctx: ActContext, a: Exclude<Action, DestructiveAc
         );
       return;
     }
+    case "restore_lifecycle":
+      await restoreLifecycle(ctx, a.lease, a.backend);
+      return;
     case "lease_error":
       d.logger.warn({ lease_uuid: a.lease, reason: a.reason }, "reconciler: lease error");
       return;
@@ -182,6 +185,36 @@ async function provisionFromSweep(
       { reprovision: order.reprovision === true, step },
       "reconciler: provisioned on the lease's backend",
     );
+}
+
+/**
+ * A confirmed placement of a live lease without a lifecycle id: the owner's own record,
+ * read now, gives the id back when it reports the workload ready with a typed generation.
+ * Anything else (no record, another status, an off-contract or failed read) changes nothing.
+ */
+async function restoreLifecycle(ctx: ActContext, lease: string, backend: string): Promise<void> {
+  const client = ctx.clients.get(backend);
+  if (client === undefined) return;
+  const log = ctx.logger.child({ lease_uuid: lease, backend });
+  let record: Awaited<ReturnType<typeof client.provisionInfo>>;
+  try {
+    record = await sweepDeadline(ctx.clock, ctx.deadlineMs, ctx.signal, (s) =>
+      client.provisionInfo(lease, s),
+    );
+  } catch (err) {
+    if (ctx.signal.aborted) throw err;
+    log.warn({ err }, "reconciler: owner's record not read; lifecycle left for a later sweep");
+    return;
+  }
+  const generation = record?.lifecycle_generation;
+  if (record?.status !== "ready" || generation?.kind !== "typed") {
+    log.warn({ status: record?.status }, "reconciler: owner's record names no lifecycle; left as it is");
+    return;
+  }
+  if (ctx.store.restoreLifecycle(lease, backend, generation.id)) {
+    await ctx.store.durable();
+    log.info("reconciler: lifecycle restored from the owner's record");
+  }
 }
 
 /** The bounded exact read of one lease: undefined when not found, "failed" when the read failed. */

@@ -198,14 +198,16 @@ async function readBudgets(d: SweepSources, input: PlanInput, deadlineMs: number
 function storeView(d: SweepSources, listed: ReadonlyMap<string, ChainLeaseView>): PlanInput["store"] {
   const placements = new Map<string, PlacementView>();
   const names = new Map(d.config.backends.map((b) => [b.name, b.name]));
-  d.store.eachPlacement(([uuid, state, owner, candidatesJson, updatedAt]) => {
+  d.store.eachPlacement(([uuid, state, owner, candidatesJson, updatedAt, noLifecycle]) => {
     // Parsed for every row, as the store's own reader does (a malformed one fails the sweep).
     const candidates = JSON.parse(candidatesJson) as string[];
     const lease = listed.get(uuid)?.uuid ?? uuid;
     placements.set(
       lease,
       state === "confirmed" && owner !== null
-        ? { kind: "confirmed", owner: names.get(owner) ?? owner, updatedAt }
+        ? noLifecycle === 1
+          ? { kind: "confirmed", owner: names.get(owner) ?? owner, updatedAt, noLifecycle: true }
+          : { kind: "confirmed", owner: names.get(owner) ?? owner, updatedAt }
         : state === "conflict"
           ? { kind: "quarantined", reason: "conflict", candidates, updatedAt }
           : { kind: "unusable", updatedAt },

@@ -43,7 +43,8 @@ export interface Placement {
 
 /**
  * One placement row as the reconciler's sweep reads every one of them: lease UUID (canonical
- * text), state, owner (null for a conflict), candidates (JSON text), updated_at.
+ * text), state, owner (null for a conflict), candidates (JSON text), updated_at, and 1 when
+ * the row has no lifecycle id (else 0).
  */
 export type PlacementTuple = [
   leaseUuid: string,
@@ -51,6 +52,7 @@ export type PlacementTuple = [
   owner: string | null,
   candidates: string,
   updatedAt: number,
+  noLifecycle: 0 | 1,
 ];
 
 export interface InventoryBaseline {
@@ -166,7 +168,8 @@ function prepare(db: Database.Database, attempts: ExistsMemo) {
     placementTuples: db
       .prepare<[], PlacementTuple>(
         `SELECT lower(substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-' || substr(h, 13, 4) || '-' ||
-                substr(h, 17, 4) || '-' || substr(h, 21)), state, owner, candidates, updated_at
+                substr(h, 17, 4) || '-' || substr(h, 21)), state, owner, candidates, updated_at,
+                lifecycle_id IS NULL
          FROM (SELECT hex(lease_uuid) AS h, * FROM placements ORDER BY lease_uuid)`,
       )
       .raw(),
@@ -529,6 +532,27 @@ export class PlacementStore {
     const p = this.placement(leaseUuid);
     if (p?.state !== "confirmed" || p.owner !== backend) return false;
     return this.#stmt.deletePlacement.run(uuidBytes(leaseUuid)).changes === 1;
+  }
+
+  /**
+   * The owner's own record of a live lease names the lifecycle (`lifecycle_generation`) a
+   * confirmed placement without one lost or never had: the id is restored, so lifecycle
+   * callbacks, restarts and updates reach the lease again. Any other record is left alone.
+   */
+  restoreLifecycle(leaseUuid: string, backend: string, lifecycleId: string): boolean {
+    // The id comes from a backend's record: only a canonical (lowercase) UUIDv4 is taken.
+    if (!isUuidV4(lifecycleId) || lifecycleId !== lifecycleId.toLowerCase()) return false;
+    const p = this.placement(leaseUuid);
+    if (p?.state !== "confirmed" || p.owner !== backend || p.lifecycleId !== undefined) return false;
+    this.#stmt.upsertPlacement.run(
+      uuidBytes(leaseUuid),
+      "confirmed",
+      backend,
+      uuidBytes(lifecycleId),
+      "[]",
+      p.updatedAt,
+    );
+    return true;
   }
 
   /**

@@ -42,6 +42,8 @@ const L = lease(1);
 const P = (opts: Parameters<typeof chainLease>[2] = {}) => [chainLease(L, "PENDING", opts)];
 const A = (opts: Parameters<typeof chainLease>[2] = {}) => [chainLease(L, "ACTIVE", opts)];
 const onA = { placements: { [L]: confirmed("a") } };
+/** A confirmed record on "a" without a lifecycle id. */
+const unbound = { kind: "confirmed", owner: "a", updatedAt: NOW - 2 * GRACE_MS, noLifecycle: true } as const;
 const aReports = (status: string | ProvisionObservation) => ({
   a: { provisions: { [L]: status } },
   b: {},
@@ -144,6 +146,36 @@ const CASES: Case[] = [
     name: "healthy",
     s: { chain: A(), ...onA, backends: aReports("ready") },
     actions: [domain()],
+  },
+  {
+    row: "activeReady",
+    name: "healthy on a record without a lifecycle id: the owner's record gives it back",
+    s: {
+      chain: A(),
+      placements: { [L]: unbound },
+      backends: aReports({ status: "ready", customDomains: [] }),
+    },
+    actions: [{ kind: "restore_lifecycle", lease: L, backend: "a" }],
+  },
+  {
+    row: "activeRestarting",
+    name: "restarting on a record without a lifecycle id: nothing restored while it moves",
+    s: {
+      chain: A(),
+      placements: { [L]: unbound },
+      backends: aReports({ status: "restarting", customDomains: [] }),
+    },
+    actions: [],
+  },
+  {
+    row: "pendingReady",
+    name: "PENDING on a record without a lifecycle id: acknowledged, nothing restored",
+    s: {
+      chain: P(),
+      placements: { [L]: unbound },
+      backends: aReports("ready"),
+    },
+    actions: [{ kind: "acknowledge", lease: L }],
   },
   {
     row: "activeRestarting",

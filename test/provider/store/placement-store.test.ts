@@ -384,3 +384,42 @@ describe("placement store: attempts and settlement", () => {
     assert.equal(store.attemptFor(LEASE_1)?.operationId, OP_1);
   });
 });
+
+describe("placement store: restoring a lifecycle id", () => {
+  it("gives an adopted placement its owner's lifecycle id, and the sweep's view sees it", () => {
+    using store = fresh();
+    store.adoptPlacement(LEASE_1, "one", T0);
+    const seen: unknown[] = [];
+    store.eachPlacement((row) => seen.push(row[5]));
+    assert.deepEqual(seen, [1], "no lifecycle id yet");
+    assert.equal(store.restoreLifecycle(LEASE_1, "one", OP_1), true);
+    assert.equal(store.placement(LEASE_1)?.lifecycleId, OP_1);
+    assert.equal(store.placement(LEASE_1)?.owner, "one");
+    seen.length = 0;
+    store.eachPlacement((row) => seen.push(row[5]));
+    assert.deepEqual(seen, [0]);
+  });
+
+  it("bad input: another backend, an existing id, a conflict, a missing record or a bad id change nothing", () => {
+    using store = fresh();
+    store.adoptPlacement(LEASE_1, "one", T0);
+    assert.equal(store.restoreLifecycle(LEASE_1, "two", OP_1), false, "not the owner");
+    assert.equal(store.restoreLifecycle(LEASE_1, "one", "not-a-uuid"), false, "not a UUIDv4");
+    assert.equal(
+      store.restoreLifecycle(LEASE_1, "one", "3F2C1B4A-5D6E-4F70-8A9B-0C1D2E3F4A5B"),
+      false,
+      "not canonical",
+    );
+    assert.equal(store.placement(LEASE_1)?.lifecycleId, undefined);
+    assert.equal(store.restoreLifecycle(LEASE_1, "one", OP_1), true);
+    assert.equal(store.restoreLifecycle(LEASE_1, "one", OP_2), false, "an id is never replaced");
+    assert.equal(store.placement(LEASE_1)?.lifecycleId, OP_1);
+    store.quarantine(LEASE_2, ["one", "two"], T0);
+    assert.equal(store.restoreLifecycle(LEASE_2, "one", OP_2), false, "a conflict");
+    assert.equal(
+      store.restoreLifecycle("0190f3a2-7c1e-7000-8000-000000000009", "one", OP_2),
+      false,
+      "no record",
+    );
+  });
+});

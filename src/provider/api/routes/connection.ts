@@ -28,7 +28,7 @@ export function registerConnectionRoute(app: FastifyInstance, ctx: TenantContext
       try {
         connection = connectionDetails(info);
       } catch (err) {
-        throw refuse.backendRead(err);
+        throw refuse.badGateway(err);
       }
       return {
         status: 200,

@@ -41,7 +41,7 @@ export function registerReleasesRoute(app: FastifyInstance, ctx: TenantContext):
       try {
         releases = raw.map(tenantRelease);
       } catch (err) {
-        throw refuse.backendRead(err);
+        throw refuse.badGateway(err);
       }
       return {
         status: 200,
