@@ -354,6 +354,10 @@ export const ERROR_CODES = {
     meaning: "a volume exists but belongs to another lease or deployment",
     retryable: false,
   },
+  ERR_VOLUME_DELETE_PENDING: {
+    meaning: "an earlier deletion of the volume began and has not finished; a close completes it",
+    retryable: true,
+  },
   ERR_BTRFS: { meaning: "a btrfs command failed", retryable: false },
 
   // --- providerd: tenant API ------------------------------------------------------------

@@ -15,12 +15,18 @@ import { FredError } from "../../core/errors.ts";
  * only once the image's content is unpacked and synced. A pending marker means a crash hit
  * mid-seed: the directory is emptied and seeded again. A directory without a marker (made
  * before seeding existed) or with "done" is never seeded over: that is tenant data.
+ *
+ * Deleting: a `.fred-deleting` marker is written before `subvolume delete` starts. A delete
+ * that fails (or is cut short by a crash) leaves it behind, and `ensure` never hands such a
+ * half-deleted volume to a new provision (ERR_VOLUME_DELETE_PENDING) until a later close
+ * finishes the deletion.
  */
 
 const BTRFS_MAGIC = 0x9123683e;
 export const OWNER_FILE = ".fred-owner.json";
 const SEED_PENDING = "pending";
 const SEED_DONE = "done";
+const DELETING_MARKER = ".fred-deleting";
 const BTRFS_CALL_TIMEOUT_MS = 60_000;
 
 export interface VolumeOwner {
@@ -128,6 +134,9 @@ export class BtrfsVolumes {
       if (found && (found.storageId !== owner.storageId || found.leaseUuid !== owner.leaseUuid)) {
         throw new FredError("ERR_VOLUME_FOREIGN", `volume ${name} belongs to another lease or deployment`);
       }
+      if (await this.deletionPending(name)) {
+        throw new FredError("ERR_VOLUME_DELETE_PENDING", `volume ${name} is still being deleted`);
+      }
     } else {
       await run(["subvolume", "create", path], signal);
     }
@@ -142,6 +151,16 @@ export class BtrfsVolumes {
       out.set(dir, hostDir);
     }
     return out;
+  }
+
+  /** Whether an earlier deletion of this volume began and has not finished. */
+  async deletionPending(name: string): Promise<boolean> {
+    try {
+      await stat(join(this.pathOf(name), DELETING_MARKER));
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   #seedMarker(name: string, dir: string): string {
@@ -203,6 +222,8 @@ export class BtrfsVolumes {
     if (!found || found.storageId !== expected.storageId || found.leaseUuid !== expected.leaseUuid)
       return false;
     const id = await this.#subvolumeId(name, signal);
+    // Best effort: a volume at its quota may refuse even an empty file, and the delete must go on.
+    await writeFile(join(this.pathOf(name), DELETING_MARKER), "").catch(() => {});
     await run(["subvolume", "delete", "--commit-after", this.pathOf(name)], signal);
     // The kernel usually drops the qgroup with the subvolume; clear it explicitly when not.
     if (id !== undefined) await run(["qgroup", "destroy", `0/${id}`, this.root], signal).catch(() => {});

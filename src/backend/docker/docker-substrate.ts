@@ -21,7 +21,15 @@ import type { BtrfsVolumes } from "./btrfs-volumes.ts";
 import type { DockerBackendConfig } from "./config.ts";
 import { buildContainerSpec } from "./container-spec.ts";
 import { DeathReports } from "./death-reports.ts";
-import { ambiguous, definite, engineMessage, engineStatus, isNotFound, withPhase } from "./engine.ts";
+import {
+  ambiguous,
+  cleanupTrouble,
+  definite,
+  engineMessage,
+  engineStatus,
+  isNotFound,
+  withPhase,
+} from "./engine.ts";
 import type { EventSupervisor } from "./event-supervisor.ts";
 import { ensureImage, type ImageFacts } from "./images.ts";
 import { type Ingress, leaseRoutes, withFqdns } from "./ingress/index.ts";
@@ -67,6 +75,9 @@ export interface DockerSubstrateOptions {
 }
 
 const INVALID_MANIFEST = "invalid_manifest" as const;
+const CLEANUP_FAILED_MESSAGE = "the lease's containers could not be removed yet; the provider retries";
+const VOLUME_DELETION_MESSAGE =
+  "the lease's volume is still being deleted; the close completes when the deletion does";
 
 export class DockerSubstrate implements Substrate {
   readonly kind = "docker";
@@ -516,12 +527,29 @@ export class DockerSubstrate implements Substrate {
     await this.#during(leaseUuid, () => this.#removeContainers(leaseUuid, signal));
   }
 
+  /**
+   * A close's teardown. A failure names its phase as the reason the tenant sees while the
+   * close is retried: CleanupFailed (routes, containers, network) or VolumeDeletionInProgress.
+   */
   async destroyLease(leaseUuid: string, signal: AbortSignal): Promise<void> {
     this.#shareable(signal);
     await this.#during(leaseUuid, async () => {
-      await this.#ingress?.forgetLease(leaseUuid);
-      await this.#removeContainers(leaseUuid, signal);
-      await this.#destroyVolumes(leaseUuid, signal);
+      try {
+        await this.#ingress?.forgetLease(leaseUuid);
+        await this.#removeContainers(leaseUuid, signal);
+      } catch (err) {
+        throw cleanupTrouble("CleanupFailed", CLEANUP_FAILED_MESSAGE, `containers of ${leaseUuid}`, err);
+      }
+      try {
+        await this.#destroyVolumes(leaseUuid, signal);
+      } catch (err) {
+        throw cleanupTrouble(
+          "VolumeDeletionInProgress",
+          VOLUME_DELETION_MESSAGE,
+          `volumes of ${leaseUuid}`,
+          err,
+        );
+      }
     });
   }
 
@@ -542,11 +570,11 @@ export class DockerSubstrate implements Substrate {
   async #destroyVolumes(leaseUuid: string, signal: AbortSignal): Promise<void> {
     if (!this.#volumes) return;
     for (const volume of (await this.#volumes.list()).filter((v) => v.leaseUuid === leaseUuid)) {
-      const removed = await this.#volumes
-        .destroy(volume.name, { storageId: this.#storageId, leaseUuid }, signal)
-        .catch((err) => {
-          throw ambiguous(`delete volume ${volume.name}`, err);
-        });
+      const removed = await this.#volumes.destroy(
+        volume.name,
+        { storageId: this.#storageId, leaseUuid },
+        signal,
+      );
       if (!removed) this.#reportStale(volume.name, leaseUuid, {}, "volume owner file names another owner");
     }
   }

@@ -84,6 +84,22 @@ export function ambiguous(what: string, err: unknown): SubstrateError {
   });
 }
 
+/**
+ * A close's teardown that failed: ambiguous (the close is retried), with the reason and
+ * text the tenant sees on the closing lease meanwhile; engine text goes to the operator.
+ */
+export function cleanupTrouble(
+  reason: string,
+  tenantMessage: string,
+  what: string,
+  err: unknown,
+): SubstrateError {
+  return new SubstrateError("ambiguous", reason, tenantMessage, {
+    cause: err,
+    operatorMessage: `${what}: ${engineMessage(err)}`,
+  });
+}
+
 /** A definite refusal with a tenant-safe reason/message; engine text goes to the operator. */
 export function definite(reason: string, tenantMessage: string, what: string, err?: unknown): SubstrateError {
   return new SubstrateError("definite", reason, tenantMessage, {

@@ -47,6 +47,10 @@ export function volumeOwnerUser(
   return single ? `${first.uid}:${first.gid}` : undefined;
 }
 
+/** Tenant text of VolumeDeletePending: provider-side and transient, nothing the tenant can hasten. */
+export const VOLUME_DELETE_PENDING_MESSAGE =
+  "an earlier deletion of this lease's volume is still finishing on the provider; provisioning can succeed once it completes";
+
 export class InstanceVolumes {
   readonly #o: InstanceVolumesOptions;
 
@@ -143,6 +147,9 @@ export class InstanceVolumes {
       if (isFredError(err, "ERR_VOLUME_FOREIGN")) {
         this.#o.reportForeign(name, spec.leaseUuid);
         throw definite("Internal", "internal error while provisioning", `volume ${name} is not ours`, err);
+      }
+      if (isFredError(err, "ERR_VOLUME_DELETE_PENDING")) {
+        throw definite("VolumeDeletePending", VOLUME_DELETE_PENDING_MESSAGE, `volume ${name}`, err);
       }
       throw ambiguous(`volume for ${instance.service}/${instance.index}`, err);
     }

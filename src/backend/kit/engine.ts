@@ -10,6 +10,7 @@ import { MaintenanceRunner } from "./maintenance/runner.ts";
 import type { ResourcePool } from "./resources.ts";
 import type { Retention } from "./retention/index.ts";
 import { type RuntimeEvent, type Substrate, SubstrateError, substrateOutcomeOf } from "./substrate.ts";
+import { teardownFailure, VOLUME_CLEANUP_ATTEMPTS, VOLUME_CLEANUP_EXHAUSTED } from "./teardown-failure.ts";
 import { NO_STREAK } from "./terminal-budget.ts";
 import type { ProvisionRequest } from "./wire.ts";
 
@@ -50,6 +51,8 @@ export class BackendEngine {
   readonly #gate = new KeyedMutex();
   /** Abort handles of in-flight provision workers, by lease. */
   readonly #live = new Map<string, AbortController>();
+  /** Failed teardowns per closing lease, since this process started. */
+  readonly #teardownFailures = new Map<string, number>();
   readonly #shutdown = new AbortController();
   readonly #listeners = new Set<(e: EngineEvent, lease?: string) => void>();
   #state: EngineState = { kind: "new" };
@@ -290,7 +293,7 @@ export class BackendEngine {
         if (retention) teardown = await retention.teardown(lease, signal);
         else await this.#c.substrate.destroyLease(leaseUuid, signal);
       } catch (err) {
-        this.#c.logger.warn({ lease_uuid: leaseUuid, err }, "teardown failed; will retry");
+        this.#noteTeardownFailure(lease, err);
         return;
       }
       const now = this.#c.clock.now();
@@ -300,11 +303,28 @@ export class BackendEngine {
         return true;
       });
       if (completed) {
+        this.#teardownFailures.delete(leaseUuid);
         this.#c.pool.release(leaseUuid);
         this.#c.wakeOutbox(leaseUuid);
         this.#emit("close:done", leaseUuid);
       }
     });
+  }
+
+  /** Records why the close has not finished; the next recovery pass retries it. */
+  #noteTeardownFailure(lease: LeaseRecord, err: unknown): void {
+    const attempts = (this.#teardownFailures.get(lease.leaseUuid) ?? 0) + 1;
+    this.#teardownFailures.set(lease.leaseUuid, attempts);
+    // Exhausted stays exhausted across a restart (the count is this process's own).
+    const failure =
+      lease.reason === VOLUME_CLEANUP_EXHAUSTED
+        ? { reason: lease.reason, message: lease.message ?? "" }
+        : teardownFailure(err, attempts);
+    this.#c.journal.noteCloseTrouble(lease.leaseUuid, lease.generation, failure);
+    const log = { lease_uuid: lease.leaseUuid, reason: failure.reason, attempts, err };
+    if (failure.reason === VOLUME_CLEANUP_EXHAUSTED && attempts === VOLUME_CLEANUP_ATTEMPTS)
+      this.#c.logger.error(log, "volume cleanup exhausted its attempts; the close keeps retrying");
+    else this.#c.logger.warn(log, "teardown failed; will retry");
   }
 
   // ---- recovery, expiry, supervision ----

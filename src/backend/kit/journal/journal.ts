@@ -454,6 +454,13 @@ export class Journal {
     });
   }
 
+  /** Why a close's teardown has not finished yet (shown on the closing lease; the close is retried). */
+  noteCloseTrouble(leaseUuid: string, generation: number, failure: Failure): void {
+    this.#write(() => {
+      this.#s.setCloseTrouble.run(failure.reason, failure.message, leaseUuid, generation);
+    });
+  }
+
   /**
    * Completes a close: history removed, tombstone written, deprovisioned callback queued
    * (`retained`: the data was kept, see retention/).

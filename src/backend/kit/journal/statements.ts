@@ -98,6 +98,9 @@ export function prepare(db: Database.Database) {
     beginClose: db.prepare(
       "UPDATE leases SET head = 'close', phase = 'started', status = 'deprovisioning', generation = generation + 1 WHERE lease_uuid = ?",
     ),
+    setCloseTrouble: db.prepare(
+      "UPDATE leases SET reason = ?, message = ? WHERE lease_uuid = ? AND head = 'close' AND generation = ?",
+    ),
     deleteReleases: db.prepare("DELETE FROM releases WHERE lease_uuid = ?"),
     deleteLease: db.prepare("DELETE FROM leases WHERE lease_uuid = ?"),
     insertTombstone: db.prepare(
