@@ -2,8 +2,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { requestDigest } from "../../src/backend/kit/admission.ts";
 import { Journal, type LeaseRecord, RetentionStore } from "../../src/backend/kit/index.ts";
-import { MockSubstrate } from "../../src/backend/mock/substrate.ts";
-import { systemClock } from "../../src/core/clock.ts";
+import { openMockState } from "../../test/upgrade/records.ts";
 import type { FixtureLeases, LeaseRole } from "./devnet.ts";
 import { AT, BACKENDS, OPS } from "./ids.ts";
 
@@ -138,15 +137,7 @@ export async function writeMockBackend(dir: string, chain: FixtureLeases): Promi
     backendName: "mock-1",
   });
   // The mock keeps its fake workloads beside the journal (`<db_path>.substrate`).
-  const substrate = new MockSubstrate({
-    clock: systemClock,
-    backendName: "mock-1",
-    delayMs: 0,
-    failRate: 0,
-    failLeases: new Set(),
-    hangLeases: new Set(),
-    statePath: `${journalPath}.substrate`,
-  });
+  const substrate = openMockState(`${journalPath}.substrate`);
   try {
     const signal = new AbortController().signal;
     const runs: [LeaseRole, string, "ready" | "running"][] = [

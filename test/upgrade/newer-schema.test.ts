@@ -12,8 +12,6 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import Database from "better-sqlite3";
 import { Journal } from "../../src/backend/kit/index.ts";
-import { MockSubstrate } from "../../src/backend/mock/substrate.ts";
-import { systemClock } from "../../src/core/clock.ts";
 import { type ErrorCode, isFredError } from "../../src/core/errors.ts";
 import { homePaths } from "../../src/devnet/home.ts";
 import { startDevnet } from "../../src/devnet/main.ts";
@@ -22,6 +20,7 @@ import { PayloadStore, PlacementStore, TokenTracker } from "../../src/provider/s
 import { baseConfig, yamlOf } from "../provider/config/fixtures.ts";
 import { runFred } from "../support/index.ts";
 import { copyFixture, fixtureSets, LAYOUT, readManifest } from "./fixture-sets.ts";
+import { openMockState } from "./records.ts";
 
 interface Manifest {
   providerd: { provider_uuid: string };
@@ -41,17 +40,6 @@ interface Case {
   /** Opens the file the way its owner does at start (and closes it if that succeeds). */
   open(path: string): Promise<void> | void;
 }
-
-const mock = (statePath: string) =>
-  new MockSubstrate({
-    clock: systemClock,
-    backendName: "mock-1",
-    delayMs: 0,
-    failRate: 0,
-    failLeases: new Set(),
-    hangLeases: new Set(),
-    statePath,
-  });
 
 const CASES: Case[] = [
   {
@@ -107,7 +95,7 @@ const CASES: Case[] = [
     code: "ERR_STORE_SCHEMA_NEWER",
     label: "mock substrate state",
     open: async (path) => {
-      await mock(path).close();
+      await openMockState(path).close();
     },
   },
   {
@@ -124,8 +112,25 @@ const CASES: Case[] = [
   },
 ];
 
-/** The schema version a file holds, from its header (the files here have no WAL). */
-const schemaOf = (path: string) => readFileSync(path).readInt32BE(60);
+/**
+ * Sets the file's user_version one past what it holds (today's schema, once today's code
+ * opened it): the mark a newer release's migration leaves. Returns the version it held.
+ */
+function bumpSchema(path: string): number {
+  const raw = new Database(path);
+  try {
+    const known = raw.pragma("user_version", { simple: true }) as number;
+    raw.pragma(`user_version = ${known + 1}`);
+    return known;
+  } finally {
+    raw.close();
+  }
+}
+
+const refusal = (label: string, path: string, known: number) =>
+  `${label} ${path}: database schema version ${known + 1} is newer than this fred knows (${known}); ` +
+  "it was written by a newer release. Install that release again, or restore the snapshot taken " +
+  "before the upgrade (docs/upgrading.md)";
 
 let root: string;
 before(() => {
@@ -141,22 +146,14 @@ describe(`a database newer than the code (fixture ${newest.release}, bumped)`, (
       const path = join(dir, c.file);
       // Today's code first brings the copy to the schema it knows; one more is "newer".
       await c.open(path);
-      const known = schemaOf(path);
-      const raw = new Database(path);
-      raw.pragma(`user_version = ${known + 1}`);
-      raw.close();
+      const known = bumpSchema(path);
       const bytes = readFileSync(path);
 
       await assert.rejects(
         async () => c.open(path),
         (err: unknown) => {
           assert.ok(isFredError(err, c.code), `expected ${c.code}, got ${String(err)}`);
-          assert.equal(
-            err.message,
-            `${c.label} ${path}: database schema version ${known + 1} is newer than this fred knows ` +
-              `(${known}); it was written by a newer release. Install that release again, or restore ` +
-              "the snapshot taken before the upgrade (docs/upgrading.md)",
-          );
+          assert.equal(err.message, refusal(c.label, path, known));
           return true;
         },
       );
@@ -173,10 +170,7 @@ describe("fred providerd on a placement store from a newer release", () => {
     copyFixture(newest.dir, dir);
     const path = join(dir, LAYOUT.providerd, "placements.db");
     PlacementStore.open(path, manifest.providerd.provider_uuid).close();
-    const known = schemaOf(path);
-    const raw = new Database(path);
-    raw.pragma(`user_version = ${known + 1}`);
-    raw.close();
+    const known = bumpSchema(path);
     const bytes = readFileSync(path);
     const config = join(dir, "providerd.yaml");
     writeFileSync(
@@ -191,12 +185,7 @@ describe("fred providerd on a placement store from a newer release", () => {
     const r = await runFred(["providerd", "-c", config]);
     assert.equal(r.code, 1, r.stderr);
     assert.equal(r.stdout, "");
-    assert.equal(
-      r.stderr.trim(),
-      `fred: placement store ${path}: database schema version ${known + 1} is newer than this fred knows ` +
-        `(${known}); it was written by a newer release. Install that release again, or restore the ` +
-        "snapshot taken before the upgrade (docs/upgrading.md)",
-    );
+    assert.equal(r.stderr.trim(), `fred: ${refusal("placement store", path, known)}`);
     assert.deepEqual(readFileSync(path), bytes);
   });
 });

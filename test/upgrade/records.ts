@@ -139,9 +139,9 @@ export function readJournal(path: string, storageId: string, backendName: string
   }
 }
 
-/** The mock backend's fake workloads (`<journal>.substrate`), as its inventory reports them. */
-export async function readMockWorkloads(statePath: string): Promise<unknown[]> {
-  const substrate = new MockSubstrate({
+/** The mock backend's substrate on its state file (`<journal>.substrate`), with no failure injected. */
+export function openMockState(statePath: string): MockSubstrate {
+  return new MockSubstrate({
     clock: systemClock,
     backendName: "mock-1",
     delayMs: 0,
@@ -150,6 +150,11 @@ export async function readMockWorkloads(statePath: string): Promise<unknown[]> {
     hangLeases: new Set(),
     statePath,
   });
+}
+
+/** The mock backend's fake workloads, as its inventory reports them. */
+export async function readMockWorkloads(statePath: string): Promise<unknown[]> {
+  const substrate = openMockState(statePath);
   try {
     const found = await substrate.inventory();
     return found.sort((a, b) => (a.leaseUuid < b.leaseUuid ? -1 : 1));
