@@ -10,7 +10,9 @@ import { createLogger } from "../../src/log.ts";
  * The devnet part of an upgrade fixture: a home with one tenant and a handful of leases in
  * every state providerd meets (PENDING, ACTIVE, CLOSED), written by the real devnet and
  * the real chain client. The lease UUIDs it returns are the ones the other stores of the
- * fixture record, so the set reads as one provider's state at one moment.
+ * fixture record, so the set reads as one provider's state at one moment. The home's
+ * keys.json holds the mnemonics of this throwaway chain's dev accounts, as every devnet
+ * home does; they guard nothing outside it.
  */
 export interface FixtureLeases {
   providerUuid: string;
