@@ -202,7 +202,8 @@ export const ERROR_CODES = {
   },
   ERR_STORE_KIND: { meaning: "the file is another kind of store, or not a fred store", retryable: false },
   ERR_STORE_SCHEMA_NEWER: {
-    meaning: "the database schema is newer than this code; upgrade fred",
+    meaning:
+      "the database schema is newer than this code (a newer release wrote it): run that release, or restore the pre-upgrade snapshot",
     retryable: false,
   },
   ERR_STORE_SCHEMA_OLDER: {
@@ -293,7 +294,11 @@ export const ERROR_CODES = {
     retryable: false,
   },
   ERR_SUBSTRATE_AMBIGUOUS: { meaning: "the substrate may or may not have acted", retryable: true },
-  ERR_JOURNAL_TOO_NEW: { meaning: "the journal's schema is newer than this code", retryable: false },
+  ERR_JOURNAL_TOO_NEW: {
+    meaning:
+      "the journal's schema is newer than this code (a newer release wrote it): run that release, or restore the pre-upgrade copy",
+    retryable: false,
+  },
   ERR_STORAGE_ID_INVALID: { meaning: "a storage ID is not a canonical lowercase UUIDv4", retryable: false },
   ERR_STORAGE_MISSING: { meaning: "the journal file does not exist; initialize it first", retryable: false },
   ERR_STORAGE_UNBOUND: { meaning: "the journal is not bound to a storage identity", retryable: false },

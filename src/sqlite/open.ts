@@ -1,4 +1,4 @@
-import { closeSync, lstatSync, openSync } from "node:fs";
+import { closeSync, lstatSync, openSync, readSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import type { ErrorCode } from "../core/error-codes.ts";
 import { FredError } from "../core/errors.ts";
@@ -71,7 +71,13 @@ export function openDatabase(o: OpenDatabaseOptions): SqliteDatabase {
   const label = o.label ?? "database";
   const memory = o.path === ":memory:";
   const readonly = o.readonly ?? false;
-  if (!memory) prepareFile(o, label, readonly);
+  if (!memory) {
+    prepareFile(o, label, readonly);
+    // Before SQLite sees the file: a read-write open of a newer release's database could
+    // checkpoint its WAL into it, and a refused file must be left exactly as it was.
+    const onDisk = headerSchemaVersion(o.path);
+    if (onDisk !== undefined) refuseNewer(o, label, onDisk);
+  }
   let db: Database.Database;
   try {
     db = new Database(o.path, { readonly, fileMustExist: !memory });
@@ -169,12 +175,8 @@ function fileState(path: string, privateFile: boolean): boolean {
 function migrate(db: Database.Database, o: OpenDatabaseOptions, label: string, readonly: boolean): void {
   const target = o.migrations.length;
   const version = db.pragma("user_version", { simple: true }) as number;
-  if (version > target) {
-    throw new FredError(
-      o.newerSchemaCode ?? "ERR_STORE_SCHEMA_NEWER",
-      `${label} ${o.path} has schema version ${version}, newer than this fred (${target}); upgrade fred`,
-    );
-  }
+  // Checked again here: the header peek cannot see a version still in the WAL.
+  refuseNewer(o, label, version);
   if (version === 0 && o.refuseEmpty !== undefined) throw o.refuseEmpty();
   if (o.kind !== undefined) checkKind(db, o.kind, version, label, o.path);
   if (version === target) return;
@@ -220,4 +222,46 @@ function checkKind(db: Database.Database, kind: string, version: number, label: 
     .pluck()
     .get() as number;
   if (tables > 0) throw new FredError("ERR_STORE_KIND", `${path} is not a fred ${label}`);
+}
+
+/**
+ * A schema newer than this code was written by a newer release: its tables may mean
+ * things this code does not know, so the file is refused, never migrated "down".
+ */
+function refuseNewer(o: OpenDatabaseOptions, label: string, version: number): void {
+  const known = o.migrations.length;
+  if (version <= known) return;
+  throw new FredError(
+    o.newerSchemaCode ?? "ERR_STORE_SCHEMA_NEWER",
+    `${label} ${o.path}: database schema version ${version} is newer than this fred knows (${known}); ` +
+      "it was written by a newer release. Install that release again, or restore the snapshot " +
+      "taken before the upgrade (docs/upgrading.md)",
+  );
+}
+
+const HEADER_BYTES = 100;
+const MAGIC = "SQLite format 3\0";
+
+/**
+ * `user_version` read from the file header (big-endian at offset 60) without SQLite, or
+ * undefined when the header cannot be trusted to hold it: a file too short or not SQLite
+ * (SQLite reports those), or a non-empty WAL beside it, whose newer page 1 only SQLite reads.
+ */
+function headerSchemaVersion(path: string): number | undefined {
+  try {
+    if (statSync(`${path}-wal`, { throwIfNoEntry: false })?.size) return undefined;
+    const header = Buffer.alloc(HEADER_BYTES);
+    const fd = openSync(path, "r");
+    let read: number;
+    try {
+      read = readSync(fd, header, 0, HEADER_BYTES, 0);
+    } finally {
+      closeSync(fd);
+    }
+    if (read < HEADER_BYTES || header.toString("latin1", 0, MAGIC.length) !== MAGIC) return undefined;
+    return header.readInt32BE(60);
+  } catch {
+    // Unreadable here: SQLite's own open reports the reason.
+    return undefined;
+  }
 }

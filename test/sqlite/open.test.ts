@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { after, describe, it } from "node:test";
 import Database from "better-sqlite3";
 import { type ErrorCode, FredError, isFredError } from "../../src/core/errors.ts";
@@ -53,6 +53,48 @@ describe("openDatabase", () => {
       "ERR_DEVNET_SCHEMA",
     );
     openDatabase({ path, migrations: V2, durability: "full" }).close();
+  });
+
+  it("names both schema versions and the way back, and never writes the refused file", () => {
+    const path = fresh();
+    openDatabase({ path, migrations: V2, durability: "group-commit", label: "test store" }).close();
+    const before = readFileSync(path);
+    assert.throws(
+      () => openDatabase({ path, migrations: V1, durability: "group-commit", label: "test store" }),
+      (err: unknown) =>
+        isFredError(err, "ERR_STORE_SCHEMA_NEWER") &&
+        err.message ===
+          `test store ${path}: database schema version 2 is newer than this fred knows (1); it was written ` +
+            "by a newer release. Install that release again, or restore the snapshot taken before the " +
+            "upgrade (docs/upgrading.md)",
+    );
+    assert.deepEqual(readFileSync(path), before);
+    assert.deepEqual(
+      readdirSync(dir).filter((f) => f.startsWith(`${basename(path)}-`)),
+      [],
+      "the refused open left no -wal or -shm file",
+    );
+  });
+
+  it("refuses a newer schema whose version is still in the WAL (a crash before the checkpoint)", () => {
+    const path = fresh();
+    openDatabase({ path, migrations: V1, durability: "full" }).close();
+    // A newer release migrated and was killed: the new user_version lives only in the WAL.
+    const writer = new Database(path);
+    writer.pragma("wal_autocheckpoint = 0");
+    writer.exec("ALTER TABLE a ADD COLUMN y INTEGER; PRAGMA user_version = 2;");
+    const walCopy = readFileSync(`${path}-wal`);
+    const mainCopy = readFileSync(path);
+    const crashed = fresh();
+    writeFileSync(crashed, mainCopy, { mode: 0o600 });
+    writeFileSync(`${crashed}-wal`, walCopy, { mode: 0o600 });
+    writer.close();
+    assert.equal(readFileSync(crashed).readInt32BE(60), 1, "the header still says 1");
+    refuses(
+      () => openDatabase({ path: crashed, migrations: V1, durability: "full" }),
+      "ERR_STORE_SCHEMA_NEWER",
+    );
+    assert.equal(version(crashed), 2);
   });
 
   it("applies the create policy", () => {
