@@ -19,7 +19,7 @@ source .ci/install-node.sh >/dev/null
 TAG="node:${FRED_NODE_VERSION}-bookworm-slim"
 MIRROR="${FRED_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # What the stand-in is made from: this script and the Node/npm pins. A change remakes it.
-RECIPE="$(cat "$0" <(echo "$FRED_NODE_VERSION $FRED_NPM_VERSION") | sha256sum | cut -c1-16)"
+RECIPE="$(cat "$0" <(echo "$FRED_NODE_VERSION $FRED_NPM_VERSION ${NODE_EXTRA_CA_CERTS:-}") | sha256sum | cut -c1-16)"
 
 existing="$(docker image inspect "$TAG" --format '{{ index .Config.Labels "fred.base.recipe" }}' 2>/dev/null || echo absent)"
 case "$existing" in
@@ -52,6 +52,13 @@ cp -a "$FRED_NODE_PREFIX/." "$rootfs/usr/local/"
 cat >"$rootfs/etc/apt/apt.conf.d/99fred-snapshot-mirror" <<'EOF'
 Acquire::Check-Valid-Until "false";
 EOF
+# Where this machine reaches the npm registry through a TLS-inspecting proxy, its CA bundle
+# (NODE_EXTRA_CA_CERTS) is what npm in the build stage must trust too.
+ca_env=()
+if [[ -n "${NODE_EXTRA_CA_CERTS:-}" && -f "$NODE_EXTRA_CA_CERTS" ]]; then
+  cp "$NODE_EXTRA_CA_CERTS" "$rootfs/usr/local/share/fred-host-ca.pem"
+  ca_env=(--change "ENV NODE_EXTRA_CA_CERTS=/usr/local/share/fred-host-ca.pem")
+fi
 # Slim like the official image: no package caches, lists or documentation.
 chroot "$rootfs" apt-get clean
 rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* \
@@ -62,6 +69,6 @@ tar -C "$rootfs" --numeric-owner -c . | docker import \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change "ENV NODE_VERSION=$FRED_NODE_VERSION" \
   --change "LABEL fred.base.recipe=$RECIPE" \
-  --change 'CMD ["node"]' \
+  --change 'CMD ["node"]' "${ca_env[@]}" \
   - "$TAG" >/dev/null
 echo "$TAG"
