@@ -82,7 +82,8 @@ export async function ensureBundle() {
     const ours = (f) => f === `${name}.mjs` || f === `${name}.mjs.map` || f.startsWith(`${name}-chunk-`);
     // Only earlier bundles go: dist/ also holds other build output (dist/release/).
     for (const old of readdirSync(DIST)) {
-      if (old.startsWith("fred-") && !ours(old) && !old.endsWith(".tmp")) rmSync(join(DIST, old), { force: true });
+      if (old.startsWith("fred-") && !ours(old) && !old.endsWith(".tmp"))
+        rmSync(join(DIST, old), { force: true });
     }
     return file;
   } catch {
