@@ -18,7 +18,16 @@ if (existsSync(new URL("../src/cli/main.ts", import.meta.url))) {
   const { ensureBundle } = await import("./bundle.js");
   const bundle = await ensureBundle();
   if (bundle === undefined) {
-    const { register } = await import("tsx/esm/api");
+    const { register } = await import("tsx/esm/api").catch((err) => {
+      // esbuild and tsx are development dependencies: a checkout installed without them
+      // (`npm ci --omit=dev`) cannot run its sources. The release package can.
+      console.error(
+        `fred: cannot run the sources in ${new URL("..", import.meta.url).pathname}: no bundle could be ` +
+          `built and tsx is not installed (${err.code ?? err.message}). Run \`npm ci\` here (with the ` +
+          "development dependencies), or install the release package (docs/operator-guide.md).",
+      );
+      process.exit(1);
+    });
     register();
     ({ main } = await import("../src/cli/main.ts"));
   } else {

@@ -69,9 +69,25 @@ docker save -o "$OUT/fred-$VERSION-image.tar" "$IMAGE"
 chmod 0644 "$OUT/fred-$VERSION-image.tar" # docker save writes 0600; every artifact is public
 
 step "SBOM (CycloneDX, production dependencies)"
-# npm names the root component after the checkout's directory; the package name is meant.
-npm sbom --sbom-format cyclonedx --omit dev |
+# Made from the tree the package installs, not from this checkout: in a checkout, `npm sbom
+# --omit dev` drops production packages (ws among them: the devDependency "fred": "file:"
+# links the checkout into itself). The tarball is unpacked, its shrinkwrapped production
+# tree installed without running install scripts, and described without the devDependencies
+# it does not install (npm sbom refuses a tree missing a declared dependency).
+mkdir -p "$work/sbom"
+tar -xzf "$OUT/fred-$VERSION.tgz" -C "$work/sbom" --strip-components=1
+(
+  cd "$work/sbom"
   node -e '
+    const fs = require("node:fs");
+    const pkg = JSON.parse(fs.readFileSync("package.json", "utf8"));
+    delete pkg.devDependencies;
+    fs.writeFileSync("package.json", JSON.stringify(pkg, null, 2));'
+  npm ci --omit=dev --ignore-scripts --no-audit --no-fund --silent >/dev/null
+  npm sbom --sbom-format cyclonedx
+) |
+  node -e '
+    // npm names the root component after the directory; the package name is meant.
     let text = "";
     process.stdin.on("data", (d) => (text += d)).on("end", () => {
       const sbom = JSON.parse(text);
