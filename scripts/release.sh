@@ -64,7 +64,11 @@ mkdir -p "$work/context/deploy/container"
 cp Dockerfile .dockerignore "$work/context/"
 cp deploy/container/healthcheck.mjs "$work/context/deploy/container/"
 cp "$OUT/fred-$VERSION.tgz" "$work/context/"
-docker build --quiet -t "$IMAGE" "$work/context" >/dev/null
+docker build -t "$IMAGE" "$work/context" >"$work/build.log" 2>&1 || {
+  echo "release: docker build failed; the end of its output:" >&2
+  tail -40 "$work/build.log" >&2
+  exit 1
+}
 docker save -o "$OUT/fred-$VERSION-image.tar" "$IMAGE"
 chmod 0644 "$OUT/fred-$VERSION-image.tar" # docker save writes 0600; every artifact is public
 

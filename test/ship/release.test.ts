@@ -242,17 +242,10 @@ describe("npm run release", { skip }, () => {
         intervalMs: 500,
       });
       const exec = (args: string[]) => dockerCli(["exec", name, "fred", ...args], 60_000);
-      const created = await exec([
-        "chain",
-        "lease",
-        "create",
-        "--sku",
-        "docker-small",
-        "--from",
-        "tenant1",
-        "--home",
-        ".fred/devnet",
-      ]);
+      // The walkthrough's own command, run where the trial's devnet home is.
+      const created = await exec(
+        "chain lease create --sku docker-small --from tenant1 --home .fred/devnet".split(" "),
+      );
       assert.equal(created.code, 0, created.out);
       const lease = /"lease_uuid":"([0-9a-f-]{36})"/.exec(created.out)?.[1];
       assert.ok(lease, created.out);
