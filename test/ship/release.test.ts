@@ -26,6 +26,11 @@ const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as
   devDependencies: Record<string, string>;
 };
 const VERSION = pkg.version;
+/** What `fred --version` prints from the package: the bundle carries the commit it was packed at. */
+function versionLine(): string {
+  const head = spawnSync("git", ["rev-parse", "HEAD"], { cwd: REPO_ROOT, encoding: "utf8" });
+  return head.status === 0 ? `${VERSION} (commit ${head.stdout.trim().slice(0, 12)})` : VERSION;
+}
 const TGZ = join(OUT, `fred-${VERSION}.tgz`);
 const IMAGE = `fred:${VERSION}`;
 
@@ -215,7 +220,7 @@ describe("npm run release", { skip }, () => {
       assert.match(loaded.out, new RegExp(`Loaded image: ${IMAGE}`));
       const version = await dockerCli(["run", "--rm", IMAGE, "--version"]);
       assert.equal(version.code, 0, version.out);
-      assert.equal(version.out.trim(), VERSION);
+      assert.equal(version.out.trim(), versionLine());
       const inspect = await dockerCli(["image", "inspect", IMAGE, "--format", "{{json .Config}}"]);
       const config = JSON.parse(inspect.out) as {
         User: string;
@@ -321,7 +326,7 @@ describe("npm run release", { skip }, () => {
     it("fred --version", async () => {
       const r = await run("fred", ["--version"], { cwd: scratch, env: cleanEnv });
       assert.equal(r.code, 0, r.stderr);
-      assert.equal(r.stdout.trim(), VERSION);
+      assert.equal(r.stdout.trim(), versionLine());
     });
 
     it("fred up makes a lease ACTIVE", async () => {
