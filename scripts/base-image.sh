@@ -12,14 +12,15 @@
 # tag is kept when it was pulled (it carries no fred label) or when it was made by this same
 # recipe; a stand-in made by an older recipe is made again.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+SELF="$(realpath "$0")"
+cd "$(dirname "$SELF")/.."
 
 # shellcheck source=../.ci/install-node.sh
 source .ci/install-node.sh >/dev/null
 TAG="node:${FRED_NODE_VERSION}-bookworm-slim"
 MIRROR="${FRED_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # What the stand-in is made from: this script and the Node/npm pins. A change remakes it.
-RECIPE="$(cat "$0" <(echo "$FRED_NODE_VERSION $FRED_NPM_VERSION ${NODE_EXTRA_CA_CERTS:-}") | sha256sum | cut -c1-16)"
+RECIPE="$(cat "$SELF" <(echo "$FRED_NODE_VERSION $FRED_NPM_VERSION ${NODE_EXTRA_CA_CERTS:-}") | sha256sum | cut -c1-16)"
 
 existing="$(docker image inspect "$TAG" --format '{{ index .Config.Labels "fred.base.recipe" }}' 2>/dev/null || echo absent)"
 case "$existing" in

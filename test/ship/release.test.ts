@@ -329,6 +329,14 @@ describe("npm run release", { skip }, () => {
       assert.equal(r.stdout.trim(), versionLine());
     });
 
+    it("fred backend docker loads its lazily imported chunk (dockerode) before it reads the config", async () => {
+      const r = await run("fred", ["backend", "docker", "-c", join(scratch, "absent.yaml")], {
+        env: cleanEnv,
+      });
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /docker backend config: cannot read .*absent\.yaml: ENOENT/);
+    });
+
     it("fred up makes a lease ACTIVE", async () => {
       up = await launchProgram<true>("fred", ["up", "--home", state], {
         cwd: scratch,
