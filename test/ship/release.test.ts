@@ -12,11 +12,12 @@ import { type Launched, launchProgram, REPO_ROOT, until } from "../support/index
  * A release as a provider gets it. `npm run release` runs once (about 2 minutes, the image
  * build included); every check then reads dist/release/: checksums and signature, the SBOM
  * against the lockfile, the tarball's contents, the saved image (loaded, run as a `fred up`
- * trial until its HEALTHCHECK says healthy and a lease is ACTIVE, stopped cleanly), and the
+ * trial until its HEALTHCHECK says healthy and a lease is ACTIVE, stopped cleanly; the same
+ * trial through deploy/compose.yaml), and the
  * tarball installed globally into a temporary prefix and run on a clean PATH (`fred up` to an
  * ACTIVE lease, `fred lease deploy`). Needs a Docker engine and minisign: skipped without
  * them, a failure with REQUIRE_DOCKER=1 (CI). The Docker test lock is held until the image
- * checks are done.
+ * and compose checks are done.
  */
 const REQUIRED = process.env.REQUIRE_DOCKER === "1";
 const OUT = join(REPO_ROOT, "dist", "release");
@@ -210,8 +211,6 @@ describe("npm run release", { skip }, () => {
     const name = `fred-ship-trial-${randomUUID().slice(0, 8)}`;
     after(async () => {
       await dockerCli(["rm", "-f", "-v", name]);
-      // The rest of this file needs no engine: let the next Docker file start.
-      releaseEngineLock();
     });
 
     it("loads from the saved tar and runs fred --version as a non-root user, with tini and a volume", async () => {
@@ -277,6 +276,57 @@ describe("npm run release", { skip }, () => {
       const exit = await dockerCli(["inspect", name, "--format", "{{.State.ExitCode}}"]);
       assert.equal(exit.out.trim(), "0", (await dockerCli(["logs", "--tail", "30", name])).out);
     });
+  });
+
+  describe("deploy/compose.yaml", () => {
+    const noCompose = hasTool("docker-compose")
+      ? false
+      : "no docker-compose (apt-get install docker-compose)";
+    if (noCompose && REQUIRED) throw new Error(`REQUIRE_DOCKER=1 but ${noCompose}`);
+
+    it("its trial service runs fred up from the image, and a lease becomes ACTIVE", {
+      skip: noCompose,
+    }, async () => {
+      const project = `fredship${randomUUID().slice(0, 8)}`;
+      const compose = (args: string[]) =>
+        run(
+          "docker-compose",
+          ["-p", project, "-f", join(REPO_ROOT, "deploy", "compose.yaml"), "--profile", "trial", ...args],
+          {
+            env: { ...process.env, FRED_IMAGE: IMAGE },
+          },
+        );
+      const fredIn = (args: string[]) => compose(["exec", "-T", "trial", "fred", ...args]);
+      try {
+        const up = await compose(["up", "-d", "trial"]);
+        assert.equal(up.code, 0, up.stderr);
+        let lease = "";
+        // The devnet inside takes a few seconds to answer: retry the walkthrough's command.
+        await until(
+          async () => {
+            const created = await fredIn(
+              "chain lease create --sku docker-small --from tenant1 --home .fred/devnet".split(" "),
+            );
+            lease = /"lease_uuid":"([0-9a-f-]{36})"/.exec(created.stdout)?.[1] ?? "";
+            return lease !== "";
+          },
+          "a lease created in the compose trial",
+          { timeoutMs: 90_000, intervalMs: 1000 },
+        );
+        await until(
+          async () =>
+            (await fredIn(["chain", "lease", "show", lease])).stdout.includes('"state":"LEASE_STATE_ACTIVE"'),
+          "the compose trial's lease to become ACTIVE",
+          { timeoutMs: 90_000, intervalMs: 500 },
+        );
+      } finally {
+        const down = await compose(["down", "-v"]);
+        assert.equal(down.code, 0, down.stderr);
+      }
+    });
+
+    // The rest of this file needs no engine: let the next Docker file start.
+    after(releaseEngineLock);
   });
 
   describe("the tarball installed globally, run from a clean PATH", () => {
