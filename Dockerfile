@@ -14,6 +14,8 @@ ARG NODE_VERSION=24.22.3
 # --- build: install the package with its production dependencies -----------------------
 # (its npm-shrinkwrap.json pins them; the sources of the native module are dropped after)
 FROM node:${NODE_VERSION}-bookworm-slim AS build
+# Lets scripts/release.sh remove this stage's leftover image (the classic builder keeps it).
+LABEL fred.stage=build
 # better-sqlite3 is compiled from source by node-gyp: the toolchain stays in this stage.
 RUN apt-get update \
   && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 make g++ \
@@ -36,6 +38,11 @@ RUN set -- /tmp/context/fred-*.tgz \
 
 # --- runtime: Node, tini, the package; no compiler, no npm cache --------------------------
 FROM node:${NODE_VERSION}-bookworm-slim
+LABEL fred.stage=runtime \
+  org.opencontainers.image.title="fred" \
+  org.opencontainers.image.description="Fred: provider daemon for the Manifest Network (providerd, Docker backend, fred up)" \
+  org.opencontainers.image.licenses="Apache-2.0" \
+  org.opencontainers.image.documentation="/opt/fred/lib/node_modules/fred/docs/operator-guide.md"
 # tini reaps zombies and forwards signals, so Ctrl-C and `docker stop` reach fred as SIGTERM.
 # btrfs-progs: `fred backend docker` makes a subvolume and a quota group per tenant volume.
 # openssl: `fred up` makes its local CA and providerd's certificate with the openssl CLI.

@@ -69,6 +69,9 @@ docker build -t "$IMAGE" "$work/context" >"$work/build.log" 2>&1 || {
   tail -40 "$work/build.log" >&2
   exit 1
 }
+# Earlier builds' images (untagged by this one) and the build stage's image are left behind
+# by the builder: only those, recognised by the Dockerfile's fred.stage label, are removed.
+docker image prune --force --filter label=fred.stage >/dev/null
 docker save -o "$OUT/fred-$VERSION-image.tar" "$IMAGE"
 chmod 0644 "$OUT/fred-$VERSION-image.tar" # docker save writes 0600; every artifact is public
 
