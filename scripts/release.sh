@@ -64,7 +64,7 @@ mkdir -p "$work/context/deploy/container"
 cp Dockerfile .dockerignore "$work/context/"
 cp deploy/container/healthcheck.mjs "$work/context/deploy/container/"
 cp "$OUT/fred-$VERSION.tgz" "$work/context/"
-docker build -t "$IMAGE" "$work/context" >"$work/build.log" 2>&1 || {
+docker build --force-rm -t "$IMAGE" "$work/context" >"$work/build.log" 2>&1 || {
   echo "release: docker build failed; the end of its output:" >&2
   tail -40 "$work/build.log" >&2
   exit 1
