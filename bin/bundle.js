@@ -32,6 +32,33 @@ function sourceStamp() {
 }
 
 /**
+ * esbuild's options for a bundle of the CLI named `name` (the entry `<name>.mjs`) in `outdir`:
+ * the same for the development bundle here and the one `npm pack` ships (scripts/build-package.mjs).
+ */
+export function bundleOptions(name, outdir) {
+  return {
+    entryPoints: { [name]: ENTRY },
+    outdir,
+    outExtension: { ".js": ".mjs" },
+    // What the sources import lazily (the Docker backend and its dockerode tree) stays in
+    // chunks of its own, loaded only by the commands that need it.
+    splitting: true,
+    chunkNames: `${name}-chunk-[hash]`,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node22.12",
+    // npm packages stay imports resolved at run time: only our own sources are bundled.
+    packages: "external",
+    // Function and class names survive, so stack traces and logs stay readable;
+    // `node --enable-source-maps` maps them back to src/ through the linked maps.
+    keepNames: true,
+    sourcemap: "linked",
+    logLevel: "silent",
+  };
+}
+
+/**
  * The path of an up-to-date bundle of the CLI, building it if needed; undefined when it
  * cannot be built here (e.g. a read-only install), so the caller runs the sources instead.
  */
@@ -43,27 +70,7 @@ export async function ensureBundle() {
     const file = join(DIST, `${name}.mjs`);
     if (existsSync(file)) return file;
     const { build } = await import("esbuild");
-    const { outputFiles } = await build({
-      entryPoints: { [name]: ENTRY },
-      outdir: DIST,
-      outExtension: { ".js": ".mjs" },
-      // What the sources import lazily (the Docker backend and its dockerode tree) stays in
-      // chunks of its own, loaded only by the commands that need it.
-      splitting: true,
-      chunkNames: `${name}-chunk-[hash]`,
-      write: false,
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      target: "node22.12",
-      // npm packages stay imports resolved at run time: only our own sources are bundled.
-      packages: "external",
-      // Function and class names survive, so stack traces and logs stay readable;
-      // `node --enable-source-maps` maps them back to src/ through the linked maps.
-      keepNames: true,
-      sourcemap: "linked",
-      logLevel: "silent",
-    });
+    const { outputFiles } = await build({ ...bundleOptions(name, DIST), write: false });
     mkdirSync(DIST, { recursive: true });
     // The entry last: whoever sees it also finds every chunk and map it refers to.
     const last = outputFiles.filter((o) => o.path === file);
@@ -73,8 +80,10 @@ export async function ensureBundle() {
       renameSync(tmp, out.path);
     }
     const ours = (f) => f === `${name}.mjs` || f === `${name}.mjs.map` || f.startsWith(`${name}-chunk-`);
+    // Only earlier bundles go: dist/ also holds other build output (dist/release/).
     for (const old of readdirSync(DIST)) {
-      if (!ours(old) && !old.endsWith(".tmp")) rmSync(join(DIST, old), { force: true });
+      if (old.startsWith("fred-") && !ours(old) && !old.endsWith(".tmp"))
+        rmSync(join(DIST, old), { force: true });
     }
     return file;
   } catch {

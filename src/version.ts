@@ -5,9 +5,10 @@ import pkg from "../package.json" with { type: "json" };
 
 /**
  * What `--version`, `/health` and `/v1/provider` report: the package version, and the
- * git commit when fred runs from a checkout. There is no build step to stamp it, so the
- * commit is read at runtime from the `.git` beside the package (a worktree's `.git` file
- * and packed refs included); an installed package without one reports no commit.
+ * git commit. From a checkout the commit is read at runtime from the `.git` beside the
+ * package (a worktree's `.git` file and packed refs included); an installed package has
+ * none, and reports the commit its bundle was built from (stamped by
+ * scripts/build-package.mjs), or none.
  */
 export interface FredVersion {
   version: string;
@@ -16,10 +17,22 @@ export interface FredVersion {
 
 const PACKAGE_ROOT = fileURLToPath(new URL("..", import.meta.url));
 
+/**
+ * esbuild's `define` replaces this name with the commit's string literal in the packaged
+ * bundle; anywhere else it is never declared, which `typeof` tolerates.
+ */
+declare const __FRED_BUILD_COMMIT__: string | undefined;
+
+function buildCommit(): string | undefined {
+  return typeof __FRED_BUILD_COMMIT__ === "string" && isSha(__FRED_BUILD_COMMIT__)
+    ? __FRED_BUILD_COMMIT__
+    : undefined;
+}
+
 let cached: FredVersion | undefined;
 
 export function fredVersion(): FredVersion {
-  cached ??= { version: pkg.version, commit: gitCommit(PACKAGE_ROOT) };
+  cached ??= { version: pkg.version, commit: gitCommit(PACKAGE_ROOT) ?? buildCommit() };
   return cached;
 }
 

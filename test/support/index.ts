@@ -11,6 +11,7 @@ export {
   type Launched,
   type LaunchOptions,
   launchFred,
+  launchProgram,
   launchScript,
   REPO_ROOT,
   type RunOptions,

@@ -112,6 +112,18 @@ export function launchScript<T = unknown>(
   return launch(["--import", "tsx", entry, ...args], { label: `tsx ${entry}`, ...options });
 }
 
+/**
+ * Any program (e.g. an installed `fred`, found on the PATH that `options.env` gives) as a
+ * real process; resolves once its ready line has been seen.
+ */
+export function launchProgram<T = unknown>(
+  program: string,
+  args: string[],
+  options: LaunchOptions<T> = {},
+): Promise<Launched<T>> {
+  return launch(args, { label: `${program} ${args.join(" ")}`, ...options }, program);
+}
+
 function baseEnv(cleanEnv: boolean | undefined): NodeJS.ProcessEnv {
   if (cleanEnv) return { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" };
   return { ...process.env, FRED_LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "warn" };
@@ -120,10 +132,14 @@ function baseEnv(cleanEnv: boolean | undefined): NodeJS.ProcessEnv {
 const jsonFirstStdoutLine = (line: string, stream: Stream): unknown =>
   stream === "stdout" ? JSON.parse(line) : undefined;
 
-async function launch<T>(nodeArgs: string[], options: LaunchOptions<T>): Promise<Launched<T>> {
+async function launch<T>(
+  nodeArgs: string[],
+  options: LaunchOptions<T>,
+  program: string = process.execPath,
+): Promise<Launched<T>> {
   const label = options.label ?? nodeArgs.join(" ");
   const recognise = options.ready ?? (jsonFirstStdoutLine as (line: string, stream: Stream) => T);
-  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), ...nodeArgs], {
+  const child = spawn(program, [...(options.nodeFlags ?? []), ...nodeArgs], {
     cwd: options.cwd ?? REPO_ROOT,
     env: { ...baseEnv(options.cleanEnv), ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
