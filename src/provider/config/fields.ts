@@ -40,8 +40,17 @@ export const bool = () => z.boolean({ error: expected("must be true or false") }
 export const int = () => z.int({ error: expected("must be an integer") });
 export const num = () => z.number({ error: expected("must be a number") });
 
-export const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
-  z.enum(values, { error: expected(`must be one of ${values.join(", ")}`) });
+/** One of `values`; a value of `refused` (one the reference takes) gets its own message. */
+export const oneOf = <const T extends readonly [string, ...string[]]>(
+  values: T,
+  refused: Readonly<Record<string, string>> = {},
+) =>
+  z.enum(values, {
+    error: (issue: { input: unknown }) =>
+      (typeof issue.input === "string" && Object.hasOwn(refused, issue.input)
+        ? refused[issue.input]
+        : undefined) ?? expected(`must be one of ${values.join(", ")}`)(issue),
+  });
 
 /** A YAML list of strings; `null` (an empty `key:`) reads as []. */
 export const list = (item: z.ZodType<string> = text()) =>

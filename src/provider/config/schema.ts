@@ -30,7 +30,7 @@ import { parseBackendOrigin, parseCallbackBase, type UrlCheck } from "./urls.ts"
  * (refused.ts).
  */
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
-const KEYRING_BACKENDS = ["file", "os", "test"] as const;
+const KEYRING_BACKENDS = ["file", "test"] as const;
 const PRINTABLE = /^[^\p{Cc}\p{Cs}\p{Co}\p{Cn}]+$/u;
 const WEBSOCKET_URL = /^(wss?):\/\/([^/?#@\s]+)(\/[^?#\s]*)?$/;
 const LISTEN = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(\d{1,5})$/;
@@ -125,7 +125,10 @@ export const fileFields = z.strictObject({
   grpc_tls_enabled: bool().prefault(false),
   grpc_tls_ca_file: text().prefault(""),
   grpc_tls_skip_verify: bool().prefault(false),
-  keyring_backend: oneOf(KEYRING_BACKENDS).prefault("file"),
+  // The reference's "os" is refused by the schema, so --check-config says so before a start would.
+  keyring_backend: oneOf(KEYRING_BACKENDS, {
+    os: 'is "os" (the system secret service), which Fred does not support: use "file" (encrypted, passphrase in FRED_KEYRING_PASSPHRASE) or "test" (plaintext, development only)',
+  }).prefault("file"),
   api_listen_addr: listenAddr.prefault(":8080"),
   tls_cert_file: optionalText(),
   tls_key_file: optionalText(),

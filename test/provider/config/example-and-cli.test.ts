@@ -100,6 +100,14 @@ describe("fred providerd (process)", () => {
     assert.match(r.stderr, / {2}- unknown key "bogus"/);
   });
 
+  it("--check-config refuses keyring_backend os (PROVIDER_KEYRING_BACKEND) before any start", async () => {
+    const r = await fred(["providerd", "--check-config", "-c", good], { PROVIDER_KEYRING_BACKEND: "os" });
+    assert.equal(r.code, 1, r.stdout);
+    const out = JSON.parse(r.stdout) as { ok: boolean; problems: string[] };
+    assert.equal(out.problems.length, 1, r.stdout);
+    assert.match(out.problems[0] ?? "", /^keyring_backend is "os" .* use "file" .* or "test"/);
+  });
+
   it("--check-config exits 1 naming every key that is not effective yet, from the file or the environment", async () => {
     const refusedFile = join(dir, "refused.yaml");
     const keys = Object.keys(REFUSED_KEYS).filter((k) => !REFUSED_KEYS[k]!.atDefault);

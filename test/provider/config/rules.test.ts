@@ -42,10 +42,13 @@ const RULES: [string, Mutation, string[]][] = [
     ['provider_address must be a bech32 account address with prefix "manifest"'],
   ],
   ["log_level", (c) => (c.log_level = "trace"), ["log_level must be one of debug, info, warn, error"]],
+  ["keyring_backend", (c) => (c.keyring_backend = "kwallet"), ["keyring_backend must be one of file, test"]],
   [
-    "keyring_backend",
-    (c) => (c.keyring_backend = "kwallet"),
-    ["keyring_backend must be one of file, os, test"],
+    "keyring_backend os",
+    (c) => (c.keyring_backend = "os"),
+    [
+      'keyring_backend is "os" (the system secret service), which Fred does not support: use "file" (encrypted, passphrase in FRED_KEYRING_PASSPHRASE) or "test" (plaintext, development only)',
+    ],
   ],
   ["backend name required", (c) => delete backend(c, 1).name, ["backends[1].name is required"]],
   [
