@@ -51,6 +51,11 @@ export function createProviderMetrics(): ProviderMetrics {
     labelNames: ["backend"],
     registers,
   });
+  const closeRetryDropped = new Counter({
+    name: "fred_close_retries_dropped_total",
+    help: "Closes not queued for a retry because the retry queue held its 1,024 leases (the next sweep retries them)",
+    registers,
+  });
   return {
     registry,
     observer: {
@@ -58,6 +63,7 @@ export function createProviderMetrics(): ProviderMetrics {
       provisionSettled: (backend, outcome, ms) => latency.observe({ backend, outcome }, ms / 1000),
       callback: (outcome) => callbacks.inc({ outcome }),
       callbackContradicted: (backend) => contradicted.inc({ backend }),
+      closeRetryDropped: () => closeRetryDropped.inc(),
     },
   };
 }

@@ -32,6 +32,8 @@ export interface LifecycleObserver {
   callback(outcome: string): void;
   /** A backend's lifecycle report that the chain and its own record contradict. */
   callbackContradicted(backend: string): void;
+  /** A close to retry was dropped because the retry queue was full (the sweep has it). */
+  closeRetryDropped(): void;
 }
 
 export const silentObserver: LifecycleObserver = {
@@ -39,4 +41,5 @@ export const silentObserver: LifecycleObserver = {
   provisionSettled: () => {},
   callback: () => {},
   callbackContradicted: () => {},
+  closeRetryDropped: () => {},
 };

@@ -6,7 +6,8 @@ import { Admission, isRetryable, retry } from "../../core/async/index.ts";
 import { FredError } from "../../core/errors.ts";
 import { promote } from "../maintenance/index.ts";
 import { type Attempt, GroupCommitter } from "../store/index.ts";
-import { Closer } from "./closer.ts";
+import { CloseRetries } from "./close-retries.ts";
+import { Closer, SINGLE_CLOSE_TRY } from "./closer.ts";
 import { pushCustomDomains } from "./custom-domains.ts";
 import type { LifecycleDeps } from "./deps.ts";
 import {
@@ -102,6 +103,8 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
   readonly #deps: LifecycleDeps;
   readonly #provisioner: Provisioner;
   readonly #closer: Closer;
+  /** Closes a backend did not confirm, tried again before the next sweep. */
+  readonly #closeRetries: CloseRetries;
   readonly #abort = new AbortController();
   readonly #opts: Required<LifecycleOptions>;
   readonly #awaitingPayload = new Set<string>();
@@ -120,6 +123,17 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     this.#deps = deps;
     this.#provisioner = new Provisioner(deps);
     this.#closer = new Closer(deps);
+    // One try per backend from the retry queue: its own backoff spaces the tries.
+    const retryCloser = new Closer(deps, SINGLE_CLOSE_TRY);
+    this.#closeRetries = new CloseRetries({
+      clock: deps.clock,
+      logger: deps.logger,
+      close: async (leaseUuid) => {
+        const r = await deps.queue.run(leaseUuid, () => retryCloser.close(leaseUuid, this.signal));
+        return r.failed.length === 0;
+      },
+      onDropped: () => deps.observe.closeRetryDropped(),
+    });
     const timeout = deps.config.provisionCallbackTimeoutMs;
     this.#opts = {
       payloadPollMs: 1_000,
@@ -211,11 +225,7 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
       this.#awaitingPayload.delete(leaseUuid);
       // Ended before its provision workflow started: it never needs one.
       this.#provisions.remove(leaseUuid);
-      this.#track(
-        this.#step("deprovision", leaseUuid, async (signal) => {
-          await this.#closer.close(leaseUuid, signal);
-        }),
-      );
+      this.#track(this.#step("deprovision", leaseUuid, (signal) => this.#closeEnded(leaseUuid, signal)));
     } else if (event.kind === "lease_custom_domain_set" || event.kind === "lease_custom_domain_cleared") {
       const leaseUuid = event.leaseUuid;
       this.#track(
@@ -271,8 +281,19 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
    */
   async redeliver(attempt: Attempt, signal: AbortSignal): Promise<ProvisionStep | "lease-ended"> {
     const step = await this.#provisioner.redeliver(attempt, signal);
-    if (step === "lease-ended") await this.#closer.close(attempt.leaseUuid, signal);
+    if (step === "lease-ended") await this.#closeEnded(attempt.leaseUuid, signal);
     return step;
+  }
+
+  /** Deprovisions an ended lease; a backend that did not confirm gets it again from the retry queue. */
+  async #closeEnded(leaseUuid: string, signal: AbortSignal): Promise<void> {
+    const result = await this.#closer.close(leaseUuid, signal);
+    if (result.failed.length > 0) this.#closeRetries.hint(leaseUuid);
+  }
+
+  /** Leases whose close waits in the retry queue. */
+  get closeRetriesPending(): number {
+    return this.#closeRetries.size;
   }
 
   /** Whether a provision request for the lease is on the wire right now. */
@@ -396,6 +417,7 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
   async stop(deadlineMs: number): Promise<void> {
     this.#stopping = true;
     this.#provisions.clear();
+    this.#closeRetries.stop();
     for (const cancel of this.#timers.values()) cancel();
     this.#timers.clear();
     const drained = Promise.allSettled([...this.#running]).then(() => this.#deps.queue.idle());

@@ -360,3 +360,51 @@ describe("lease-ending chain events", () => {
     store.close();
   });
 });
+
+describe("a close its backend does not confirm", () => {
+  it("is tried again from the close-retry queue, before any sweep, until the backend accepts", {
+    timeout: 60_000,
+  }, async () => {
+    const { deps, store, attempt, clock } = setup();
+    const lifecycle = new Lifecycle(deps);
+    const l = leaseId();
+    attempt(l, "refuser", "LEASE_STATE_CLOSED");
+    // The event path's five tries, then the queue's first retry, are refused; the next is accepted.
+    refuser.script.set(
+      "deprovision",
+      Array.from({ length: 6 }, () => ({ status: 409, body: { error: "busy" } })),
+    );
+    const asked = () =>
+      refuser.requests.filter((r) => r.url.includes("/deprovision?") && r.body.includes(l)).length;
+    lifecycle.onEvent({
+      kind: "lease_closed",
+      leaseUuid: l,
+      providerUuid: PROVIDER_UUID,
+      tenant: "manifest1tenant",
+      height: 7,
+      txHash: undefined,
+      reason: undefined,
+    });
+    // Every wait is on the manual clock: move it a second per poll until the close is confirmed.
+    let queued = false;
+    let keptWhileQueued = false;
+    await until(
+      () => {
+        if (lifecycle.closeRetriesPending === 1 && !queued) {
+          queued = true;
+          keptWhileQueued = store.attemptFor(l) !== undefined;
+        }
+        clock.advance(1_000);
+        return store.attemptFor(l) === undefined;
+      },
+      "retried from the queue until accepted, then retired",
+      { context: () => `asked ${asked()}, queued ${lifecycle.closeRetriesPending}` },
+    );
+    assert.ok(queued, "the unconfirmed close went to the retry queue");
+    assert.ok(keptWhileQueued, "not confirmed: the attempt was kept meanwhile");
+    assert.equal(asked(), 7, "five tries, a refused retry, an accepted retry");
+    assert.equal(lifecycle.closeRetriesPending, 0, "forgotten once confirmed");
+    await lifecycle.stop(1_000);
+    store.close();
+  });
+});
