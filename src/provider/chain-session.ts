@@ -91,6 +91,7 @@ export function providerEventFeed(
     pingIntervalMs: config.websocketPingIntervalMs,
     reconnectInitialMs: config.websocketReconnectInitialMs,
     reconnectMaxMs: config.websocketReconnectMaxMs,
+    stallTimeoutMs: config.eventStallTimeoutMs,
     fetchBlockEvents: (height, signal) => chain.blockEvents(height, signal),
     // Custom-domain changes reach the owner backend in seconds, not at the next sweep.
     customDomains: true,

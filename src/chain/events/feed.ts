@@ -3,7 +3,7 @@
  * The chain event feed: CometBFT websockets with fixed subscriptions, typed lease events
  * fanned out to consumers. It must never go silent: a client ping every `pingIntervalMs`
  * with a read deadline of twice that, and a block-height heartbeat — when no new block
- * arrives within `heartbeatMultiple × expectedBlockTimeMs` the socket is treated as dead
+ * arrives within `stallTimeoutMs` (15 s by default) the socket is treated as dead
  * even if it is still open. Reconnects back off exponentially with ±25 % jitter, and each
  * reconnect tells every consumer to `resync` (sweep the chain for edges it may have missed).
  * Every timer goes through the injected Clock. Typed events (`FeedEvents`) let callers wait
@@ -43,8 +43,8 @@ export interface EventFeedOptions {
   pingIntervalMs?: number;
   reconnectInitialMs?: number;
   reconnectMaxMs?: number;
-  expectedBlockTimeMs?: number;
-  heartbeatMultiple?: number;
+  /** No new block for this long means the socket is dead even if open (default 15 s; Manifest's blocks come every ~6 s). */
+  stallTimeoutMs?: number;
   /** Fetches `block_results.finalize_block_events` of a height (fallback and gap filling). */
   fetchBlockEvents?: (height: number, signal: AbortSignal) => Promise<unknown>;
   /** Heights to back-fill after a reconnect (bounded; older gaps are left to resync). */
@@ -186,8 +186,7 @@ export class EventFeed extends EventEmitter<FeedEvents> {
       pingIntervalMs: 30_000,
       reconnectInitialMs: 1_000,
       reconnectMaxMs: 60_000,
-      expectedBlockTimeMs: 6_000,
-      heartbeatMultiple: 5,
+      stallTimeoutMs: 15_000,
       maxGapFill: 100,
       maxFrameBytes: 32 * 1024 * 1024,
       customDomains: false,
@@ -198,7 +197,7 @@ export class EventFeed extends EventEmitter<FeedEvents> {
   }
 
   get heartbeatTimeoutMs(): number {
-    return this.#o.expectedBlockTimeMs * this.#o.heartbeatMultiple;
+    return this.#o.stallTimeoutMs;
   }
 
   subscribe(name: string, capacity?: number): FeedConsumer {

@@ -194,6 +194,8 @@ export const fileFields = z.strictObject({
     )
     .prefault(""),
   provision_callback_timeout: positiveDuration().prefault("15m"),
+  // No new block for this long: the event feed reconnects (and resyncs) even if its socket is open.
+  event_stall_timeout: positiveDuration().prefault("15s"),
   // The seed fixes the callback budgets at 100/s, burst 200; a provider whose backends
   // finish provisions faster than that (large fleets, benchmarks) may raise them.
   callback_rate_limit_rps: positiveNum().prefault(100),

@@ -45,8 +45,7 @@ describe("event feed against a real devnet", () => {
       pingIntervalMs: 1000,
       reconnectInitialMs: 100,
       reconnectMaxMs: 400,
-      expectedBlockTimeMs: 200,
-      heartbeatMultiple: 10,
+      stallTimeoutMs: 2_000,
       fetchBlockEvents: (height, signal) => provider.blockEvents(height, signal),
     });
     seen = collector(feed.subscribe("lifecycle"));

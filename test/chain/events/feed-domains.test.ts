@@ -49,8 +49,7 @@ describe("event feed: the custom-domain channel (second socket)", () => {
       providerUuid: PROVIDER,
       clock,
       random: () => 0.5,
-      expectedBlockTimeMs: 1_000,
-      heartbeatMultiple: 10,
+      stallTimeoutMs: 10_000,
       customDomains: true,
     });
     cleanups.push(() => feed.stop());

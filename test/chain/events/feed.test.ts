@@ -35,8 +35,7 @@ function feedFor(
     clock,
     random: () => 0.5,
     pingIntervalMs: 30_000,
-    expectedBlockTimeMs: 1_000,
-    heartbeatMultiple: 10,
+    stallTimeoutMs: 10_000,
     ...extra,
   });
   cleanups.push(() => feed.stop());
@@ -160,7 +159,7 @@ describe("event feed (websocket)", () => {
     const fake = await startFakeComet({ autoPong: false });
     cleanups.push(() => fake.close());
     const clock = new ManualClock();
-    const feed = feedFor(fake, clock, { pingIntervalMs: 1000, heartbeatMultiple: 1000 });
+    const feed = feedFor(fake, clock, { pingIntervalMs: 1000, stallTimeoutMs: 1_000_000 });
     feed.start();
     await until(() => fake.subscriptions.length === 5, "subscribed");
     clock.advance(1000);
