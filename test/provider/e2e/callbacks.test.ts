@@ -164,3 +164,36 @@ describe("POST /callbacks/provision refusals (devnet + providerd + mock backends
     assert.equal(records(), snapshot);
   });
 });
+
+describe("a backend key rotation (devnet + providerd + mock backends)", () => {
+  const NEW = "rotated-mock-1-secret-0123456789abcdefghij";
+  const OLD = SECRETS[0]!;
+
+  it("a callback signed with hmac_secret_previous is applied; one signed with neither key is refused", async () => {
+    // Step 1 of the runbook: providerd keeps signing with the old key and accepts the new one.
+    await stack.stopProviderd();
+    stack.writeConfig([{ hmacSecret: OLD, hmacSecretPrevious: NEW }]);
+    await stack.startProviderd();
+    // Step 2: the backend signs its callbacks with the new key and still accepts the old one.
+    stack.mockEnvs[0] = {
+      ...stack.mockEnvs[0]!,
+      MOCK_BACKEND_CALLBACK_SECRET: NEW,
+      MOCK_BACKEND_PREVIOUS_CALLBACK_SECRET: OLD,
+    };
+    await stack.stopMock(0);
+    await stack.restartMock(0);
+    // A new lease only turns ACTIVE once mock-1's success callback, signed with NEW, is applied.
+    const [fresh] = (await stack.createLeases(1, "docker-small")) as [string];
+    await stack.waitState([fresh], "LEASE_STATE_ACTIVE");
+    await expectStatus(
+      { body: { lease_uuid: fresh, status: "success", error: "", backend_storage_id: SIDS[0] }, secret: NEW },
+      200,
+      "the previous key verifies",
+    );
+    await expectStatus(
+      { secret: "some-other-secret-0123456789abcdefghijklmn" },
+      401,
+      "neither current nor previous",
+    );
+  });
+});

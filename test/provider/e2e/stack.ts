@@ -68,6 +68,9 @@ export interface BackendOverrides {
   skus?: string[];
   /** backends[].timeout (a duration such as "3s"). */
   timeout?: string;
+  /** backends[].hmac_secret and hmac_secret_previous (a key rotation); SECRETS[i] by default. */
+  hmacSecret?: string;
+  hmacSecretPrevious?: string;
 }
 
 export class Stack {
@@ -174,7 +177,10 @@ export class Stack {
       backends: this.mocks.map((m, i) => ({
         name: `mock-${i + 1}`,
         url: m.ready.url,
-        hmac_secret: SECRETS[i],
+        hmac_secret: overrides[i]?.hmacSecret ?? SECRETS[i],
+        ...(overrides[i]?.hmacSecretPrevious === undefined
+          ? {}
+          : { hmac_secret_previous: overrides[i]!.hmacSecretPrevious }),
         default: i === 0,
         ...(overrides[i]?.draining ? { draining: true } : {}),
         ...(overrides[i]?.fenced ? { fenced: true } : {}),
