@@ -65,7 +65,7 @@ const coin = () => text().regex(COIN_RE, "must be an amount with denomination, e
 const positiveInt = () => int().positive("must be greater than zero");
 const positiveNum = () => num().positive("must be greater than zero");
 
-const backendFields = z.strictObject(
+export const backendFields = z.strictObject(
   {
     name: text().refine(
       (n) => n !== "" && n.trim() === n && PRINTABLE.test(n),
