@@ -36,7 +36,8 @@ export const ANSWERS = {
     status: 409,
     error: "the update failed; the previous manifest is still the lease's",
   } as StoredAnswer,
-  ended: { status: 409, error: "lease is not active; the command did not run" } as StoredAnswer,
+  // The reference's text for a lease that is not active, as the live refusal answers it.
+  ended: { status: 409, error: "lease not found or not active", reason: "lease_not_active" } as StoredAnswer,
 };
 
 /**

@@ -2,10 +2,15 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { FastifyRequest } from "fastify";
 import { ApiError, refuse } from "../../../src/provider/api/errors.ts";
-import { maintenanceRefusal, refusalAnswer } from "../../../src/provider/api/maintenance/answers.ts";
+import {
+  asApiError,
+  maintenanceRefusal,
+  refusalAnswer,
+} from "../../../src/provider/api/maintenance/answers.ts";
 import { parseTail } from "../../../src/provider/api/routes/logs.ts";
 import { restoreRefusal } from "../../../src/provider/api/routes/restore.ts";
 import { checkUpdateBody } from "../../../src/provider/api/routes/update.ts";
+import { ANSWERS } from "../../../src/provider/maintenance/completion.ts";
 
 /**
  * The tenant-facing `error` texts whose condition is also the reference's (Fred v0.13,
@@ -96,6 +101,13 @@ const TABLE: Pinned[] = [
   [
     "lease not ACTIVE",
     maintenanceRefusal.notActive,
+    409,
+    "lease not found or not active",
+    "lease_not_active",
+  ],
+  [
+    "a pending command whose lease ended before it ran (the stored answer its retries replay)",
+    () => asApiError(ANSWERS.ended),
     409,
     "lease not found or not active",
     "lease_not_active",
