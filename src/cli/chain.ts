@@ -251,6 +251,16 @@ export function parseSkuSpec(text: string): SkuSpec {
   return { ref: parts[0] as string, quantity: BigInt(q), serviceName };
 }
 
+/** Sends MsgCancelLease for one PENDING lease of the signing key (the tenant). */
+export async function cancelLease(
+  c: CosmosChain,
+  uuid: string,
+): Promise<{ tx_hash: string; height: number }> {
+  const msg = MsgCancelLease.fromPartial({ tenant: c.address, leaseUuids: [uuid] });
+  const res = await c.send([{ typeUrl: MsgCancelLease.typeUrl, value: msg }]);
+  return { tx_hash: res.txHash, height: res.height };
+}
+
 const sha256 = (bytes: Uint8Array): Uint8Array => createHash("sha256").update(bytes).digest();
 
 /** Sends MsgCreateLease for the signing key (the tenant); the new lease's UUID and the tx. */
@@ -439,9 +449,7 @@ Examples:
     .action(async (uuid: string, opts: TxFlags) => {
       leaseArg(uuid);
       await using(await txClient(opts), async (c) => {
-        const msg = MsgCancelLease.fromPartial({ tenant: c.address, leaseUuids: [uuid] });
-        const res = await c.send([{ typeUrl: MsgCancelLease.typeUrl, value: msg }]);
-        printJson({ lease_uuid: uuid, status: "cancelled", tx_hash: res.txHash, height: res.height });
+        printJson({ lease_uuid: uuid, status: "cancelled", ...(await cancelLease(c, uuid)) });
       });
     });
 

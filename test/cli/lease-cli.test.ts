@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { restoreSource } from "../../src/cli/lease/journey.ts";
 import { connectionUrls, newLines } from "../../src/cli/lease/reads.ts";
-import { refusal } from "../../src/cli/lease/tenant-api.ts";
+import { refusal, TenantApi } from "../../src/cli/lease/tenant-api.ts";
 import { verdictOf } from "../../src/cli/lease/wait.ts";
 import { mockSkus, Stack } from "../provider/e2e/stack.ts";
 import { runFred } from "../support/index.ts";
@@ -27,7 +27,9 @@ before(async () => {
       },
     ],
     (s) => {
-      s.backendOverrides = [{ skus: [s.sku("docker-small"), s.sku("docker-medium")] }];
+      // providerd routes docker-large to the mock backend, which does not serve it: a lease
+      // that passes every check the CLI can make and is still refused by the backend.
+      s.backendOverrides = [{ skus: [s.sku("docker-small"), s.sku("docker-medium"), s.sku("docker-large")] }];
     },
   );
   await stack.startProviderd();
@@ -280,21 +282,158 @@ describe("fred lease against a real stack", () => {
     assert.equal(typeof r.json.height, "number");
   });
 
-  it("deploy of a manifest the backend refuses exits 1 with the failure", async () => {
-    const bad = join(stack.dir, "bad.json");
-    writeFileSync(bad, "{not json");
+  const leaseCount = async () => (await stack.tenant.leasesByTenant(stack.tenant.address)).length;
+
+  it("a deploy whose manifest, SKU or provider is wrong sends nothing and names every problem", async () => {
+    const before = await leaseCount();
+    const broken = join(stack.dir, "broken.json");
+    writeFileSync(broken, "{not json");
+    const stackManifest = join(stack.dir, "stack.json");
+    writeFileSync(
+      stackManifest,
+      JSON.stringify({
+        services: { web: { image: "docker.io/library/nginx:1.27" }, db: { image: "redis:7" } },
+      }),
+    );
+    const foreign = join(stack.dir, "foreign.json");
+    writeFileSync(foreign, JSON.stringify({ image: "quay.io/acme/app:1" }));
+    const deploy = (sku: string[], file: string, extra: string[] = []) =>
+      fred([
+        "lease",
+        "deploy",
+        ...sku.flatMap((x) => ["--sku", x]),
+        "--manifest",
+        file,
+        ...as("tenant1"),
+        ...extra,
+      ]);
+
+    const json = await deploy(["docker-small"], broken);
+    assert.equal(json.code, 1);
+    assert.match(json.stderr, /manifest \(root\): .*JSON/i);
+    assert.match(json.stderr, /nothing was sent to the chain/);
+
+    const typo = await deploy(["docker-smal"], manifest);
+    assert.equal(typo.code, 1);
+    assert.match(typo.stderr, /--sku docker-smal: no active SKU has that name; did you mean docker-small\?/);
+    assert.match(typo.stderr, /active: .*docker-medium/);
+
+    const unnamed = await deploy(["docker-small"], stackManifest);
+    assert.equal(unnamed.code, 1);
+    assert.match(unnamed.stderr, /manifest \/services\/web: .*no matching lease item/);
+    assert.match(unnamed.stderr, /try --sku docker-small:1:web --sku docker-small:1:db/);
+
+    const registry = await deploy(["docker-small"], foreign);
+    assert.equal(registry.code, 1);
+    assert.match(
+      registry.stderr,
+      /image registry quay\.io is not allowed by this provider \(allowed: docker\.io, ghcr\.io\)/,
+    );
+
+    const unreachable = await deploy(["docker-small"], manifest, ["--provider-url", "http://127.0.0.1:9"]);
+    assert.equal(unreachable.code, 1);
+    assert.match(
+      unreachable.stderr,
+      /cannot reach the provider at http:\/\/127\.0\.0\.1:9.*nothing was sent to the chain/,
+    );
+
+    assert.equal(await leaseCount(), before, "no refused deploy created a lease");
+    for (const r of [json, typo, unnamed, registry, unreachable])
+      assert.equal(r.stdout, "", "stdout stays empty");
+  });
+
+  it("a lease the backend rejects ends deploy at once with the reason, exit 1; status and provision say why", async () => {
     const r = await fred([
+      "lease",
+      "deploy",
+      "--sku",
+      "docker-large",
+      "--manifest",
+      manifest,
+      ...as("tenant1"),
+    ]);
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.json.state, "LEASE_STATE_REJECTED");
+    assert.match(r.stderr, /ended \(LEASE_STATE_REJECTED\): Rejected — invalid SKU/);
+    assert.doesNotMatch(r.stderr, /did not settle/);
+    const rejected = String(r.json.lease_uuid);
+    const status = await fred(["lease", "status", rejected, ...as("tenant1")]);
+    assert.equal(status.code, 0, status.stderr);
+    assert.equal(status.json.provision_status, "failed");
+    assert.equal(status.json.reason, "Rejected");
+    assert.equal(status.json.message, "invalid SKU");
+    // GET /provision answers after a rejection too, as the reference's contract says.
+    const api = new TenantApi(stack.api, Buffer.from(stack.account("tenant1").private_key_hex, "hex"));
+    const provision = await api.lease(rejected, "provision");
+    assert.equal(provision.status, 200);
+    assert.deepEqual(
+      [provision.body.status, provision.body.reason, provision.body.message, provision.body.fail_count],
+      ["failed", "Rejected", "invalid SKU", 0],
+    );
+  });
+
+  it("cancel ends a PENDING lease; an active, ended, foreign or malformed one is refused", async () => {
+    const created = await fred([
+      "lease",
+      "create",
+      "--sku",
+      "docker-small",
+      "--manifest",
+      manifest,
+      ...as("tenant1"),
+    ]);
+    assert.equal(created.code, 0, created.stderr);
+    const pending = String(created.json.lease_uuid);
+    const foreign = await fred(["lease", "cancel", pending, ...as("tenant2")]);
+    assert.equal(foreign.code, 1);
+    assert.match(foreign.stderr, /belongs to another tenant/);
+    const r = await fred(["lease", "cancel", pending, ...as("tenant1")]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.json.state, "LEASE_STATE_REJECTED");
+    assert.match(String(r.json.tx_hash), /^[0-9A-F]{64}$/);
+    assert.equal(await stack.leaseState(pending), "LEASE_STATE_REJECTED");
+    const again = await fred(["lease", "cancel", pending, ...as("tenant1")]);
+    assert.equal(again.code, 1);
+    assert.match(
+      again.stderr,
+      /already ended \(LEASE_STATE_REJECTED\); only a PENDING lease can be cancelled/,
+    );
+    const active = await fred(["lease", "cancel", lease, ...as("tenant1")]);
+    assert.equal(active.code, 1);
+    assert.match(active.stderr, /(is active: end it with fred lease close|already ended)/);
+    const bad = await fred(["lease", "cancel", "nope", ...as("tenant1")]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /canonical lowercase UUID/);
+  });
+
+  it("restore refuses a source that is not restorable before creating anything", async () => {
+    const before = await leaseCount();
+    const running = await fred([
       "lease",
       "deploy",
       "--sku",
       "docker-small",
       "--manifest",
-      bad,
-      "--timeout",
-      "60s",
+      manifest,
       ...as("tenant1"),
     ]);
-    assert.equal(r.code, 1, r.stdout);
-    assert.match(r.stderr, /failed|ended/);
+    assert.equal(running.code, 0, running.stderr);
+    const active = String(running.json.lease_uuid);
+    const r = await fred(["lease", "restore", active, ...as("tenant1")]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, new RegExp(`lease ${active} is active: close it first`));
+    const foreign = await fred(["lease", "restore", active, ...as("tenant2")]);
+    assert.equal(foreign.code, 1);
+    assert.match(foreign.stderr, /belongs to another tenant/);
+    assert.equal(await leaseCount(), before + 1, "only the deploy created a lease");
+  });
+
+  it("update refuses a broken manifest before sending it", async () => {
+    const broken = join(stack.dir, "broken-update.json");
+    writeFileSync(broken, JSON.stringify({ image: "nginx:1", bogus: true }));
+    const r = await fred(["lease", "update", lease, "--manifest", broken, ...as("tenant1")]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /manifest .*bogus/);
+    assert.match(r.stderr, /nothing was sent to the provider/);
   });
 });

@@ -22,7 +22,7 @@ import type {
   WithdrawPage,
   WithdrawSummary,
 } from "../port.ts";
-import { MsgWithdrawResponse, type Provider } from "../proto/index.ts";
+import { MsgWithdrawResponse, type Provider, type SKU } from "../proto/index.ts";
 import { checkGasConfig, type GasConfig } from "../tx/fees.ts";
 import { blockEventsFetcher } from "./block-events.ts";
 import { toCoins } from "./convert.ts";
@@ -39,7 +39,7 @@ import * as q from "./queries.ts";
 import { connectNode, type NodeConnection } from "./rpc.ts";
 import { chainRegistry, type TxSigner } from "./signer.ts";
 import { SignerLanes, type SignerLanesOptions } from "./signer-lanes.ts";
-import { providerRecord, resolveSku } from "./skus.ts";
+import { activeSkus, providerRecord, resolveSku } from "./skus.ts";
 import { execAs, laneFault, parseCoinText } from "./sub-signers.ts";
 import { TxMetrics, TxPipeline, type TxPipelineOptions, type TxResult } from "./tx-pipeline.ts";
 
@@ -259,6 +259,11 @@ export class CosmosChain implements ChainPort {
   /** The provider's on-chain record, or undefined when the chain has none. */
   providerRecord(uuid: string, signal?: AbortSignal): Promise<Provider | undefined> {
     return providerRecord(this.#conn, uuid, signal);
+  }
+
+  /** Every active SKU on chain, all providers (the tenant CLI's checks and suggestions). */
+  activeSkus(signal?: AbortSignal): Promise<SKU[]> {
+    return activeSkus(this.#conn, signal);
   }
 
   /** A SKU UUID passes through; a name must match exactly one active SKU (the tenant CLI). */

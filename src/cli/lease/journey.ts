@@ -1,8 +1,18 @@
 import type { Command } from "commander";
+import type { CosmosChain } from "../../chain/cosmos/adapter.ts";
 import type { ChainLease } from "../../chain/port.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
-import { createLease, leaseArg, leaseView, parseSkuSpec, type SkuSpec, txClient, using } from "../chain.ts";
+import {
+  cancelLease,
+  createLease,
+  leaseArg,
+  leaseView,
+  parseSkuSpec,
+  type SkuSpec,
+  txClient,
+  using,
+} from "../chain.ts";
 import { ExitCode, printJson } from "../output.ts";
 import {
   apiForLease,
@@ -14,6 +24,7 @@ import {
   timeoutMs,
   withLeaseFlags,
 } from "./context.ts";
+import { checkBeforeCreate, checkRestorable, checkUpdate } from "./preflight.ts";
 import { TenantApi } from "./tenant-api.ts";
 import { verdictOf, waitSettled } from "./wait.ts";
 
@@ -33,18 +44,61 @@ function withWait(cmd: Command): Command {
   return cmd.option("--timeout <duration>", "how long to wait for the lease to settle", "10m");
 }
 
-/** Waits, prints the final status, and exits 1 with the reason when the lease did not come up. */
-async function settle(api: TenantApi, uuid: string, flags: WaitFlags, untilActive: boolean): Promise<void> {
+/**
+ * Waits, prints the final status, and exits 1 with the reason when the lease did not come
+ * up. After a restart or update (`maintenance`), a ready lease that carries a reason is a
+ * command that failed and was rolled back: a success clears the reason.
+ */
+async function settle(
+  api: TenantApi,
+  uuid: string,
+  flags: WaitFlags,
+  untilActive: boolean,
+  maintenance?: "restart" | "update",
+): Promise<void> {
   const status = await waitSettled(api, uuid, { timeoutMs: timeoutMs(flags.timeout), untilActive, progress });
   printJson({ lease_uuid: uuid, ...status });
   const verdict = verdictOf(status, untilActive);
-  if (verdict === "ready") return progress(`lease ${uuid} is ready`);
-  progress(
-    `lease ${uuid} ${verdict === "ended" ? `ended (${status.state})` : "failed"}${
-      status.reason === undefined ? "" : `: ${status.reason}`
-    }${status.message === undefined ? "" : ` — ${status.message}`}`,
-  );
+  const why = `${status.reason === undefined ? "" : `: ${status.reason}`}${
+    status.message === undefined ? "" : ` — ${status.message}`
+  }`;
+  if (verdict === "ready" && maintenance !== undefined && status.reason !== undefined) {
+    progress(
+      `${maintenance} of lease ${uuid} failed and was rolled back${why}; the lease runs its previous release`,
+    );
+    throw new ExitCode(1);
+  }
+  if (verdict === "ready") return progress(`lease ${uuid} is ready${readyUrl(status)}`);
+  progress(`lease ${uuid} ${verdict === "ended" ? `ended (${status.state})` : "failed"}${why}`);
   throw new ExitCode(1);
+}
+
+/** " at <url>" when the status names where the lease answers (its first fqdn). */
+function readyUrl(status: Record<string, unknown>): string {
+  const fqdn = typeof status.fqdn === "string" && status.fqdn !== "" ? status.fqdn : undefined;
+  return fqdn === undefined ? "" : ` at https://${fqdn}`;
+}
+
+/**
+ * Runs `use` on a lease this command just created; when it fails, the lease (still
+ * PENDING, so nothing was billed) is cancelled before the error is reported, so a failed
+ * command leaves no stray lease behind.
+ */
+async function orCancel<T>(c: CosmosChain, uuid: string, use: () => Promise<T>): Promise<T> {
+  try {
+    return await use();
+  } catch (err) {
+    progress(`could not use lease ${uuid}: ${(err as Error).message}; cancelling it`);
+    try {
+      await cancelLease(c, uuid);
+      progress(`cancelled lease ${uuid}`);
+    } catch (cancelErr) {
+      progress(
+        `could not cancel lease ${uuid} (${(cancelErr as Error).message}); run: fred lease cancel ${uuid}`,
+      );
+    }
+    throw err;
+  }
 }
 
 async function upload(api: TenantApi, uuid: string, manifestPath: string): Promise<void> {
@@ -62,10 +116,12 @@ export function registerLeaseJourney(lease: Command): void {
       '\nPrints {"lease_uuid","tx_hash","height"}.\n\nExamples:\n  $ fred lease create --sku docker-small --manifest app.json --from tenant1 --home .fred/devnet',
     )
     .action(async (opts: LeaseFlags & { sku: string[]; manifest?: string }) => {
-      const metaHash = opts.manifest === undefined ? undefined : (await readManifest(opts.manifest)).metaHash;
-      await using(await txClient(opts), async (c) =>
-        printJson(await createLease(c, opts.sku.map(parseSkuSpec), hexBytes(metaHash))),
-      );
+      const manifest = opts.manifest === undefined ? undefined : await readManifest(opts.manifest);
+      const specs = opts.sku.map(parseSkuSpec);
+      await using(await txClient(opts), async (c) => {
+        const checked = await checkBeforeCreate(c, opts, specs, manifest?.bytes);
+        printJson(await createLease(c, checked.specs, hexBytes(manifest?.metaHash)));
+      });
     });
 
   withLeaseFlags(lease.command("upload").description("Upload a PENDING lease's manifest to its provider"))
@@ -102,19 +158,15 @@ Examples:
     )
     .action(async (opts: LeaseFlags & WaitFlags & { sku: string[]; manifest: string }) => {
       const specs = opts.sku.map(parseSkuSpec);
-      const { metaHash } = await readManifest(opts.manifest);
-      const { uuid, api } = await using(await txClient(opts), async (c) => {
-        const created = await createLease(c, specs, hexBytes(metaHash));
-        progress(`created lease ${created.lease_uuid} (tx ${created.tx_hash}, height ${created.height})`);
-        const onChain = await c.getLease(created.lease_uuid);
-        const url = await providerUrl(opts, c, onChain?.providerUuid);
-        return {
-          uuid: created.lease_uuid,
-          api: await tenantApi(opts, url),
-        };
+      const { bytes, metaHash } = await readManifest(opts.manifest);
+      await using(await txClient(opts), async (c) => {
+        const checked = await checkBeforeCreate(c, opts, specs, bytes);
+        const created = await createLease(c, checked.specs, hexBytes(metaHash));
+        const uuid = created.lease_uuid;
+        progress(`created lease ${uuid} (tx ${created.tx_hash}, height ${created.height})`);
+        await orCancel(c, uuid, () => upload(checked.api, uuid, opts.manifest));
+        await settle(checked.api, uuid, opts, true);
       });
-      await upload(api, uuid, opts.manifest);
-      await settle(api, uuid, opts, true);
     });
 
   withWait(withLeaseFlags(lease.command("wait").description("Wait until the lease is ready or has failed")))
@@ -153,10 +205,9 @@ Examples:
       )
       .action(async (uuid: string, opts: LeaseFlags & WaitFlags & { manifest?: string }) => {
         const api = await apiForLease(opts, leaseArg(uuid));
-        const body =
-          opts.manifest === undefined
-            ? undefined
-            : { payload: (await readManifest(opts.manifest)).bytes.toString("base64") };
+        const manifest = opts.manifest === undefined ? undefined : await readManifest(opts.manifest);
+        if (manifest !== undefined) await checkUpdate(api, manifest.bytes);
+        const body = manifest === undefined ? undefined : { payload: manifest.bytes.toString("base64") };
         const accepted = await api.lease(uuid, op, {
           method: "POST",
           idempotencyKey: TenantApi.idempotencyKey(),
@@ -164,7 +215,7 @@ Examples:
         });
         progress(`${op} accepted (HTTP ${accepted.status})`);
         if (opts.wait === false) return printJson({ lease_uuid: uuid, ...accepted.body });
-        await settle(api, uuid, opts, false);
+        await settle(api, uuid, opts, false, op);
       });
   }
 
@@ -202,31 +253,61 @@ Examples:
       const { source: from, account } = restoreSource(positional, raw.from);
       const opts: LeaseFlags & WaitFlags & { sku?: string[] } = { ...raw, from: account };
       if (account === undefined) delete opts.from;
-      const { uuid, api } = await using(await txClient(opts), async (c) => {
+      await using(await txClient(opts), async (c) => {
         const source = await c.getLease(from);
         if (source === undefined) throw new FredError("ERR_USAGE", `the chain has no lease ${from}`);
         const specs = opts.sku === undefined ? sourceSpecs(source) : opts.sku.map(parseSkuSpec);
+        const checked = await checkBeforeCreate(c, opts, specs, undefined);
+        await checkRestorable(checked.api, source, c.address);
         // The source's meta_hash, as restore clients do: a lease without one is provisioned
         // (empty) the moment it is created, racing the restore; with one it waits for it.
         const created = await createLease(
           c,
-          specs,
+          checked.specs,
           hexBytes(source.metaHash === "" ? undefined : source.metaHash),
         );
-        progress(`created lease ${created.lease_uuid} to restore ${from} into`);
-        const url = await providerUrl(opts, c, source.providerUuid);
-        return {
-          uuid: created.lease_uuid,
-          api: await tenantApi(opts, url),
-        };
+        const uuid = created.lease_uuid;
+        progress(`created lease ${uuid} to restore ${from} into`);
+        await orCancel(c, uuid, () =>
+          checked.api.lease(uuid, "restore", {
+            method: "POST",
+            body: { from_lease_uuid: from },
+            idempotencyKey: TenantApi.idempotencyKey(),
+          }),
+        );
+        progress(`restore of ${from} into ${uuid} accepted`);
+        await settle(checked.api, uuid, opts, true);
       });
-      await api.lease(uuid, "restore", {
-        method: "POST",
-        body: { from_lease_uuid: from },
-        idempotencyKey: TenantApi.idempotencyKey(),
+    });
+
+  withLeaseFlags(
+    lease
+      .command("cancel")
+      .description("Cancel a PENDING lease of the signing key (nothing was billed); returns once committed"),
+  )
+    .argument("<uuid>", "lease UUID")
+    .addHelpText(
+      "after",
+      '\nPrints {"lease_uuid","tx_hash","height","state"}. An ACTIVE lease is ended with fred lease close.\n\nExamples:\n  $ fred lease cancel $LEASE --from tenant1 --home .fred/devnet',
+    )
+    .action(async (uuid: string, opts: LeaseFlags) => {
+      leaseArg(uuid);
+      await using(await txClient(opts), async (c) => {
+        const before = await c.getLease(uuid);
+        if (before === undefined) throw new FredError("ERR_USAGE", `the chain has no lease ${uuid}`);
+        if (before.tenant !== c.address)
+          throw new FredError("ERR_USAGE", `lease ${uuid} belongs to another tenant (${before.tenant})`);
+        if (before.state === "LEASE_STATE_ACTIVE")
+          throw new FredError("ERR_USAGE", `lease ${uuid} is active: end it with fred lease close ${uuid}`);
+        if (before.state !== "LEASE_STATE_PENDING")
+          throw new FredError(
+            "ERR_USAGE",
+            `lease ${uuid} has already ended (${before.state}); only a PENDING lease can be cancelled`,
+          );
+        const tx = await cancelLease(c, uuid);
+        const after = await c.getLease(uuid);
+        printJson({ lease_uuid: uuid, ...tx, state: after?.state ?? null });
       });
-      progress(`restore of ${from} into ${uuid} accepted`);
-      await settle(api, uuid, opts, true);
     });
 
   withLeaseFlags(

@@ -127,10 +127,25 @@ export class TenantApi {
     });
   }
 
-  async #once(leaseUuid: string, path: string, req: ApiRequest, spendsToken: boolean): Promise<ApiAnswer> {
+  /** `GET /v1/provider`: who the provider is and what it accepts (no token needed). */
+  async provider(): Promise<Record<string, unknown>> {
+    const answer = await retry(() => this.#request("/v1/provider", {}, {}), {
+      clock: commandClock,
+      attempts: TRIES,
+      backoff: { initialMs: 500, maxMs: 4000 },
+      retryable: (err) => err instanceof FredError && err.retryable,
+    });
+    return answer.body;
+  }
+
+  #once(leaseUuid: string, path: string, req: ApiRequest, spendsToken: boolean): Promise<ApiAnswer> {
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.token(leaseUuid, req.metaHash, spendsToken)}`,
     };
+    return this.#request(`/v1/leases/${leaseUuid}/${path}`, req, headers);
+  }
+
+  async #request(path: string, req: ApiRequest, headers: Record<string, string>): Promise<ApiAnswer> {
     if (req.idempotencyKey !== undefined) headers["idempotency-key"] = req.idempotencyKey;
     let body: Uint8Array | string | undefined;
     if (req.body instanceof Uint8Array) {
@@ -142,7 +157,7 @@ export class TenantApi {
     }
     let res: Awaited<ReturnType<typeof fetch>>;
     try {
-      res = await fetch(this.url(`/v1/leases/${leaseUuid}/${path}`), {
+      res = await fetch(this.url(path), {
         method: req.method ?? "GET",
         headers,
         ...(body === undefined ? {} : { body }),

@@ -19,6 +19,8 @@ export interface WaitOptions {
 }
 
 const POLL_MS = 1000;
+/** While the event stream is open it reports changes; the poll is then only its backstop. */
+const STREAMING_POLL_MS = 3000;
 
 export type Verdict = "ready" | "failed" | "ended" | "waiting";
 
@@ -46,21 +48,42 @@ export async function waitSettled(
     if (line !== last) o.progress(line);
     last = line;
   };
-  // The stream ends the wait early; polling below always has the last word.
-  await streamUntilSettled(api, uuid, deadline, (frame) =>
+  // The stream shows each change as it happens and wakes the poll below when a frame says
+  // the lease settled; the poll always has the last word, and it keeps running while the
+  // stream is open, so a stream that stays silent (a change it carries no frame for, such
+  // as a rejection on chain) never holds the wait until its timeout.
+  let wake = new AbortController();
+  let streaming = true;
+  const stopStream = new AbortController();
+  void streamUntilSettled(api, uuid, AbortSignal.any([deadline, stopStream.signal]), (frame) =>
     show(frame.status, frame.state, frame.error),
-  ).catch((err: unknown) =>
-    o.progress(`event stream unavailable (${(err as Error).message}); polling status`),
-  );
-  for (;;) {
-    const { body } = await api.lease(uuid, "status");
-    show(body.provision_status ?? "waiting", body.state, body.message);
-    if (verdictOf(body, o.untilActive) !== "waiting") return body;
-    if (deadline.aborted)
-      throw new FredError("ERR_TENANT_API", `lease ${uuid} did not settle within ${o.timeoutMs / 1000} s`, {
-        details: { status: body },
-      });
-    await sleepOrAbort(commandClock, POLL_MS, deadline).catch(() => {});
+  )
+    .then(() => wake.abort())
+    .catch((err: unknown) => {
+      if (!stopStream.signal.aborted)
+        o.progress(`event stream unavailable (${(err as Error).message}); polling status`);
+    })
+    .finally(() => {
+      streaming = false;
+    });
+  try {
+    for (;;) {
+      const { body } = await api.lease(uuid, "status");
+      show(body.provision_status ?? "waiting", body.state, body.message);
+      if (verdictOf(body, o.untilActive) !== "waiting") return body;
+      if (deadline.aborted)
+        throw new FredError("ERR_TENANT_API", `lease ${uuid} did not settle within ${o.timeoutMs / 1000} s`, {
+          details: { status: body },
+        });
+      await sleepOrAbort(
+        commandClock,
+        streaming ? STREAMING_POLL_MS : POLL_MS,
+        AbortSignal.any([deadline, wake.signal]),
+      ).catch(() => {});
+      wake = new AbortController();
+    }
+  } finally {
+    stopStream.abort();
   }
 }
 

@@ -1,3 +1,4 @@
+import type { ChainLease } from "../../chain/port.ts";
 import { readTerminalBudget, type TerminalBudgetBody } from "../../core/backend-contract/index.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import { type RetainedFields, retainedFields } from "../retention/index.ts";
@@ -38,6 +39,22 @@ export function tenantDiagnostics(record: Record<string, unknown>): Diagnostics 
   if (retained !== undefined) out.retained = retained;
   if (typeof record.tenant === "string" && record.tenant !== "") out.recordTenant = record.tenant;
   return out;
+}
+
+/**
+ * The record of a lease the chain shows REJECTED that no backend holds: it was refused
+ * before anything ran (a synchronous refusal, a cancel by its tenant, a wait that ran
+ * out), so the chain's rejection reason is all there is, and it is public already.
+ * Reason `Rejected` (an addition to the seed's open set) says the lease never ran.
+ */
+export function rejectedDiagnostics(lease: ChainLease): Diagnostics | undefined {
+  if (lease.state !== "LEASE_STATE_REJECTED") return undefined;
+  return {
+    status: "failed",
+    failCount: 0,
+    reason: "Rejected",
+    message: lease.rejectionReason === "" ? "the lease was rejected" : lease.rejectionReason,
+  };
 }
 
 export type DiagnosticsLookup =

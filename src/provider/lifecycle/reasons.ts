@@ -28,15 +28,21 @@ type Refusal = Extract<MutationOutcome, { kind: "refused" }>;
  * backend already knows this lease — is left to recovery, never rejected).
  */
 export function rejectionForRefusal(refusal: Refusal): string | undefined {
+  // The backend's text says what to fix (its envelope's `error` is curated for tenants);
+  // the tenant reads it back from the chain and from GET /provision.
+  const detail = (phrase: string) => {
+    const text = (refusal.error ?? "").trim();
+    return text === "" || text === phrase ? phrase : `${phrase}: ${text}`;
+  };
   switch (refusal.validationCode) {
     case "unknown_sku":
       return REJECT_REASONS.invalidSku;
     case "invalid_manifest":
-      return REJECT_REASONS.invalidManifest;
+      return detail(REJECT_REASONS.invalidManifest);
     case "image_not_allowed":
-      return REJECT_REASONS.imageNotAllowed;
+      return detail(REJECT_REASONS.imageNotAllowed);
   }
-  if (refusal.status === 400) return REJECT_REASONS.validationError;
+  if (refusal.status === 400) return detail(REJECT_REASONS.validationError);
   if (refusal.status === 503) return REJECT_REASONS.insufficientResources;
   return undefined;
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { routeRead } from "../backend-route.ts";
 import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
-import { lookupDiagnostics } from "../diagnostics.ts";
+import { type Diagnostics, lookupDiagnostics, rejectedDiagnostics } from "../diagnostics.ts";
 import { refuse } from "../errors.ts";
 import { parseInclude } from "../include.ts";
 import type { ProvisionBody } from "../schemas/lease.ts";
@@ -11,6 +11,8 @@ import type { ProvisionBody } from "../schemas/lease.ts";
  * diagnostics for the lease. The backend answers from its persisted diagnostics once the
  * workload is gone. "Not found" is said only when it is known (nothing was placed here,
  * or the confirmed owner has no record); an unresolved placement answers 503 instead.
+ * A lease the chain rejected before any backend held it answers from the chain's
+ * rejection reason (status failed, reason Rejected), as the seed's "after rejection" says.
  * `terminal_budget` is ours, not the reference's: only `?include=terminal_budget` adds it.
  */
 export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext): void {
@@ -18,14 +20,20 @@ export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext)
   app.get(
     "/v1/leases/:lease_uuid/provision",
     tenantRoute(ctx, async (req, reply, scope) => {
-      const { uuid, claims } = await authorizeLease(ctx, req, reply, { kind: "access", replay: false });
+      const { uuid, claims, lease } = await authorizeLease(ctx, req, reply, {
+        kind: "access",
+        replay: false,
+      });
       const include = parseInclude(req);
       const found = await lookupDiagnostics(routeRead(store, clients, uuid), clients, uuid, scope.signal);
-      if (found.kind === "absent") throw refuse.notProvisioned("provision not found");
+      // A lease rejected before any backend held it still answers, from the chain's record.
+      const rejected = found.kind === "absent" ? rejectedDiagnostics(lease) : undefined;
+      if (found.kind === "absent" && rejected === undefined)
+        throw refuse.notProvisioned("provision not found");
       if (found.kind === "unknown") {
         throw found.error ?? refuse.unavailable("ERR_API_PLACEMENT_UNRESOLVED");
       }
-      const d = found.diagnostics;
+      const d = found.kind === "found" ? found.diagnostics : (rejected as Diagnostics);
       const body: ProvisionBody = {
         lease_uuid: uuid,
         tenant: claims.tenant,

@@ -5,7 +5,12 @@ import type { ChainLease } from "../../../chain/port.ts";
 import { leaseUuidParam } from "../auth.ts";
 import { onLostBackend, routeRead } from "../backend-route.ts";
 import { type TenantContext, tenantRoute } from "../context.ts";
-import { type Diagnostics, type DiagnosticsLookup, lookupDiagnostics } from "../diagnostics.ts";
+import {
+  type Diagnostics,
+  type DiagnosticsLookup,
+  lookupDiagnostics,
+  rejectedDiagnostics,
+} from "../diagnostics.ts";
 import { refuse } from "../errors.ts";
 import { parseInclude } from "../include.ts";
 import type { ExtraKey, StatusBody } from "../schemas/lease.ts";
@@ -83,6 +88,9 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
       } else if (found.kind === "found") {
         addDiagnostics(body, found.diagnostics, include);
         if (progress !== undefined) body.provision_status = progress;
+      } else if (found.kind === "absent") {
+        const rejected = rejectedDiagnostics(lease);
+        if (rejected !== undefined) addDiagnostics(body, rejected, include);
       }
       if (credit !== undefined) body.credit = credit;
       inputs.json = JSON.stringify(body);
