@@ -436,4 +436,27 @@ describe("fred lease against a real stack", () => {
     assert.match(r.stderr, /manifest .*bogus/);
     assert.match(r.stderr, /nothing was sent to the provider/);
   });
+
+  it("an update that fails and rolls back exits 1; the next good one exits 0", async () => {
+    const deployed = await fred([
+      "lease",
+      "deploy",
+      "--sku",
+      "docker-small",
+      "--manifest",
+      manifest,
+      ...as("tenant1"),
+    ]);
+    assert.equal(deployed.code, 0, deployed.stderr);
+    const uuid = String(deployed.json.lease_uuid);
+    const failing = join(stack.dir, "failing.json");
+    writeFileSync(failing, JSON.stringify({ image: "docker.io/library/nginx:fail" }));
+    const bad = await fred(["lease", "update", uuid, "--manifest", failing, ...as("tenant1")]);
+    assert.equal(bad.code, 1, bad.stderr);
+    assert.equal(bad.json.provision_status, "ready", "the previous release runs again");
+    assert.match(bad.stderr, /update of lease .* failed and was rolled back: UpdateFailed/);
+    const good = await fred(["lease", "update", uuid, "--manifest", manifest, ...as("tenant1")]);
+    assert.equal(good.code, 0, good.stderr);
+    assert.match(good.stderr, /is ready/);
+  });
 });
