@@ -3,7 +3,7 @@
  * reconnects, drops, malformed events) and the tx pipeline's outcomes, gas and fees. Values
  * are read at scrape time from the live objects, so nothing here is on a hot path.
  */
-import { Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type LabelValues, type Registry } from "prom-client";
 import type { TxMetrics } from "./cosmos/tx-pipeline.ts";
 import type { FeedMetrics } from "./events/feed.ts";
 
@@ -21,11 +21,36 @@ export function scrapeGauge(registry: Registry) {
     });
 }
 
+/**
+ * A counter on `registry` whose totals are read at scrape time from a monotonic source:
+ * `collect` reports each label set's current total through `set`. Typed counter (not
+ * gauge) so the `_total` names follow Prometheus' conventions and rate() applies.
+ */
+export function scrapeCounter(registry: Registry) {
+  return (
+    name: string,
+    help: string,
+    labelNames: string[],
+    collect: (set: (value: number, labels?: LabelValues<string>) => void) => void,
+  ) =>
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        this.reset();
+        collect((value, labels) => this.inc(labels ?? {}, value));
+      },
+    });
+}
+
 export function registerChainMetrics(
   registry: Registry,
   sources: { feed?: () => FeedMetrics; tx?: TxMetrics },
 ): void {
   const gauge = scrapeGauge(registry);
+  const counter = scrapeCounter(registry);
   const feed = sources.feed;
   if (feed !== undefined) {
     gauge("fred_chain_last_block_height", "Last block height the event feed saw", [], (g) =>
@@ -40,15 +65,15 @@ export function registerChainMetrics(
       [],
       (g) => g.set(feed().lastEventAtMs / 1000),
     );
-    gauge("fred_chain_feed_reconnects_total", "Event feed reconnects", [], (g) => g.set(feed().reconnects));
-    gauge("fred_chain_feed_heartbeat_timeouts_total", "Reconnects caused by no new block", [], (g) =>
-      g.set(feed().heartbeatTimeouts),
+    counter("fred_chain_feed_reconnects_total", "Event feed reconnects", [], (set) => set(feed().reconnects));
+    counter("fred_chain_feed_heartbeat_timeouts_total", "Reconnects caused by no new block", [], (set) =>
+      set(feed().heartbeatTimeouts),
     );
-    gauge("fred_chain_feed_dropped_events_total", "Events dropped for slow consumers", [], (g) =>
-      g.set(feed().dropped),
+    counter("fred_chain_feed_dropped_events_total", "Events dropped for slow consumers", [], (set) =>
+      set(feed().dropped),
     );
-    gauge("fred_chain_feed_malformed_total", "Malformed frames or event entries skipped", [], (g) =>
-      g.set(feed().malformed),
+    counter("fred_chain_feed_malformed_total", "Malformed frames or event entries skipped", [], (set) =>
+      set(feed().malformed),
     );
     gauge("fred_chain_feed_live", "1 while the event feed is connected", [], (g) =>
       g.set(feed().state === "live" ? 1 : 0),
@@ -56,18 +81,18 @@ export function registerChainMetrics(
   }
   const tx = sources.tx;
   if (tx !== undefined) {
-    gauge("fred_chain_tx_outcomes_total", "Transactions by outcome", ["outcome"], (g) => {
-      for (const [outcome, n] of tx.outcomes) g.set({ outcome }, n);
+    counter("fred_chain_tx_outcomes_total", "Transactions by outcome", ["outcome"], (set) => {
+      for (const [outcome, n] of tx.outcomes) set(n, { outcome });
     });
-    gauge("fred_chain_gas_used_total", "Gas used by included transactions", [], (g) => g.set(tx.gasUsed));
-    gauge("fred_chain_fees_paid_total", "Fees paid, per denom", ["denom"], (g) => {
-      for (const [denom, amount] of tx.feesPaid) g.set({ denom }, Number(amount));
+    counter("fred_chain_gas_used_total", "Gas used by included transactions", [], (set) => set(tx.gasUsed));
+    counter("fred_chain_fees_paid_total", "Fees paid, per denom", ["denom"], (set) => {
+      for (const [denom, amount] of tx.feesPaid) set(Number(amount), { denom });
     });
-    gauge(
+    counter(
       "fred_chain_simulation_failures_total",
       "Gas simulations that failed (fallback gas used)",
       [],
-      (g) => g.set(tx.simulationFailures),
+      (set) => set(tx.simulationFailures),
     );
   }
 }

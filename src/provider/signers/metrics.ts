@@ -3,12 +3,13 @@
  * the live lanes and supervisor (nothing here is on a tx path).
  */
 import type { Registry } from "prom-client";
-import { scrapeGauge } from "../../chain/metrics.ts";
+import { scrapeCounter, scrapeGauge } from "../../chain/metrics.ts";
 import type { Signers } from "./signers.ts";
 
 export function registerSignerMetrics(registry: Registry, signers: Signers): void {
   const lanes = signers.subLanes;
   const gauge = scrapeGauge(registry);
+  const counter = scrapeCounter(registry);
   gauge("fred_signer_lanes", "Lease-tx signing lanes, by state", ["state"], (g) => {
     if (lanes === undefined) {
       g.set({ state: "provider_key" }, 1);
@@ -30,7 +31,7 @@ export function registerSignerMetrics(registry: Registry, signers: Signers): voi
     },
   );
   const stat = (name: string, help: string, read: () => number) =>
-    gauge(name, help, [], (g) => g.set(read()));
+    counter(name, help, [], (set) => set(read()));
   stat(
     "fred_signer_demotions_total",
     "Lanes demoted (grant missing and refused)",
@@ -45,7 +46,7 @@ export function registerSignerMetrics(registry: Registry, signers: Signers): voi
   stat("fred_signer_top_ups_total", "Sub-signer top-ups sent", () => lanes.stats.topUps);
   const supervisor = signers.supervisor;
   if (supervisor !== undefined)
-    gauge("fred_signer_checks_total", "Converging passes, by outcome", ["outcome"], (g) => {
-      for (const [outcome, n] of supervisor.passes) g.set({ outcome }, n);
+    counter("fred_signer_checks_total", "Converging passes, by outcome", ["outcome"], (set) => {
+      for (const [outcome, n] of supervisor.passes) set(n, { outcome });
     });
 }

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { PayloadStore, PlacementStore } from "../../../src/provider/store/index.ts";
 import { until } from "../../support/index.ts";
+import { PROMTOOL_SKIP, promtoolMetricsProblems } from "../../support/promtool.ts";
 import { mockSkus, Stack, sha256 } from "./stack.ts";
 
 /**
@@ -156,6 +157,15 @@ describe("providerd lifecycle (devnet + providerd + mock backends)", () => {
       "fred_queue_depth",
     ]) {
       assert.match(metrics, new RegExp(`^${name}`, "m"), name);
+    }
+  });
+
+  it("every daemon's /metrics passes promtool check metrics", { skip: PROMTOOL_SKIP }, async () => {
+    const sources = [`${stack.api}/metrics`, ...stack.mocks.map((m) => `${m.ready.url}/metrics`)];
+    for (const url of sources) {
+      const text = await (await fetch(url)).text();
+      assert.match(text, /^# TYPE /m, url);
+      assert.equal(promtoolMetricsProblems(text), "", url);
     }
   });
 
