@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -7,7 +8,7 @@ import { connectionUrls, newLines } from "../../src/cli/lease/reads.ts";
 import { refusal, TenantApi } from "../../src/cli/lease/tenant-api.ts";
 import { verdictOf } from "../../src/cli/lease/wait.ts";
 import { mockSkus, Stack } from "../provider/e2e/stack.ts";
-import { runFred } from "../support/index.ts";
+import { FRED_BIN, runFred } from "../support/index.ts";
 
 /**
  * `fred lease …` as a tenant runs it: real CLI processes against a devnet, a mock backend
@@ -169,6 +170,37 @@ describe("fred lease against a real stack", () => {
     assert.equal(releases.code, 0, releases.stderr);
     assert.ok(Array.isArray(releases.json.releases));
     assert.ok((releases.json.releases as unknown[]).length >= 1);
+  });
+
+  it("reads are a readable view on a terminal (or --output text) and JSON when piped", async () => {
+    // Under a pseudo-terminal (util-linux script), with no --output: the text view.
+    const args = ["lease", "status", lease, ...as("tenant1")];
+    const quoted = [process.execPath, FRED_BIN, ...args].map((a) => `'${a}'`).join(" ");
+    const tty = spawnSync("script", ["-qec", quoted, "/dev/null"], { encoding: "utf8" });
+    assert.equal(tty.status, 0, tty.stdout);
+    assert.match(tty.stdout, /^state\s+active\r?$/m);
+    assert.match(tty.stdout, /^provision\s+ready\r?$/m);
+    assert.doesNotMatch(tty.stdout, /"lease_uuid"/);
+
+    const logs = await runFred(["lease", "logs", lease, "--tail", "5", "--output", "text", ...as("tenant1")]);
+    assert.equal(logs.code, 0, logs.stderr);
+    const lines = logs.stdout.trim().split("\n");
+    assert.ok(lines.length >= 1, logs.stdout);
+    for (const line of lines) assert.match(line, /^[a-z0-9-]+\/\d+ \| /, line);
+
+    const releases = await runFred(["lease", "releases", lease, "--output", "text", ...as("tenant1")]);
+    assert.match(releases.stdout, /^VERSION\s+STATUS\s+IMAGE\s+CREATED\nv1\s+\w+/m);
+    const list = await runFred(["lease", "list", "--output", "text", ...as("tenant1")]);
+    assert.equal(list.code, 0, list.stderr);
+    assert.match(list.stdout, /^LEASE\s+STATE\s+STATUS\s+SKU\s+AGE\s+URL\s+RESTORABLE$/m);
+    assert.match(list.stdout, new RegExp(`^${lease}\\s+active\\s+ready\\s+docker-small\\s+\\d+[smhd]`, "m"));
+
+    const bad = await runFred(["lease", "status", lease, "--output", "yaml", ...as("tenant1")]);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /--output must be text or json/);
+    // Piped and without --output: the JSON document, as before.
+    const piped = await fred(args);
+    assert.equal(piped.json.state, "LEASE_STATE_ACTIVE");
   });
 
   it("a key from a fred keys keyring signs as well as the dev account", async () => {

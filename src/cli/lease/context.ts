@@ -9,6 +9,7 @@ import { FredError } from "../../core/errors.ts";
 import { readClient, resolvePrivateKey, type TxFlags, withTx } from "../chain.ts";
 import { say } from "../output.ts";
 import { TenantApi } from "./tenant-api.ts";
+import { OUTPUT_HELP } from "./view.ts";
 
 /**
  * What every `fred lease` command shares: the tenant's key flags (as `fred chain`), where
@@ -18,6 +19,8 @@ import { TenantApi } from "./tenant-api.ts";
  */
 export interface LeaseFlags extends TxFlags {
   providerUrl?: string;
+  /** text | json; see view.ts (default by whether stdout is a terminal). */
+  output?: string;
   caFile?: string;
   prefix: string;
 }
@@ -37,7 +40,8 @@ export function withLeaseFlags(cmd: Command): Command {
       "--ca-file <pem>",
       "also trust this CA for the provider's https (default: fred up's local CA when --home is its devnet)",
     )
-    .option("--prefix <hrp>", "bech32 address prefix of the tenant's account", "manifest");
+    .option("--prefix <hrp>", "bech32 address prefix of the tenant's account", "manifest")
+    .option("--output <mode>", OUTPUT_HELP);
 }
 
 /**

@@ -25,7 +25,9 @@ import {
   withLeaseFlags,
 } from "./context.ts";
 import { checkBeforeCreate, checkRestorable, checkUpdate } from "./preflight.ts";
+import { connectionUrls } from "./reads.ts";
 import { TenantApi } from "./tenant-api.ts";
+import { age, emit, outputMode, statusLines, table } from "./view.ts";
 import { verdictOf, waitSettled } from "./wait.ts";
 
 /**
@@ -36,6 +38,7 @@ import { verdictOf, waitSettled } from "./wait.ts";
 interface WaitFlags {
   timeout: string;
   wait?: boolean;
+  output?: string;
 }
 
 const SKU_HELP = "item as <uuid|name>[:quantity[:service]]; repeat for several items";
@@ -57,7 +60,8 @@ async function settle(
   maintenance?: "restart" | "update",
 ): Promise<void> {
   const status = await waitSettled(api, uuid, { timeoutMs: timeoutMs(flags.timeout), untilActive, progress });
-  printJson({ lease_uuid: uuid, ...status });
+  const body = { lease_uuid: uuid, ...status };
+  emit(outputMode(flags), body, () => statusLines(body));
   const verdict = verdictOf(status, untilActive);
   const why = `${status.reason === undefined ? "" : `: ${status.reason}`}${
     status.message === undefined ? "" : ` — ${status.message}`
@@ -68,15 +72,23 @@ async function settle(
     );
     throw new ExitCode(1);
   }
-  if (verdict === "ready") return progress(`lease ${uuid} is ready${readyUrl(status)}`);
+  if (verdict === "ready")
+    return progress(`lease ${uuid} is ready${await reachableAt(api, uuid, untilActive)}`);
   progress(`lease ${uuid} ${verdict === "ended" ? `ended (${status.state})` : "failed"}${why}`);
   throw new ExitCode(1);
 }
 
-/** " at <url>" when the status names where the lease answers (its first fqdn). */
-function readyUrl(status: Record<string, unknown>): string {
-  const fqdn = typeof status.fqdn === "string" && status.fqdn !== "" ? status.fqdn : undefined;
-  return fqdn === undefined ? "" : ` at https://${fqdn}`;
+/**
+ * " at <url> …" for a lease that just came up (deploy, restore): where a person reaches it,
+ * from its connection details. Best effort: a lease without a published port says nothing.
+ */
+async function reachableAt(api: TenantApi, uuid: string, untilActive: boolean): Promise<string> {
+  if (!untilActive) return "";
+  const urls = await api
+    .lease(uuid, "connection")
+    .then((answer) => connectionUrls(answer.body.connection))
+    .catch(() => []);
+  return urls.length === 0 ? "" : ` at ${urls.join(" ")}`;
 }
 
 /**
@@ -345,23 +357,49 @@ Examples:
     .option("--state <state>", "only leases in this state (pending, active, closed, rejected, expired)")
     .addHelpText("after", "\nExamples:\n  $ fred lease list --from tenant1 --home .fred/devnet")
     .action(async (opts: LeaseFlags & { state?: string }) => {
+      const mode = outputMode(opts);
       await using(await txClient(opts), async (c) => {
         const leases = await c.leasesByTenant(c.address, stateFilter(opts.state));
+        const names = new Map((await c.activeSkus().catch(() => [])).map((sku) => [sku.uuid, sku.name]));
         const out = [];
+        const rows = [["LEASE", "STATE", "STATUS", "SKU", "AGE", "URL", "RESTORABLE"]];
         for (const l of leases) {
           const view = leaseView(l);
-          if (l.state === "LEASE_STATE_PENDING" || l.state === "LEASE_STATE_ACTIVE") {
+          let restorable = "-";
+          let url = "";
+          const live = l.state === "LEASE_STATE_PENDING" || l.state === "LEASE_STATE_ACTIVE";
+          // A text view also asks about ended leases: whether their data can be restored.
+          if (live || mode === "text") {
             const api = await tenantApi(opts, await providerUrl(opts, c, l.providerUuid));
             const status = await api.lease(l.uuid, "status").catch(() => undefined);
-            if (status?.body.provision_status !== undefined)
-              view.provision_status = status.body.provision_status;
+            const provision = status?.body.provision_status;
+            if (live && provision !== undefined) view.provision_status = provision;
+            if (!live) restorable = provision === "retained" ? "yes" : "no";
+            if (mode === "text" && l.state === "LEASE_STATE_ACTIVE")
+              url =
+                (await api
+                  .lease(l.uuid, "connection")
+                  .then((answer) => connectionUrls(answer.body.connection)[0])
+                  .catch(() => undefined)) ?? "";
+            if (mode === "text" && !live && provision !== undefined) view.provision_status = provision;
           }
-          progress(
-            `${l.uuid} ${l.state.replace("LEASE_STATE_", "").toLowerCase()} ${view.provision_status ?? ""}`,
+          const state = l.state.replace("LEASE_STATE_", "").toLowerCase();
+          const skus = l.items.map(
+            (i) => `${names.get(i.skuUuid) ?? i.skuUuid}${i.quantity > 1n ? `×${i.quantity}` : ""}`,
           );
+          rows.push([
+            l.uuid,
+            state,
+            String(view.provision_status ?? "-"),
+            skus.join(","),
+            age(view.created_at),
+            url || "-",
+            restorable,
+          ]);
+          if (mode === "json") progress(`${l.uuid} ${state} ${view.provision_status ?? ""}`);
           out.push(view);
         }
-        printJson(out);
+        emit(mode, out, () => table(rows));
       });
     });
 }

@@ -2,10 +2,21 @@ import type { Command } from "commander";
 import WebSocket from "ws";
 import { retry } from "../../core/async/index.ts";
 import { FredError } from "../../core/errors.ts";
+import { leaseEnded } from "../../core/lease-rules.ts";
 import { commandClock, leaseArg } from "../chain.ts";
-import { printJson } from "../output.ts";
+import { printText } from "../output.ts";
 import { apiForLease, type LeaseFlags, progress, withLeaseFlags } from "./context.ts";
-import type { TenantApi } from "./tenant-api.ts";
+import type { ApiAnswer, TenantApi } from "./tenant-api.ts";
+import {
+  emit,
+  eventLine,
+  logLine,
+  logLines,
+  type OutputMode,
+  outputMode,
+  statusLines,
+  table,
+} from "./view.ts";
 
 /**
  * The reads of a lease: status, connection, logs, events, releases. Each prints the API's
@@ -16,13 +27,15 @@ export function registerLeaseReads(lease: Command): void {
     .argument("<uuid>", "lease UUID")
     .addHelpText("after", "\nExamples:\n  $ fred lease status $LEASE --from tenant1 --home .fred/devnet")
     .action(async (uuid: string, opts: LeaseFlags) => {
+      const mode = outputMode(opts);
       const api = await apiForLease(opts, leaseArg(uuid));
       // Our extra keys too (the API leaves them out unless asked): the CLI shows everything.
       const { body } = await api.lease(uuid, "status?include=credit,terminal_budget");
-      progress(
-        `${body.state} · ${body.provision_status ?? "not provisioned"}${body.message ? ` · ${body.message}` : ""}`,
-      );
-      printJson(body);
+      if (mode === "json")
+        progress(
+          `${body.state} · ${body.provision_status ?? "not provisioned"}${body.message ? ` · ${body.message}` : ""}`,
+        );
+      emit(mode, body, () => statusLines(body));
     });
 
   withLeaseFlags(
@@ -31,16 +44,21 @@ export function registerLeaseReads(lease: Command): void {
     .argument("<uuid>", "lease UUID")
     .addHelpText("after", "\nExamples:\n  $ fred lease connect $LEASE --from tenant1 --home .fred/devnet")
     .action(async (uuid: string, opts: LeaseFlags) => {
+      const mode = outputMode(opts);
       const api = await apiForLease(opts, leaseArg(uuid));
-      const { body } = await api.lease(uuid, "connection");
-      for (const url of connectionUrls(body.connection)) progress(url);
-      printJson(body);
+      const { body } = await explainEnded(api, uuid, () => api.lease(uuid, "connection"));
+      const urls = connectionUrls(body.connection);
+      if (mode === "json") for (const url of urls) progress(url);
+      emit(mode, body, () => (urls.length > 0 ? urls : [JSON.stringify(body.connection ?? body)]));
     });
 
   withLeaseFlags(lease.command("logs").description("The last lines of each container's log"))
     .argument("<uuid>", "lease UUID")
     .option("--tail <n>", "lines per container, 1 to 10000", "100")
-    .option("--follow", "keep printing new lines (one JSON line each: {instance, line}) until Ctrl-C")
+    .option(
+      "--follow",
+      "keep printing new lines until Ctrl-C (text: <time> <service/instance> | <line>; json: {instance, line, time})",
+    )
     .addHelpText(
       "after",
       "\nExamples:\n  $ fred lease logs $LEASE --tail 20 --from tenant1 --home .fred/devnet\n  $ fred lease logs $LEASE --follow --key-hex $KEY",
@@ -48,32 +66,72 @@ export function registerLeaseReads(lease: Command): void {
     .action(async (uuid: string, opts: LeaseFlags & { tail: string; follow?: boolean }) => {
       if (!/^[1-9][0-9]{0,4}$/.test(opts.tail) || Number(opts.tail) > 10_000)
         throw new FredError("ERR_USAGE", `--tail must be 1 to 10000, got ${JSON.stringify(opts.tail)}`);
+      const mode = outputMode(opts);
       const api = await apiForLease(opts, leaseArg(uuid));
-      const read = async () => (await api.lease(uuid, `logs?tail=${opts.tail}`)).body;
-      if (opts.follow === true) return followLogs(read);
-      printJson(await read());
+      const read = async () =>
+        (await explainEnded(api, uuid, () => api.lease(uuid, `logs?tail=${opts.tail}`))).body;
+      if (opts.follow === true) return followLogs(read, mode);
+      const body = await read();
+      emit(mode, body, () => logLines(body.logs));
     });
 
   withLeaseFlags(lease.command("releases").description("The lease's deployment history, oldest first"))
     .argument("<uuid>", "lease UUID")
     .addHelpText("after", "\nExamples:\n  $ fred lease releases $LEASE --from tenant1 --home .fred/devnet")
     .action(async (uuid: string, opts: LeaseFlags) => {
+      const mode = outputMode(opts);
       const api = await apiForLease(opts, leaseArg(uuid));
       const { body } = await api.lease(uuid, "releases");
       const releases = Array.isArray(body.releases) ? (body.releases as Record<string, unknown>[]) : [];
-      for (const r of releases)
-        progress(`v${r.version} ${r.status} ${r.image ?? ""} ${r.created_at ?? ""}`.trim());
-      printJson(body);
+      const rows = releases.map((r) => [
+        `v${r.version}`,
+        String(r.status ?? ""),
+        String(r.image ?? ""),
+        String(r.created_at ?? ""),
+      ]);
+      if (mode === "json") for (const row of rows) progress(row.join(" ").trim());
+      emit(mode, body, () => table([["VERSION", "STATUS", "IMAGE", "CREATED"], ...rows]));
     });
 
-  withLeaseFlags(lease.command("events").description("Stream the lease's status frames (one JSON line each)"))
+  withLeaseFlags(
+    lease
+      .command("events")
+      .description("Stream the lease's status frames (text: one readable line each; json: the frames)"),
+  )
     .argument("<uuid>", "lease UUID")
     .option("--until-ended", "stop when the lease is closed, rejected or expired")
     .addHelpText("after", "\nExamples:\n  $ fred lease events $LEASE --from tenant1 --home .fred/devnet")
     .action(async (uuid: string, opts: LeaseFlags & { untilEnded?: boolean }) => {
+      const mode = outputMode(opts);
       const api = await apiForLease(opts, leaseArg(uuid));
-      await streamEvents(api, uuid, opts.untilEnded === true);
+      await streamEvents(api, uuid, opts.untilEnded === true, mode);
     });
+}
+
+/**
+ * Runs a read that only a running lease answers (connection, live logs); when it is
+ * refused because the lease has ended, says what became of it and how to get it back
+ * instead of the bare refusal.
+ */
+async function explainEnded(
+  api: TenantApi,
+  uuid: string,
+  read: () => Promise<ApiAnswer>,
+): Promise<ApiAnswer> {
+  try {
+    return await read();
+  } catch (err) {
+    const status = await api.lease(uuid, "status").catch(() => undefined);
+    const state = status?.body.state;
+    if (typeof state !== "string" || !leaseEnded(state)) throw err;
+    const word = state.replace("LEASE_STATE_", "").toLowerCase();
+    const body = status?.body ?? {};
+    const next =
+      body.provision_status === "retained"
+        ? `data retained${typeof body.retained_until === "string" ? ` until ${body.retained_until}` : ""}; restore it with fred lease restore ${uuid}`
+        : "its data was not retained";
+    throw new FredError("ERR_TENANT_API", `lease ${uuid} is ${word}; ${next}`, { cause: err });
+  }
 }
 
 /** Every URL a person can open for a connection: https for each fqdn, http for each bound TCP port. */
@@ -112,14 +170,20 @@ export function newLines(before: readonly string[], now: readonly string[]): str
   return at === -1 ? [...now] : now.slice(at + 1);
 }
 
-async function followLogs(read: () => Promise<Record<string, unknown>>): Promise<void> {
+/**
+ * Polls the log tail and prints the lines not printed yet. The API's lines carry no time of
+ * their own, so each is stamped with when this command first saw it.
+ */
+async function followLogs(read: () => Promise<Record<string, unknown>>, mode: OutputMode): Promise<void> {
   const seen = new Map<string, string[]>();
   const stop = AbortSignal.any([abortOnSignal("SIGINT"), abortOnSignal("SIGTERM")]);
   while (!stop.aborted) {
     const logs = ((await read()).logs ?? {}) as Record<string, string>;
+    const time = new Date().toISOString();
     for (const [instance, text] of Object.entries(logs)) {
       const lines = text.split("\n").filter((l) => l !== "");
-      for (const line of newLines(seen.get(instance) ?? [], lines)) printJson({ instance, line });
+      for (const line of newLines(seen.get(instance) ?? [], lines))
+        emit(mode, { instance, line, time }, () => [logLine(instance, line, time)]);
       seen.set(instance, lines);
     }
     await commandClock.sleep(2000, stop).catch(() => {});
@@ -133,7 +197,12 @@ function abortOnSignal(name: NodeJS.Signals): AbortSignal {
 }
 
 /** Prints frames until Ctrl-C (or the lease's end); reconnects with `since` when the stream closes. */
-async function streamEvents(api: TenantApi, uuid: string, untilEnded: boolean): Promise<void> {
+async function streamEvents(
+  api: TenantApi,
+  uuid: string,
+  untilEnded: boolean,
+  mode: OutputMode,
+): Promise<void> {
   const stop = AbortSignal.any([abortOnSignal("SIGINT"), abortOnSignal("SIGTERM")]);
   let since: number | undefined;
   let ended = false;
@@ -165,8 +234,9 @@ async function streamEvents(api: TenantApi, uuid: string, untilEnded: boolean): 
         });
         ws.on("message", (data) => {
           const text = String(data);
-          process.stdout.write(`${text}\n`);
           const frame = JSON.parse(text) as { seq?: number; state?: string };
+          if (mode === "json") process.stdout.write(`${text}\n`);
+          else printText(eventLine(frame as Record<string, unknown>));
           if (typeof frame.seq === "number") since = frame.seq;
           if (untilEnded && /_(CLOSED|REJECTED|EXPIRED)$/.test(frame.state ?? "")) {
             ended = true;
