@@ -1,7 +1,15 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -430,5 +438,42 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     assert.equal(left.trim(), "");
     const status = await runFred(["lease", "status", lease, ...keys]);
     assert.equal(status.code, 1, "the new chain does not know the old lease");
+  });
+
+  it("switching between the mock and the Docker backend re-makes an empty placement store, and refuses to orphan leases", async () => {
+    await stopUp();
+    // The reset chain has no lease yet: plain fred up (mock) adapts.
+    const mock = await launchFred<true>(["up", "--home", home], {
+      ready: (line, stream) =>
+        stream === "stderr" && line.includes("Press Ctrl-C to stop.") ? true : undefined,
+      readyTimeoutMs: 180_000,
+    });
+    assert.match(mock.stderr(), /placement store re-made for backend mock/);
+    for (const line of mock
+      .stderr()
+      .split("\n")
+      .filter((l) => l.startsWith("  ") || l.startsWith("provider")))
+      assert.ok(line.length <= 80, `banner line over 80 columns: ${line}`);
+    const rpc = /devnet\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(mock.stderr())?.[1] ?? "";
+    const mockKeys = ["--from", "tenant1", "--home", join(home, "devnet"), "--rpc", rpc];
+    const manifest = join(home, "switch.json");
+    writeFileSync(manifest, JSON.stringify({ image: "docker.io/library/nginx:1.27" }));
+    const deployed = await runFred([
+      "lease",
+      "deploy",
+      "--sku",
+      "docker-small",
+      "--manifest",
+      manifest,
+      ...mockKeys,
+    ]);
+    assert.equal(deployed.code, 0, deployed.stderr);
+    mock.signal("SIGINT");
+    assert.equal((await mock.exited).code, 0);
+    // Now the store holds a lease on the mock backend: --docker says what to do instead.
+    const refused = await runFred(["up", "--home", home, "--docker"]);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /holds 1 lease\(s\) placed on another backend than docker/);
+    assert.match(refused.stderr, /fred up --docker --reset/);
   });
 });

@@ -27,6 +27,43 @@ export function componentsFor(docker: boolean): UpComponent[] {
   return upComponents.map((c) => (docker && c === mockBackendUpComponent ? dockerBackendUpComponent : c));
 }
 
+const BANNER_WIDTH = 80;
+
+/**
+ * The banner's lines folded to fit an 80-column terminal. A long line is broken at spaces
+ * with a hanging indent; when it holds a command (`fred …`, `curl …`), each break ends in
+ * " \\" so the folded command still pastes into a shell as one. A single word longer than
+ * the width (a deep path) stays whole.
+ */
+export function fitBanner(lines: readonly string[], width = BANNER_WIDTH): string[] {
+  const out: string[] = [];
+  for (const line of lines) {
+    if (line.length <= width) {
+      out.push(line);
+      continue;
+    }
+    const indent = /^ */.exec(line)?.[0] ?? "";
+    const command = /(^|\s|: +)(fred|curl) /.test(line.trimStart());
+    const hang = `${indent}    `;
+    const tail = command ? " \\" : "";
+    // A trailing "# comment" goes on its own line after the command.
+    const [body, comment] = command && line.includes("  # ") ? line.split(/ {2,}# /, 2) : [line, undefined];
+    let rest = (body as string).trimEnd();
+    let prefix = "";
+    while (prefix.length + rest.length > width) {
+      const room = width - prefix.length - tail.length;
+      const at = rest.lastIndexOf(" ", room);
+      if (at <= rest.length - rest.trimStart().length) break; // one word longer than the line
+      out.push(`${prefix}${rest.slice(0, at).trimEnd()}${tail}`);
+      rest = rest.slice(at).trimStart();
+      prefix = hang;
+    }
+    out.push(`${prefix}${rest}`);
+    if (comment !== undefined) out.push(`${hang}# ${comment}`);
+  }
+  return out;
+}
+
 /** The tenant walkthrough printed once everything runs (the demo needs --docker). */
 function walkthrough(ctx: UpContext): string[] {
   const manifest = ctx.facts.get("demo_manifest");
@@ -40,7 +77,8 @@ function walkthrough(ctx: UpContext): string[] {
   }`;
   if (manifest === undefined)
     return [
-      "Real containers: run `fred up --docker` (a Docker engine; as root it also prepares btrfs volumes).",
+      "Real containers: run `fred up --docker` (needs a Docker engine; as root it also",
+      "prepares btrfs volumes).",
       `Try a lease:  fred chain lease create --sku docker-small ${keys}`,
     ];
   return [
@@ -71,10 +109,10 @@ function reach(ctx: UpContext, keys: string): string[] {
 }
 
 const TOOLS = [
-  "fred lease …                the tenant journey: deploy, connect, logs, update, close, restore",
+  "fred lease …                deploy, connect, logs, update, close, restore",
   "fred chain …                fund credit; create, show, close and list leases",
   "fred token mint|verify      mint and check ADR-036 tenant tokens",
-  "fred manifest validate      check a tenant manifest against the rules backends enforce",
+  "fred manifest validate      check a manifest against the backends' rules",
   "fred keys …                 the provider keyring",
   "fred placement inspect      providerd's placement records",
 ];
@@ -153,10 +191,10 @@ export function registerUpCommand(program: Command): void {
       if (running.length === 0) {
         say("fred up: no long-running components are built yet; nothing to start.");
       } else {
-        for (const c of running) for (const line of c.summary) say(line);
+        for (const c of running) for (const line of fitBanner(c.summary)) say(line);
       }
       say("");
-      for (const line of walkthrough(ctx)) say(line);
+      for (const line of fitBanner(walkthrough(ctx))) say(line);
       say("");
       say("Tools available now:");
       for (const line of TOOLS) say(`  ${line}`);

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { stringify } from "yaml";
@@ -7,10 +7,11 @@ import { systemClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import { readKeys } from "../../devnet/home.ts";
 import { createLogger } from "../../log.ts";
-import { parseProviderConfig } from "../../provider/config/index.ts";
+import { type ProviderConfig, parseProviderConfig } from "../../provider/config/index.ts";
 import { startProviderd } from "../../provider/main.ts";
 import { CometRpcChainHistory } from "../../provider/placement/chain-history.ts";
 import { initPlacementStore } from "../../provider/placement/init.ts";
+import { PlacementStore } from "../../provider/store/index.ts";
 import type { UpComponent } from "./component.ts";
 import { registerProviderApiUrl } from "./provider-record.ts";
 
@@ -47,6 +48,19 @@ function fact(facts: Map<string, string>, key: string): string {
   return v;
 }
 
+/** Whether the placement store already pins `backend` (it was made for this stack). */
+function pinnedTo(config: ProviderConfig, backend: string): boolean {
+  using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid);
+  return store.pins().has(backend);
+}
+
+/** Leases the placement store holds a record or an attempt for. */
+function leasesHeld(config: ProviderConfig): number {
+  using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid);
+  const counts = store.counts();
+  return counts.placements + counts.conflicts + counts.attempts;
+}
+
 export const providerdUpComponent: UpComponent = {
   name: "providerd",
   async start(ctx) {
@@ -70,6 +84,7 @@ export const providerdUpComponent: UpComponent = {
     const keyFile = ctx.facts.get("tls_key_file");
     const scheme = certFile === undefined ? "http" : "https";
     const configPath = join(dir, "providerd.yaml");
+    const backendName = fact(ctx.facts, "backend_name");
     const yaml = stringify({
       provider_uuid: keys.provider_uuid,
       provider_address: provider.address,
@@ -93,7 +108,7 @@ export const providerdUpComponent: UpComponent = {
       billing_only_skus: keys.skus.filter((s) => s.billing_only).map((s) => s.uuid),
       backends: [
         {
-          name: fact(ctx.facts, "backend_name"),
+          name: backendName,
           url: fact(ctx.facts, "backend_url"),
           hmac_secret: fact(ctx.facts, "backend_secret"),
           default: true,
@@ -105,6 +120,24 @@ export const providerdUpComponent: UpComponent = {
     });
     const config = parseProviderConfig(yaml, {});
     const logger = createLogger("providerd");
+    let remade: string | undefined;
+    if (existsSync(config.placementStoreDbPath) && !pinnedTo(config, backendName)) {
+      // The store was made for the other backend (`fred up` before `fred up --docker`, or
+      // the reverse). Holding no lease, it is re-made for this one; holding leases, they
+      // would be orphaned, so say what to do instead.
+      const held = leasesHeld(config);
+      if (held > 0)
+        throw new FredError(
+          "ERR_USAGE",
+          `${config.placementStoreDbPath} holds ${held} lease(s) placed on another backend than ${backendName}; ` +
+            `start the way you did before (fred up${backendName === "docker" ? "" : " --docker"}) and close them, ` +
+            `or start over with fred up${backendName === "docker" ? " --docker" : ""} --reset (a new chain: every lease in ${ctx.home} goes)`,
+        );
+      rmSync(config.placementStoreDbPath, { force: true });
+      for (const suffix of ["-wal", "-shm"])
+        rmSync(`${config.placementStoreDbPath}${suffix}`, { force: true });
+      remade = `            placement store re-made for backend ${backendName} (the old one held no lease)`;
+    }
     if (!existsSync(config.placementStoreDbPath)) {
       const summary = await initPlacementStore(config, {
         chain: new CometRpcChainHistory(config.rpcUrl),
@@ -130,6 +163,7 @@ export const providerdUpComponent: UpComponent = {
     return {
       summary: [
         `providerd   ${url}  (config ${configPath})`,
+        ...(remade === undefined ? [] : [remade]),
         typeof record === "string"
           ? `            provider record on chain: api_url ${url} (${record})`
           : `            api_url not registered on chain (${record.refused}); tenants pass --provider-url ${url}`,
