@@ -194,6 +194,14 @@ describe("withDeadline", () => {
     parent.abort(new Error("shutting down"));
     await assert.rejects(p, /shutting down/);
   });
+
+  it("without a parent only the deadline stops the work", async () => {
+    const clock = new ManualClock(0);
+    const p = withDeadline(clock, 100, undefined, timeout, () => new Promise<never>(() => {}));
+    clock.advance(100);
+    await assert.rejects(p, /too slow/);
+    assert.equal(clock.pendingTimers, 0, "the deadline's timer is gone once it fired");
+  });
 });
 
 describe("withStallDeadline", () => {
