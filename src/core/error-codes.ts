@@ -108,6 +108,10 @@ export const ERROR_CODES = {
 
   // --- chain client ----------------------------------------------------------------------
   ERR_CHAIN_UNAVAILABLE: { meaning: "the chain node did not answer", retryable: true },
+  ERR_CHAIN_RPC_TIMEOUT: {
+    meaning: "one request to the chain node did not answer within its deadline (10 s by default)",
+    retryable: true,
+  },
   ERR_CHAIN_QUERY: { meaning: "a chain query failed or paged without end" },
   ERR_CHAIN_NOT_FOUND: {
     meaning: "the chain has no such object (callers usually turn it into undefined)",
