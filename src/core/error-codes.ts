@@ -112,6 +112,10 @@ export const ERROR_CODES = {
     meaning: "one request to the chain node did not answer within its deadline (10 s by default)",
     retryable: true,
   },
+  ERR_CHAIN_READ_TIMEOUT: {
+    meaning: "a read of one chain object (all its queries) did not finish within its caller's deadline",
+    retryable: true,
+  },
   ERR_CHAIN_QUERY: { meaning: "a chain query failed or paged without end" },
   ERR_CHAIN_NOT_FOUND: {
     meaning: "the chain has no such object (callers usually turn it into undefined)",
