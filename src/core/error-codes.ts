@@ -191,6 +191,11 @@ export const ERROR_CODES = {
     meaning: "a reconciler read (backend inventory, chain re-read) did not answer within its deadline",
     retryable: true,
   },
+  ERR_HEALTH_PROBE_TIMEOUT: {
+    meaning:
+      "a /health or /readyz probe of the chain or a backend did not answer within 3 s (reported unhealthy)",
+    retryable: true,
+  },
   ERR_CONTROL_SOCKET: {
     meaning: "providerd's local control socket (fred providerd reconcile) could not be used",
     retryable: false,
