@@ -200,6 +200,11 @@ export const ERROR_CODES = {
     meaning: "providerd's local control socket (fred providerd reconcile) could not be used",
     retryable: false,
   },
+  ERR_CALLBACK_APPLY_TIMEOUT: {
+    meaning: "a verified callback was not applied within its two-minute budget; the backend retries it",
+    retryable: true,
+    http: 503,
+  },
   ERR_PROVISION_NOT_SENT: {
     meaning: "a provision reached no backend (connection refused, circuit open, fenced, unpinned)",
     retryable: true,
