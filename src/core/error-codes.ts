@@ -32,6 +32,14 @@ export const ERROR_CODES = {
   },
   ERR_BUSY: { meaning: "a bounded queue is full; try again later", retryable: true },
   ERR_SHUTTING_DOWN: { meaning: "the component is closed and takes no new work", retryable: false },
+  ERR_SHUTDOWN_DRAIN_TIMEOUT: {
+    meaning: "providerd's lease work did not drain within shutdown_timeout; the rest was aborted",
+    retryable: false,
+  },
+  ERR_SHUTDOWN_RELEASE_TIMEOUT: {
+    meaning: "providerd's resources did not close within shutdown_timeout; the rest was abandoned",
+    retryable: false,
+  },
   ERR_NOT_READY: {
     meaning: "providerd cannot apply this yet (starting, or stopping); try again later",
     retryable: true,
