@@ -320,6 +320,17 @@ export const ERROR_CODES = {
     retryable: false,
   },
   ERR_SUBSTRATE_AMBIGUOUS: { meaning: "the substrate may or may not have acted", retryable: true },
+  ERR_SUBSTRATE_TIMEOUT: {
+    meaning:
+      "a substrate call the backend waits on (connection info, logs, custom domains) did not finish within its budget",
+    retryable: true,
+    http: 500,
+  },
+  ERR_SUBSTRATE_HEALTH_TIMEOUT: {
+    meaning: "the substrate gave no health verdict within 3 s; GET /health answers unhealthy",
+    retryable: true,
+    http: 503,
+  },
   ERR_JOURNAL_TOO_NEW: {
     meaning:
       "the journal's schema is newer than this code (a newer release wrote it): run that release, or restore the pre-upgrade copy",
