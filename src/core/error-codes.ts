@@ -287,6 +287,15 @@ export const ERROR_CODES = {
     retryable: false,
     http: 400,
   },
+  ERR_CALLBACK_ATTEMPT_TIMEOUT: {
+    meaning: "one signed callback POST got no answer within the backend's client timeout; it is tried again",
+    retryable: true,
+  },
+  ERR_CALLBACK_DELIVERY_TIMEOUT: {
+    meaning:
+      "a callback's tries did not deliver it within the delivery deadline; the replay loop sends it later",
+    retryable: true,
+  },
   ERR_CALLBACK_URL: { meaning: "a callback URL breaks the callback URL rules", retryable: false, http: 400 },
   ERR_IMAGE_REFERENCE: {
     meaning: "a manifest image reference breaks Docker's reference grammar",
