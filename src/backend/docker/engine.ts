@@ -51,6 +51,7 @@ const PHASE_TIMEOUT = {
   "container stop": "ERR_DOCKER_CONTAINER_STOP_TIMEOUT",
   "container remove": "ERR_DOCKER_CONTAINER_REMOVE_TIMEOUT",
   "container rename": "ERR_DOCKER_CONTAINER_RENAME_TIMEOUT",
+  "container logs": "ERR_DOCKER_CONTAINER_LOGS_TIMEOUT",
   "volume seed": "ERR_DOCKER_VOLUME_SEED_TIMEOUT",
   "volume owner": "ERR_DOCKER_VOLUME_OWNER_TIMEOUT",
   "seed helper create": "ERR_DOCKER_SEED_HELPER_CREATE_TIMEOUT",
