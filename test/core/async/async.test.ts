@@ -121,6 +121,31 @@ describe("retry", () => {
     ac.abort();
     await assert.rejects(p, (err) => isFredError(err, "ERR_ABORTED"));
   });
+  it("an abort by a deadline keeps the deadline's own code (a timeout is not a shutdown)", async () => {
+    const clock = new ManualClock();
+    let seen: unknown;
+    const p = withDeadline(
+      clock,
+      5_000,
+      undefined,
+      () => new FredError("ERR_CHAIN_READ_TIMEOUT", "too slow"),
+      (signal) =>
+        retry(
+          async () => {
+            throw new Error("down");
+          },
+          { clock, backoff: [10_000], signal },
+        ).catch((err: unknown) => {
+          seen = err;
+          throw err;
+        }),
+    );
+    await tick();
+    clock.advance(5_000);
+    await assert.rejects(p, (err) => isFredError(err, "ERR_CHAIN_READ_TIMEOUT"));
+    await tick();
+    assert.ok(isFredError(seen, "ERR_CHAIN_READ_TIMEOUT"), `the retry itself ended with ${String(seen)}`);
+  });
 });
 
 describe("Coalescer", () => {
