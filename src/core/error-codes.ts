@@ -388,6 +388,10 @@ export const ERROR_CODES = {
     meaning: "reading a failed release's container logs did not finish in time (kept without them)",
     retryable: true,
   },
+  ERR_DOCKER_CONTAINER_LIST_TIMEOUT: {
+    meaning: "listing the backend's containers after an engine reconnect did not finish in time",
+    retryable: true,
+  },
   ERR_DOCKER_VOLUME_SEED_TIMEOUT: {
     meaning: "seeding a volume from its image did not finish in time",
     retryable: true,
