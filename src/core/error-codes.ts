@@ -32,6 +32,14 @@ export const ERROR_CODES = {
   },
   ERR_BUSY: { meaning: "a bounded queue is full; try again later", retryable: true },
   ERR_SHUTTING_DOWN: { meaning: "the component is closed and takes no new work", retryable: false },
+  ERR_SHUTDOWN_DRAIN_TIMEOUT: {
+    meaning: "providerd's lease work did not drain within shutdown_timeout; the rest was aborted",
+    retryable: false,
+  },
+  ERR_SHUTDOWN_RELEASE_TIMEOUT: {
+    meaning: "providerd's resources did not close within shutdown_timeout; the rest was abandoned",
+    retryable: false,
+  },
   ERR_NOT_READY: {
     meaning: "providerd cannot apply this yet (starting, or stopping); try again later",
     retryable: true,
@@ -108,6 +116,14 @@ export const ERROR_CODES = {
 
   // --- chain client ----------------------------------------------------------------------
   ERR_CHAIN_UNAVAILABLE: { meaning: "the chain node did not answer", retryable: true },
+  ERR_CHAIN_RPC_TIMEOUT: {
+    meaning: "one request to the chain node did not answer within its deadline (10 s by default)",
+    retryable: true,
+  },
+  ERR_CHAIN_READ_TIMEOUT: {
+    meaning: "a read of one chain object (all its queries) did not finish within its caller's deadline",
+    retryable: true,
+  },
   ERR_CHAIN_QUERY: { meaning: "a chain query failed or paged without end" },
   ERR_CHAIN_NOT_FOUND: {
     meaning: "the chain has no such object (callers usually turn it into undefined)",
@@ -183,9 +199,19 @@ export const ERROR_CODES = {
     meaning: "a reconciler read (backend inventory, chain re-read) did not answer within its deadline",
     retryable: true,
   },
+  ERR_HEALTH_PROBE_TIMEOUT: {
+    meaning:
+      "a /health or /readyz probe of the chain or a backend did not answer within 3 s (reported unhealthy)",
+    retryable: true,
+  },
   ERR_CONTROL_SOCKET: {
     meaning: "providerd's local control socket (fred providerd reconcile) could not be used",
     retryable: false,
+  },
+  ERR_CALLBACK_APPLY_TIMEOUT: {
+    meaning: "a verified callback was not applied within its two-minute budget; the backend retries it",
+    retryable: true,
+    http: 503,
   },
   ERR_PROVISION_NOT_SENT: {
     meaning: "a provision reached no backend (connection refused, circuit open, fenced, unpinned)",
@@ -261,6 +287,15 @@ export const ERROR_CODES = {
     retryable: false,
     http: 400,
   },
+  ERR_CALLBACK_ATTEMPT_TIMEOUT: {
+    meaning: "one signed callback POST got no answer within the backend's client timeout; it is tried again",
+    retryable: true,
+  },
+  ERR_CALLBACK_DELIVERY_TIMEOUT: {
+    meaning:
+      "a callback's tries did not deliver it within the delivery deadline; the replay loop sends it later",
+    retryable: true,
+  },
   ERR_CALLBACK_URL: { meaning: "a callback URL breaks the callback URL rules", retryable: false, http: 400 },
   ERR_IMAGE_REFERENCE: {
     meaning: "a manifest image reference breaks Docker's reference grammar",
@@ -294,6 +329,17 @@ export const ERROR_CODES = {
     retryable: false,
   },
   ERR_SUBSTRATE_AMBIGUOUS: { meaning: "the substrate may or may not have acted", retryable: true },
+  ERR_SUBSTRATE_TIMEOUT: {
+    meaning:
+      "a substrate call the backend waits on (connection info, logs, custom domains) did not finish within its budget",
+    retryable: true,
+    http: 500,
+  },
+  ERR_SUBSTRATE_HEALTH_TIMEOUT: {
+    meaning: "the substrate gave no health verdict within 3 s; GET /health answers unhealthy",
+    retryable: true,
+    http: 503,
+  },
   ERR_JOURNAL_TOO_NEW: {
     meaning:
       "the journal's schema is newer than this code (a newer release wrote it): run that release, or restore the pre-upgrade copy",
@@ -336,6 +382,14 @@ export const ERROR_CODES = {
   },
   ERR_DOCKER_CONTAINER_RENAME_TIMEOUT: {
     meaning: "a container rename did not finish in time",
+    retryable: true,
+  },
+  ERR_DOCKER_CONTAINER_LOGS_TIMEOUT: {
+    meaning: "reading a failed release's container logs did not finish in time (kept without them)",
+    retryable: true,
+  },
+  ERR_DOCKER_CONTAINER_LIST_TIMEOUT: {
+    meaning: "listing the backend's containers after an engine reconnect did not finish in time",
     retryable: true,
   },
   ERR_DOCKER_VOLUME_SEED_TIMEOUT: {

@@ -141,6 +141,11 @@ export class DevnetNode {
     return this.#height;
   }
 
+  /** The node's time seam; RPC waits (broadcast_tx_commit) take their deadlines from it. */
+  get clock(): Clock {
+    return this.#clock;
+  }
+
   get lastBlockTimeMs(): number {
     return this.#lastTimeMs;
   }

@@ -158,7 +158,7 @@ export async function startProviderd(
         inventory: () => recovery.inventoryReadiness,
         gauge: createHealthGauge(metrics.registry),
       },
-      workloads: { config, store, clients },
+      workloads: { config, store, clients, clock },
       tenant,
       callbacks: {
         backends: config.backends,

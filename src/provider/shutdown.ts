@@ -1,5 +1,6 @@
-import type { ReleaseStack } from "../core/async/index.ts";
+import { type ReleaseStack, withDeadline } from "../core/async/index.ts";
 import type { Clock } from "../core/clock.ts";
+import { FredError } from "../core/errors.ts";
 import type { Logger } from "../log.ts";
 
 /**
@@ -19,16 +20,14 @@ export async function shutDown(
   const keepAlive = setInterval(() => {}, 1_000);
   try {
     await drain();
-    let cancel: (() => void) | undefined;
-    const deadline = new Promise<void>((resolve) => {
-      cancel = clock.setTimer(deadlineMs, () => {
-        logger.warn("shutdown_timeout reached; closing the rest forcibly");
-        resolve();
-      });
-    });
-    // Each failed release was logged by the stack's reporter; the rest still ran.
-    await Promise.race([releases.close().catch(() => {}), deadline]);
-    cancel?.();
+    const timedOut = () =>
+      new FredError("ERR_SHUTDOWN_RELEASE_TIMEOUT", `releases did not finish within ${deadlineMs} ms`);
+    try {
+      // Each failed release was logged by the stack's reporter; the rest still ran.
+      await withDeadline(clock, deadlineMs, undefined, timedOut, () => releases.close().catch(() => {}));
+    } catch (err) {
+      logger.warn({ err }, "shutdown_timeout reached; closing the rest forcibly");
+    }
   } finally {
     clearInterval(keepAlive);
   }

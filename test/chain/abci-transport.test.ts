@@ -1,8 +1,9 @@
 /**
  * The node connection's ABCI query transport against real HTTP servers on 127.0.0.1 that
  * answer the way a broken, slow or strict node would: every failure becomes the FredError a
- * caller can act on (unreachable is retryable ERR_CHAIN_UNAVAILABLE, NotFound is `undefined`,
- * a reply off the protocol is ERR_CHAIN_QUERY), and the caller's signal cancels a request.
+ * caller can act on (unreachable is retryable ERR_CHAIN_UNAVAILABLE, a hang past the deadline
+ * retryable ERR_CHAIN_RPC_TIMEOUT, NotFound is `undefined`, a reply off the protocol is
+ * ERR_CHAIN_QUERY), and the caller's signal cancels a request.
  */
 import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -11,6 +12,7 @@ import { after, describe, it } from "node:test";
 import { getLease } from "../../src/chain/cosmos/queries.ts";
 import { connectNode } from "../../src/chain/cosmos/rpc.ts";
 import { Lease, QueryLeaseResponse, toBytes } from "../../src/chain/proto/index.ts";
+import { ManualClock } from "../../src/core/clock.ts";
 import { isFredError } from "../../src/core/errors.ts";
 
 const LEASE = "01900000-0000-7000-8000-000000000001";
@@ -115,7 +117,7 @@ describe("chain node connection: ABCI queries over JSON-RPC", () => {
     }
   });
 
-  it("unreachable, 5xx, a reset and a hang past the timeout are retryable ERR_CHAIN_UNAVAILABLE", async () => {
+  it("unreachable, 5xx and a reset are retryable ERR_CHAIN_UNAVAILABLE", async () => {
     const closed = await node(() => {});
     await new Promise((r) => closed.server.close(r));
     const status = await node((_b, res) => {
@@ -123,15 +125,9 @@ describe("chain node connection: ABCI queries over JSON-RPC", () => {
       res.end("busy");
     });
     const reset = await node((_b, res) => res.socket?.destroy());
-    const hang = await node(() => {});
-    servers.push(status.server, reset.server, hang.server);
-    for (const [url, timeoutMs] of [
-      [closed.url, 5_000],
-      [status.url, 5_000],
-      [reset.url, 5_000],
-      [hang.url, 200],
-    ] as const) {
-      const got = await failure(url, { timeoutMs });
+    servers.push(status.server, reset.server);
+    for (const url of [closed.url, status.url, reset.url]) {
+      const got = await failure(url);
       assert.ok("err" in got && isFredError(got.err, "ERR_CHAIN_UNAVAILABLE"), `${url}: ${String(got)}`);
       assert.equal((got.err as { retryable?: boolean }).retryable, true);
     }
@@ -143,6 +139,36 @@ describe("chain node connection: ABCI queries over JSON-RPC", () => {
     servers.push(refused.server);
     const got = await failure(refused.url);
     assert.ok("err" in got && isFredError(got.err, "ERR_CHAIN_QUERY"));
+  });
+
+  it("a node that hangs past the deadline on the injected clock is retryable ERR_CHAIN_RPC_TIMEOUT", async () => {
+    let arrived!: () => void;
+    const seen = new Promise<void>((r) => {
+      arrived = r;
+    });
+    const hang = await node(() => arrived());
+    servers.push(hang.server);
+    const clock = new ManualClock(0);
+    const conn = await connectNode(hang.url, 200, clock);
+    try {
+      let settled = false;
+      const pending = getLease(conn, LEASE).finally(() => {
+        settled = true;
+      });
+      pending.catch(() => {});
+      await seen;
+      clock.advance(199);
+      await new Promise((r) => setTimeout(r, 20));
+      assert.equal(settled, false, "still waiting 1 ms before the deadline");
+      clock.advance(1);
+      await assert.rejects(pending, (err) => {
+        assert.ok(isFredError(err, "ERR_CHAIN_RPC_TIMEOUT"), String(err));
+        assert.equal(err.retryable, true);
+        return true;
+      });
+    } finally {
+      conn.close();
+    }
   });
 
   it("the caller's signal cancels a request in flight", async () => {

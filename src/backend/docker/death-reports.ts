@@ -2,7 +2,7 @@ import type Docker from "dockerode";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { RuntimeEvent } from "../kit/index.ts";
-import { engineMessage } from "./engine.ts";
+import { engineMessage, withPhase } from "./engine.ts";
 import { type ContainerDeath, EventSupervisor } from "./event-supervisor.ts";
 import { LABEL } from "./names.ts";
 import { type ContainerRow, groupByLease, observeLease } from "./observe.ts";
@@ -15,6 +15,8 @@ import { type ContainerRow, groupByLease, observeLease } from "./observe.ts";
  */
 
 const REMEMBERED = 10_000;
+/** How long the listing after an engine reconnect may take before the resync gives up. */
+const RESYNC_LIST_MS = 60_000;
 
 /** Adds to a bounded set, forgetting the oldest entry past 10,000. */
 function remember(set: Set<string>, id: string): void {
@@ -107,14 +109,14 @@ export class DeathReports {
 
   /** After (re)connecting to the engine: report every failed lease not reported yet. */
   async #resync(): Promise<void> {
-    const timeout = new AbortController();
-    const cancel = this.#opts.clock.setTimer(60_000, () => timeout.abort(new Error("resync timed out")));
-    let rows: ContainerRow[];
-    try {
-      rows = await this.#opts.listOurs(timeout.signal);
-    } finally {
-      cancel();
-    }
+    // No parent signal: the supervisor stops by ending the stream; a hung listing ends here.
+    const rows: ContainerRow[] = await withPhase(
+      this.#opts.clock,
+      "container list",
+      RESYNC_LIST_MS,
+      undefined,
+      (s) => this.#opts.listOurs(s),
+    );
     for (const [lease, leaseRows] of groupByLease(rows)) {
       if (this.#opts.isBusy(lease)) continue;
       const obs = observeLease(lease, leaseRows);

@@ -184,7 +184,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       metrics,
       logger,
       secrets,
-      nowMs: () => clock.now(),
+      clock,
       bodyLimitBytes: o.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
       readTimeoutMs: o.readTimeoutMs ?? 15_000,
       idleTimeoutMs: o.idleTimeoutMs ?? 60_000,

@@ -1,4 +1,7 @@
+import { withDeadline } from "../../core/async/index.ts";
+import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
+import { substrateTimeout } from "./errors.ts";
 import type { CapturedLogs } from "./journal/diagnostics.ts";
 import type { Substrate } from "./substrate.ts";
 
@@ -98,11 +101,15 @@ export async function captureLogs(
   leaseUuid: string,
   signal: AbortSignal,
   log: Logger,
+  clock: Clock,
 ): Promise<CapturedLogs | undefined> {
   if (signal.aborted) return undefined;
+  const timedOut = () => substrateTimeout("failure log capture", DIAGNOSTIC_CAPTURE_TIMEOUT_MS);
   try {
-    const bounded = AbortSignal.any([signal, AbortSignal.timeout(DIAGNOSTIC_CAPTURE_TIMEOUT_MS)]);
-    return boundDiagnosticLogs(await substrate.logs(leaseUuid, DIAGNOSTIC_LOG_LINES, bounded));
+    const logs = await withDeadline(clock, DIAGNOSTIC_CAPTURE_TIMEOUT_MS, signal, timedOut, (s) =>
+      substrate.logs(leaseUuid, DIAGNOSTIC_LOG_LINES, s),
+    );
+    return boundDiagnosticLogs(logs);
   } catch (err) {
     log.warn({ lease_uuid: leaseUuid, err }, "failure logs could not be captured");
     return undefined;

@@ -210,7 +210,7 @@ export class BackendEngine {
         const e = err as SubstrateError;
         log.warn({ reason: e.reason, err: e }, "provision failed");
         // The failed instances are still there (stopped): their logs go with the failure.
-        const logs = await captureLogs(substrate, lease.leaseUuid, signal, log);
+        const logs = await captureLogs(substrate, lease.leaseUuid, signal, log, this.#c.clock);
         const failure =
           (await this.#c.retention?.restoreFailure(lease, failureOf(e), signal)) ?? failureOf(e);
         const now = this.#c.clock.now();
@@ -439,7 +439,7 @@ export class BackendEngine {
     }
     let logs: Awaited<ReturnType<typeof captureLogs>>;
     if (obs !== undefined) {
-      logs = await captureLogs(substrate, leaseUuid, signal, logger);
+      logs = await captureLogs(substrate, leaseUuid, signal, logger, clock);
       try {
         await substrate.removeWorkload(leaseUuid, signal);
       } catch {
@@ -519,7 +519,7 @@ export class BackendEngine {
     const { journal, substrate, logger } = this.#c;
     const d = journal.diagnostics.get(leaseUuid);
     if (d === undefined || d.logs !== undefined) return;
-    const logs = await captureLogs(substrate, leaseUuid, signal, logger);
+    const logs = await captureLogs(substrate, leaseUuid, signal, logger, this.#c.clock);
     if (logs === undefined || !journal.diagnostics.attachLogs(leaseUuid, d.createdAtMs, logs)) return;
     await journal.durable();
   }

@@ -44,3 +44,10 @@ export const storageMismatch = () =>
   new ContractError(409, "request names another backend storage identity", {
     code: "storage_identity_mismatch",
   });
+
+/**
+ * A substrate call the backend waited on past its budget (a route's read, a failure's log
+ * capture). Not a refusal: a route answers it as any substrate failure, a bare 500.
+ */
+export const substrateTimeout = (what: string, ms: number) =>
+  new FredError("ERR_SUBSTRATE_TIMEOUT", `substrate ${what}: no answer within ${ms} ms`, { retryable: true });

@@ -1,8 +1,9 @@
 import { type Dispatcher, request } from "undici";
 import { signRequest } from "../../auth/hmac.ts";
-import { retry, sleepOrAbort } from "../../core/async/index.ts";
+import { retry, sleepOrAbort, withDeadline } from "../../core/async/index.ts";
 import { SIGNATURE_HEADER } from "../../core/backend-contract/index.ts";
 import type { Clock } from "../../core/clock.ts";
+import { FredError, isFredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import type { Journal, OutboxRow } from "./journal/journal.ts";
 
@@ -197,41 +198,51 @@ export class OutboxSender {
       log.error("journal storage identity could not be re-attested; delivery deferred");
       return false;
     }
-    const deadline = new AbortController();
-    const cancelDeadline = this.#o.clock.setTimer(this.#o.chainDeadlineMs, () =>
-      deadline.abort(new Error("callback delivery deadline")),
-    );
-    const chain = AbortSignal.any([signal, deadline.signal]);
+    const { clock, chainDeadlineMs } = this.#o;
+    const timedOut = () =>
+      new FredError("ERR_CALLBACK_DELIVERY_TIMEOUT", `callback not delivered within ${chainDeadlineMs} ms`, {
+        retryable: true,
+      });
     // The schedule is the delay before each try: the first entry is waited out here,
     // the rest are the waits between tries.
     const [first = 0, ...between] = this.#o.backoffMs;
     try {
-      await sleepOrAbort(this.#o.clock, first, chain);
-      await retry(
-        async (attempt) => {
-          const status = await this.#post(row, chain).catch((err: unknown) => {
-            log.warn({ attempt, err: (err as Error).message }, "callback attempt failed");
-            return 0;
-          });
-          if (status >= 200 && status < 300) return;
-          if (status !== 0) log.warn({ attempt, status }, "callback refused");
-          this.#o.onAttemptFailed?.(row);
-          throw new CallbackNotDelivered(status);
-        },
-        {
-          clock: this.#o.clock,
-          attempts: this.#o.backoffMs.length,
-          backoff: between.length > 0 ? between : [0],
-          signal: chain,
-          retryable: () => true,
-        },
-      );
+      await withDeadline(clock, chainDeadlineMs, signal, timedOut, async (chain) => {
+        await sleepOrAbort(clock, first, chain);
+        await this.#tries(row, chain, between, log);
+      });
       return true;
-    } catch {
+    } catch (err) {
+      if (isFredError(err, "ERR_CALLBACK_DELIVERY_TIMEOUT"))
+        log.warn({ err }, "callback delivery deadline reached; left to the replay loop");
       return false;
-    } finally {
-      cancelDeadline();
     }
+  }
+
+  /** The tries of one delivery chain, `between` apart; resolves on the first 2xx. */
+  async #tries(row: OutboxRow, chain: AbortSignal, between: readonly number[], log: Logger): Promise<void> {
+    await retry(
+      async (attempt) => {
+        const status = await this.#post(row, chain).catch((err: unknown) => {
+          log.warn(
+            { attempt, err: (err as Error).message, code: (err as { code?: unknown }).code },
+            "callback attempt failed",
+          );
+          return 0;
+        });
+        if (status >= 200 && status < 300) return;
+        if (status !== 0) log.warn({ attempt, status }, "callback refused");
+        this.#o.onAttemptFailed?.(row);
+        throw new CallbackNotDelivered(status);
+      },
+      {
+        clock: this.#o.clock,
+        attempts: this.#o.backoffMs.length,
+        backoff: between.length > 0 ? [...between] : [0],
+        signal: chain,
+        retryable: () => true,
+      },
+    );
   }
 
   async #post(row: OutboxRow, signal: AbortSignal): Promise<number> {
@@ -239,15 +250,25 @@ export class OutboxSender {
     const uri = url.pathname + url.search;
     const timestamp = Math.floor(this.#o.clock.now() / 1000);
     const signature = signRequest(this.#o.secret, { method: "POST", uri, body: row.body, timestamp });
-    const attempt = AbortSignal.any([signal, AbortSignal.timeout(this.#o.attemptTimeoutMs)]);
-    const res = await request(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", [SIGNATURE_HEADER]: signature },
-      body: row.body,
-      signal: attempt,
-      dispatcher: this.#o.dispatcher,
+    const { clock, attemptTimeoutMs } = this.#o;
+    const timedOut = () =>
+      new FredError(
+        "ERR_CALLBACK_ATTEMPT_TIMEOUT",
+        `callback POST: no answer within ${attemptTimeoutMs} ms`,
+        {
+          retryable: true,
+        },
+      );
+    return withDeadline(clock, attemptTimeoutMs, signal, timedOut, async (attempt) => {
+      const res = await request(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", [SIGNATURE_HEADER]: signature },
+        body: row.body,
+        signal: attempt,
+        dispatcher: this.#o.dispatcher,
+      });
+      await res.body.dump({ limit: RESPONSE_READ_LIMIT }).catch(() => {});
+      return res.statusCode;
     });
-    await res.body.dump({ limit: RESPONSE_READ_LIMIT }).catch(() => {});
-    return res.statusCode;
   }
 }

@@ -1,6 +1,7 @@
 import type { TLSSocket } from "node:tls";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { HmacError, verifyRequest } from "../../auth/hmac.ts";
+import { withDeadline } from "../../core/async/index.ts";
 import {
   backendError,
   type DeprovisionedBody,
@@ -21,14 +22,23 @@ import {
   UNAUTHENTICATED_PATHS,
   UNHEALTHY,
 } from "../../core/backend-contract/index.ts";
-import { isFredError } from "../../core/errors.ts";
+import type { Clock } from "../../core/clock.ts";
+import { FredError, isFredError } from "../../core/errors.ts";
 import { parseStrictJson } from "../../core/strict-json.ts";
 import { isCanonicalUuid, isLeaseUuid } from "../../core/uuid.ts";
 import type { Logger } from "../../log.ts";
 import { type ContractHttpsOptions, peerNames, tlsServerOptions } from "./client-tls.ts";
 import { failedAttemptEntries, tailDiagnosticLogs } from "./diagnostics.ts";
 import type { BackendEngine } from "./engine.ts";
-import { badRequest, ContractError, notFound, notRetained, storageMismatch, unsupported } from "./errors.ts";
+import {
+  badRequest,
+  ContractError,
+  notFound,
+  notRetained,
+  storageMismatch,
+  substrateTimeout,
+  unsupported,
+} from "./errors.ts";
 import type { KitMetrics } from "./metrics.ts";
 import { admitRestore, isListed, type Retention, retainedInfo, retentionsPage } from "./retention/index.ts";
 import type { Substrate } from "./substrate.ts";
@@ -55,7 +65,7 @@ export interface ContractServerOptions {
   logger: Logger;
   /** Current key first, then an optional verify-only previous key. */
   secrets: readonly Buffer[];
-  nowMs(): number;
+  clock: Clock;
   bodyLimitBytes: number;
   readTimeoutMs: number;
   idleTimeoutMs: number;
@@ -72,6 +82,8 @@ export interface ContractServerOptions {
 
 /** How long GET /health waits for the substrate's verdict. */
 const HEALTH_TIMEOUT_MS = 3_000;
+/** How long a route waits on the substrate (connection info, logs, custom domains). */
+const SUBSTRATE_CALL_MS = 30_000;
 
 export function buildContractServer(o: ContractServerOptions): FastifyInstance {
   const { engine, substrate } = o;
@@ -79,6 +91,15 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
   const storageId = journal.storageId;
   // Fastify's own request logging stays off: URLs of callbacks must never reach logs.
   const log = o.logger.child({ component: "contract-server" });
+  // A substrate call past its budget answers 500 like any substrate failure; the log says which.
+  const bounded = <T>(what: string, work: (signal: AbortSignal) => Promise<T>): Promise<T> =>
+    withDeadline(
+      o.clock,
+      SUBSTRATE_CALL_MS,
+      undefined,
+      () => substrateTimeout(what, SUBSTRATE_CALL_MS),
+      work,
+    );
   const app = Fastify({
     bodyLimit: o.bodyLimitBytes,
     requestTimeout: o.readTimeoutMs,
@@ -137,7 +158,7 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
       method: req.method,
       uri: req.raw.url ?? req.url,
       body,
-      nowMs: o.nowMs(),
+      nowMs: o.clock.now(),
       secrets: o.secrets,
     });
     const q = (req.query as Record<string, unknown>)[QUERY.storageId];
@@ -200,10 +221,11 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
       // this only while they differ from the chain's. So a substrate that fails to apply
       // them gets the journal's previous domains back, and the next sweep retries.
       const before = journal.getLease(leaseUuid)?.items;
+      const apply = substrate.reconcileCustomDomains?.bind(substrate);
       if (before !== undefined) {
         if (journal.setCustomDomains(leaseUuid, items)) await journal.durable();
         try {
-          await substrate.reconcileCustomDomains?.(leaseUuid, items, AbortSignal.timeout(30_000));
+          if (apply !== undefined) await bounded("custom domains", (s) => apply(leaseUuid, items, s));
         } catch (err) {
           if (journal.setCustomDomains(leaseUuid, before)) await journal.durable();
           throw err;
@@ -248,7 +270,7 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
       ? { part: "journal" as const, err: new Error("journal is closed") }
       : journal.writeFailure !== undefined
         ? { part: "journal" as const, err: journal.writeFailure }
-        : await substrateProblem(substrate);
+        : await substrateProblem(substrate, o.clock);
     if (problem === undefined) return reply.send({ status: "healthy" } satisfies HealthBody);
     log.warn({ err: problem.err, part: problem.part }, "health check: unhealthy");
     return reply.code(503).send(UNHEALTHY[problem.part]);
@@ -261,7 +283,7 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
   app.get(leasePath("info", ":uuid"), async (req, reply) => {
     const lease = liveLease(req);
     if (lease.status !== "ready") throw notFound("lease is not ready");
-    const info = await substrate.connection(lease.leaseUuid, AbortSignal.timeout(30_000));
+    const info = await bounded("connection info", (s) => substrate.connection(lease.leaseUuid, s));
     if (info === undefined) throw notFound("lease is not ready");
     return reply.send(info);
   });
@@ -300,7 +322,7 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
       tail = Math.min(Number(raw), LIMITS.maxTail);
     }
     if (lease) {
-      const live = await substrate.logs(lease.leaseUuid, tail, AbortSignal.timeout(30_000));
+      const live = await bounded("logs", (s) => substrate.logs(lease.leaseUuid, tail, s));
       if (Object.keys(live).length > 0 || failure?.logs === undefined)
         return { ...live, ...failedAttemptEntries(failure?.logs, tail) };
     }
@@ -356,10 +378,16 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
 /** The substrate's own health verdict, bounded in time: a hung engine is unhealthy too. */
 async function substrateProblem(
   substrate: Substrate,
+  clock: Clock,
 ): Promise<{ part: "substrate"; err: unknown } | undefined> {
-  if (substrate.health === undefined) return undefined;
+  const health = substrate.health?.bind(substrate);
+  if (health === undefined) return undefined;
+  const timedOut = () =>
+    new FredError("ERR_SUBSTRATE_HEALTH_TIMEOUT", `no health verdict within ${HEALTH_TIMEOUT_MS} ms`, {
+      retryable: true,
+    });
   try {
-    const problem = await substrate.health(AbortSignal.timeout(HEALTH_TIMEOUT_MS));
+    const problem = await withDeadline(clock, HEALTH_TIMEOUT_MS, undefined, timedOut, health);
     return problem === undefined ? undefined : { part: "substrate", err: new Error(problem) };
   } catch (err) {
     return { part: "substrate", err };

@@ -453,7 +453,7 @@ export class CosmosChain implements ChainPort {
 }
 
 export async function openCosmosChain(opts: CosmosChainOptions): Promise<CosmosChain> {
-  const conn = await connectNode(opts.rpcUrl, opts.queryTimeoutMs ?? 10_000);
+  const conn = await connectNode(opts.rpcUrl, opts.queryTimeoutMs ?? 10_000, opts.clock ?? systemClock);
   let chainId = opts.chainId;
   if (chainId === undefined || chainId === "") {
     try {

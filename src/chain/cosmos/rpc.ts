@@ -1,12 +1,15 @@
 /**
  * The node connection: a cosmjs Comet38Client over HTTP for status, blocks and broadcasts,
  * and ABCI queries as plain JSON-RPC POSTs on a keep-alive undici pool (each request bounded
- * by `requestTimeoutMs` and the caller's signal). Errors become FredErrors: a gRPC NotFound
- * is `ERR_CHAIN_NOT_FOUND` (callers turn it into `undefined`), other query failures
- * `ERR_CHAIN_QUERY`, and transport failures retryable `ERR_CHAIN_UNAVAILABLE`.
+ * by `requestTimeoutMs` on the injected clock and by the caller's signal). Errors become
+ * FredErrors: a gRPC NotFound is `ERR_CHAIN_NOT_FOUND` (callers turn it into `undefined`),
+ * other query failures `ERR_CHAIN_QUERY`, a request past its deadline retryable
+ * `ERR_CHAIN_RPC_TIMEOUT`, and other transport failures retryable `ERR_CHAIN_UNAVAILABLE`.
  */
 import { Comet38Client, HttpClient } from "@cosmjs/tendermint-rpc";
 import { Pool } from "undici";
+import { withDeadline } from "../../core/async/index.ts";
+import { type Clock, systemClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 
 export interface NodeConnection {
@@ -24,7 +27,11 @@ export interface NodeConnection {
  */
 const QUERY_CONNECTIONS = 16;
 
-export async function connectNode(url: string, requestTimeoutMs = 10_000): Promise<NodeConnection> {
+export async function connectNode(
+  url: string,
+  requestTimeoutMs = 10_000,
+  clock: Clock = systemClock,
+): Promise<NodeConnection> {
   let http = url;
   if (/^wss?:\/\//.test(http)) http = http.replace(/^ws/, "http").replace(/\/websocket\/?$/, "");
   if (!/^https?:\/\//.test(http))
@@ -33,8 +40,15 @@ export async function connectNode(url: string, requestTimeoutMs = 10_000): Promi
   const target = new URL(http);
   const pool = new Pool(target.origin, { connections: QUERY_CONNECTIONS });
   let id = 0;
-  const abci = async (path: string, data: Uint8Array, signal?: AbortSignal): Promise<Uint8Array> => {
-    const timeout = AbortSignal.timeout(requestTimeoutMs);
+  const timedOut = (path: string) => () =>
+    new FredError(
+      "ERR_CHAIN_RPC_TIMEOUT",
+      `${path}: chain node did not answer within ${requestTimeoutMs} ms`,
+      {
+        retryable: true,
+      },
+    );
+  const query = async (path: string, data: Uint8Array, signal: AbortSignal): Promise<Uint8Array> => {
     const body = JSON.stringify({
       jsonrpc: "2.0",
       id: ++id,
@@ -46,7 +60,7 @@ export async function connectNode(url: string, requestTimeoutMs = 10_000): Promi
       method: "POST",
       headers: { "content-type": "application/json" },
       body,
-      signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+      signal,
     });
     if (res.statusCode < 200 || res.statusCode > 299) {
       await res.body.dump();
@@ -65,6 +79,8 @@ export async function connectNode(url: string, requestTimeoutMs = 10_000): Promi
     }
     return abciValue(reply, path);
   };
+  const abci = (path: string, data: Uint8Array, signal?: AbortSignal): Promise<Uint8Array> =>
+    withDeadline(clock, requestTimeoutMs, signal, timedOut(path), (s) => query(path, data, s));
   return {
     url: http,
     comet,
@@ -115,7 +131,10 @@ export function websocketUrlFor(rpcUrl: string): string {
 const NOT_FOUND = /rpc error: code = NotFound|key not found/i;
 /**
  * Transport failures as cosmjs's HTTP client words them (its errors carry no code); our own
- * query path throws typed FredErrors and undici's carry a code (`transportCode`).
+ * query path throws typed FredErrors and undici's carry a code (`transportCode`). cosmjs
+ * bounds status, block and broadcast calls itself (the `requestTimeoutMs` given to its
+ * HttpClient, which takes no signal and so cannot run under withDeadline): its timeout
+ * surfaces as a `TimeoutError` and is typed `ERR_CHAIN_RPC_TIMEOUT` like ours.
  */
 const TRANSPORT =
   /fetch failed|ECONNREFUSED|ECONNRESET|timeout|aborted|socket hang up|Bad status on response: 5/i;
@@ -126,11 +145,12 @@ export function chainError(err: unknown, what: string): FredError {
   const text = err instanceof Error ? err.message : String(err);
   const causeText = err instanceof Error && err.cause instanceof Error ? ` ${err.cause.message}` : "";
   if (NOT_FOUND.test(text)) return new FredError("ERR_CHAIN_NOT_FOUND", `${what}: not found`, { cause: err });
-  if (
-    TRANSPORT.test(text + causeText) ||
-    (err instanceof Error && err.name === "TimeoutError") ||
-    transportCode(err)
-  )
+  if (err instanceof Error && err.name === "TimeoutError")
+    return new FredError("ERR_CHAIN_RPC_TIMEOUT", `${what}: chain node did not answer in time`, {
+      retryable: true,
+      cause: err,
+    });
+  if (TRANSPORT.test(text + causeText) || transportCode(err))
     return new FredError("ERR_CHAIN_UNAVAILABLE", `${what}: chain node unreachable (${text})`, {
       retryable: true,
       cause: err,

@@ -14,7 +14,7 @@ import { QueryAccountRequest, QueryAccountResponse } from "cosmjs-types/cosmos/a
 import { TxMsgData } from "cosmjs-types/cosmos/base/abci/v1beta1/abci";
 import { SimulateRequest, SimulateResponse } from "cosmjs-types/cosmos/tx/v1beta1/service";
 import type { Any } from "cosmjs-types/google/protobuf/any";
-import { Backoff, sleepOrAbort } from "../../core/async/index.ts";
+import { Backoff, sleepOrAbort, withDeadline } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
@@ -75,24 +75,6 @@ export function txHashOf(txBytes: Uint8Array): string {
   return createHash("sha256").update(txBytes).digest("hex").toUpperCase();
 }
 
-function withTimeout<T>(clock: Clock, ms: number, work: Promise<T>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const cancel = clock.setTimer(ms, () =>
-      reject(new FredError("ERR_CHAIN_SIMULATE_TIMEOUT", `simulation took over ${ms} ms`)),
-    );
-    work.then(
-      (v) => {
-        cancel();
-        resolve(v);
-      },
-      (e: unknown) => {
-        cancel();
-        reject(e);
-      },
-    );
-  });
-}
-
 export class TxPipeline {
   readonly signer: TxSigner;
   readonly owner: SequenceOwner;
@@ -145,16 +127,16 @@ export class TxPipeline {
   ): Promise<number | undefined | { staleSequence: number }> {
     const tx = buildSimulationTx(this.#o.registry, this.signer, sequence, messages, memo);
     try {
-      const res = await withTimeout(
-        this.#o.clock,
-        this.#o.simulateTimeoutMs ?? 5000,
+      const ms = this.#o.simulateTimeoutMs ?? 5000;
+      const timedOut = () => new FredError("ERR_CHAIN_SIMULATE_TIMEOUT", `simulation took over ${ms} ms`);
+      const res = await withDeadline(this.#o.clock, ms, undefined, timedOut, (signal) =>
         abciQuery(
           this.#o.conn,
           "/cosmos.tx.v1beta1.Service/Simulate",
           SimulateRequest,
           SimulateResponse,
           SimulateRequest.fromPartial({ txBytes: tx }),
-          undefined,
+          signal,
         ),
       );
       const used = Number(res.gasInfo?.gasUsed ?? 0n);

@@ -298,6 +298,8 @@ export class AckBatcher {
     this.#abort.abort();
     this.#pump();
     while (this.#inFlight.size > 0 || this.#queue.length > 0) {
+      // A wait for whichever tx ends first (then the pump may start the next), not a
+      // deadline: close has none of its own; providerd's shutdown bounds its release phase.
       await Promise.race(this.#inFlight);
       this.#pump();
     }

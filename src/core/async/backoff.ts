@@ -73,7 +73,7 @@ export function isRetryable(err: unknown): boolean {
 
 /**
  * Calls `fn` until it resolves, a failure is not retryable, the tries run out (the last
- * error is thrown) or the signal aborts (`ERR_ABORTED`). `fn` gets the 1-based try number.
+ * error is thrown) or the signal aborts (see `stopped`). `fn` gets the 1-based try number.
  */
 export async function retry<T>(fn: (attempt: number) => Promise<T>, opts: RetryOptions): Promise<T> {
   const backoff = new Backoff(opts.backoff, opts.random);
@@ -93,17 +93,28 @@ export async function retry<T>(fn: (attempt: number) => Promise<T>, opts: RetryO
   }
 }
 
-/** Sleeps on the clock; an abort becomes `ERR_ABORTED` (not the signal's raw reason). */
+/** Sleeps on the clock; an abort ends the sleep with `stopped(signal)`. */
 export async function sleepOrAbort(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
   if (ms <= 0) return throwIfAborted(signal);
   try {
     await clock.sleep(ms, signal);
   } catch (err) {
-    if (signal?.aborted) throw new FredError("ERR_ABORTED", "interrupted by shutdown", { cause: err });
+    if (signal?.aborted) throw stopped(signal);
     throw err;
   }
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new FredError("ERR_ABORTED", "interrupted by shutdown");
+  if (signal?.aborted) throw stopped(signal);
+}
+
+/**
+ * Why an aborted signal ended the wait. A deadline (withDeadline) aborts with its own
+ * FredError, which keeps its code (a timeout is not a shutdown); any other reason is
+ * shutdown or the caller's cancellation, `ERR_ABORTED`.
+ */
+function stopped(signal: AbortSignal): FredError {
+  const reason: unknown = signal.reason;
+  if (reason instanceof FredError) return reason;
+  return new FredError("ERR_ABORTED", "interrupted by shutdown", { cause: reason });
 }

@@ -4,12 +4,13 @@ import type { Clock } from "../clock.ts";
  * The one deadline helper: runs `work` with a signal that aborts when `parent` does or when
  * `ms` elapse on the injected clock, and stops waiting at that moment even if `work`
  * ignores its signal (a hanging peer is abandoned, not awaited). A timeout rejects with
- * `timeoutError()`, so each caller names its own failure.
+ * `timeoutError()`, so each caller names its own failure. `parent` is undefined where only
+ * the deadline can stop the work (a probe, a shutdown phase).
  */
 export function withDeadline<T>(
   clock: Clock,
   ms: number,
-  parent: AbortSignal,
+  parent: AbortSignal | undefined,
   timeoutError: () => Error,
   work: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
@@ -25,7 +26,7 @@ export function withDeadline<T>(
 export async function withStallDeadline<T>(
   clock: Clock,
   ms: number,
-  parent: AbortSignal,
+  parent: AbortSignal | undefined,
   timeoutError: () => Error,
   work: (signal: AbortSignal, progressed: () => void) => Promise<T>,
 ): Promise<T> {
@@ -37,9 +38,9 @@ export async function withStallDeadline<T>(
     cancel();
     cancel = clock.setTimer(ms, expire);
   };
-  const onParent = () => controller.abort(parent.reason);
-  if (parent.aborted) onParent();
-  else parent.addEventListener("abort", onParent, { once: true });
+  const onParent = () => controller.abort(parent?.reason);
+  if (parent?.aborted) onParent();
+  else parent?.addEventListener("abort", onParent, { once: true });
   try {
     const aborted = new Promise<never>((_, reject) => {
       if (controller.signal.aborted) reject(controller.signal.reason);
@@ -49,6 +50,6 @@ export async function withStallDeadline<T>(
     return await Promise.race([work(controller.signal, progressed), aborted]);
   } finally {
     cancel();
-    parent.removeEventListener("abort", onParent);
+    parent?.removeEventListener("abort", onParent);
   }
 }

@@ -3,6 +3,7 @@
  * decodes (strings for int64, numbers for code/index/round, hex hashes, base64 payloads),
  * plus the devnet_* control methods (only for callers `./control-guard.ts` lets through).
  */
+import { withDeadline } from "../../core/async/index.ts";
 import { hexUpper, rfc3339, sha256 } from "../blocks.ts";
 import { type CommittedTx, type DevnetNode, internalRpcError, RpcError } from "../node.ts";
 import { nodeInfoJson } from "../node-info.ts";
@@ -175,15 +176,18 @@ export const methods: Record<string, Method> = {
   broadcast_tx_commit: async ({ node }, params) => {
     const bytes = base64Param(params, "tx");
     const hash = hexUpper(sha256(bytes));
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new Error("timeout")), BROADCAST_COMMIT_TIMEOUT_MS);
-    timer.unref();
+    // CometBFT's own words for a commit wait that ran out (an RPC error, not a FredError).
+    const timedOut = () => internalRpcError("timed out waiting for tx to be included in a block");
+    // Aborted when CheckTx refuses the tx: there is then nothing to wait for.
+    const refused = new AbortController();
     try {
-      const waiting = node.waitForTx(hash, controller.signal);
+      const waiting = withDeadline(node.clock, BROADCAST_COMMIT_TIMEOUT_MS, refused.signal, timedOut, (s) =>
+        node.waitForTx(hash, s),
+      );
       waiting.catch(() => {});
       const check = await node.broadcast(bytes);
       if (check.code !== 0) {
-        controller.abort(new Error("check failed"));
+        refused.abort(new Error("check failed"));
         return {
           check_tx: checkTxJson(check),
           tx_result: {
@@ -206,7 +210,8 @@ export const methods: Record<string, Method> = {
       });
       return { check_tx: checkTxJson(check), tx_result: tx.result, hash, height: String(tx.height) };
     } finally {
-      clearTimeout(timer);
+      // The deadline's timer goes with the wait; a return before it settles ends the wait too.
+      refused.abort(new Error("answered"));
     }
   },
 

@@ -1,8 +1,9 @@
 import { type BulkheadPolicy, bulkhead, isBulkheadRejectedError } from "cockatiel";
 import type { TokenClaims } from "../../auth/token.ts";
 import type { ChainLease, ChainPort, LeaseStateName } from "../../chain/port.ts";
-import { Coalescer } from "../../core/async/index.ts";
+import { Coalescer, withDeadline } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
+import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import { refuse } from "./errors.ts";
 
@@ -61,6 +62,9 @@ export class TenantLeaseReads {
     this.#unsubscribe = opts.blocks?.onBlock(() => this.#coalescer.clear()) ?? (() => {});
   }
 
+  readonly #timedOut = () =>
+    new FredError("ERR_CHAIN_READ_TIMEOUT", `tenant lease read: no answer within ${this.#timeoutMs} ms`);
+
   /** Stops listening for blocks. */
   close(): void {
     this.#unsubscribe();
@@ -80,7 +84,10 @@ export class TenantLeaseReads {
         leaseUuid,
         () =>
           this.#bulkhead.execute(() =>
-            this.#o.chain.getLease(leaseUuid, AbortSignal.timeout(this.#timeoutMs)),
+            // The read's own deadline, not a request's: a coalesced read serves many.
+            withDeadline(this.#o.clock, this.#timeoutMs, undefined, this.#timedOut, (signal) =>
+              this.#o.chain.getLease(leaseUuid, signal),
+            ),
           ),
         live ? (this.#o.blockTtlMs ?? 10_000) : this.#ttlMs,
       );

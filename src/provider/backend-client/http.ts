@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { Pool } from "undici";
 import { hmacSecret, signRequest } from "../../auth/hmac.ts";
+import { withDeadline } from "../../core/async/index.ts";
 import { QUERY, SIGNATURE_HEADER, STORAGE_HEADER } from "../../core/backend-contract/index.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
@@ -108,36 +109,29 @@ export class BackendTransport {
     };
     if (body !== undefined) headers["content-type"] = "application/json";
 
-    const controller = new AbortController();
-    const cancelTimer = this.#clock.setTimer(this.#timeoutMs, () =>
-      controller.abort(
-        new FredError(
-          "ERR_BACKEND_TIMEOUT",
-          `backend ${this.name} did not answer within ${this.#timeoutMs} ms`,
-          {
-            retryable: true,
-          },
-        ),
-      ),
-    );
-    const signal =
-      input.signal === undefined ? controller.signal : AbortSignal.any([controller.signal, input.signal]);
+    const timedOut = () =>
+      new FredError(
+        "ERR_BACKEND_TIMEOUT",
+        `backend ${this.name} did not answer within ${this.#timeoutMs} ms`,
+        {
+          retryable: true,
+        },
+      );
     try {
-      const res = await this.#pool.request({ path: uri, method: input.method, headers, body, signal });
-      const received = await readCapped(res.body, input.maxBytes, this.name);
-      const storageId = this.#checkStorageHeader(res.headers[STORAGE_HEADER]);
-      return { status: res.statusCode, body: received, storageId };
+      return await withDeadline(this.#clock, this.#timeoutMs, input.signal, timedOut, async (signal) => {
+        const res = await this.#pool.request({ path: uri, method: input.method, headers, body, signal });
+        const received = await readCapped(res.body, input.maxBytes, this.name);
+        const storageId = this.#checkStorageHeader(res.headers[STORAGE_HEADER]);
+        return { status: res.statusCode, body: received, storageId };
+      });
     } catch (err) {
+      // Ours (the deadline, a size cap, the storage header) as thrown; the caller's abort as its reason.
       if (err instanceof FredError) throw err;
-      if (controller.signal.aborted && controller.signal.reason instanceof FredError)
-        throw controller.signal.reason;
       if (input.signal?.aborted) throw input.signal.reason;
       throw new FredError("ERR_BACKEND_TRANSPORT", `backend ${this.name}: ${(err as Error).message}`, {
         retryable: true,
         cause: err,
       });
-    } finally {
-      cancelTimer();
     }
   }
 

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { HmacError, hmacSecret, SIGNATURE_HEADER, verifyRequest } from "../../auth/hmac.ts";
-import { RateBuckets } from "../../core/async/index.ts";
+import { RateBuckets, withDeadline } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
-import { isFredError } from "../../core/errors.ts";
+import { FredError, isFredError } from "../../core/errors.ts";
 import { parseStrictJson } from "../../core/strict-json.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendConfig } from "../config/index.ts";
@@ -126,22 +126,26 @@ export function registerCallbackIngress(app: FastifyInstance, o: CallbackIngress
           ? {}
           : { maintenanceAdmittedAt: cb.maintenanceAdmittedAt }),
       };
-      let cancel: (() => void) | undefined;
-      const expired = new Promise<"timeout">((resolve) => {
-        cancel = o.clock.setTimer(budget, () => resolve("timeout"));
-      });
+      const timedOut = () =>
+        new FredError("ERR_CALLBACK_APPLY_TIMEOUT", `callback not applied within ${budget} ms`, {
+          retryable: true,
+        });
       try {
-        const result = await Promise.race([o.apply(verified), expired]);
-        if (result === "timeout") return refuse(reply, 503, "callback application timed out", "timeout");
+        // Past the budget the answer is 503 but the application is not cancelled: it runs in
+        // the lease's queue and commits or not as a whole, and the backend's redelivery of
+        // the same callback is applied idempotently. So `apply` takes no signal.
+        const result = await withDeadline(o.clock, budget, undefined, timedOut, () => o.apply(verified));
         o.observe(result);
         return reply.code(200).send();
       } catch (err) {
         if (isFredError(err, "ERR_NOT_READY"))
           return refuse(reply, 503, "callback application is not available", "unavailable");
+        if (isFredError(err, "ERR_CALLBACK_APPLY_TIMEOUT")) {
+          o.logger.warn({ err, lease_uuid: cb.leaseUuid }, "callback application timed out");
+          return refuse(reply, 503, "callback application timed out", "timeout");
+        }
         o.logger.error({ err, lease_uuid: cb.leaseUuid }, "callback application failed");
         return refuse(reply, 503, "callback application failed", "error");
-      } finally {
-        cancel?.();
       }
     });
   });

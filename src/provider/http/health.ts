@@ -1,5 +1,8 @@
 import { Gauge, type Registry } from "prom-client";
 import type { ChainPort } from "../../chain/port.ts";
+import { withDeadline } from "../../core/async/index.ts";
+import type { Clock } from "../../core/clock.ts";
+import { FredError } from "../../core/errors.ts";
 import { fredVersion } from "../../version.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
@@ -16,6 +19,7 @@ import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.
  */
 export interface HealthSources {
   config: ProviderConfig;
+  clock: Clock;
   chain: ChainPort;
   clients: ReadonlyMap<string, BackendClient>;
   store: PlacementStore;
@@ -53,9 +57,17 @@ export interface HealthReport {
 
 const REMOTE_BUDGET_MS = 3_000;
 
-async function probe(fn: (signal: AbortSignal) => Promise<unknown>, failure: string): Promise<Check> {
+/** A probe past the budget fails like any other (the report keeps only `failure`). */
+const probeTimedOut = () =>
+  new FredError("ERR_HEALTH_PROBE_TIMEOUT", `health probe: no answer within ${REMOTE_BUDGET_MS} ms`);
+
+async function probe(
+  clock: Clock,
+  fn: (signal: AbortSignal) => Promise<unknown>,
+  failure: string,
+): Promise<Check> {
   try {
-    await fn(AbortSignal.timeout(REMOTE_BUDGET_MS));
+    await withDeadline(clock, REMOTE_BUDGET_MS, undefined, probeTimedOut, fn);
     return { status: "healthy" };
   } catch {
     return { status: "unhealthy", message: failure };
@@ -74,7 +86,7 @@ function local(fn: () => unknown, failure: string): Check {
 export async function healthReport(s: HealthSources): Promise<HealthReport> {
   const checks: Record<string, Check> = {};
   const remote: Promise<void>[] = [
-    probe((signal) => s.chain.latestBlock(signal), "chain query failed").then((c) => {
+    probe(s.clock, (signal) => s.chain.latestBlock(signal), "chain query failed").then((c) => {
       checks.chain = c;
     }),
   ];
@@ -86,7 +98,7 @@ export async function healthReport(s: HealthSources): Promise<HealthReport> {
       continue;
     }
     remote.push(
-      probe((signal) => client.stats(signal), "backend health check failed").then((c) => {
+      probe(s.clock, (signal) => client.stats(signal), "backend health check failed").then((c) => {
         checks[key] = c;
       }),
     );

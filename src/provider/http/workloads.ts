@@ -1,4 +1,7 @@
 import type { FastifyInstance } from "fastify";
+import { withDeadline } from "../../core/async/index.ts";
+import type { Clock } from "../../core/clock.ts";
+import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import type { BackendClient, ProvisionEntry } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
@@ -21,7 +24,11 @@ export interface WorkloadsSources {
   config: ProviderConfig;
   store: PlacementStore;
   clients: ReadonlyMap<string, BackendClient>;
+  clock: Clock;
 }
+
+/** How long /workloads waits for each backend's rows; a late one is reported unavailable. */
+const LOOKUP_BUDGET_MS = 10_000;
 
 interface WorkloadItem {
   service_name?: string;
@@ -101,7 +108,12 @@ export function registerWorkloadsRoute(app: FastifyInstance, s: WorkloadsSources
           const client = s.clients.get(backend);
           try {
             if (client === undefined) throw new Error("not configured");
-            return { backend, rows: await client.provisionsFor(batch, AbortSignal.timeout(10_000)) };
+            const timedOut = () =>
+              new FredError("ERR_BACKEND_TIMEOUT", `backend ${backend}: workloads lookup timed out`);
+            const rows = await withDeadline(s.clock, LOOKUP_BUDGET_MS, undefined, timedOut, (signal) =>
+              client.provisionsFor(batch, signal),
+            );
+            return { backend, rows };
           } catch (err) {
             req.log.warn({ err, backend }, "workloads: backend lookup failed");
             return { backend, rows: undefined };

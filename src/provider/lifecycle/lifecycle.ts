@@ -2,8 +2,8 @@ import { EventEmitter } from "node:events";
 import type { FeedConsumer } from "../../chain/events/fanout.ts";
 import type { FeedItem, LeaseEvent } from "../../chain/events/types.ts";
 import type { ChainLease } from "../../chain/port.ts";
-import { Admission, isRetryable, retry } from "../../core/async/index.ts";
-import { FredError } from "../../core/errors.ts";
+import { Admission, isRetryable, retry, withDeadline } from "../../core/async/index.ts";
+import { FredError, isFredError } from "../../core/errors.ts";
 import { promote } from "../maintenance/index.ts";
 import { type Attempt, GroupCommitter } from "../store/index.ts";
 import { CloseRetries } from "./close-retries.ts";
@@ -421,12 +421,15 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     for (const cancel of this.#timers.values()) cancel();
     this.#timers.clear();
     const drained = Promise.allSettled([...this.#running]).then(() => this.#deps.queue.idle());
-    let timer: (() => void) | undefined;
-    const expired = new Promise<void>((resolve) => {
-      timer = this.#deps.clock.setTimer(deadlineMs, resolve);
-    });
-    await Promise.race([drained, expired]);
-    timer?.();
+    const timedOut = () =>
+      new FredError("ERR_SHUTDOWN_DRAIN_TIMEOUT", `lease work did not drain within ${deadlineMs} ms`);
+    try {
+      await withDeadline(this.#deps.clock, deadlineMs, undefined, timedOut, () => drained);
+    } catch (err) {
+      if (!isFredError(err, "ERR_SHUTDOWN_DRAIN_TIMEOUT")) throw err;
+      // Not a failure of stop: what is left is aborted next and finished by recovery.
+      this.#deps.logger.warn({ err, busy: this.busy }, "lease work did not drain in time; aborting the rest");
+    }
     this.#abort.abort();
     await this.#consumerLoop;
   }

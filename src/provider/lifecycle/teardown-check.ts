@@ -50,7 +50,7 @@ export async function checkTeardown(
     d.clock,
     budgetMs,
     signal,
-    () => new FredError("ERR_CHAIN_UNAVAILABLE", "lease re-read for a teardown report timed out"),
+    () => new FredError("ERR_CHAIN_READ_TIMEOUT", "lease re-read for a teardown report timed out"),
     (s) => d.chain.getLease(cb.leaseUuid, s),
   );
   if (lease === undefined) return "unknown";

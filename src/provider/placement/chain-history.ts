@@ -22,7 +22,7 @@ export class CometRpcChainHistory implements ChainHistory {
         chain.disconnect();
       }
     } catch (err) {
-      if (!isFredError(err, "ERR_CHAIN_UNAVAILABLE")) throw err;
+      if (!isFredError(err, "ERR_CHAIN_UNAVAILABLE") && !isFredError(err, "ERR_CHAIN_RPC_TIMEOUT")) throw err;
       const cause = (err.cause as Error | undefined)?.message ?? err.message;
       throw new FredError("ERR_CHAIN_UNAVAILABLE", `chain RPC ${this.rpcUrl} did not answer: ${cause}`, {
         retryable: true,

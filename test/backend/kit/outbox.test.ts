@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
+import pino from "pino";
 import { hmacSecret } from "../../../src/auth/hmac.ts";
 import { Journal } from "../../../src/backend/kit/journal/journal.ts";
-import { OutboxSender } from "../../../src/backend/kit/outbox-sender.ts";
+import { OutboxSender, type OutboxSenderOptions } from "../../../src/backend/kit/outbox-sender.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
 import { until as poll } from "../../support/index.ts";
@@ -12,7 +13,8 @@ import { type Receiver, startReceiver } from "./receiver.ts";
 /**
  * The callback sender against a real HTTP receiver, with time on a ManualClock: three
  * attempts at 0/1/5 s, then nothing until the 30 s replay; per-lease FIFO with head-of-line
- * blocking; any 2xx delivers; a redirect is not followed and is not delivery.
+ * blocking; any 2xx delivers; a redirect is not followed and is not delivery; a receiver
+ * that never answers costs each try its timeout and the chain its deadline, both on the clock.
  */
 const SECRET = "outbox-test-secret-0123456789abcdef012345";
 
@@ -21,14 +23,17 @@ describe("outbox sender", () => {
   let clock: ManualClock;
   let journal: Journal;
   let sender: OutboxSender;
+  /** Tries that failed so far (counted as the sender reports them, before its backoff sleep). */
+  let failed = 0;
   before(async () => {
     rx = await startReceiver(SECRET);
   });
   after(async () => {
     await rx.close();
   });
-  const fresh = () => {
+  const fresh = (extra: Partial<OutboxSenderOptions> = {}) => {
     clock = new ManualClock(Date.now());
+    failed = 0;
     journal = new Journal({
       path: ":memory:",
       mode: "bind-or-verify",
@@ -40,6 +45,8 @@ describe("outbox sender", () => {
       secret: hmacSecret(SECRET),
       clock,
       logger: createLogger("outbox-test", "silent"),
+      onAttemptFailed: () => failed++,
+      ...extra,
     });
   };
   const stop = async () => {
@@ -76,6 +83,12 @@ describe("outbox sender", () => {
   const of = (lease: string) => rx.deliveries.filter((d) => d.body.lease_uuid === lease);
   const until = (check: () => boolean, what: string) =>
     poll(check, what, { timeoutMs: 10_000, intervalMs: 5 });
+  /**
+   * The `tries`th try failed and its backoff sleep is armed: then the clock holds the chain
+   * deadline, the replay timer and the sleep (the try's own timeout went with its answer).
+   */
+  const backoffArmed = (tries: number) =>
+    until(() => failed === tries && clock.pendingTimers === 3, `backoff after try ${tries} armed`);
 
   it("tries three times at 0 s, 1 s and 5 s, then waits for the 30 s replay", async () => {
     fresh();
@@ -84,14 +97,13 @@ describe("outbox sender", () => {
     sender.start();
     try {
       await until(() => of(lease).length === 1, "first attempt");
-      // Sleeping for the 1 s backoff: the chain deadline, the replay timer and the sleep.
-      await until(() => clock.pendingTimers === 3, "backoff sleep armed");
+      await backoffArmed(1);
       assert.equal(of(lease).length, 1);
       clock.advance(999);
       assert.equal(of(lease).length, 1);
       clock.advance(1);
       await until(() => of(lease).length === 2, "second attempt");
-      await until(() => clock.pendingTimers === 3, "second backoff armed");
+      await backoffArmed(2);
       clock.advance(4_999);
       assert.equal(of(lease).length, 2);
       clock.advance(1);
@@ -146,10 +158,49 @@ describe("outbox sender", () => {
     sender.start();
     try {
       await until(() => of(lease).length === 1, "first attempt");
-      await until(() => clock.pendingTimers === 3, "backoff armed after the 302");
+      await backoffArmed(1);
       assert.equal(journal.outboxSize(), 1);
       assert.equal(rx.deliveries.filter((d) => d.body.lease_uuid === lease).length, 1);
     } finally {
+      rx.setMode(200);
+      await stop();
+    }
+  });
+
+  it("a receiver that never answers: each try ends at its timeout, the chain at its deadline, each logged with its code", async () => {
+    const logged: { msg: string; code?: string; err?: { code?: string } }[] = [];
+    const logger = pino({ level: "warn" }, { write: (line: string) => logged.push(JSON.parse(line)) });
+    fresh({ logger, attemptTimeoutMs: 2_000, chainDeadlineMs: 8_000 });
+    rx.setMode("hold");
+    const lease = settle();
+    sender.start();
+    const failedTries = () => logged.filter((l) => l.msg === "callback attempt failed");
+    try {
+      await until(() => of(lease).length === 1, "first try");
+      clock.advance(1_999);
+      await new Promise((r) => setTimeout(r, 20));
+      assert.equal(failedTries().length, 0, "still waiting 1 ms before the try's timeout");
+      clock.advance(1);
+      await until(() => failedTries().length === 1, "first try timed out");
+      assert.equal(failedTries()[0]?.code, "ERR_CALLBACK_ATTEMPT_TIMEOUT");
+      await backoffArmed(1);
+      clock.advance(1_000);
+      await until(() => of(lease).length === 2, "second try after 1 s");
+      clock.advance(2_000);
+      await until(() => failedTries().length === 2, "second try timed out");
+      // Sleeping toward a third try at 10 s: the chain's 8 s deadline ends it first.
+      await backoffArmed(2);
+      clock.advance(3_000);
+      await until(
+        () => logged.some((l) => l.msg === "callback delivery deadline reached; left to the replay loop"),
+        "chain deadline",
+      );
+      const chainEnd = logged.find((l) => l.msg.startsWith("callback delivery deadline"));
+      assert.equal(chainEnd?.err?.code, "ERR_CALLBACK_DELIVERY_TIMEOUT");
+      assert.equal(of(lease).length, 2, "no third try past the deadline");
+      assert.equal(journal.outboxSize(), 1, "the row waits for the replay");
+    } finally {
+      rx.releaseHeld(200);
       rx.setMode(200);
       await stop();
     }

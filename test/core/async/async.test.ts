@@ -121,6 +121,31 @@ describe("retry", () => {
     ac.abort();
     await assert.rejects(p, (err) => isFredError(err, "ERR_ABORTED"));
   });
+  it("an abort by a deadline keeps the deadline's own code (a timeout is not a shutdown)", async () => {
+    const clock = new ManualClock();
+    let seen: unknown;
+    const p = withDeadline(
+      clock,
+      5_000,
+      undefined,
+      () => new FredError("ERR_CHAIN_READ_TIMEOUT", "too slow"),
+      (signal) =>
+        retry(
+          async () => {
+            throw new Error("down");
+          },
+          { clock, backoff: [10_000], signal },
+        ).catch((err: unknown) => {
+          seen = err;
+          throw err;
+        }),
+    );
+    await tick();
+    clock.advance(5_000);
+    await assert.rejects(p, (err) => isFredError(err, "ERR_CHAIN_READ_TIMEOUT"));
+    await tick();
+    assert.ok(isFredError(seen, "ERR_CHAIN_READ_TIMEOUT"), `the retry itself ended with ${String(seen)}`);
+  });
 });
 
 describe("Coalescer", () => {
@@ -193,6 +218,14 @@ describe("withDeadline", () => {
     const p = withDeadline(clock, 100, parent.signal, timeout, () => new Promise<never>(() => {}));
     parent.abort(new Error("shutting down"));
     await assert.rejects(p, /shutting down/);
+  });
+
+  it("without a parent only the deadline stops the work", async () => {
+    const clock = new ManualClock(0);
+    const p = withDeadline(clock, 100, undefined, timeout, () => new Promise<never>(() => {}));
+    clock.advance(100);
+    await assert.rejects(p, /too slow/);
+    assert.equal(clock.pendingTimers, 0, "the deadline's timer is gone once it fired");
   });
 });
 

@@ -5,6 +5,7 @@ import { describe, it } from "node:test";
 import Fastify from "fastify";
 import type { ChainLease, ChainPort } from "../../../src/chain/port.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
+import { isFredError } from "../../../src/core/errors.ts";
 import { createLogger } from "../../../src/log.ts";
 import { connectionDetails } from "../../../src/provider/api/connection-shape.ts";
 import { ApiError } from "../../../src/provider/api/errors.ts";
@@ -281,6 +282,21 @@ describe("lease reads", () => {
     await settle();
     calls[2]!.resolve(undefined);
     assert.equal(await queued, undefined);
+  });
+
+  it("a chain read past its deadline is the same 500, caused by ERR_CHAIN_READ_TIMEOUT on the injected clock", async () => {
+    const clock = new ManualClock();
+    const { chain, calls } = deferredChain();
+    const reads = new TenantLeaseReads({ chain, clock, providerUuid: "p", logger, timeoutMs: 2_000 });
+    const hanging = reads.read(LEASE);
+    await settle();
+    assert.equal(calls.length, 1);
+    clock.advance(2_000);
+    await assert.rejects(hanging, (err: unknown) => {
+      assert.ok(err instanceof ApiError && err.status === 500 && err.code === "ERR_API_CHAIN_READ");
+      assert.ok(isFredError(err.cause, "ERR_CHAIN_READ_TIMEOUT"), String(err.cause));
+      return true;
+    });
   });
 });
 

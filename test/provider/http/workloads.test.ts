@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
 import Fastify, { type FastifyInstance } from "fastify";
+import { systemClock } from "../../../src/core/clock.ts";
 import { BackendClient } from "../../../src/provider/backend-client/index.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { registerWorkloadsRoute } from "../../../src/provider/http/workloads.ts";
@@ -71,6 +72,7 @@ before(async () => {
   registerWorkloadsRoute(app, {
     config: parseProviderConfig(yamlOf(baseConfig())),
     store,
+    clock: systemClock,
     clients: new Map([
       ["one", clients[0]!],
       ["two", clients[1]!],

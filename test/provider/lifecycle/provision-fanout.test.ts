@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import pino from "pino";
 import type { ChainLease } from "../../../src/chain/port.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import type { BackendClient } from "../../../src/provider/backend-client/index.ts";
@@ -166,6 +167,54 @@ describe("provision fan-out", () => {
     );
     assert.equal(store.attemptFor(last.uuid), undefined, "closed while queued: never provisioned");
     await lifecycle.stop(1_000);
+    store.close();
+  });
+
+  it("stop waits for a provision still on the wire up to its deadline on the clock, then logs ERR_SHUTDOWN_DRAIN_TIMEOUT and aborts", async () => {
+    const clock = new ManualClock();
+    const config = parseProviderConfig(yamlOf(baseConfig()));
+    const store = storeFor(config, clock, "drain.db");
+    const { client, held } = holdingClient();
+    const lease = pending(0);
+    const chain = recordingChain([], { getLease: async () => lease });
+    const logged: { msg: string; err?: { code?: string } }[] = [];
+    const deps = {
+      ...lifecycleDeps({
+        config,
+        chain,
+        store,
+        clock,
+        clients: new Map(config.backends.map((b) => [b.name, client])),
+      }),
+      logger: pino({ level: "warn" }, { write: (line: string) => logged.push(JSON.parse(line)) }),
+    };
+    const lifecycle = new Lifecycle(deps);
+    lifecycle.onEvent({
+      kind: "lease_created",
+      leaseUuid: lease.uuid,
+      providerUuid: PROVIDER_UUID,
+      tenant: lease.tenant,
+      height: 7,
+      txHash: undefined,
+      reason: undefined,
+    });
+    for (let turns = 0; held.length === 0; turns++) {
+      assert.ok(turns < 10_000, "the provision never reached the backend");
+      await tick();
+    }
+    let stopped = false;
+    const stopping = lifecycle.stop(5_000).then(() => {
+      stopped = true;
+    });
+    await tick();
+    clock.advance(4_999);
+    await tick();
+    assert.equal(stopped, false, "still draining 1 ms before the deadline");
+    clock.advance(1);
+    await stopping;
+    const drain = logged.find((l) => l.msg === "lease work did not drain in time; aborting the rest");
+    assert.equal(drain?.err?.code, "ERR_SHUTDOWN_DRAIN_TIMEOUT");
+    held.shift()?.answer();
     store.close();
   });
 });

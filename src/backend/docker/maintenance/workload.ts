@@ -118,17 +118,24 @@ export async function lastLogLines(
   for (const c of containers) {
     const key = instanceKey(c.labels[LABEL.serviceName] as string, Number(c.labels[LABEL.instanceIndex]));
     try {
-      const bounded = AbortSignal.any([signal, AbortSignal.timeout(FAILURE_LOG_TIMEOUT_MS)]);
-      const raw = (await deps.docker.getContainer(c.id).logs({
-        stdout: true,
-        stderr: true,
-        follow: false,
-        tail: FAILURE_LOG_LINES,
-        abortSignal: bounded,
-      })) as unknown as Buffer;
+      const raw = await withPhase(
+        deps.clock,
+        "container logs",
+        FAILURE_LOG_TIMEOUT_MS,
+        signal,
+        async (bounded) =>
+          (await deps.docker.getContainer(c.id).logs({
+            stdout: true,
+            stderr: true,
+            follow: false,
+            tail: FAILURE_LOG_LINES,
+            abortSignal: bounded,
+          })) as unknown as Buffer,
+      );
       out[key] = demuxLogStream(Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw)));
     } catch (err) {
-      deps.log.warn({ container: c.id, err: engineMessage(err) }, "failed release's logs unavailable");
+      const code = (err as { code?: unknown }).code;
+      deps.log.warn({ container: c.id, err: engineMessage(err), code }, "failed release's logs unavailable");
     }
   }
   return out;

@@ -277,7 +277,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
       clock,
       this.#o.readDeadlineMs ?? 10_000,
       signal,
-      () => new FredError("ERR_ABORTED", "maintenance recovery: chain read timed out"),
+      () => new FredError("ERR_CHAIN_READ_TIMEOUT", "maintenance recovery: chain read timed out"),
       (s) => chain.getLease(c.leaseUuid, s),
     );
     if (lease !== undefined && classifyState(lease.state) === "terminal") {

@@ -2,11 +2,13 @@ import websocket from "@fastify/websocket";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { WebSocket } from "ws";
 import type { ChainLease } from "../../../chain/port.ts";
+import { withDeadline } from "../../../core/async/index.ts";
 import { tenantError } from "../../../core/envelope.ts";
+import { FredError } from "../../../core/errors.ts";
 import { leaseUuidParam } from "../auth.ts";
 import { routeRead } from "../backend-route.ts";
 import type { EventTimings, TenantContext } from "../context.ts";
-import { lookupDiagnostics } from "../diagnostics.ts";
+import { type DiagnosticsLookup, lookupDiagnostics } from "../diagnostics.ts";
 import { ApiError, sendApiError } from "../errors.ts";
 import type { EventFrame, EventHub, Notice, Subscriber } from "../event-hub.ts";
 import { eventsQuerySchema } from "../schemas/lease.ts";
@@ -36,6 +38,11 @@ interface Upgrade {
 }
 
 const upgrades = new WeakMap<FastifyRequest, Upgrade>();
+
+/** How long a connection's first snapshot waits for the backend's record. */
+const SNAPSHOT_READ_MS = 5_000;
+const snapshotTimedOut = () =>
+  new FredError("ERR_BACKEND_TIMEOUT", `events snapshot: no backend answer within ${SNAPSHOT_READ_MS} ms`);
 
 function eventsQuery(req: FastifyRequest) {
   const query = eventsQuerySchema.safeParse(req.query ?? {});
@@ -69,12 +76,10 @@ export function registerEventsRoute(
     const seq = hub.currentSeq;
     let status = hub.lastStatus(lease.uuid);
     if (status === undefined) {
-      const found = await lookupDiagnostics(
-        routeRead(store, clients, lease.uuid),
-        clients,
-        lease.uuid,
-        AbortSignal.timeout(5_000),
-      );
+      // A snapshot never waits on a slow backend: past the budget its status is "unknown".
+      const found = await withDeadline(clock, SNAPSHOT_READ_MS, undefined, snapshotTimedOut, (signal) =>
+        lookupDiagnostics(routeRead(store, clients, lease.uuid), clients, lease.uuid, signal),
+      ).catch((): DiagnosticsLookup => ({ kind: "unknown" }));
       status = found.kind === "found" ? found.diagnostics.status : "unknown";
     }
     return {

@@ -2,8 +2,10 @@ import type { FastifyInstance } from "fastify";
 import { LRUCache } from "lru-cache";
 import type { TokenClaims } from "../../../auth/token.ts";
 import type { ChainLease } from "../../../chain/port.ts";
+import { withDeadline } from "../../../core/async/index.ts";
+import { FredError } from "../../../core/errors.ts";
 import { leaseUuidParam } from "../auth.ts";
-import { onLostBackend, routeRead } from "../backend-route.ts";
+import { backendReadFailure, onLostBackend, routeRead } from "../backend-route.ts";
 import { type TenantContext, tenantRoute } from "../context.ts";
 import {
   type Diagnostics,
@@ -182,11 +184,15 @@ async function sharedDiagnostics(
   uuid: string,
   state: ChainLease["state"],
 ): Promise<DiagnosticsLookup> {
-  const { store, clients } = ctx.deps;
+  const { store, clients, clock } = ctx.deps;
+  // Past the deadline the read fails as a failed backend read does (a 500 when it decides the answer).
+  const timedOut = () =>
+    backendReadFailure(new FredError("ERR_BACKEND_TIMEOUT", "lease diagnostics: no backend answer in time"));
   try {
     return await ctx.statusReads.get(`${uuid} ${state}`, async () => {
-      const signal = AbortSignal.timeout(ctx.requestTimeoutMs);
-      const found = await lookupDiagnostics(routeRead(store, clients, uuid), clients, uuid, signal);
+      const found = await withDeadline(clock, ctx.requestTimeoutMs, undefined, timedOut, (signal) =>
+        lookupDiagnostics(routeRead(store, clients, uuid), clients, uuid, signal),
+      );
       if (found.kind === "unknown" && found.error !== undefined) throw found.error;
       return found;
     });

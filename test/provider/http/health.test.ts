@@ -1,0 +1,41 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { ChainPort } from "../../../src/chain/port.ts";
+import { ManualClock } from "../../../src/core/clock.ts";
+import type { ProviderConfig } from "../../../src/provider/config/index.ts";
+import { type HealthSources, healthReport } from "../../../src/provider/http/health.ts";
+import type { PlacementStore } from "../../../src/provider/store/index.ts";
+
+/**
+ * The health report's remote probes run on the injected clock: a chain node that never
+ * answers makes the report degraded once the 3 s budget passes, not before, and the report
+ * still comes back.
+ */
+describe("health report: remote probe budget", () => {
+  it("a hanging chain probe is unhealthy at 3 s on the clock, and the report is degraded", async () => {
+    const clock = new ManualClock(0);
+    const sources: HealthSources = {
+      config: { providerUuid: "p", backends: [] } as unknown as ProviderConfig,
+      clock,
+      chain: { latestBlock: () => new Promise<never>(() => {}) } as unknown as ChainPort,
+      clients: new Map(),
+      store: { counts: () => ({}), baselineMatches: () => true } as unknown as PlacementStore,
+      payloads: undefined,
+      tokens: undefined,
+      inFlight: () => 0,
+      feedLive: () => true,
+      recoveryDone: () => true,
+    };
+    let settled = false;
+    const report = healthReport(sources).finally(() => {
+      settled = true;
+    });
+    clock.advance(2_999);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(settled, false, "still waiting for the chain before the budget ends");
+    clock.advance(1);
+    const r = await report;
+    assert.equal(r.status, "degraded");
+    assert.deepEqual(r.checks.chain, { status: "unhealthy", message: "chain query failed" });
+  });
+});
