@@ -31,7 +31,7 @@ import {
   QuerySKUsResponse,
   toBytes,
 } from "../../../src/chain/proto/index.ts";
-import { coinsFromProto } from "../../../src/devnet/economics/coins.ts";
+import { coinsFromProto } from "../../../src/devnet/coins.ts";
 import {
   checkLedger,
   checkTransition,
