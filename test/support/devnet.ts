@@ -1,0 +1,130 @@
+/**
+ * The one devnet of the tests: a real `fred devnet start` child on a fresh temp home and a
+ * free loopback port. `start` initialises the home itself (with `tenants` and `profile`),
+ * so a test never runs `devnet init` first unless init is what it tests. Disposing the
+ * handle stops the child and removes the home: `await using dn = await devnet()` in a
+ * test, or `await dn?.stop()` in an `after` hook when several tests share one.
+ */
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Launched, launchFred } from "./process.ts";
+
+export interface DevnetKeys {
+  chain_id: string;
+  provider_uuid: string;
+  accounts: { name: string; address: string; mnemonic: string; private_key_hex: string }[];
+  skus: { uuid: string; name: string; billing_only: boolean }[];
+}
+
+export interface DevnetOptions {
+  /** Time between blocks (default "0s": a block as soon as a tx arrives). */
+  blockTime?: string;
+  /** Tenant dev accounts of a new home (the CLI's default is 2). */
+  tenants?: number;
+  /** Genesis profile of a new home (the CLI's default is "default"). */
+  profile?: string;
+  /** Further `fred devnet start` flags, e.g. `["--history-blocks", "3"]`. */
+  args?: string[];
+  /** Deadline for the ready line (default 60 s; more when it starts beside other processes). */
+  readyTimeoutMs?: number;
+}
+
+interface Ready {
+  rpc: string;
+  chain_id: string;
+  height: number;
+}
+
+export interface Devnet extends AsyncDisposable {
+  readonly home: string;
+  /** `http://127.0.0.1:<port>`: the same across restarts, so clients can reconnect. */
+  readonly rpc: string;
+  readonly wsUrl: string;
+  readonly port: number;
+  readonly keys: DevnetKeys;
+  /** The child running now (a restart replaces it). */
+  readonly proc: Launched<Ready>;
+  stderr(): string;
+  account(name: string): DevnetKeys["accounts"][number];
+  /** A JSON-RPC call; a JSON-RPC error is thrown. */
+  call(method: string, params?: Record<string, unknown>): Promise<unknown>;
+  /** SIGKILL (a crash); the home is kept for `restart`. */
+  kill(): Promise<void>;
+  /** Stops the child if it runs, then starts the same home on the same port (`args` replace the start flags). */
+  restart(args?: string[]): Promise<void>;
+  /** Stops the child and removes the home; safe to call twice. */
+  stop(): Promise<void>;
+}
+
+export async function devnet(opts: DevnetOptions = {}): Promise<Devnet> {
+  const home = await mkdtemp(join(tmpdir(), "fred-devnet-test-"));
+  const init = [
+    ...(opts.tenants === undefined ? [] : ["--tenants", String(opts.tenants)]),
+    ...(opts.profile === undefined ? [] : ["--profile", opts.profile]),
+  ];
+  let flags = ["--block-time", opts.blockTime ?? "0s", ...(opts.args ?? [])];
+  const start = (port: number) =>
+    launchFred<Ready>(["devnet", "start", "--home", home, "--rpc-port", String(port), ...init, ...flags], {
+      label: "devnet",
+      ...(opts.readyTimeoutMs === undefined ? {} : { readyTimeoutMs: opts.readyTimeoutMs }),
+      // Extra Node flags for the node process, e.g. --cpu-prof when profiling a suite.
+      nodeFlags: (process.env.FRED_DEVNET_NODE_ARGS ?? "").split(" ").filter((a) => a !== ""),
+      env: { FRED_LOG_LEVEL: process.env.FRED_LOG_LEVEL ?? "warn" },
+    });
+  let proc: Launched<Ready>;
+  try {
+    proc = await start(0);
+  } catch (err) {
+    await rm(home, { recursive: true, force: true });
+    throw err;
+  }
+  const rpc = proc.ready.rpc;
+  const port = Number(new URL(rpc).port);
+  // Written by the start that initialised the home, before its ready line.
+  const keys = JSON.parse(await readFile(join(home, "keys.json"), "utf8")) as DevnetKeys;
+  let nextId = 1;
+  let stopped = false;
+  const handle: Devnet = {
+    home,
+    rpc,
+    wsUrl: rpc.replace(/^http/, "ws"),
+    port,
+    keys,
+    get proc() {
+      return proc;
+    },
+    stderr: () => proc.stderr(),
+    account(name) {
+      const a = keys.accounts.find((x) => x.name === name);
+      if (a === undefined) throw new Error(`no dev account ${name}`);
+      return a;
+    },
+    async call(method, params = {}) {
+      const res = await fetch(rpc, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params }),
+      });
+      const body = (await res.json()) as { result?: unknown; error?: unknown };
+      if (body.error !== undefined) throw new Error(JSON.stringify(body.error));
+      return body.result;
+    },
+    async kill() {
+      await proc.kill();
+    },
+    async restart(args = flags) {
+      await proc.stop();
+      flags = args;
+      proc = await start(port);
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await proc.stop();
+      await rm(home, { recursive: true, force: true });
+    },
+    [Symbol.asyncDispose]: () => handle.stop(),
+  };
+  return handle;
+}
