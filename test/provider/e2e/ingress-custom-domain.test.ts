@@ -4,7 +4,6 @@ import { after, before, describe, it } from "node:test";
 import { openCosmosChain } from "../../../src/chain/cosmos/adapter.ts";
 import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
 import { MsgSetItemCustomDomain } from "../../../src/chain/proto/index.ts";
-import { dockerSkip } from "../../backend/docker/engine-helper.ts";
 import {
   type DockerProcess,
   type DockerTestSetup,
@@ -20,6 +19,7 @@ import {
 } from "../../backend/docker/ingress/caddy-helper.ts";
 import { startDns, type TestDns } from "../../backend/docker/ingress/dns-server.ts";
 import { leaseOnNewProvider } from "../../chain/devnet/helpers.ts";
+import { dockerSkip } from "../../support/docker.ts";
 import { launchFred, pickFreePort, portOf, runFred, until } from "../../support/index.ts";
 import { call, TenantKey } from "../api/tenant-client.ts";
 import { Stack, sha256 } from "./stack.ts";
