@@ -70,7 +70,7 @@ export interface MaintenanceEvents {
 }
 
 export class Maintenance extends EventEmitter<MaintenanceEvents> {
-  readonly #o: MaintenanceOptions;
+  readonly #options: MaintenanceOptions;
   readonly journal: MaintenanceJournal;
   readonly #legacy: Counter;
   /** The listed tenants, or "every" for `["*"]`. */
@@ -78,7 +78,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
 
   constructor(o: MaintenanceOptions) {
     super();
-    this.#o = o;
+    this.#options = o;
     this.journal = MaintenanceJournal.of(o.store);
     const listed = o.config.maintenanceLegacyIdempotencyTenants;
     this.#legacyTenants = listed.includes(EVERY_LEGACY_TENANT) ? "every" : new Set(listed);
@@ -97,7 +97,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
   /** A legacy tenant's command keyed by its token: counted and logged, as the operator asked. */
   legacyKeyUsed(tenant: string, leaseUuid: string): void {
     this.#legacy.inc();
-    this.#o.logger.warn(
+    this.#options.logger.warn(
       { tenant, lease_uuid: leaseUuid },
       "restart/update without Idempotency-Key (legacy tenant)",
     );
@@ -111,15 +111,15 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
 
   /** Admits (or replays) one command; a refusal is thrown as `MaintenanceRefused`. */
   command(r: CommandRequest, signal: AbortSignal): Promise<Accepted> {
-    return this.#o.queue.run(r.leaseUuid, () => this.#command(r, signal));
+    return this.#options.queue.run(r.leaseUuid, () => this.#command(r, signal));
   }
 
   async #command(r: CommandRequest, signal: AbortSignal): Promise<Accepted> {
-    const { store, clients, payloads } = this.#o;
+    const { store, clients, payloads } = this.#options;
     const key = "idempotencyKey" in r.key ? r.key.idempotencyKey : `token:${r.key.tokenKey}`;
     // The backend's storage is gone for good (retired --lost): nothing can run there, and a
     // stored answer would describe workloads that no longer exist. The lease is being ended.
-    if (this.#o.onLostBackend(r.leaseUuid)) throw refuse("storage-lost");
+    if (this.#options.onLostBackend(r.leaseUuid)) throw refuse("storage-lost");
     const existing = this.journal.byKey(r.leaseUuid, key);
     if (existing !== undefined) {
       if (!sameCommand(existing, r.kind, r.payload)) throw refuse("key-reused");
@@ -138,7 +138,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
     ) {
       throw refuse("unavailable");
     }
-    if (store.attemptFor(r.leaseUuid) !== undefined || this.#o.provisioningStarted(r.leaseUuid))
+    if (store.attemptFor(r.leaseUuid) !== undefined || this.#options.provisioningStarted(r.leaseUuid))
       throw new MaintenanceRefused({ kind: "busy", command: r.kind });
     let admitted: ReturnType<MaintenanceJournal["admit"]>;
     try {
@@ -152,9 +152,9 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
           payload: r.payload,
           backend: owner,
           lifecycleId: placement.lifecycleId,
-          nowMs: this.#o.clock.now(),
+          nowMs: this.#options.clock.now(),
         },
-        this.#o.limits ?? DEFAULT_LIMITS,
+        this.#options.limits ?? DEFAULT_LIMITS,
       );
       await this.journal.durable();
     } catch (err) {
@@ -171,7 +171,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
         return this.#replay(admitted.command, signal);
       case "admitted":
         failpoint("maintenance.after-admit");
-        this.#o.logger.info(
+        this.#options.logger.info(
           { lease_uuid: r.leaseUuid, maintenance_id: admitted.command.maintenanceId, kind: r.kind },
           "maintenance command admitted",
         );
@@ -189,7 +189,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
 
   /** Sends the journaled command to the lease's backend and records what the answer proves. */
   async #dispatch(c: Command, signal: AbortSignal): Promise<Accepted> {
-    const { clients, config, logger } = this.#o;
+    const { clients, config, logger } = this.#options;
     const log = logger.child({
       lease_uuid: c.leaseUuid,
       backend: c.backend,
@@ -227,7 +227,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
     if (out.kind === "refused") {
       const { outcome, answer } = backendRefusalAnswer(out, c.kind);
       try {
-        this.journal.settle(c.leaseUuid, c.maintenanceId, outcome, answer, this.#o.clock.now());
+        this.journal.settle(c.leaseUuid, c.maintenanceId, outcome, answer, this.#options.clock.now());
         await this.journal.durable();
       } catch (err) {
         throw refuse("unrecorded", err);
@@ -251,14 +251,17 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
   async recover(signal: AbortSignal): Promise<void> {
     for (const c of this.journal.unsettled()) {
       if (signal.aborted) return;
-      await this.#o.queue
+      await this.#options.queue
         .run(c.leaseUuid, () => this.#recoverOne(c, signal))
         .catch((err: unknown) => {
           if (!signal.aborted)
-            this.#o.logger.debug({ err, lease_uuid: c.leaseUuid }, "maintenance recovery: still pending");
+            this.#options.logger.debug(
+              { err, lease_uuid: c.leaseUuid },
+              "maintenance recovery: still pending",
+            );
         });
     }
-    const { store } = this.#o;
+    const { store } = this.#options;
     for (const lease of this.journal.leases()) {
       if (store.placement(lease) === undefined && store.attemptFor(lease) === undefined)
         this.journal.forget(lease);
@@ -269,13 +272,13 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
     const current = this.journal.byMaintenanceId(c.leaseUuid, c.maintenanceId);
     if (current === undefined || current.phase === "settled") return;
     if (current.phase === "confirmed") {
-      await promote(this.#o, current);
+      await promote(this.#options, current);
       return;
     }
-    const { chain, clock } = this.#o;
+    const { chain, clock } = this.#options;
     const lease = await withDeadline(
       clock,
-      this.#o.readDeadlineMs ?? 10_000,
+      this.#options.readDeadlineMs ?? 10_000,
       signal,
       () => new FredError("ERR_ABORTED", "maintenance recovery: chain read timed out"),
       (s) => chain.getLease(c.leaseUuid, s),
@@ -283,7 +286,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
     if (lease !== undefined && classifyState(lease.state) === "terminal") {
       this.journal.settle(c.leaseUuid, c.maintenanceId, "ended", ANSWERS.ended, clock.now());
       await this.journal.durable();
-      this.#o.logger.info(
+      this.#options.logger.info(
         { lease_uuid: c.leaseUuid, maintenance_id: c.maintenanceId },
         "lease ended on chain; its pending maintenance command settled without running",
       );
