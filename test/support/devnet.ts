@@ -72,17 +72,20 @@ export async function devnet(opts: DevnetOptions = {}): Promise<Devnet> {
       nodeFlags: (process.env.FRED_DEVNET_NODE_ARGS ?? "").split(" ").filter((a) => a !== ""),
       env: { FRED_LOG_LEVEL: process.env.FRED_LOG_LEVEL ?? "warn" },
     });
-  let proc: Launched<Ready>;
+  let proc: Launched<Ready> | undefined;
+  let keys: DevnetKeys;
   try {
     proc = await start(0);
+    // Written by the start that initialised the home, before its ready line.
+    keys = JSON.parse(await readFile(join(home, "keys.json"), "utf8")) as DevnetKeys;
   } catch (err) {
+    await proc?.stop();
     await rm(home, { recursive: true, force: true });
     throw err;
   }
-  const rpc = proc.ready.rpc;
+  let running: Launched<Ready> = proc;
+  const rpc = running.ready.rpc;
   const port = Number(new URL(rpc).port);
-  // Written by the start that initialised the home, before its ready line.
-  const keys = JSON.parse(await readFile(join(home, "keys.json"), "utf8")) as DevnetKeys;
   let nextId = 1;
   let stopped = false;
   const handle: Devnet = {
@@ -92,9 +95,9 @@ export async function devnet(opts: DevnetOptions = {}): Promise<Devnet> {
     port,
     keys,
     get proc() {
-      return proc;
+      return running;
     },
-    stderr: () => proc.stderr(),
+    stderr: () => running.stderr(),
     account(name) {
       const a = keys.accounts.find((x) => x.name === name);
       if (a === undefined) throw new Error(`no dev account ${name}`);
@@ -111,17 +114,17 @@ export async function devnet(opts: DevnetOptions = {}): Promise<Devnet> {
       return body.result;
     },
     async kill() {
-      await proc.kill();
+      await running.kill();
     },
     async restart(args = flags) {
-      await proc.stop();
+      await running.stop();
       flags = args;
-      proc = await start(port);
+      running = await start(port);
     },
     async stop() {
       if (stopped) return;
       stopped = true;
-      await proc.stop();
+      await running.stop();
       await rm(home, { recursive: true, force: true });
     },
     [Symbol.asyncDispose]: () => handle.stop(),
