@@ -46,7 +46,7 @@ const as = (tenant: string) => [
   "--home",
   home,
   "--rpc",
-  stack.devnet.ready.rpc,
+  stack.devnet.rpc,
   "--provider-url",
   stack.api,
 ];
@@ -185,7 +185,7 @@ describe("fred lease against a real stack", () => {
       lease,
       ...flags,
       "--rpc",
-      stack.devnet.ready.rpc,
+      stack.devnet.rpc,
       "--provider-url",
       stack.api,
     ]);

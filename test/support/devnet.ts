@@ -1,8 +1,8 @@
 /**
- * The one devnet of the tests: a real `fred devnet start` child on a fresh temp home and a
- * free loopback port. `start` initialises the home itself (with `tenants` and `profile`),
+ * The one devnet of the tests: a real `fred devnet start` child on a free loopback port,
+ * on a fresh temp home unless the caller brings one. `start` initialises the home itself (with `tenants` and `profile`),
  * so a test never runs `devnet init` first unless init is what it tests. Disposing the
- * handle stops the child and removes the home: `await using dn = await devnet()` in a
+ * handle stops the child and removes a home it made: `await using dn = await devnet()` in a
  * test, or `await dn?.stop()` in an `after` hook when several tests share one.
  */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -28,6 +28,10 @@ export interface DevnetOptions {
   args?: string[];
   /** Deadline for the ready line (default 60 s; more when it starts beside other processes). */
   readyTimeoutMs?: number;
+  /** A home the caller owns (kept on stop); by default a fresh temp dir, removed on stop. */
+  home?: string;
+  /** Node flags for the devnet process (e.g. a CPU profile), besides FRED_DEVNET_NODE_ARGS. */
+  nodeFlags?: string[];
 }
 
 interface Ready {
@@ -51,26 +55,35 @@ export interface Devnet extends AsyncDisposable {
   call(method: string, params?: Record<string, unknown>): Promise<unknown>;
   /** SIGKILL (a crash); the home is kept for `restart`. */
   kill(): Promise<void>;
-  /** Stops the child if it runs, then starts the same home on the same port (`args` replace the start flags). */
-  restart(args?: string[]): Promise<void>;
-  /** Stops the child and removes the home; safe to call twice. */
+  /**
+   * Stops the child if it runs, then starts the same home on the same port: `args` replace
+   * the start flags, `env` is added to this start's environment (e.g. POA_ADMIN_ADDRESS,
+   * which the node reads at start).
+   */
+  restart(opts?: { args?: string[]; env?: Record<string, string> }): Promise<void>;
+  /** Stops the child and removes a home it made; safe to call twice. */
   stop(): Promise<void>;
 }
 
 export async function devnet(opts: DevnetOptions = {}): Promise<Devnet> {
-  const home = await mkdtemp(join(tmpdir(), "fred-devnet-test-"));
+  const ownsHome = opts.home === undefined;
+  const home = opts.home ?? (await mkdtemp(join(tmpdir(), "fred-devnet-test-")));
+  const removeHome = () => (ownsHome ? rm(home, { recursive: true, force: true }) : Promise.resolve());
   const init = [
     ...(opts.tenants === undefined ? [] : ["--tenants", String(opts.tenants)]),
     ...(opts.profile === undefined ? [] : ["--profile", opts.profile]),
   ];
   let flags = ["--block-time", opts.blockTime ?? "0s", ...(opts.args ?? [])];
-  const start = (port: number) =>
+  const start = (port: number, env: Record<string, string> = {}) =>
     launchFred<Ready>(["devnet", "start", "--home", home, "--rpc-port", String(port), ...init, ...flags], {
       label: "devnet",
       ...(opts.readyTimeoutMs === undefined ? {} : { readyTimeoutMs: opts.readyTimeoutMs }),
       // Extra Node flags for the node process, e.g. --cpu-prof when profiling a suite.
-      nodeFlags: (process.env.FRED_DEVNET_NODE_ARGS ?? "").split(" ").filter((a) => a !== ""),
-      env: { FRED_LOG_LEVEL: process.env.FRED_LOG_LEVEL ?? "warn" },
+      nodeFlags: [
+        ...(process.env.FRED_DEVNET_NODE_ARGS ?? "").split(" ").filter((a) => a !== ""),
+        ...(opts.nodeFlags ?? []),
+      ],
+      env: { FRED_LOG_LEVEL: process.env.FRED_LOG_LEVEL ?? "warn", ...env },
     });
   let proc: Launched<Ready> | undefined;
   let keys: DevnetKeys;
@@ -80,7 +93,7 @@ export async function devnet(opts: DevnetOptions = {}): Promise<Devnet> {
     keys = JSON.parse(await readFile(join(home, "keys.json"), "utf8")) as DevnetKeys;
   } catch (err) {
     await proc?.stop();
-    await rm(home, { recursive: true, force: true });
+    await removeHome();
     throw err;
   }
   let running: Launched<Ready> = proc;
@@ -116,16 +129,16 @@ export async function devnet(opts: DevnetOptions = {}): Promise<Devnet> {
     async kill() {
       await running.kill();
     },
-    async restart(args = flags) {
+    async restart({ args = flags, env } = {}) {
       await running.stop();
       flags = args;
-      running = await start(port);
+      running = await start(port, env);
     },
     async stop() {
       if (stopped) return;
       stopped = true;
       await running.stop();
-      await rm(home, { recursive: true, force: true });
+      await removeHome();
     },
     [Symbol.asyncDispose]: () => handle.stop(),
   };
