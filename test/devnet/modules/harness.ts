@@ -94,13 +94,7 @@ export async function startChain(opts: ChainOptions = {}): Promise<Chain> {
   const dn = await devnet({ args: opts.args ?? [] });
   if (opts.authority !== undefined) {
     // The authority is read at start; keys exist only after the first start, so restart once.
-    await dn.proc.stop();
-    process.env.POA_ADMIN_ADDRESS = dn.account(opts.authority).address;
-    try {
-      await dn.restart();
-    } finally {
-      delete process.env.POA_ADMIN_ADDRESS;
-    }
+    await dn.restart({ env: { POA_ADMIN_ADDRESS: dn.account(opts.authority).address } });
   }
   const comet = await Comet38Client.connect(dn.rpc);
   const query = QueryClient.withExtensions(comet, setupBankExtension, setupAuthzExtension);

@@ -23,12 +23,7 @@ let authority: CosmosChain;
 before(async () => {
   dn = await devnet({ blockTime: "100ms", tenants: 2 });
   // The authority is read at start, and the dev keys exist once the home is initialised.
-  process.env.POA_ADMIN_ADDRESS = dn.account("faucet").address;
-  try {
-    await dn.restart();
-  } finally {
-    delete process.env.POA_ADMIN_ADDRESS;
-  }
+  await dn.restart({ env: { POA_ADMIN_ADDRESS: dn.account("faucet").address } });
   provider = await providerClient(dn);
   tenant = await clientFor(dn, "tenant1");
   other = await clientFor(dn, "tenant2"); // the second provider's operator key
