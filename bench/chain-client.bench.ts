@@ -17,7 +17,7 @@ import { parseTxEventMap } from "../src/chain/events/parse.ts";
 import { MsgCreateLease, MsgCreateLeaseResponse } from "../src/chain/proto/index.ts";
 import { AckBatcher } from "../src/chain/tx/ack-batcher.ts";
 import { systemClock } from "../src/core/clock.ts";
-import { type DevnetProcess, startDevnetProcess } from "../test/chain/devnet/devnet-process.ts";
+import { type Devnet, devnet } from "../test/support/index.ts";
 
 const LEASES = Number(process.env.BENCH_LEASES ?? 10_000);
 const UUIDS_PER_TX = Number(process.env.BENCH_UUIDS_PER_TX ?? 1000);
@@ -30,7 +30,7 @@ function line(value: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(value)}\n`);
 }
 
-function client(dn: DevnetProcess, name: string): Promise<CosmosChain> {
+function client(dn: Devnet, name: string): Promise<CosmosChain> {
   const key = Buffer.from(dn.account(name).private_key_hex, "hex");
   return openCosmosChain({
     rpcUrl: dn.rpc,
@@ -45,10 +45,7 @@ function client(dn: DevnetProcess, name: string): Promise<CosmosChain> {
   });
 }
 
-async function recordFrames(
-  dn: DevnetProcess,
-  query: string,
-): Promise<{ frames: string[]; close: () => void }> {
+async function recordFrames(dn: Devnet, query: string): Promise<{ frames: string[]; close: () => void }> {
   const ws = new WebSocket(websocketUrlFor(dn.rpc), { maxPayload: 64 * 1024 * 1024 });
   await new Promise<void>((resolve, reject) => {
     ws.once("open", () => resolve());
@@ -63,7 +60,7 @@ async function recordFrames(
   return { frames, close: () => ws.close() };
 }
 
-async function createAll(dn: DevnetProcess): Promise<string[]> {
+async function createAll(dn: Devnet): Promise<string[]> {
   const sku = dn.keys.skus.find((s) => s.name === "docker-small")?.uuid as string;
   const perTx = 100;
   const results = await Promise.all(
@@ -86,7 +83,7 @@ async function createAll(dn: DevnetProcess): Promise<string[]> {
   return results.flat();
 }
 
-const dn = await startDevnetProcess({ blockTime: "1s", tenants: TENANTS, profile: "bench" });
+const dn = await devnet({ blockTime: "1s", tenants: TENANTS, profile: "bench" });
 try {
   const recorder = await recordFrames(
     dn,

@@ -18,7 +18,7 @@ import {
   toBytes,
 } from "../src/chain/proto/index.ts";
 import { buildSignedTx } from "../src/devnet/tx/build.ts";
-import { startDevnetProcess } from "../test/devnet/helpers.ts";
+import { devnet } from "../test/support/index.ts";
 
 const LEASES = Number(process.env.BENCH_LEASES ?? 10_000);
 const PER_TX = 100;
@@ -40,20 +40,13 @@ async function call(url: string, method: string, params: unknown = {}): Promise<
   return body.result;
 }
 
-const devnet = await startDevnetProcess([
-  "--block-time",
-  "0s",
-  "--profile",
-  "bench",
-  "--tenants",
-  String(TENANTS),
-]);
-const stargate = await StargateClient.connect(devnet.url);
+const dn = await devnet({ profile: "bench", tenants: TENANTS });
+const stargate = await StargateClient.connect(dn.rpc);
 try {
-  const chainId = devnet.keys.chain_id;
-  const small = devnet.keys.skus.find((s) => s.name === "docker-small")!.uuid;
+  const chainId = dn.keys.chain_id;
+  const small = dn.keys.skus.find((s) => s.name === "docker-small")!.uuid;
   const signer = async (name: string) => {
-    const a = devnet.account(name);
+    const a = dn.account(name);
     const acc = await stargate.getAccount(a.address);
     let sequence = acc!.sequence;
     return {
@@ -75,23 +68,23 @@ try {
   };
   const broadcast = async (txs: Uint8Array[]) => {
     for (const tx of txs) {
-      const r = await call(devnet.url, "broadcast_tx_sync", { tx: Buffer.from(tx).toString("base64") });
+      const r = await call(dn.rpc, "broadcast_tx_sync", { tx: Buffer.from(tx).toString("base64") });
       if (r.code !== 0) throw new Error(`CheckTx ${r.codespace}/${r.code}: ${r.log}`);
     }
   };
   /** CPU time (user + system, ms) the node process has used so far: robust on a busy machine. */
   const nodeCpuMs = () => {
-    const fields = readFileSync(`/proc/${devnet.proc.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    const fields = readFileSync(`/proc/${dn.proc.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
     return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime in 10 ms ticks
   };
   /** Produces one block from the mempool; returns its height, wall and CPU time, and the tx results. */
   const block = async () => {
     const cpu0 = nodeCpuMs();
     const t0 = performance.now();
-    const { height } = await call(devnet.url, "devnet_produce_block");
+    const { height } = await call(dn.rpc, "devnet_produce_block");
     const ms = performance.now() - t0;
     const cpuMs = nodeCpuMs() - cpu0;
-    const results = await call(devnet.url, "block_results", { height });
+    const results = await call(dn.rpc, "block_results", { height });
     // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC result
     const txs = (results.txs_results ?? []) as any[];
     const failed = txs.filter((t) => t.code !== 0);
@@ -99,7 +92,7 @@ try {
     return { height: Number(height), ms, cpuMs, txs };
   };
 
-  await call(devnet.url, "devnet_pause");
+  await call(dn.rpc, "devnet_pause");
   // 1. One block with LEASES MsgCreateLease, PER_TX per tx, spread over the tenants.
   const creates: Uint8Array[] = [];
   for (let t = 1; t <= TENANTS; t++) {
@@ -160,7 +153,7 @@ try {
   );
 
   // 3. Provider-wide withdraw over every ACTIVE lease, one page (limit 100) per block.
-  await call(devnet.url, "devnet_advance_time", { seconds: 60 });
+  await call(dn.rpc, "devnet_advance_time", { seconds: 60 });
   const pageMs: number[] = [];
   const pageCpu: number[] = [];
   let key: Uint8Array = new Uint8Array();
@@ -169,7 +162,7 @@ try {
     const value = toBytes(MsgWithdraw, {
       sender: provider.address,
       leaseUuids: [],
-      providerUuid: devnet.keys.provider_uuid,
+      providerUuid: dn.keys.provider_uuid,
       limit: WITHDRAW_LIMIT,
       key,
     });
@@ -202,5 +195,5 @@ try {
 } finally {
   stargate.disconnect();
   await dispatcher.close();
-  await devnet.stop();
+  await dn.stop();
 }

@@ -8,7 +8,7 @@ import { MsgSend } from "cosmjs-types/cosmos/bank/v1beta1/tx";
 import { Agent, fetch as undiciFetch } from "undici";
 import WebSocket from "ws";
 import { buildSignedTx } from "../src/devnet/tx/build.ts";
-import { startDevnetProcess } from "../test/devnet/helpers.ts";
+import { devnet } from "../test/support/index.ts";
 
 const SENDERS = 50;
 const THROUGHPUT_TXS = Number(process.env.BENCH_TXS ?? 5000);
@@ -33,11 +33,11 @@ async function call(url: string, method: string, params: unknown): Promise<any> 
   return res.json();
 }
 
-const devnet = await startDevnetProcess(["--block-time", "0s", "--tenants", String(SENDERS)]);
+const dn = await devnet({ tenants: SENDERS });
 try {
-  const chainId = devnet.keys.chain_id;
-  const senders = devnet.keys.accounts.filter((a) => a.name.startsWith("tenant"));
-  const sink = devnet.account("faucet").address;
+  const chainId = dn.keys.chain_id;
+  const senders = dn.keys.accounts.filter((a) => a.name.startsWith("tenant"));
+  const sink = dn.account("faucet").address;
   const accountNumbers = senders.map((_, i) => BigInt(i + 1)); // provider is 0, tenants follow
   const sequences = senders.map(() => 0n);
 
@@ -81,7 +81,7 @@ try {
       await Promise.all(
         perSender.map(async (txs) => {
           for (const tx of txs) {
-            const r = await call(devnet.url, "broadcast_tx_sync", { tx: Buffer.from(tx).toString("base64") });
+            const r = await call(dn.rpc, "broadcast_tx_sync", { tx: Buffer.from(tx).toString("base64") });
             if (r.error || r.result.code !== 0) failed++;
           }
         }),
@@ -91,7 +91,7 @@ try {
     }
     await Promise.all(
       perSender.map(async (txs) => {
-        const ws = new WebSocket(`${devnet.wsUrl}/websocket`);
+        const ws = new WebSocket(`${dn.wsUrl}/websocket`);
         await new Promise((r, j) => {
           ws.once("open", r);
           ws.once("error", j);
@@ -120,7 +120,7 @@ try {
 
   // 1. Throughput: txs/s from the first broadcast until the last tx is in a committed block.
   const batch = sign(THROUGHPUT_TXS);
-  const ws = new WebSocket(`${devnet.wsUrl}/websocket`);
+  const ws = new WebSocket(`${dn.wsUrl}/websocket`);
   await new Promise((r) => ws.once("open", r));
   let committed = 0;
   let allIn: () => void = () => {};
@@ -160,14 +160,14 @@ try {
   );
 
   // 2. One block of 5,000 txs: pause production, fill the mempool, produce, time the commit.
-  await call(devnet.url, "devnet_pause", {});
+  await call(dn.rpc, "devnet_pause", {});
   await broadcastAll(sign(BLOCK_TXS));
   const t1 = performance.now();
-  const produced = await call(devnet.url, "devnet_produce_block", {});
+  const produced = await call(dn.rpc, "devnet_produce_block", {});
   const commitMs = performance.now() - t1;
   const height = produced.result.height;
-  const block = await call(devnet.url, "block", { height });
-  const results = await call(devnet.url, "block_results", { height });
+  const block = await call(dn.rpc, "block", { height });
+  const results = await call(dn.rpc, "block_results", { height });
   const ok = (results.result.txs_results ?? []).filter((r: { code: number }) => r.code === 0).length;
   console.log(
     JSON.stringify({
@@ -178,6 +178,6 @@ try {
     }),
   );
 } finally {
-  await devnet.stop();
+  await dn.stop();
   await dispatcher.close();
 }

@@ -18,7 +18,6 @@ import { buildContainerSpec } from "../src/backend/docker/container-spec.ts";
 import { connectDocker } from "../src/backend/docker/engine.ts";
 import { tenantNetworkName } from "../src/backend/docker/names.ts";
 import { serviceModel } from "../src/backend/docker/service-model.ts";
-import { holdEngineLock } from "../test/backend/docker/engine-helper.ts";
 import {
   httpdManifest,
   prepareDockerBackend,
@@ -29,6 +28,7 @@ import {
 import { provisionBody } from "../test/backend/docker/provision-helper.ts";
 import { startReceiver } from "../test/backend/kit/receiver.ts";
 import { signedClient } from "../test/backend/kit/signed-client.ts";
+import { holdEngineLock } from "../test/support/docker.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const IMAGE = "fred-test/httpd:1";

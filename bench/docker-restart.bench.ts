@@ -15,7 +15,6 @@ import { loadavg } from "node:os";
 import type Docker from "dockerode";
 import { connectDocker } from "../src/backend/docker/engine.ts";
 import { instanceName } from "../src/backend/docker/names.ts";
-import { holdEngineLock } from "../test/backend/docker/engine-helper.ts";
 import {
   manifest,
   prepareDockerBackend,
@@ -26,6 +25,7 @@ import {
 import { outboxDrained, provisionAndWait, provisionBody } from "../test/backend/docker/provision-helper.ts";
 import { startReceiver } from "../test/backend/kit/receiver.ts";
 import { signedClient } from "../test/backend/kit/signed-client.ts";
+import { holdEngineLock } from "../test/support/docker.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const STOP_TIMEOUT_S = 1;

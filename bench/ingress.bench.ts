@@ -9,7 +9,6 @@
  */
 import { loadavg } from "node:os";
 import { Pool } from "undici";
-import { holdEngineLock } from "../test/backend/docker/engine-helper.ts";
 import {
   httpdManifest,
   prepareDockerBackend,
@@ -21,6 +20,7 @@ import { httpsGet, startCaddy } from "../test/backend/docker/ingress/caddy-helpe
 import { provisionAndWait, provisionBody } from "../test/backend/docker/provision-helper.ts";
 import { startReceiver } from "../test/backend/kit/receiver.ts";
 import { signedClient } from "../test/backend/kit/signed-client.ts";
+import { holdEngineLock } from "../test/support/docker.ts";
 import { pickFreePort } from "../test/support/index.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);

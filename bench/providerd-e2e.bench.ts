@@ -84,7 +84,7 @@ try {
     ["--profile", "bench", "--tenants", String(TENANTS)],
   );
   await stack.startProviderd();
-  const url = stack.devnet.ready.rpc;
+  const url = stack.devnet.rpc;
   const small = stack.sku("docker-small");
   const stargate = await StargateClient.connect(url);
 
@@ -127,7 +127,7 @@ try {
     if (r.code !== 0) throw new Error(`CheckTx ${r.codespace}/${r.code}: ${r.log}`);
   }
   const processes = {
-    devnet: stack.devnet.child.pid,
+    devnet: stack.devnet.proc.child.pid,
     "mock-1": stack.mocks[0]!.child.pid,
     "mock-2": stack.mocks[1]!.child.pid,
     providerd: stack.providerd!.child.pid,

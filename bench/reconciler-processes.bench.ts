@@ -76,7 +76,7 @@ async function createActive(stack: Stack, leases: number): Promise<void> {
         continue;
       }
       const chain = await openCosmosChain({
-        rpcUrl: stack.devnet.ready.rpc,
+        rpcUrl: stack.devnet.rpc,
         signer: signerFromKey(Buffer.from(stack.account(`tenant${i + 1}`).private_key_hex, "hex")),
         txPollIntervalMs: 100,
         txTimeoutMs: 120_000,
@@ -139,7 +139,7 @@ function rssMb(pid: number | undefined): number {
 function cpuSeconds(stack: Stack): Record<string, number> {
   const pids: [string, number | undefined][] = [
     ["providerd", stack.providerd?.child.pid],
-    ["devnet", stack.devnet.child.pid],
+    ["devnet", stack.devnet.proc.child.pid],
     ...stack.mocks.map((m, i): [string, number | undefined] => [`mock-${i + 1}`, m.child.pid]),
   ];
   return Object.fromEntries(

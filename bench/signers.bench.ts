@@ -13,7 +13,7 @@ import { deriveSubSigners } from "../src/chain/cosmos/sub-signers.ts";
 import { MsgCreateLease, MsgCreateLeaseResponse } from "../src/chain/proto/index.ts";
 import { AckBatcher } from "../src/chain/tx/ack-batcher.ts";
 import { systemClock } from "../src/core/clock.ts";
-import { type DevnetProcess, startDevnetProcess } from "../test/chain/devnet/devnet-process.ts";
+import { type Devnet, devnet } from "../test/support/index.ts";
 
 const LEASES = Number(process.env.BENCH_LEASES ?? 600);
 const UUIDS_PER_TX = Number(process.env.BENCH_UUIDS_PER_TX ?? 50);
@@ -22,7 +22,7 @@ function line(value: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify(value)}\n`);
 }
 
-function client(dn: DevnetProcess, name: string): Promise<CosmosChain> {
+function client(dn: Devnet, name: string): Promise<CosmosChain> {
   return openCosmosChain({
     rpcUrl: dn.rpc,
     signer: signerFromKey(Buffer.from(dn.account(name).private_key_hex, "hex")),
@@ -31,7 +31,7 @@ function client(dn: DevnetProcess, name: string): Promise<CosmosChain> {
   });
 }
 
-async function createLeases(dn: DevnetProcess, tenant: string, n: number): Promise<string[]> {
+async function createLeases(dn: Devnet, tenant: string, n: number): Promise<string[]> {
   const sku = dn.keys.skus.find((s) => s.name === "docker-small")?.uuid as string;
   const c = await client(dn, tenant);
   try {
@@ -83,7 +83,7 @@ async function ackPhase(provider: CosmosChain, lanes: number, uuids: readonly st
   };
 }
 
-const dn = await startDevnetProcess({ blockTime: "1s", tenants: 2, profile: "bench" });
+const dn = await devnet({ blockTime: "1s", tenants: 2, profile: "bench" });
 try {
   const [single, laned] = await Promise.all([
     createLeases(dn, "tenant1", LEASES),

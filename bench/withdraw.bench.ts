@@ -12,18 +12,14 @@ import { MsgCreateLease, MsgCreateLeaseResponse } from "../src/chain/proto/index
 import { systemClock } from "../src/core/clock.ts";
 import { createLogger } from "../src/log.ts";
 import { createBillingMetrics, withdrawCycle } from "../src/provider/billing/index.ts";
-import { type DevnetProcess, startDevnetProcess } from "../test/chain/devnet/devnet-process.ts";
+import { type Devnet, devnet } from "../test/support/index.ts";
 
 const LEASES = Number(process.env.BENCH_LEASES ?? 10_000);
 const WITHDRAW_LIMIT = Number(process.env.BENCH_WITHDRAW_LIMIT ?? 100);
 const PER_TENANT = 1000;
 const TENANTS = Math.ceil(LEASES / PER_TENANT);
 
-function client(
-  dn: DevnetProcess,
-  name: string,
-  extra: { withdrawLimit?: number } = {},
-): Promise<CosmosChain> {
+function client(dn: Devnet, name: string, extra: { withdrawLimit?: number } = {}): Promise<CosmosChain> {
   return openCosmosChain({
     rpcUrl: dn.rpc,
     signer: signerFromKey(Buffer.from(dn.account(name).private_key_hex, "hex")),
@@ -34,7 +30,7 @@ function client(
   });
 }
 
-async function createAll(dn: DevnetProcess): Promise<string[]> {
+async function createAll(dn: Devnet): Promise<string[]> {
   const sku = dn.keys.skus.find((s) => s.name === "docker-small")?.uuid as string;
   const results = await Promise.all(
     Array.from({ length: TENANTS }, async (_, t) => {
@@ -56,7 +52,7 @@ async function createAll(dn: DevnetProcess): Promise<string[]> {
   return results.flat();
 }
 
-const dn = await startDevnetProcess({ blockTime: "1s", tenants: TENANTS, profile: "bench" });
+const dn = await devnet({ blockTime: "1s", tenants: TENANTS, profile: "bench" });
 try {
   const setup = Date.now();
   const uuids = await createAll(dn);

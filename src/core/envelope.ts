@@ -14,6 +14,14 @@ export function tenantError(status: number, error: string, reason?: string): Ten
   return reason === undefined ? { error, code: status } : { error, code: status, reason };
 }
 
+const MAX_ERROR_CHARS = 512;
+
+/** A backend's failure text, made safe to relay to a tenant: no control characters, bounded. */
+export function tenantSafeText(text: string): string {
+  const flat = text.replace(/[\n\t]/g, " ").replace(/\p{Cc}/gu, "");
+  return flat.length > MAX_ERROR_CHARS ? `${flat.slice(0, MAX_ERROR_CHARS)}…` : flat;
+}
+
 /** Backend API: `{"error": "...", "code"?: "<machine code>", "validation_code"?: "..."}`. */
 export interface BackendErrorBody {
   error: string;

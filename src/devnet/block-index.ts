@@ -6,7 +6,7 @@
  */
 import type Database from "better-sqlite3";
 import { type EventJson, eventMap } from "./blocks.ts";
-import { type Condition, matches } from "./rpc/query-lang.ts";
+import { type Condition, matches } from "./query-lang.ts";
 
 const HEIGHT_KEY = "block.height";
 

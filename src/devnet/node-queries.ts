@@ -19,10 +19,10 @@ import { Tx } from "cosmjs-types/cosmos/tx/v1beta1/tx";
 import type { CommittedTx } from "./blocks.ts";
 import type { GasPrice } from "./gas-price.ts";
 import type { QueryHandler } from "./module.ts";
-import { grpcError } from "./modules/sku/query-kit.ts";
 import type { DevnetNode } from "./node.ts";
 import { APP_VERSION, defaultNodeInfo } from "./node-info.ts";
-import { parseQuery, QuerySyntaxError } from "./rpc/query-lang.ts";
+import { grpcError } from "./query-kit.ts";
+import { parseQuery, QuerySyntaxError } from "./query-lang.ts";
 
 const DEFAULT_LIMIT = 100;
 const MAX_PER_PAGE = 100;

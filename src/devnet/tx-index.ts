@@ -5,7 +5,7 @@
 import type Database from "better-sqlite3";
 import type { CommittedTx, ExecTxResultJson } from "./blocks.ts";
 import { eventMap } from "./blocks.ts";
-import { type Condition, matches } from "./rpc/query-lang.ts";
+import { type Condition, matches } from "./query-lang.ts";
 
 interface TxRow {
   hash: string;

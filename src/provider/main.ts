@@ -5,7 +5,7 @@ import { KeyedMutex, ReleaseStack } from "../core/async/index.ts";
 import { systemClock } from "../core/clock.ts";
 import { FredError } from "../core/errors.ts";
 import { createLogger } from "../log.ts";
-import { EventHub, Maintenance, TenantApi } from "./api/index.ts";
+import { EventHub, onLostBackend, TenantApi } from "./api/index.ts";
 import { closeBackendClients, createBackendClients } from "./backend-client/index.ts";
 import { closedByMonitor, createBilling, creditNotices } from "./billing/index.ts";
 import { blockSignal, openChainSession, providerEventFeed } from "./chain-session.ts";
@@ -17,6 +17,7 @@ import { listenerOptions } from "./http/listener.ts";
 import { createProviderMetrics, registerStateGauges } from "./http/metrics.ts";
 import { buildHttpServer } from "./http/server.ts";
 import { Lifecycle } from "./lifecycle/index.ts";
+import { Maintenance } from "./maintenance/index.ts";
 import { controlSocketPath, listenControlSocket, Reconciler } from "./reconciler/index.ts";
 import { Restorer } from "./retention/index.ts";
 import { Router } from "./router.ts";
@@ -96,6 +97,7 @@ export async function startProviderd(
       ...deps,
       logger: part("maintenance"),
       provisioningStarted,
+      onLostBackend: (lease) => onLostBackend(store, lease),
       registry: metrics.registry,
     });
     const heap = opts.heap;

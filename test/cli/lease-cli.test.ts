@@ -49,7 +49,7 @@ const as = (tenant: string) => [
   "--home",
   home,
   "--rpc",
-  stack.devnet.ready.rpc,
+  stack.devnet.rpc,
   "--provider-url",
   stack.api,
 ];
@@ -219,7 +219,7 @@ describe("fred lease against a real stack", () => {
       lease,
       ...flags,
       "--rpc",
-      stack.devnet.ready.rpc,
+      stack.devnet.rpc,
       "--provider-url",
       stack.api,
     ]);

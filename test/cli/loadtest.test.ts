@@ -56,7 +56,7 @@ before(async () => {
     "--key-hex",
     stack.account("tenant1").private_key_hex,
     "--rpc",
-    stack.devnet.ready.rpc,
+    stack.devnet.rpc,
   ]);
   assert.equal(made.code, 0, made.stderr);
   leases = (JSON.parse(made.stdout) as { leases: string[] }).leases;

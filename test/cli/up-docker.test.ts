@@ -15,10 +15,10 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Agent, fetch as fetchTls } from "undici";
 import { hasCaddy } from "../../src/cli/up/local-caddy.ts";
-import { dockerSkip } from "../backend/docker/engine-helper.ts";
 import { httpsGet } from "../backend/docker/ingress/caddy-helper.ts";
 import { signedClient } from "../backend/kit/signed-client.ts";
 import { keplrAccessToken, keplrPayloadToken } from "../provider/api/keplr-token.ts";
+import { dockerSkip } from "../support/docker.ts";
 import { type Launched, launchFred, runFred, until } from "../support/index.ts";
 
 /**

@@ -55,7 +55,7 @@ async function amino039(name: string): Promise<SigningStargateClient> {
     prefix: "manifest",
   });
   const registry = chainRegistry();
-  const c = await SigningStargateClient.connectWithSigner(chain.devnet.url, wallet, {
+  const c = await SigningStargateClient.connectWithSigner(chain.devnet.rpc, wallet, {
     registry,
     aminoTypes: chainAminoTypes(registry),
     gasPrice: GasPrice.fromString("0.025umfx"),
@@ -89,7 +89,7 @@ async function amino032(name: string): Promise<SigningStargateClient032> {
   const wallet = await Secp256k1HdWallet032.fromMnemonic(chain.devnet.account(name).mnemonic, {
     prefix: "manifest",
   });
-  const c = await SigningStargateClient032.connectWithSigner(chain.devnet.url, wallet, {
+  const c = await SigningStargateClient032.connectWithSigner(chain.devnet.rpc, wallet, {
     // Its own (0.32) Registry class; our codecs plug into either line.
     registry: new Registry032([...defaultTypes032, ...billingRegistryTypes] as never) as never,
     aminoTypes: new AminoTypes032({ ...defaultAmino032(), ...authzFor032(), ...billingAminoConverters }),
@@ -103,7 +103,7 @@ async function amino032(name: string): Promise<SigningStargateClient032> {
 /** Committed with code 0, and signed in SIGN_MODE_LEGACY_AMINO_JSON. */
 async function assertAminoSigned(res: Pick<Sent, "code" | "rawLog" | "transactionHash">) {
   assert.equal(res.code, 0, res.rawLog);
-  const found = await rpc(chain.devnet.url, "tx", {
+  const found = await rpc(chain.devnet.rpc, "tx", {
     hash: Buffer.from(res.transactionHash, "hex").toString("base64"),
   });
   const raw = TxRaw.decode(Buffer.from(found.result.tx, "base64"));
@@ -349,7 +349,7 @@ for (const { line, tenant, other, connect, signElsewhere } of lines) {
 
     it("refuses an amino signature made over another chain id, as the SDK words it", async () => {
       const { tx, accountNumber } = await signElsewhere(tenant);
-      const r = await rpc(chain.devnet.url, "broadcast_tx_sync", {
+      const r = await rpc(chain.devnet.rpc, "broadcast_tx_sync", {
         tx: Buffer.from(TxRaw.encode(tx).finish()).toString("base64"),
       });
       assert.equal(r.result.code, 4);

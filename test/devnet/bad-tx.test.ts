@@ -6,10 +6,11 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { MsgSend } from "cosmjs-types/cosmos/bank/v1beta1/tx";
 import { buildSignedTx } from "../../src/devnet/tx/build.ts";
-import { type DevnetProcess, rpc, startDevnetProcess } from "./helpers.ts";
+import { type Devnet, devnet } from "../support/index.ts";
+import { rpc } from "./helpers.ts";
 
 describe("bad transactions", () => {
-  let devnet: DevnetProcess;
+  let dn: Devnet;
   let from: { address: string; key: Buffer };
   let to: string;
   let accountNumber: bigint;
@@ -50,26 +51,26 @@ describe("bad transactions", () => {
     });
 
   async function snapshot() {
-    const status = await rpc(devnet.url, "status");
+    const status = await rpc(dn.rpc, "status");
     const balance = async (a: string) => {
       const { QueryBalanceRequest } = await import("cosmjs-types/cosmos/bank/v1beta1/query");
       const data = Buffer.from(QueryBalanceRequest.encode({ address: a, denom: "umfx" }).finish()).toString(
         "hex",
       );
-      const r = await rpc(devnet.url, "abci_query", { path: "/cosmos.bank.v1beta1.Query/Balance", data });
+      const r = await rpc(dn.rpc, "abci_query", { path: "/cosmos.bank.v1beta1.Query/Balance", data });
       return r.result.response.value as string;
     };
     return {
       height: status.result.sync_info.latest_block_height,
       from: await balance(from.address),
       to: await balance(to),
-      mempool: (await rpc(devnet.url, "num_unconfirmed_txs")).result.total,
+      mempool: (await rpc(dn.rpc, "num_unconfirmed_txs")).result.total,
     };
   }
 
   async function expectRefused(tx: Uint8Array, code: number, log: string | RegExp) {
     const before = await snapshot();
-    const r = await rpc(devnet.url, "broadcast_tx_sync", { tx: b64(tx) });
+    const r = await rpc(dn.rpc, "broadcast_tx_sync", { tx: b64(tx) });
     assert.equal(r.error, undefined);
     assert.equal(r.result.code, code, r.result.log);
     assert.equal(r.result.codespace, "sdk");
@@ -80,22 +81,22 @@ describe("bad transactions", () => {
   }
 
   before(async () => {
-    devnet = await startDevnetProcess(["--block-time", "0s"]);
-    const t1 = devnet.account("tenant1");
+    dn = await devnet();
+    const t1 = dn.account("tenant1");
     from = { address: t1.address, key: Buffer.from(t1.private_key_hex, "hex") };
-    to = devnet.account("tenant2").address;
+    to = dn.account("tenant2").address;
     const { QueryAccountRequest, QueryAccountResponse } = await import(
       "cosmjs-types/cosmos/auth/v1beta1/query"
     );
     const { BaseAccount } = await import("cosmjs-types/cosmos/auth/v1beta1/auth");
     const data = Buffer.from(QueryAccountRequest.encode({ address: from.address }).finish()).toString("hex");
-    const r = await rpc(devnet.url, "abci_query", { path: "/cosmos.auth.v1beta1.Query/Account", data });
+    const r = await rpc(dn.rpc, "abci_query", { path: "/cosmos.auth.v1beta1.Query/Account", data });
     const any = QueryAccountResponse.decode(Buffer.from(r.result.response.value, "base64")).account;
     accountNumber = BaseAccount.decode(any?.value ?? new Uint8Array()).accountNumber;
   });
 
   after(async () => {
-    await devnet?.stop();
+    await dn?.stop();
   });
 
   const sigFailure = (n: bigint | string) =>
@@ -156,7 +157,7 @@ describe("bad transactions", () => {
     const data = Buffer.from(SimulateRequest.encode({ txBytes: send({ sequence: 9n }) }).finish()).toString(
       "hex",
     );
-    const r = await rpc(devnet.url, "abci_query", { path: "/cosmos.tx.v1beta1.Service/Simulate", data });
+    const r = await rpc(dn.rpc, "abci_query", { path: "/cosmos.tx.v1beta1.Service/Simulate", data });
     assert.equal(r.result.response.code, 6);
     assert.equal(r.result.response.codespace, "sdk");
     assert.match(
@@ -167,7 +168,7 @@ describe("bad transactions", () => {
 
   it("oversized tx → JSON-RPC error, nothing stored", async () => {
     const before = await snapshot();
-    const r = await rpc(devnet.url, "broadcast_tx_sync", { tx: b64(Buffer.alloc(1_100_000, 1)) });
+    const r = await rpc(dn.rpc, "broadcast_tx_sync", { tx: b64(Buffer.alloc(1_100_000, 1)) });
     assert.deepEqual(r.error, {
       code: -32603,
       message: "Internal error",
@@ -178,11 +179,11 @@ describe("bad transactions", () => {
 
   it("a valid tx still goes through afterwards, and its duplicate is refused from the cache", async () => {
     const tx = send();
-    const r = await rpc(devnet.url, "broadcast_tx_commit", { tx: b64(tx) });
+    const r = await rpc(dn.rpc, "broadcast_tx_commit", { tx: b64(tx) });
     assert.equal(r.result.check_tx.code, 0);
     assert.equal(r.result.tx_result.code, 0);
     assert.match(r.result.height, /^[1-9][0-9]*$/);
-    const again = await rpc(devnet.url, "broadcast_tx_sync", { tx: b64(tx) });
+    const again = await rpc(dn.rpc, "broadcast_tx_sync", { tx: b64(tx) });
     assert.deepEqual(again.error, {
       code: -32603,
       message: "Internal error",

@@ -60,7 +60,7 @@ describe("block_search", { timeout: 120_000 }, () => {
     const tip = (await chain.comet.status()).syncInfo.latestBlockHeight;
     const query = `block.height > ${tip - 4} AND block.height <= ${tip}`;
     // cosmjs sorts each page by height itself, so the node's own order is read raw.
-    const raw = await rpc(chain.devnet.url, "block_search", { query });
+    const raw = await rpc(chain.devnet.rpc, "block_search", { query });
     assert.equal(raw.result.total_count, "4");
     assert.deepEqual(
       raw.result.blocks.map((b: { block: { header: { height: string } } }) => Number(b.block.header.height)),
@@ -83,14 +83,14 @@ describe("block_search", { timeout: 120_000 }, () => {
   });
 
   it("answers bad input with CometBFT's errors", async () => {
-    const beyond = await rpc(chain.devnet.url, "block_search", { query: "block.height > 0", page: "99" });
+    const beyond = await rpc(chain.devnet.rpc, "block_search", { query: "block.height > 0", page: "99" });
     assert.equal(beyond.error.code, -32603);
     assert.match(beyond.error.data, /^page should be within \[1, \d+\] range, given 99$/);
-    const order = await rpc(chain.devnet.url, "block_search", { query: "block.height > 0", order_by: "up" });
+    const order = await rpc(chain.devnet.rpc, "block_search", { query: "block.height > 0", order_by: "up" });
     assert.equal(order.error.data, "expected order_by to be either `asc` or `desc` or empty");
-    const syntax = await rpc(chain.devnet.url, "block_search", { query: "block.height >" });
+    const syntax = await rpc(chain.devnet.rpc, "block_search", { query: "block.height >" });
     assert.match(syntax.error.data, /^failed to parse query: /);
-    const missing = await rpc(chain.devnet.url, "block_search", {});
+    const missing = await rpc(chain.devnet.rpc, "block_search", {});
     assert.equal(missing.error.code, -32602);
   });
 
@@ -101,8 +101,8 @@ describe("block_search", { timeout: 120_000 }, () => {
     db.exec("DROP TABLE block_kv");
     db.pragma("user_version = 2");
     db.close();
-    const restarted = await devnet.restart();
-    const comet = await Comet38Client.connect(restarted.url);
+    await devnet.restart();
+    const comet = await Comet38Client.connect(devnet.rpc);
     try {
       const res = await comet.blockSearch({ query: `lease_expired.lease_uuid='${expired[0]}'` });
       assert.deepEqual(
@@ -111,7 +111,6 @@ describe("block_search", { timeout: 120_000 }, () => {
       );
     } finally {
       comet.disconnect();
-      chain.devnet = restarted;
     }
   });
 });

@@ -9,14 +9,12 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { addressFromPubkey } from "../../src/auth/address.ts";
 import { compressedPubkey, privateKeyFromMnemonic } from "../../src/auth/keys.ts";
-import { runFred } from "../support/index.ts";
-import { type DevnetProcess, rpc, startDevnetProcess } from "./helpers.ts";
+import { devnet, runFred } from "../support/index.ts";
+import { rpc } from "./helpers.ts";
 
 describe("fred devnet CLI", () => {
   const homes: string[] = [];
-  const procs: DevnetProcess[] = [];
-  after(async () => {
-    for (const p of procs.reverse()) await p.stop();
+  after(() => {
     for (const h of homes) rmSync(h, { recursive: true, force: true });
   });
 
@@ -61,19 +59,17 @@ describe("fred devnet CLI", () => {
   });
 
   it("--history-blocks keeps only the last N blocks, also after a restart", async () => {
-    const dn = await startDevnetProcess(["--block-time", "0s", "--history-blocks", "3"]);
-    procs.push(dn);
-    for (let i = 0; i < 5; i++) await rpc(dn.url, "devnet_produce_block");
-    const status = (await rpc(dn.url, "status")).result.sync_info;
+    await using dn = await devnet({ args: ["--history-blocks", "3"] });
+    for (let i = 0; i < 5; i++) await rpc(dn.rpc, "devnet_produce_block");
+    const status = (await rpc(dn.rpc, "status")).result.sync_info;
     assert.equal(status.latest_block_height, "6");
     assert.equal(status.earliest_block_height, "4");
-    const gone = await rpc(dn.url, "block", { height: "2" });
+    const gone = await rpc(dn.rpc, "block", { height: "2" });
     assert.equal(gone.error.data, "height 2 is not available, lowest height is 4");
-    assert.equal((await rpc(dn.url, "block", { height: "4" })).result.block.header.height, "4");
+    assert.equal((await rpc(dn.rpc, "block", { height: "4" })).result.block.header.height, "4");
     await dn.proc.stop();
-    const again = await dn.restart();
-    procs.push(again);
-    const s2 = (await rpc(again.url, "status")).result.sync_info;
+    await dn.restart();
+    const s2 = (await rpc(dn.rpc, "status")).result.sync_info;
     assert.equal(s2.latest_block_height, "6");
     assert.equal(s2.earliest_block_height, "4");
   });

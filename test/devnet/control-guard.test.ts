@@ -12,13 +12,8 @@ import { DirectSecp256k1HdWallet } from "@cosmjs/proto-signing";
 import { assertIsDeliverTxSuccess, GasPrice, SigningStargateClient } from "@cosmjs/stargate";
 import { Comet38Client } from "@cosmjs/tendermint-rpc";
 import WebSocket from "ws";
-import { until } from "../support/index.ts";
-import {
-  type DevnetProcess,
-  rpc,
-  startDevnetProcess,
-  stopCosmjsReconnectsAfterDisconnect,
-} from "./helpers.ts";
+import { type Devnet, devnet, until } from "../support/index.ts";
+import { rpc, stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
 
 stopCosmjsReconnectsAfterDisconnect();
 
@@ -48,31 +43,31 @@ const call = (method: string, params: unknown = {}) =>
   JSON.stringify({ jsonrpc: "2.0", id: 7, method, params });
 
 describe("devnet control methods refuse what a web page can send", () => {
-  let devnet: DevnetProcess;
+  let dn: Devnet;
   let signer: SigningStargateClient;
   let comet: Comet38Client;
   let tenant1: string;
   let tenant2: string;
 
   before(async () => {
-    devnet = await startDevnetProcess(["--block-time", "0s"]);
-    tenant1 = devnet.account("tenant1").address;
-    tenant2 = devnet.account("tenant2").address;
-    const wallet = await DirectSecp256k1HdWallet.fromMnemonic(devnet.account("tenant1").mnemonic, {
+    dn = await devnet();
+    tenant1 = dn.account("tenant1").address;
+    tenant2 = dn.account("tenant2").address;
+    const wallet = await DirectSecp256k1HdWallet.fromMnemonic(dn.account("tenant1").mnemonic, {
       prefix: "manifest",
     });
-    signer = await SigningStargateClient.connectWithSigner(devnet.url, wallet, {
+    signer = await SigningStargateClient.connectWithSigner(dn.rpc, wallet, {
       gasPrice: GasPrice.fromString("0.025umfx"),
       broadcastPollIntervalMs: 100,
       broadcastTimeoutMs: 20_000,
     });
-    comet = await Comet38Client.connect(devnet.url);
+    comet = await Comet38Client.connect(dn.rpc);
   });
 
   after(async () => {
     signer?.disconnect();
     comet?.disconnect();
-    await devnet?.stop();
+    await dn?.stop();
   });
 
   async function assertChainUntouched(): Promise<void> {
@@ -87,7 +82,7 @@ describe("devnet control methods refuse what a web page can send", () => {
   }
 
   it("refuses the URI (GET) form of every control method", async () => {
-    const host = new URL(devnet.url).host;
+    const host = new URL(dn.rpc).host;
     for (const path of ["/devnet_pause", "/devnet_advance_time?seconds=3600", "/devnet_produce_block"]) {
       const res = await fetch(`http://${host}${path}`);
       assert.equal(res.status, 200);
@@ -99,27 +94,27 @@ describe("devnet control methods refuse what a web page can send", () => {
 
   it("refuses simple (no-preflight) POSTs: text/plain, form, and no content type", async () => {
     for (const type of ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded"]) {
-      const res = await post(devnet.url, call("devnet_advance_time", { seconds: 3600 }), {
+      const res = await post(dn.rpc, call("devnet_advance_time", { seconds: 3600 }), {
         "content-type": type,
       });
       assert.equal(res.json.error.code, -32601, type);
       assert.equal(res.json.error.data, REFUSED, type);
     }
-    const bare = await post(devnet.url, call("devnet_pause"), {});
+    const bare = await post(dn.rpc, call("devnet_pause"), {});
     assert.equal(bare.json.error.code, -32601);
     // Ordinary methods keep answering whatever the content type, as on CometBFT.
-    const status = await post(devnet.url, call("status"), { "content-type": "text/plain" });
+    const status = await post(dn.rpc, call("status"), { "content-type": "text/plain" });
     assert.equal(status.json.result.node_info.network, "fred-devnet-1");
     await assertChainUntouched();
   });
 
   it("refuses a JSON POST naming a foreign Host (DNS rebinding) or a foreign Origin", async () => {
-    const rebound = await post(devnet.url, call("devnet_pause"), {
+    const rebound = await post(dn.rpc, call("devnet_pause"), {
       "content-type": "application/json",
       host: "attacker.example:26657",
     });
     assert.equal(rebound.json.error.data, REFUSED);
-    const crossOrigin = await post(devnet.url, call("devnet_pause"), {
+    const crossOrigin = await post(dn.rpc, call("devnet_pause"), {
       "content-type": "application/json",
       origin: "https://attacker.example",
     });
@@ -128,7 +123,7 @@ describe("devnet control methods refuse what a web page can send", () => {
   });
 
   it("refuses control methods in websocket frames", async () => {
-    const ws = new WebSocket(`${devnet.wsUrl}/websocket`);
+    const ws = new WebSocket(`${dn.wsUrl}/websocket`);
     await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
     const reply = new Promise<{ error: { code: number; data: string } }>((resolve) =>
       ws.once("message", (d) => resolve(JSON.parse(d.toString()))),
@@ -142,9 +137,9 @@ describe("devnet control methods refuse what a web page can send", () => {
   });
 
   it("still serves a JSON POST from this machine, with or without a loopback Origin", async () => {
-    const paused = await post(devnet.url, call("devnet_pause"), {
+    const paused = await post(dn.rpc, call("devnet_pause"), {
       "content-type": "application/json; charset=utf-8",
-      origin: devnet.url,
+      origin: dn.rpc,
     });
     assert.equal(paused.json.result.paused, true);
     const sync = await signer.signAndBroadcastSync(
@@ -158,8 +153,8 @@ describe("devnet control methods refuse what a web page can send", () => {
       "auto",
     );
     assert.match(sync, /^[0-9A-F]{64}$/);
-    assert.equal((await rpc(devnet.url, "num_unconfirmed_txs")).result.total, "1", "paused: the tx waits");
-    assert.equal((await rpc(devnet.url, "devnet_resume")).result.paused, false);
+    assert.equal((await rpc(dn.rpc, "num_unconfirmed_txs")).result.total, "1", "paused: the tx waits");
+    assert.equal((await rpc(dn.rpc, "devnet_resume")).result.paused, false);
     const included = await until(() => signer.getTx(sync), "the tx to be included after the resume", {
       timeoutMs: 20_000,
       intervalMs: 50,

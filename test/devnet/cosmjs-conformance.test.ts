@@ -14,8 +14,8 @@ import {
 } from "@cosmjs/stargate";
 import { Comet38Client, connectComet, isComet38Client } from "@cosmjs/tendermint-rpc";
 import { encodeAddress } from "../../src/devnet/address.ts";
-import { until } from "../support/index.ts";
-import { type DevnetProcess, startDevnetProcess, stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
+import { type Devnet, devnet, until } from "../support/index.ts";
+import { stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
 
 stopCosmjsReconnectsAfterDisconnect();
 
@@ -41,21 +41,21 @@ function firstOf<T>(
 }
 
 describe("cosmjs 0.39 against fred devnet", () => {
-  let devnet: DevnetProcess;
+  let dn: Devnet;
   let client: StargateClient;
   let signer: SigningStargateClient;
   let tenant1: string;
   let tenant2: string;
 
   before(async () => {
-    devnet = await startDevnetProcess(["--block-time", "0s"]);
-    client = await StargateClient.connect(devnet.url);
-    tenant1 = devnet.account("tenant1").address;
-    tenant2 = devnet.account("tenant2").address;
-    const wallet = await DirectSecp256k1HdWallet.fromMnemonic(devnet.account("tenant1").mnemonic, {
+    dn = await devnet();
+    client = await StargateClient.connect(dn.rpc);
+    tenant1 = dn.account("tenant1").address;
+    tenant2 = dn.account("tenant2").address;
+    const wallet = await DirectSecp256k1HdWallet.fromMnemonic(dn.account("tenant1").mnemonic, {
       prefix: "manifest",
     });
-    signer = await SigningStargateClient.connectWithSigner(devnet.url, wallet, {
+    signer = await SigningStargateClient.connectWithSigner(dn.rpc, wallet, {
       gasPrice: GasPrice.fromString("0.025umfx"),
       ...FAST,
     });
@@ -64,16 +64,16 @@ describe("cosmjs 0.39 against fred devnet", () => {
   after(async () => {
     client?.disconnect();
     signer?.disconnect();
-    await devnet?.stop();
+    await dn?.stop();
   });
 
   it("is detected as a CometBFT 0.38 node with the devnet chain id", async () => {
-    const comet = await connectComet(devnet.url);
+    const comet = await connectComet(dn.rpc);
     assert.ok(isComet38Client(comet));
     comet.disconnect();
     assert.equal(await client.getChainId(), "fred-devnet-1");
     // Over a websocket cosmjs probes on one socket, closes it and opens a second one.
-    const overWs = await StargateClient.connect(devnet.wsUrl);
+    const overWs = await StargateClient.connect(dn.wsUrl);
     assert.equal(await overWs.getChainId(), "fred-devnet-1");
     assert.ok((await overWs.getHeight()) >= 1);
     overWs.disconnect();
@@ -191,7 +191,7 @@ describe("cosmjs 0.39 against fred devnet", () => {
   });
 
   it("streams NewBlock and Tx events over the websocket with the subscription's id", async () => {
-    const comet = await Comet38Client.connect(devnet.wsUrl);
+    const comet = await Comet38Client.connect(dn.wsUrl);
     try {
       const blocks = firstOf(comet.subscribeNewBlock(), 2);
       const txs = firstOf(comet.subscribeTx(`message.sender='${tenant1}'`), 1);

@@ -25,7 +25,8 @@ import { ServiceClientImpl as NodeService } from "cosmjs-types/cosmos/base/node/
 import { ServiceClientImpl as TendermintService } from "cosmjs-types/cosmos/base/tendermint/v1beta1/query";
 import { OrderBy, ServiceClientImpl as TxService } from "cosmjs-types/cosmos/tx/v1beta1/service";
 import { moduleAddress } from "../../src/devnet/address.ts";
-import { type DevnetProcess, startDevnetProcess, stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
+import { type Devnet, devnet } from "../support/index.ts";
+import { stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
 
 stopCosmjsReconnectsAfterDisconnect();
 
@@ -38,7 +39,7 @@ const page = (key: Uint8Array, limit: bigint) => ({
 });
 
 describe("SDK v0.50 query services on the devnet", () => {
-  let devnet: DevnetProcess;
+  let dn: Devnet;
   let comet: Comet38Client;
   let client: StargateClient;
   let signer: SigningStargateClient;
@@ -52,21 +53,21 @@ describe("SDK v0.50 query services on the devnet", () => {
   const hashes: string[] = [];
 
   before(async () => {
-    devnet = await startDevnetProcess(["--block-time", "0s"]);
-    tenant1 = devnet.account("tenant1").address;
-    tenant2 = devnet.account("tenant2").address;
-    comet = await Comet38Client.connect(devnet.url);
+    dn = await devnet();
+    tenant1 = dn.account("tenant1").address;
+    tenant2 = dn.account("tenant2").address;
+    comet = await Comet38Client.connect(dn.rpc);
     const rpc = createProtobufRpcClient(new QueryClient(comet));
     auth = new AuthQuery(rpc);
     bank = new BankQuery(rpc);
     txs = new TxService(rpc);
     nodeSvc = new NodeService(rpc);
     tm = new TendermintService(rpc);
-    client = await StargateClient.connect(devnet.url);
-    const wallet = await DirectSecp256k1HdWallet.fromMnemonic(devnet.account("tenant1").mnemonic, {
+    client = await StargateClient.connect(dn.rpc);
+    const wallet = await DirectSecp256k1HdWallet.fromMnemonic(dn.account("tenant1").mnemonic, {
       prefix: "manifest",
     });
-    signer = await SigningStargateClient.connectWithSigner(devnet.url, wallet, {
+    signer = await SigningStargateClient.connectWithSigner(dn.rpc, wallet, {
       gasPrice: GasPrice.fromString("0.025umfx"),
       broadcastPollIntervalMs: 100,
       broadcastTimeoutMs: 20_000,
@@ -88,7 +89,7 @@ describe("SDK v0.50 query services on the devnet", () => {
     comet?.disconnect();
     client?.disconnect();
     signer?.disconnect();
-    await devnet?.stop();
+    await dn?.stop();
   });
 
   it("auth: Params, Bech32Prefix, Accounts (paged) and the module accounts", async () => {
@@ -115,7 +116,7 @@ describe("SDK v0.50 query services on the devnet", () => {
       }
       key = res.pagination?.nextKey ?? new Uint8Array();
     } while (key.length > 0);
-    for (const a of devnet.keys.accounts) assert.ok(seen.includes(a.address), a.name);
+    for (const a of dn.keys.accounts) assert.ok(seen.includes(a.address), a.name);
     assert.equal(new Set(seen).size, seen.length, "no account twice across pages");
 
     const modules = await auth.ModuleAccounts();
@@ -252,7 +253,7 @@ describe("SDK v0.50 query services on the devnet", () => {
     assert.equal(info.defaultNodeInfo?.network, "fred-devnet-1");
     assert.equal(info.defaultNodeInfo?.version, cometStatus.nodeInfo.version);
     assert.equal(info.defaultNodeInfo?.defaultNodeId, Buffer.from(cometStatus.nodeInfo.id).toString("hex"));
-    assert.equal(info.defaultNodeInfo?.other?.rpcAddress, devnet.url.replace(/^http/, "tcp"));
+    assert.equal(info.defaultNodeInfo?.other?.rpcAddress, dn.rpc.replace(/^http/, "tcp"));
     assert.equal(info.applicationVersion?.appName, "manifestd");
     assert.equal(info.applicationVersion?.version, "v2.3.0");
     assert.equal(info.applicationVersion?.cosmosSdkVersion, "v0.50.14");

@@ -17,7 +17,8 @@ import {
   MsgCreateLeaseResponse,
   MsgRejectLease,
 } from "../../src/chain/proto/index.ts";
-import { type DevnetProcess, startDevnetProcess, stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
+import { type Devnet, devnet } from "../support/index.ts";
+import { stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
 
 stopCosmjsReconnectsAfterDisconnect();
 
@@ -26,7 +27,7 @@ const HUGE = "999999999999999999";
 const registryAny = (typeUrl: string, value: unknown) => chainRegistry().encodeAsAny({ typeUrl, value });
 
 describe("tx results as an SDK v0.50 node reports them", () => {
-  let devnet: DevnetProcess;
+  let dn: Devnet;
   const clients: SigningStargateClient[] = [];
   let tenant1: string;
   let tenant2: string;
@@ -34,10 +35,10 @@ describe("tx results as an SDK v0.50 node reports them", () => {
 
   /** A direct-signing client; with the billing/sku codecs registered, as providerd's. */
   async function client(name: string): Promise<SigningStargateClient> {
-    const wallet = await DirectSecp256k1HdWallet.fromMnemonic(devnet.account(name).mnemonic, {
+    const wallet = await DirectSecp256k1HdWallet.fromMnemonic(dn.account(name).mnemonic, {
       prefix: "manifest",
     });
-    const c = await SigningStargateClient.connectWithSigner(devnet.url, wallet, {
+    const c = await SigningStargateClient.connectWithSigner(dn.rpc, wallet, {
       registry: chainRegistry(),
       gasPrice: GasPrice.fromString("0.025umfx"),
       broadcastPollIntervalMs: 100,
@@ -53,15 +54,15 @@ describe("tx results as an SDK v0.50 node reports them", () => {
   });
 
   before(async () => {
-    devnet = await startDevnetProcess(["--block-time", "0s"]);
-    tenant1 = devnet.account("tenant1").address;
-    tenant2 = devnet.account("tenant2").address;
-    faucet = devnet.account("faucet").address;
+    dn = await devnet();
+    tenant1 = dn.account("tenant1").address;
+    tenant2 = dn.account("tenant2").address;
+    faucet = dn.account("faucet").address;
   });
 
   after(async () => {
     for (const c of clients) c.disconnect();
-    await devnet?.stop();
+    await dn?.stop();
   });
 
   it("a failed message's DeliverTx log starts with baseapp's message-index prefix", async () => {
@@ -199,8 +200,8 @@ describe("tx results as an SDK v0.50 node reports them", () => {
   });
 
   it("on providerd's sub-signer path: MsgExec of billing messages tags each one's events", async () => {
-    const provider = devnet.account("provider").address;
-    const small = devnet.keys.skus.find((k) => k.name === "docker-small")!.uuid;
+    const provider = dn.account("provider").address;
+    const small = dn.keys.skus.find((k) => k.name === "docker-small")!.uuid;
     const tenant = await client("tenant1");
     const leases: string[] = [];
     for (let i = 0; i < 2; i++) {
@@ -256,7 +257,7 @@ describe("tx results as an SDK v0.50 node reports them", () => {
     assert.deepEqual(pick("lease_acknowledged"), [
       ["lease_uuid", leases[0]],
       ["tenant", tenant1],
-      ["provider_uuid", devnet.keys.provider_uuid],
+      ["provider_uuid", dn.keys.provider_uuid],
       ["acknowledged_by", provider],
       ["authz_msg_index", "0"],
       ["msg_index", "0"],

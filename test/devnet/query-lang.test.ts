@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { matches, parseQuery, QuerySyntaxError } from "../../src/devnet/rpc/query-lang.ts";
+import { matches, parseQuery, QuerySyntaxError } from "../../src/devnet/query-lang.ts";
 
 describe("event query language", () => {
   const events = {

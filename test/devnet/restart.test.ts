@@ -4,31 +4,23 @@
  * present and linked, balances and sequences matching exactly the committed txs).
  */
 import assert from "node:assert/strict";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { QueryBalanceRequest, QueryBalanceResponse } from "cosmjs-types/cosmos/bank/v1beta1/query";
 import { MsgSend } from "cosmjs-types/cosmos/bank/v1beta1/tx";
 import { privateKeyFromMnemonic } from "../../src/auth/keys.ts";
 import { buildSignedTx } from "../../src/devnet/tx/build.ts";
-import { runFred } from "../support/index.ts";
-import { type DevnetProcess, rpc, startDevnetProcess } from "./helpers.ts";
+import { devnet, runFred } from "../support/index.ts";
+import { rpc } from "./helpers.ts";
 
 const AMOUNT = 3n;
 const FEE = 5000n;
 
 describe("restart after kill -9", () => {
-  let first: DevnetProcess | undefined;
-  let second: DevnetProcess | undefined;
-
-  after(async () => {
-    await first?.kill9();
-    await second?.stop();
-  });
-
   it("resumes at the committed height with state matching the committed txs", async () => {
-    first = await startDevnetProcess(["--block-time", "100ms"]);
-    const url = first.url;
-    const t1 = first.account("tenant1");
-    const to = first.account("tenant2").address;
+    await using dn = await devnet({ blockTime: "100ms" });
+    const url = dn.rpc;
+    const t1 = dn.account("tenant1");
+    const to = dn.account("tenant2").address;
     const key = Buffer.from(t1.private_key_hex, "hex");
     const balance = async (u: string, address: string) => {
       const data = Buffer.from(QueryBalanceRequest.encode({ address, denom: "umfx" }).finish()).toString(
@@ -72,10 +64,10 @@ describe("restart after kill -9", () => {
         if (observedHeight >= 6 && seq >= 60n) break;
       }
     }
-    await first.kill9();
+    await dn.kill();
 
-    second = await first.restart();
-    const u = second.url;
+    await dn.restart();
+    const u = dn.rpc;
     const height = Number((await rpc(u, "status")).result.sync_info.latest_block_height);
     assert.ok(height >= observedHeight, `restart height ${height} >= last observed ${observedHeight}`);
 
@@ -113,7 +105,7 @@ describe("restart after kill -9", () => {
     assert.ok(Number(next.result.height) > height);
 
     // `fred devnet keys` reads plain files, so it works while the node runs.
-    const keys = await runFred(["devnet", "keys", "--home", second.home]);
+    const keys = await runFred(["devnet", "keys", "--home", dn.home]);
     assert.equal(keys.code, 0, keys.stderr);
     const parsed = JSON.parse(keys.stdout);
     assert.deepEqual(Object.keys(parsed), ["chain_id", "provider_uuid", "accounts", "skus"]);

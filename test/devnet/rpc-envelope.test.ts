@@ -8,8 +8,8 @@ import { QueryBalanceRequest, QueryBalanceResponse } from "cosmjs-types/cosmos/b
 import { MsgSend } from "cosmjs-types/cosmos/bank/v1beta1/tx";
 import WebSocket from "ws";
 import { buildSignedTx } from "../../src/devnet/tx/build.ts";
-import { until } from "../support/index.ts";
-import { type DevnetProcess, rpc, startDevnetProcess } from "./helpers.ts";
+import { type Devnet, devnet, until } from "../support/index.ts";
+import { rpc } from "./helpers.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC replies, asserted field by field.
 type Json = any;
@@ -47,11 +47,11 @@ async function openSocket(url: string) {
 }
 
 describe("CometBFT RPC envelope and methods", () => {
-  let devnet: DevnetProcess;
+  let dn: Devnet;
   let seq = 0n;
 
   const sendTx = () => {
-    const t1 = devnet.account("tenant1");
+    const t1 = dn.account("tenant1");
     const tx = buildSignedTx({
       chainId: "fred-devnet-1",
       messages: [
@@ -59,7 +59,7 @@ describe("CometBFT RPC envelope and methods", () => {
           typeUrl: "/cosmos.bank.v1beta1.MsgSend",
           value: MsgSend.encode({
             fromAddress: t1.address,
-            toAddress: devnet.account("tenant2").address,
+            toAddress: dn.account("tenant2").address,
             amount: [{ denom: "umfx", amount: "3" }],
           }).finish(),
         },
@@ -71,21 +71,18 @@ describe("CometBFT RPC envelope and methods", () => {
   };
 
   before(async () => {
-    devnet = await startDevnetProcess(["--block-time", "0s"]);
+    dn = await devnet();
   });
 
   after(async () => {
-    await devnet?.stop();
+    await dn?.stop();
   });
 
   it("echoes ids with their JSON type and answers batches with arrays", async () => {
-    const a = await post(
-      devnet.url,
-      JSON.stringify({ jsonrpc: "2.0", id: "abc", method: "health", params: {} }),
-    );
+    const a = await post(dn.rpc, JSON.stringify({ jsonrpc: "2.0", id: "abc", method: "health", params: {} }));
     assert.deepEqual(a.json, { jsonrpc: "2.0", id: "abc", result: {} });
     const b = await post(
-      devnet.url,
+      dn.rpc,
       JSON.stringify([
         { jsonrpc: "2.0", id: 7, method: "health" },
         { jsonrpc: "2.0", id: 8, method: "nope" },
@@ -99,30 +96,30 @@ describe("CometBFT RPC envelope and methods", () => {
   });
 
   it("answers garbage with JSON-RPC errors on HTTP 200, and oversized bodies with 413", async () => {
-    const garbage = await post(devnet.url, "{not json");
+    const garbage = await post(dn.rpc, "{not json");
     assert.equal(garbage.status, 200);
     assert.equal(garbage.json.error.code, -32700);
-    const noMethod = await post(devnet.url, JSON.stringify({ jsonrpc: "2.0", id: 1 }));
+    const noMethod = await post(dn.rpc, JSON.stringify({ jsonrpc: "2.0", id: 1 }));
     assert.equal(noMethod.json.error.code, -32600);
     const wrongParams = await post(
-      devnet.url,
+      dn.rpc,
       JSON.stringify({ jsonrpc: "2.0", id: 1, method: "block", params: { height: "x" } }),
     );
     assert.equal(wrongParams.json.error.code, -32602);
-    const subscribeOverHttp = await rpc(devnet.url, "subscribe", { query: "tm.event='Tx'" });
+    const subscribeOverHttp = await rpc(dn.rpc, "subscribe", { query: "tm.event='Tx'" });
     assert.equal(subscribeOverHttp.error.code, -32601);
     const big = await post(
-      devnet.url,
+      dn.rpc,
       JSON.stringify({ jsonrpc: "2.0", id: 1, method: "health", params: { pad: "x".repeat(2_100_000) } }),
     );
     assert.equal(big.status, 413);
-    const wrongPath = await fetch(`${devnet.url}/nowhere/else`, { method: "POST", body: "{}" });
+    const wrongPath = await fetch(`${dn.rpc}/nowhere/else`, { method: "POST", body: "{}" });
     assert.equal(wrongPath.status, 404);
-    assert.deepEqual((await rpc(devnet.url, "health")).result, {}, "still serving");
+    assert.deepEqual((await rpc(dn.rpc, "health")).result, {}, "still serving");
   });
 
   it("status has the 0.38 version string and string-typed numbers", async () => {
-    const s = (await rpc(devnet.url, "status")).result;
+    const s = (await rpc(dn.rpc, "status")).result;
     assert.match(s.node_info.version, /^0\.38\.\d+$/);
     assert.equal(s.node_info.network, "fred-devnet-1");
     assert.equal(typeof s.node_info.protocol_version.block, "string");
@@ -135,11 +132,9 @@ describe("CometBFT RPC envelope and methods", () => {
 
   it("serves URI requests (GET /<method>?arg=…)", async () => {
     const data = Buffer.from(
-      QueryBalanceRequest.encode({ address: devnet.account("faucet").address, denom: "umfx" }).finish(),
+      QueryBalanceRequest.encode({ address: dn.account("faucet").address, denom: "umfx" }).finish(),
     ).toString("hex");
-    const res = await fetch(
-      `${devnet.url}/abci_query?path="/cosmos.bank.v1beta1.Query/Balance"&data=0x${data}`,
-    );
+    const res = await fetch(`${dn.rpc}/abci_query?path="/cosmos.bank.v1beta1.Query/Balance"&data=0x${data}`);
     const body = (await res.json()) as Json;
     const bal = QueryBalanceResponse.decode(Buffer.from(body.result.response.value, "base64"));
     assert.equal(bal.balance?.amount, "1000000000000000");
@@ -148,18 +143,18 @@ describe("CometBFT RPC envelope and methods", () => {
   });
 
   it("abci_query errors: unknown path code 6, bad address code 18", async () => {
-    const unknown = (await rpc(devnet.url, "abci_query", { path: "/no.such.Query/Thing", data: "" })).result
+    const unknown = (await rpc(dn.rpc, "abci_query", { path: "/no.such.Query/Thing", data: "" })).result
       .response;
     assert.equal(unknown.code, 6);
     assert.equal(unknown.log, "unknown query path: unknown request");
     const data = Buffer.from(
       QueryBalanceRequest.encode({ address: "manifest1bad", denom: "umfx" }).finish(),
     ).toString("hex");
-    const bad = (await rpc(devnet.url, "abci_query", { path: "/cosmos.bank.v1beta1.Query/Balance", data }))
-      .result.response;
+    const bad = (await rpc(dn.rpc, "abci_query", { path: "/cosmos.bank.v1beta1.Query/Balance", data })).result
+      .response;
     assert.equal(bad.code, 18);
     assert.match(bad.log, /decoding bech32 failed: .*: invalid request$/);
-    const badHex = await rpc(devnet.url, "abci_query", {
+    const badHex = await rpc(dn.rpc, "abci_query", {
       path: "/cosmos.bank.v1beta1.Query/Balance",
       data: "zz",
     });
@@ -167,41 +162,40 @@ describe("CometBFT RPC envelope and methods", () => {
   });
 
   it("blocks: height 1 shape, latest, above the tip, results in step with txs", async () => {
-    const one = (await rpc(devnet.url, "block", { height: "1" })).result;
+    const one = (await rpc(dn.rpc, "block", { height: "1" })).result;
     assert.deepEqual(one.block.header.last_block_id, { hash: "", parts: { total: 0, hash: "" } });
     assert.equal(one.block.last_commit.height, "0");
     assert.equal(one.block_id.parts.total, 1);
     assert.equal(one.block.header.version.block, "11");
     assert.match(one.block.header.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$/);
-    const commit = await rpc(devnet.url, "broadcast_tx_commit", { tx: sendTx() });
+    const commit = await rpc(dn.rpc, "broadcast_tx_commit", { tx: sendTx() });
     const h = commit.result.height;
-    const latest = (await rpc(devnet.url, "block")).result;
+    const latest = (await rpc(dn.rpc, "block")).result;
     assert.equal(latest.block.header.height, h);
     assert.equal(latest.block.data.txs.length, 1);
     assert.equal(latest.block.last_commit.signatures[0].block_id_flag, 2);
-    const results = (await rpc(devnet.url, "block_results", { height: h })).result;
+    const results = (await rpc(dn.rpc, "block_results", { height: h })).result;
     assert.equal(results.height, h);
     assert.equal(results.txs_results.length, 1);
     assert.equal(typeof results.txs_results[0].gas_used, "string");
     assert.ok(Array.isArray(results.finalize_block_events));
     assert.equal(results.consensus_param_updates.block.max_bytes, "22020096");
-    const above = await rpc(devnet.url, "block", { height: String(Number(h) + 100) });
+    const above = await rpc(dn.rpc, "block", { height: String(Number(h) + 100) });
     assert.equal(above.error.code, -32603);
     assert.match(above.error.data, /must be less than or equal to the current blockchain height/);
-    const chain = (await rpc(devnet.url, "blockchain", { minHeight: "1", maxHeight: h })).result;
+    const chain = (await rpc(dn.rpc, "blockchain", { minHeight: "1", maxHeight: h })).result;
     assert.equal(chain.last_height, h);
     assert.equal(chain.block_metas[0].header.height, h);
     assert.equal(typeof chain.block_metas[0].num_txs, "string");
     for (const m of ["validators", "genesis", "abci_info", "commit", "num_unconfirmed_txs"]) {
-      assert.equal((await rpc(devnet.url, m)).error, undefined, m);
+      assert.equal((await rpc(dn.rpc, m)).error, undefined, m);
     }
   });
 
   it("tx and tx_search: types, paging, misses", async () => {
-    const commit = await rpc(devnet.url, "broadcast_tx_commit", { tx: sendTx() });
+    const commit = await rpc(dn.rpc, "broadcast_tx_commit", { tx: sendTx() });
     const hash = commit.result.hash;
-    const byHash = (await rpc(devnet.url, "tx", { hash: Buffer.from(hash, "hex").toString("base64") }))
-      .result;
+    const byHash = (await rpc(dn.rpc, "tx", { hash: Buffer.from(hash, "hex").toString("base64") })).result;
     assert.equal(byHash.hash, hash);
     assert.equal(typeof byHash.index, "number");
     assert.equal(typeof byHash.height, "string");
@@ -216,17 +210,16 @@ describe("CometBFT RPC envelope and methods", () => {
       msgEvents[0].attributes.map((a: Json) => a.key),
       ["action", "sender", "module", "msg_index"],
     );
-    const miss = await rpc(devnet.url, "tx", { hash: Buffer.alloc(32, 1).toString("base64") });
+    const miss = await rpc(dn.rpc, "tx", { hash: Buffer.alloc(32, 1).toString("base64") });
     assert.equal(miss.error.data, `tx (${"01".repeat(32).toUpperCase()}) not found`);
-    const lower = (
-      await rpc(devnet.url, "tx_search", { query: `tx.hash='${hash.toLowerCase()}'`, page: "1" })
-    ).result;
+    const lower = (await rpc(dn.rpc, "tx_search", { query: `tx.hash='${hash.toLowerCase()}'`, page: "1" }))
+      .result;
     assert.equal(lower.total_count, "1");
-    const none = (await rpc(devnet.url, "tx_search", { query: `tx.hash='${"AB".repeat(32)}'`, page: "1" }))
+    const none = (await rpc(dn.rpc, "tx_search", { query: `tx.hash='${"AB".repeat(32)}'`, page: "1" }))
       .result;
     assert.deepEqual(none, { txs: [], total_count: "0" });
     const all = (
-      await rpc(devnet.url, "tx_search", {
+      await rpc(dn.rpc, "tx_search", {
         query: "message.action='/cosmos.bank.v1beta1.MsgSend' AND tx.height>=1",
         per_page: "1",
         page: "2",
@@ -234,14 +227,14 @@ describe("CometBFT RPC envelope and methods", () => {
     ).result;
     assert.equal(all.txs.length, 1);
     assert.ok(Number(all.total_count) >= 2);
-    const out = await rpc(devnet.url, "tx_search", { query: "tx.height>0", page: "999" });
+    const out = await rpc(dn.rpc, "tx_search", { query: "tx.height>0", page: "999" });
     assert.match(out.error.data, /^page should be within \[1, \d+\] range, given 999$/);
-    const bad = await rpc(devnet.url, "tx_search", { query: "tx.height >>> 1" });
+    const bad = await rpc(dn.rpc, "tx_search", { query: "tx.height >>> 1" });
     assert.equal(bad.error.code, -32603);
   });
 
   it("websocket: subscribe ack without query, events with the same id, filters, unsubscribe", async () => {
-    const s = await openSocket(devnet.wsUrl);
+    const s = await openSocket(dn.wsUrl);
     try {
       s.send({ jsonrpc: "2.0", id: 41, method: "subscribe", params: { query: "tm.event='Tx'" } });
       s.send({
@@ -256,7 +249,7 @@ describe("CometBFT RPC envelope and methods", () => {
       s.send({ jsonrpc: "2.0", id: 44, method: "status" });
       const status = await s.next((m) => m.id === 44);
       assert.match(status.result.node_info.version, /^0\.38\./);
-      const sent = await rpc(devnet.url, "broadcast_tx_sync", { tx: sendTx() });
+      const sent = await rpc(dn.rpc, "broadcast_tx_sync", { tx: sendTx() });
       const ev = await s.next((m) => m.id === 41 && m.result?.query);
       assert.equal(ev.result.query, "tm.event='Tx'");
       assert.equal(ev.result.data.type, "tendermint/event/Tx");
@@ -272,7 +265,7 @@ describe("CometBFT RPC envelope and methods", () => {
         id: 41,
         result: {},
       });
-      await rpc(devnet.url, "broadcast_tx_commit", { tx: sendTx() });
+      await rpc(dn.rpc, "broadcast_tx_commit", { tx: sendTx() });
       await s.next((m) => m.id === 43 && m.result?.query);
       assert.equal(
         s.inbox.filter((m) => m.id === 41 || m.id === 42).length,
@@ -285,7 +278,7 @@ describe("CometBFT RPC envelope and methods", () => {
         id: 41,
         result: {},
       });
-      await rpc(devnet.url, "broadcast_tx_commit", { tx: sendTx() });
+      await rpc(dn.rpc, "broadcast_tx_commit", { tx: sendTx() });
       assert.equal(
         (await s.next((m) => m.id === 41 && m.result?.query)).result.query,
         "tm.event='Tx'",
@@ -302,52 +295,52 @@ describe("CometBFT RPC envelope and methods", () => {
 
   it("check_tx checks without keeping; broadcast_tx_async answers at once; bad base64 is refused", async () => {
     const tx = sendTx();
-    const checked = (await rpc(devnet.url, "check_tx", { tx })).result;
+    const checked = (await rpc(dn.rpc, "check_tx", { tx })).result;
     assert.equal(checked.code, 0);
     assert.equal(typeof checked.gas_used, "string");
-    assert.equal((await rpc(devnet.url, "num_unconfirmed_txs")).result.total, "0", "check_tx keeps nothing");
-    const stale = (await rpc(devnet.url, "check_tx", { tx: sendTx() })).result;
+    assert.equal((await rpc(dn.rpc, "num_unconfirmed_txs")).result.total, "0", "check_tx keeps nothing");
+    const stale = (await rpc(dn.rpc, "check_tx", { tx: sendTx() })).result;
     assert.equal(stale.code, 32, "the sequence did not move for the checked tx");
     seq -= 1n;
-    const async = (await rpc(devnet.url, "broadcast_tx_async", { tx })).result;
+    const async = (await rpc(dn.rpc, "broadcast_tx_async", { tx })).result;
     assert.deepEqual(Object.keys(async).sort(), ["code", "codespace", "data", "hash", "log"]);
     assert.equal(async.code, 0);
     for (const m of ["broadcast_tx_sync", "broadcast_tx_async", "broadcast_tx_commit", "check_tx"]) {
-      const bad = await rpc(devnet.url, m, { tx: "***" });
+      const bad = await rpc(dn.rpc, m, { tx: "***" });
       assert.equal(bad.error.code, -32602, m);
-      const missing = await rpc(devnet.url, m, {});
+      const missing = await rpc(dn.rpc, m, {});
       assert.equal(missing.error.code, -32602, m);
     }
   });
 
   it("websocket frames over the size limit close the connection", async () => {
-    const s = await openSocket(devnet.wsUrl);
+    const s = await openSocket(dn.wsUrl);
     const closed = new Promise<number>((r) => s.ws.once("close", (code) => r(code)));
     s.send({ jsonrpc: "2.0", id: 1, method: "health", params: { pad: "x".repeat(2_100_000) } });
     assert.equal(await closed, 1009);
-    assert.deepEqual((await rpc(devnet.url, "health")).result, {});
+    assert.deepEqual((await rpc(dn.rpc, "health")).result, {});
   });
 
   it("control methods: pause, produce on demand, advance time, resume", async () => {
-    assert.equal((await rpc(devnet.url, "devnet_pause")).result.paused, true);
-    const h0 = Number((await rpc(devnet.url, "status")).result.sync_info.latest_block_height);
-    const sync = await rpc(devnet.url, "broadcast_tx_sync", { tx: sendTx() });
+    assert.equal((await rpc(dn.rpc, "devnet_pause")).result.paused, true);
+    const h0 = Number((await rpc(dn.rpc, "status")).result.sync_info.latest_block_height);
+    const sync = await rpc(dn.rpc, "broadcast_tx_sync", { tx: sendTx() });
     assert.equal(sync.result.code, 0);
-    assert.equal((await rpc(devnet.url, "num_unconfirmed_txs")).result.total, "1", "paused: the tx waits");
-    const t0 = Date.parse((await rpc(devnet.url, "block")).result.block.header.time);
-    const adv = await rpc(devnet.url, "devnet_advance_time", { seconds: 3600 });
+    assert.equal((await rpc(dn.rpc, "num_unconfirmed_txs")).result.total, "1", "paused: the tx waits");
+    const t0 = Date.parse((await rpc(dn.rpc, "block")).result.block.header.time);
+    const adv = await rpc(dn.rpc, "devnet_advance_time", { seconds: 3600 });
     assert.equal(adv.error, undefined);
-    const produced = await rpc(devnet.url, "devnet_produce_block");
+    const produced = await rpc(dn.rpc, "devnet_produce_block");
     assert.equal(produced.result.height, String(h0 + 1));
-    const b = (await rpc(devnet.url, "block", { height: produced.result.height })).result;
+    const b = (await rpc(dn.rpc, "block", { height: produced.result.height })).result;
     assert.equal(b.block.data.txs.length, 1);
     assert.ok(Date.parse(b.block.header.time) - t0 >= 3_600_000, "block time jumped forward");
-    const bad = await rpc(devnet.url, "devnet_advance_time", { seconds: -5 });
+    const bad = await rpc(dn.rpc, "devnet_advance_time", { seconds: -5 });
     assert.equal(bad.error.code, -32602);
-    await rpc(devnet.url, "devnet_resume");
-    await rpc(devnet.url, "broadcast_tx_sync", { tx: sendTx() });
+    await rpc(dn.rpc, "devnet_resume");
+    await rpc(dn.rpc, "broadcast_tx_sync", { tx: sendTx() });
     await until(
-      async () => Number((await rpc(devnet.url, "status")).result.sync_info.latest_block_height) > h0 + 1,
+      async () => Number((await rpc(dn.rpc, "status")).result.sync_info.latest_block_height) > h0 + 1,
       `a block above height ${h0 + 1} after resume`,
       { timeoutMs: 20_000, intervalMs: 50 },
     );

@@ -7,45 +7,46 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { DirectSecp256k1HdWallet } from "@cosmjs/proto-signing";
 import { assertIsDeliverTxSuccess, GasPrice, SigningStargateClient } from "@cosmjs/stargate";
-import { type DevnetProcess, startDevnetProcess, stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
+import { type Devnet, devnet } from "../support/index.ts";
+import { stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
 
 stopCosmjsReconnectsAfterDisconnect();
 
 describe("GET /fred/devnet", () => {
-  let devnet: DevnetProcess;
+  let dn: Devnet;
   let signer: SigningStargateClient;
 
   before(async () => {
-    devnet = await startDevnetProcess(["--block-time", "0s"]);
-    const wallet = await DirectSecp256k1HdWallet.fromMnemonic(devnet.account("tenant1").mnemonic, {
+    dn = await devnet();
+    const wallet = await DirectSecp256k1HdWallet.fromMnemonic(dn.account("tenant1").mnemonic, {
       prefix: "manifest",
     });
-    signer = await SigningStargateClient.connectWithSigner(devnet.url, wallet, {
+    signer = await SigningStargateClient.connectWithSigner(dn.rpc, wallet, {
       gasPrice: GasPrice.fromString("0.025umfx"),
       broadcastPollIntervalMs: 100,
     });
   });
   after(async () => {
     signer?.disconnect();
-    await devnet?.stop();
+    await dn?.stop();
   });
 
   it("lists the dev accounts with balances and the latest blocks, and no secrets", async () => {
     const sent = await signer.sendTokens(
-      devnet.account("tenant1").address,
-      devnet.account("tenant2").address,
+      dn.account("tenant1").address,
+      dn.account("tenant2").address,
       [{ denom: "umfx", amount: "1" }],
       "auto",
     );
     assertIsDeliverTxSuccess(sent);
-    const res = await fetch(`${devnet.url}/fred/devnet`);
+    const res = await fetch(`${dn.rpc}/fred/devnet`);
     assert.equal(res.status, 200);
     assert.equal(res.headers.get("content-type"), "text/html; charset=utf-8");
     assert.match(res.headers.get("content-security-policy") ?? "", /default-src 'none'/);
     assert.equal(res.headers.get("x-content-type-options"), "nosniff");
     const html = await res.text();
     assert.match(html, /Chain <b>fred-devnet-1<\/b>/);
-    for (const a of devnet.keys.accounts) {
+    for (const a of dn.keys.accounts) {
       assert.ok(html.includes(`<td>${a.name}</td><td>${a.address}</td>`), a.name);
       assert.ok(!html.includes(a.private_key_hex), `${a.name}: no private key`);
       assert.ok(!html.includes(a.mnemonic), `${a.name}: no mnemonic`);

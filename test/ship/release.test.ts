@@ -5,7 +5,7 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileS
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { dockerCli, dockerSkip, releaseEngineLock } from "../backend/docker/engine-helper.ts";
+import { dockerCli, dockerSkip, REQUIRE_DOCKER, releaseEngineLock } from "../support/docker.ts";
 import { type Launched, launchProgram, REPO_ROOT, until } from "../support/index.ts";
 
 /**
@@ -19,7 +19,6 @@ import { type Launched, launchProgram, REPO_ROOT, until } from "../support/index
  * them, a failure with REQUIRE_DOCKER=1 (CI). The Docker test lock is held until the image
  * and compose checks are done.
  */
-const REQUIRED = process.env.REQUIRE_DOCKER === "1";
 const OUT = join(REPO_ROOT, "dist", "release");
 const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as {
   version: string;
@@ -41,7 +40,7 @@ function hasTool(name: string): boolean {
 
 async function releaseSkip(): Promise<false | string> {
   if (!hasTool("minisign")) {
-    if (REQUIRED)
+    if (REQUIRE_DOCKER)
       throw new Error("REQUIRE_DOCKER=1 but minisign is not installed (apt-get install minisign)");
     return "no minisign (apt-get install minisign; REQUIRE_DOCKER=1 makes this a failure)";
   }
@@ -282,7 +281,7 @@ describe("npm run release", { skip }, () => {
     const noCompose = hasTool("docker-compose")
       ? false
       : "no docker-compose (apt-get install docker-compose)";
-    if (noCompose && REQUIRED) throw new Error(`REQUIRE_DOCKER=1 but ${noCompose}`);
+    if (noCompose && REQUIRE_DOCKER) throw new Error(`REQUIRE_DOCKER=1 but ${noCompose}`);
 
     it("its trial service runs fred up from the image, and a lease becomes ACTIVE", {
       skip: noCompose,

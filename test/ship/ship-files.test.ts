@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { parse } from "yaml";
+import { REQUIRE_DOCKER } from "../support/docker.ts";
 import { REPO_ROOT, runFred } from "../support/index.ts";
 
 /**
@@ -26,7 +27,7 @@ const compose = parse(read("deploy/compose.yaml")) as {
 
 function hasTool(name: string): boolean {
   const found = spawnSync("sh", ["-c", `command -v ${name}`]).status === 0;
-  if (!found && process.env.REQUIRE_DOCKER === "1")
+  if (!found && REQUIRE_DOCKER)
     throw new Error(`${name} is required here (REQUIRE_DOCKER=1) but not installed`);
   return found;
 }

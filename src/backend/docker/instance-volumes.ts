@@ -52,15 +52,15 @@ export const VOLUME_DELETE_PENDING_MESSAGE =
   "an earlier deletion of this lease's volume is still finishing on the provider; provisioning can succeed once it completes";
 
 export class InstanceVolumes {
-  readonly #o: InstanceVolumesOptions;
+  readonly #options: InstanceVolumesOptions;
 
   constructor(opts: InstanceVolumesOptions) {
-    this.#o = opts;
+    this.#options = opts;
   }
 
   /** One seeder per create: its helper containers carry the lease's labels. */
   seeder(spec: WorkloadSpec): VolumeSeeder {
-    const { docker, clock, log, config, storageId } = this.#o;
+    const { docker, clock, log, config, storageId } = this.#options;
     return new VolumeSeeder({
       docker,
       clock,
@@ -95,7 +95,7 @@ export class InstanceVolumes {
     // An image that names its own USER keeps it: the derivation is for images that have none.
     const user = imageUser === "" ? volumeOwnerUser(owners) : undefined;
     if (user === undefined) return model;
-    this.#o.log.debug(
+    this.#options.log.debug(
       { service: model.name, user },
       "running as the owner of the image's VOLUME directories",
     );
@@ -110,7 +110,7 @@ export class InstanceVolumes {
     seeder: VolumeSeeder,
     signal: AbortSignal,
   ): Promise<InstanceMounts> {
-    const volumes = this.#o.volumes;
+    const volumes = this.#options.volumes;
     const diskMb = instance.profile.disk_mb;
     if (diskMb <= 0 || facts.volumes.length === 0 || !volumes) {
       return { durable: new Map(), ephemeral: facts.volumes };
@@ -121,7 +121,7 @@ export class InstanceVolumes {
     try {
       const hostDirs = await volumes.ensure(
         name,
-        { storageId: this.#o.storageId, leaseUuid: spec.leaseUuid },
+        { storageId: this.#options.storageId, leaseUuid: spec.leaseUuid },
         diskMb,
         dirs,
         chownTo,
@@ -135,8 +135,8 @@ export class InstanceVolumes {
         if (!(await volumes.needsSeed(name, dir))) continue;
         await volumes.clearForSeed(name, dir);
         const limits: SeedLimits = {
-          maxBytes: this.#o.seedLimits.maxBytes ?? diskMb * 1024 * 1024,
-          maxEntries: this.#o.seedLimits.maxEntries ?? DEFAULT_SEED_MAX_ENTRIES,
+          maxBytes: this.#options.seedLimits.maxBytes ?? diskMb * 1024 * 1024,
+          maxEntries: this.#options.seedLimits.maxEntries ?? DEFAULT_SEED_MAX_ENTRIES,
         };
         const top = await seeder.seed(facts.id, path, hostDir, limits, signal);
         await volumes.finishSeed(name, dir, top, chownTo, signal);
@@ -145,7 +145,7 @@ export class InstanceVolumes {
     } catch (err) {
       if (err instanceof SubstrateError) throw err;
       if (isFredError(err, "ERR_VOLUME_FOREIGN")) {
-        this.#o.reportForeign(name, spec.leaseUuid);
+        this.#options.reportForeign(name, spec.leaseUuid);
         throw definite("Internal", "internal error while provisioning", `volume ${name} is not ours`, err);
       }
       if (isFredError(err, "ERR_VOLUME_DELETE_PENDING")) {

@@ -71,7 +71,7 @@ function namesFailingImage(spec: WorkloadSpec, tag = FAILING_IMAGE_TAG): boolean
 
 export class MockSubstrate implements Substrate {
   readonly kind = "mock";
-  readonly #o: MockSubstrateOptions;
+  readonly #options: MockSubstrateOptions;
   readonly #db: Database.Database;
   readonly #put: Database.Statement;
   readonly #del: Database.Statement;
@@ -79,7 +79,7 @@ export class MockSubstrate implements Substrate {
   readonly #retainedMb = new Map<string, number>();
 
   constructor(opts: MockSubstrateOptions) {
-    this.#o = opts;
+    this.#options = opts;
     // A fake substrate: surviving a process crash is enough (no fsync per record). Older
     // state files hold the table without a schema version, hence IF NOT EXISTS.
     this.#db = openDatabase({
@@ -133,12 +133,15 @@ export class MockSubstrate implements Substrate {
    * ambiguous outcome), then the simulated delay, then true when this step must fail.
    */
   async #injected(leaseUuid: string, signal: AbortSignal): Promise<boolean> {
-    if (this.#o.hangLeases.has(leaseUuid)) {
+    if (this.#options.hangLeases.has(leaseUuid)) {
       // Never completes on its own: the caller's abort (close, expiry, shutdown) ends it.
-      await this.#o.clock.sleep(2 ** 31 - 1, signal);
+      await this.#options.clock.sleep(2 ** 31 - 1, signal);
     }
-    if (this.#o.delayMs > 0) await this.#o.clock.sleep(this.#o.delayMs, signal);
-    return this.#o.failLeases.has(leaseUuid) || (this.#o.random ?? Math.random)() < this.#o.failRate;
+    if (this.#options.delayMs > 0) await this.#options.clock.sleep(this.#options.delayMs, signal);
+    return (
+      this.#options.failLeases.has(leaseUuid) ||
+      (this.#options.random ?? Math.random)() < this.#options.failRate
+    );
   }
 
   /** Recreates the workload of the same release; missing (lost) is recreated too. */
@@ -232,7 +235,7 @@ export class MockSubstrate implements Substrate {
   ): Promise<RetainedSet> {
     await this.#maybeHang(leaseUuid, signal);
     this.#forget(leaseUuid);
-    const mb = this.#retainedMb.get(leaseUuid) ?? this.#o.retainedDiskMb ?? 0;
+    const mb = this.#retainedMb.get(leaseUuid) ?? this.#options.retainedDiskMb ?? 0;
     const volumes: RetainedVolume[] = instances
       .filter((i) => i.profile.disk_mb > 0)
       .map((i) => ({
@@ -264,7 +267,7 @@ export class MockSubstrate implements Substrate {
 
   async #maybeHang(leaseUuid: string, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
-    if (this.#o.hangRetention?.has(leaseUuid)) await this.#o.clock.sleep(2 ** 31 - 1, signal);
+    if (this.#options.hangRetention?.has(leaseUuid)) await this.#options.clock.sleep(2 ** 31 - 1, signal);
   }
 
   /**
@@ -312,7 +315,7 @@ export class MockSubstrate implements Substrate {
       protocol: "https",
       instances: w.instances.map((i) => ({ service: i.service, instance_index: i.index, status: "running" })),
       metadata: {
-        backend: this.#o.backendName,
+        backend: this.#options.backendName,
         lease_uuid: leaseUuid,
         tenant: w.tenant,
         sku: w.instances[0]?.sku ?? "",

@@ -106,7 +106,7 @@ export class CosmosChain implements ChainPort {
   readonly pipeline: TxPipeline | undefined;
   readonly #pipelineOptions: TxPipelineOptions;
   #lanes: SignerLanes | undefined;
-  readonly #o: Required<
+  readonly #options: Required<
     Pick<CosmosChainOptions, "queryPageLimit" | "withdrawLimit" | "maxWithdrawIterations" | "msgsPerTx">
   > &
     CosmosChainOptions;
@@ -115,13 +115,23 @@ export class CosmosChain implements ChainPort {
     this.#conn = conn;
     this.#blockEvents = blockEventsFetcher(conn);
     this.chainId = chainId;
-    this.#o = { queryPageLimit: 100, withdrawLimit: 100, maxWithdrawIterations: 100, msgsPerTx: 10, ...opts };
-    if (!Number.isInteger(this.#o.withdrawLimit) || this.#o.withdrawLimit < 1 || this.#o.withdrawLimit > 100)
+    this.#options = {
+      queryPageLimit: 100,
+      withdrawLimit: 100,
+      maxWithdrawIterations: 100,
+      msgsPerTx: 10,
+      ...opts,
+    };
+    if (
+      !Number.isInteger(this.#options.withdrawLimit) ||
+      this.#options.withdrawLimit < 1 ||
+      this.#options.withdrawLimit > 100
+    )
       throw new FredError("ERR_CONFIG", "withdraw_limit must be 1..100");
     if (
-      !Number.isInteger(this.#o.queryPageLimit) ||
-      this.#o.queryPageLimit < 1 ||
-      this.#o.queryPageLimit > 1000
+      !Number.isInteger(this.#options.queryPageLimit) ||
+      this.#options.queryPageLimit < 1 ||
+      this.#options.queryPageLimit > 1000
     )
       throw new FredError("ERR_CONFIG", "query_page_limit must be 1..1000");
     const gas = { ...DEFAULT_GAS, ...opts.gas };
@@ -206,7 +216,7 @@ export class CosmosChain implements ChainPort {
   ): Promise<ChainLease[]> {
     return q.leasesByProvider(
       this.#conn,
-      { pageLimit: this.#o.queryPageLimit },
+      { pageLimit: this.#options.queryPageLimit },
       providerUuid,
       state,
       signal,
@@ -221,7 +231,7 @@ export class CosmosChain implements ChainPort {
   ): Promise<void> {
     return q.leasePagesByProvider(
       this.#conn,
-      { pageLimit: this.#o.queryPageLimit },
+      { pageLimit: this.#options.queryPageLimit },
       providerUuid,
       state,
       onPage,
@@ -229,13 +239,18 @@ export class CosmosChain implements ChainPort {
     );
   }
   creditAccount(tenant: string, signal?: AbortSignal): Promise<CreditView | undefined> {
-    return q.creditAccount(this.#conn, { pageLimit: this.#o.queryPageLimit }, tenant, signal);
+    return q.creditAccount(this.#conn, { pageLimit: this.#options.queryPageLimit }, tenant, signal);
   }
   creditEstimate(tenant: string, signal?: AbortSignal): Promise<CreditEstimate | undefined> {
     return q.creditEstimate(this.#conn, tenant, signal);
   }
   providerWithdrawable(providerUuid: string, signal?: AbortSignal): Promise<WithdrawableView> {
-    return q.providerWithdrawable(this.#conn, { pageLimit: this.#o.queryPageLimit }, providerUuid, signal);
+    return q.providerWithdrawable(
+      this.#conn,
+      { pageLimit: this.#options.queryPageLimit },
+      providerUuid,
+      signal,
+    );
   }
   latestBlock(signal?: AbortSignal): Promise<BlockInfo> {
     return q.latestBlock(this.#conn, signal);
@@ -253,7 +268,7 @@ export class CosmosChain implements ChainPort {
 
   /** Every lease of `tenant` (all pages), optionally in one state (the tenant CLI's list). */
   leasesByTenant(tenant: string, state?: LeaseStateName, signal?: AbortSignal): Promise<ChainLease[]> {
-    return q.leasesByTenant(this.#conn, { pageLimit: this.#o.queryPageLimit }, tenant, state, signal);
+    return q.leasesByTenant(this.#conn, { pageLimit: this.#options.queryPageLimit }, tenant, state, signal);
   }
 
   /** The provider's on-chain record, or undefined when the chain has none. */
@@ -319,7 +334,7 @@ export class CosmosChain implements ChainPort {
           error: new FredError("ERR_INVALID_ARGUMENT", "lease UUID is not canonical"),
         });
     }
-    const perTx = MAX_UUIDS_PER_MSG * this.#o.msgsPerTx;
+    const perTx = MAX_UUIDS_PER_MSG * this.#options.msgsPerTx;
     await Promise.all(
       chunk(todo, perTx).map((group) => this.#sendGroup(pipeline, kind, group, reason, outcomes, 0, signal)),
     );
@@ -441,8 +456,13 @@ export class CosmosChain implements ChainPort {
       throw new FredError("ERR_INVALID_ARGUMENT", "provider UUID is not canonical");
     const pages: WithdrawPage[] = [];
     let key: Uint8Array = new Uint8Array();
-    for (let i = 0; i < this.#o.maxWithdrawIterations; i++) {
-      const msg = withdrawProviderMsg(pipeline.signer.address, providerUuid, this.#o.withdrawLimit, key);
+    for (let i = 0; i < this.#options.maxWithdrawIterations; i++) {
+      const msg = withdrawProviderMsg(
+        pipeline.signer.address,
+        providerUuid,
+        this.#options.withdrawLimit,
+        key,
+      );
       const page = this.#withdrawPage(await pipeline.send([msg], signal === undefined ? {} : { signal }));
       pages.push(page);
       if (page.nextKey.length === 0) return { pages, truncated: false };

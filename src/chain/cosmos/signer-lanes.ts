@@ -82,13 +82,13 @@ export interface SignerLanesOptions {
 }
 
 export class SignerLanes {
-  readonly #o: SignerLanesOptions;
+  readonly #options: SignerLanesOptions;
   readonly #lanes: Lane[];
   #next = 0;
   readonly stats: LaneStats = { demotions: 0, restarts: 0, grantsCreated: 0, topUps: 0 };
 
   constructor(opts: SignerLanesOptions) {
-    this.#o = opts;
+    this.#options = opts;
     this.#lanes = opts.subs.map((signer, index) => ({
       index,
       signer,
@@ -101,7 +101,7 @@ export class SignerLanes {
 
   /** The fee denom balances are read in (sub_signer_min_balance's). */
   get denom(): string {
-    return this.#o.minBalance.denom;
+    return this.#options.minBalance.denom;
   }
 
   get size(): number {
@@ -137,15 +137,15 @@ export class SignerLanes {
     const lane = this.#lanes.find((l) => l.pipeline === pipeline);
     if (lane === undefined || lane.state !== "active") return;
     lane.state = "starting";
-    lane.pipeline = this.#o.newPipeline(lane.signer);
+    lane.pipeline = this.#options.newPipeline(lane.signer);
     lane.epoch++;
     this.stats.restarts++;
-    this.#o.onFault?.(viewOf(lane), fault, err);
+    this.#options.onFault?.(viewOf(lane), fault, err);
   }
 
   /** One level-triggered pass over every lane (see the table above). */
   async converge(signal?: AbortSignal): Promise<LanePassReport> {
-    const { conn, provider, minBalance: min, topUpAmount } = this.#o;
+    const { conn, provider, minBalance: min, topUpAmount } = this.#options;
     const granter = provider.signer.address;
     const report = emptyPassReport();
     const fail = (what: string, err: unknown) => report.errors.push(`${what}: ${(err as Error).message}`);

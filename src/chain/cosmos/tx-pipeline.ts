@@ -79,10 +79,10 @@ export class TxPipeline {
   readonly signer: TxSigner;
   readonly owner: SequenceOwner;
   readonly metrics: TxMetrics;
-  readonly #o: TxPipelineOptions;
+  readonly #options: TxPipelineOptions;
 
   constructor(opts: TxPipelineOptions, signer: TxSigner) {
-    this.#o = opts;
+    this.#options = opts;
     this.signer = signer;
     this.metrics = opts.metrics ?? new TxMetrics();
     this.owner = new SequenceOwner(signer.address, (signal) => this.#readAccount(signal));
@@ -92,7 +92,7 @@ export class TxPipeline {
     let res: QueryAccountResponse;
     try {
       res = await abciQuery(
-        this.#o.conn,
+        this.#options.conn,
         "/cosmos.auth.v1beta1.Query/Account",
         QueryAccountRequest,
         QueryAccountResponse,
@@ -125,13 +125,13 @@ export class TxPipeline {
     messages: readonly EncodeObject[],
     memo: string,
   ): Promise<number | undefined | { staleSequence: number }> {
-    const tx = buildSimulationTx(this.#o.registry, this.signer, sequence, messages, memo);
+    const tx = buildSimulationTx(this.#options.registry, this.signer, sequence, messages, memo);
     try {
-      const ms = this.#o.simulateTimeoutMs ?? 5000;
+      const ms = this.#options.simulateTimeoutMs ?? 5000;
       const timedOut = () => new FredError("ERR_CHAIN_SIMULATE_TIMEOUT", `simulation took over ${ms} ms`);
-      const res = await withDeadline(this.#o.clock, ms, undefined, timedOut, (signal) =>
+      const res = await withDeadline(this.#options.clock, ms, undefined, timedOut, (signal) =>
         abciQuery(
-          this.#o.conn,
+          this.#options.conn,
           "/cosmos.tx.v1beta1.Service/Simulate",
           SimulateRequest,
           SimulateResponse,
@@ -147,7 +147,7 @@ export class TxPipeline {
       const expected = expectedSequence((err as Error).message ?? "");
       if (expected !== undefined) return { staleSequence: expected };
       this.metrics.simulationFailures++;
-      this.#o.logger?.warn(
+      this.#options.logger?.warn(
         { err: (err as Error).message },
         "gas simulation failed; using the gas_limit fallback",
       );
@@ -160,11 +160,11 @@ export class TxPipeline {
     messages: readonly EncodeObject[],
     opts: { memo?: string; signal?: AbortSignal } = {},
   ): Promise<TxResult> {
-    const { clock } = this.#o;
-    const deadline = clock.now() + this.#o.txTimeoutMs;
-    const maxAttempts = this.#o.maxAttempts ?? 3;
+    const { clock } = this.#options;
+    const deadline = clock.now() + this.#options.txTimeoutMs;
+    const maxAttempts = this.#options.maxAttempts ?? 3;
     // Sequence and out-of-gas retries go again at once; only "node unreachable" waits.
-    const unreachable = new Backoff(this.#o.retryDelaysMs ?? [1000, 3000]);
+    const unreachable = new Backoff(this.#options.retryDelaysMs ?? [1000, 3000]);
     const memo = opts.memo ?? "";
     let gasOverride: number | undefined;
     let lastFailure = "";
@@ -179,16 +179,16 @@ export class TxPipeline {
         lastFailure = sent.detail;
         if (sent.failure.kind === "sequence") {
           this.owner.correct(sent.failure.expected);
-          this.#o.onProgress?.(`sequence mismatch; re-signing (attempt ${attempt + 1})`);
+          this.#options.onProgress?.(`sequence mismatch; re-signing (attempt ${attempt + 1})`);
           continue;
         }
         if (sent.failure.kind === "out_of_gas") {
           // Refused at CheckTx (the ante handler ran out): climb the ladder, nothing was spent.
-          const next = sent.gas === undefined ? undefined : outOfGasRetry(sent.gas, this.#o.gas);
+          const next = sent.gas === undefined ? undefined : outOfGasRetry(sent.gas, this.#options.gas);
           if (next === undefined) break;
           this.metrics.count("out_of_gas_retry");
           gasOverride = next;
-          this.#o.onProgress?.(`out of gas at ${sent.gas} in CheckTx; retrying with ${next}`);
+          this.#options.onProgress?.(`out of gas at ${sent.gas} in CheckTx; retrying with ${next}`);
           continue;
         }
         const delay = unreachable.next();
@@ -196,12 +196,12 @@ export class TxPipeline {
         await sleepOrAbort(clock, delay, opts.signal);
         continue;
       }
-      this.#o.onProgress?.(`broadcast ${sent.hash}; waiting for inclusion`);
+      this.#options.onProgress?.(`broadcast ${sent.hash}; waiting for inclusion`);
       const included = await this.#waitForTx(sent.hash, deadline, opts.signal);
       this.metrics.gasUsed += included.gasUsed;
       this.metrics.feesPaid.set(
-        this.#o.gas.feeDenom,
-        (this.metrics.feesPaid.get(this.#o.gas.feeDenom) ?? 0n) + sent.fee,
+        this.#options.gas.feeDenom,
+        (this.metrics.feesPaid.get(this.#options.gas.feeDenom) ?? 0n) + sent.fee,
       );
       const result: TxResult = { ...included, fee: sent.fee, gasSource: sent.gasSource };
       if (included.code === 0) {
@@ -210,12 +210,12 @@ export class TxPipeline {
       }
       const failure = classifyCode(included.code, included.codespace, included.rawLog);
       if (failure.kind === "out_of_gas") {
-        const next = outOfGasRetry(sent.gas, this.#o.gas);
+        const next = outOfGasRetry(sent.gas, this.#options.gas);
         if (next !== undefined && attempt < maxAttempts) {
           this.metrics.count("out_of_gas_retry");
           gasOverride = next;
           lastFailure = included.rawLog;
-          this.#o.onProgress?.(`out of gas at ${sent.gas}; retrying with ${next}`);
+          this.#options.onProgress?.(`out of gas at ${sent.gas}; retrying with ${next}`);
           continue;
         }
       }
@@ -266,27 +266,27 @@ export class TxPipeline {
           consumed: false,
         };
       }
-      const plan = planGas(simulated, this.#o.gas);
+      const plan = planGas(simulated, this.#options.gas);
       gas = plan.gas;
       gasSource = plan.source;
     }
-    const fee = feeFor(gas, this.#o.gas.gasPrice);
+    const fee = feeFor(gas, this.#options.gas.gasPrice);
     const tx = buildSignedTx({
-      registry: this.#o.registry,
+      registry: this.#options.registry,
       signer: this.signer,
-      chainId: this.#o.chainId,
+      chainId: this.#options.chainId,
       accountNumber: acct.accountNumber,
       sequence: acct.sequence,
       messages,
       memo,
       gas,
-      fee: { denom: this.#o.gas.feeDenom, amount: fee.toString() },
+      fee: { denom: this.#options.gas.feeDenom, amount: fee.toString() },
     });
     const hash = txHashOf(tx);
     this.metrics.broadcasts++;
     let res: Awaited<ReturnType<NodeConnection["comet"]["broadcastTxSync"]>>;
     try {
-      res = await this.#o.conn.comet.broadcastTxSync({ tx });
+      res = await this.#options.conn.comet.broadcastTxSync({ tx });
     } catch (err) {
       const failure = classifyRpcError(err);
       const text = `${(err as Error).message} ${((err as Error).cause as Error | undefined)?.message ?? ""}`;
@@ -299,7 +299,7 @@ export class TxPipeline {
         return { value: { kind: "retry", failure: { kind: "transient" }, detail: text }, consumed: false };
       }
       // The request may or may not have reached the mempool: never send a second tx, wait for this one.
-      this.#o.logger?.warn(
+      this.#options.logger?.warn(
         { tx_hash: hash, err: text },
         "broadcast outcome unknown; waiting for the tx instead of re-sending",
       );
@@ -328,12 +328,12 @@ export class TxPipeline {
     deadline: number,
     signal?: AbortSignal,
   ): Promise<Omit<TxResult, "fee" | "gasSource">> {
-    const { clock } = this.#o;
+    const { clock } = this.#options;
     for (;;) {
-      const wait = Math.min(this.#o.txPollIntervalMs, Math.max(0, deadline - clock.now()));
+      const wait = Math.min(this.#options.txPollIntervalMs, Math.max(0, deadline - clock.now()));
       await clock.sleep(wait, signal);
       try {
-        const found = await this.#o.conn.comet.txSearch({ query: `tx.hash='${hash}'` });
+        const found = await this.#options.conn.comet.txSearch({ query: `tx.hash='${hash}'` });
         const tx = found.txs[0];
         if (tx !== undefined) {
           const data = tx.result.data;
@@ -349,7 +349,7 @@ export class TxPipeline {
           };
         }
       } catch (err) {
-        this.#o.logger?.debug(
+        this.#options.logger?.debug(
           { tx_hash: hash, err: chainError(err, "tx_search").message },
           "tx lookup failed; polling on",
         );

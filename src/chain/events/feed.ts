@@ -153,14 +153,14 @@ export function reconnectBackoff(initialMs: number, maxMs: number, random: () =>
 
 export class EventFeed extends EventEmitter<FeedEvents> {
   readonly fanout = new FanOut();
-  readonly #o: Required<Omit<EventFeedOptions, "fetchBlockEvents" | "logger">> &
+  readonly #options: Required<Omit<EventFeedOptions, "fetchBlockEvents" | "logger">> &
     Pick<EventFeedOptions, "fetchBlockEvents" | "logger">;
   readonly #channels: Channel[];
   #abort = new AbortController();
   #loops: Promise<void>[] | undefined;
   #headerFallback = false;
   #lastBlockEventsHeight = 0;
-  readonly #m: FeedMetrics = {
+  readonly #metrics: FeedMetrics = {
     state: "idle",
     lastHeight: 0,
     lastBlockAtMs: 0,
@@ -180,7 +180,7 @@ export class EventFeed extends EventEmitter<FeedEvents> {
     this.#channels = [channel("leases", subscriptionQueries(opts.providerUuid))];
     if (opts.customDomains === true)
       this.#channels.push(channel("domains", domainSubscriptionQueries(opts.providerUuid)));
-    this.#o = {
+    this.#options = {
       clock: systemClock,
       random: Math.random,
       pingIntervalMs: 30_000,
@@ -192,12 +192,15 @@ export class EventFeed extends EventEmitter<FeedEvents> {
       customDomains: false,
       ...opts,
     };
-    if (this.#o.reconnectInitialMs <= 0 || this.#o.reconnectMaxMs < this.#o.reconnectInitialMs)
+    if (
+      this.#options.reconnectInitialMs <= 0 ||
+      this.#options.reconnectMaxMs < this.#options.reconnectInitialMs
+    )
       throw new FredError("ERR_CONFIG", "websocket reconnect delays must satisfy 0 < initial ≤ max");
   }
 
   get heartbeatTimeoutMs(): number {
-    return this.#o.stallTimeoutMs;
+    return this.#options.stallTimeoutMs;
   }
 
   subscribe(name: string, capacity?: number): FeedConsumer {
@@ -205,11 +208,11 @@ export class EventFeed extends EventEmitter<FeedEvents> {
   }
 
   metrics(): FeedMetrics {
-    return { ...this.#m, dropped: this.fanout.droppedTotal };
+    return { ...this.#metrics, dropped: this.fanout.droppedTotal };
   }
 
   get state(): FeedState {
-    return this.#m.state;
+    return this.#metrics.state;
   }
 
   /** The feed's state: `live` while every channel is, else the first channel that is not. */
@@ -220,8 +223,8 @@ export class EventFeed extends EventEmitter<FeedEvents> {
   }
 
   #setState(state: FeedState): void {
-    if (this.#m.state === state) return;
-    this.#m.state = state;
+    if (this.#metrics.state === state) return;
+    this.#metrics.state = state;
     this.emit("state", state);
   }
 
@@ -244,11 +247,11 @@ export class EventFeed extends EventEmitter<FeedEvents> {
       };
       const onAbort = () =>
         done(new FredError("ERR_ABORTED", `interrupted while waiting for the feed: ${state}`));
-      if (this.#m.state === state) return resolve();
+      if (this.#metrics.state === state) return resolve();
       if (signal?.aborted) return onAbort();
       this.on("state", onState);
       signal?.addEventListener("abort", onAbort, { once: true });
-      if (this.#m.state === "stopped") onState("stopped");
+      if (this.#metrics.state === "stopped") onState("stopped");
     });
   }
 
@@ -273,7 +276,11 @@ export class EventFeed extends EventEmitter<FeedEvents> {
 
   async #run(ch: Channel): Promise<void> {
     const signal = this.#abort.signal;
-    const backoff = reconnectBackoff(this.#o.reconnectInitialMs, this.#o.reconnectMaxMs, this.#o.random);
+    const backoff = reconnectBackoff(
+      this.#options.reconnectInitialMs,
+      this.#options.reconnectMaxMs,
+      this.#options.random,
+    );
     while (!signal.aborted) {
       this.#setChannelState(ch, "connecting");
       const wasLive = await this.#connectOnce(ch, signal);
@@ -284,7 +291,7 @@ export class EventFeed extends EventEmitter<FeedEvents> {
       this.#setChannelState(ch, "backoff");
       this.emit("backoff", delay);
       try {
-        await sleepOrAbort(this.#o.clock, delay, signal);
+        await sleepOrAbort(this.#options.clock, delay, signal);
       } catch {
         break;
       }
@@ -293,14 +300,17 @@ export class EventFeed extends EventEmitter<FeedEvents> {
 
   /** One socket's life; resolves when it is gone. Returns whether it ever went live. */
   #connectOnce(ch: Channel, signal: AbortSignal): Promise<boolean> {
-    const { clock, pingIntervalMs } = this.#o;
+    const { clock, pingIntervalMs } = this.#options;
     return new Promise((resolve) => {
       let live = false;
       let lastActivity = clock.now();
       let finished = false;
       const cancels: Array<() => void> = [];
       let cancelHeartbeat: () => void = () => {};
-      const ws = new WebSocket(this.#o.url, { maxPayload: this.#o.maxFrameBytes, perMessageDeflate: false });
+      const ws = new WebSocket(this.#options.url, {
+        maxPayload: this.#options.maxFrameBytes,
+        perMessageDeflate: false,
+      });
       ch.socket = ws;
       const finish = (why: string) => {
         if (finished) return;
@@ -311,8 +321,8 @@ export class EventFeed extends EventEmitter<FeedEvents> {
         ws.on("error", () => {});
         ws.terminate();
         if (ch.socket === ws) ch.socket = undefined;
-        this.#o.logger?.warn(
-          { channel: ch.name, reason: why, height: this.#m.lastHeight },
+        this.#options.logger?.warn(
+          { channel: ch.name, reason: why, height: this.#metrics.lastHeight },
           "chain event feed disconnected",
         );
         this.emit("disconnected", why);
@@ -321,7 +331,7 @@ export class EventFeed extends EventEmitter<FeedEvents> {
       const armHeartbeat = () => {
         cancelHeartbeat();
         cancelHeartbeat = clock.setTimer(this.heartbeatTimeoutMs, () => {
-          this.#m.heartbeatTimeouts++;
+          this.#metrics.heartbeatTimeouts++;
           finish("no new block within the heartbeat window");
         });
       };
@@ -330,7 +340,7 @@ export class EventFeed extends EventEmitter<FeedEvents> {
           clock.setTimer(pingIntervalMs, () => {
             if (finished) return;
             if (clock.now() - lastActivity >= 2 * pingIntervalMs) {
-              this.#m.readTimeouts++;
+              this.#metrics.readTimeouts++;
               finish("read deadline exceeded");
               return;
             }
@@ -356,28 +366,31 @@ export class EventFeed extends EventEmitter<FeedEvents> {
         for (const [id, query] of ch.queries) {
           ws.send(JSON.stringify({ jsonrpc: "2.0", method: "subscribe", id, params: { query } }));
         }
-        this.#m.connects++;
+        this.#metrics.connects++;
         const reconnect = ch.everLive;
         ch.everLive = true;
-        const was = this.#m.state;
+        const was = this.#metrics.state;
         this.#setChannelState(ch, "live");
-        if (was !== "live" && this.#m.state === "live") this.emit("live", { reconnect });
+        if (was !== "live" && this.#metrics.state === "live") this.emit("live", { reconnect });
         armHeartbeat();
         schedulePing();
         if (reconnect) {
-          this.#m.reconnects++;
+          this.#metrics.reconnects++;
           this.fanout.resyncAll("reconnect");
         }
-        this.#o.logger?.info({ channel: ch.name, url: this.#o.url, reconnect }, "chain event feed connected");
+        this.#options.logger?.info(
+          { channel: ch.name, url: this.#options.url, reconnect },
+          "chain event feed connected",
+        );
       });
       ws.on("pong", () => {
         lastActivity = clock.now();
       });
       ws.on("message", (data, isBinary) => {
         lastActivity = clock.now();
-        this.#m.framesReceived++;
+        this.#metrics.framesReceived++;
         if (isBinary) {
-          this.#m.malformed++;
+          this.#metrics.malformed++;
           return;
         }
         const text = Array.isArray(data) ? Buffer.concat(data).toString("utf8") : data.toString();
@@ -393,8 +406,8 @@ export class EventFeed extends EventEmitter<FeedEvents> {
     const frame = classifyFrame(text);
     switch (frame.type) {
       case "malformed":
-        this.#m.malformed++;
-        this.#o.logger?.debug({ reason: frame.reason }, "chain event feed skipped a frame");
+        this.#metrics.malformed++;
+        this.#options.logger?.debug({ reason: frame.reason }, "chain event feed skipped a frame");
         return false;
       case "ack":
         return false;
@@ -402,7 +415,7 @@ export class EventFeed extends EventEmitter<FeedEvents> {
         if (frame.id === SUB_BLOCK_EVENTS && !this.#headerFallback) {
           // The node does not publish NewBlockEvents: watch headers, read block_results.
           this.#headerFallback = true;
-          this.#o.logger?.warn(
+          this.#options.logger?.warn(
             { error: frame.message },
             "NewBlockEvents refused; using block_results per height",
           );
@@ -415,7 +428,10 @@ export class EventFeed extends EventEmitter<FeedEvents> {
             }),
           );
         } else {
-          this.#o.logger?.warn({ id: frame.id, error: frame.message }, "chain event feed subscription error");
+          this.#options.logger?.warn(
+            { id: frame.id, error: frame.message },
+            "chain event feed subscription error",
+          );
         }
         return false;
       case "tx": {
@@ -424,7 +440,7 @@ export class EventFeed extends EventEmitter<FeedEvents> {
           typeof frame.id === "number" && ch.queries.has(frame.id) ? TX_KINDS[frame.id] : undefined;
         if (kinds === undefined) return false;
         this.#publish(
-          parseTxEventMap(frame.eventMap, kinds, this.#o.providerUuid, frame.height, frame.txHash),
+          parseTxEventMap(frame.eventMap, kinds, this.#options.providerUuid, frame.height, frame.txHash),
         );
         if (ch.name === "leases") this.#seeHeight(frame.height, signal);
         return freshForConnection(ch, frame.height);
@@ -446,33 +462,34 @@ export class EventFeed extends EventEmitter<FeedEvents> {
   #blockEvents(height: number, events: unknown): void {
     if (height <= this.#lastBlockEventsHeight) return;
     this.#lastBlockEventsHeight = height;
-    this.#publish(parseAbciEvents(events, BLOCK_KINDS, this.#o.providerUuid, height, undefined));
+    this.#publish(parseAbciEvents(events, BLOCK_KINDS, this.#options.providerUuid, height, undefined));
   }
 
   #fetchBlock(height: number, signal: AbortSignal): void {
-    const fetch = this.#o.fetchBlockEvents;
+    const fetch = this.#options.fetchBlockEvents;
     if (fetch === undefined) return;
     fetch(height, signal).then(
       (events) => this.#blockEvents(height, events),
-      (err: unknown) => this.#o.logger?.warn({ height, err }, "block_results fetch failed; resync covers it"),
+      (err: unknown) =>
+        this.#options.logger?.warn({ height, err }, "block_results fetch failed; resync covers it"),
     );
   }
 
   /** Records a height; a jump after a reconnect back-fills EndBlock events of skipped heights. */
   #seeHeight(height: number, signal: AbortSignal): boolean {
-    if (height <= this.#m.lastHeight) return false;
-    const previous = this.#m.lastHeight;
-    this.#m.lastHeight = height;
-    this.#m.lastBlockAtMs = this.#o.clock.now();
+    if (height <= this.#metrics.lastHeight) return false;
+    const previous = this.#metrics.lastHeight;
+    this.#metrics.lastHeight = height;
+    this.#metrics.lastBlockAtMs = this.#options.clock.now();
     this.emit("block", height);
-    if (previous > 0 && this.#lastBlockEventsHeight > 0 && this.#o.fetchBlockEvents !== undefined) {
-      const from = Math.max(this.#lastBlockEventsHeight + 1, height - this.#o.maxGapFill);
+    if (previous > 0 && this.#lastBlockEventsHeight > 0 && this.#options.fetchBlockEvents !== undefined) {
+      const from = Math.max(this.#lastBlockEventsHeight + 1, height - this.#options.maxGapFill);
       // Heights strictly between what we processed and the new tip, fetched in order.
       if (from < height)
         this.#fillGap(from, height - 1, signal).catch((err: unknown) =>
           signal.aborted
             ? undefined
-            : this.#o.logger?.warn({ err, from, to: height - 1 }, "gap fill failed; resync covers it"),
+            : this.#options.logger?.warn({ err, from, to: height - 1 }, "gap fill failed; resync covers it"),
         );
     }
     return true;
@@ -480,20 +497,20 @@ export class EventFeed extends EventEmitter<FeedEvents> {
 
   /** Back-fills a fixed range of heights never processed (computed before the new tip is). */
   async #fillGap(from: number, to: number, signal: AbortSignal): Promise<void> {
-    const fetch = this.#o.fetchBlockEvents;
+    const fetch = this.#options.fetchBlockEvents;
     if (fetch === undefined) return;
     // The first failure ends the fill (the caller logs it); the resync of the reconnect covers the rest.
     for (let h = from; h <= to && !signal.aborted; h++) {
       const events = await fetch(h, signal);
-      this.#publish(parseAbciEvents(events, BLOCK_KINDS, this.#o.providerUuid, h, undefined));
+      this.#publish(parseAbciEvents(events, BLOCK_KINDS, this.#options.providerUuid, h, undefined));
     }
   }
 
   #publish(result: ParseResult): void {
-    this.#m.malformed += result.malformed;
+    this.#metrics.malformed += result.malformed;
     for (const event of result.events) {
-      this.#m.eventsPublished++;
-      this.#m.lastEventAtMs = this.#o.clock.now();
+      this.#metrics.eventsPublished++;
+      this.#metrics.lastEventAtMs = this.#options.clock.now();
       this.fanout.publish(event);
     }
   }

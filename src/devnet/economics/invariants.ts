@@ -6,7 +6,7 @@
 
 import type { CreditAccount } from "../../chain/proto/index.ts";
 import { type Lease, LeaseState, timestampToNanos } from "../../chain/proto/index.ts";
-import { addAll, amountOf, type Coins, coinsEqual, coinsFromProto, formatCoins } from "./coins.ts";
+import { addAll, amountIn, type Coins, coinsEqual, coinsFromProto, formatCoins } from "../coins.ts";
 import { deriveCreditAddress } from "./credit-address.ts";
 import { isPastPendingDeadline } from "./expiry.ts";
 import { isUuidV7 } from "./uuidv7.ts";
@@ -116,7 +116,7 @@ export function checkLedger(snap: LedgerSnapshot, opts: { overdueAllowed?: numbe
       );
     const balance = snap.balanceOf(acc.creditAddress);
     for (const [denom, amount] of reserved)
-      if (amountOf(balance, denom) < amount)
+      if (amountIn(balance, denom) < amount)
         violations.push(`tenant ${acc.tenant}: balance below reserved ${denom}`);
   }
   for (const tenant of byTenant.keys())

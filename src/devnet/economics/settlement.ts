@@ -8,7 +8,7 @@
  * what it takes first consumes its own tranche.
  */
 import type { Coin } from "../../chain/proto/index.ts";
-import { add, amountOf, type Coins, parseAmount } from "./coins.ts";
+import { add, amountIn, type Coins, parseAmount } from "../coins.ts";
 
 export const NANOS_PER_SECOND = 1_000_000_000n;
 /** Longest interval billed in one settlement (≈ 100 years); longer gaps count as overflow. */
@@ -44,7 +44,7 @@ export function reservationFor(rate: Coins, minLeaseDurationSeconds: bigint): Co
 /** First denom whose free balance (balance − reserved, floored at 0) cannot cover `need`. */
 export function insufficientDenom(balance: Coins, reserved: Coins, need: Coins): string | undefined {
   for (const [denom, amount] of need) {
-    const free = amountOf(balance, denom) - amountOf(reserved, denom);
+    const free = amountIn(balance, denom) - amountIn(reserved, denom);
     if ((free < 0n ? 0n : free) < amount) return denom;
   }
   return undefined;
@@ -91,9 +91,9 @@ export function settle(input: SettleInput): SettleResult {
   let shortfall = overflow;
   for (const [denom, perSecond] of input.rate) {
     const owed = perSecond * seconds;
-    const tranche = amountOf(input.tranche, denom);
-    const others = amountOf(input.reserved, denom) - tranche;
-    const free = amountOf(input.balance, denom) - (others < 0n ? 0n : others);
+    const tranche = amountIn(input.tranche, denom);
+    const others = amountIn(input.reserved, denom) - tranche;
+    const free = amountIn(input.balance, denom) - (others < 0n ? 0n : others);
     const canSpend = free < 0n ? 0n : free;
     add(accrued, denom, owed);
     add(spendable, denom, canSpend);

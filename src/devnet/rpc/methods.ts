@@ -7,6 +7,7 @@ import { withDeadline } from "../../core/async/index.ts";
 import { hexUpper, rfc3339, sha256 } from "../blocks.ts";
 import { type CommittedTx, type DevnetNode, internalRpcError, RpcError } from "../node.ts";
 import { nodeInfoJson } from "../node-info.ts";
+import { parseQuery, QuerySyntaxError } from "../query-lang.ts";
 import { CONTROL_REFUSED } from "./control-guard.ts";
 import {
   base64Param,
@@ -17,7 +18,6 @@ import {
   type Params,
   stringParam,
 } from "./params.ts";
-import { parseQuery, QuerySyntaxError } from "./query-lang.ts";
 
 const BROADCAST_COMMIT_TIMEOUT_MS = 10_000;
 

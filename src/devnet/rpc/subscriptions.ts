@@ -4,8 +4,8 @@
  */
 import type { BusEvent, DevnetNode } from "../node.ts";
 import { RpcError } from "../node.ts";
+import { type Condition, matches, parseQuery, QuerySyntaxError } from "../query-lang.ts";
 import { invalidParams, type Params } from "./params.ts";
-import { type Condition, matches, parseQuery, QuerySyntaxError } from "./query-lang.ts";
 
 const MAX_SUBSCRIPTIONS = 100;
 

@@ -60,10 +60,10 @@ export function leaseUuidParam(req: FastifyRequest): string {
 }
 
 export class TenantAuth {
-  readonly #o: AuthOptions;
+  readonly #options: AuthOptions;
 
   constructor(opts: AuthOptions) {
-    this.#o = opts;
+    this.#options = opts;
   }
 
   /**
@@ -81,9 +81,12 @@ export class TenantAuth {
     if (token === undefined) throw refuse.unauthorized();
     let claims: TokenClaims;
     try {
-      claims = verifyTenantToken(token, { nowMs: this.#o.clock.now(), prefix: this.#o.bech32Prefix });
+      claims = verifyTenantToken(token, {
+        nowMs: this.#options.clock.now(),
+        prefix: this.#options.bech32Prefix,
+      });
     } catch (err) {
-      this.#o.logger.debug({ err, lease_uuid: leaseUuid }, "tenant token refused");
+      this.#options.logger.debug({ err, lease_uuid: leaseUuid }, "tenant token refused");
       throw refuse.unauthorized(err);
     }
     if (claims.kind !== need.kind) throw refuse.unauthorized();
@@ -91,14 +94,14 @@ export class TenantAuth {
     need.beforeSpend?.(claims);
     if (need.replay) this.#spend(claims);
     if (claims.leaseUuid !== leaseUuid) {
-      this.#o.logger.debug({ lease_uuid: leaseUuid }, "tenant token names another lease");
+      this.#options.logger.debug({ lease_uuid: leaseUuid }, "tenant token names another lease");
       throw refuse.unauthorized();
     }
     return claims;
   }
 
   #limit(tenant: string, reply: FastifyReply): void {
-    const buckets = this.#o.tenantLimit;
+    const buckets = this.#options.tenantLimit;
     if (buckets === undefined) return;
     const verdict = buckets.consume(tenant);
     rateLimitHeaders(reply, verdict, Math.max(1, Math.ceil(buckets.burst / buckets.rps)));
@@ -110,18 +113,21 @@ export class TenantAuth {
   }
 
   #spend(claims: TokenClaims): void {
-    const tracker = this.#o.tokens;
+    const tracker = this.#options.tokens;
     if (tracker === undefined) return;
     // The row outlives the token's validity window, after which it could not verify anyway.
     const expiresAt = (claims.timestamp + TOKEN_MAX_AGE_SECONDS + 1) * 1000;
     let first: boolean;
     try {
-      first = tracker.tryUse(claims.replayKey, expiresAt, this.#o.clock.now());
+      first = tracker.tryUse(claims.replayKey, expiresAt, this.#options.clock.now());
     } catch (err) {
       throw refuse.unavailable("ERR_API_REPLAY_STORE", err);
     }
     if (!first) {
-      this.#o.logger.warn({ lease_uuid: claims.leaseUuid, tenant: claims.tenant }, "token replay refused");
+      this.#options.logger.warn(
+        { lease_uuid: claims.leaseUuid, tenant: claims.tenant },
+        "token replay refused",
+      );
       throw refuse.unauthorized();
     }
   }
@@ -129,9 +135,9 @@ export class TenantAuth {
   /** Deletes replay rows whose tokens expired; a failure is only logged (the next sweep retries). */
   sweep(): void {
     try {
-      this.#o.tokens?.sweep(this.#o.clock.now());
+      this.#options.tokens?.sweep(this.#options.clock.now());
     } catch (err) {
-      this.#o.logger.warn({ err }, "token replay sweep failed");
+      this.#options.logger.warn({ err }, "token replay sweep failed");
     }
   }
 }

@@ -8,13 +8,14 @@ import type { Logger } from "../../log.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import type { LifecycleEvents } from "../lifecycle/index.ts";
+import type { Maintenance } from "../maintenance/index.ts";
 import type { Restorer } from "../retention/index.ts";
 import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
 import type { DiagnosticsLookup } from "./diagnostics.ts";
 import { ApiError, sendApiError } from "./errors.ts";
 import type { EventHub, EventHubOptions } from "./event-hub.ts";
-import type { Maintenance } from "./maintenance/service.ts";
+import { maintenanceAnswer } from "./maintenance-answers.ts";
 import { RequestScope } from "./request-scope.ts";
 import { type BlockSignal, TenantLeaseReads, type TenantLeaseReadsOptions } from "./tenant-lease-reads.ts";
 
@@ -179,7 +180,9 @@ export function tenantRoute(ctx: TenantContext, handler: TenantHandler): RouteHa
         return reply.send(answer.body);
       }
       return reply;
-    } catch (err) {
+    } catch (thrown) {
+      // The maintenance service says why it refused; the tenant's wording is this edge's.
+      const err = maintenanceAnswer(thrown);
       if (err instanceof ApiError && err.status === 502) ctx.badGateways.inc();
       return sendApiError(reply, err, ctx.logger);
     } finally {

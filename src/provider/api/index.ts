@@ -17,6 +17,7 @@ import { registerRestoreRoute } from "./routes/restore.ts";
 import { registerStatusRoute } from "./routes/status.ts";
 import { registerUpdateRoute } from "./routes/update.ts";
 
+export { onLostBackend } from "./backend-route.ts";
 /**
  * The tenant API: `/v1/leases/{uuid}/…` on providerd's listener. Built once by the
  * composition root from explicit dependencies; `register` adds its routes to the
@@ -26,7 +27,6 @@ import { registerUpdateRoute } from "./routes/update.ts";
  */
 export type { TenantApiDeps } from "./context.ts";
 export { EventHub } from "./event-hub.ts";
-export { Maintenance, type MaintenanceOptions } from "./maintenance/service.ts";
 export type { BlockSignal } from "./tenant-lease-reads.ts";
 
 const SWEEP_INTERVAL_MS = 30_000;

@@ -1,5 +1,6 @@
 import type { LeaseStateName } from "../../chain/port.ts";
 import { KeyedMutex } from "../../core/async/index.ts";
+import { tenantSafeText } from "../../core/envelope.ts";
 import type { Logger } from "../../log.ts";
 import type { ApplyResult, VerifiedCallback } from "../lifecycle/index.ts";
 import type { EventHub } from "./event-hub.ts";
@@ -14,14 +15,6 @@ import type { TenantLeaseReads } from "./tenant-lease-reads.ts";
  * happens while the lease is PENDING): a burst of 10,000 callbacks must not turn into
  * 10,000 chain queries for frames that may never be read.
  */
-const MAX_ERROR_CHARS = 512;
-
-/** A backend's failure text, made safe to relay: no control characters, bounded. */
-export function tenantSafeText(text: string): string {
-  const flat = text.replace(/[\n\t]/g, " ").replace(/\p{Cc}/gu, "");
-  return flat.length > MAX_ERROR_CHARS ? `${flat.slice(0, MAX_ERROR_CHARS)}…` : flat;
-}
-
 /** The instruction a `retained` frame carries in `error` (the stream's documented place for it). */
 export const RETAINED_NOTICE =
   "the lease's data was retained; to restore it, open a new lease with the same services and POST /v1/leases/{new_lease_uuid}/restore with this lease as from_lease_uuid";

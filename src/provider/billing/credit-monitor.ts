@@ -63,12 +63,12 @@ interface TenantState {
 }
 
 export class CreditMonitor {
-  readonly #d: CreditMonitorDeps;
+  readonly #deps: CreditMonitorDeps;
   readonly #tenants = new Map<string, TenantState>();
   readonly #reads: Coalescer<CreditHorizon | undefined>;
 
   constructor(deps: CreditMonitorDeps) {
-    this.#d = deps;
+    this.#deps = deps;
     // A tenant the monitor has not checked yet (no ACTIVE lease here) is read for `GET status`;
     // reusing that read for a second keeps a polling tenant from reaching the chain node on
     // every request, as the lease read does.
@@ -100,8 +100,8 @@ export class CreditMonitor {
    */
   async checkTenant(tenant: string, signal: AbortSignal): Promise<number | undefined> {
     const mine = (l: ChainLease) =>
-      l.providerUuid === this.#d.providerUuid && l.state === "LEASE_STATE_ACTIVE";
-    const leases = (await this.#d.chain.leasesByTenant(tenant, "LEASE_STATE_ACTIVE", signal)).filter(mine);
+      l.providerUuid === this.#deps.providerUuid && l.state === "LEASE_STATE_ACTIVE";
+    const leases = (await this.#deps.chain.leasesByTenant(tenant, "LEASE_STATE_ACTIVE", signal)).filter(mine);
     if (leases.length === 0) {
       this.#tenants.delete(tenant);
       return undefined;
@@ -112,10 +112,10 @@ export class CreditMonitor {
   /** The tenant's credit for `GET status`: the monitor's last read while it is fresh, else a new one. */
   async status(tenant: string, signal?: AbortSignal): Promise<CreditStatus | undefined> {
     const st = this.#tenants.get(tenant);
-    const now = this.#d.clock.now();
+    const now = this.#deps.clock.now();
     let horizon = st?.horizon;
     let readAt = st?.readAtMs ?? now;
-    if (horizon === undefined || now - readAt > this.#d.intervalMs) {
+    if (horizon === undefined || now - readAt > this.#deps.intervalMs) {
       horizon = await this.#reads.get(tenant, () => this.#read(tenant, signal));
       readAt = now;
     }
@@ -129,12 +129,16 @@ export class CreditMonitor {
   }
 
   async #read(tenant: string, signal: AbortSignal | undefined): Promise<CreditHorizon | undefined> {
-    const est = await this.#d.chain.creditEstimate(tenant, signal);
+    const est = await this.#deps.chain.creditEstimate(tenant, signal);
     return est === undefined ? undefined : horizonOf(est);
   }
 
   async #activeByTenant(signal: AbortSignal): Promise<Map<string, ChainLease[]>> {
-    const leases = await this.#d.chain.leasesByProvider(this.#d.providerUuid, "LEASE_STATE_ACTIVE", signal);
+    const leases = await this.#deps.chain.leasesByProvider(
+      this.#deps.providerUuid,
+      "LEASE_STATE_ACTIVE",
+      signal,
+    );
     const out = new Map<string, ChainLease[]>();
     for (const l of leases) {
       if (l.state !== "LEASE_STATE_ACTIVE") continue;
@@ -155,7 +159,7 @@ export class CreditMonitor {
   }
 
   async #check(tenant: string, leases: ChainLease[], signal: AbortSignal): Promise<number | undefined> {
-    const d = this.#d;
+    const d = this.#deps;
     const st = this.#state(tenant);
     const log = d.logger.child({ tenant });
     let horizon: CreditHorizon | undefined;
@@ -197,18 +201,20 @@ export class CreditMonitor {
 
   #readFailed(st: TenantState, log: Logger, err: unknown): number | undefined {
     st.errors++;
-    this.#d.metrics.creditCheck("error");
+    this.#deps.metrics.creditCheck("error");
     log.warn(
       { err, consecutive_errors: st.errors },
       "tenant credit read failed; nothing is closed on an error",
     );
-    return st.errors >= this.#d.errorThreshold ? this.#d.clock.now() + this.#d.retryIntervalMs : undefined;
+    return st.errors >= this.#deps.errorThreshold
+      ? this.#deps.clock.now() + this.#deps.retryIntervalMs
+      : undefined;
   }
 
   #warn(st: TenantState, leases: readonly ChainLease[], horizon: CreditHorizon, now: number): void {
     const at = depletesAtMs(horizon, now);
     const left = horizon.secondsLeft;
-    if (at === undefined || left === undefined || this.#d.notices === undefined) return;
+    if (at === undefined || left === undefined || this.#deps.notices === undefined) return;
     // The lowest threshold crossed: a lease already below 1 h at its first read gets one
     // frame, not two; the thresholds above it count as announced.
     const crossed = WARN_THRESHOLDS.filter((t) => left < t.seconds).at(-1);
@@ -218,12 +224,12 @@ export class CreditMonitor {
       if (sent.has(crossed.name)) continue;
       for (const t of WARN_THRESHOLDS) if (t.seconds >= crossed.seconds) sent.add(t.name);
       st.warned.set(lease.uuid, sent);
-      this.#d.notices.creditLow(lease.uuid, at);
+      this.#deps.notices.creditLow(lease.uuid, at);
     }
   }
 
   async #close(tenant: string, st: TenantState, leases: ChainLease[], signal: AbortSignal): Promise<void> {
-    const d = this.#d;
+    const d = this.#deps;
     const uuids = leases.map((l) => l.uuid);
     d.logger.warn(
       { tenant, leases: uuids.length, grace_ms: d.gracePeriodMs },

@@ -20,12 +20,12 @@ export interface DepletionWatcherDeps {
 }
 
 export class DepletionWatcher {
-  readonly #d: DepletionWatcherDeps;
+  readonly #deps: DepletionWatcherDeps;
   readonly #abort = new AbortController();
   #loop: Promise<void> | undefined;
 
   constructor(deps: DepletionWatcherDeps) {
-    this.#d = deps;
+    this.#deps = deps;
   }
 
   start(): void {
@@ -34,12 +34,12 @@ export class DepletionWatcher {
 
   async stop(): Promise<void> {
     this.#abort.abort();
-    this.#d.consumer.close();
+    this.#deps.consumer.close();
     await this.#loop;
   }
 
   async #run(): Promise<void> {
-    const d = this.#d;
+    const d = this.#deps;
     for (;;) {
       const item = await d.consumer.next(this.#abort.signal).catch(() => undefined);
       if (item === undefined) return;

@@ -37,7 +37,7 @@ export interface BillingSchedulerEvents {
 }
 
 export class BillingScheduler extends EventEmitter<BillingSchedulerEvents> {
-  readonly #o: BillingSchedulerOptions;
+  readonly #options: BillingSchedulerOptions;
   readonly #creditMs: number;
   readonly #abort = new AbortController();
   #nextWithdraw = 0;
@@ -52,7 +52,7 @@ export class BillingScheduler extends EventEmitter<BillingSchedulerEvents> {
 
   constructor(opts: BillingSchedulerOptions) {
     super();
-    this.#o = opts;
+    this.#options = opts;
     this.#creditMs = opts.creditIntervalMs > 0 ? opts.creditIntervalMs : opts.withdrawIntervalMs;
   }
 
@@ -94,7 +94,7 @@ export class BillingScheduler extends EventEmitter<BillingSchedulerEvents> {
     this.#cancelTimer?.();
     this.#running = this.#run()
       .catch((err) => {
-        if (!this.#abort.signal.aborted) this.#o.logger.error({ err }, "billing run failed");
+        if (!this.#abort.signal.aborted) this.#options.logger.error({ err }, "billing run failed");
       })
       .finally(() => {
         this.#running = undefined;
@@ -106,13 +106,13 @@ export class BillingScheduler extends EventEmitter<BillingSchedulerEvents> {
 
   #arm(): void {
     if (this.#stopped) return;
-    const { clock } = this.#o;
-    const due = Math.min(this.#nextWithdraw, this.#o.jobs.creditCheck ? this.#nextCredit : Infinity);
+    const { clock } = this.#options;
+    const due = Math.min(this.#nextWithdraw, this.#options.jobs.creditCheck ? this.#nextCredit : Infinity);
     this.#cancelTimer = clock.setTimer(Math.max(0, due - clock.now()), () => this.#kick());
   }
 
   async #run(): Promise<void> {
-    const { clock, jobs, logger } = this.#o;
+    const { clock, jobs, logger } = this.#options;
     const signal = this.#abort.signal;
     do {
       this.#again = false;
@@ -120,7 +120,7 @@ export class BillingScheduler extends EventEmitter<BillingSchedulerEvents> {
       if (started >= this.#nextWithdraw) {
         this.withdrawals++;
         const report = await jobs.withdraw(signal);
-        this.#nextWithdraw = Math.max(started + this.#o.withdrawIntervalMs, clock.now());
+        this.#nextWithdraw = Math.max(started + this.#options.withdrawIntervalMs, clock.now());
         this.emit("withdraw", report);
       }
       if (jobs.creditCheck !== undefined && clock.now() >= this.#nextCredit) {
@@ -151,6 +151,6 @@ export class BillingScheduler extends EventEmitter<BillingSchedulerEvents> {
   /** The sooner of two due times, but never in the past (a past time would spin). */
   #earliest(due: number, want: number | undefined): number {
     const t = want === undefined ? due : Math.min(due, want);
-    return Math.max(t, this.#o.clock.now() + 1);
+    return Math.max(t, this.#options.clock.now() + 1);
   }
 }

@@ -39,20 +39,20 @@ interface Hint {
 }
 
 export class CloseRetries {
-  readonly #o: Required<Omit<CloseRetryOptions, "onDropped">> & Pick<CloseRetryOptions, "onDropped">;
+  readonly #options: Required<Omit<CloseRetryOptions, "onDropped">> & Pick<CloseRetryOptions, "onDropped">;
   readonly #hints = new Map<string, Hint>();
   readonly #workers: Admission<Hint>;
   #stopped = false;
 
   constructor(opts: CloseRetryOptions) {
-    this.#o = {
+    this.#options = {
       workers: CLOSE_RETRY_WORKERS,
       hints: CLOSE_RETRY_HINTS,
       attempts: CLOSE_RETRY_ATTEMPTS,
       backoff: CLOSE_RETRY_BACKOFF,
       ...opts,
     };
-    this.#workers = new Admission(this.#o.workers, (lease, hint, release) => {
+    this.#workers = new Admission(this.#options.workers, (lease, hint, release) => {
       void this.#try(lease, hint).finally(release);
     });
   }
@@ -61,15 +61,15 @@ export class CloseRetries {
   hint(leaseUuid: string): boolean {
     if (this.#stopped) return false;
     if (this.#hints.has(leaseUuid)) return true;
-    if (this.#hints.size >= this.#o.hints) {
-      this.#o.onDropped?.();
-      this.#o.logger.warn(
+    if (this.#hints.size >= this.#options.hints) {
+      this.#options.onDropped?.();
+      this.#options.logger.warn(
         { lease_uuid: leaseUuid, held: this.#hints.size },
         "close retry queue full; the close is left to the next reconciler sweep",
       );
       return false;
     }
-    const hint: Hint = { tries: 0, backoff: new Backoff(this.#o.backoff), cancelTimer: undefined };
+    const hint: Hint = { tries: 0, backoff: new Backoff(this.#options.backoff), cancelTimer: undefined };
     this.#hints.set(leaseUuid, hint);
     this.#wait(leaseUuid, hint);
     return true;
@@ -88,7 +88,7 @@ export class CloseRetries {
   }
 
   #wait(leaseUuid: string, hint: Hint): void {
-    hint.cancelTimer = this.#o.clock.setTimer(hint.backoff.next(), () => {
+    hint.cancelTimer = this.#options.clock.setTimer(hint.backoff.next(), () => {
       hint.cancelTimer = undefined;
       if (this.#hints.get(leaseUuid) === hint) this.#workers.add(leaseUuid, hint);
     });
@@ -99,15 +99,15 @@ export class CloseRetries {
     hint.tries++;
     let done = false;
     try {
-      done = await this.#o.close(leaseUuid);
+      done = await this.#options.close(leaseUuid);
     } catch (err) {
-      this.#o.logger.warn({ err, lease_uuid: leaseUuid, try: hint.tries }, "close retry failed");
+      this.#options.logger.warn({ err, lease_uuid: leaseUuid, try: hint.tries }, "close retry failed");
     }
     if (this.#stopped || this.#hints.get(leaseUuid) !== hint) return;
-    if (done || hint.tries >= this.#o.attempts) {
+    if (done || hint.tries >= this.#options.attempts) {
       this.#hints.delete(leaseUuid);
       if (!done)
-        this.#o.logger.warn(
+        this.#options.logger.warn(
           { lease_uuid: leaseUuid, tries: hint.tries },
           "close still not confirmed after its retries; left to the reconciler sweep",
         );

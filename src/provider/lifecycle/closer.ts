@@ -46,21 +46,21 @@ export type CloseResult = {
 };
 
 export class Closer {
-  readonly #d: LifecycleDeps;
+  readonly #deps: LifecycleDeps;
   readonly #retry: CloseRetry;
 
   constructor(deps: LifecycleDeps, retry: CloseRetry = DEFAULT_CLOSE_RETRY) {
-    this.#d = deps;
+    this.#deps = deps;
     this.#retry = retry;
   }
 
   /** Backends that may hold the lease, from durable records only. */
   targets(leaseUuid: string): string[] {
     const out = new Set<string>();
-    const placement = this.#d.store.placement(leaseUuid);
+    const placement = this.#deps.store.placement(leaseUuid);
     if (placement?.owner !== undefined) out.add(placement.owner);
     for (const c of placement?.candidates ?? []) out.add(c);
-    const attempt = this.#d.store.attemptFor(leaseUuid);
+    const attempt = this.#deps.store.attemptFor(leaseUuid);
     if (attempt !== undefined) out.add(attempt.backend);
     return [...out].sort();
   }
@@ -77,9 +77,9 @@ export class Closer {
     for (const backend of targets) {
       const ok = await this.#deprovisionOn(backend, leaseUuid, signal);
       (ok ? result.deprovisioned : result.failed).push(backend);
-      if (ok && this.#d.store.retireAttempt(leaseUuid, backend)) {
+      if (ok && this.#deps.store.retireAttempt(leaseUuid, backend)) {
         result.retiredAttempt = backend;
-        this.#d.logger.info(
+        this.#deps.logger.info(
           { lease_uuid: leaseUuid, backend },
           "attempt retired: its backend accepted the deprovision of the ended lease",
         );
@@ -89,8 +89,8 @@ export class Closer {
   }
 
   async #deprovisionOn(backend: string, leaseUuid: string, signal: AbortSignal): Promise<boolean> {
-    const log = this.#d.logger.child({ lease_uuid: leaseUuid, backend });
-    const client = this.#d.clients.get(backend);
+    const log = this.#deps.logger.child({ lease_uuid: leaseUuid, backend });
+    const client = this.#deps.clients.get(backend);
     if (client === undefined) {
       log.warn("owning backend is not configured; cannot deprovision");
       return false;
@@ -112,7 +112,7 @@ export class Closer {
           throw notConfirmed;
         },
         {
-          clock: this.#d.clock,
+          clock: this.#deps.clock,
           attempts: this.#retry.attempts,
           backoff: { initialMs: this.#retry.initialDelayMs, maxMs: this.#retry.maxDelayMs },
           signal,

@@ -76,7 +76,7 @@ export function leaseRequest(config: ProviderConfig, lease: ChainLease, attempt:
 export const PROVISION_CONCURRENCY = 128;
 
 export class Provisioner {
-  readonly #d: LifecycleDeps;
+  readonly #deps: LifecycleDeps;
   /** The bound on new provisions (queued leases wait in order; redeliveries do not queue here). */
   readonly #sending: BulkheadPolicy;
   /** Leases whose provision request is on the wire right now. */
@@ -87,7 +87,7 @@ export class Provisioner {
   readonly leases: ProvisionLeaseReads;
 
   constructor(deps: LifecycleDeps, concurrency = PROVISION_CONCURRENCY) {
-    this.#d = deps;
+    this.#deps = deps;
     this.#sending = bulkhead(concurrency, Number.POSITIVE_INFINITY);
     this.leases = new ProvisionLeaseReads(deps.chain, deps.config.providerUuid, deps.clock);
     this.#attempts = new GroupCommitter((batch) => deps.store.recordAttempts(batch), {
@@ -101,7 +101,7 @@ export class Provisioner {
     signal: AbortSignal,
     order: ProvisionOrder = {},
   ): Promise<ProvisionStep> {
-    const { store, config, acks } = this.#d;
+    const { store, config, acks } = this.#deps;
     const { target } = order;
     if (store.attemptFor(leaseUuid) !== undefined || this.inFlight.has(leaseUuid)) return "already-recorded";
     if (!placementAdmits(store.placement(leaseUuid), target, order.reprovision === true)) {
@@ -129,7 +129,7 @@ export class Provisioner {
     }
     const source = order.payload ?? (lease.metaHash === "" ? "none" : "stored");
     const owner = target !== undefined && "backend" in target ? target.backend : undefined;
-    const payload = await choosePayload(this.#d, lease, source, owner, signal);
+    const payload = await choosePayload(this.#deps, lease, source, owner, signal);
     if (payload === "missing") return "awaiting-payload";
     // Routed and stamped when its slot comes up: the choice sees the backends' load as it is
     // then, and the wait never counts towards an overdue callback.
@@ -141,7 +141,7 @@ export class Provisioner {
         backend,
         operationId: newUuidV4(),
         kind: "provision",
-        createdAt: this.#d.clock.now(),
+        createdAt: this.#deps.clock.now(),
       };
       if ((await this.#attempts.submit(attempt)) === "lease-busy") return "already-recorded";
       failpoint("provision.after-attempt-commit");
@@ -151,9 +151,9 @@ export class Provisioner {
 
   /** The router's choice for a new lease, kept only inside the plan's scope when it has one. */
   #route(lease: ChainLease, target: ProvisionTarget | undefined): string | undefined {
-    const decision = this.#d.router.choose(lease.items[0]?.skuUuid ?? "");
+    const decision = this.#deps.router.choose(lease.items[0]?.skuUuid ?? "");
     if (decision.kind !== "backend") {
-      this.#d.logger.warn({ lease_uuid: lease.uuid, reason: decision.reason }, "lease not routable now");
+      this.#deps.logger.warn({ lease_uuid: lease.uuid, reason: decision.reason }, "lease not routable now");
       return undefined;
     }
     if (target !== undefined && "scope" in target && !target.scope.includes(decision.backend))
@@ -169,13 +169,13 @@ export class Provisioner {
    * return (a lagging or wrong node proves nothing), keeps its attempt: "not-pending".
    */
   async redeliver(attempt: Attempt, signal: AbortSignal): Promise<ProvisionStep | "lease-ended"> {
-    const current = this.#d.store.attemptFor(attempt.leaseUuid);
+    const current = this.#deps.store.attemptFor(attempt.leaseUuid);
     if (current?.operationId !== attempt.operationId) return "already-recorded";
     if (this.inFlight.has(attempt.leaseUuid)) return "sent";
     const lease = await this.leases.get(attempt.leaseUuid);
     if (lease !== undefined && leaseEnded(lease.state)) return "lease-ended";
     if (lease === undefined || lease.state !== "LEASE_STATE_PENDING") {
-      this.#d.logger.warn(
+      this.#deps.logger.warn(
         {
           lease_uuid: attempt.leaseUuid,
           backend: attempt.backend,
@@ -188,7 +188,7 @@ export class Provisioner {
     }
     // A restore sends no payload (the backend deploys the retained manifest).
     const source = lease.metaHash !== "" && attempt.kind === "provision" ? "stored" : "none";
-    const payload = await choosePayload(this.#d, lease, source, undefined, signal);
+    const payload = await choosePayload(this.#deps, lease, source, undefined, signal);
     if (payload === "missing") return "awaiting-payload";
     return this.send(attempt, lease, payload, signal);
   }
@@ -204,7 +204,7 @@ export class Provisioner {
     payload: StoredPayload | undefined,
     signal: AbortSignal,
   ): Promise<ProvisionStep> {
-    const { clients, router, store, acks, config, logger } = this.#d;
+    const { clients, router, store, acks, config, logger } = this.#deps;
     const log = logger.child({
       lease_uuid: attempt.leaseUuid,
       backend: attempt.backend,
@@ -239,7 +239,7 @@ export class Provisioner {
       router.end(attempt.backend);
       this.inFlight.delete(attempt.leaseUuid);
     }
-    this.#d.observe.provisionSent(attempt.backend, outcome.kind);
+    this.#deps.observe.provisionSent(attempt.backend, outcome.kind);
     switch (outcome.kind) {
       case "accepted":
         failpoint("provision.after-accepted");

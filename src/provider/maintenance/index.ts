@@ -1,7 +1,9 @@
 /**
- * Restart and update, store side: the durable maintenance journal (in the placement
- * store) and the completion rules that settle its commands. The tenant side (admission,
- * dispatch, answers) is the tenant API's (src/provider/api/maintenance).
+ * Restart and update in providerd: the service (admission into the journal, dispatch to
+ * the backend, the recovery pass), the durable maintenance journal (in the placement
+ * store) and the completion rules that settle its commands. What a tenant reads (the
+ * routes and the wording of each refusal) is the tenant API's
+ * (src/provider/api/routes/{restart,update,maintenance}.ts, api/maintenance-answers.ts).
  */
 
 export { formatAdmittedAt } from "./admitted-at.ts";
@@ -16,3 +18,12 @@ export {
   type StoredAnswer,
   sameCommand,
 } from "./journal.ts";
+export { backendRefusalAnswer, invalidStateFor, MaintenanceRefused, type Refusal } from "./refusal.ts";
+export {
+  type Accepted,
+  type CommandRequest,
+  Maintenance,
+  type MaintenanceEvents,
+  type MaintenanceOptions,
+  progressStatus,
+} from "./service.ts";

@@ -44,7 +44,7 @@ export interface SweepReport {
 const STARTUP_BACKOFF = { initialMs: 1_000, maxMs: 30_000 };
 
 export class Reconciler {
-  readonly #d: ReconcilerDeps;
+  readonly #deps: ReconcilerDeps;
   readonly metrics: ReconcilerMetrics;
   /** By backend: did it answer the latest sweep (fenced backends: false)? */
   readonly backendHealthy: Map<string, boolean>;
@@ -61,7 +61,7 @@ export class Reconciler {
   #readiness: InventoryReadiness = READY_INVENTORY;
 
   constructor(deps: ReconcilerDeps) {
-    this.#d = deps;
+    this.#deps = deps;
     this.metrics = createReconcilerMetrics(deps.registry);
     const backends = deps.config.backends;
     this.backendHealthy = new Map(backends.map((b) => [b.name, !b.fenced]));
@@ -90,7 +90,7 @@ export class Reconciler {
   }
 
   #start(signal: AbortSignal): Promise<SweepReport> {
-    const around = this.#d.whileSweeping;
+    const around = this.#deps.whileSweeping;
     const run = (around === undefined ? this.#run(signal) : around(() => this.#run(signal))).finally(() => {
       this.#running = undefined;
     });
@@ -99,20 +99,20 @@ export class Reconciler {
   }
 
   async #run(signal: AbortSignal): Promise<SweepReport> {
-    const { lifecycle, config, clock, logger } = this.#d;
-    const deadlineMs = this.#d.readDeadlineMs ?? 10_000;
+    const { lifecycle, config, clock, logger } = this.#deps;
+    const deadlineMs = this.#deps.readDeadlineMs ?? 10_000;
     const end = this.metrics.duration.startTimer();
     let report: SweepReport;
     try {
-      const { input, pending } = await collect(this.#d, deadlineMs, signal, this.#d.inventoryStallMs);
+      const { input, pending } = await collect(this.#deps, deadlineMs, signal, this.#deps.inventoryStallMs);
       const p = plan(input);
       for (const s of p.skips) this.metrics.skips.inc({ pass: s.pass, reason: s.reason });
       for (const name of this.backendHealthy.keys()) this.backendHealthy.set(name, p.answered.includes(name));
       const fencedSet = new Set(config.backends.filter((b) => b.fenced).map((b) => b.name));
       for (const name of p.answered) if (!fencedSet.has(name)) this.#everAnswered.add(name);
       this.#readiness = inventoryReadiness(input, this.#everAnswered, fencedSet);
-      await act({ ...this.#d, lifecycle, pending, metrics: this.metrics, deadlineMs, signal }, p);
-      await this.#d.afterSweep?.(signal).catch((err: unknown) => {
+      await act({ ...this.#deps, lifecycle, pending, metrics: this.metrics, deadlineMs, signal }, p);
+      await this.#deps.afterSweep?.(signal).catch((err: unknown) => {
         if (!signal.aborted) logger.warn({ err }, "reconciler: pending maintenance pass failed");
       });
       await this.#endLost(signal);
@@ -152,11 +152,11 @@ export class Reconciler {
   /** The lost-backend pass (lost-backends.ts) after each sweep; its failure fails nothing else. */
   async #endLost(signal: AbortSignal): Promise<void> {
     try {
-      const r = await endLeasesOnLostBackends(this.#d, signal);
+      const r = await endLeasesOnLostBackends(this.#deps, signal);
       if (r.closed.length + r.rejected.length + r.pruned.length + r.failed.length > 0)
-        this.#d.logger.info(r, "leases on lost backends");
+        this.#deps.logger.info(r, "leases on lost backends");
     } catch (err) {
-      if (!signal.aborted) this.#d.logger.error({ err }, "lost-backend pass failed");
+      if (!signal.aborted) this.#deps.logger.error({ err }, "lost-backend pass failed");
     }
   }
 
@@ -176,7 +176,7 @@ export class Reconciler {
     this.#health.set(backend, answered);
     if (!answered || !this.#done || this.#healthSweep !== undefined) return;
     if (before !== false && this.backendHealthy.get(backend) !== false) return;
-    this.#d.logger.info({ backend }, "backend answers again; sweeping for the leases deferred for it");
+    this.#deps.logger.info({ backend }, "backend answers again; sweeping for the leases deferred for it");
     this.#healthSweep = this.sweep(signal)
       .catch(() => undefined)
       .finally(() => {
@@ -191,17 +191,17 @@ export class Reconciler {
       async () => {
         // A resync or periodic sweep may have completed meanwhile.
         if (this.#done) return;
-        await this.#d.feedLive(signal);
+        await this.#deps.feedLive(signal);
         await this.sweep(signal);
         if (!this.#unfencedAnswered) throw incomplete;
       },
       {
-        clock: this.#d.clock,
+        clock: this.#deps.clock,
         backoff: STARTUP_BACKOFF,
         signal,
         retryable: () => true,
         onRetry: (err) => {
-          if (err !== incomplete) this.#d.logger.warn({ err }, "startup sweep failed; retrying");
+          if (err !== incomplete) this.#deps.logger.warn({ err }, "startup sweep failed; retrying");
         },
       },
     );

@@ -38,25 +38,25 @@ export interface RestoreRequest {
 }
 
 export class Restorer {
-  readonly #d: LifecycleDeps;
+  readonly #deps: LifecycleDeps;
   readonly #busy: (lease: string) => boolean;
 
   /** `busy`: work the lease queue does not show (a provision request on the wire). */
   constructor(deps: LifecycleDeps, busy: (lease: string) => boolean = () => false) {
-    this.#d = deps;
+    this.#deps = deps;
     this.#busy = busy;
   }
 
   async restore(req: RestoreRequest, signal: AbortSignal): Promise<RestoreOutcome> {
-    const { queue } = this.#d;
+    const { queue } = this.#deps;
     if (queue.isBusy(req.source) || this.#busy(req.source)) return { kind: "source_busy" };
     if (queue.isBusy(req.target) || this.#busy(req.target)) return { kind: "target_busy" };
     return holdBoth(queue, req.source, req.target, () => this.#admitAndSend(req, signal));
   }
 
   async #admitAndSend(req: RestoreRequest, signal: AbortSignal): Promise<RestoreOutcome> {
-    const { store, clients, config, clock, acks } = this.#d;
-    const log = this.#d.logger.child({ lease_uuid: req.target, from_lease_uuid: req.source });
+    const { store, clients, config, clock, acks } = this.#deps;
+    const log = this.#deps.logger.child({ lease_uuid: req.target, from_lease_uuid: req.source });
     if (store.attemptFor(req.target) !== undefined || store.placement(req.target) !== undefined)
       return { kind: "target_busy" };
     // A chain decision still on its way (e.g. the rejection of a refused empty provision: a
@@ -113,7 +113,7 @@ export class Restorer {
 
   /** `POST /restore` for the admitted attempt (redelivery goes through the Provisioner's send). */
   send(attempt: Attempt, target: ChainLease, source: string, signal: AbortSignal): Promise<MutationOutcome> {
-    const { clients, config } = this.#d;
+    const { clients, config } = this.#deps;
     const client = clients.get(attempt.backend);
     if (client === undefined)
       return Promise.resolve({ kind: "not-sent", reason: "not-pinned", detail: "backend not configured" });
@@ -121,7 +121,7 @@ export class Restorer {
   }
 
   async #settle(attempt: Attempt, outcome: MutationOutcome): Promise<RestoreOutcome> {
-    const { store } = this.#d;
+    const { store } = this.#deps;
     switch (outcome.kind) {
       case "accepted":
         return { kind: "accepted" };
@@ -144,6 +144,6 @@ export class Restorer {
 
   /** An exact read, bounded by the caller's signal (the tenant request's deadline). */
   #read(lease: string, signal: AbortSignal): Promise<ChainLease | undefined> {
-    return this.#d.chain.getLease(lease, signal);
+    return this.#deps.chain.getLease(lease, signal);
   }
 }

@@ -30,7 +30,7 @@ type SupervisorState =
   | { kind: "stopped" };
 
 export class SignerSupervisor extends EventEmitter<{ pass: [PassOutcome, LanePassReport | undefined] }> {
-  readonly #o: SupervisorOptions;
+  readonly #options: SupervisorOptions;
   readonly #backoff: Backoff;
   readonly #abort = new AbortController();
   #state: SupervisorState = { kind: "idle" };
@@ -39,7 +39,7 @@ export class SignerSupervisor extends EventEmitter<{ pass: [PassOutcome, LanePas
 
   constructor(opts: SupervisorOptions) {
     super();
-    this.#o = opts;
+    this.#options = opts;
     this.#backoff = new Backoff(opts.retry ?? { initialMs: 1_000, maxMs: 60_000 });
   }
 
@@ -68,9 +68,11 @@ export class SignerSupervisor extends EventEmitter<{ pass: [PassOutcome, LanePas
       if (this.#state.kind === "stopped") return;
       if (state.again) return this.#run();
       const delay =
-        outcome === "converged" ? this.#o.intervalMs : Math.min(this.#backoff.next(), this.#o.intervalMs);
+        outcome === "converged"
+          ? this.#options.intervalMs
+          : Math.min(this.#backoff.next(), this.#options.intervalMs);
       if (outcome === "converged") this.#backoff.reset();
-      this.#state = { kind: "waiting", cancel: this.#o.clock.setTimer(delay, () => this.#run()) };
+      this.#state = { kind: "waiting", cancel: this.#options.clock.setTimer(delay, () => this.#run()) };
     });
   }
 
@@ -78,7 +80,7 @@ export class SignerSupervisor extends EventEmitter<{ pass: [PassOutcome, LanePas
     let outcome: PassOutcome;
     let report: LanePassReport | undefined;
     try {
-      report = await this.#o.converge(this.#abort.signal);
+      report = await this.#options.converge(this.#abort.signal);
       outcome = report.unsettled === 0 && report.errors.length === 0 ? "converged" : "unsettled";
       const fields = {
         grants_sent: report.grantsSent,
@@ -87,11 +89,12 @@ export class SignerSupervisor extends EventEmitter<{ pass: [PassOutcome, LanePas
         tx_errors: report.txErrors,
         unsettled: report.unsettled,
       };
-      if (outcome === "converged") this.#o.logger?.debug(fields, "sub-signer lanes converged");
-      else this.#o.logger?.warn({ ...fields, errors: report.errors }, "sub-signer pass left work undone");
+      if (outcome === "converged") this.#options.logger?.debug(fields, "sub-signer lanes converged");
+      else
+        this.#options.logger?.warn({ ...fields, errors: report.errors }, "sub-signer pass left work undone");
     } catch (err) {
       outcome = "failed";
-      this.#o.logger?.warn({ err: (err as Error).message }, "sub-signer pass failed");
+      this.#options.logger?.warn({ err: (err as Error).message }, "sub-signer pass failed");
     }
     this.passes.set(outcome, (this.passes.get(outcome) ?? 0) + 1);
     this.emit("pass", outcome, report);

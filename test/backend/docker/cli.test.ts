@@ -6,9 +6,9 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { stringify } from "yaml";
 import { isUuidV4 } from "../../../src/core/uuid.ts";
+import { dockerSkip } from "../../support/docker.ts";
 import { startReceiver } from "../kit/receiver.ts";
 import { signedClient } from "../kit/signed-client.ts";
-import { dockerSkip } from "./engine-helper.ts";
 import { DISK_SKU, httpdManifest, prepareDockerBackend, SECRET, spawnDockerBackend } from "./helpers.ts";
 import { provisionBody } from "./provision-helper.ts";
 

@@ -1,5 +1,5 @@
+import { dockerSkip } from "../../support/docker.ts";
 import { runBackendContractSuite } from "../contract.ts";
-import { dockerSkip } from "./engine-helper.ts";
 import {
   httpdManifest,
   manifest,

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { RunningDockerBackend } from "../../../src/backend/docker/main.ts";
 import { instanceName } from "../../../src/backend/docker/names.ts";
+import { dockerCli, dockerSkip } from "../../support/docker.ts";
 import { type Receiver, startReceiver } from "../kit/receiver.ts";
 import { type SignedClient, signedClient } from "../kit/signed-client.ts";
-import { dockerCli, dockerSkip } from "./engine-helper.ts";
 import {
   type DockerTestSetup,
   manifest,

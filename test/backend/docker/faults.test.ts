@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { instanceName } from "../../../src/backend/docker/names.ts";
+import { dockerCli, dockerSkip, restartDockerd } from "../../support/docker.ts";
 import { until } from "../../support/index.ts";
 import { type Receiver, startReceiver } from "../kit/receiver.ts";
 import { type SignedClient, signedClient } from "../kit/signed-client.ts";
-import { dockerCli, dockerSkip, restartDockerd } from "./engine-helper.ts";
 import {
   type DockerProcess,
   type DockerTestSetup,

@@ -11,9 +11,9 @@ import {
   startDockerBackend,
 } from "../../../src/backend/docker/main.ts";
 import { createLogger } from "../../../src/log.ts";
+import { BTRFS_ROOT, dockerCli } from "../../support/docker.ts";
 import { type Launched, launchFred } from "../../support/index.ts";
 import type { BackendReady } from "../mock/process.ts";
-import { BTRFS_ROOT, dockerCli } from "./engine-helper.ts";
 
 /**
  * A Docker backend under test: its config file in a temp dir (journal beside it, volumes

@@ -4,10 +4,10 @@ import { after, before, describe, it } from "node:test";
 import { instanceName } from "../../../src/backend/docker/names.ts";
 import { isHostPortCollision } from "../../../src/backend/docker/startup.ts";
 import { FredError } from "../../../src/core/errors.ts";
+import { dockerCli, dockerSkip } from "../../support/docker.ts";
 import { until } from "../../support/index.ts";
 import { type Receiver, startReceiver } from "../kit/receiver.ts";
 import { type SignedClient, signedClient } from "../kit/signed-client.ts";
-import { dockerCli, dockerSkip } from "./engine-helper.ts";
 import {
   type DockerProcess,
   type DockerTestSetup,

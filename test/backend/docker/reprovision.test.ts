@@ -4,9 +4,9 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { RunningDockerBackend } from "../../../src/backend/docker/main.ts";
 import { instanceName, volumeDirName } from "../../../src/backend/docker/names.ts";
+import { dockerCli, dockerSkip, execIn } from "../../support/docker.ts";
 import { type Receiver, startReceiver } from "../kit/receiver.ts";
 import { type SignedClient, signedClient } from "../kit/signed-client.ts";
-import { dockerCli, dockerSkip, execIn } from "./engine-helper.ts";
 import {
   DISK_SKU,
   type DockerTestSetup,

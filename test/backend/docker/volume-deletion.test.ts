@@ -11,7 +11,8 @@ import { instanceName } from "../../../src/backend/docker/names.ts";
 import { type SkuProfile, SubstrateError, type WorkloadSpec } from "../../../src/backend/kit/index.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
-import { dockerSkip, scratchVolumeRoot, substrateConfig, workloadSpec } from "./engine-helper.ts";
+import { dockerSkip, scratchVolumeRoot } from "../../support/docker.ts";
+import { substrateConfig, workloadSpec } from "./substrate-helper.ts";
 
 /**
  * A volume deletion that does not finish, on the real engine and a real btrfs: a nested

@@ -9,15 +9,8 @@ import { instanceName } from "../../../src/backend/docker/names.ts";
 import type { SkuProfile, WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
-import {
-  dockerCli,
-  dockerSkip,
-  execIn,
-  scratchVolumeRoot,
-  seedHelpersLeft,
-  substrateConfig,
-  workloadSpec,
-} from "./engine-helper.ts";
+import { dockerCli, dockerSkip, execIn, scratchVolumeRoot } from "../../support/docker.ts";
+import { seedHelpersLeft, substrateConfig, workloadSpec } from "./substrate-helper.ts";
 
 /**
  * Without a manifest `user`, a container runs as the single non-root owner of its image's

@@ -13,15 +13,8 @@ import { extractArchive, type SeedLimits } from "../../../src/backend/docker/vol
 import type { WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
-import {
-  dockerCli,
-  dockerSkip,
-  execIn,
-  scratchVolumeRoot,
-  seedHelpersLeft,
-  substrateConfig,
-  workloadSpec,
-} from "./engine-helper.ts";
+import { dockerCli, dockerSkip, execIn, scratchVolumeRoot } from "../../support/docker.ts";
+import { seedHelpersLeft, substrateConfig, workloadSpec } from "./substrate-helper.ts";
 
 /**
  * Seeding durable volumes from the image: the extraction guard on hand-made archives

@@ -8,14 +8,8 @@ import { instanceName } from "../../../src/backend/docker/names.ts";
 import type { WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
-import {
-  dockerCli,
-  dockerSkip,
-  execIn,
-  scratchVolumeRoot,
-  substrateConfig,
-  workloadSpec,
-} from "./engine-helper.ts";
+import { dockerCli, dockerSkip, execIn, scratchVolumeRoot } from "../../support/docker.ts";
+import { substrateConfig, workloadSpec } from "./substrate-helper.ts";
 
 /**
  * Real workloads on the real engine, checked from the outside (HTTP on the reported port)

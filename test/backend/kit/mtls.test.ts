@@ -14,8 +14,8 @@ import { BackendClient, type MutationOutcome } from "../../../src/provider/backe
 import type { BackendConfig } from "../../../src/provider/config/index.ts";
 import { TestPki } from "../../helpers/certs.ts";
 import { backendConfigFor } from "../../provider/backend-client/backend-config.ts";
+import { dockerSkip } from "../../support/docker.ts";
 import { type RunResult as CliResult, runFred } from "../../support/index.ts";
-import { dockerSkip } from "../docker/engine-helper.ts";
 import { prepareDockerBackend, spawnDockerBackend } from "../docker/helpers.ts";
 import { spawnMock } from "../mock/process.ts";
 import { type Receiver, startReceiver } from "./receiver.ts";

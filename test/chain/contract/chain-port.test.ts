@@ -1,5 +1,5 @@
 import type { CosmosChain } from "../../../src/chain/cosmos/adapter.ts";
-import { startDevnetProcess } from "../devnet/devnet-process.ts";
+import { devnet } from "../../support/index.ts";
 import { clientFor, createLeases } from "../devnet/helpers.ts";
 import { RecordingChain } from "../recording-chain.ts";
 import { chainPortContract } from "./chain-port.contract.ts";
@@ -19,7 +19,7 @@ chainPortContract("the recording fake", async () => {
 });
 
 chainPortContract("CosmosChain on a devnet", async () => {
-  const dn = await startDevnetProcess({ blockTime: "200ms", tenants: 1 });
+  const dn = await devnet({ blockTime: "200ms", tenants: 1 });
   let provider: CosmosChain | undefined;
   let tenant: CosmosChain | undefined;
   try {

@@ -8,13 +8,12 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { SignMode } from "cosmjs-types/cosmos/tx/signing/v1beta1/signing";
 import { AuthInfo, TxRaw } from "cosmjs-types/cosmos/tx/v1beta1/tx";
-import { runFred } from "../../support/index.ts";
-import { type DevnetProcess, startDevnetProcess } from "./devnet-process.ts";
+import { type Devnet, devnet, runFred } from "../../support/index.ts";
 
 describe("fred chain --sign-mode amino-json against a real devnet", () => {
-  let dn: DevnetProcess;
+  let dn: Devnet;
   before(async () => {
-    dn = await startDevnetProcess({ blockTime: "200ms", tenants: 1 });
+    dn = await devnet({ blockTime: "200ms", tenants: 1 });
   });
   after(async () => {
     await dn?.stop();

@@ -3,14 +3,13 @@ import { createHash } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { runFred } from "../../support/index.ts";
-import { type DevnetProcess, startDevnetProcess } from "./devnet-process.ts";
+import { type Devnet, devnet, runFred } from "../../support/index.ts";
 
 describe("fred chain (CLI) against a real devnet", () => {
-  let dn: DevnetProcess;
+  let dn: Devnet;
   let from: string[];
   before(async () => {
-    dn = await startDevnetProcess({ blockTime: "200ms", tenants: 1 });
+    dn = await devnet({ blockTime: "200ms", tenants: 1 });
     from = ["--home", dn.home, "--rpc", dn.rpc];
   });
   after(async () => {

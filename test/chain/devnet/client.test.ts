@@ -3,8 +3,7 @@ import { after, before, describe, it } from "node:test";
 import type { CosmosChain } from "../../../src/chain/cosmos/adapter.ts";
 import { type Clock, systemClock } from "../../../src/core/clock.ts";
 import { isFredError } from "../../../src/core/errors.ts";
-import { runFred, until } from "../../support/index.ts";
-import { type DevnetProcess, startDevnetProcess } from "./devnet-process.ts";
+import { type Devnet, devnet, runFred, until } from "../../support/index.ts";
 import { advanceTime, clientFor, createLeases } from "./helpers.ts";
 
 /** The system clock, except that 0 ms timers fire before any I/O can answer (a node that is always too slow). */
@@ -27,12 +26,12 @@ function zeroDelayFirstClock(): Clock {
 }
 
 describe("chain client against a real devnet", () => {
-  let dn: DevnetProcess;
+  let dn: Devnet;
   let provider: CosmosChain;
   let tenant1: CosmosChain;
   let tenant2: CosmosChain;
   before(async () => {
-    dn = await startDevnetProcess({ blockTime: "200ms", tenants: 2 });
+    dn = await devnet({ blockTime: "200ms", tenants: 2 });
     provider = await clientFor(dn, "provider", { queryPageLimit: 2, withdrawLimit: 2 });
     tenant1 = await clientFor(dn, "tenant1");
     tenant2 = await clientFor(dn, "tenant2");

@@ -9,8 +9,7 @@ import { EventFeed } from "../../../src/chain/events/feed.ts";
 import type { FeedItem } from "../../../src/chain/events/types.ts";
 import { registerChainMetrics } from "../../../src/chain/metrics.ts";
 import { MsgCancelLease } from "../../../src/chain/proto/index.ts";
-import { until } from "../../support/index.ts";
-import { type DevnetProcess, startDevnetProcess } from "./devnet-process.ts";
+import { type Devnet, devnet, until } from "../../support/index.ts";
 import { advanceTime, clientFor, createLeases } from "./helpers.ts";
 
 /** Collects everything a consumer receives, in order. */
@@ -30,13 +29,13 @@ function has(seen: FeedItem[], kind: string, lease?: string): boolean {
 }
 
 describe("event feed against a real devnet", () => {
-  let dn: DevnetProcess;
+  let dn: Devnet;
   let provider: CosmosChain;
   let tenant: CosmosChain;
   let feed: EventFeed;
   let seen: FeedItem[];
   before(async () => {
-    dn = await startDevnetProcess({ blockTime: "200ms", tenants: 2 });
+    dn = await devnet({ blockTime: "200ms", tenants: 2 });
     provider = await clientFor(dn, "provider");
     tenant = await clientFor(dn, "tenant1");
     feed = new EventFeed({
@@ -104,7 +103,7 @@ describe("event feed against a real devnet", () => {
   it("devnet killed and restarted mid-subscription: the feed comes back, resyncs, and delivers", async () => {
     const before = feed.metrics().reconnects;
     const resyncs = seen.filter((i) => i.type === "resync").length;
-    await dn.kill("SIGKILL");
+    await dn.kill();
     await feed.whenState("backoff", AbortSignal.timeout(10_000));
     await dn.restart();
     await feed.whenState("live", AbortSignal.timeout(20_000));

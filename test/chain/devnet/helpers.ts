@@ -14,11 +14,10 @@ import {
   MsgCreateSKUResponse,
   Unit,
 } from "../../../src/chain/proto/index.ts";
-import { until } from "../../support/index.ts";
-import type { DevnetProcess } from "./devnet-process.ts";
+import { type Devnet, until } from "../../support/index.ts";
 
 export async function clientFor(
-  dn: DevnetProcess,
+  dn: Devnet,
   account: string,
   opts: Partial<CosmosChainOptions> = {},
 ): Promise<CosmosChain> {
@@ -35,7 +34,7 @@ export async function clientFor(
 /** Creates `n` single-item leases for the tenant behind `c` (one tx, n messages). */
 export async function createLeases(
   c: CosmosChain,
-  dn: DevnetProcess,
+  dn: Devnet,
   n: number,
   sku = "docker-small",
 ): Promise<string[]> {
@@ -49,7 +48,7 @@ export async function createLeases(
 }
 
 /** Moves the devnet's block time forward and waits until a block carries the jump. */
-export async function advanceTime(dn: DevnetProcess, c: CosmosChain, seconds: number): Promise<void> {
+export async function advanceTime(dn: Devnet, c: CosmosChain, seconds: number): Promise<void> {
   const before = (await c.latestBlock()).time.getTime();
   await dn.call("devnet_advance_time", { seconds });
   await until(

@@ -9,15 +9,15 @@ import { AckBatcher } from "../../../src/chain/tx/ack-batcher.ts";
 import { ManualClock, systemClock } from "../../../src/core/clock.ts";
 import { isFredError } from "../../../src/core/errors.ts";
 import { SignerSupervisor } from "../../../src/provider/signers/index.ts";
-import { type DevnetProcess, startDevnetProcess } from "./devnet-process.ts";
+import { type Devnet, devnet } from "../../support/index.ts";
 import { clientFor, createLeases } from "./helpers.ts";
 
 describe("authz sub-signer lanes against a real devnet", () => {
-  let dn: DevnetProcess;
+  let dn: Devnet;
   let provider: CosmosChain;
   let tenant: CosmosChain;
   before(async () => {
-    dn = await startDevnetProcess({ blockTime: "200ms", tenants: 1 });
+    dn = await devnet({ blockTime: "200ms", tenants: 1 });
     provider = await clientFor(dn, "provider");
     tenant = await clientFor(dn, "tenant1");
   });

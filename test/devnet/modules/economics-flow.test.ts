@@ -226,7 +226,7 @@ describe("billing economics on the devnet", () => {
     const lease = await getLease(chain, late!);
     assert.equal(lease.state, LeaseState.LEASE_STATE_EXPIRED, "expired by the EndBlock of the same block");
     assert.equal(timestampToNanos(lease.expiredAt!), await chain.blockTimeNs(res.height));
-    const results = await rpc(chain.devnet.url, "block_results", { height: String(res.height) });
+    const results = await rpc(chain.devnet.rpc, "block_results", { height: String(res.height) });
     const expired = (
       results.result.finalize_block_events as { type: string; attributes: { key: string; value: string }[] }[]
     )

@@ -31,20 +31,21 @@ import {
   QuerySKUsResponse,
   toBytes,
 } from "../../../src/chain/proto/index.ts";
-import { coinsFromProto } from "../../../src/devnet/economics/coins.ts";
+import { coinsFromProto } from "../../../src/devnet/coins.ts";
 import {
   checkLedger,
   checkTransition,
   type LedgerSnapshot,
 } from "../../../src/devnet/economics/invariants.ts";
-import { type DevnetProcess, rpc, startDevnetProcess } from "../helpers.ts";
+import { type Devnet, devnet } from "../../support/index.ts";
+import { rpc } from "../helpers.ts";
 
 export const registry = new Registry([...defaultRegistryTypes, ...billingRegistryTypes]);
 /** Generous fixed fee: gas 400 000 at the default price. */
 export const FEE = { amount: [{ denom: "umfx", amount: "20000" }], gas: "400000" };
 
 export interface Chain {
-  devnet: DevnetProcess;
+  devnet: Devnet;
   query: ReturnType<
     typeof QueryClient.withExtensions<
       ReturnType<typeof setupBankExtension>,
@@ -90,35 +91,28 @@ export interface ChainOptions {
 }
 
 export async function startChain(opts: ChainOptions = {}): Promise<Chain> {
-  const args = ["--block-time", "0s", ...(opts.args ?? [])];
-  let devnet = await startDevnetProcess(args);
+  const dn = await devnet({ args: opts.args ?? [] });
   if (opts.authority !== undefined) {
     // The authority is read at start; keys exist only after the first start, so restart once.
-    await devnet.proc.stop();
-    process.env.POA_ADMIN_ADDRESS = devnet.account(opts.authority).address;
-    try {
-      devnet = await devnet.restart(args);
-    } finally {
-      delete process.env.POA_ADMIN_ADDRESS;
-    }
+    await dn.restart({ env: { POA_ADMIN_ADDRESS: dn.account(opts.authority).address } });
   }
-  const comet = await Comet38Client.connect(devnet.url);
+  const comet = await Comet38Client.connect(dn.rpc);
   const query = QueryClient.withExtensions(comet, setupBankExtension, setupAuthzExtension);
   const clients = new Map<string, SigningStargateClient>();
   let previous: LedgerSnapshot | undefined;
 
   const chain: Chain = {
-    devnet,
+    devnet: dn,
     query,
     comet,
-    address: (name) => devnet.account(name).address,
+    address: (name) => dn.account(name).address,
     async client(name) {
       let c = clients.get(name);
       if (c === undefined) {
-        const wallet = await DirectSecp256k1HdWallet.fromMnemonic(devnet.account(name).mnemonic, {
+        const wallet = await DirectSecp256k1HdWallet.fromMnemonic(dn.account(name).mnemonic, {
           prefix: "manifest",
         });
-        c = await SigningStargateClient.connectWithSigner(devnet.url, wallet, {
+        c = await SigningStargateClient.connectWithSigner(dn.rpc, wallet, {
           registry,
           broadcastPollIntervalMs: 50,
         });
@@ -137,7 +131,7 @@ export async function startChain(opts: ChainOptions = {}): Promise<Chain> {
       const c = await chain.client(name);
       const signed = await c.sign(chain.address(name), msgs, fee, "");
       const bytes = TxRaw.encode(signed).finish();
-      const r = await rpc(devnet.url, "broadcast_tx_sync", { tx: Buffer.from(bytes).toString("base64") });
+      const r = await rpc(dn.rpc, "broadcast_tx_sync", { tx: Buffer.from(bytes).toString("base64") });
       assert.equal(r.error, undefined, JSON.stringify(r.error));
       return { code: r.result.code, codespace: r.result.codespace, log: r.result.log };
     },
@@ -146,11 +140,11 @@ export async function startChain(opts: ChainOptions = {}): Promise<Chain> {
       return res.decode(out.value);
     },
     async advance(seconds) {
-      const r = await rpc(devnet.url, "devnet_advance_time", { seconds });
+      const r = await rpc(dn.rpc, "devnet_advance_time", { seconds });
       assert.equal(r.error, undefined, JSON.stringify(r.error));
     },
     async produceBlock() {
-      const r = await rpc(devnet.url, "devnet_produce_block", {});
+      const r = await rpc(dn.rpc, "devnet_produce_block", {});
       assert.equal(r.error, undefined, JSON.stringify(r.error));
       if (opts.checkEveryBlock ?? true) await chain.assertInvariants();
     },
@@ -160,7 +154,7 @@ export async function startChain(opts: ChainOptions = {}): Promise<Chain> {
       return ms * 1_000_000n + BigInt(b.block.header.time.nanoseconds ?? 0);
     },
     async txResult(hash) {
-      const r = await rpc(devnet.url, "tx", {
+      const r = await rpc(dn.rpc, "tx", {
         hash: Buffer.from(hash, "hex").toString("base64"),
         prove: false,
       });
@@ -236,9 +230,7 @@ export async function startChain(opts: ChainOptions = {}): Promise<Chain> {
     async stop() {
       for (const c of clients.values()) c.disconnect();
       comet.disconnect();
-      // A test may swap in a restarted process (chain.devnet): stop whichever runs now.
-      await chain.devnet.stop();
-      if (chain.devnet !== devnet) await devnet.stop();
+      await dn.stop();
     },
   };
   return chain;

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { KVRange, KVStore } from "../../../src/devnet/module.ts";
-import { grpcError, paginate } from "../../../src/devnet/modules/sku/query-kit.ts";
+import { grpcError, paginate } from "../../../src/devnet/query-kit.ts";
 
 /** Sorted map with the KVStore range semantics (prefix, inclusive start, exclusive end, reverse). */
 function memoryStore(keys: string[]): KVStore {

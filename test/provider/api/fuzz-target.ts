@@ -112,7 +112,7 @@ export class FuzzTarget {
 
   async observe(): Promise<Observed> {
     const s = this.stack;
-    const status = (await (await fetch(`${s.devnet.ready.rpc}/status`)).json()) as {
+    const status = (await (await fetch(`${s.devnet.rpc}/status`)).json()) as {
       result: { sync_info: { latest_block_height: string } };
     };
     const backends = await Promise.all(

@@ -2,15 +2,12 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { FastifyRequest } from "fastify";
 import { ApiError, refuse } from "../../../src/provider/api/errors.ts";
-import {
-  asApiError,
-  maintenanceRefusal,
-  refusalAnswer,
-} from "../../../src/provider/api/maintenance/answers.ts";
+import { asApiError, maintenanceRefusal } from "../../../src/provider/api/maintenance-answers.ts";
 import { parseTail } from "../../../src/provider/api/routes/logs.ts";
 import { restoreRefusal } from "../../../src/provider/api/routes/restore.ts";
 import { checkUpdateBody } from "../../../src/provider/api/routes/update.ts";
 import { ANSWERS } from "../../../src/provider/maintenance/completion.ts";
+import { backendRefusalAnswer } from "../../../src/provider/maintenance/refusal.ts";
 
 /**
  * The tenant-facing `error` texts whose condition is also the reference's (Fred v0.13,
@@ -34,7 +31,7 @@ const tail = (t: string) => () =>
 const refused =
   (status: number, kind: "restart" | "update", error = "") =>
   () => {
-    const { answer } = refusalAnswer({ kind: "refused", status, error }, kind);
+    const { answer } = backendRefusalAnswer({ kind: "refused", status, error }, kind);
     return new ApiError("ERR_API_MAINTENANCE_REFUSED", answer.status, answer.error ?? "", {
       ...(answer.reason === undefined ? {} : { reason: answer.reason }),
     });

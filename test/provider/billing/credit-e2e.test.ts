@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type CosmosChain, openCosmosChain } from "../../../src/chain/cosmos/adapter.ts";
 import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
 import { leaseOnNewProvider } from "../../chain/devnet/helpers.ts";
-import { launchFred, portOf, until } from "../../support/index.ts";
+import { until } from "../../support/index.ts";
 import { mockSkus, Stack } from "../e2e/stack.ts";
 
 /**
@@ -21,7 +20,7 @@ let operator: CosmosChain;
 
 function client(name: string): Promise<CosmosChain> {
   return openCosmosChain({
-    rpcUrl: stack.devnet.ready.rpc,
+    rpcUrl: stack.devnet.rpc,
     signer: signerFromKey(Buffer.from(stack.account(name).private_key_hex, "hex")),
     txPollIntervalMs: 50,
     txTimeoutMs: 20_000,
@@ -29,7 +28,7 @@ function client(name: string): Promise<CosmosChain> {
 }
 
 async function control(method: string, params: Record<string, unknown> = {}): Promise<void> {
-  const res = await fetch(stack.devnet.ready.rpc, {
+  const res = await fetch(stack.devnet.rpc, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
@@ -60,21 +59,7 @@ before(async () => {
     },
   );
   // The module authority is read at start: restart the devnet (same home, same port) with it.
-  const port = portOf(stack.devnet.ready.rpc);
-  await stack.devnet.stop();
-  stack.devnet = await launchFred<{ rpc: string }>(
-    [
-      "devnet",
-      "start",
-      "--home",
-      join(stack.dir, "devnet"),
-      "--rpc-port",
-      String(port),
-      "--block-time",
-      "0s",
-    ],
-    { label: "devnet", env: { POA_ADMIN_ADDRESS: stack.account("faucet").address }, readyTimeoutMs: 120_000 },
-  );
+  await stack.devnet.restart({ env: { POA_ADMIN_ADDRESS: stack.account("faucet").address } });
   authority = await client("faucet");
   operator = await client("tenant2");
   await stack.startProviderd();

@@ -6,8 +6,8 @@ import type { ChainPort, CreditEstimate } from "../../../src/chain/port.ts";
 import { MsgCreateLease, MsgCreateLeaseResponse } from "../../../src/chain/proto/index.ts";
 import { FredError } from "../../../src/core/errors.ts";
 import { CreditMonitor, createBillingMetrics } from "../../../src/provider/billing/index.ts";
-import { type DevnetProcess, startDevnetProcess } from "../../chain/devnet/devnet-process.ts";
 import { clientFor, createLeases } from "../../chain/devnet/helpers.ts";
+import { type Devnet, devnet } from "../../support/index.ts";
 import { manualClock, providerClient, quiet } from "./harness.ts";
 
 /**
@@ -50,11 +50,11 @@ class StagedNode {
   }
 }
 
-let dn: DevnetProcess;
+let dn: Devnet;
 let provider: CosmosChain;
 
 before(async () => {
-  dn = await startDevnetProcess({ blockTime: "100ms", tenants: 5 });
+  dn = await devnet({ blockTime: "100ms", tenants: 5 });
   provider = await providerClient(dn);
 });
 

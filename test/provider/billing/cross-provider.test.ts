@@ -3,8 +3,8 @@ import { after, before, describe, it } from "node:test";
 import type { CosmosChain } from "../../../src/chain/cosmos/adapter.ts";
 import { EventFeed } from "../../../src/chain/events/feed.ts";
 import { createBilling } from "../../../src/provider/billing/index.ts";
-import { type DevnetProcess, startDevnetProcess } from "../../chain/devnet/devnet-process.ts";
 import { advanceTime, clientFor, createLeases, leaseOnNewProvider } from "../../chain/devnet/helpers.ts";
+import { type Devnet, devnet } from "../../support/index.ts";
 import { billingConfig, manualClock, next, providerClient, quiet } from "./harness.ts";
 
 /**
@@ -14,21 +14,16 @@ import { billingConfig, manualClock, next, providerClient, quiet } from "./harne
  * the tenant runs at once. The billing scheduler's ManualClock never moves: the check
  * cannot be the scheduled one.
  */
-let dn: DevnetProcess;
+let dn: Devnet;
 let provider: CosmosChain;
 let tenant: CosmosChain;
 let other: CosmosChain;
 let authority: CosmosChain;
 
 before(async () => {
-  dn = await startDevnetProcess({ blockTime: "100ms", tenants: 2 });
+  dn = await devnet({ blockTime: "100ms", tenants: 2 });
   // The authority is read at start, and the dev keys exist once the home is initialised.
-  process.env.POA_ADMIN_ADDRESS = dn.account("faucet").address;
-  try {
-    await dn.restart();
-  } finally {
-    delete process.env.POA_ADMIN_ADDRESS;
-  }
+  await dn.restart({ env: { POA_ADMIN_ADDRESS: dn.account("faucet").address } });
   provider = await providerClient(dn);
   tenant = await clientFor(dn, "tenant1");
   other = await clientFor(dn, "tenant2"); // the second provider's operator key

@@ -8,8 +8,8 @@ import type {
   BillingScheduler,
   BillingSchedulerEvents,
 } from "../../../src/provider/billing/index.ts";
-import type { DevnetProcess } from "../../chain/devnet/devnet-process.ts";
 import { clientFor } from "../../chain/devnet/helpers.ts";
+import type { Devnet } from "../../support/index.ts";
 
 /**
  * Shared pieces of the billing tests: a real devnet process (the chain), real chain
@@ -70,7 +70,7 @@ export async function next<K extends keyof BillingSchedulerEvents>(
 }
 
 export async function providerClient(
-  dn: DevnetProcess,
+  dn: Devnet,
   opts: { withdrawLimit?: number; maxWithdrawIterations?: number } = {},
 ): Promise<CosmosChain> {
   return clientFor(dn, "provider", opts);

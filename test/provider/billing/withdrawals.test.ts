@@ -3,8 +3,8 @@ import { after, before, describe, it } from "node:test";
 import { Registry } from "prom-client";
 import type { CosmosChain } from "../../../src/chain/cosmos/adapter.ts";
 import { createBilling } from "../../../src/provider/billing/index.ts";
-import { type DevnetProcess, startDevnetProcess } from "../../chain/devnet/devnet-process.ts";
 import { advanceTime, clientFor, createLeases } from "../../chain/devnet/helpers.ts";
+import { type Devnet, devnet } from "../../support/index.ts";
 import {
   bankBalance,
   billingConfig,
@@ -23,12 +23,12 @@ import {
 const PRICE_PER_S = 100n; // docker-small: 360 000 upwr per hour
 const INTERVAL_MS = 60_000;
 
-let dn: DevnetProcess;
+let dn: Devnet;
 let tenant: CosmosChain;
 let provider: CosmosChain;
 
 before(async () => {
-  dn = await startDevnetProcess({ blockTime: "100ms" });
+  dn = await devnet({ blockTime: "100ms" });
   tenant = await clientFor(dn, "tenant1");
   provider = await providerClient(dn, { withdrawLimit: 2 });
 });

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { dockerCli, dockerSkip } from "../../backend/docker/engine-helper.ts";
 import {
   type DockerProcess,
   type DockerTestSetup,
@@ -9,6 +8,7 @@ import {
   spawnDockerBackend,
 } from "../../backend/docker/helpers.ts";
 import { signedClient } from "../../backend/kit/signed-client.ts";
+import { dockerCli, dockerSkip } from "../../support/docker.ts";
 import { until } from "../../support/index.ts";
 import { call, TenantKey } from "../api/tenant-client.ts";
 import { Stack, sha256 } from "./stack.ts";

@@ -4,7 +4,6 @@ import { after, before, describe, it } from "node:test";
 import { openCosmosChain } from "../../../src/chain/cosmos/adapter.ts";
 import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
 import { MsgSetItemCustomDomain } from "../../../src/chain/proto/index.ts";
-import { dockerSkip } from "../../backend/docker/engine-helper.ts";
 import {
   type DockerProcess,
   type DockerTestSetup,
@@ -20,7 +19,8 @@ import {
 } from "../../backend/docker/ingress/caddy-helper.ts";
 import { startDns, type TestDns } from "../../backend/docker/ingress/dns-server.ts";
 import { leaseOnNewProvider } from "../../chain/devnet/helpers.ts";
-import { launchFred, pickFreePort, portOf, runFred, until } from "../../support/index.ts";
+import { dockerSkip } from "../../support/docker.ts";
+import { pickFreePort, runFred, until } from "../../support/index.ts";
 import { call, TenantKey } from "../api/tenant-client.ts";
 import { Stack, sha256 } from "./stack.ts";
 
@@ -66,7 +66,7 @@ describe("custom domain: chain → providerd → Docker backend → Caddy", { sk
       "--home",
       join(stack.dir, "devnet"),
       "--rpc",
-      stack.devnet.ready.rpc,
+      stack.devnet.rpc,
     ]);
   const pushes = () =>
     (stack.providerd?.stderr() ?? "")
@@ -82,16 +82,10 @@ describe("custom domain: chain → providerd → Docker backend → Caddy", { sk
       async (s) => {
         // The module authority is read at devnet start: restart it with the faucet as the
         // authority (to create a second provider), producing a block every 200 ms.
-        const port = String(portOf(s.devnet.ready.rpc));
-        await s.devnet.stop();
-        s.devnet = await launchFred<{ rpc: string }>(
-          ["devnet", "start", "--home", join(s.dir, "devnet"), "--rpc-port", port, "--block-time", "200ms"],
-          {
-            label: "devnet",
-            env: { POA_ADMIN_ADDRESS: s.account("faucet").address },
-            readyTimeoutMs: 120_000,
-          },
-        );
+        await s.devnet.restart({
+          args: ["--block-time", "200ms"],
+          env: { POA_ADMIN_ADDRESS: s.account("faucet").address },
+        });
         setup = prepareDockerBackend({
           name: BACKEND,
           sku_mapping: { [s.sku("docker-small")]: "tiny" },
@@ -175,7 +169,7 @@ describe("custom domain: chain → providerd → Docker backend → Caddy", { sk
 
   it("a domain set on another provider's lease is refused by the ask gate", async () => {
     const authority = await openCosmosChain({
-      rpcUrl: stack.devnet.ready.rpc,
+      rpcUrl: stack.devnet.rpc,
       signer: signerFromKey(Buffer.from(stack.account("faucet").private_key_hex, "hex")),
       txPollIntervalMs: 50,
       txTimeoutMs: 20_000,

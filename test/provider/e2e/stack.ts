@@ -8,6 +8,9 @@ import { signerFromKey } from "../../../src/chain/cosmos/signer.ts";
 import { Keyring } from "../../../src/chain/keyring/index.ts";
 import { MsgCreateLease, MsgCreateLeaseResponse } from "../../../src/chain/proto/index.ts";
 import {
+  type Devnet,
+  type DevnetKeys,
+  devnet,
   type Launched,
   type LaunchOptions,
   launchFred,
@@ -31,13 +34,6 @@ export const SIDS = [
   "6d1f3a2b-4c5e-4f70-9bac-1d2e3f4a5b6c",
   "7e2a4b3c-5d6f-4a81-8cbd-2e3f4a5b6c7d",
 ];
-
-export interface DevnetKeys {
-  chain_id: string;
-  provider_uuid: string;
-  accounts: { name: string; address: string; mnemonic: string; private_key_hex: string }[];
-  skus: { uuid: string; name: string; billing_only: boolean }[];
-}
 
 export interface MockReady {
   url: string;
@@ -75,7 +71,7 @@ export interface BackendOverrides {
 
 export class Stack {
   readonly dir = mkdtempSync(join(tmpdir(), "fred-providerd-e2e-"));
-  devnet!: Launched<{ rpc: string }>;
+  devnet!: Devnet;
   mocks: Launched<MockReady>[] = [];
   keys!: DevnetKeys;
   tenant!: CosmosChain;
@@ -101,19 +97,13 @@ export class Stack {
     configure: (stack: Stack) => void | Promise<void> = () => {},
     devnetArgs: string[] = [],
   ): Promise<void> {
-    const home = join(this.dir, "devnet");
-    this.devnet = await start<{ rpc: string }>("devnet", [
-      "devnet",
-      "start",
-      "--home",
-      home,
-      "--rpc-port",
-      "0",
-      "--block-time",
-      "0s",
-      ...devnetArgs,
-    ]);
-    this.keys = JSON.parse((await runFred(["devnet", "keys", "--home", home])).stdout) as DevnetKeys;
+    this.devnet = await devnet({
+      home: join(this.dir, "devnet"),
+      args: devnetArgs,
+      readyTimeoutMs: 120_000,
+      ...profile("devnet"),
+    });
+    this.keys = this.devnet.keys;
     this.mockEnvs = mockEnv(this).map((extra, i) => ({
       MOCK_BACKEND_ADDR: "127.0.0.1:0",
       MOCK_BACKEND_STORAGE_ID: SIDS[i]!,
@@ -128,7 +118,7 @@ export class Stack {
     const provider = this.account("provider");
     await new Keyring({ dir: join(this.dir, "keyring"), backend: "test" }).add("provider", provider.mnemonic);
     this.tenant = await openCosmosChain({
-      rpcUrl: this.devnet.ready.rpc,
+      rpcUrl: this.devnet.rpc,
       signer: signerFromKey(Buffer.from(this.account("tenant1").private_key_hex, "hex")),
       txPollIntervalMs: 50,
       txTimeoutMs: 20_000,
@@ -160,7 +150,7 @@ export class Stack {
       keyring_dir: join(this.dir, "keyring"),
       keyring_backend: "test",
       key_name: "provider",
-      websocket_url: `${this.devnet.ready.rpc.replace(/^http/, "ws")}/websocket`,
+      websocket_url: `${this.devnet.wsUrl}/websocket`,
       // Port 0 until the first start: providerd derives its callback base from what it binds.
       api_listen_addr: `127.0.0.1:${this.apiUrl === "" ? 0 : portOf(this.apiUrl)}`,
       ...(this.apiUrl === "" ? {} : { callback_base_url: this.apiUrl }),

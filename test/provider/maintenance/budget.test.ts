@@ -55,7 +55,7 @@ before(async () => {
   for (const [i, count] of [FILL + 1, 1, 1, 1].entries()) {
     const account = stack.account(`tenant${i + 1}`);
     const chain = await openCosmosChain({
-      rpcUrl: stack.devnet.ready.rpc,
+      rpcUrl: stack.devnet.rpc,
       signer: signerFromKey(Buffer.from(account.private_key_hex, "hex")),
       txPollIntervalMs: 50,
       txTimeoutMs: 20_000,

@@ -4,12 +4,13 @@ import { after, afterEach, before, beforeEach, describe, it } from "node:test";
 import { Registry } from "prom-client";
 import { KeyedMutex } from "../../../src/core/async/index.ts";
 import { createLogger } from "../../../src/log.ts";
-import { Maintenance } from "../../../src/provider/api/maintenance/service.ts";
+import { onLostBackend } from "../../../src/provider/api/backend-route.ts";
 import { BackendClient } from "../../../src/provider/backend-client/index.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { sameInstant } from "../../../src/provider/maintenance/admitted-at.ts";
 import { completeMaintenance, promote } from "../../../src/provider/maintenance/completion.ts";
 import { DEFAULT_LIMITS, type Limits } from "../../../src/provider/maintenance/journal.ts";
+import { Maintenance } from "../../../src/provider/maintenance/service.ts";
 import { PayloadStore } from "../../../src/provider/store/index.ts";
 import { Harness } from "../api/harness.ts";
 import { backendConfigFor } from "../backend-client/backend-config.ts";
@@ -73,6 +74,7 @@ beforeEach(async () => {
       clock: hh.clock,
       logger: createLogger("test", "silent"),
       provisioningStarted: () => false,
+      onLostBackend: (lease) => onLostBackend(hh.store, lease),
       registry,
       get limits() {
         return limits;

@@ -10,7 +10,7 @@ import { BackendClient } from "../../../src/provider/backend-client/index.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { CometRpcChainHistory } from "../../../src/provider/placement/chain-history.ts";
 import { initPlacementStore, inventoryTransportProblem } from "../../../src/provider/placement/init.ts";
-import { type Launched, launchFred, runFred } from "../../support/index.ts";
+import { type Devnet, devnet, type Launched, launchFred, runFred } from "../../support/index.ts";
 
 /**
  * `fred placement init|inspect` against a real devnet and real mock backends, plus the
@@ -22,23 +22,19 @@ const LEASE = "0190f3a2-7c1e-7000-8000-000000000001";
 const OP = "11111111-1111-4111-8111-111111111111";
 const OP_2 = "33333333-3333-4333-8333-333333333333";
 
-interface DevnetReady {
-  rpc: string;
-}
 interface MockReady {
   url: string;
   storage_id: string;
 }
 
 const dir = mkdtempSync(join(tmpdir(), "fred-placement-init-"));
-const started: Launched<unknown>[] = [];
-let devnet: Launched<DevnetReady>;
+const started: { stop(): Promise<unknown> }[] = [];
+let chain: Devnet;
 let mocks: Launched<MockReady>[];
 let providerUuid: string;
 let providerAddress: string;
 
 before(async () => {
-  const home = join(dir, "devnet");
   const mockEnv = (i: number) => ({
     MOCK_BACKEND_ADDR: "127.0.0.1:0",
     MOCK_BACKEND_STORAGE_ID: SIDS[i]!,
@@ -46,21 +42,15 @@ before(async () => {
     MOCK_BACKEND_NAME: `mock-${i + 1}`,
   });
   const all = await Promise.all([
-    launchFred<DevnetReady>(["devnet", "start", "--home", home, "--rpc-port", "0", "--block-time", "0s"], {
-      readyTimeoutMs: 120_000,
-    }),
+    devnet({ readyTimeoutMs: 120_000 }),
     launchFred<MockReady>(["backend", "mock"], { env: mockEnv(0), readyTimeoutMs: 120_000 }),
     launchFred<MockReady>(["backend", "mock"], { env: mockEnv(1), readyTimeoutMs: 120_000 }),
   ]);
   started.push(...all);
-  devnet = all[0] as Launched<DevnetReady>;
+  chain = all[0] as Devnet;
   mocks = all.slice(1) as Launched<MockReady>[];
-  const keys = JSON.parse((await runFred(["devnet", "keys", "--home", home])).stdout) as {
-    provider_uuid: string;
-    accounts: { name: string; address: string }[];
-  };
-  providerUuid = keys.provider_uuid;
-  providerAddress = keys.accounts.find((a) => a.name === "provider")!.address;
+  providerUuid = chain.keys.provider_uuid;
+  providerAddress = chain.account("provider").address;
 });
 
 after(async () => {
@@ -76,7 +66,7 @@ function writeConfig(over: Record<string, unknown> = {}, backends = [0, 1]): str
     provider_address: providerAddress,
     keyring_dir: join(dir, "keyring"),
     key_name: "provider",
-    websocket_url: `${devnet.ready.rpc.replace(/^http/, "ws")}/websocket`,
+    websocket_url: `${chain.wsUrl}/websocket`,
     callback_base_url: "http://127.0.0.1:8080",
     placement_store_db_path: join(dir, `state-${n}`, "placements.db"),
     backends: backends.map((i) => ({
@@ -153,7 +143,7 @@ describe("fred placement init / inspect (devnet + mock backends)", () => {
   });
 
   it("the chain history port answers from the devnet: a fresh provider has none", async () => {
-    assert.equal(await new CometRpcChainHistory(devnet.ready.rpc).hasLeaseHistory(providerUuid), false);
+    assert.equal(await new CometRpcChainHistory(chain.rpc).hasLeaseHistory(providerUuid), false);
   });
 
   it("refuses a provider with lease history, and fenced or non-loopback plain-HTTP backends", async () => {

@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { instanceName } from "../../../src/backend/docker/names.ts";
 import type { RetentionCrashPoint } from "../../../src/backend/kit/index.ts";
-import { dockerSkip, execIn } from "../../backend/docker/engine-helper.ts";
 import {
   type DockerProcess,
   type DockerTestSetup,
@@ -11,6 +10,7 @@ import {
   spawnDockerBackend,
 } from "../../backend/docker/helpers.ts";
 import { metric, withStore } from "../../faults/fleet.ts";
+import { dockerSkip, execIn } from "../../support/docker.ts";
 import { pickFreePort, until } from "../../support/index.ts";
 import { TenantKey } from "../api/tenant-client.ts";
 import { Stack, sha256 } from "../e2e/stack.ts";

@@ -202,7 +202,7 @@ describe("retention and restore (devnet + mock backends + providerd)", () => {
   it("another tenant's restore of the data answers 404; a target that is not PENDING 409", async () => {
     const source = await retainedLease("docker-medium");
     const chain2 = await openCosmosChain({
-      rpcUrl: stack.devnet.ready.rpc,
+      rpcUrl: stack.devnet.rpc,
       signer: signerFromKey(Buffer.from(stack.account("tenant2").private_key_hex, "hex")),
       txPollIntervalMs: 50,
       txTimeoutMs: 20_000,

@@ -41,7 +41,7 @@ before(async () => {
   await stack.start(
     (s) => [{ MOCK_BACKEND_SKUS: mockSkus(s.sku("docker-small")) }],
     (s) => {
-      proxy.target = s.devnet.ready.rpc;
+      proxy.target = s.devnet.rpc;
       s.extraConfig = {
         sub_signer_count: 3,
         sub_signer_fund_check_interval: "1h",
@@ -53,9 +53,9 @@ before(async () => {
   );
   mnemonic = stack.account("provider").mnemonic;
   subs = deriveSubSigners(mnemonic, 3);
-  conn = await connectNode(stack.devnet.ready.rpc);
+  conn = await connectNode(stack.devnet.rpc);
   provider = await openCosmosChain({
-    rpcUrl: stack.devnet.ready.rpc,
+    rpcUrl: stack.devnet.rpc,
     signer: signerFromKey(privateKeyFromMnemonic(mnemonic)),
     txPollIntervalMs: 50,
     txTimeoutMs: 20_000,
@@ -82,7 +82,7 @@ async function rpc<M extends keyof RpcResults>(
   method: M,
   params: Record<string, unknown>,
 ): Promise<RpcResults[M]> {
-  const res = await fetch(stack.devnet.ready.rpc, {
+  const res = await fetch(stack.devnet.rpc, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
@@ -135,7 +135,7 @@ async function grantsComplete(): Promise<boolean> {
 /** Empties a sub-signer's balance with a tx it signs itself (fixed gas, so the fee is known). */
 async function drain(index: number): Promise<void> {
   const signer = signerFromKey(privateKeyFromMnemonic(mnemonic, cosmosHdPath(index + 1)));
-  const own = await openCosmosChain({ rpcUrl: stack.devnet.ready.rpc, signer });
+  const own = await openCosmosChain({ rpcUrl: stack.devnet.rpc, signer });
   try {
     const account = await own.pipeline!.owner.exclusive(async (a) => ({ value: a, consumed: false }));
     const fee = 5n; // 200,000 gas × the devnet's 0.000025umfx minimum

@@ -21,7 +21,7 @@ import type { Any } from "cosmjs-types/google/protobuf/any";
 import { decodeAddress, moduleAddress } from "../../address.ts";
 import { ChainError, sdkErrors } from "../../errors.ts";
 import type { QueryContext, QueryHandler } from "../../module.ts";
-import { grpcError, paginate } from "../sku/query-kit.ts";
+import { grpcError, paginate } from "../../query-kit.ts";
 import { AUTH } from "./types.ts";
 
 export const BASE_ACCOUNT_URL = "/cosmos.auth.v1beta1.BaseAccount";

@@ -27,7 +27,7 @@ import {
 import type { PageRequest } from "../../../chain/proto/index.ts";
 import { defineError } from "../../errors.ts";
 import type { AppHandle, DevnetModule, ExecContext, MsgHandler, QueryContext } from "../../module.ts";
-import { grpcError, paginate } from "../sku/query-kit.ts";
+import { grpcError, paginate } from "../../query-kit.ts";
 import { addressProblem } from "../sku/validate.ts";
 
 export const AUTHZ = "authz";

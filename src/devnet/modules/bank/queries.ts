@@ -24,7 +24,7 @@ import { decodeAddress } from "../../address.ts";
 import { coin, isValidDenom } from "../../coins.ts";
 import { ChainError, sdkErrors } from "../../errors.ts";
 import type { QueryHandler } from "../../module.ts";
-import { grpcError, paginate } from "../sku/query-kit.ts";
+import { grpcError, paginate } from "../../query-kit.ts";
 import { SUPPLY_PREFIX } from "./keeper.ts";
 import { BANK, type BankKeeper } from "./types.ts";
 

@@ -11,7 +11,7 @@ import {
   timestampFromNanos,
   timestampToNanos,
 } from "../../../chain/proto/index.ts";
-import { addAll, type Coins, coinsFromProto, coinsToProto, isZero, subAll } from "../../economics/coins.ts";
+import { addAll, type Coins, coinsFromProto, coinsToProto, isZero, subAll } from "../../coins.ts";
 import { deriveCreditAddress } from "../../economics/credit-address.ts";
 import { leaseRate, type SettleResult, settle } from "../../economics/settlement.ts";
 import type { ExecContext, QueryContext } from "../../module.ts";

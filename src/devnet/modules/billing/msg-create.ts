@@ -10,7 +10,7 @@ import {
   MsgFundCredit,
   MsgFundCreditResponse,
 } from "../../../chain/proto/index.ts";
-import { coinsToProto, formatCoins, isValidDenom } from "../../economics/coins.ts";
+import { coinsToProto, formatCoins, isValidDenom } from "../../coins.ts";
 import { insufficientDenom, leaseRate, reservationFor } from "../../economics/settlement.ts";
 import { UUID_NAMESPACE } from "../../economics/uuidv7.ts";
 import { isChainError } from "../../errors.ts";

@@ -11,7 +11,7 @@ import {
   MsgRejectLease,
   MsgRejectLeaseResponse,
 } from "../../../chain/proto/index.ts";
-import { addAll, type Coins, coinsToProto, formatCoins } from "../../economics/coins.ts";
+import { addAll, type Coins, coinsToProto, formatCoins } from "../../coins.ts";
 import { isPastPendingDeadline } from "../../economics/expiry.ts";
 import type { ExecContext, MsgHandler } from "../../module.ts";
 import { billingErrors } from "./errors.ts";

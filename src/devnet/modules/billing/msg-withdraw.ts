@@ -12,7 +12,7 @@ import {
   MsgWithdrawResponse,
   timestampFromNanos,
 } from "../../../chain/proto/index.ts";
-import { addAll, type Coins, coinsToProto, formatCoins } from "../../economics/coins.ts";
+import { addAll, type Coins, coinsToProto, formatCoins } from "../../coins.ts";
 import {
   WITHDRAW_DEFAULT_LIMIT,
   WITHDRAW_MAX_KEY_BYTES,

@@ -28,19 +28,12 @@ import {
   toBytes,
   toBytesWithEncoded,
 } from "../../../chain/proto/index.ts";
-import {
-  addAll,
-  amountOf,
-  type Coins,
-  coinsFromProto,
-  coinsToProto,
-  sortedDenoms,
-} from "../../economics/coins.ts";
+import { addAll, amountIn, type Coins, coinsFromProto, coinsToProto, sortedDenoms } from "../../coins.ts";
 import { deriveCreditAddress } from "../../economics/credit-address.ts";
 import { leaseRate, withdrawable } from "../../economics/settlement.ts";
 import { isUuidV7 } from "../../economics/uuidv7.ts";
 import type { QueryContext, QueryHandler } from "../../module.ts";
-import { grpcError, paginate, requireNonEmpty } from "../sku/query-kit.ts";
+import { grpcError, paginate, requireNonEmpty } from "../../query-kit.ts";
 import { addressProblem } from "../sku/validate.ts";
 import { type BillingDeps, balanceOf, nowNs, trancheOf, tsNs } from "./ledger.ts";
 import { providerWithdrawableQuery } from "./query-withdrawable.ts";
@@ -149,7 +142,7 @@ export function billingQueries(deps: BillingDeps): Record<string, QueryHandler> 
       const balances = rest.slice(0, limit);
       const reserved = coinsFromProto(account.reservedAmounts);
       const available = balances
-        .map((c) => ({ denom: c.denom, amount: (BigInt(c.amount) - amountOf(reserved, c.denom)).toString() }))
+        .map((c) => ({ denom: c.denom, amount: (BigInt(c.amount) - amountIn(reserved, c.denom)).toString() }))
         .filter((c) => BigInt(c.amount) > 0n);
       const nextKey = rest.length > limit ? new TextEncoder().encode(rest[limit]!.denom) : new Uint8Array();
       return toBytes(QueryCreditAccountResponse, {
@@ -223,12 +216,12 @@ export function billingQueries(deps: BillingDeps): Record<string, QueryHandler> 
       if (active > 0n && rate.size > 0) {
         estimate = MAX_UINT64;
         for (const denom of sortedDenoms(rate)) {
-          const have = amountOf(balance, denom);
+          const have = amountIn(balance, denom);
           if (have === 0n) {
             estimate = 0n;
             break;
           }
-          const secs = have / amountOf(rate, denom);
+          const secs = have / amountIn(rate, denom);
           if (secs < estimate) estimate = secs;
         }
       }

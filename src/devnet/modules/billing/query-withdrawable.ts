@@ -10,12 +10,12 @@ import {
   QueryProviderWithdrawableResponse,
   toBytes,
 } from "../../../chain/proto/index.ts";
-import { addAll, type Coins, coinsFromProto, coinsToProto, subAll } from "../../economics/coins.ts";
+import { addAll, type Coins, coinsFromProto, coinsToProto, subAll } from "../../coins.ts";
 import { inclusivePage } from "../../economics/paging.ts";
 import { leaseRate, settle } from "../../economics/settlement.ts";
 import { isUuidV7 } from "../../economics/uuidv7.ts";
 import type { QueryHandler } from "../../module.ts";
-import { grpcError } from "../sku/query-kit.ts";
+import { grpcError } from "../../query-kit.ts";
 import { type BillingDeps, balanceOf, nowNs, trancheOf, tsNs } from "./ledger.ts";
 import { BILLING, bkeys, getAccount, getLease } from "./store.ts";
 

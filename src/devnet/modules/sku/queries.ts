@@ -18,8 +18,8 @@ import {
   toBytes,
 } from "../../../chain/proto/index.ts";
 import type { QueryContext, QueryHandler } from "../../module.ts";
+import { grpcError, paginate, requireNonEmpty } from "../../query-kit.ts";
 import { keys } from "./keeper.ts";
-import { grpcError, paginate, requireNonEmpty } from "./query-kit.ts";
 import { SKU_MODULE, type SkuKeeper } from "./types.ts";
 import { addressProblem } from "./validate.ts";
 

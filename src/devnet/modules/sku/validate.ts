@@ -5,7 +5,7 @@
 import { bech32 } from "@scure/base";
 import type { Coin } from "../../../chain/proto/index.ts";
 import { Unit } from "../../../chain/proto/index.ts";
-import { isValidDenom } from "../../economics/coins.ts";
+import { isValidDenom } from "../../coins.ts";
 
 export const MAX_META_HASH = 64;
 export const MAX_API_URL = 2048;

@@ -1,12 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { TokenClaims } from "../../../auth/token.ts";
 import { isUuidV4 } from "../../../core/uuid.ts";
-import type { CommandKind } from "../../maintenance/index.ts";
+import type { CommandKind, CommandRequest } from "../../maintenance/index.ts";
 import { leaseUuidParam } from "../auth.ts";
 import { type Answer, type TenantContext, tenantRoute } from "../context.ts";
 import { ApiError, refuse } from "../errors.ts";
-import { maintenanceRefusal } from "../maintenance/answers.ts";
-import type { CommandRequest } from "../maintenance/service.ts";
+import { maintenanceRefusal } from "../maintenance-answers.ts";
 import type { RequestScope } from "../request-scope.ts";
 
 /**

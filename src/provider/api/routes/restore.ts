@@ -1,4 +1,5 @@
 import type { FastifyInstance } from "fastify";
+import { tenantSafeText } from "../../../core/envelope.ts";
 import { isBillingOnly } from "../../../core/lease-rules.ts";
 import { parseStrictJson } from "../../../core/strict-json.ts";
 import { CANONICAL_UUID } from "../../../core/uuid.ts";
@@ -6,7 +7,6 @@ import type { RestoreOutcome } from "../../retention/index.ts";
 import { leaseUuidParam } from "../auth.ts";
 import { type TenantContext, tenantRoute } from "../context.ts";
 import { ApiError, refuse } from "../errors.ts";
-import { tenantSafeText } from "../lease-events.ts";
 import type { RestoreAccepted } from "../schemas/lease.ts";
 import { readBody } from "./data.ts";
 

@@ -3,7 +3,7 @@ import { decodeBase64Std } from "../../../core/encoding.ts";
 import { parseManifest } from "../../../core/manifest/index.ts";
 import { parseStrictJson } from "../../../core/strict-json.ts";
 import type { TenantContext } from "../context.ts";
-import { maintenanceRefusal } from "../maintenance/answers.ts";
+import { maintenanceRefusal } from "../maintenance-answers.ts";
 import { readBody } from "./data.ts";
 import { registerMaintenanceRoute } from "./maintenance.ts";
 

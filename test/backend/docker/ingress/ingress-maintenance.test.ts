@@ -7,8 +7,9 @@ import { Ingress } from "../../../../src/backend/docker/ingress/index.ts";
 import type { WorkloadSpec } from "../../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../../src/core/clock.ts";
 import { createLogger } from "../../../../src/log.ts";
+import { dockerSkip } from "../../../support/docker.ts";
 import { pickFreePort } from "../../../support/index.ts";
-import { dockerSkip, substrateConfig, workloadSpec } from "../engine-helper.ts";
+import { substrateConfig, workloadSpec } from "../substrate-helper.ts";
 import { httpsServed, startCaddy, type TestCaddy } from "./caddy-helper.ts";
 
 /**

@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { RunningDockerBackend } from "../../../../src/backend/docker/main.ts";
+import { dockerSkip } from "../../../support/docker.ts";
 import { pickFreePort, until } from "../../../support/index.ts";
 import { type Receiver, startReceiver } from "../../kit/receiver.ts";
 import { type SignedClient, signedClient } from "../../kit/signed-client.ts";
-import { dockerSkip } from "../engine-helper.ts";
 import {
   type DockerTestSetup,
   manifest,

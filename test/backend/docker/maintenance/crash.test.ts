@@ -6,7 +6,8 @@ import type { DockerSubstrate } from "../../../../src/backend/docker/docker-subs
 import type { DockerCrashPoint } from "../../../../src/backend/docker/maintenance/index.ts";
 import { asideName, instanceName } from "../../../../src/backend/docker/names.ts";
 import type { WorkloadSpec } from "../../../../src/backend/kit/substrate.ts";
-import { dockerSkip, execIn, scratchVolumeRoot, workloadSpec } from "../engine-helper.ts";
+import { dockerSkip, execIn, scratchVolumeRoot } from "../../../support/docker.ts";
+import { workloadSpec } from "../substrate-helper.ts";
 import {
   type CrashCall,
   EXITS,

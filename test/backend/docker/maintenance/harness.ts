@@ -5,7 +5,8 @@ import { connectDocker } from "../../../../src/backend/docker/engine.ts";
 import type { WorkloadSpec } from "../../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../../src/core/clock.ts";
 import { createLogger } from "../../../../src/log.ts";
-import { dockerCli, substrateConfig } from "../engine-helper.ts";
+import { dockerCli } from "../../../support/docker.ts";
+import { substrateConfig } from "../substrate-helper.ts";
 
 /**
  * Shared by the maintenance tests on the substrate: one substrate per storage id and

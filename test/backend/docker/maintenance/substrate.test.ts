@@ -8,7 +8,8 @@ import { instanceName } from "../../../../src/backend/docker/names.ts";
 import type { WorkloadSpec } from "../../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../../src/core/clock.ts";
 import { createLogger } from "../../../../src/log.ts";
-import { dockerSkip, execIn, scratchVolumeRoot, substrateConfig, workloadSpec } from "../engine-helper.ts";
+import { dockerSkip, execIn, scratchVolumeRoot } from "../../../support/docker.ts";
+import { substrateConfig, workloadSpec } from "../substrate-helper.ts";
 import { EXITS, held, holdEventLoop, maintenanceSubstrate, VERIFY, VOLUME_APP } from "./harness.ts";
 
 /**

@@ -7,10 +7,10 @@ import { parse, stringify } from "yaml";
 import { instanceName } from "../../../../src/backend/docker/names.ts";
 import { RetainedVolumes } from "../../../../src/backend/docker/retention/retained-volumes.ts";
 import type { RetentionCrashPoint } from "../../../../src/backend/kit/index.ts";
+import { dockerSkip, execIn } from "../../../support/docker.ts";
 import { until } from "../../../support/index.ts";
 import { type Receiver, startReceiver } from "../../kit/receiver.ts";
 import { type SignedClient, signedClient } from "../../kit/signed-client.ts";
-import { dockerSkip, execIn } from "../engine-helper.ts";
 import {
   DISK_SKU,
   type DockerProcess,

@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { RunningDockerBackend } from "../../../../src/backend/docker/main.ts";
 import { instanceName } from "../../../../src/backend/docker/names.ts";
+import { dockerSkip, execIn } from "../../../support/docker.ts";
 import { type Receiver, startReceiver } from "../../kit/receiver.ts";
 import { type SignedClient, signedClient } from "../../kit/signed-client.ts";
-import { dockerSkip, execIn } from "../engine-helper.ts";
 import {
   DISK_SKU,
   type DockerTestSetup,

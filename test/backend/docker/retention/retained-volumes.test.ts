@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { existsSync, readFileSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { BtrfsVolumes } from "../../../../src/backend/docker/btrfs-volumes.ts";
@@ -9,7 +9,7 @@ import { instanceName } from "../../../../src/backend/docker/names.ts";
 import { RetainedVolumes } from "../../../../src/backend/docker/retention/retained-volumes.ts";
 import type { InstanceSpec, WorkloadSpec } from "../../../../src/backend/kit/substrate.ts";
 import { isFredError } from "../../../../src/core/errors.ts";
-import { BTRFS_ROOT, REQUIRE_DOCKER, scratchVolumeRoot } from "../engine-helper.ts";
+import { btrfsSkip, scratchVolumeRoot } from "../../../support/docker.ts";
 import { deleteSubvolumes } from "../helpers.ts";
 
 /**
@@ -18,17 +18,6 @@ import { deleteSubvolumes } from "../helpers.ts";
  * source, a second call after success. Every re-run must end in the same state, nothing
  * of another owner is touched, and a root without its identity marker lists nothing.
  */
-function btrfsSkip(): false | string {
-  let ok = false;
-  try {
-    ok = statfsSync(BTRFS_ROOT).type === 0x9123683e;
-  } catch {
-    ok = false;
-  }
-  if (ok) return false;
-  if (REQUIRE_DOCKER) throw new Error(`REQUIRE_DOCKER=1 but ${BTRFS_ROOT} is not a btrfs mount`);
-  return `no btrfs at ${BTRFS_ROOT}`;
-}
 const skip = btrfsSkip();
 const MIB = 1024 * 1024;
 

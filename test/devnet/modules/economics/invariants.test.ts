@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type CreditAccount, type Lease, LeaseState } from "../../../../src/chain/proto/billing-types.ts";
-import type { Coins } from "../../../../src/devnet/economics/coins.ts";
+import type { Coins } from "../../../../src/devnet/coins.ts";
 import { deriveCreditAddress } from "../../../../src/devnet/economics/credit-address.ts";
 import {
   checkLedger,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { formatCoins } from "../../../../src/devnet/economics/coins.ts";
+import { formatCoins } from "../../../../src/devnet/coins.ts";
 import {
   insufficientDenom,
   leaseRate,

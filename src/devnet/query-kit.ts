@@ -1,13 +1,13 @@
 /**
- * What the x/sku and x/billing gRPC queries share: gRPC-status errors in the text form the
+ * What the devnet's gRPC queries share (every module's, and the node service's): gRPC-status errors in the text form the
  * SDK's query router produces, and cursor pagination over an ordered KV prefix with the
  * chain's limits (default 100, max 1000; offset/count_total scans capped at 20 000 rows;
  * key together with offset refused). `next_key` is the UTF-8 of the first key not returned
  * (inclusive resume).
  */
-import type { PageRequest, PageResponse } from "../../../chain/proto/index.ts";
-import { type ChainError, type RegisteredError, sdkErrors } from "../../errors.ts";
-import type { KVStore } from "../../module.ts";
+import type { PageRequest, PageResponse } from "../chain/proto/index.ts";
+import { type ChainError, type RegisteredError, sdkErrors } from "./errors.ts";
+import type { KVStore } from "./module.ts";
 
 export type GrpcStatus =
   | "InvalidArgument"

@@ -1,17 +1,19 @@
 import { execFile, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type Docker from "dockerode";
-import { parseDockerBackendConfig } from "../../../src/backend/docker/config.ts";
-import { connectDocker } from "../../../src/backend/docker/engine.ts";
-import type { InstanceSpec, SkuProfile, WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
-import { until } from "../../support/index.ts";
+import { connectDocker } from "../../src/backend/docker/engine.ts";
+import { until } from "./until.ts";
 
 /**
- * Shared plumbing of the Docker backend tests: is an engine there (and must it be), a
- * fresh directory on the test btrfs, `docker exec` for checks from inside a container,
- * and workload specs for the substrate-level tests.
+ * The Docker engine fixture every suite that needs an engine shares (the Docker backend's,
+ * providerd's e2e, `fred up`, the release image): whether an engine answers and whether it
+ * must (REQUIRE_DOCKER=1 in CI turns a skip into a failure), the lock that runs those files
+ * one at a time, the test btrfs mount and fresh directories on it, the docker CLI, and an
+ * engine restart for the fault tests. The fred-test/* images the suites run are built
+ * once per machine by test/backend/docker/images/build.sh (.ci/docker-setup.sh runs it).
+ * Imported directly, not through index.ts, so suites without Docker never load dockerode.
  */
 
 export const BTRFS_ROOT = process.env.FRED_TEST_BTRFS ?? "/var/lib/fred-test-btrfs";
@@ -100,6 +102,24 @@ function alive(pid: number): boolean {
   }
 }
 
+const BTRFS_MAGIC = 0x9123683e;
+
+/**
+ * `skip` option for a describe that needs only the test btrfs mount, not the engine: false
+ * when BTRFS_ROOT is btrfs; without it, REQUIRE_DOCKER=1 makes this throw, as `dockerSkip`.
+ */
+export function btrfsSkip(): false | string {
+  let ok = false;
+  try {
+    ok = statfsSync(BTRFS_ROOT).type === BTRFS_MAGIC;
+  } catch {
+    ok = false;
+  }
+  if (ok) return false;
+  if (REQUIRE_DOCKER) throw new Error(`REQUIRE_DOCKER=1 but ${BTRFS_ROOT} is not a btrfs mount`);
+  return `no btrfs at ${BTRFS_ROOT}`;
+}
+
 /** A fresh directory under the test btrfs mount; the returned function removes it. */
 export function scratchVolumeRoot(tag: string): { path: string; remove: () => void } {
   const path = join(BTRFS_ROOT, `t-${tag}-${randomUUID().slice(0, 8)}`);
@@ -121,76 +141,9 @@ export function dockerCli(args: string[], timeoutMs = 30_000): Promise<{ code: n
   });
 }
 
-/** Ids of volume-seed helper containers of this storage id still present (should be none). */
-export async function seedHelpersLeft(storageId: string): Promise<string> {
-  const ps = await dockerCli([
-    "ps",
-    "-aq",
-    "--filter",
-    `label=fred.storage_id=${storageId}`,
-    "--filter",
-    "label=fred.role=volume-seed",
-  ]);
-  return ps.out.trim();
-}
-
 /** Runs `sh -c script` inside a container. */
 export function execIn(container: string, script: string): Promise<{ code: number; out: string }> {
   return dockerCli(["exec", container, "sh", "-c", script]);
-}
-
-export const TEST_SKU = "01900000-0000-7000-8000-00000000d0c1";
-
-/**
- * The backend config the in-process substrate suites share: loopback ports, one SKU
- * (0.25 CPU, 64 MB, 16 MB disk), no startup grace; `extra` keys override or add.
- */
-export function substrateConfig(volumeDataPath: string | undefined, extra: Record<string, unknown> = {}) {
-  return parseDockerBackendConfig({
-    host_address: "127.0.0.1",
-    host_bind_ip: "127.0.0.1",
-    callback_secret: "0123456789abcdef0123456789abcdef",
-    sku_mapping: { [TEST_SKU]: "t" },
-    sku_profiles: { t: { cpu_cores: 0.25, memory_mb: 64, disk_mb: 16 } },
-    startup_verify_duration: "0s",
-    volume_data_path: volumeDataPath ?? "/nonexistent",
-    ...extra,
-  });
-}
-
-export function workloadSpec(opts: {
-  storageId: string;
-  tenant?: string;
-  services: Record<string, Record<string, unknown> & { image: string }>;
-  profile?: SkuProfile;
-  quantity?: Record<string, number>;
-}): WorkloadSpec {
-  const lease = randomUUID();
-  const profile = opts.profile ?? { cpu_cores: 0.25, memory_mb: 64, disk_mb: 0 };
-  const instances: InstanceSpec[] = [];
-  for (const service of Object.keys(opts.services).sort()) {
-    for (let index = 0; index < (opts.quantity?.[service] ?? 1); index++) {
-      instances.push({ key: `${lease}-${service}-${index}`, service, index, sku: TEST_SKU, profile });
-    }
-  }
-  return {
-    leaseUuid: lease,
-    tenant: opts.tenant ?? `manifest1${randomUUID().replaceAll("-", "").slice(0, 20)}`,
-    providerUuid: "01900000-0000-7000-8000-0000000000ff",
-    operationId: randomUUID(),
-    release: 1,
-    backendName: "docker-test",
-    storageId: opts.storageId,
-    items: Object.keys(opts.services).map((s) => ({
-      sku: TEST_SKU,
-      quantity: opts.quantity?.[s] ?? 1,
-      service_name: s,
-    })),
-    instances,
-    payload: undefined,
-    manifest: { services: opts.services },
-    createdAtMs: Date.now(),
-  };
 }
 
 /**

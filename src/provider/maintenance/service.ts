@@ -1,29 +1,27 @@
 import { EventEmitter } from "node:events";
 import { Counter, type Registry } from "prom-client";
-import type { ChainPort, LeaseStateName } from "../../../chain/port.ts";
-import { type KeyedMutex, withDeadline } from "../../../core/async/index.ts";
-import type { Clock } from "../../../core/clock.ts";
-import { FredError } from "../../../core/errors.ts";
-import { classifyState } from "../../../core/reconcile/index.ts";
-import { newUuidV4 } from "../../../core/uuid.ts";
-import type { Logger } from "../../../log.ts";
-import type { BackendClient, MutationOutcome } from "../../backend-client/index.ts";
-import { buildCallbackUrl, EVERY_LEGACY_TENANT, type ProviderConfig } from "../../config/index.ts";
-import { failpoint } from "../../failpoints.ts";
+import type { ChainPort, LeaseStateName } from "../../chain/port.ts";
+import { type KeyedMutex, withDeadline } from "../../core/async/index.ts";
+import type { Clock } from "../../core/clock.ts";
+import { FredError } from "../../core/errors.ts";
+import { classifyState } from "../../core/reconcile/index.ts";
+import { newUuidV4 } from "../../core/uuid.ts";
+import type { Logger } from "../../log.ts";
+import type { BackendClient, MutationOutcome } from "../backend-client/index.ts";
+import { buildCallbackUrl, EVERY_LEGACY_TENANT, type ProviderConfig } from "../config/index.ts";
+import { failpoint } from "../failpoints.ts";
+import type { PayloadStore, PlacementStore } from "../store/index.ts";
+import { formatAdmittedAt } from "./admitted-at.ts";
+import { ANSWERS, type Command, promote } from "./completion.ts";
 import {
-  ANSWERS,
-  type Command,
   type CommandKind,
   DEFAULT_LIMITS,
-  formatAdmittedAt,
   type Limits,
   MaintenanceJournal,
-  promote,
+  type StoredAnswer,
   sameCommand,
-} from "../../maintenance/index.ts";
-import type { PayloadStore, PlacementStore } from "../../store/index.ts";
-import { onLostBackend } from "../backend-route.ts";
-import { asApiError, progressStatus, refusalAnswer, maintenanceRefusal as refuse } from "./answers.ts";
+} from "./journal.ts";
+import { backendRefusalAnswer, MaintenanceRefused, type Refusal } from "./refusal.ts";
 
 /**
  * Restart and update, from the tenant's request to the backend's 202: every step of one
@@ -43,6 +41,8 @@ export interface MaintenanceOptions {
   logger: Logger;
   /** True while a provision of the lease is in progress (recorded attempt or request on the wire). */
   provisioningStarted(leaseUuid: string): boolean;
+  /** True when the lease's record names a backend retired as lost (the tenant API's rule, one wording). */
+  onLostBackend(leaseUuid: string): boolean;
   registry?: Registry;
   limits?: Limits;
   /** Bound on the recovery pass's chain read of one lease (default 10 s). */
@@ -70,7 +70,7 @@ export interface MaintenanceEvents {
 }
 
 export class Maintenance extends EventEmitter<MaintenanceEvents> {
-  readonly #o: MaintenanceOptions;
+  readonly #options: MaintenanceOptions;
   readonly journal: MaintenanceJournal;
   readonly #legacy: Counter;
   /** The listed tenants, or "every" for `["*"]`. */
@@ -78,7 +78,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
 
   constructor(o: MaintenanceOptions) {
     super();
-    this.#o = o;
+    this.#options = o;
     this.journal = MaintenanceJournal.of(o.store);
     const listed = o.config.maintenanceLegacyIdempotencyTenants;
     this.#legacyTenants = listed.includes(EVERY_LEGACY_TENANT) ? "every" : new Set(listed);
@@ -97,7 +97,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
   /** A legacy tenant's command keyed by its token: counted and logged, as the operator asked. */
   legacyKeyUsed(tenant: string, leaseUuid: string): void {
     this.#legacy.inc();
-    this.#o.logger.warn(
+    this.#options.logger.warn(
       { tenant, lease_uuid: leaseUuid },
       "restart/update without Idempotency-Key (legacy tenant)",
     );
@@ -109,24 +109,24 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
     return c === undefined ? undefined : progressStatus(c.kind);
   }
 
-  /** Admits (or replays) one command; refusals are thrown as the tenant API's ApiError. */
+  /** Admits (or replays) one command; a refusal is thrown as `MaintenanceRefused`. */
   command(r: CommandRequest, signal: AbortSignal): Promise<Accepted> {
-    return this.#o.queue.run(r.leaseUuid, () => this.#command(r, signal));
+    return this.#options.queue.run(r.leaseUuid, () => this.#command(r, signal));
   }
 
   async #command(r: CommandRequest, signal: AbortSignal): Promise<Accepted> {
-    const { store, clients, payloads } = this.#o;
+    const { store, clients, payloads } = this.#options;
     const key = "idempotencyKey" in r.key ? r.key.idempotencyKey : `token:${r.key.tokenKey}`;
     // The backend's storage is gone for good (retired --lost): nothing can run there, and a
     // stored answer would describe workloads that no longer exist. The lease is being ended.
-    if (onLostBackend(store, r.leaseUuid)) throw refuse.storageLost();
+    if (this.#options.onLostBackend(r.leaseUuid)) throw refuse("storage-lost");
     const existing = this.journal.byKey(r.leaseUuid, key);
     if (existing !== undefined) {
-      if (!sameCommand(existing, r.kind, r.payload)) throw refuse.keyReused();
+      if (!sameCommand(existing, r.kind, r.payload)) throw refuse("key-reused");
       return this.#replay(existing, signal);
     }
-    if (r.leaseState !== "LEASE_STATE_ACTIVE") throw refuse.notActive();
-    if (r.kind === "update" && payloads === undefined) throw refuse.unavailable();
+    if (r.leaseState !== "LEASE_STATE_ACTIVE") throw refuse("not-active");
+    if (r.kind === "update" && payloads === undefined) throw refuse("unavailable");
     const placement = store.placement(r.leaseUuid);
     const owner = placement?.state === "confirmed" ? placement.owner : undefined;
     const client = owner === undefined ? undefined : clients.get(owner);
@@ -136,10 +136,10 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
       client === undefined ||
       client.backend.fenced
     ) {
-      throw refuse.unavailable();
+      throw refuse("unavailable");
     }
-    if (store.attemptFor(r.leaseUuid) !== undefined || this.#o.provisioningStarted(r.leaseUuid))
-      throw refuse.busy(r.kind);
+    if (store.attemptFor(r.leaseUuid) !== undefined || this.#options.provisioningStarted(r.leaseUuid))
+      throw new MaintenanceRefused({ kind: "busy", command: r.kind });
     let admitted: ReturnType<MaintenanceJournal["admit"]>;
     try {
       admitted = this.journal.admit(
@@ -152,26 +152,26 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
           payload: r.payload,
           backend: owner,
           lifecycleId: placement.lifecycleId,
-          nowMs: this.#o.clock.now(),
+          nowMs: this.#options.clock.now(),
         },
-        this.#o.limits ?? DEFAULT_LIMITS,
+        this.#options.limits ?? DEFAULT_LIMITS,
       );
       await this.journal.durable();
     } catch (err) {
-      throw refuse.unavailable(err);
+      throw refuse("unavailable", err);
     }
     switch (admitted.kind) {
       case "busy":
-        throw refuse.busy(r.kind);
+        throw new MaintenanceRefused({ kind: "busy", command: r.kind });
       case "reserved":
-        throw refuse.reserved();
+        throw refuse("reserved");
       case "full":
-        throw refuse.full();
+        throw refuse("full");
       case "existing":
         return this.#replay(admitted.command, signal);
       case "admitted":
         failpoint("maintenance.after-admit");
-        this.#o.logger.info(
+        this.#options.logger.info(
           { lease_uuid: r.leaseUuid, maintenance_id: admitted.command.maintenanceId, kind: r.kind },
           "maintenance command admitted",
         );
@@ -183,20 +183,20 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
   #replay(c: Command, signal: AbortSignal): Promise<Accepted> {
     if (c.phase === "admitted") return this.#dispatch(c, signal);
     const answer = c.phase === "settled" ? c.answer : ANSWERS.accepted;
-    if (answer === undefined || answer.status !== 202) throw asApiError(answer ?? ANSWERS.ended);
+    if (answer === undefined || answer.status !== 202) throw answered(answer ?? ANSWERS.ended);
     return Promise.resolve(accepted(c.kind));
   }
 
   /** Sends the journaled command to the lease's backend and records what the answer proves. */
   async #dispatch(c: Command, signal: AbortSignal): Promise<Accepted> {
-    const { clients, config, logger } = this.#o;
+    const { clients, config, logger } = this.#options;
     const log = logger.child({
       lease_uuid: c.leaseUuid,
       backend: c.backend,
       maintenance_id: c.maintenanceId,
     });
     const client = clients.get(c.backend);
-    if (client === undefined || client.backend.fenced) throw refuse.pending();
+    if (client === undefined || client.backend.fenced) throw refuse("pending");
     const command = {
       leaseUuid: c.leaseUuid,
       maintenanceId: c.maintenanceId,
@@ -206,13 +206,13 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
     let out: MutationOutcome;
     if (c.kind === "restart") out = await client.restart(command, signal);
     else if (c.payload !== undefined) out = await client.update({ ...command, payload: c.payload }, signal);
-    else throw refuse.pending(new FredError("ERR_INVALID_ARGUMENT", "update without its manifest"));
+    else throw refuse("pending", new FredError("ERR_INVALID_ARGUMENT", "update without its manifest"));
     if (out.kind === "accepted") {
       try {
         this.journal.accepted(c.leaseUuid, c.maintenanceId);
         await this.journal.durable();
       } catch (err) {
-        throw refuse.unrecorded(err);
+        throw refuse("unrecorded", err);
       }
       log.info("maintenance command accepted by the backend");
       this.emit("progress", c.leaseUuid, progressStatus(c.kind));
@@ -222,24 +222,24 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
       // Capacity is transient and refused before any effect: the command stays admitted
       // (not a settled answer), so the exact retry or the recovery pass can still run it.
       log.warn("maintenance command refused by the backend for capacity; pending");
-      throw refuse.backendCapacity();
+      throw refuse("backend-capacity");
     }
     if (out.kind === "refused") {
-      const { outcome, answer } = refusalAnswer(out, c.kind);
+      const { outcome, answer } = backendRefusalAnswer(out, c.kind);
       try {
-        this.journal.settle(c.leaseUuid, c.maintenanceId, outcome, answer, this.#o.clock.now());
+        this.journal.settle(c.leaseUuid, c.maintenanceId, outcome, answer, this.#options.clock.now());
         await this.journal.durable();
       } catch (err) {
-        throw refuse.unrecorded(err);
+        throw refuse("unrecorded", err);
       }
       log.info({ status: out.status, outcome }, "maintenance command refused by the backend; settled");
-      throw asApiError(answer);
+      throw answered(answer);
     }
     log.warn(
       { outcome: out.kind, reason: out.reason, detail: out.detail },
       "maintenance command not delivered; pending",
     );
-    throw refuse.pending();
+    throw refuse("pending");
   }
 
   /**
@@ -251,14 +251,17 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
   async recover(signal: AbortSignal): Promise<void> {
     for (const c of this.journal.unsettled()) {
       if (signal.aborted) return;
-      await this.#o.queue
+      await this.#options.queue
         .run(c.leaseUuid, () => this.#recoverOne(c, signal))
         .catch((err: unknown) => {
           if (!signal.aborted)
-            this.#o.logger.debug({ err, lease_uuid: c.leaseUuid }, "maintenance recovery: still pending");
+            this.#options.logger.debug(
+              { err, lease_uuid: c.leaseUuid },
+              "maintenance recovery: still pending",
+            );
         });
     }
-    const { store } = this.#o;
+    const { store } = this.#options;
     for (const lease of this.journal.leases()) {
       if (store.placement(lease) === undefined && store.attemptFor(lease) === undefined)
         this.journal.forget(lease);
@@ -269,13 +272,13 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
     const current = this.journal.byMaintenanceId(c.leaseUuid, c.maintenanceId);
     if (current === undefined || current.phase === "settled") return;
     if (current.phase === "confirmed") {
-      await promote(this.#o, current);
+      await promote(this.#options, current);
       return;
     }
-    const { chain, clock } = this.#o;
+    const { chain, clock } = this.#options;
     const lease = await withDeadline(
       clock,
-      this.#o.readDeadlineMs ?? 10_000,
+      this.#options.readDeadlineMs ?? 10_000,
       signal,
       () => new FredError("ERR_CHAIN_READ_TIMEOUT", "maintenance recovery: chain read timed out"),
       (s) => chain.getLease(c.leaseUuid, s),
@@ -283,7 +286,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
     if (lease !== undefined && classifyState(lease.state) === "terminal") {
       this.journal.settle(c.leaseUuid, c.maintenanceId, "ended", ANSWERS.ended, clock.now());
       await this.journal.durable();
-      this.#o.logger.info(
+      this.#options.logger.info(
         { lease_uuid: c.leaseUuid, maintenance_id: c.maintenanceId },
         "lease ended on chain; its pending maintenance command settled without running",
       );
@@ -296,4 +299,15 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
 
 function accepted(kind: CommandKind): Accepted {
   return { status: 202, body: { status: progressStatus(kind) } };
+}
+
+/** "restarting"/"updating": the lease's status while its command runs. */
+export const progressStatus = (kind: CommandKind) => (kind === "restart" ? "restarting" : "updating");
+
+function refuse(kind: Exclude<Refusal["kind"], "busy" | "answered">, cause?: unknown): MaintenanceRefused {
+  return new MaintenanceRefused({ kind }, cause);
+}
+
+function answered(answer: StoredAnswer): MaintenanceRefused {
+  return new MaintenanceRefused({ kind: "answered", answer });
 }

@@ -1,19 +1,21 @@
-import type { ErrorCode } from "../../../core/errors.ts";
-import type { MutationOutcome } from "../../backend-client/index.ts";
-import type { CommandKind, Outcome, StoredAnswer } from "../../maintenance/index.ts";
-import { ApiError, refuse } from "../errors.ts";
-import { tenantSafeText } from "../lease-events.ts";
+import type { ErrorCode } from "../../core/errors.ts";
+import {
+  type CommandKind,
+  invalidStateFor,
+  MaintenanceRefused,
+  type Refusal,
+  type StoredAnswer,
+} from "../maintenance/index.ts";
+import { ApiError, refuse } from "./errors.ts";
 
 /**
- * The tenant answers of restart and update, worded once. A settled command's answer is
- * stored with it and replayed to an exact retry; `asApiError` turns a stored answer back
- * into the refusal the one error edge writes. Where the condition is the reference's, the
+ * The tenant answers of restart and update, worded once. The maintenance service says
+ * why it refused (`MaintenanceRefused`); `maintenanceAnswer` words it at the tenant API's
+ * error edge. A settled command's answer is stored with it and replayed to an exact
+ * retry; `asApiError` turns a stored answer back into the refusal the edge writes. Where the condition is the reference's, the
  * `error` text is the reference's literal text (clients match on it: they retry a 409
  * only on "invalid state"); our `reason` tells the cases apart.
  */
-export const invalidStateFor = (kind: CommandKind) => `invalid state for ${kind}`;
-export const progressStatus = (kind: CommandKind) => (kind === "restart" ? "restarting" : "updating");
-
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   400: "ERR_API_MAINTENANCE_REFUSED",
   404: "ERR_API_NOT_PROVISIONED",
@@ -77,42 +79,34 @@ export const maintenanceRefusal = {
     }),
 };
 
-/** The final answer of a command the backend definitely refused (a 503 never is one: see dispatch). */
-export function refusalAnswer(
-  out: Extract<MutationOutcome, { kind: "refused" }>,
-  kind: CommandKind,
-): { outcome: Outcome; answer: StoredAnswer } {
-  if (out.status === 409 && out.code === "maintenance_expired") {
-    return {
-      outcome: "expired",
-      answer: {
-        status: 410,
-        error:
-          "the command is older than the lease's retained maintenance history and did not run; send a new command with a new key",
-        reason: "maintenance_expired",
-      },
-    };
-  }
-  switch (out.status) {
-    case 400:
-      return {
-        outcome: "refused",
-        answer: {
-          status: 400,
-          error:
-            out.error !== ""
-              ? tenantSafeText(out.error)
-              : kind === "update"
-                ? "the update request was rejected as invalid"
-                : "the lease cannot be restarted",
-        },
-      };
-    case 404:
-      return { outcome: "refused", answer: { status: 404, error: "lease not yet provisioned" } };
-    default:
-      return {
-        outcome: "refused",
-        answer: { status: 409, error: invalidStateFor(kind), reason: "backend_invalid_state" },
-      };
+/** A refusal of the maintenance service, as the tenant reads it; any other error passes. */
+export function maintenanceAnswer(err: unknown): unknown {
+  return err instanceof MaintenanceRefused ? answerFor(err.refusal, err.cause) : err;
+}
+
+function answerFor(r: Refusal, cause: unknown): ApiError {
+  switch (r.kind) {
+    case "storage-lost":
+      return maintenanceRefusal.storageLost();
+    case "key-reused":
+      return maintenanceRefusal.keyReused();
+    case "not-active":
+      return maintenanceRefusal.notActive();
+    case "busy":
+      return maintenanceRefusal.busy(r.command);
+    case "unavailable":
+      return maintenanceRefusal.unavailable(cause);
+    case "reserved":
+      return maintenanceRefusal.reserved();
+    case "full":
+      return maintenanceRefusal.full();
+    case "pending":
+      return maintenanceRefusal.pending(cause);
+    case "backend-capacity":
+      return maintenanceRefusal.backendCapacity();
+    case "unrecorded":
+      return maintenanceRefusal.unrecorded(cause);
+    case "answered":
+      return asApiError(r.answer);
   }
 }
