@@ -43,7 +43,7 @@ const VANISHED: Failure = { reason: "Unknown", message: "workload is no longer r
 type EngineState = { kind: "new" } | { kind: "running"; stopTimers: () => void } | { kind: "stopped" };
 
 export class BackendEngine {
-  readonly #c: EngineConfig;
+  readonly #config: EngineConfig;
   /**
    * Every workflow that touches the substrate for one lease (provision, close, recovery)
    * runs under the lease's key, so they never interleave on a lease.
@@ -62,7 +62,7 @@ export class BackendEngine {
   readonly maintenance: MaintenanceRunner;
 
   constructor(config: EngineConfig) {
-    this.#c = config;
+    this.#config = config;
     this.maintenance = new MaintenanceRunner({
       config,
       gate: this.#gate,
@@ -76,16 +76,16 @@ export class BackendEngine {
   }
 
   get journal(): Journal {
-    return this.#c.journal;
+    return this.#config.journal;
   }
 
   get pool(): ResourcePool {
-    return this.#c.pool;
+    return this.#config.pool;
   }
 
   /** What admission reads (restore admission shares it with provision). */
   get admission(): AdmissionConfig {
-    return this.#c;
+    return this.#config;
   }
 
   /** Typed lifecycle events, so tests wait for "recovery:done" instead of sleeping. */
@@ -102,12 +102,12 @@ export class BackendEngine {
   async start(): Promise<void> {
     if (this.#state.kind !== "new") throw new Error("engine already started");
     this.#rebuildPool();
-    const unsubscribe = this.#c.substrate.subscribe?.((e) => this.#onRuntimeEvent(e)) ?? (() => {});
+    const unsubscribe = this.#config.substrate.subscribe?.((e) => this.#onRuntimeEvent(e)) ?? (() => {});
     let cancelTimer = () => {};
     const schedule = () => {
-      cancelTimer = this.#c.clock.setTimer(this.#tickMs(), () => {
+      cancelTimer = this.#config.clock.setTimer(this.#tickMs(), () => {
         void this.#tick()
-          .catch((err) => this.#c.logger.error({ err }, "engine tick failed"))
+          .catch((err) => this.#config.logger.error({ err }, "engine tick failed"))
           .finally(() => {
             if (this.#state.kind === "running") schedule();
           });
@@ -137,21 +137,21 @@ export class BackendEngine {
   // ---- provision ----
 
   async provision(req: ProvisionRequest): Promise<{ operationId: string }> {
-    const early = probe(this.#c, req);
+    const early = probe(this.#config, req);
     if (early?.kind === "acknowledged") {
-      await this.#c.journal.durable(); // the acknowledged intent may still be in the open group
+      await this.#config.journal.durable(); // the acknowledged intent may still be in the open group
       return { operationId: early.operationId };
     }
-    const prepared = prepare(this.#c, req);
-    if (this.#c.substrate.validate) {
+    const prepared = prepare(this.#config, req);
+    if (this.#config.substrate.validate) {
       const spec = workloadSpec(
         { ...syntheticLease(req, prepared.instances), image: prepared.image },
-        this.#c.backendName,
-        this.#c.journal.storageId,
-        this.#c.parseManifest,
+        this.#config.backendName,
+        this.#config.journal.storageId,
+        this.#config.parseManifest,
       );
       try {
-        await this.#c.substrate.validate(spec, this.#shutdown.signal);
+        await this.#config.substrate.validate(spec, this.#shutdown.signal);
       } catch (err) {
         if (err instanceof SubstrateError && err.validationCode !== undefined) {
           throw badRequest(err.tenantMessage, err.validationCode);
@@ -160,9 +160,9 @@ export class BackendEngine {
       }
     }
     // Without an await since the probe above, nothing can have changed: skip re-probing.
-    const result = admit(this.#c, prepared, this.#c.substrate.validate !== undefined);
+    const result = admit(this.#config, prepared, this.#config.substrate.validate !== undefined);
     // The 202 promises a durable intent: wait for the group commit before answering.
-    await this.#c.journal.durable();
+    await this.#config.journal.durable();
     if (result.kind === "admitted") this.#dispatch(result.lease);
     return { operationId: result.kind === "admitted" ? result.lease.operationId : result.operationId };
   }
@@ -177,19 +177,29 @@ export class BackendEngine {
     this.#live.set(lease.leaseUuid, controller);
     void this.#gate
       .run(lease.leaseUuid, () => this.#runOperation(lease, controller.signal))
-      .catch((err) => this.#c.logger.error({ err, lease_uuid: lease.leaseUuid }, "provision worker crashed"))
+      .catch((err) =>
+        this.#config.logger.error({ err, lease_uuid: lease.leaseUuid }, "provision worker crashed"),
+      )
       .finally(() => {
         if (this.#live.get(lease.leaseUuid) === controller) this.#live.delete(lease.leaseUuid);
       });
   }
 
   async #runOperation(admitted: LeaseRecord, signal: AbortSignal): Promise<void> {
-    const log = this.#c.logger.child({ lease_uuid: admitted.leaseUuid, operation_id: admitted.operationId });
-    const lease = this.#c.journal.markStarted(admitted.leaseUuid, admitted.generation, admitted);
+    const log = this.#config.logger.child({
+      lease_uuid: admitted.leaseUuid,
+      operation_id: admitted.operationId,
+    });
+    const lease = this.#config.journal.markStarted(admitted.leaseUuid, admitted.generation, admitted);
     if (!lease) return; // the head moved (closed or expired) before any effect
-    await this.#c.journal.durable(); // "started" must be durable before the first effect
-    const spec = workloadSpec(lease, this.#c.backendName, this.#c.journal.storageId, this.#c.parseManifest);
-    const { substrate } = this.#c;
+    await this.#config.journal.durable(); // "started" must be durable before the first effect
+    const spec = workloadSpec(
+      lease,
+      this.#config.backendName,
+      this.#config.journal.storageId,
+      this.#config.parseManifest,
+    );
+    const { substrate } = this.#config;
     try {
       // A re-provision after a failure: the failed release's containers go first; its
       // volumes stay, holding the tenant's data for this release.
@@ -197,11 +207,11 @@ export class BackendEngine {
         await this.#preserveLogs(lease.leaseUuid, signal);
         await substrate.removeWorkload(lease.leaseUuid, signal);
       }
-      await this.#c.retention?.beforeCreate(lease, spec, signal);
+      await this.#config.retention?.beforeCreate(lease, spec, signal);
       await substrate.create(spec, signal);
       await substrate.start(spec, signal);
-      if (this.#c.journal.settleSuccess(lease.leaseUuid, lease.generation, this.#c.clock.now())) {
-        this.#c.pool.markRunning(lease.leaseUuid);
+      if (this.#config.journal.settleSuccess(lease.leaseUuid, lease.generation, this.#config.clock.now())) {
+        this.#config.pool.markRunning(lease.leaseUuid);
         this.#settled(lease.leaseUuid);
         return;
       }
@@ -210,12 +220,12 @@ export class BackendEngine {
         const e = err as SubstrateError;
         log.warn({ reason: e.reason, err: e }, "provision failed");
         // The failed instances are still there (stopped): their logs go with the failure.
-        const logs = await captureLogs(substrate, lease.leaseUuid, signal, log, this.#c.clock);
+        const logs = await captureLogs(substrate, lease.leaseUuid, signal, log, this.#config.clock);
         const failure =
-          (await this.#c.retention?.restoreFailure(lease, failureOf(e), signal)) ?? failureOf(e);
-        const now = this.#c.clock.now();
-        if (this.#c.journal.settleFailure(lease.leaseUuid, lease.generation, failure, now, logs)) {
-          this.#c.pool.release(lease.leaseUuid);
+          (await this.#config.retention?.restoreFailure(lease, failureOf(e), signal)) ?? failureOf(e);
+        const now = this.#config.clock.now();
+        if (this.#config.journal.settleFailure(lease.leaseUuid, lease.generation, failure, now, logs)) {
+          this.#config.pool.release(lease.leaseUuid);
           this.#settled(lease.leaseUuid);
           return;
         }
@@ -230,23 +240,23 @@ export class BackendEngine {
   }
 
   #stillOurs(lease: LeaseRecord): boolean {
-    const now = this.#c.journal.getLease(lease.leaseUuid);
+    const now = this.#config.journal.getLease(lease.leaseUuid);
     return now?.head === "operation" && now.generation === lease.generation;
   }
 
   async #cleanupIfStale(lease: LeaseRecord, log: Logger): Promise<void> {
-    const current = this.#c.journal.getLease(lease.leaseUuid);
+    const current = this.#config.journal.getLease(lease.leaseUuid);
     if (current?.head === "close") return; // the close destroys under the same gate
     if (current?.status === "ready") return;
     // The lease lives on (failed or expired): its volumes stay for a later release or the close.
     await this.#preserveLogs(lease.leaseUuid, this.#shutdown.signal);
-    await this.#c.substrate.removeWorkload(lease.leaseUuid, this.#shutdown.signal).catch((err) => {
+    await this.#config.substrate.removeWorkload(lease.leaseUuid, this.#shutdown.signal).catch((err) => {
       log.warn({ err }, "cleanup of a superseded provision failed; recovery retries");
     });
   }
 
   #settled(lease: string): void {
-    this.#c.wakeOutbox(lease);
+    this.#config.wakeOutbox(lease);
     this.#emit("operation:settled", lease);
   }
 
@@ -254,9 +264,9 @@ export class BackendEngine {
 
   /** Starts a close and returns once it is durable; teardown continues in the background. */
   async deprovision(leaseUuid: string): Promise<void> {
-    const { journal, retention } = this.#c;
+    const { journal, retention } = this.#config;
     const r = journal.transaction(() => {
-      const begun = journal.beginClose(leaseUuid, this.#c.clock.now());
+      const begun = journal.beginClose(leaseUuid, this.#config.clock.now());
       if (begun.kind === "closing") retention?.onCloseBegun(begun.lease);
       return begun;
     });
@@ -265,38 +275,38 @@ export class BackendEngine {
     if (r.kind !== "closing") {
       // Nothing known here; remove anything labelled with it anyway (no callback).
       void this.#gate
-        .run(leaseUuid, () => this.#c.substrate.destroyLease(leaseUuid, this.#shutdown.signal))
+        .run(leaseUuid, () => this.#config.substrate.destroyLease(leaseUuid, this.#shutdown.signal))
         .catch((err) =>
-          this.#c.logger.warn({ err, lease_uuid: leaseUuid }, "teardown of an unknown lease failed"),
+          this.#config.logger.warn({ err, lease_uuid: leaseUuid }, "teardown of an unknown lease failed"),
         );
       return;
     }
     if (r.preempted) {
-      this.#c.wakeOutbox(leaseUuid);
+      this.#config.wakeOutbox(leaseUuid);
       this.#live.get(leaseUuid)?.abort(new Error("lease closed"));
     }
     // The close is durable: a failure here is logged and the next recovery pass retries it.
     void this.#runClose(leaseUuid).catch((err) =>
-      this.#c.logger.error({ err, lease_uuid: leaseUuid }, "close worker crashed; recovery retries"),
+      this.#config.logger.error({ err, lease_uuid: leaseUuid }, "close worker crashed; recovery retries"),
     );
   }
 
   async #runClose(leaseUuid: string): Promise<void> {
     await this.#gate.run(leaseUuid, async () => {
-      const lease = this.#c.journal.getLease(leaseUuid);
+      const lease = this.#config.journal.getLease(leaseUuid);
       if (lease?.head !== "close") return;
-      const { journal, retention } = this.#c;
+      const { journal, retention } = this.#config;
       const signal = this.#shutdown.signal;
       let teardown: { retained: boolean; commit(): void } = { retained: false, commit: () => {} };
       try {
         await this.#preserveLogs(leaseUuid, signal);
         if (retention) teardown = await retention.teardown(lease, signal);
-        else await this.#c.substrate.destroyLease(leaseUuid, signal);
+        else await this.#config.substrate.destroyLease(leaseUuid, signal);
       } catch (err) {
         this.#noteTeardownFailure(lease, err);
         return;
       }
-      const now = this.#c.clock.now();
+      const now = this.#config.clock.now();
       const completed = journal.transaction(() => {
         if (!journal.completeClose(leaseUuid, lease.generation, now, teardown.retained)) return false;
         teardown.commit();
@@ -304,8 +314,8 @@ export class BackendEngine {
       });
       if (completed) {
         this.#teardownFailures.delete(leaseUuid);
-        this.#c.pool.release(leaseUuid);
-        this.#c.wakeOutbox(leaseUuid);
+        this.#config.pool.release(leaseUuid);
+        this.#config.wakeOutbox(leaseUuid);
         this.#emit("close:done", leaseUuid);
       }
     });
@@ -320,11 +330,11 @@ export class BackendEngine {
       lease.reason === VOLUME_CLEANUP_EXHAUSTED
         ? { reason: lease.reason, message: lease.message ?? "" }
         : teardownFailure(err, attempts);
-    this.#c.journal.noteCloseTrouble(lease.leaseUuid, lease.generation, failure);
+    this.#config.journal.noteCloseTrouble(lease.leaseUuid, lease.generation, failure);
     const log = { lease_uuid: lease.leaseUuid, reason: failure.reason, attempts, err };
     if (failure.reason === VOLUME_CLEANUP_EXHAUSTED && attempts === VOLUME_CLEANUP_ATTEMPTS)
-      this.#c.logger.error(log, "volume cleanup exhausted its attempts; the close keeps retrying");
-    else this.#c.logger.warn(log, "teardown failed; will retry");
+      this.#config.logger.error(log, "volume cleanup exhausted its attempts; the close keeps retrying");
+    else this.#config.logger.warn(log, "teardown failed; will retry");
   }
 
   // ---- recovery, expiry, supervision ----
@@ -349,7 +359,7 @@ export class BackendEngine {
 
   async #recoverOnce(): Promise<void> {
     const signal = this.#shutdown.signal;
-    const { journal, substrate, logger } = this.#c;
+    const { journal, substrate, logger } = this.#config;
     for (const lease of journal.leasesWithHead("operation")) {
       if (this.#live.has(lease.leaseUuid) || signal.aborted) continue;
       if (lease.phase === "before_effects") {
@@ -419,7 +429,7 @@ export class BackendEngine {
 
   /** Settles a started intent whose worker is gone, from what the substrate shows now. */
   async #classifyStarted(leaseUuid: string, signal: AbortSignal): Promise<void> {
-    const { journal, substrate, clock, logger } = this.#c;
+    const { journal, substrate, clock, logger } = this.#config;
     const lease = journal.getLease(leaseUuid);
     if (lease?.head !== "operation" || lease.phase !== "started") return;
     let obs: Awaited<ReturnType<Substrate["inspect"]>>;
@@ -432,7 +442,7 @@ export class BackendEngine {
       obs !== undefined && (obs.operationId === undefined || obs.operationId === lease.operationId);
     if (ours && obs?.state === "running") {
       if (journal.settleSuccess(leaseUuid, lease.generation, clock.now())) {
-        this.#c.pool.markRunning(leaseUuid);
+        this.#config.pool.markRunning(leaseUuid);
         this.#settled(leaseUuid);
       }
       return;
@@ -451,16 +461,16 @@ export class BackendEngine {
       obs?.state === "failed" && obs.reason
         ? { reason: obs.reason, message: obs.message ?? "" }
         : INTERRUPTED;
-    const failure = (await this.#c.retention?.restoreFailure(lease, observed, signal)) ?? observed;
+    const failure = (await this.#config.retention?.restoreFailure(lease, observed, signal)) ?? observed;
     if (journal.settleFailure(leaseUuid, lease.generation, failure, clock.now(), logs)) {
-      this.#c.pool.release(leaseUuid);
+      this.#config.pool.release(leaseUuid);
       this.#settled(leaseUuid);
     }
   }
 
   /** Releases reservations that did not become running in time and fails their intents. */
   expireReservations(): string[] {
-    const { journal, pool, clock } = this.#c;
+    const { journal, pool, clock } = this.#config;
     const expired = pool.expireReservations(clock.now());
     for (const leaseUuid of expired) {
       const lease = journal.getLease(leaseUuid);
@@ -474,9 +484,11 @@ export class BackendEngine {
   #onRuntimeEvent(e: RuntimeEvent): void {
     const failure: Failure = { reason: e.reason, message: e.message };
     if (e.platform === true) failure.platform = true;
-    if (this.#c.journal.recordRuntimeFailure(e.leaseUuid, e.operationId, failure, this.#c.clock.now())) {
-      this.#c.pool.release(e.leaseUuid);
-      this.#c.wakeOutbox(e.leaseUuid);
+    if (
+      this.#config.journal.recordRuntimeFailure(e.leaseUuid, e.operationId, failure, this.#config.clock.now())
+    ) {
+      this.#config.pool.release(e.leaseUuid);
+      this.#config.wakeOutbox(e.leaseUuid);
     }
   }
 
@@ -486,17 +498,17 @@ export class BackendEngine {
    * not live here.
    */
   async resetTerminalBudget(leaseUuid: string): Promise<boolean> {
-    const reset = this.#c.journal.resetFailureStreak(leaseUuid);
-    await this.#c.journal.durable();
+    const reset = this.#config.journal.resetFailureStreak(leaseUuid);
+    await this.#config.journal.durable();
     return reset;
   }
 
   /** Drops superseded and failed releases older than releases_max_age; returns how many. */
   expireReleases(): number {
-    const maxAge = this.#c.releasesMaxAgeMs ?? 0;
+    const maxAge = this.#config.releasesMaxAgeMs ?? 0;
     if (maxAge <= 0) return 0;
-    const dropped = this.#c.journal.maintenance.expireReleases(this.#c.clock.now() - maxAge);
-    if (dropped > 0) this.#c.logger.debug({ dropped }, "expired old releases");
+    const dropped = this.#config.journal.maintenance.expireReleases(this.#config.clock.now() - maxAge);
+    if (dropped > 0) this.#config.logger.debug({ dropped }, "expired old releases");
     return dropped;
   }
 
@@ -504,8 +516,8 @@ export class BackendEngine {
 
   /** The lease's last recorded failure, unless it is older than diagnostics_max_age. */
   diagnostic(leaseUuid: string): DiagnosticRecord | undefined {
-    const d = this.#c.journal.diagnostics.get(leaseUuid);
-    const cutoff = diagnosticsCutoffMs(this.#c.clock.now(), this.#c.diagnosticsMaxAgeMs);
+    const d = this.#config.journal.diagnostics.get(leaseUuid);
+    const cutoff = diagnosticsCutoffMs(this.#config.clock.now(), this.#config.diagnosticsMaxAgeMs);
     if (d === undefined || (cutoff !== undefined && d.createdAtMs < cutoff)) return undefined;
     return d;
   }
@@ -516,34 +528,37 @@ export class BackendEngine {
    * the removal. Runs under the lease's gate, like the removal that follows.
    */
   async #preserveLogs(leaseUuid: string, signal: AbortSignal): Promise<void> {
-    const { journal, substrate, logger } = this.#c;
+    const { journal, substrate, logger } = this.#config;
     const d = journal.diagnostics.get(leaseUuid);
     if (d === undefined || d.logs !== undefined) return;
-    const logs = await captureLogs(substrate, leaseUuid, signal, logger, this.#c.clock);
+    const logs = await captureLogs(substrate, leaseUuid, signal, logger, this.#config.clock);
     if (logs === undefined || !journal.diagnostics.attachLogs(leaseUuid, d.createdAtMs, logs)) return;
     await journal.durable();
   }
 
   #tickMs(): number {
-    return Math.max(10, Math.min(this.#c.reconcileIntervalMs, this.#c.reservationTtlMs / 4, 30_000));
+    return Math.max(
+      10,
+      Math.min(this.#config.reconcileIntervalMs, this.#config.reservationTtlMs / 4, 30_000),
+    );
   }
 
   #lastRecoveryMs = 0;
   async #tick(): Promise<void> {
     this.expireReservations();
-    const now = this.#c.clock.now();
-    const cutoff = diagnosticsCutoffMs(now, this.#c.diagnosticsMaxAgeMs);
-    const expired = cutoff === undefined ? 0 : this.#c.journal.diagnostics.expire(cutoff);
-    if (expired > 0) this.#c.logger.debug({ expired }, "expired failure diagnostics");
+    const now = this.#config.clock.now();
+    const cutoff = diagnosticsCutoffMs(now, this.#config.diagnosticsMaxAgeMs);
+    const expired = cutoff === undefined ? 0 : this.#config.journal.diagnostics.expire(cutoff);
+    if (expired > 0) this.#config.logger.debug({ expired }, "expired failure diagnostics");
     this.expireReleases();
-    if (now - this.#lastRecoveryMs >= this.#c.reconcileIntervalMs) {
+    if (now - this.#lastRecoveryMs >= this.#config.reconcileIntervalMs) {
       this.#lastRecoveryMs = now;
-      await this.recover().catch((err) => this.#c.logger.error({ err }, "recovery pass failed"));
+      await this.recover().catch((err) => this.#config.logger.error({ err }, "recovery pass failed"));
     }
   }
 
   #rebuildPool(): void {
-    const { journal, pool, reservationTtlMs } = this.#c;
+    const { journal, pool, reservationTtlMs } = this.#config;
     for (const lease of journal.listLeases(undefined, undefined)) {
       if (lease.status === "failed") continue;
       const reserved = lease.head === "operation";
@@ -555,7 +570,7 @@ export class BackendEngine {
         reserved ? lease.admittedAtMs + reservationTtlMs : Number.POSITIVE_INFINITY,
       );
     }
-    this.#lastRecoveryMs = this.#c.clock.now();
+    this.#lastRecoveryMs = this.#config.clock.now();
   }
 }
 

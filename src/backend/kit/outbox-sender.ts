@@ -49,7 +49,7 @@ class CallbackNotDelivered extends Error {
 }
 
 export class OutboxSender {
-  readonly #o: Required<Omit<OutboxSenderOptions, "dispatcher" | "onDelivered" | "onAttemptFailed">> &
+  readonly #options: Required<Omit<OutboxSenderOptions, "dispatcher" | "onDelivered" | "onAttemptFailed">> &
     OutboxSenderOptions;
   #state: "idle" | "running" | "stopped" = "idle";
   readonly #abort = new AbortController();
@@ -64,7 +64,7 @@ export class OutboxSender {
   #idleWaiters: (() => void)[] = [];
 
   constructor(opts: OutboxSenderOptions) {
-    this.#o = {
+    this.#options = {
       attemptTimeoutMs: 10_000,
       backoffMs: CALLBACK_BACKOFF_MS,
       chainDeadlineMs: CALLBACK_CHAIN_DEADLINE_MS,
@@ -118,10 +118,10 @@ export class OutboxSender {
   }
 
   #armTimer(): void {
-    this.#cancelTimer = this.#o.clock.setTimer(this.#o.replayIntervalMs, () => {
+    this.#cancelTimer = this.#options.clock.setTimer(this.#options.replayIntervalMs, () => {
       if (this.#state !== "running") return;
-      if (this.#o.lifecycleMaxAgeMs > 0)
-        this.#o.journal.expireLifecycle(this.#o.clock.now(), this.#o.lifecycleMaxAgeMs);
+      if (this.#options.lifecycleMaxAgeMs > 0)
+        this.#options.journal.expireLifecycle(this.#options.clock.now(), this.#options.lifecycleMaxAgeMs);
       this.#refreshWanted = true;
       this.#backoffUntil.clear();
       this.#armTimer();
@@ -143,16 +143,16 @@ export class OutboxSender {
     if (this.#state !== "running") return;
     if (this.#refreshWanted) {
       this.#refreshWanted = false;
-      for (const lease of this.#o.journal.outboxLeases()) this.#pending.add(lease);
+      for (const lease of this.#options.journal.outboxLeases()) this.#pending.add(lease);
     }
-    const now = this.#o.clock.now();
+    const now = this.#options.clock.now();
     let deliverable = 0;
     for (const lease of this.#pending) {
       if (this.#inFlight.has(lease)) continue;
       const until = this.#backoffUntil.get(lease);
       if (until !== undefined && until > now) continue;
       deliverable++;
-      if (this.#inFlight.size >= this.#o.concurrency) break;
+      if (this.#inFlight.size >= this.#options.concurrency) break;
       this.#pending.delete(lease);
       const task = this.#drainHead(lease).finally(() => {
         this.#inFlight.delete(lease);
@@ -167,45 +167,46 @@ export class OutboxSender {
   async #drainHead(lease: string): Promise<void> {
     const signal = this.#abort.signal;
     try {
-      const row = this.#o.journal.outboxHead(lease);
+      const row = this.#options.journal.outboxHead(lease);
       if (!row) return;
-      await this.#o.journal.durable(); // never announce a result that a power loss could undo
+      await this.#options.journal.durable(); // never announce a result that a power loss could undo
       if (await this.#deliver(row, signal)) {
-        this.#o.journal.removeDelivered(row);
-        this.#o.onDelivered?.(row);
-        if (this.#o.journal.outboxHead(lease)) this.#pending.add(lease);
+        this.#options.journal.removeDelivered(row);
+        this.#options.onDelivered?.(row);
+        if (this.#options.journal.outboxHead(lease)) this.#pending.add(lease);
       } else if (!signal.aborted) {
-        this.#backoffUntil.set(lease, this.#o.clock.now() + this.#o.replayIntervalMs);
+        this.#backoffUntil.set(lease, this.#options.clock.now() + this.#options.replayIntervalMs);
         this.#pending.add(lease);
       }
     } catch (err) {
-      if (!signal.aborted) this.#o.logger.error({ err, lease_uuid: lease }, "callback delivery crashed");
+      if (!signal.aborted)
+        this.#options.logger.error({ err, lease_uuid: lease }, "callback delivery crashed");
     }
   }
 
   /** One attempt chain for one row; true when a 2xx came back. */
   async #deliver(row: OutboxRow, signal: AbortSignal): Promise<boolean> {
-    const log = this.#o.logger.child({
+    const log = this.#options.logger.child({
       lease_uuid: row.leaseUuid,
       delivery_id: row.deliveryId,
       kind: row.kind,
     });
-    if (row.storageId !== this.#o.journal.storageId) {
+    if (row.storageId !== this.#options.journal.storageId) {
       log.error("outbox row carries another storage id; refusing to send (identity drift)");
       return false;
     }
-    if (!this.#o.journal.attest()) {
+    if (!this.#options.journal.attest()) {
       log.error("journal storage identity could not be re-attested; delivery deferred");
       return false;
     }
-    const { clock, chainDeadlineMs } = this.#o;
+    const { clock, chainDeadlineMs } = this.#options;
     const timedOut = () =>
       new FredError("ERR_CALLBACK_DELIVERY_TIMEOUT", `callback not delivered within ${chainDeadlineMs} ms`, {
         retryable: true,
       });
     // The schedule is the delay before each try: the first entry is waited out here,
     // the rest are the waits between tries.
-    const [first = 0, ...between] = this.#o.backoffMs;
+    const [first = 0, ...between] = this.#options.backoffMs;
     try {
       await withDeadline(clock, chainDeadlineMs, signal, timedOut, async (chain) => {
         await sleepOrAbort(clock, first, chain);
@@ -232,12 +233,12 @@ export class OutboxSender {
         });
         if (status >= 200 && status < 300) return;
         if (status !== 0) log.warn({ attempt, status }, "callback refused");
-        this.#o.onAttemptFailed?.(row);
+        this.#options.onAttemptFailed?.(row);
         throw new CallbackNotDelivered(status);
       },
       {
-        clock: this.#o.clock,
-        attempts: this.#o.backoffMs.length,
+        clock: this.#options.clock,
+        attempts: this.#options.backoffMs.length,
         backoff: between.length > 0 ? [...between] : [0],
         signal: chain,
         retryable: () => true,
@@ -248,9 +249,9 @@ export class OutboxSender {
   async #post(row: OutboxRow, signal: AbortSignal): Promise<number> {
     const url = new URL(row.url);
     const uri = url.pathname + url.search;
-    const timestamp = Math.floor(this.#o.clock.now() / 1000);
-    const signature = signRequest(this.#o.secret, { method: "POST", uri, body: row.body, timestamp });
-    const { clock, attemptTimeoutMs } = this.#o;
+    const timestamp = Math.floor(this.#options.clock.now() / 1000);
+    const signature = signRequest(this.#options.secret, { method: "POST", uri, body: row.body, timestamp });
+    const { clock, attemptTimeoutMs } = this.#options;
     const timedOut = () =>
       new FredError(
         "ERR_CALLBACK_ATTEMPT_TIMEOUT",
@@ -265,7 +266,7 @@ export class OutboxSender {
         headers: { "content-type": "application/json", [SIGNATURE_HEADER]: signature },
         body: row.body,
         signal: attempt,
-        dispatcher: this.#o.dispatcher,
+        dispatcher: this.#options.dispatcher,
       });
       await res.body.dump({ limit: RESPONSE_READ_LIMIT }).catch(() => {});
       return res.statusCode;

@@ -46,7 +46,7 @@ export interface TenantLeaseReadsOptions {
 }
 
 export class TenantLeaseReads {
-  readonly #o: TenantLeaseReadsOptions;
+  readonly #options: TenantLeaseReadsOptions;
   readonly #coalescer: Coalescer<ChainLease | undefined>;
   readonly #bulkhead: BulkheadPolicy;
   readonly #timeoutMs: number;
@@ -54,7 +54,7 @@ export class TenantLeaseReads {
   readonly #unsubscribe: () => void;
 
   constructor(opts: TenantLeaseReadsOptions) {
-    this.#o = opts;
+    this.#options = opts;
     this.#ttlMs = opts.ttlMs ?? 1_000;
     this.#coalescer = new Coalescer({ clock: opts.clock, ttlMs: this.#ttlMs });
     this.#bulkhead = bulkhead(opts.concurrency ?? 16, opts.queue ?? 256);
@@ -79,17 +79,17 @@ export class TenantLeaseReads {
   async read(leaseUuid: string): Promise<ChainLease | undefined> {
     try {
       // ttl 0 (tests) means "never reuse" whatever the feed says.
-      const live = this.#ttlMs > 0 && this.#o.blocks?.live() === true;
+      const live = this.#ttlMs > 0 && this.#options.blocks?.live() === true;
       return await this.#coalescer.get(
         leaseUuid,
         () =>
           this.#bulkhead.execute(() =>
             // The read's own deadline, not a request's: a coalesced read serves many.
-            withDeadline(this.#o.clock, this.#timeoutMs, undefined, this.#timedOut, (signal) =>
-              this.#o.chain.getLease(leaseUuid, signal),
+            withDeadline(this.#options.clock, this.#timeoutMs, undefined, this.#timedOut, (signal) =>
+              this.#options.chain.getLease(leaseUuid, signal),
             ),
           ),
-        live ? (this.#o.blockTtlMs ?? 10_000) : this.#ttlMs,
+        live ? (this.#options.blockTtlMs ?? 10_000) : this.#ttlMs,
       );
     } catch (err) {
       if (isBulkheadRejectedError(err)) throw refuse.unavailable("ERR_API_CHAIN_BUSY", err);
@@ -118,8 +118,8 @@ export class TenantLeaseReads {
         state === "LEASE_STATE_ACTIVE" ? "lease not found or not active" : undefined,
       );
     }
-    if (lease.tenant !== claims.tenant || lease.providerUuid !== this.#o.providerUuid) {
-      this.#o.logger.warn(
+    if (lease.tenant !== claims.tenant || lease.providerUuid !== this.#options.providerUuid) {
+      this.#options.logger.warn(
         { lease_uuid: claims.leaseUuid, tenant: claims.tenant },
         "lease belongs to another tenant or provider",
       );

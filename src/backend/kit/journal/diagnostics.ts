@@ -32,16 +32,16 @@ type Write = <T>(fn: () => T) => T;
 
 export class DiagnosticsTable {
   readonly #write: Write;
-  readonly #s: ReturnType<typeof prepare>;
+  readonly #statements: ReturnType<typeof prepare>;
 
   constructor(db: Database.Database, write: Write) {
     this.#write = write;
-    this.#s = prepare(db);
+    this.#statements = prepare(db);
   }
 
   /** Records (replaces) the lease's failure. Call inside the settling transaction. */
   put(record: DiagnosticRecord): void {
-    this.#s.put.run({
+    this.#statements.put.run({
       lease_uuid: record.leaseUuid,
       tenant: record.tenant,
       provider_uuid: record.providerUuid,
@@ -55,11 +55,11 @@ export class DiagnosticsTable {
 
   /** Forgets the lease's failure (it succeeded since). Call inside the settling transaction. */
   drop(leaseUuid: string): void {
-    this.#s.drop.run(leaseUuid);
+    this.#statements.drop.run(leaseUuid);
   }
 
   get(leaseUuid: string): DiagnosticRecord | undefined {
-    const r = this.#s.get.get(leaseUuid) as Row | undefined;
+    const r = this.#statements.get.get(leaseUuid) as Row | undefined;
     if (r === undefined) return undefined;
     return {
       leaseUuid: r.lease_uuid as string,
@@ -79,17 +79,17 @@ export class DiagnosticsTable {
    */
   attachLogs(leaseUuid: string, createdAtMs: number, logs: CapturedLogs): boolean {
     return this.#write(
-      () => this.#s.attachLogs.run(JSON.stringify(logs), leaseUuid, createdAtMs).changes === 1,
+      () => this.#statements.attachLogs.run(JSON.stringify(logs), leaseUuid, createdAtMs).changes === 1,
     );
   }
 
   /** Deletes failures recorded before `cutoffMs`; returns how many went. */
   expire(cutoffMs: number): number {
-    return this.#write(() => this.#s.expire.run(cutoffMs).changes);
+    return this.#write(() => this.#statements.expire.run(cutoffMs).changes);
   }
 
   count(): number {
-    return (this.#s.count.get() as { n: number }).n;
+    return (this.#statements.count.get() as { n: number }).n;
   }
 }
 

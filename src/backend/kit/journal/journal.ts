@@ -89,7 +89,7 @@ export class Journal {
   readonly diagnostics: DiagnosticsTable;
   /** Restart/update commands and their receipts (see maintenance/store.ts). */
   readonly maintenance: MaintenanceStore;
-  readonly #s: ReturnType<typeof prepare>;
+  readonly #statements: ReturnType<typeof prepare>;
   readonly #database: SqliteDatabase;
   /** Cached leaseCount(); a lease UUID takes a slot on admission and keeps it as a tombstone. */
   #slots: number | undefined;
@@ -103,7 +103,7 @@ export class Journal {
     this.storageId = opened.storageId;
     this.backendName = opts.backendName;
     this.maxLeases = opts.maxLeases ?? 100_000;
-    this.#s = prepare(this.db);
+    this.#statements = prepare(this.db);
     this.diagnostics = new DiagnosticsTable(this.db, (fn) => this.#write(fn));
     this.maintenance = new MaintenanceStore(this.db, opts.maintenanceReceipts, {
       write: (fn) => this.#write(fn),
@@ -155,17 +155,17 @@ export class Journal {
   // ---- reads ----
 
   getLease(leaseUuid: string): LeaseRecord | undefined {
-    const row = this.#s.getLease.get(leaseUuid) as Row | undefined;
+    const row = this.#statements.getLease.get(leaseUuid) as Row | undefined;
     return row === undefined ? undefined : toLease(row);
   }
 
   isTombstoned(leaseUuid: string): boolean {
-    return this.#s.getTombstone.get(leaseUuid) !== undefined;
+    return this.#statements.getTombstone.get(leaseUuid) !== undefined;
   }
 
   /** The lease an operation id was admitted for, if it ever was (rows are permanent). */
   operation(operationId: string): OperationRecord | undefined {
-    const r = this.#s.getOperation.get(operationId) as Row | undefined;
+    const r = this.#statements.getOperation.get(operationId) as Row | undefined;
     if (r === undefined) return undefined;
     return {
       leaseUuid: r.lease_uuid as string,
@@ -175,16 +175,16 @@ export class Journal {
 
   /** Live leases in UUID order, starting after `after`, at most `limit` (all when undefined). */
   listLeases(after: string | undefined, limit: number | undefined): LeaseRecord[] {
-    const rows = this.#s.listLeases.all(after ?? "", limit ?? -1) as Row[];
+    const rows = this.#statements.listLeases.all(after ?? "", limit ?? -1) as Row[];
     return rows.map(toLease);
   }
 
   leasesWithHead(head: Exclude<LeaseHead, "none">): LeaseRecord[] {
-    return (this.#s.leasesWithHead.all(head) as Row[]).map(toLease);
+    return (this.#statements.leasesWithHead.all(head) as Row[]).map(toLease);
   }
 
   releases(leaseUuid: string): ReleaseRecord[] {
-    return (this.#s.releases.all(leaseUuid) as Row[]).map((r) => ({
+    return (this.#statements.releases.all(leaseUuid) as Row[]).map((r) => ({
       version: r.version as number,
       operationId: r.operation_id as string,
       image: r.image as string,
@@ -199,7 +199,8 @@ export class Journal {
   /** Live leases plus tombstones (the lease-UUID slots in use); O(1) after the first call. */
   leaseCount(): number {
     this.#slots ??=
-      (this.#s.countLeases.get() as { n: number }).n + (this.#s.countTombstones.get() as { n: number }).n;
+      (this.#statements.countLeases.get() as { n: number }).n +
+      (this.#statements.countTombstones.get() as { n: number }).n;
     return this.#slots;
   }
 
@@ -214,11 +215,12 @@ export class Journal {
     return this.#write(() => {
       const prev = this.#headOf(input.leaseUuid);
       // A failed update took a version of its own above the lease's release.
-      const newest = prev === undefined ? 0 : (this.#s.newestRelease.get(input.leaseUuid) as { v: number }).v;
+      const newest =
+        prev === undefined ? 0 : (this.#statements.newestRelease.get(input.leaseUuid) as { v: number }).v;
       const release = prev === undefined ? 1 : Math.max(prev.release, newest) + 1;
       if (prev === undefined && this.#slots !== undefined) this.#slots++;
       const generation = (prev?.generation ?? 0) + 1;
-      this.#s.upsertLease.run({
+      this.#statements.upsertLease.run({
         lease_uuid: input.leaseUuid,
         tenant: input.tenant,
         provider_uuid: input.providerUuid,
@@ -236,8 +238,8 @@ export class Journal {
         admitted_at: input.nowMs,
         generation,
       });
-      this.#s.insertOperation.run(input.operationId, input.leaseUuid, input.requestDigest);
-      this.#s.insertRelease.run(
+      this.#statements.insertOperation.run(input.operationId, input.leaseUuid, input.requestDigest);
+      this.#statements.insertRelease.run(
         input.leaseUuid,
         release,
         input.operationId,
@@ -293,13 +295,13 @@ export class Journal {
         return domain === undefined || domain === "" ? rest : { ...rest, custom_domain: domain };
       });
       if (JSON.stringify(next) === JSON.stringify(lease.items)) return false;
-      this.#s.setItems.run(JSON.stringify(next), leaseUuid);
+      this.#statements.setItems.run(JSON.stringify(next), leaseUuid);
       return true;
     });
   }
 
   markStarted(leaseUuid: string, generation: number, known?: LeaseRecord): LeaseRecord | undefined {
-    const changed = this.#write(() => this.#s.markStarted.run(leaseUuid, generation).changes);
+    const changed = this.#write(() => this.#statements.markStarted.run(leaseUuid, generation).changes);
     if (changed !== 1) return undefined;
     if (known?.leaseUuid === leaseUuid && known.generation === generation) {
       return { ...known, phase: "started", generation: generation + 1 };
@@ -312,12 +314,12 @@ export class Journal {
     return this.#write(() => {
       const lease = this.#currentOperation(leaseUuid, generation);
       if (!lease) return false;
-      this.#s.supersedeActive.run(leaseUuid, lease.release);
-      this.#s.setReleaseStatus.run("active", null, null, leaseUuid, lease.release);
-      this.#s.settleLease.run("ready", null, null, 0, leaseUuid);
+      this.#statements.supersedeActive.run(leaseUuid, lease.release);
+      this.#statements.setReleaseStatus.run("active", null, null, leaseUuid, lease.release);
+      this.#statements.settleLease.run("ready", null, null, 0, leaseUuid);
       this.#putStreak(leaseUuid, afterReady(lease.streak, nowMs));
       this.diagnostics.drop(leaseUuid);
-      this.#s.insertReceipt.run(leaseUuid, lease.operationId, "success");
+      this.#statements.insertReceipt.run(leaseUuid, lease.operationId, "success");
       this.onOperationSettled?.(leaseUuid, "success");
       this.#enqueue(lease, "operation", lease.callbackUrl, { status: "success", error: "" }, nowMs);
       return true;
@@ -338,11 +340,17 @@ export class Journal {
     return this.#write(() => {
       const lease = this.#currentOperation(leaseUuid, generation);
       if (!lease) return false;
-      this.#s.setReleaseStatus.run("failed", failure.reason, failure.message, leaseUuid, lease.release);
-      this.#s.settleLease.run("failed", failure.reason, failure.message, 1, leaseUuid);
+      this.#statements.setReleaseStatus.run(
+        "failed",
+        failure.reason,
+        failure.message,
+        leaseUuid,
+        lease.release,
+      );
+      this.#statements.settleLease.run("failed", failure.reason, failure.message, 1, leaseUuid);
       this.#putStreak(leaseUuid, afterFailure(lease.streak, failure, nowMs));
       this.#putDiagnostic(lease, failure, nowMs, logs);
-      this.#s.insertReceipt.run(leaseUuid, lease.operationId, "failed");
+      this.#statements.insertReceipt.run(leaseUuid, lease.operationId, "failed");
       this.onOperationSettled?.(leaseUuid, "failed");
       this.#enqueue(
         lease,
@@ -375,14 +383,14 @@ export class Journal {
       const lease = this.#headOf(leaseUuid);
       if (lease?.head !== "none" || lease.status !== "ready") return false;
       if (operationId !== undefined && operationId !== lease.operationId) return false;
-      this.#s.settleLease.run("failed", failure.reason, failure.message, 1, leaseUuid);
+      this.#statements.settleLease.run("failed", failure.reason, failure.message, 1, leaseUuid);
       this.#putStreak(leaseUuid, afterFailure(lease.streak, failure, nowMs));
-      this.#s.bumpGeneration.run(leaseUuid);
+      this.#statements.bumpGeneration.run(leaseUuid);
       this.#putDiagnostic(lease, failure, nowMs, undefined);
       // Drop the observation while a result is still queued for this lease; else coalesce.
-      const pendingResult = this.#s.pendingResult.get(leaseUuid) !== undefined;
+      const pendingResult = this.#statements.pendingResult.get(leaseUuid) !== undefined;
       if (!pendingResult) {
-        this.#s.deleteLifecycle.run(leaseUuid);
+        this.#statements.deleteLifecycle.run(leaseUuid);
         this.#enqueue(
           lease,
           "lifecycle",
@@ -410,7 +418,7 @@ export class Journal {
   }
 
   #putStreak(leaseUuid: string, s: FailureStreak): void {
-    this.#s.setStreak.run(
+    this.#statements.setStreak.run(
       s.failures,
       s.startedAtMs ?? null,
       s.exhausted ? 1 : 0,
@@ -435,7 +443,7 @@ export class Journal {
       if (this.isTombstoned(leaseUuid)) return { kind: "tombstoned" as const };
       const lease = this.getLease(leaseUuid);
       if (!lease) {
-        this.#s.insertTombstone.run(leaseUuid, "", nowMs);
+        this.#statements.insertTombstone.run(leaseUuid, "", nowMs);
         if (this.#slots !== undefined) this.#slots++;
         return { kind: "absent" as const };
       }
@@ -444,12 +452,12 @@ export class Journal {
       if (lease.head === "maintenance") preempted = this.maintenance.preempt(leaseUuid, nowMs);
       else if (preempted) {
         const message = "lease was closed before provisioning completed";
-        this.#s.setReleaseStatus.run("failed", "Closed", message, leaseUuid, lease.release);
-        this.#s.insertReceipt.run(leaseUuid, lease.operationId, "failed");
+        this.#statements.setReleaseStatus.run("failed", "Closed", message, leaseUuid, lease.release);
+        this.#statements.insertReceipt.run(leaseUuid, lease.operationId, "failed");
         this.onOperationSettled?.(leaseUuid, "failed");
         this.#enqueue(lease, "operation", lease.callbackUrl, { status: "failed", error: message }, nowMs);
       }
-      this.#s.beginClose.run(leaseUuid);
+      this.#statements.beginClose.run(leaseUuid);
       return { kind: "closing" as const, lease: this.getLease(leaseUuid) as LeaseRecord, preempted };
     });
   }
@@ -457,7 +465,7 @@ export class Journal {
   /** Why a close's teardown has not finished yet (shown on the closing lease; the close is retried). */
   noteCloseTrouble(leaseUuid: string, generation: number, failure: Failure): void {
     this.#write(() => {
-      this.#s.setCloseTrouble.run(failure.reason, failure.message, leaseUuid, generation);
+      this.#statements.setCloseTrouble.run(failure.reason, failure.message, leaseUuid, generation);
     });
   }
 
@@ -469,7 +477,7 @@ export class Journal {
     return this.#write(() => {
       const lease = this.#headOf(leaseUuid);
       if (lease?.head !== "close" || lease.generation !== generation) return false;
-      this.#s.deleteLifecycle.run(leaseUuid);
+      this.#statements.deleteLifecycle.run(leaseUuid);
       this.#enqueue(
         lease,
         "close",
@@ -477,10 +485,10 @@ export class Journal {
         { status: "deprovisioned", error: "", retained },
         nowMs,
       );
-      this.#s.deleteReleases.run(leaseUuid);
+      this.#statements.deleteReleases.run(leaseUuid);
       this.maintenance.forget(leaseUuid);
-      this.#s.deleteLease.run(leaseUuid);
-      this.#s.insertTombstone.run(leaseUuid, lease.tenant, nowMs);
+      this.#statements.deleteLease.run(leaseUuid);
+      this.#statements.insertTombstone.run(leaseUuid, lease.tenant, nowMs);
       return true;
     });
   }
@@ -500,7 +508,7 @@ export class Journal {
 
   /** The small, fixed-size part of a lease row that transitions need (no JSON, no payload). */
   #headOf(leaseUuid: string): LeaseHeadRecord | undefined {
-    const r = this.#s.getHead.get(leaseUuid) as Row | undefined;
+    const r = this.#statements.getHead.get(leaseUuid) as Row | undefined;
     if (r === undefined) return undefined;
     return {
       leaseUuid,
@@ -538,7 +546,7 @@ export class Journal {
       ...maintenance,
     };
     if (facts.status === "deprovisioned") body.retained = facts.retained ?? false;
-    this.#s.insertOutbox.run(
+    this.#statements.insertOutbox.run(
       newUuidV4(),
       lease.leaseUuid,
       kind,
@@ -551,11 +559,11 @@ export class Journal {
 
   /** Leases with undelivered callbacks, oldest first. */
   outboxLeases(): string[] {
-    return (this.#s.outboxLeases.all() as { lease_uuid: string }[]).map((r) => r.lease_uuid);
+    return (this.#statements.outboxLeases.all() as { lease_uuid: string }[]).map((r) => r.lease_uuid);
   }
 
   outboxHead(leaseUuid: string): OutboxRow | undefined {
-    const r = this.#s.outboxHead.get(leaseUuid) as Row | undefined;
+    const r = this.#statements.outboxHead.get(leaseUuid) as Row | undefined;
     if (!r) return undefined;
     return {
       seq: r.seq as number,
@@ -571,7 +579,7 @@ export class Journal {
 
   /** Lifecycle observations older than `maxAgeMs` are dropped; results never expire. */
   expireLifecycle(nowMs: number, maxAgeMs: number): number {
-    return this.#write(() => this.#s.expireLifecycle.run(nowMs - maxAgeMs).changes);
+    return this.#write(() => this.#statements.expireLifecycle.run(nowMs - maxAgeMs).changes);
   }
 
   /**
@@ -587,16 +595,16 @@ export class Journal {
         return false;
       }
     }
-    const bound = this.#s.storageId.get() as { value: string } | undefined;
+    const bound = this.#statements.storageId.get() as { value: string } | undefined;
     return bound?.value === this.storageId;
   }
 
   /** Removes exactly the delivered row (seq + delivery id), never a replacement. */
   removeDelivered(row: OutboxRow): boolean {
-    return this.#write(() => this.#s.deleteOutbox.run(row.seq, row.deliveryId).changes === 1);
+    return this.#write(() => this.#statements.deleteOutbox.run(row.seq, row.deliveryId).changes === 1);
   }
 
   outboxSize(): number {
-    return (this.#s.countOutbox.get() as { n: number }).n;
+    return (this.#statements.countOutbox.get() as { n: number }).n;
   }
 }

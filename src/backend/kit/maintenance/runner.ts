@@ -29,15 +29,15 @@ export type MaintenanceAnswer = { status: "restarting" | "updating" };
 const REASON = { restart: "RestartFailed", update: "UpdateFailed" } as const;
 
 export class MaintenanceRunner {
-  readonly #d: MaintenanceDeps;
+  readonly #deps: MaintenanceDeps;
 
   constructor(deps: MaintenanceDeps) {
-    this.#d = deps;
+    this.#deps = deps;
   }
 
   /** Admits a command (durably, before answering) and starts its worker; or replays it. */
   async command(req: MaintenanceRequest): Promise<MaintenanceAnswer> {
-    const { journal, substrate } = this.#d.config;
+    const { journal, substrate } = this.#deps.config;
     if (substrate[req.kind] === undefined) throw unsupported(req.kind);
     const answer: MaintenanceAnswer = { status: req.kind === "restart" ? "restarting" : "updating" };
     let lease = this.#probe(req);
@@ -60,7 +60,7 @@ export class MaintenanceRunner {
       operationId: lease.operationId,
       sourceRelease: lease.release,
       image,
-      nowMs: this.#d.config.clock.now(),
+      nowMs: this.#deps.config.clock.now(),
     });
     if (admitted === undefined) throw conflict("lease changed while the command was admitted; retry");
     // The 202 promises a durable command: wait for the group commit before answering.
@@ -74,7 +74,7 @@ export class MaintenanceRunner {
    * (answered as first time, no new work). Else the lease the command may run on.
    */
   #probe(req: MaintenanceRequest): LeaseRecord | undefined {
-    const { journal } = this.#d.config;
+    const { journal } = this.#deps.config;
     const lease = journal.getLease(req.leaseUuid);
     if (lease === undefined) throw notFound();
     const known = journal.maintenance.get(req.maintenanceId);
@@ -107,7 +107,7 @@ export class MaintenanceRunner {
 
   /** An update's manifest passes what a provision's would (returns its image). */
   async #validateUpdate(lease: LeaseRecord, req: MaintenanceRequest): Promise<string> {
-    const { config } = this.#d;
+    const { config } = this.#deps;
     const prepared = prepare(config, {
       leaseUuid: lease.leaseUuid,
       tenant: lease.tenant,
@@ -122,7 +122,7 @@ export class MaintenanceRunner {
     if (config.substrate.validate) {
       const next = { ...this.#spec(lease), payload: req.payload, manifest: prepared.manifest };
       try {
-        await config.substrate.validate(next, this.#d.shutdown);
+        await config.substrate.validate(next, this.#deps.shutdown);
       } catch (err) {
         if (err instanceof SubstrateError && err.validationCode !== undefined) {
           throw badRequest(err.tenantMessage, err.validationCode);
@@ -135,15 +135,15 @@ export class MaintenanceRunner {
 
   /** Resumes every journaled command without a worker (startup and each recovery pass). */
   resume(): void {
-    for (const lease of this.#d.config.journal.leasesWithHead("maintenance")) {
-      if (this.#d.shutdown.aborted) return;
-      if (!this.#d.live.has(lease.leaseUuid)) this.#dispatch(lease.leaseUuid);
+    for (const lease of this.#deps.config.journal.leasesWithHead("maintenance")) {
+      if (this.#deps.shutdown.aborted) return;
+      if (!this.#deps.live.has(lease.leaseUuid)) this.#dispatch(lease.leaseUuid);
     }
   }
 
   #dispatch(leaseUuid: string): void {
     const controller = new AbortController();
-    const { live, gate, config } = this.#d;
+    const { live, gate, config } = this.#deps;
     live.set(leaseUuid, controller);
     void gate
       .run(leaseUuid, () => this.#run(leaseUuid, controller.signal))
@@ -154,7 +154,7 @@ export class MaintenanceRunner {
   }
 
   async #run(leaseUuid: string, signal: AbortSignal): Promise<void> {
-    const { journal, clock, pool, logger } = this.#d.config;
+    const { journal, clock, pool, logger } = this.#deps.config;
     const lease = journal.getLease(leaseUuid);
     const cmd = journal.maintenance.pending(leaseUuid);
     if (lease?.head !== "maintenance" || cmd === undefined) return;
@@ -166,7 +166,7 @@ export class MaintenanceRunner {
       await this.#execute(cmd, lease, signal);
       if (journal.maintenance.settleSuccess(cmd, clock.now())) {
         log.info("maintenance done");
-        this.#d.settled(leaseUuid);
+        this.#deps.settled(leaseUuid);
       }
     } catch (err) {
       if (substrateOutcomeOf(err) !== "definite" || signal.aborted) {
@@ -187,13 +187,13 @@ export class MaintenanceRunner {
       const logs = rolledBack && e.logs !== undefined ? failedAttemptLogs(e.logs) : undefined;
       if (journal.maintenance.settleFailure(cmd, failure, clock.now(), rolledBack, logs)) {
         if (!rolledBack) pool.release(leaseUuid); // a failed lease holds no capacity
-        this.#d.settled(leaseUuid);
+        this.#deps.settled(leaseUuid);
       }
     }
   }
 
   async #execute(cmd: MaintenanceRecord, lease: LeaseRecord, signal: AbortSignal): Promise<void> {
-    const { substrate, parseManifest } = this.#d.config;
+    const { substrate, parseManifest } = this.#deps.config;
     const current = this.#spec(lease);
     if (cmd.kind === "restart") {
       if (substrate.restart === undefined) throw gone(cmd);
@@ -202,15 +202,15 @@ export class MaintenanceRunner {
     if (substrate.update === undefined) throw gone(cmd);
     const next = workloadSpec(
       { ...lease, release: cmd.targetRelease, payload: cmd.payload, payloadHash: cmd.payloadHash },
-      this.#d.config.backendName,
-      this.#d.config.journal.storageId,
+      this.#deps.config.backendName,
+      this.#deps.config.journal.storageId,
       parseManifest,
     );
     return substrate.update(current, next, signal);
   }
 
   #spec(lease: LeaseRecord): WorkloadSpec {
-    const { backendName, journal, parseManifest } = this.#d.config;
+    const { backendName, journal, parseManifest } = this.#deps.config;
     return workloadSpec(lease, backendName, journal.storageId, parseManifest);
   }
 }

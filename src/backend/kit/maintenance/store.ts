@@ -58,42 +58,42 @@ export function commandDigest(req: MaintenanceRequest): string {
 }
 
 export class MaintenanceStore {
-  readonly #j: JournalPort;
-  readonly #s: ReturnType<typeof prepare>;
+  readonly #journal: JournalPort;
+  readonly #statements: ReturnType<typeof prepare>;
   /** Settled receipts kept per lease: RECEIPT_WINDOW unless the operator set another. */
   readonly receiptWindow: number;
 
   constructor(db: Database.Database, receiptWindow: number | undefined, port: JournalPort) {
-    this.#j = port;
-    this.#s = prepare(db);
+    this.#journal = port;
+    this.#statements = prepare(db);
     this.receiptWindow = receiptWindow ?? RECEIPT_WINDOW;
   }
 
   // ---- reads ----
 
   get(maintenanceId: string): MaintenanceRecord | undefined {
-    const r = this.#s.get.get(maintenanceId) as Record<string, unknown> | undefined;
+    const r = this.#statements.get.get(maintenanceId) as Record<string, unknown> | undefined;
     return r === undefined ? undefined : toRecord(r);
   }
 
   /** The lease's unsettled command (at most one: it holds the mutation head). */
   pending(leaseUuid: string): MaintenanceRecord | undefined {
-    const r = this.#s.pending.get(leaseUuid) as Record<string, unknown> | undefined;
+    const r = this.#statements.pending.get(leaseUuid) as Record<string, unknown> | undefined;
     return r === undefined ? undefined : toRecord(r);
   }
 
   /** The newest admitted_key the lease accepted, if it ever accepted a stamped command. */
   highWater(leaseUuid: string): string | undefined {
-    return (this.#s.highWater.get(leaseUuid) as { high_water: string } | undefined)?.high_water;
+    return (this.#statements.highWater.get(leaseUuid) as { high_water: string } | undefined)?.high_water;
   }
 
   /** True while an earlier command's exact completion waits in the outbox. */
   completionQueued(leaseUuid: string): boolean {
-    return this.#s.queued.get(leaseUuid) !== undefined;
+    return this.#statements.queued.get(leaseUuid) !== undefined;
   }
 
   receipts(leaseUuid: string): number {
-    return (this.#s.count.get(leaseUuid) as { n: number }).n;
+    return (this.#statements.count.get(leaseUuid) as { n: number }).n;
   }
 
   // ---- transitions ----
@@ -104,18 +104,19 @@ export class MaintenanceStore {
    * the lease moved since the caller checked it.
    */
   admit(a: AdmitMaintenance): MaintenanceRecord | undefined {
-    return this.#j.write(() => {
+    return this.#journal.write(() => {
       const { req } = a;
       const status = req.kind === "restart" ? "restarting" : "updating";
-      if (this.#s.beginLease.run(status, req.leaseUuid, a.generation).changes !== 1) return undefined;
-      const lease = this.#j.head(req.leaseUuid) as LeaseHeadRecord;
-      this.#j.putStreak(req.leaseUuid, afterRequestedRestart(lease.streak));
-      const seq = (this.#s.nextSeq.get(req.leaseUuid) as { n: number }).n;
+      if (this.#statements.beginLease.run(status, req.leaseUuid, a.generation).changes !== 1)
+        return undefined;
+      const lease = this.#journal.head(req.leaseUuid) as LeaseHeadRecord;
+      this.#journal.putStreak(req.leaseUuid, afterRequestedRestart(lease.streak));
+      const seq = (this.#statements.nextSeq.get(req.leaseUuid) as { n: number }).n;
       let target = a.sourceRelease;
       if (req.kind === "update") {
-        const newest = (this.#s.newestRelease.get(req.leaseUuid) as { v: number }).v;
+        const newest = (this.#statements.newestRelease.get(req.leaseUuid) as { v: number }).v;
         target = Math.max(newest, a.sourceRelease) + 1;
-        this.#s.insertRelease.run(
+        this.#statements.insertRelease.run(
           req.leaseUuid,
           target,
           a.operationId,
@@ -144,7 +145,7 @@ export class MaintenanceStore {
         message: undefined,
         createdAtMs: a.nowMs,
       };
-      this.#s.insert.run({
+      this.#statements.insert.run({
         maintenance_id: record.maintenanceId,
         lease_uuid: record.leaseUuid,
         seq,
@@ -159,16 +160,16 @@ export class MaintenanceStore {
         target_release: target,
         created_at: a.nowMs,
       });
-      if (req.admittedKey !== undefined) this.#s.putMark.run(req.leaseUuid, req.admittedKey);
+      if (req.admittedKey !== undefined) this.#statements.putMark.run(req.leaseUuid, req.admittedKey);
       // The lease keeps its receiptWindow newest commands (this one included): older settled ones go.
-      this.#s.evict.run(req.leaseUuid, req.leaseUuid, this.receiptWindow);
+      this.#statements.evict.run(req.leaseUuid, req.leaseUuid, this.receiptWindow);
       return record;
     });
   }
 
   /** pending → started: from here on the substrate may have been called. */
   markStarted(maintenanceId: string): boolean {
-    return this.#j.write(() => this.#s.markStarted.run(maintenanceId).changes === 1);
+    return this.#journal.write(() => this.#statements.markStarted.run(maintenanceId).changes === 1);
   }
 
   /**
@@ -177,13 +178,13 @@ export class MaintenanceStore {
    * payload. The exact completion is queued in the same transaction.
    */
   settleSuccess(cmd: MaintenanceRecord, nowMs: number): boolean {
-    return this.#j.write(() => {
+    return this.#journal.write(() => {
       const lease = this.#current(cmd);
       if (lease === undefined) return false;
       if (cmd.kind === "update") {
-        this.#s.supersede.run(cmd.leaseUuid, cmd.targetRelease);
-        this.#s.setRelease.run("active", null, null, cmd.leaseUuid, cmd.targetRelease);
-        this.#s.promote.run(
+        this.#statements.supersede.run(cmd.leaseUuid, cmd.targetRelease);
+        this.#statements.setRelease.run("active", null, null, cmd.leaseUuid, cmd.targetRelease);
+        this.#statements.promote.run(
           cmd.payload ?? null,
           cmd.payloadHash ?? null,
           cmd.image,
@@ -191,11 +192,11 @@ export class MaintenanceStore {
           cmd.leaseUuid,
         );
       }
-      this.#s.settleRow.run("success", null, null, nowMs, cmd.maintenanceId);
-      this.#s.settleLease.run("ready", null, null, 0, cmd.leaseUuid);
-      this.#j.putStreak(cmd.leaseUuid, afterReady(lease.streak, nowMs));
-      this.#j.dropDiagnostic(cmd.leaseUuid);
-      this.#j.enqueueMaintenance(lease, { status: "success", error: "" }, nowMs, completionFields(cmd));
+      this.#statements.settleRow.run("success", null, null, nowMs, cmd.maintenanceId);
+      this.#statements.settleLease.run("ready", null, null, 0, cmd.leaseUuid);
+      this.#journal.putStreak(cmd.leaseUuid, afterReady(lease.streak, nowMs));
+      this.#journal.dropDiagnostic(cmd.leaseUuid);
+      this.#journal.enqueueMaintenance(lease, { status: "success", error: "" }, nowMs, completionFields(cmd));
       return true;
     });
   }
@@ -213,13 +214,19 @@ export class MaintenanceStore {
     rolledBack = false,
     logs?: CapturedLogs,
   ): boolean {
-    return this.#j.write(() => {
+    return this.#journal.write(() => {
       const lease = this.#current(cmd);
       if (lease === undefined) return false;
       const ready = cmd.kind === "update" && rolledBack;
-      this.#s.settleLease.run(ready ? "ready" : "failed", failure.reason, failure.message, 1, cmd.leaseUuid);
-      if (!ready) this.#j.putStreak(cmd.leaseUuid, afterFailure(lease.streak, failure, nowMs));
-      this.#j.putDiagnostic(lease, failure, nowMs, logs);
+      this.#statements.settleLease.run(
+        ready ? "ready" : "failed",
+        failure.reason,
+        failure.message,
+        1,
+        cmd.leaseUuid,
+      );
+      if (!ready) this.#journal.putStreak(cmd.leaseUuid, afterFailure(lease.streak, failure, nowMs));
+      this.#journal.putDiagnostic(lease, failure, nowMs, logs);
       this.#fail(cmd, lease, failure, nowMs);
       return true;
     });
@@ -232,7 +239,7 @@ export class MaintenanceStore {
    */
   preempt(leaseUuid: string, nowMs: number): boolean {
     const cmd = this.pending(leaseUuid);
-    const lease = this.#j.head(leaseUuid);
+    const lease = this.#journal.head(leaseUuid);
     if (cmd === undefined || lease === undefined) return false;
     const failure = { reason: "Closed", message: `lease was closed before the ${cmd.kind} completed` };
     this.#fail(cmd, lease, failure, nowMs);
@@ -241,28 +248,34 @@ export class MaintenanceStore {
 
   /** A completed close forgets the lease's commands and mark (call inside its transaction). */
   forget(leaseUuid: string): void {
-    this.#s.forget.run(leaseUuid);
-    this.#s.forgetMark.run(leaseUuid);
+    this.#statements.forget.run(leaseUuid);
+    this.#statements.forgetMark.run(leaseUuid);
   }
 
   /** Drops superseded and failed releases created before `cutoffMs`; active ones stay. */
   expireReleases(cutoffMs: number): number {
-    return this.#j.write(() => this.#s.expireReleases.run(cutoffMs).changes);
+    return this.#journal.write(() => this.#statements.expireReleases.run(cutoffMs).changes);
   }
 
   /** The command's row (and an update's release) settle failed; its completion is queued. */
   #fail(cmd: MaintenanceRecord, lease: LeaseHeadRecord, failure: Failure, nowMs: number): void {
     if (cmd.kind === "update") {
-      this.#s.setRelease.run("failed", failure.reason, failure.message, cmd.leaseUuid, cmd.targetRelease);
+      this.#statements.setRelease.run(
+        "failed",
+        failure.reason,
+        failure.message,
+        cmd.leaseUuid,
+        cmd.targetRelease,
+      );
     }
-    this.#s.settleRow.run("failed", failure.reason, failure.message, nowMs, cmd.maintenanceId);
+    this.#statements.settleRow.run("failed", failure.reason, failure.message, nowMs, cmd.maintenanceId);
     const facts = { status: "failed", error: failure.message } as const;
-    this.#j.enqueueMaintenance(lease, facts, nowMs, completionFields(cmd));
+    this.#journal.enqueueMaintenance(lease, facts, nowMs, completionFields(cmd));
   }
 
   /** The lease's head, if `cmd` is still the unsettled command holding it. */
   #current(cmd: MaintenanceRecord): LeaseHeadRecord | undefined {
-    const lease = this.#j.head(cmd.leaseUuid);
+    const lease = this.#journal.head(cmd.leaseUuid);
     if (lease?.head !== "maintenance") return undefined;
     return this.pending(cmd.leaseUuid)?.maintenanceId === cmd.maintenanceId ? lease : undefined;
   }

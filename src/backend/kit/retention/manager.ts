@@ -37,7 +37,7 @@ const RESTORE_FAILED = "RestoreFailed";
 export class Retention {
   readonly store: RetentionStore;
   readonly policy: RetentionPolicy;
-  readonly #o: RetentionOptions;
+  readonly #options: RetentionOptions;
   readonly #log: Logger;
   readonly #listeners = new Set<(e: "retention:swept") => void>();
   #sweeping: Promise<void> | undefined;
@@ -46,7 +46,7 @@ export class Retention {
   readonly #shutdown = new AbortController();
 
   constructor(o: RetentionOptions) {
-    this.#o = o;
+    this.#options = o;
     this.policy = o.policy;
     this.store = new RetentionStore(o.journal);
     this.#log = o.logger.child({ component: "retention" });
@@ -55,7 +55,7 @@ export class Retention {
 
   /** The substrate can keep and adopt data (else a close destroys and a restore is a bare 422). */
   get capable(): boolean {
-    const s = this.#o.substrate;
+    const s = this.#options.substrate;
     return s.retain !== undefined && s.destroyRetained !== undefined && s.adoptRetained !== undefined;
   }
 
@@ -79,12 +79,12 @@ export class Retention {
     const { partition, collapsed } = extractPartition(this.policy.partitionSource, this.#manifest(lease));
     if (collapsed !== undefined)
       this.#log.info({ lease_uuid: lease.leaseUuid, reason: collapsed }, "retention partition collapsed");
-    store.insertClosing(lease, partition, this.#o.clock.now());
+    store.insertClosing(lease, partition, this.#options.clock.now());
   }
 
   /** The physical part of a close: retain (then decide against the caps) or destroy. */
   async teardown(lease: LeaseRecord, signal: AbortSignal): Promise<Teardown> {
-    const { substrate } = this.#o;
+    const { substrate } = this.#options;
     const row = this.store.get(lease.leaseUuid);
     const retain = substrate.retain;
     const destroyRetained = substrate.destroyRetained;
@@ -108,7 +108,13 @@ export class Retention {
           retained: true,
           commit: () => {
             if (
-              !this.store.activate(row, decision.partition, set.volumes, set.fsIdentity, this.#o.clock.now())
+              !this.store.activate(
+                row,
+                decision.partition,
+                set.volumes,
+                set.fsIdentity,
+                this.#options.clock.now(),
+              )
             )
               throw new Error(`retention row of ${row.leaseUuid} moved during its close`);
             for (const old of decision.evict) {
@@ -126,7 +132,7 @@ export class Retention {
       this.#log.info({ lease_uuid: row.leaseUuid, cap: decision.why, mb }, "retention refused by a cap");
       // Durable before anything is destroyed, so a restart destroys too rather than retaining nothing.
       this.store.tx(() => this.store.reap(row, "refused"));
-      await this.#o.journal.durable();
+      await this.#options.journal.durable();
     }
     // Refused (now or before a crash): whatever copies exist go, then the lease's remains.
     const left = await retain.call(substrate, lease.leaseUuid, lease.instances, signal);
@@ -152,7 +158,7 @@ export class Retention {
   async beforeCreate(lease: LeaseRecord, spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
     const source = this.store.restoringInto(lease.leaseUuid);
     if (source === undefined || source.destOperation !== lease.operationId) return;
-    await this.#o.substrate.adoptRetained?.(source.leaseUuid, source.volumes, spec, signal);
+    await this.#options.substrate.adoptRetained?.(source.leaseUuid, source.volumes, spec, signal);
     retentionCrashPoint("retention.restore.after-adopt");
   }
 
@@ -173,7 +179,7 @@ export class Retention {
 
   async #discardCopy(leaseUuid: string, signal: AbortSignal): Promise<boolean> {
     try {
-      await this.#o.substrate.destroyLease(leaseUuid, signal);
+      await this.#options.substrate.destroyLease(leaseUuid, signal);
       return true;
     } catch (err) {
       this.#log.warn(
@@ -223,7 +229,10 @@ export class Retention {
         this.#sweeping = undefined;
         if (this.#running) {
           this.#cancelTimer?.();
-          this.#cancelTimer = this.#o.clock.setTimer(this.policy.reapIntervalMs, () => void this.sweep());
+          this.#cancelTimer = this.#options.clock.setTimer(
+            this.policy.reapIntervalMs,
+            () => void this.sweep(),
+          );
         }
         for (const l of this.#listeners) l("retention:swept");
       });
@@ -232,7 +241,7 @@ export class Retention {
 
   async #sweepOnce(): Promise<void> {
     const { store, policy } = this;
-    const { journal, clock } = this.#o;
+    const { journal, clock } = this.#options;
     const signal = this.#shutdown.signal;
     if (policy.maxAgeMs > 0) {
       const now = clock.now();
@@ -251,7 +260,7 @@ export class Retention {
       if (signal.aborted) return;
       if (journal.getLease(row.leaseUuid) !== undefined) continue; // a refused close still running
       try {
-        await this.#o.substrate.destroyRetained?.(
+        await this.#options.substrate.destroyRetained?.(
           row.leaseUuid,
           row.volumes.map((v) => v.name),
           signal,
@@ -273,7 +282,7 @@ export class Retention {
 
   /** Copies adopted by restores that then failed, whose inline discard did not finish. */
   async #discardFailedCopies(signal: AbortSignal): Promise<void> {
-    const { journal } = this.#o;
+    const { journal } = this.#options;
     for (const row of this.store.withStatus("active")) {
       const dest = row.discardLease;
       if (dest === undefined || signal.aborted) continue;
@@ -291,11 +300,11 @@ export class Retention {
    * identity (unmounted, replaced) proves nothing and is skipped.
    */
   async #pruneOrphans(signal: AbortSignal): Promise<void> {
-    const inventory = this.#o.substrate.retainedInventory;
+    const inventory = this.#options.substrate.retainedInventory;
     if (inventory === undefined || this.policy.orphanConfirmations <= 0) return;
     let inv: Awaited<ReturnType<typeof inventory>>;
     try {
-      inv = await inventory.call(this.#o.substrate, signal);
+      inv = await inventory.call(this.#options.substrate, signal);
     } catch (err) {
       this.#log.warn({ err }, "retained inventory unavailable; orphan pruning skipped");
       return;
@@ -351,13 +360,13 @@ export class Retention {
   }
 
   #refreshPool(): void {
-    this.#o.pool.setRetainedDisk(this.retainedDiskMb());
+    this.#options.pool.setRetainedDisk(this.retainedDiskMb());
   }
 
   #manifest(lease: LeaseRecord): ParsedManifest | undefined {
-    if (lease.payload === undefined || this.#o.parseManifest === undefined) return undefined;
+    if (lease.payload === undefined || this.#options.parseManifest === undefined) return undefined;
     try {
-      return this.#o.parseManifest(lease.payload);
+      return this.#options.parseManifest(lease.payload);
     } catch {
       return undefined;
     }

@@ -76,11 +76,11 @@ export function retainedMbOf(volumes: readonly RetainedVolume[]): number {
 
 export class RetentionStore {
   readonly #journal: Journal;
-  readonly #s: ReturnType<typeof prepare>;
+  readonly #statements: ReturnType<typeof prepare>;
 
   constructor(journal: Journal) {
     this.#journal = journal;
-    this.#s = prepare(journal.db);
+    this.#statements = prepare(journal.db);
   }
 
   /** Runs `fn` in the journal's transaction (joining one already open). */
@@ -89,13 +89,13 @@ export class RetentionStore {
   }
 
   get(leaseUuid: string): RetentionRow | undefined {
-    const r = this.#s.get.get(leaseUuid) as Row | undefined;
+    const r = this.#statements.get.get(leaseUuid) as Row | undefined;
     return r === undefined ? undefined : toRow(r);
   }
 
   /** The source row a restore destination claimed, while the restore is unresolved. */
   restoringInto(destLease: string): RetentionRow | undefined {
-    const r = this.#s.byDest.get(destLease) as Row | undefined;
+    const r = this.#statements.byDest.get(destLease) as Row | undefined;
     if (r === undefined) return undefined;
     const row = toRow(r);
     return row.status === "restoring" ? row : undefined;
@@ -103,25 +103,25 @@ export class RetentionStore {
 
   /** Whether `lease` is the last failed destination of a restore whose copy must be discarded. */
   isDiscarded(lease: string): boolean {
-    return this.#s.byDiscard.get(lease) !== undefined;
+    return this.#statements.byDiscard.get(lease) !== undefined;
   }
 
   all(): RetentionRow[] {
-    return (this.#s.all.all() as Row[]).map(toRow);
+    return (this.#statements.all.all() as Row[]).map(toRow);
   }
 
   withStatus(status: RetentionStatus): RetentionRow[] {
-    return (this.#s.withStatus.all(status) as Row[]).map(toRow);
+    return (this.#statements.withStatus.all(status) as Row[]).map(toRow);
   }
 
   /** Restorable rows (active, restoring) in UUID order after `after`, at most `limit` (-1: all). */
   listed(after: string, limit: number): RetentionRow[] {
-    return (this.#s.listed.all(after, limit) as Row[]).map(toRow);
+    return (this.#statements.listed.all(after, limit) as Row[]).map(toRow);
   }
 
   /** The close decided to retain: a `closing` row, filled from the lease (idempotent). */
   insertClosing(lease: LeaseRecord, partition: string, nowMs: number): void {
-    this.#s.insertClosing.run({
+    this.#statements.insertClosing.run({
       lease_uuid: lease.leaseUuid,
       tenant: lease.tenant,
       provider_uuid: lease.providerUuid,
@@ -144,7 +144,7 @@ export class RetentionStore {
     nowMs: number,
   ): boolean {
     return (
-      this.#s.activate.run(
+      this.#statements.activate.run(
         partition,
         JSON.stringify(volumes),
         retainedMbOf(volumes),
@@ -158,38 +158,38 @@ export class RetentionStore {
 
   /** active → restoring for `destLease`'s operation; false if the row moved. */
   claim(row: RetentionRow, destLease: string, destOperation: string): boolean {
-    return this.#s.claim.run(destLease, destOperation, row.leaseUuid, row.generation).changes === 1;
+    return this.#statements.claim.run(destLease, destOperation, row.leaseUuid, row.generation).changes === 1;
   }
 
   /** restoring → active: a restore that did not commit gives the data back to the source. */
   handBack(row: RetentionRow): boolean {
-    return this.#s.handBack.run(row.destLease ?? null, row.leaseUuid, row.generation).changes === 1;
+    return this.#statements.handBack.run(row.destLease ?? null, row.leaseUuid, row.generation).changes === 1;
   }
 
   /** active|restoring → reaping (the bytes are still on disk until `remove`). */
   reap(row: RetentionRow, reason: ReapReason): boolean {
-    return this.#s.reap.run(reason, row.leaseUuid, row.generation).changes === 1;
+    return this.#statements.reap.run(reason, row.leaseUuid, row.generation).changes === 1;
   }
 
   /** One more sweep found every volume of the row missing; returns the new count (undefined: moved). */
   missed(row: RetentionRow): number | undefined {
-    if (this.#s.missed.run(row.leaseUuid, row.generation).changes !== 1) return undefined;
+    if (this.#statements.missed.run(row.leaseUuid, row.generation).changes !== 1) return undefined;
     return row.orphanMisses + 1;
   }
 
   /** A sweep found the row's volumes again: the consecutive count starts over. */
   resetMisses(row: RetentionRow): void {
-    this.#s.resetMisses.run(row.leaseUuid, row.generation);
+    this.#statements.resetMisses.run(row.leaseUuid, row.generation);
   }
 
   /** Deletes exactly this generation of the row. */
   remove(row: RetentionRow): boolean {
-    return this.#s.remove.run(row.leaseUuid, row.generation).changes === 1;
+    return this.#statements.remove.run(row.leaseUuid, row.generation).changes === 1;
   }
 
   /** The failed destination's copy is gone: nothing left to discard. */
   clearDiscard(lease: string): void {
-    this.#s.clearDiscard.run(lease);
+    this.#statements.clearDiscard.run(lease);
   }
 }
 
