@@ -67,7 +67,7 @@ async function run(events: number): Promise<Record<string, unknown>> {
   let fsyncs = 0;
   const committer = new GroupCommitter<TrackedAttempt, RecordResult>(
     (batch) => {
-      const results = store.recordAttempts(batch);
+      const results = store.placements.recordAttempts(batch);
       written.push(...batch);
       return results;
     },
@@ -147,7 +147,7 @@ async function run(events: number): Promise<Record<string, unknown>> {
   clearInterval(sampler);
   peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
   if (failure) throw failure;
-  const counts = store.counts();
+  const counts = store.placements.counts();
   committer.close();
   store.close();
   rmSync(dir, { recursive: true, force: true });

@@ -4,7 +4,7 @@ import { fredVersion } from "../../version.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import type { InventoryReadiness } from "../reconciler/index.ts";
-import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
+import type { BackendFleet, PayloadStore, Placements, TokenTracker } from "../store/index.ts";
 
 /**
  * The body `/health` and `/readyz` share. Remote probes (chain, backends) run together
@@ -18,7 +18,9 @@ export interface HealthSources {
   config: ProviderConfig;
   chain: ChainPort;
   clients: ReadonlyMap<string, BackendClient>;
-  store: PlacementStore;
+  store: Placements;
+  /** The pinned backends (storage identities, lost backends, baselines). */
+  fleet: BackendFleet;
   payloads: PayloadStore | undefined;
   tokens: TokenTracker | undefined;
   inFlight: () => number;
@@ -99,7 +101,7 @@ export async function healthReport(s: HealthSources): Promise<HealthReport> {
   const names = s.config.backends.map((b) => b.name);
   let inventoryOk = false;
   try {
-    inventoryOk = s.store.baselineMatches(names);
+    inventoryOk = s.fleet.baselineMatches(names);
   } catch {
     inventoryOk = false;
   }

@@ -66,6 +66,7 @@ beforeEach(async () => {
     m = new Maintenance({
       config,
       store: hh.store,
+      fleet: hh.fleet,
       payloads,
       clients,
       chain: { getLease: async (uuid: string) => hh.leases.get(uuid) } as never,

@@ -21,7 +21,7 @@ import {
   promote,
   sameCommand,
 } from "../../maintenance/index.ts";
-import type { PayloadStore, PlacementStore } from "../../store/index.ts";
+import type { BackendFleet, PayloadStore, Placements } from "../../store/index.ts";
 import { onLostBackend } from "../backend-route.ts";
 import { asApiError, progressStatus, refusalAnswer, maintenanceRefusal as refuse } from "./answers.ts";
 
@@ -34,7 +34,9 @@ import { asApiError, progressStatus, refusalAnswer, maintenanceRefusal as refuse
  */
 export interface MaintenanceOptions {
   config: ProviderConfig;
-  store: PlacementStore;
+  store: Placements;
+  /** The pinned backends (storage identities, lost backends, baselines). */
+  fleet: BackendFleet;
   payloads: PayloadStore | undefined;
   clients: ReadonlyMap<string, BackendClient>;
   chain: ChainPort;
@@ -119,7 +121,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
     const key = "idempotencyKey" in r.key ? r.key.idempotencyKey : `token:${r.key.tokenKey}`;
     // The backend's storage is gone for good (retired --lost): nothing can run there, and a
     // stored answer would describe workloads that no longer exist. The lease is being ended.
-    if (onLostBackend(store, r.leaseUuid)) throw refuse.storageLost();
+    if (onLostBackend(this.#o, r.leaseUuid)) throw refuse.storageLost();
     const existing = this.journal.byKey(r.leaseUuid, key);
     if (existing !== undefined) {
       if (!sameCommand(existing, r.kind, r.payload)) throw refuse.keyReused();

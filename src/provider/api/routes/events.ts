@@ -51,7 +51,7 @@ export function registerEventsRoute(
   hub: EventHub,
   limits = WS_LIMITS,
 ): void {
-  const { clock, store, clients, logger } = ctx.deps;
+  const { clock, clients, logger } = ctx.deps;
 
   async function authorize(req: FastifyRequest, reply: FastifyReply): Promise<Upgrade> {
     const uuid = leaseUuidParam(req);
@@ -70,7 +70,7 @@ export function registerEventsRoute(
     let status = hub.lastStatus(lease.uuid);
     if (status === undefined) {
       const found = await lookupDiagnostics(
-        routeRead(store, clients, lease.uuid),
+        routeRead(ctx.deps, clients, lease.uuid),
         clients,
         lease.uuid,
         AbortSignal.timeout(5_000),

@@ -14,13 +14,13 @@ import type { ProvisionBody } from "../schemas/lease.ts";
  * `terminal_budget` is ours, not the reference's: only `?include=terminal_budget` adds it.
  */
 export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext): void {
-  const { store, clients, config } = ctx.deps;
+  const { clients, config } = ctx.deps;
   app.get(
     "/v1/leases/:lease_uuid/provision",
     tenantRoute(ctx, async (req, reply, scope) => {
       const { uuid, claims } = await authorizeLease(ctx, req, reply, { kind: "access", replay: false });
       const include = parseInclude(req);
-      const found = await lookupDiagnostics(routeRead(store, clients, uuid), clients, uuid, scope.signal);
+      const found = await lookupDiagnostics(routeRead(ctx.deps, clients, uuid), clients, uuid, scope.signal);
       if (found.kind === "absent") throw refuse.notProvisioned("provision not found");
       if (found.kind === "unknown") {
         throw found.error ?? refuse.unavailable("ERR_API_PLACEMENT_UNRESOLVED");

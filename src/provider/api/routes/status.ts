@@ -46,7 +46,7 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
       }
       const started = ctx.deps.provisioningStarted(uuid);
       // A lease on a backend retired as lost has nothing to ask: it failed, for that reason.
-      const lost = onLostBackend(ctx.deps.store, uuid);
+      const lost = onLostBackend(ctx.deps, uuid);
       const found: DiagnosticsLookup = lost
         ? { kind: "unknown" }
         : await sharedDiagnostics(ctx, uuid, lease.state);
@@ -174,11 +174,11 @@ async function sharedDiagnostics(
   uuid: string,
   state: ChainLease["state"],
 ): Promise<DiagnosticsLookup> {
-  const { store, clients } = ctx.deps;
+  const { clients } = ctx.deps;
   try {
     return await ctx.statusReads.get(`${uuid} ${state}`, async () => {
       const signal = AbortSignal.timeout(ctx.requestTimeoutMs);
-      const found = await lookupDiagnostics(routeRead(store, clients, uuid), clients, uuid, signal);
+      const found = await lookupDiagnostics(routeRead(ctx.deps, clients, uuid), clients, uuid, signal);
       if (found.kind === "unknown" && found.error !== undefined) throw found.error;
       return found;
     });
