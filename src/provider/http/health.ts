@@ -97,7 +97,13 @@ export async function healthReport(s: HealthSources): Promise<HealthReport> {
     const tokens = s.tokens;
     checks.token_tracker = local(() => tokens.size(), "token tracker is unreadable");
   }
-  checks.placement_store = local(() => s.store.counts(), "placement store is unreadable");
+  checks.placement_store =
+    s.store.failure === undefined
+      ? local(() => s.store.counts(), "placement store is unreadable")
+      : {
+          status: "unhealthy",
+          message: "placement store refuses writes since a commit failed; restart providerd",
+        };
   const names = s.config.backends.map((b) => b.name);
   let inventoryOk = false;
   try {

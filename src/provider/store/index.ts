@@ -5,7 +5,6 @@ export {
   type NewBackendPin,
 } from "./backend-fleet.ts";
 export { CopyMarks } from "./copy-marks.ts";
-export { GroupCommitter } from "./group-commit.ts";
 export { openProviderStores, type ProviderStores } from "./open-stores.ts";
 export { PayloadStore, type PutResult, type StoredPayload, sha256Hex } from "./payload-store.ts";
 export type {

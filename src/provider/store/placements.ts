@@ -29,8 +29,10 @@ import { uuidBytes, uuidText } from "./uuid-bytes.ts";
  * refusal. Nothing here ever infers from absence.
  *
  * Commits do not wait for the disk: a caller about to act on a write outside the process
- * (call a backend, answer a callback, send a chain tx) first awaits `durable()`, and one
- * fsync on the thread pool serves every commit made before it (see WalDurability).
+ * (call a backend, answer a callback, send a chain tx) first awaits `durable()`. The
+ * writes of one event-loop turn share one transaction (each in its own savepoint), and
+ * one fsync on the thread pool serves every commit made before it (see WalDurability):
+ * a block's worth of provision attempts costs one commit and one fsync.
  */
 
 /**
@@ -92,8 +94,6 @@ export class Placements {
   readonly #stmt: ReturnType<typeof prepare>;
   /** Which backends an attempt may name. */
   readonly #fleet: Pick<BackendFleet, "isPinned">;
-  /** One transaction wrapper, built once (better-sqlite3 wrappers are not free to create). */
-  readonly #tx: (work: () => unknown) => unknown;
   /** The retained side of the placement rows (retention and restore). */
   readonly retained: RetainedRows;
   /** `hasAttempt`'s answers, forgotten by every write of the attempts table. */
@@ -103,7 +103,6 @@ export class Placements {
     this.#database = database;
     this.#db = database.db;
     this.#fleet = fleet;
-    this.#tx = this.#db.transaction((work: () => unknown) => work());
     this.#attempts = new ExistsMemo(this.#db);
     this.#stmt = prepare(this.#db, this.#attempts);
     this.retained = new RetainedRows(this.#db);
@@ -125,28 +124,29 @@ export class Placements {
   }
 
   /**
-   * Commits a batch of attempts in ONE transaction (group commit); await `durable()`
-   * before calling any backend. A lease that already has an unresolved attempt is left
-   * untouched.
+   * Writes attempts ahead of their backend calls, atomically; await `durable()` before
+   * calling any backend. A lease that already has an unresolved attempt is left untouched.
    */
   recordAttempts(attempts: readonly Attempt[]): RecordResult[] {
     for (const a of attempts) this.#checkAttempt(a);
-    return this.#atomic(() =>
-      attempts.map((a): RecordResult => {
-        const r = this.#stmt.insertAttempt.run(
-          uuidBytes(a.operationId),
-          uuidBytes(a.leaseUuid),
-          a.backend,
-          a.kind,
-          a.createdAt,
-        );
-        return r.changes === 1 ? "recorded" : "lease-busy";
-      }),
-    );
+    return this.#atomic(() => attempts.map((a) => this.#insertAttempt(a)));
   }
 
+  /** One attempt (the provisioner's hot path): a single statement, atomic without a savepoint. */
   recordAttempt(attempt: Attempt): RecordResult {
-    return this.recordAttempts([attempt])[0]!;
+    this.#checkAttempt(attempt);
+    return this.#database.writeStatement(() => this.#insertAttempt(attempt));
+  }
+
+  #insertAttempt(a: Attempt): RecordResult {
+    const r = this.#stmt.insertAttempt.run(
+      uuidBytes(a.operationId),
+      uuidBytes(a.leaseUuid),
+      a.backend,
+      a.kind,
+      a.createdAt,
+    );
+    return r.changes === 1 ? "recorded" : "lease-busy";
   }
 
   /**
@@ -228,17 +228,22 @@ export class Placements {
   }
 
   /**
-   * Runs `fn` in one transaction; store calls inside it join it (no savepoint each): if
-   * `fn` throws, the whole batch rolls back. Lets callers commit many independent updates
-   * at once.
+   * Runs `fn` as one atomic write: if it throws, everything it wrote is undone (store calls
+   * inside it nest as savepoints), and nothing else is. It commits with the rest of the
+   * turn's writes; await `durable()` before acting on it outside the process.
    */
   batch<T>(fn: () => T): T {
-    return this.#tx(fn) as T;
+    return this.#database.write(fn);
   }
 
-  /** `fn` atomically: its own transaction, or part of the caller's batch. */
+  /** Why the store refuses writes (a turn's commit failed; see WalDurability), or undefined. */
+  get failure(): Error | undefined {
+    return this.#database.failure;
+  }
+
+  /** `fn` atomically, in the turn's shared transaction (see `batch`). */
   #atomic<T>(fn: () => T): T {
-    return this.#db.inTransaction ? fn() : (this.#tx(fn) as T);
+    return this.#database.write(fn);
   }
 
   /**

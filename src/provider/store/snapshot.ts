@@ -7,8 +7,8 @@ import type { PayloadStore } from "./payload-store.ts";
 import type { PlacementStore } from "./placement-store.ts";
 
 /**
- * Consistent copies of live stores through SQLite's online backup API (better-sqlite3's
- * `db.backup()`), never a file copy: a WAL database's main file alone is not a
+ * Consistent copies of live stores through SQLite's online backup API
+ * (`SqliteDatabase.backup()`), never a file copy: a WAL database's main file alone is not a
  * consistent state. Every copy is a new private file (created 0600 with O_EXCL before
  * SQLite writes into it), so it obeys the same file-identity rules as the store it came
  * from and opens with the same opener (its kind marker is copied with it). A placement
@@ -28,7 +28,7 @@ export async function backupTo(source: SqliteDatabase, dest: string): Promise<vo
     throw new FredError("ERR_SNAPSHOT", `cannot create ${dest}: ${(err as Error).message}`, { cause: err });
   }
   try {
-    await source.db.backup(dest);
+    await source.backup(dest);
   } catch (err) {
     rmSync(dest, { force: true });
     throw new FredError("ERR_SNAPSHOT", `online backup of ${source.path} failed: ${(err as Error).message}`, {

@@ -86,14 +86,17 @@ describe("hasAttempt between writes", () => {
     assert.equal(store.placements.hasAttempt(LEASE), true, "rolled back: the attempt is still there");
   });
 
-  it("a read-only reader beside the writer sees its writes", () => {
+  it("a read-only reader beside the writer sees its writes once they commit", async () => {
     const { store, path } = placementStore();
     using _ = store;
     using reader = PlacementStore.open(path, PROVIDER, { readonly: true });
     assert.equal(reader.placements.hasAttempt(LEASE), false);
     store.placements.recordAttempt(attempt(LEASE, OP_1));
+    // The writer's turn commits its writes together (group commit); durable() commits it now.
+    await store.placements.durable();
     assert.equal(reader.placements.hasAttempt(LEASE), true);
     store.placements.settleOperation(LEASE, OP_1, "failed", T0 + 2);
+    await store.placements.durable();
     assert.equal(reader.placements.hasAttempt(LEASE), false);
   });
 });

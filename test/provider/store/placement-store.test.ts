@@ -135,9 +135,11 @@ describe("placement store: creation and binding", () => {
     );
   });
 
-  it("a read-only open reads beside the writer, refuses writes and another provider", () => {
+  it("a read-only open reads beside the writer, refuses writes and another provider", async () => {
     using writer = fresh();
     writer.placements.recordAttempt(attempt(LEASE_1, "one", OP_1));
+    // The writer's turn commits its writes together (group commit); durable() commits it now.
+    await writer.durable();
     using reader = PlacementStore.open(path, PROVIDER, { readonly: true });
     assert.deepEqual(reader.placements.unresolvedAttempts(), [attempt(LEASE_1, "one", OP_1)]);
     assert.deepEqual(reader.placements.counts(), { placements: 0, conflicts: 0, attempts: 1 });
@@ -147,6 +149,8 @@ describe("placement store: creation and binding", () => {
       "ERR_PLACEMENT_PROVIDER",
     );
     writer.placements.recordAttempt(attempt(LEASE_2, "two", OP_2));
+    assert.equal(reader.placements.counts().attempts, 1, "not before the writer's turn commits");
+    await writer.durable();
     assert.equal(reader.placements.counts().attempts, 2, "the reader sees the writer's later commits");
   });
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, beforeEach, describe, it } from "node:test";
@@ -184,15 +184,16 @@ describe("placements: attempts and settlement", () => {
     });
   });
 
-  it("an attempt committed before a kill -9 is still there after reopening", async () => {
+  it("an attempt made durable before a kill -9 is still there after reopening", async () => {
     fresh().close();
-    // The child commits an attempt, says so, then waits to be killed mid-"backend call".
+    // The child writes an attempt and awaits durable() (as the provisioner does before it
+    // calls a backend), says so, then waits to be killed mid-"backend call".
     const script = `
       import { PlacementStore } from ${JSON.stringify(join(process.cwd(), "src/provider/store/index.ts"))};
       const s = PlacementStore.open(${JSON.stringify(path)}, ${JSON.stringify(PROVIDER)});
       s.placements.recordAttempt({ leaseUuid: ${JSON.stringify(LEASE_1)}, backend: "one", operationId: ${JSON.stringify(OP_1)},
         kind: "provision", createdAt: 1 });
-      process.stdout.write("committed\\n");
+      s.placements.durable().then(() => process.stdout.write("committed\\n"));
       setInterval(() => {}, 1000);
     `;
     const scriptPath = join(root, `child${n}.ts`);
@@ -242,5 +243,100 @@ describe("placements: restoring a lifecycle id", () => {
       false,
       "no record",
     );
+  });
+});
+
+describe("placements: group commit (WalDurability)", () => {
+  const lease = (i: number) => `0190f3a2-7c1e-7000-8000-${(0x1000 + i).toString(16).padStart(12, "0")}`;
+  const readBeside = <T>(read: (store: PlacementStore) => T): T => {
+    using reader = PlacementStore.open(path, PROVIDER, { readonly: true });
+    return read(reader);
+  };
+
+  it("the attempts of one turn share one transaction and one fsync; each caller gets its own result", async () => {
+    using store = fresh();
+    const results = [
+      store.placements.recordAttempt(attempt(LEASE_1, "one", OP_1)),
+      store.placements.recordAttempt(attempt(LEASE_1, "two", OP_2)),
+      store.placements.recordAttempt(attempt(LEASE_2, "two", OP_2)),
+    ];
+    assert.deepEqual(results, ["recorded", "lease-busy", "recorded"]);
+    await Promise.all(results.map(() => store.placements.durable()));
+    assert.deepEqual(store.database.stats, { transactions: 1, fsyncs: 1 });
+    assert.equal(
+      readBeside((r) => r.placements.counts().attempts),
+      2,
+    );
+  });
+
+  it("no caller hears durable before the fsync that covers its commit", async () => {
+    using store = fresh();
+    store.placements.recordAttempt(attempt(LEASE_1, "one", OP_1));
+    const first = store.placements.durable().then(() => store.database.stats.fsyncs);
+    assert.equal(
+      readBeside((r) => r.placements.counts().attempts),
+      0,
+      "uncommitted while the turn runs",
+    );
+    assert.equal(await first, 1);
+    // Written while that fsync may still be running: covered only by a later one.
+    store.placements.recordAttempt(attempt(LEASE_2, "two", OP_2));
+    assert.equal(await store.placements.durable().then(() => store.database.stats.fsyncs), 2);
+    assert.equal(
+      readBeside((r) => r.placements.counts().attempts),
+      2,
+    );
+  });
+
+  it("a write that throws undoes only itself: the turn's other writers still commit", async () => {
+    using store = fresh();
+    store.placements.recordAttempt(attempt(LEASE_1, "one", OP_1));
+    assert.throws(
+      () =>
+        store.placements.batch(() => {
+          store.placements.adoptPlacement(LEASE_2, "one", T0);
+          throw new Error("the callback's apply failed");
+        }),
+      /apply failed/,
+    );
+    store.placements.recordAttempt(attempt(LEASE_2, "two", OP_2));
+    await store.placements.durable();
+    assert.equal(store.database.stats.transactions, 1, "one shared transaction");
+    assert.deepEqual(
+      readBeside((r) => [
+        r.placements.unresolvedAttempts().map((a) => a.leaseUuid),
+        r.placements.placements(),
+      ]),
+      [[LEASE_1, LEASE_2], []],
+    );
+  });
+
+  it("an online backup taken while writes go on copies a consistent store", async () => {
+    using store = fresh();
+    for (let i = 0; i < 2_000; i++) store.placements.adoptPlacement(lease(i), "one", T0);
+    await store.durable();
+    const dest = join(root, `copy${n}.db`);
+    closeSync(openSync(dest, "wx", 0o600));
+    // Writes made from setImmediate callbacks: each turn's transaction stays open into the
+    // next loop iteration, where the backup's own steps run too.
+    let written = 2_000;
+    let writing = true;
+    const write = () => {
+      if (!writing) return;
+      const next = lease(written++);
+      store.placements.batch(() => store.placements.adoptPlacement(next, "two", T0));
+      setImmediate(write);
+    };
+    setImmediate(write);
+    try {
+      await store.database.backup(dest);
+    } finally {
+      writing = false;
+    }
+    using copy = PlacementStore.openCopy(dest);
+    assert.equal(copy.database.db.pragma("integrity_check", { simple: true }), "ok");
+    assert.equal(copy.fleet.backends().length, 2);
+    const copied = copy.placements.counts().placements;
+    assert.ok(copied >= 2_000 && copied <= written, `${copied} placements copied`);
   });
 });
