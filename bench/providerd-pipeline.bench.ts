@@ -1,8 +1,9 @@
 /**
  * providerd's in-process provisioning pipeline, as far as it exists today:
- *   lease_created event → route (pure) → write-ahead attempt committed and fsynced (real
- *   SQLite file, WAL, group commit: one transaction and one fsync per batch, as
- *   providerd does) → provision call on an in-process fake client.
+ *   lease_created event → route (pure) → write-ahead attempt written and fsynced (real
+ *   SQLite file, WAL, group commit: the attempts of one event-loop turn share one
+ *   transaction and one fsync, as providerd's Provisioner does) → provision call on an
+ *   in-process fake client.
  * A back-pressured producer keeps at most WINDOW events in flight. Every provision call
  * checks that its attempt's transaction has already been fsynced. Prints one JSON line per
  * run: events/s, elapsed seconds, peak heap.
@@ -14,12 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { type RoutableBackend, route } from "../src/core/routing.ts";
-import {
-  type Attempt,
-  GroupCommitter,
-  PlacementStore,
-  type RecordResult,
-} from "../src/provider/store/index.ts";
+import { type Attempt, PlacementStore } from "../src/provider/store/index.ts";
 
 const PROVIDER = "0190f3a2-7c1e-7000-8000-0000000000aa";
 const SKUS = ["0190f3a2-7c1e-7000-8000-00000000000a", "0190f3a2-7c1e-7000-8000-00000000000b"];
@@ -35,9 +31,9 @@ const STORAGE_IDS = [
   "8b3e4c60-ad5f-4e70-9b82-9cadbe1f2041",
 ];
 
-/** The attempt plus a flag set once its transaction is on disk (fsynced). */
+/** The attempt plus the number of fsyncs done when it was written: a later one must cover it. */
 interface TrackedAttempt extends Attempt {
-  durable?: boolean;
+  fsyncsAtWrite: number;
 }
 
 interface LeaseCreated {
@@ -63,32 +59,12 @@ async function run(events: number): Promise<Record<string, unknown>> {
     })),
     Date.now(),
   );
-  let written: TrackedAttempt[] = [];
-  let fsyncs = 0;
-  const committer = new GroupCommitter<TrackedAttempt, RecordResult>(
-    (batch) => {
-      const results = store.recordAttempts(batch);
-      written.push(...batch);
-      return results;
-    },
-    {
-      maxBatch: WINDOW / 2,
-      // As providerd's Provisioner: the batch is fsynced before anyone may call a backend.
-      durable: async () => {
-        const mine = written;
-        written = [];
-        await store.durable();
-        fsyncs++;
-        for (const a of mine) a.durable = true;
-      },
-    },
-  );
   let roundRobin = 0;
   let calls = 0;
   let violations = 0;
   // The fake backend client: accepts every provision asynchronously, like a 202.
   const fakeProvision = async (attempt: TrackedAttempt) => {
-    if (attempt.durable !== true) violations++;
+    if (store.database.stats.fsyncs <= attempt.fsyncsAtWrite) violations++;
     calls++;
     await Promise.resolve();
     return { kind: "accepted" as const, status: 202, body: { provision_id: attempt.operationId } };
@@ -109,8 +85,11 @@ async function run(events: number): Promise<Record<string, unknown>> {
       operationId: randomUUID(),
       kind: "provision",
       createdAt: Date.now(),
+      fsyncsAtWrite: store.database.stats.fsyncs,
     };
-    if ((await committer.submit(attempt)) !== "recorded") throw new Error("lease busy");
+    // As providerd's Provisioner: the attempt is fsynced before anyone may call a backend.
+    if (store.placements.recordAttempt(attempt) !== "recorded") throw new Error("lease busy");
+    await store.placements.durable();
     await fakeProvision(attempt);
   };
 
@@ -147,8 +126,8 @@ async function run(events: number): Promise<Record<string, unknown>> {
   clearInterval(sampler);
   peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
   if (failure) throw failure;
-  const counts = store.counts();
-  committer.close();
+  const counts = store.placements.counts();
+  const { transactions, fsyncs } = store.database.stats;
   store.close();
   rmSync(dir, { recursive: true, force: true });
   return {
@@ -161,7 +140,7 @@ async function run(events: number): Promise<Record<string, unknown>> {
     provision_calls: calls,
     calls_before_fsync: violations,
     fsyncs,
-    commit_batches: committer.batches,
+    commit_batches: transactions,
     cpu_seconds: Number(cpuSeconds.toFixed(2)),
     // The machine is shared: the 1-minute load average says how much CPU we really had.
     load_avg_1m: Number(loadavg()[0]!.toFixed(2)),

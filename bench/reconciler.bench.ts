@@ -100,11 +100,11 @@ async function run(label: string, leases: number, hangingBackend: string | undef
   );
   const chainLeases: ChainLease[] = [];
   const provisions = new Map<string, ProvisionEntry[]>(BACKENDS.map((b) => [b, []]));
-  store.batch(() => {
+  store.placements.batch(() => {
     for (let i = 0; i < leases; i++) {
       const uuid = leaseUuid(i + 1);
       const owner = BACKENDS[i % BACKENDS.length]!;
-      store.adoptPlacement(uuid, owner, now - 3_600_000);
+      store.placements.adoptPlacement(uuid, owner, now - 3_600_000);
       provisions.get(owner)!.push({ leaseUuid: uuid, status: "ready" } as unknown as ProvisionEntry);
       chainLeases.push({
         uuid,

@@ -174,7 +174,7 @@ try {
   try {
     const deadline = Date.now() + 60_000;
     while (attempts.size < LEASES) {
-      for (const a of store.unresolvedAttempts()) attempts.set(a.leaseUuid, a);
+      for (const a of store.placements.unresolvedAttempts()) attempts.set(a.leaseUuid, a);
       if (Date.now() > deadline) throw new Error(`only ${attempts.size} of ${LEASES} attempts recorded`);
       if (attempts.size < LEASES) await new Promise((r) => setTimeout(r, 200));
     }

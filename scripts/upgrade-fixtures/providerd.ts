@@ -13,7 +13,7 @@ import { AT, BACKENDS, OPS, TOKENS } from "./ids.ts";
  */
 export function writeProviderdStores(dir: string, chain: FixtureLeases): void {
   const { leases: l } = chain;
-  const placements = PlacementStore.create(
+  const store = PlacementStore.create(
     join(dir, "placements.db"),
     chain.providerUuid,
     BACKENDS.map((b) => ({
@@ -25,22 +25,28 @@ export function writeProviderdStores(dir: string, chain: FixtureLeases): void {
   );
   try {
     const attempt = (lease: string, operationId: string, backend: string, at: number) =>
-      placements.recordAttempt({ leaseUuid: lease, operationId, backend, kind: "provision", createdAt: at });
+      store.placements.recordAttempt({
+        leaseUuid: lease,
+        operationId,
+        backend,
+        kind: "provision",
+        createdAt: at,
+      });
     // Placed and confirmed by the exact operation's success callback.
     attempt(l.active, OPS.active, "docker-1", AT + 1_000);
-    placements.settleOperation(l.active, OPS.active, "success", AT + 2_000);
+    store.placements.settleOperation(l.active, OPS.active, "success", AT + 2_000);
     attempt(l.retained, OPS.retained, "docker-1", AT + 1_000);
-    placements.settleOperation(l.retained, OPS.retained, "success", AT + 2_000);
+    store.placements.settleOperation(l.retained, OPS.retained, "success", AT + 2_000);
     // Confirmed by a positive inventory report (no lifecycle id).
-    placements.adoptPlacement(l.served, "mock-1", AT + 3_000);
-    placements.quarantine(l.disputed, ["docker-1", "mock-1"], AT + 3_000);
+    store.placements.adoptPlacement(l.served, "mock-1", AT + 3_000);
+    store.placements.quarantine(l.disputed, ["docker-1", "mock-1"], AT + 3_000);
     // Written ahead, no outcome yet.
     attempt(l.pending, OPS.pending, "docker-1", AT + 4_000);
     attempt(l.probing, OPS.probing, "mock-1", AT + 4_000);
     attempt(l.failed, OPS.failed, "docker-1", AT + 4_000);
     // The owner reported the closed lease's data kept; a restore into a new lease is in flight.
-    placements.retained.mark(l.retained, "docker-1", BACKENDS[0].storageId, AT + 5_000);
-    const restore = placements.beginRestore(
+    store.placements.retained.mark(l.retained, "docker-1", BACKENDS[0].storageId, AT + 5_000);
+    const restore = store.placements.beginRestore(
       {
         leaseUuid: l.restoring,
         operationId: OPS.restoring,
@@ -52,7 +58,7 @@ export function writeProviderdStores(dir: string, chain: FixtureLeases): void {
     );
     if (restore !== "recorded") throw new Error(`the fixture's restore was not recorded: ${restore}`);
 
-    const journal = MaintenanceJournal.of(placements);
+    const journal = MaintenanceJournal.of(store.placements);
     const command = {
       leaseUuid: l.active,
       tenant: "fixture-tenant",
@@ -81,7 +87,7 @@ export function writeProviderdStores(dir: string, chain: FixtureLeases): void {
     if (update.kind !== "admitted") throw new Error(`update not admitted: ${update.kind}`);
     journal.accepted(l.active, OPS.update);
   } finally {
-    placements.close();
+    store.close();
   }
 
   const payloads = PayloadStore.open(join(dir, "payloads.db"));

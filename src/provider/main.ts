@@ -49,7 +49,9 @@ export async function startProviderd(
   try {
     const crashPoints = armFailpoints(opts.env.FRED_FAILPOINTS);
     if (crashPoints.length > 0) logger.warn({ failpoints: crashPoints }, "crash points armed (tests only)");
-    const { store, payloads, tokens } = openProviderStores(fileConfig, releases);
+    const { placement, payloads, tokens } = openProviderStores(fileConfig, releases);
+    // Each part takes the room of the placement store it works in.
+    const { placements: store, fleet } = placement;
     const listener = listenerOptions(fileConfig);
     const socket = releases.use(
       "API socket",
@@ -62,7 +64,7 @@ export async function startProviderd(
     const chain = await openChainSession(config, opts.env, clock, part("chain"), txMetrics);
     releases.defer("chain client", () => chain.disconnect());
 
-    const clients = await createBackendClients(config, store.pins(), clock);
+    const clients = await createBackendClients(config, fleet.pins(), clock);
     releases.defer("backend clients", () => closeBackendClients(clients));
     const router = new Router({ backends: config.backends, clock });
     // With sub_signer_count > 0 each ack lane is a sub-signer (converged before lease work).
@@ -86,7 +88,7 @@ export async function startProviderd(
     registerChainMetrics(metrics.registry, { feed: () => feed.metrics(), tx: txMetrics });
     registerSignerMetrics(metrics.registry, signers);
     const queue = new KeyedMutex();
-    const deps = { config, chain, store, payloads, clients, router, acks, queue, clock };
+    const deps = { config, chain, store, fleet, payloads, clients, router, acks, queue, clock };
     const lc = new Lifecycle({
       ...deps,
       logger: part("lifecycle"),
@@ -97,7 +99,7 @@ export async function startProviderd(
       ...deps,
       logger: part("maintenance"),
       provisioningStarted,
-      onLostBackend: (lease) => onLostBackend(store, lease),
+      onLostBackend: (lease) => onLostBackend({ store, fleet }, lease),
       registry: metrics.registry,
     });
     const heap = opts.heap;
@@ -164,7 +166,7 @@ export async function startProviderd(
       tenant,
       callbacks: {
         backends: config.backends,
-        pins: store.pins(),
+        pins: fleet.pins(),
         legacySecret: config.callbackSecret,
         canonicalPathPrefix: config.callbackCanonicalPathPrefix,
         clock,
@@ -207,7 +209,7 @@ export async function startProviderd(
     feed.start();
     lc.start(consumer, (signal) => recovery.sweep(signal));
     billing.start();
-    const snapshots = scheduleSnapshots(config, { placement: store, payload: payloads }, clock, {
+    const snapshots = scheduleSnapshots(config, { placement, payload: payloads }, clock, {
       logger: part("snapshots"),
       registry: metrics.registry,
     });

@@ -58,10 +58,19 @@ export interface SqliteDatabase {
    * turn ends (see WalDurability); otherwise `fn` is its own transaction. Nested calls join.
    */
   write<T>(fn: () => T): T;
+  /** `write()` for an `fn` that runs exactly one statement (atomic alone: no savepoint around it). */
+  writeStatement<T>(fn: () => T): T;
   /** Set once a group-committed turn failed to commit: the database then refuses writes until reopened. */
   readonly failure: Error | undefined;
   /** Resolves once every counted commit is on stable storage. */
   durable(): Promise<void>;
+  /** Shared transactions committed and WAL fsyncs done (group commit; zeros otherwise). */
+  readonly stats: { transactions: number; fsyncs: number };
+  /**
+   * Copies the database into `dest` (an existing empty file) with SQLite's online backup
+   * API, never stepping over a transaction left open (see WalDurability.duringBackup).
+   */
+  backup(dest: string): Promise<void>;
   /** Makes everything durable (checkpoint under group commit) and closes; idempotent. */
   close(): void;
   [Symbol.dispose](): void;
@@ -112,10 +121,20 @@ export function openDatabase(o: OpenDatabaseOptions): SqliteDatabase {
     readonly,
     committed: () => wal?.committed(),
     write: <T>(fn: () => T): T => (wal === undefined ? (atomic(fn) as T) : wal.write(fn)),
+    writeStatement: <T>(fn: () => T): T => (wal === undefined ? fn() : wal.writeStatement(fn)),
     get failure() {
       return wal?.failure;
     },
     durable: () => wal?.durable() ?? Promise.resolve(),
+    get stats() {
+      return wal?.stats ?? { transactions: 0, fsyncs: 0 };
+    },
+    backup: async (dest: string) => {
+      const copy = async () => {
+        await db.backup(dest);
+      };
+      await (wal === undefined ? copy() : wal.duringBackup(copy));
+    },
     close: () => {
       if (!db.open) return;
       wal?.close();

@@ -70,16 +70,16 @@ describe("faults: backends (devnet + providerd + three mock backends)", () => {
   it("a backend loses an ACTIVE workload: provisioned again on its owner, never moved", async () => {
     const [lease] = await stack.createLeases(1, "docker-medium");
     await stack.waitState([lease!], ACTIVE);
-    const first = withStore(stack, (s) => s.placement(lease!));
+    const first = withStore(stack, (s) => s.placements.placement(lease!));
     assert.equal(first?.owner, "mock-2");
     await lose(1, lease!);
     await until(
-      () => withStore(stack, (s) => s.placement(lease!)?.lifecycleId) !== first?.lifecycleId,
+      () => withStore(stack, (s) => s.placements.placement(lease!)?.lifecycleId) !== first?.lifecycleId,
       "the lease confirmed again under a new operation",
       { timeoutMs: 60_000, intervalMs: 200, context: () => stack.providerd?.logTail() ?? "" },
     );
     await assertConverged(stack, [lease!]);
-    assert.equal(withStore(stack, (s) => s.placement(lease!))?.owner, "mock-2");
+    assert.equal(withStore(stack, (s) => s.placements.placement(lease!))?.owner, "mock-2");
   });
 
   it("one of three backends hangs: its read is abandoned at the deadline, only its lease is deferred", async () => {
@@ -88,7 +88,7 @@ describe("faults: backends (devnet + providerd + three mock backends)", () => {
       ...(await stack.createLeases(1, "docker-large")),
     ];
     await stack.waitState([small!, large!], ACTIVE);
-    assert.equal(withStore(stack, (s) => s.placement(large!))?.owner, "mock-3");
+    assert.equal(withStore(stack, (s) => s.placements.placement(large!))?.owner, "mock-3");
     const port = Number(new URL(stack.mocks[2]!.ready.url).port);
     await stack.stopMock(2);
     const hang = await hangOn(port);
@@ -107,7 +107,10 @@ describe("faults: backends (devnet + providerd + three mock backends)", () => {
       );
       assert.ok((await metric(stack, "fred_reconciler_runs_total", 'outcome="degraded"')) > before);
       // Deferred: the silent owner's lease keeps its placement and is never tried elsewhere.
-      const p = withStore(stack, (s) => ({ placement: s.placement(large!), attempt: s.attemptFor(large!) }));
+      const p = withStore(stack, (s) => ({
+        placement: s.placements.placement(large!),
+        attempt: s.placements.attemptFor(large!),
+      }));
       assert.equal(p.placement?.owner, "mock-3");
       assert.equal(p.attempt, undefined);
       const elsewhere = [...(await inventories(stack))].filter(([, rows]) =>

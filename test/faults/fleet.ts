@@ -69,7 +69,7 @@ export async function fleetProblems(
   withStore(stack, (store) => {
     leases.forEach((lease, i) => {
       const state = states[i] ?? "not found";
-      const placement = store.placement(lease);
+      const placement = store.placements.placement(lease);
       const rows = [...inv].flatMap(([b, list]) =>
         list.filter((r) => r.leaseUuid === lease).map((r) => ({ b, status: r.status })),
       );
@@ -85,7 +85,7 @@ export async function fleetProblems(
       } else if (on.length > 0) {
         problems.push(`${lease} ${state}: workloads left on [${on}]`);
       }
-      if (store.attemptFor(lease) !== undefined && !(opts.attemptsAllowed ?? []).includes(lease))
+      if (store.placements.attemptFor(lease) !== undefined && !(opts.attemptsAllowed ?? []).includes(lease))
         problems.push(`${lease} ${state}: unresolved attempt`);
       if (placement?.state === "conflict") problems.push(`${lease} ${state}: conflict`);
     });

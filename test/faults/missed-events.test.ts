@@ -79,7 +79,7 @@ describe("faults: missed events (devnet + providerd + two mock backends)", () =>
   it("a lease cancelled while its provision is in flight ends with no workload and no attempt", async () => {
     const [lease] = await stack.createLeases(1, "docker-medium");
     await until(
-      () => withStore(stack, (s) => s.attemptFor(lease!)) !== undefined,
+      () => withStore(stack, (s) => s.placements.attemptFor(lease!)) !== undefined,
       "the write-ahead attempt on mock-2",
       { context: () => stack.providerd?.logTail() ?? "" },
     );
@@ -103,7 +103,7 @@ describe("faults: missed events (devnet + providerd + two mock backends)", () =>
     await until(async () => (await notFoundSkips()) > 0, "a not-found re-read counted as a skip");
     assert.ok((await inventories(stack)).get("mock-1")?.some((p) => p.leaseUuid === unknown));
     assert.equal(
-      withStore(stack, (s) => s.placement(unknown)),
+      withStore(stack, (s) => s.placements.placement(unknown)),
       undefined,
       "never adopted",
     );
@@ -131,11 +131,14 @@ describe("faults: missed events (devnet + providerd + two mock backends)", () =>
     const lost = journal.prepare("DELETE FROM outbox WHERE lease_uuid = ?").run(lease!).changes;
     journal.close();
     await stack.restartMock(0);
-    assert.ok(withStore(stack, (s) => s.placement(lease!)) !== undefined, "the placement outlived it");
+    assert.ok(
+      withStore(stack, (s) => s.placements.placement(lease!)) !== undefined,
+      "the placement outlived it",
+    );
 
     await stack.startProviderd();
     await until(
-      () => withStore(stack, (s) => s.placement(lease!)) === undefined,
+      () => withStore(stack, (s) => s.placements.placement(lease!)) === undefined,
       "the ended lease's placement pruned",
       { timeoutMs: 60_000, intervalMs: 200, context: () => `${lost} callbacks lost` },
     );

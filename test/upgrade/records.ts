@@ -36,18 +36,18 @@ export function readProviderd(dir: string, providerUuid: string): ProviderdRecor
   const store = PlacementStore.open(join(dir, "placements.db"), providerUuid);
   let records: Omit<ProviderdRecords, "payloads" | "token_count">;
   try {
-    const journal = MaintenanceJournal.of(store);
-    const keys = store.db
+    const journal = MaintenanceJournal.of(store.placements);
+    const keys = store.placements.db
       .prepare<[], { lease_uuid: string; command_key: string }>(
         "SELECT lease_uuid, command_key FROM maintenance ORDER BY lease_uuid, command_key",
       )
       .all();
     records = {
       provider_uuid: store.providerUuid,
-      backends: store.backends(),
-      placements: store.placements(),
-      attempts: store.unresolvedAttempts(),
-      retained: store.retained.all(),
+      backends: store.fleet.backends(),
+      placements: store.placements.placements(),
+      attempts: store.placements.unresolvedAttempts(),
+      retained: store.placements.retained.all(),
       maintenance: keys.map((k) => {
         const c = journal.byKey(k.lease_uuid, k.command_key);
         if (c === undefined) throw new Error(`maintenance ${k.command_key} vanished`);

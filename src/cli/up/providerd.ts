@@ -51,13 +51,13 @@ function fact(facts: Map<string, string>, key: string): string {
 /** Whether the placement store already pins `backend` (it was made for this stack). */
 function pinnedTo(config: ProviderConfig, backend: string): boolean {
   using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid);
-  return store.pins().has(backend);
+  return store.fleet.pins().has(backend);
 }
 
 /** Leases the placement store holds a record or an attempt for. */
 function leasesHeld(config: ProviderConfig): number {
   using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid);
-  const counts = store.counts();
+  const counts = store.placements.counts();
   return counts.placements + counts.conflicts + counts.attempts;
 }
 

@@ -10,7 +10,7 @@ import type { ProviderConfig } from "../config/index.ts";
 import type { LifecycleEvents } from "../lifecycle/index.ts";
 import type { Maintenance } from "../maintenance/index.ts";
 import type { Restorer } from "../retention/index.ts";
-import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
+import type { BackendFleet, PayloadStore, Placements, TokenTracker } from "../store/index.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
 import type { DiagnosticsLookup } from "./diagnostics.ts";
 import { ApiError, sendApiError } from "./errors.ts";
@@ -31,7 +31,9 @@ export interface EventTimings {
 export interface TenantApiDeps {
   config: ProviderConfig;
   chain: ChainPort;
-  store: PlacementStore;
+  store: Placements;
+  /** The pinned backends (storage identities, lost backends, baselines). */
+  fleet: BackendFleet;
   payloads: PayloadStore | undefined;
   tokens: TokenTracker | undefined;
   clients: ReadonlyMap<string, BackendClient>;

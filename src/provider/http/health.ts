@@ -7,7 +7,7 @@ import { fredVersion } from "../../version.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import type { InventoryReadiness } from "../reconciler/index.ts";
-import type { PayloadStore, PlacementStore, TokenTracker } from "../store/index.ts";
+import type { BackendFleet, PayloadStore, Placements, TokenTracker } from "../store/index.ts";
 
 /**
  * The body `/health` and `/readyz` share. Remote probes (chain, backends) run together
@@ -22,7 +22,9 @@ export interface HealthSources {
   clock: Clock;
   chain: ChainPort;
   clients: ReadonlyMap<string, BackendClient>;
-  store: PlacementStore;
+  store: Placements;
+  /** The pinned backends (storage identities, lost backends, baselines). */
+  fleet: BackendFleet;
   payloads: PayloadStore | undefined;
   tokens: TokenTracker | undefined;
   inFlight: () => number;
@@ -107,11 +109,17 @@ export async function healthReport(s: HealthSources): Promise<HealthReport> {
     const tokens = s.tokens;
     checks.token_tracker = local(() => tokens.size(), "token tracker is unreadable");
   }
-  checks.placement_store = local(() => s.store.counts(), "placement store is unreadable");
+  checks.placement_store =
+    s.store.failure === undefined
+      ? local(() => s.store.counts(), "placement store is unreadable")
+      : {
+          status: "unhealthy",
+          message: "placement store refuses writes since a commit failed; restart providerd",
+        };
   const names = s.config.backends.map((b) => b.name);
   let inventoryOk = false;
   try {
-    inventoryOk = s.store.baselineMatches(names);
+    inventoryOk = s.fleet.baselineMatches(names);
   } catch {
     inventoryOk = false;
   }

@@ -5,7 +5,7 @@ import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import type { BackendClient, ProvisionEntry } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
-import type { PlacementStore } from "../store/index.ts";
+import type { Placements } from "../store/index.ts";
 
 /**
  * `GET /workloads?lease_uuid=<u1>&lease_uuid=<u2>…` (no token; the manifest-admin app asks
@@ -22,7 +22,7 @@ const ZERO_TIME = "0001-01-01T00:00:00Z";
 
 export interface WorkloadsSources {
   config: ProviderConfig;
-  store: PlacementStore;
+  store: Placements;
   clients: ReadonlyMap<string, BackendClient>;
   clock: Clock;
 }

@@ -6,13 +6,15 @@ import type { Logger } from "../../log.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import type { Router } from "../router.ts";
-import type { PayloadStore, PlacementStore } from "../store/index.ts";
+import type { BackendFleet, PayloadStore, Placements } from "../store/index.ts";
 
 /** What the lifecycle workflows share; built once by the composition root. */
 export interface LifecycleDeps {
   config: ProviderConfig;
   chain: ChainPort;
-  store: PlacementStore;
+  store: Placements;
+  /** The pinned backends (storage identities, lost backends, baselines). */
+  fleet: BackendFleet;
   payloads: PayloadStore | undefined;
   clients: ReadonlyMap<string, BackendClient>;
   router: Router;

@@ -5,7 +5,7 @@ import type { ChainLease } from "../../chain/port.ts";
 import { Admission, isRetryable, retry, withDeadline } from "../../core/async/index.ts";
 import { FredError, isFredError } from "../../core/errors.ts";
 import { promote } from "../maintenance/index.ts";
-import { type Attempt, GroupCommitter } from "../store/index.ts";
+import type { Attempt } from "../store/index.ts";
 import { CloseRetries } from "./close-retries.ts";
 import { Closer, SINGLE_CLOSE_TRY } from "./closer.ts";
 import { pushCustomDomains } from "./custom-domains.ts";
@@ -16,13 +16,7 @@ import {
   type ProvisionOrder,
   type ProvisionStep,
 } from "./provisioner.ts";
-import {
-  type Applied,
-  type ApplyResult,
-  applyCallback,
-  sendChainAction,
-  type VerifiedCallback,
-} from "./settle.ts";
+import { type ApplyResult, applyCallback, sendChainAction, type VerifiedCallback } from "./settle.ts";
 import { checkTeardown, type TeardownEvidence, wouldRetire } from "./teardown-check.ts";
 import { checkOverdueAttempts } from "./timeouts.ts";
 
@@ -43,10 +37,10 @@ import { checkOverdueAttempts } from "./timeouts.ts";
  * | lease rules                            | core/lease-rules   | what is provisioned (PENDING, billing-only, |
  * |                                        |                    | acceptable payload)                         |
  * | bulkhead (PROVISION_CONCURRENCY, 128)  | Provisioner        | requests between attempt commit and answer  |
- * | attempt group commit                   | Provisioner        | one transaction + fsync per batch of        |
+ * | attempt group commit                   | Provisioner        | one transaction + fsync per turn's          |
  * |                                        |                    | attempts, before any request leaves         |
  * | step retry (STEP_RETRY)                | `#step`            | tries of one step before recovery takes it  |
- * | callback group commit                  | `#callbacks`       | one transaction + fsync per callback batch  |
+ * | callback group commit                  | applyCallback      | one transaction + fsync per turn's callbacks|
  * | ack batcher                            | deps.acks          | acknowledgements per chain transaction      |
  *
  * The reconciler's sweep enters the same leg at the lease queue (`runForLease` then
@@ -113,8 +107,6 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
   #stopping = false;
   readonly #running = new Set<Promise<unknown>>();
   #consumerLoop: Promise<void> | undefined;
-  /** Callbacks arriving together are applied in one transaction (one fsync). */
-  readonly #callbacks: GroupCommitter<VerifiedCallback, Applied>;
   /** Leases whose provision workflow has not started yet (a burst waits here, not as workflows). */
   readonly #provisions: Admission<QueuedProvision>;
 
@@ -141,10 +133,6 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
       recoveryIntervalMs: deps.config.reconciliationIntervalMs,
       ...opts,
     };
-    this.#callbacks = new GroupCommitter(
-      (batch) => deps.store.batch(() => batch.map((cb) => applyCallback(deps, cb))),
-      { durable: () => deps.store.durable() },
-    );
     this.#provisions = new Admission(PROVISION_ADMISSION, (leaseUuid, queued, release) =>
       this.#runProvision(leaseUuid, queued, release),
     );
@@ -331,7 +319,9 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
         const unconfirmed = this.#unconfirmedTeardown(cb, await checkTeardown(this.#deps, cb, this.signal));
         if (unconfirmed !== undefined) return unconfirmed;
       }
-      const applied = await this.#callbacks.submit(cb);
+      // Callbacks applied in the same turn share its one commit and fsync; each is atomic alone.
+      const applied = this.#deps.store.batch(() => applyCallback(this.#deps, cb));
+      await this.#deps.store.durable();
       sendChainAction(this.#deps, cb.leaseUuid, applied);
       if (applied.promote !== undefined) {
         // The confirmation is durable: a failed payload write is retried by the recovery pass.

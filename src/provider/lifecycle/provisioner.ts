@@ -8,13 +8,7 @@ import type { ProvisionRequest } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import { buildCallbackUrl } from "../config/index.ts";
 import { failpoint } from "../failpoints.ts";
-import {
-  type Attempt,
-  GroupCommitter,
-  type Placement,
-  type RecordResult,
-  type StoredPayload,
-} from "../store/index.ts";
+import type { Attempt, Placement, StoredPayload } from "../store/index.ts";
 import type { LifecycleDeps } from "./deps.ts";
 import { choosePayload } from "./payload-source.ts";
 import { ProvisionLeaseReads } from "./provision-lease-reads.ts";
@@ -81,8 +75,6 @@ export class Provisioner {
   readonly #sending: BulkheadPolicy;
   /** Leases whose provision request is on the wire right now. */
   readonly inFlight = new Set<string>();
-  /** Attempts of concurrent leases share one transaction (one fsync) before any call. */
-  readonly #attempts: GroupCommitter<Attempt, RecordResult>;
 
   readonly leases: ProvisionLeaseReads;
 
@@ -90,9 +82,6 @@ export class Provisioner {
     this.#deps = deps;
     this.#sending = bulkhead(concurrency, Number.POSITIVE_INFINITY);
     this.leases = new ProvisionLeaseReads(deps.chain, deps.config.providerUuid, deps.clock);
-    this.#attempts = new GroupCommitter((batch) => deps.store.recordAttempts(batch), {
-      durable: () => deps.store.durable(),
-    });
   }
 
   /** Call inside the lease's serial queue. */
@@ -143,7 +132,9 @@ export class Provisioner {
         kind: "provision",
         createdAt: this.#deps.clock.now(),
       };
-      if ((await this.#attempts.submit(attempt)) === "lease-busy") return "already-recorded";
+      if (this.#deps.store.recordAttempt(attempt) === "lease-busy") return "already-recorded";
+      // The attempts of concurrent leases written in this turn share its one commit and fsync.
+      await this.#deps.store.durable();
       failpoint("provision.after-attempt-commit");
       return this.send(attempt, lease, payload, signal);
     }, signal);

@@ -73,7 +73,7 @@ export function applyCallback(d: LifecycleDeps, cb: VerifiedCallback): Applied {
     }
     if (cb.retained === true) {
       // The data is restorable: the row stays (owner and storage identity) for routing a restore.
-      const storageId = d.store.pins().get(cb.backend) ?? "";
+      const storageId = d.fleet.pins().get(cb.backend) ?? "";
       d.store.retained.mark(cb.leaseUuid, cb.backend, storageId, d.clock.now());
       log.info("teardown reported complete with the data retained; placement kept as retained");
       return { result: "retained" };

@@ -1,5 +1,5 @@
 import type { Logger } from "../../log.ts";
-import type { PayloadStore, PlacementStore } from "../store/index.ts";
+import type { PayloadStore, Placements } from "../store/index.ts";
 import { sameInstant } from "./admitted-at.ts";
 import { type Command, MaintenanceJournal, type StoredAnswer } from "./journal.ts";
 
@@ -15,7 +15,7 @@ export type { Command } from "./journal.ts";
  * between the two leaves to the recovery pass.
  */
 export interface CompletionDeps {
-  store: PlacementStore;
+  store: Placements;
   clock: { now(): number };
   logger: Logger;
 }

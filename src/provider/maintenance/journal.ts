@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import type { PlacementStore } from "../store/index.ts";
+import type { Placements } from "../store/index.ts";
 import { sha256Hex } from "../store/index.ts";
 import { nextAdmittedAt } from "./admitted-at.ts";
 
@@ -167,21 +167,21 @@ function prepare(db: Database.Database) {
   };
 }
 
-const journals = new WeakMap<PlacementStore, MaintenanceJournal>();
+const journals = new WeakMap<Placements, MaintenanceJournal>();
 
 export class MaintenanceJournal {
-  readonly #store: PlacementStore;
+  readonly #store: Placements;
   readonly #stmt: ReturnType<typeof prepare>;
   readonly #tx: <T>(fn: () => T) => T;
 
-  private constructor(store: PlacementStore) {
+  private constructor(store: Placements) {
     this.#store = store;
     this.#stmt = prepare(store.db);
     this.#tx = (fn) => store.batch(fn);
   }
 
   /** The journal of `store` (statements are prepared once per connection). */
-  static of(store: PlacementStore): MaintenanceJournal {
+  static of(store: Placements): MaintenanceJournal {
     let journal = journals.get(store);
     if (journal === undefined) {
       journal = new MaintenanceJournal(store);

@@ -10,7 +10,7 @@ import type { Logger } from "../../log.ts";
 import type { BackendClient, MutationOutcome } from "../backend-client/index.ts";
 import { buildCallbackUrl, EVERY_LEGACY_TENANT, type ProviderConfig } from "../config/index.ts";
 import { failpoint } from "../failpoints.ts";
-import type { PayloadStore, PlacementStore } from "../store/index.ts";
+import type { BackendFleet, PayloadStore, Placements } from "../store/index.ts";
 import { formatAdmittedAt } from "./admitted-at.ts";
 import { ANSWERS, type Command, promote } from "./completion.ts";
 import {
@@ -32,7 +32,9 @@ import { backendRefusalAnswer, MaintenanceRefused, type Refusal } from "./refusa
  */
 export interface MaintenanceOptions {
   config: ProviderConfig;
-  store: PlacementStore;
+  store: Placements;
+  /** The pinned backends (storage identities, lost backends, baselines). */
+  fleet: BackendFleet;
   payloads: PayloadStore | undefined;
   clients: ReadonlyMap<string, BackendClient>;
   chain: ChainPort;

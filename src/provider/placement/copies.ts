@@ -59,7 +59,7 @@ export async function attestRestoredBackup(
   const path = config.placementStoreDbPath;
   if (!apply) {
     using store = PlacementStore.open(path, config.providerUuid, { readonly: true });
-    const at = store.copyTakenAt();
+    const at = store.copies.takenAt();
     return {
       placement_store: path,
       apply,
@@ -69,14 +69,14 @@ export async function attestRestoredBackup(
     };
   }
   using store = PlacementStore.open(path, config.providerUuid, { restoredCopy: "allow" });
-  if (store.copyTakenAt() === undefined) {
+  if (store.copies.takenAt() === undefined) {
     throw new FredError(
       "ERR_PLACEMENT_RESTORED",
       `placement store ${path} is not a restored copy; nothing to attest`,
     );
   }
   const backup = await backupBeside(store, clock.now());
-  const { copy_taken_at } = store.attestRestored(clock.now());
+  const { copy_taken_at } = store.copies.attest(clock.now());
   await store.durable();
   return {
     placement_store: path,

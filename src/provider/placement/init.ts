@@ -109,13 +109,13 @@ export function inspectPlacementCopy(path: string): Record<string, unknown> {
 }
 
 function describeStore(store: PlacementStore, path: string, configured: string[] | undefined) {
-  const copiedAt = store.copyTakenAt();
+  const copiedAt = store.copies.takenAt();
   return {
     placement_store: path,
     provider_uuid: store.providerUuid,
     copy_taken_at: copiedAt === undefined ? null : new Date(copiedAt).toISOString(),
-    ...(configured === undefined ? {} : { baseline_matches_config: store.baselineMatches(configured) }),
-    backends: store.backends().map((b) => ({
+    ...(configured === undefined ? {} : { baseline_matches_config: store.fleet.baselineMatches(configured) }),
+    backends: store.fleet.backends().map((b) => ({
       name: b.name,
       storage_id: b.storageId,
       pinned_at: new Date(b.pinnedAt).toISOString(),
@@ -129,8 +129,8 @@ function describeStore(store: PlacementStore, path: string, configured: string[]
               at: new Date(b.baseline.at).toISOString(),
             },
     })),
-    counts: store.counts(),
-    placements: store.placements().map((p) => ({
+    counts: store.placements.counts(),
+    placements: store.placements.placements().map((p) => ({
       lease_uuid: p.leaseUuid,
       state: p.state,
       owner: p.owner ?? null,
@@ -138,7 +138,7 @@ function describeStore(store: PlacementStore, path: string, configured: string[]
       candidates: p.candidates,
       updated_at: new Date(p.updatedAt).toISOString(),
     })),
-    attempts: store.unresolvedAttempts().map((a) => ({
+    attempts: store.placements.unresolvedAttempts().map((a) => ({
       lease_uuid: a.leaseUuid,
       backend: a.backend,
       operation_id: a.operationId,

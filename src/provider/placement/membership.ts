@@ -37,7 +37,7 @@ export async function addBackend(
   if (problems.length > 0) throw membershipRefusal(`${problems.join("; ")}; add-backend refuses to run`);
 
   using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid);
-  const pins = store.pins();
+  const pins = store.fleet.pins();
   if (pins.has(name))
     throw membershipRefusal(`backend ${name} is already pinned (storage ${pins.get(name)})`);
   const configured = new Set(config.backends.map((b) => b.name));
@@ -71,9 +71,12 @@ export async function addBackend(
 
   const now = deps.clock.now();
   const backup = await backupBeside(store, now);
-  store.batch(() => {
-    store.addBackend({ name, storageId: added.storage_id, baseline: { provisions: 0, retentions: 0 } }, now);
-    for (const b of baselines) store.recordBaseline(b.name, b, now);
+  store.placements.batch(() => {
+    store.fleet.addBackend(
+      { name, storageId: added.storage_id, baseline: { provisions: 0, retentions: 0 } },
+      now,
+    );
+    for (const b of baselines) store.fleet.recordBaseline(b.name, b, now);
   });
   await store.durable();
   return { placement_store: config.placementStoreDbPath, backup, added, baselines };

@@ -48,7 +48,7 @@ export async function repairPlacements(
     }
   }
   using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid, { readonly: !apply });
-  const pins = store.pins();
+  const pins = store.fleet.pins();
   const configured = new Set(config.backends.map((b) => b.name));
   // What each configured backend holds now (undefined: it could not be asked).
   const held = new Map<string, Set<string> | undefined>();
@@ -67,7 +67,7 @@ export async function repairPlacements(
     }
   }
   const presence = (backend: string, lease: string): Presence => {
-    if (store.isLost(backend)) return "lost";
+    if (store.fleet.isLost(backend)) return "lost";
     if (!configured.has(backend)) return "not_configured";
     const set = held.get(backend);
     return set === undefined ? "unreachable" : set.has(lease) ? "reports" : "absent";
@@ -76,7 +76,7 @@ export async function repairPlacements(
     Object.fromEntries(backends.map((b) => [b, presence(b, lease)]));
 
   // A backend retired as lost is providerd's to settle (it ends those leases itself).
-  const gone = (b: string) => !configured.has(b) && !store.isLost(b);
+  const gone = (b: string) => !configured.has(b) && !store.fleet.isLost(b);
   const backendGone = (kind: RepairFinding["kind"], lease: string, backend: string): RepairFinding => ({
     kind,
     lease_uuid: lease,
@@ -85,7 +85,7 @@ export async function repairPlacements(
     resolution: undefined,
   });
   const findings: RepairFinding[] = [];
-  for (const p of store.placements()) {
+  for (const p of store.placements.placements()) {
     if (p.state === "conflict") {
       const ev = evidence(p.leaseUuid, p.candidates);
       const reporters = p.candidates.filter((c) => ev[c] === "reports");
@@ -102,7 +102,7 @@ export async function repairPlacements(
       findings.push(backendGone("row_backend_gone", p.leaseUuid, p.owner));
     }
   }
-  for (const a of store.unresolvedAttempts()) {
+  for (const a of store.placements.unresolvedAttempts()) {
     if (gone(a.backend)) findings.push(backendGone("attempt_backend_gone", a.leaseUuid, a.backend));
   }
 
@@ -112,9 +112,9 @@ export async function repairPlacements(
   if (apply && resolvable.length > 0) {
     const now = deps.clock.now();
     backup = await backupBeside(store, now);
-    store.batch(() => {
+    store.placements.batch(() => {
       for (const f of resolvable) {
-        store.adoptPlacement(f.lease_uuid, f.resolution!.adopt, now);
+        store.placements.adoptPlacement(f.lease_uuid, f.resolution!.adopt, now);
         resolved.push(f.lease_uuid);
       }
     });

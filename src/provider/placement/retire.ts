@@ -45,12 +45,12 @@ export async function retireBackend(
     );
   }
   using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid);
-  const pin = store.backends().find((b) => b.name === o.name);
+  const pin = store.fleet.backends().find((b) => b.name === o.name);
   if (pin === undefined) throw membershipRefusal(`backend ${o.name} is not pinned in the placement store`);
-  const placements = store.placements();
+  const placements = store.placements.placements();
   const owned = placements.filter((p) => p.owner === o.name).map((p) => p.leaseUuid);
   const conflicts = placements.filter((p) => p.candidates.includes(o.name)).map((p) => p.leaseUuid);
-  const attempts = store
+  const attempts = store.placements
     .unresolvedAttempts()
     .filter((a) => a.backend === o.name)
     .map((a) => a.leaseUuid);
@@ -66,7 +66,7 @@ export async function retireBackend(
       );
     }
     const backup = await backupBeside(store, clock.now());
-    store.removeBackend(o.name);
+    store.fleet.removeBackend(o.name);
     await store.durable();
     return { ...base, backup, action: "pin_removed", leases: [], conflicts: [] };
   }
@@ -76,7 +76,7 @@ export async function retireBackend(
     );
   }
   const backup = await backupBeside(store, clock.now());
-  store.markLost(o.name, clock.now());
+  store.fleet.markLost(o.name, clock.now());
   await store.durable();
   return { ...base, backup, action: "marked_lost", leases, conflicts };
 }

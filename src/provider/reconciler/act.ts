@@ -53,7 +53,7 @@ export async function act(ctx: ActContext, plan: Plan): Promise<void> {
       } else if (a.kind === "adopt_retention") {
         // An existing record (same owner, by the plan) keeps its lifecycle id; only the mark is added.
         if (d.store.placement(a.lease) === undefined) d.store.adoptPlacement(a.lease, a.backend, now);
-        d.store.retained.mark(a.lease, a.backend, d.store.pins().get(a.backend) ?? "", now);
+        d.store.retained.mark(a.lease, a.backend, d.fleet.pins().get(a.backend) ?? "", now);
       } else if (a.kind === "quarantine") {
         d.store.quarantine(a.lease, a.candidates, now);
         ctx.metrics.conflicts.inc();

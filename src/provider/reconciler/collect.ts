@@ -63,7 +63,7 @@ export async function collect(
   for (const [name, view] of backends) {
     if (view.kind !== "answered") continue;
     const counts = { provisions: view.provisions.size, retentions: view.retentions.size };
-    d.store.recordBaseline(name, counts, d.clock.now());
+    d.fleet.recordBaseline(name, counts, d.clock.now());
   }
   const input: PlanInput = {
     now,
@@ -134,7 +134,7 @@ async function readBackend(
   signal: AbortSignal,
 ): Promise<BackendView> {
   const client = d.clients.get(name);
-  const pinned = d.store.pins().get(name);
+  const pinned = d.fleet.pins().get(name);
   if (fenced || client === undefined || pinned === undefined) {
     return pairInventories({
       fenced: true,
@@ -225,7 +225,7 @@ function storeView(d: SweepSources, listed: ReadonlyMap<string, ChainLeaseView>)
     placements,
     attempts,
     payloads: new Set(d.payloads?.leases() ?? []),
-    baseline: d.store.baselineMatches(d.config.backends.map((b) => b.name)),
+    baseline: d.fleet.baselineMatches(d.config.backends.map((b) => b.name)),
     retiredBackends: new Set(),
     retirementUnproven: false,
     retained: new Map(

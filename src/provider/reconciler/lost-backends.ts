@@ -29,13 +29,13 @@ export async function endLeasesOnLostBackends(
   signal: AbortSignal,
 ): Promise<LostPassReport> {
   const report: LostPassReport = { closed: [], rejected: [], pruned: [], failed: [] };
-  if (!d.store.anyLost) return report;
+  if (!d.fleet.anyLost) return report;
   const named = new Map<string, string>();
   for (const p of d.store.placements()) {
-    if (p.owner !== undefined && d.store.isLost(p.owner)) named.set(p.leaseUuid, p.owner);
+    if (p.owner !== undefined && d.fleet.isLost(p.owner)) named.set(p.leaseUuid, p.owner);
   }
   for (const a of d.store.unresolvedAttempts()) {
-    if (d.store.isLost(a.backend) && d.store.placement(a.leaseUuid) === undefined)
+    if (d.fleet.isLost(a.backend) && d.store.placement(a.leaseUuid) === undefined)
       named.set(a.leaseUuid, a.backend);
   }
   for (const [lease, backend] of [...named].sort(([a], [b]) => (a < b ? -1 : 1))) {

@@ -3,7 +3,7 @@ import type { Lifecycle, LifecycleDeps } from "../lifecycle/index.ts";
 /** What a sweep reads and writes itself: the chain, the backends, the stores, the ack path. */
 export type SweepSources = Pick<
   LifecycleDeps,
-  "config" | "chain" | "store" | "payloads" | "clients" | "acks" | "clock" | "logger"
+  "config" | "chain" | "store" | "fleet" | "payloads" | "clients" | "acks" | "clock" | "logger"
 >;
 
 /**

@@ -55,7 +55,7 @@ export class Restorer {
   }
 
   async #admitAndSend(req: RestoreRequest, signal: AbortSignal): Promise<RestoreOutcome> {
-    const { store, clients, config, clock, acks } = this.#deps;
+    const { store, fleet, clients, config, clock, acks } = this.#deps;
     const log = this.#deps.logger.child({ lease_uuid: req.target, from_lease_uuid: req.source });
     if (store.attemptFor(req.target) !== undefined || store.placement(req.target) !== undefined)
       return { kind: "target_busy" };
@@ -67,7 +67,7 @@ export class Restorer {
     const placement = store.placement(req.source);
     if (placement === undefined) return { kind: "source_not_found" };
     // A lost backend's data is gone for good: said once the source is known to be the caller's.
-    const lost = placement.owner !== undefined && store.isLost(placement.owner);
+    const lost = placement.owner !== undefined && fleet.isLost(placement.owner);
     if (!lost && (placement.state !== "confirmed" || placement.owner === undefined))
       return { kind: "unavailable", detail: "source placement is unresolved" };
     const client = placement.owner === undefined ? undefined : clients.get(placement.owner);

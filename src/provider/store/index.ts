@@ -1,18 +1,23 @@
-export { GroupCommitter } from "./group-commit.ts";
-export { openProviderStores, type ProviderStores } from "./open-stores.ts";
-export { PayloadStore, type PutResult, type StoredPayload, sha256Hex } from "./payload-store.ts";
 export {
-  type Attempt,
-  type AttemptKind,
+  BackendFleet,
   type BackendPin,
   type InventoryBaseline,
-  type InventoryOutcome,
   type NewBackendPin,
-  type Placement,
-  PlacementStore,
-  type RecordResult,
-  type SettleResult,
-} from "./placement-store.ts";
+} from "./backend-fleet.ts";
+export { CopyMarks } from "./copy-marks.ts";
+export { openProviderStores, type ProviderStores } from "./open-stores.ts";
+export { PayloadStore, type PutResult, type StoredPayload, sha256Hex } from "./payload-store.ts";
+export type {
+  Attempt,
+  AttemptKind,
+  InventoryOutcome,
+  Placement,
+  PlacementTuple,
+  RecordResult,
+  SettleResult,
+} from "./placement-records.ts";
+export { PlacementStore } from "./placement-store.ts";
+export { Placements } from "./placements.ts";
 export { type RetainedRecord, RetainedRows } from "./retained-rows.ts";
 export { backupBeside, fileStamp, type SnapshotSet, snapshotSets, takeSnapshot } from "./snapshot.ts";
 export { SnapshotSchedule, scheduleSnapshots } from "./snapshot-schedule.ts";

@@ -6,7 +6,7 @@ import { TokenTracker } from "./token-tracker.ts";
 
 /** providerd's databases, opened from the config; each is released by `releases`. */
 export interface ProviderStores {
-  store: PlacementStore;
+  placement: PlacementStore;
   payloads: PayloadStore | undefined;
   tokens: TokenTracker | undefined;
 }
@@ -18,14 +18,14 @@ export function openProviderStores(
   >,
   releases: ReleaseStack,
 ): ProviderStores {
-  const store = releases.use(
+  const placement = releases.use(
     "placement store",
     PlacementStore.open(config.placementStoreDbPath, config.providerUuid),
   );
   const payloadsPath = config.payloadStoreDbPath;
   const tokensPath = config.tokenTrackerDbPath;
   return {
-    store,
+    placement,
     payloads:
       payloadsPath === undefined ? undefined : releases.use("payload store", PayloadStore.open(payloadsPath)),
     tokens:

@@ -2,16 +2,17 @@ import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmS
 import { basename, dirname, join } from "node:path";
 import { FredError } from "../../core/errors.ts";
 import type { SqliteDatabase } from "../../sqlite/index.ts";
+import { CopyMarks } from "./copy-marks.ts";
 import type { PayloadStore } from "./payload-store.ts";
-import { PlacementStore } from "./placement-store.ts";
+import type { PlacementStore } from "./placement-store.ts";
 
 /**
- * Consistent copies of live stores through SQLite's online backup API (better-sqlite3's
- * `db.backup()`), never a file copy: a WAL database's main file alone is not a
+ * Consistent copies of live stores through SQLite's online backup API
+ * (`SqliteDatabase.backup()`), never a file copy: a WAL database's main file alone is not a
  * consistent state. Every copy is a new private file (created 0600 with O_EXCL before
  * SQLite writes into it), so it obeys the same file-identity rules as the store it came
  * from and opens with the same opener (its kind marker is copied with it). A placement
- * copy is then marked as one (PlacementStore.markCopy): restored, it must be attested.
+ * copy is then marked as one (CopyMarks.mark): restored, it must be attested.
  */
 
 /** UTC time as a file-name-safe stamp with milliseconds: 20261201T152500123Z. */
@@ -27,7 +28,7 @@ export async function backupTo(source: SqliteDatabase, dest: string): Promise<vo
     throw new FredError("ERR_SNAPSHOT", `cannot create ${dest}: ${(err as Error).message}`, { cause: err });
   }
   try {
-    await source.db.backup(dest);
+    await source.backup(dest);
   } catch (err) {
     rmSync(dest, { force: true });
     throw new FredError("ERR_SNAPSHOT", `online backup of ${source.path} failed: ${(err as Error).message}`, {
@@ -44,7 +45,7 @@ export async function backupBeside(store: PlacementStore, now: number): Promise<
   const source = store.database;
   const dest = join(dirname(source.path), `${basename(source.path)}.backup-${fileStamp(now)}`);
   await backupTo(source, dest);
-  PlacementStore.markCopy(dest, now);
+  CopyMarks.mark(dest, now);
   return dest;
 }
 
@@ -83,7 +84,7 @@ export async function takeSnapshot(
   mkdirSync(partial, { mode: 0o700 });
   try {
     await backupTo(sources.placement.database, join(partial, "placements.db"));
-    PlacementStore.markCopy(join(partial, "placements.db"), now);
+    CopyMarks.mark(join(partial, "placements.db"), now);
     if (sources.payload !== undefined) await backupTo(sources.payload.database, join(partial, "payloads.db"));
     renameSync(partial, final);
   } catch (err) {

@@ -165,7 +165,11 @@ export function sqliteRows(path: string): string {
 function placementRows(path: string, providerUuid: string): string {
   const store = PlacementStore.open(path, providerUuid, { readonly: true });
   try {
-    return JSON.stringify({ placements: store.placements(), attempts: store.unresolvedAttempts() }, null, 1);
+    return JSON.stringify(
+      { placements: store.placements.placements(), attempts: store.placements.unresolvedAttempts() },
+      null,
+      1,
+    );
   } finally {
     store.close();
   }

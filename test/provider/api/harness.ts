@@ -9,7 +9,7 @@ import { ManualClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
 import { TenantApi, type TenantApiDeps } from "../../../src/provider/api/index.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
-import { PlacementStore } from "../../../src/provider/store/index.ts";
+import { type BackendFleet, PlacementStore, type Placements } from "../../../src/provider/store/index.ts";
 import { baseConfig, PROVIDER_UUID, yamlOf } from "../config/fixtures.ts";
 import { TenantKey } from "./tenant-client.ts";
 
@@ -47,7 +47,10 @@ export class Harness {
   readonly key = new TenantKey(TENANT_KEY_HEX);
   readonly other = new TenantKey(OTHER_KEY_HEX);
   readonly tenant = addressFromPubkey(compressedPubkey(this.key.privateKey));
-  store!: PlacementStore;
+  placementStore!: PlacementStore;
+  /** The placement store's rooms, as the API receives them. */
+  store!: Placements;
+  fleet!: BackendFleet;
   api!: TenantApi;
   app!: FastifyInstance;
   url = "";
@@ -57,7 +60,7 @@ export class Harness {
     const config = parseProviderConfig(
       yamlOf({ ...baseConfig(), tenant_rate_limit_rps: 10_000, tenant_rate_limit_burst: 10_000 }),
     );
-    this.store = PlacementStore.create(
+    this.placementStore = PlacementStore.create(
       join(this.dir, "placements.db"),
       PROVIDER_UUID,
       [
@@ -69,6 +72,8 @@ export class Harness {
       ],
       this.clock.now(),
     );
+    this.store = this.placementStore.placements;
+    this.fleet = this.placementStore.fleet;
     const chain = {
       getLease: async (uuid: string) => {
         this.chainReads++;
@@ -79,6 +84,7 @@ export class Harness {
       config,
       chain,
       store: this.store,
+      fleet: this.fleet,
       payloads: undefined,
       tokens: undefined,
       clients: new Map(),
@@ -119,7 +125,7 @@ export class Harness {
   async close(): Promise<void> {
     if (this.app.server.listening) await this.app.close();
     this.api.close();
-    this.store.close();
+    this.placementStore.close();
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

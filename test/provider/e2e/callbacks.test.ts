@@ -34,7 +34,10 @@ after(async () => {
 function records(): string {
   const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
   try {
-    return JSON.stringify({ placements: s.placements(), attempts: s.unresolvedAttempts() });
+    return JSON.stringify({
+      placements: s.placements.placements(),
+      attempts: s.placements.unresolvedAttempts(),
+    });
   } finally {
     s.close();
   }

@@ -91,7 +91,7 @@ describe("providerd crash safety and backend flags (devnet + providerd + mock ba
     const [lease] = (await stack.createLeases(1, "docker-small")) as [string];
     await crashed(point);
 
-    const attempt = withStore((s) => s.attemptFor(lease));
+    const attempt = withStore((s) => s.placements.attemptFor(lease));
     assert.ok(attempt !== undefined, "the attempt was durable before the crash");
     assert.deepEqual(await entriesFor(lease), [], "no backend was called");
     // Created while providerd is down: found by the startup recovery pass.
@@ -104,10 +104,10 @@ describe("providerd crash safety and backend flags (devnet + providerd + mock ba
     assert.deepEqual(redelivered[0]!.lifecycleGeneration, { kind: "typed", id: attempt.operationId });
     assert.equal((await entriesFor(missed)).length, 1, "the missed lease is provisioned exactly once");
     withStore((s) => {
-      assert.equal(s.placement(lease)?.owner, attempt.backend);
-      assert.equal(s.placement(lease)?.lifecycleId, attempt.operationId);
-      assert.ok(s.placement(missed)?.owner !== undefined, "the missed lease has an owner");
-      assert.deepEqual(s.unresolvedAttempts(), []);
+      assert.equal(s.placements.placement(lease)?.owner, attempt.backend);
+      assert.equal(s.placements.placement(lease)?.lifecycleId, attempt.operationId);
+      assert.ok(s.placements.placement(missed)?.owner !== undefined, "the missed lease has an owner");
+      assert.deepEqual(s.placements.unresolvedAttempts(), []);
     });
   });
 
@@ -119,7 +119,7 @@ describe("providerd crash safety and backend flags (devnet + providerd + mock ba
     const [lease] = (await stack.createLeases(1, "docker-small")) as [string];
     await crashed(point);
 
-    const attempt = withStore((s) => s.attemptFor(lease));
+    const attempt = withStore((s) => s.placements.attemptFor(lease));
     assert.equal(attempt?.backend, "mock-2", "the attempt survived the crash");
     const accepted = await entriesFor(lease);
     assert.equal(accepted.length, 1, "mock-2 accepted the provision before the crash");
@@ -132,10 +132,10 @@ describe("providerd crash safety and backend flags (devnet + providerd + mock ba
     assert.equal(await onBackend(1, [lease]), 1);
     assert.deepEqual(entries[0]!.lifecycleGeneration, { kind: "typed", id: attempt.operationId });
     withStore((s) => {
-      assert.equal(s.placement(lease)?.owner, "mock-2");
-      assert.equal(s.placement(lease)?.lifecycleId, attempt.operationId);
-      assert.equal(s.attemptFor(lease), undefined);
-      assert.deepEqual(s.unresolvedAttempts(), []);
+      assert.equal(s.placements.placement(lease)?.owner, "mock-2");
+      assert.equal(s.placements.placement(lease)?.lifecycleId, attempt.operationId);
+      assert.equal(s.placements.attemptFor(lease), undefined);
+      assert.deepEqual(s.placements.unresolvedAttempts(), []);
     });
   });
 

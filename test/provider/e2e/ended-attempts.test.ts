@@ -69,7 +69,7 @@ describe("providerd retires unresolved attempts of leases that ended (devnet + p
   it("a lease cancelled while provisioning, and one never sent, are deprovisioned and their attempts retired", async () => {
     const [provisioning] = (await stack.createLeases(1, "docker-small")) as [string];
     const attempt = await until(
-      () => withStore((s) => s.attemptFor(provisioning)),
+      () => withStore((s) => s.placements.attemptFor(provisioning)),
       "the attempt of the new lease",
     );
     assert.equal(attempt.backend, "mock-2");
@@ -86,7 +86,7 @@ describe("providerd retires unresolved attempts of leases that ended (devnet + p
     await cancel(neverSent);
     withStore(
       (s) =>
-        s.recordAttempt({
+        s.placements.recordAttempt({
           leaseUuid: neverSent,
           backend: "mock-1",
           operationId: newUuidV4(),
@@ -101,8 +101,8 @@ describe("providerd retires unresolved attempts of leases that ended (devnet + p
       () =>
         withStore(
           (s) =>
-            [provisioning, neverSent].every((l) => s.attemptFor(l) === undefined) &&
-            s.placement(provisioning) === undefined,
+            [provisioning, neverSent].every((l) => s.placements.attemptFor(l) === undefined) &&
+            s.placements.placement(provisioning) === undefined,
         ),
       "both attempts retired",
     );
@@ -113,8 +113,8 @@ describe("providerd retires unresolved attempts of leases that ended (devnet + p
     );
     assert.deepEqual(await entriesOn(0, neverSent), [], "mock-1 never provisioned the other one");
     withStore((s) => {
-      assert.deepEqual(s.unresolvedAttempts(), []);
-      assert.deepEqual(s.placements(), [], "no placement was confirmed for either lease");
+      assert.deepEqual(s.placements.unresolvedAttempts(), []);
+      assert.deepEqual(s.placements.placements(), [], "no placement was confirmed for either lease");
     });
     assert.equal(await stack.leaseState(provisioning), REJECTED);
     assert.equal(await stack.leaseState(neverSent), REJECTED);

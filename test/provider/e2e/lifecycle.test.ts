@@ -45,8 +45,8 @@ describe("providerd lifecycle (devnet + providerd + mock backends)", () => {
     );
     const store = placements();
     try {
-      assert.equal(store.placement(lease!)?.owner, "mock-1");
-      assert.equal(store.attemptFor(lease!), undefined);
+      assert.equal(store.placements.placement(lease!)?.owner, "mock-1");
+      assert.equal(store.placements.attemptFor(lease!), undefined);
     } finally {
       store.close();
     }
@@ -57,7 +57,7 @@ describe("providerd lifecycle (devnet + providerd + mock backends)", () => {
     await until(() => {
       const s = placements();
       try {
-        return s.placement(lease!) === undefined;
+        return s.placements.placement(lease!) === undefined;
       } finally {
         s.close();
       }
@@ -105,8 +105,8 @@ describe("providerd lifecycle (devnet + providerd + mock backends)", () => {
     assert.deepEqual(await stack.workloads([lease!]), []);
     const store = placements();
     try {
-      assert.equal(store.placement(lease!), undefined);
-      assert.equal(store.attemptFor(lease!), undefined);
+      assert.equal(store.placements.placement(lease!), undefined);
+      assert.equal(store.placements.attemptFor(lease!), undefined);
     } finally {
       store.close();
     }
@@ -119,7 +119,7 @@ describe("providerd lifecycle (devnet + providerd + mock backends)", () => {
     assert.equal(onChain?.rejectionReason, "invalid SKU");
     const store = placements();
     try {
-      assert.equal(store.attemptFor(lease!), undefined, "a refused attempt is cleared");
+      assert.equal(store.placements.attemptFor(lease!), undefined, "a refused attempt is cleared");
     } finally {
       store.close();
     }

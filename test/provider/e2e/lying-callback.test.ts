@@ -34,7 +34,7 @@ after(() => stack.close());
 function placement(lease: string) {
   const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
   try {
-    return s.placement(lease);
+    return s.placements.placement(lease);
   } finally {
     s.close();
   }
@@ -105,8 +105,8 @@ describe("a lying deprovisioned callback (devnet + providerd + mock backend)", (
     assert.equal(await stack.stopProviderd(), 0);
     const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid);
     try {
-      assert.ok(s.retirePlacement(lease, "mock-1"));
-      s.adoptPlacement(lease, "mock-1", Date.now());
+      assert.ok(s.placements.retirePlacement(lease, "mock-1"));
+      s.placements.adoptPlacement(lease, "mock-1", Date.now());
       await s.durable();
     } finally {
       s.close();

@@ -79,7 +79,7 @@ describe("fred placement add-backend: growing from one backend to two", () => {
     }
     const before = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
     try {
-      assert.deepEqual([...before.pins().keys()], ["mock-1"]);
+      assert.deepEqual([...before.fleet.pins().keys()], ["mock-1"]);
     } finally {
       before.close();
     }
@@ -101,8 +101,8 @@ describe("fred placement add-backend: growing from one backend to two", () => {
     const backup = PlacementStore.openCopy(out.backup);
     try {
       // The backup is the store as it was before the change, marked as a copy.
-      assert.deepEqual([...backup.pins().keys()], ["mock-1"]);
-      assert.ok(backup.copyTakenAt() !== undefined);
+      assert.deepEqual([...backup.fleet.pins().keys()], ["mock-1"]);
+      assert.ok(backup.copies.takenAt() !== undefined);
     } finally {
       backup.close();
     }
@@ -196,7 +196,7 @@ describe("fred placement add-backend: growing from one backend to two", () => {
     await until(() => {
       const store = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
       try {
-        return created.every((l) => store.placement(l)?.state === "confirmed");
+        return created.every((l) => store.placements.placement(l)?.state === "confirmed");
       } finally {
         store.close();
       }

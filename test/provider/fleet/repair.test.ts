@@ -47,7 +47,7 @@ describe("fred placement repair", () => {
     const [lease] = await stack.createLeases(1, "docker-small");
     await stack.waitState([lease!], "LEASE_STATE_ACTIVE");
     await stack.stopProviderd();
-    withStore((s) => s.quarantine(lease!, ["mock-1", "mock-2"], Date.now()), false);
+    withStore((s) => s.placements.quarantine(lease!, ["mock-1", "mock-2"], Date.now()), false);
 
     await stack.stopMock(1);
     try {
@@ -64,7 +64,7 @@ describe("fred placement repair", () => {
       const blocked = await repair("--apply");
       assert.deepEqual([blocked.resolved, blocked.backup], [[], null]);
       assert.equal(
-        withStore((s) => s.placement(lease!)?.state),
+        withStore((s) => s.placements.placement(lease!)?.state),
         "conflict",
       );
     } finally {
@@ -75,14 +75,14 @@ describe("fred placement repair", () => {
     assert.deepEqual(dry.findings[0]?.evidence, { "mock-1": "reports", "mock-2": "absent" });
     assert.deepEqual(dry.findings[0]?.resolution, { adopt: "mock-1" });
     assert.equal(
-      withStore((s) => s.placement(lease!)?.state),
+      withStore((s) => s.placements.placement(lease!)?.state),
       "conflict",
       "a dry run changes nothing",
     );
     const applied = await repair("--apply");
     assert.deepEqual(applied.resolved, [lease]);
     assert.ok(applied.backup?.includes("placements.db.backup-"));
-    const p = withStore((s) => s.placement(lease!));
+    const p = withStore((s) => s.placements.placement(lease!));
     assert.deepEqual([p?.state, p?.owner], ["confirmed", "mock-1"]);
     assert.deepEqual((await repair()).findings, []);
     await stack.startProviderd();

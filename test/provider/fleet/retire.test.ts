@@ -40,7 +40,7 @@ function refusal(r: { code: number | null; stdout: string }): string {
 function placementOf(lease: string) {
   const store = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
   try {
-    return store.placement(lease);
+    return store.placements.placement(lease);
   } finally {
     store.close();
   }

@@ -54,7 +54,7 @@ describe("online snapshots (SQLite backup API)", () => {
             createdAt: i,
           };
         });
-        placement.recordAttempts(batch);
+        placement.placements.recordAttempts(batch);
         await new Promise((r) => setImmediate(r));
       }
     })();
@@ -69,8 +69,8 @@ describe("online snapshots (SQLite backup API)", () => {
     const copy = PlacementStore.openCopy(set.files.placement);
     try {
       assert.equal(copy.providerUuid, PROVIDER);
-      assert.equal(copy.copyTakenAt(), Date.UTC(2026, 11, 1, 12));
-      const attempts = copy.unresolvedAttempts();
+      assert.equal(copy.copies.takenAt(), Date.UTC(2026, 11, 1, 12));
+      const attempts = copy.placements.unresolvedAttempts();
       // A transaction-consistent state: whole batches only, in commit order.
       assert.equal(attempts.length % 50, 0);
       assert.ok(attempts.length <= written);
@@ -110,10 +110,10 @@ describe("online snapshots (SQLite backup API)", () => {
     PlacementStore.open(backup, PROVIDER, { readonly: true }).close();
     const restored = PlacementStore.open(backup, PROVIDER, { restoredCopy: "allow" });
     try {
-      assert.equal(restored.baselineMatches(["b1"]), true);
-      restored.attestRestored(Date.UTC(2026, 11, 2));
-      assert.equal(restored.copyTakenAt(), undefined);
-      assert.equal(restored.baselineMatches(["b1"]), false);
+      assert.equal(restored.fleet.baselineMatches(["b1"]), true);
+      restored.copies.attest(Date.UTC(2026, 11, 2));
+      assert.equal(restored.copies.takenAt(), undefined);
+      assert.equal(restored.fleet.baselineMatches(["b1"]), false);
     } finally {
       restored.close();
     }

@@ -4,7 +4,7 @@ import type { ChainPort } from "../../../src/chain/port.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import type { ProviderConfig } from "../../../src/provider/config/index.ts";
 import { type HealthSources, healthReport } from "../../../src/provider/http/health.ts";
-import type { PlacementStore } from "../../../src/provider/store/index.ts";
+import type { BackendFleet, Placements } from "../../../src/provider/store/index.ts";
 
 /**
  * The health report's remote probes run on the injected clock: a chain node that never
@@ -19,7 +19,8 @@ describe("health report: remote probe budget", () => {
       clock,
       chain: { latestBlock: () => new Promise<never>(() => {}) } as unknown as ChainPort,
       clients: new Map(),
-      store: { counts: () => ({}), baselineMatches: () => true } as unknown as PlacementStore,
+      store: { counts: () => ({}) } as unknown as Placements,
+      fleet: { baselineMatches: () => true } as unknown as BackendFleet,
       payloads: undefined,
       tokens: undefined,
       inFlight: () => 0,

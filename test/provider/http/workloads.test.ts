@@ -60,18 +60,18 @@ before(async () => {
   );
   // ON_TWO is confirmed on "two": only "two" is asked about it.
   const op = crypto.randomUUID();
-  store.recordAttempt({
+  store.placements.recordAttempt({
     leaseUuid: ON_TWO,
     backend: "two",
     operationId: op,
     kind: "provision",
     createdAt: 1,
   });
-  store.settleOperation(ON_TWO, op, "success", 2);
+  store.placements.settleOperation(ON_TWO, op, "success", 2);
   app = Fastify({ logger: false });
   registerWorkloadsRoute(app, {
     config: parseProviderConfig(yamlOf(baseConfig())),
-    store,
+    store: store.placements,
     clock: systemClock,
     clients: new Map([
       ["one", clients[0]!],

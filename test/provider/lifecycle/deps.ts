@@ -24,7 +24,8 @@ export function lifecycleDeps(o: {
   return {
     config: o.config,
     chain: o.chain,
-    store: o.store,
+    store: o.store.placements,
+    fleet: o.store.fleet,
     payloads: undefined,
     clients: o.clients ?? new Map(),
     router: new Router({ backends: o.config.backends, clock: o.clock }),

@@ -125,7 +125,13 @@ function setup() {
   const attempt = (leaseUuid: string, backend: string, state?: LeaseStateName) => {
     const operationId = newUuidV4();
     if (state !== undefined) onChain.set(leaseUuid, lease(leaseUuid, state));
-    store.recordAttempt({ leaseUuid, backend, operationId, kind: "provision", createdAt: clock.now() });
+    store.placements.recordAttempt({
+      leaseUuid,
+      backend,
+      operationId,
+      kind: "provision",
+      createdAt: clock.now(),
+    });
     return operationId;
   };
   return { deps, store, clock, attempt, closer: new Closer(deps, SINGLE_CLOSE_TRY) };
@@ -172,7 +178,7 @@ describe("closer: an accepted deprovision retires the attempt at that backend", 
     attempt(l, "one");
     const result = await closer.close(l, never);
     assert.deepEqual(result, { deprovisioned: ["one"], failed: [], unknown: false, retiredAttempt: "one" });
-    assert.equal(store.attemptFor(l), undefined);
+    assert.equal(store.placements.attemptFor(l), undefined);
     await assertRefusedByMock(l);
     store.close();
   });
@@ -185,7 +191,7 @@ describe("closer: an accepted deprovision retires the attempt at that backend", 
     assert.equal(await statusOnMock(l), "provisioning");
     const result = await closer.close(l, never);
     assert.equal(result.retiredAttempt, "one");
-    assert.equal(store.attemptFor(l), undefined);
+    assert.equal(store.placements.attemptFor(l), undefined);
     await untilGoneFromMock(l);
     // The same request arriving late is refused like any other for a closed lease (409):
     // nothing comes back to life.
@@ -217,7 +223,7 @@ describe("closer: an accepted deprovision retires the attempt at that backend", 
         unknown: false,
         retiredAttempt: undefined,
       });
-      assert.equal(store.attemptFor(l)?.operationId, ops[backend], `${backend}: attempt kept`);
+      assert.equal(store.placements.attemptFor(l)?.operationId, ops[backend], `${backend}: attempt kept`);
     }
     assert.equal(refuser.requests.length, before + 1, "the refusing backend was asked once");
     store.close();
@@ -228,12 +234,12 @@ describe("closer: an accepted deprovision retires the attempt at that backend", 
     const l = leaseId();
     const op = attempt(l, "down");
     // The owner's report and the attempt disagree: a conflict naming both backends.
-    store.applyPositiveInventory("one", [l], Date.now());
+    store.placements.applyPositiveInventory("one", [l], Date.now());
     const result = await closer.close(l, never);
     assert.deepEqual(result.deprovisioned, ["one"]);
     assert.deepEqual(result.failed, ["down"]);
     assert.equal(result.retiredAttempt, undefined);
-    assert.equal(store.attemptFor(l)?.operationId, op);
+    assert.equal(store.placements.attemptFor(l)?.operationId, op);
     store.close();
   });
 });
@@ -265,16 +271,16 @@ describe("redelivery of an attempt whose lease is no longer PENDING", () => {
     await reconciler.sweep(never);
     await deps.queue.idle();
 
-    assert.equal(store.attemptFor(closed), undefined, "CLOSED: retired");
-    assert.equal(store.attemptFor(rejected), undefined, "REJECTED while provisioning: retired");
+    assert.equal(store.placements.attemptFor(closed), undefined, "CLOSED: retired");
+    assert.equal(store.placements.attemptFor(rejected), undefined, "REJECTED while provisioning: retired");
     await assertRefusedByMock(closed);
     await untilGoneFromMock(rejected);
-    assert.equal(store.attemptFor(active)?.operationId, activeOp, "ACTIVE: kept");
-    assert.equal(store.attemptFor(unknown)?.operationId, unknownOp, "not found: kept");
+    assert.equal(store.placements.attemptFor(active)?.operationId, activeOp, "ACTIVE: kept");
+    assert.equal(store.placements.attemptFor(unknown)?.operationId, unknownOp, "not found: kept");
     assert.equal(await statusOnMock(active), undefined, "ACTIVE: nothing sent");
     assert.equal(await statusOnMock(unknown), undefined, "not found: nothing sent");
     // Control: a PENDING lease's attempt is redelivered as before.
-    assert.equal(store.attemptFor(pending)?.operationId, pendingOp);
+    assert.equal(store.placements.attemptFor(pending)?.operationId, pendingOp);
     assert.notEqual(await statusOnMock(pending), undefined, "PENDING: redelivered");
     store.close();
   });
@@ -291,13 +297,17 @@ describe("redelivery of an attempt whose lease is no longer PENDING", () => {
     ] as const) {
       const l = leaseId();
       attempt(l, "one", state);
-      steps[state] = await provisioner.redeliver(store.attemptFor(l)!, never);
+      steps[state] = await provisioner.redeliver(store.placements.attemptFor(l)!, never);
       assert.equal(await statusOnMock(l), undefined, `${state}: nothing provisioned`);
-      assert.notEqual(store.attemptFor(l), undefined, `${state}: redeliver itself removes nothing`);
+      assert.notEqual(
+        store.placements.attemptFor(l),
+        undefined,
+        `${state}: redeliver itself removes nothing`,
+      );
     }
     const missing = leaseId();
     attempt(missing, "one");
-    steps.missing = await provisioner.redeliver(store.attemptFor(missing)!, never);
+    steps.missing = await provisioner.redeliver(store.placements.attemptFor(missing)!, never);
     assert.deepEqual(steps, {
       LEASE_STATE_CLOSED: "lease-ended",
       LEASE_STATE_REJECTED: "lease-ended",
@@ -317,9 +327,9 @@ describe("redelivery of an attempt whose lease is no longer PENDING", () => {
     clock.advance(config.provisionCallbackTimeoutMs);
     const verdicts = await checkOverdueAttempts(deps, new Provisioner(deps), never);
     assert.deepEqual(Object.fromEntries(verdicts), { [expired]: "lease-ended", [active]: "redelivered" });
-    assert.equal(store.attemptFor(expired), undefined);
+    assert.equal(store.placements.attemptFor(expired), undefined);
     await assertRefusedByMock(expired);
-    assert.equal(store.attemptFor(active)?.operationId, activeOp);
+    assert.equal(store.placements.attemptFor(active)?.operationId, activeOp);
     store.close();
   });
 });
@@ -352,9 +362,13 @@ describe("lease-ending chain events", () => {
     lifecycle.onEvent(event("lease_closed", foreign, "0190f3a2-7c1e-7000-8000-0000000000ff"));
     // The lifecycle says when its lease work is done: no polling.
     await lifecycle.idle();
-    for (const l of leases) assert.equal(store.attemptFor(l), undefined, `${l}: attempt retired`);
+    for (const l of leases) assert.equal(store.placements.attemptFor(l), undefined, `${l}: attempt retired`);
     for (const l of leases) await untilGoneFromMock(l);
-    assert.notEqual(store.attemptFor(foreign), undefined, "another provider's event changes nothing");
+    assert.notEqual(
+      store.placements.attemptFor(foreign),
+      undefined,
+      "another provider's event changes nothing",
+    );
     assert.notEqual(await statusOnMock(foreign), undefined);
     await lifecycle.stop(1_000);
     store.close();
@@ -392,10 +406,10 @@ describe("a close its backend does not confirm", () => {
       () => {
         if (lifecycle.closeRetriesPending === 1 && !queued) {
           queued = true;
-          keptWhileQueued = store.attemptFor(l) !== undefined;
+          keptWhileQueued = store.placements.attemptFor(l) !== undefined;
         }
         clock.advance(1_000);
-        return store.attemptFor(l) === undefined;
+        return store.placements.attemptFor(l) === undefined;
       },
       "retried from the queue until accepted, then retired",
       { context: () => `asked ${asked()}, queued ${lifecycle.closeRetriesPending}` },

@@ -92,7 +92,7 @@ describe("provision fan-out", () => {
       await tick();
       most = Math.max(most, held.length);
       // Every request on the wire has its attempt committed; the queued ones have none yet.
-      const recorded = leases.filter((l) => store.attemptFor(l.uuid) !== undefined).length;
+      const recorded = leases.filter((l) => store.placements.attemptFor(l.uuid) !== undefined).length;
       assert.ok(recorded <= answered + 4, `${recorded} attempts with ${answered} answered`);
       const next = held.shift();
       if (next !== undefined) {
@@ -165,7 +165,7 @@ describe("provision fan-out", () => {
       order,
       leases.slice(0, -1).map((l) => l.uuid),
     );
-    assert.equal(store.attemptFor(last.uuid), undefined, "closed while queued: never provisioned");
+    assert.equal(store.placements.attemptFor(last.uuid), undefined, "closed while queued: never provisioned");
     await lifecycle.stop(1_000);
     store.close();
   });

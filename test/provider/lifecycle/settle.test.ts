@@ -49,7 +49,7 @@ beforeEach(() => {
   sent = [];
   const chain = recordingChain(sent);
   deps = lifecycleDeps({ config, chain, store, clock });
-  store.recordAttempt({
+  store.placements.recordAttempt({
     leaseUuid: LEASE,
     backend: "one",
     operationId: OP,
@@ -82,8 +82,8 @@ describe("applying verified callbacks", () => {
   it("success for the exact operation confirms the owner and acknowledges; a repeat is stale", async () => {
     assert.equal(apply(cb()), "acknowledging");
     await flush();
-    assert.equal(store.placement(LEASE)?.owner, "one");
-    assert.equal(store.attemptFor(LEASE), undefined);
+    assert.equal(store.placements.placement(LEASE)?.owner, "one");
+    assert.equal(store.placements.attemptFor(LEASE), undefined);
     assert.deepEqual(sent, [{ kind: "acknowledge", uuids: [LEASE] }]);
     assert.equal(apply(cb()), "ignored-stale");
     await flush();
@@ -94,10 +94,10 @@ describe("applying verified callbacks", () => {
     assert.equal(apply(cb({ status: "failed", error: "image pull failed" })), "rejecting");
     await flush();
     assert.deepEqual(sent, [{ kind: "reject", uuids: [LEASE], reason: "image pull failed" }]);
-    assert.equal(store.attemptFor(LEASE), undefined);
-    assert.equal(store.placement(LEASE), undefined);
+    assert.equal(store.placements.attemptFor(LEASE), undefined);
+    assert.equal(store.placements.placement(LEASE), undefined);
 
-    store.recordAttempt({
+    store.placements.recordAttempt({
       leaseUuid: LEASE,
       backend: "one",
       operationId: OTHER_OP,
@@ -113,8 +113,8 @@ describe("applying verified callbacks", () => {
     assert.equal(apply(cb({ capability: { kind: "operation", id: OTHER_OP } })), "ignored-stale");
     assert.equal(apply(cb({ backend: "two" })), "ignored-stale");
     await flush();
-    assert.equal(store.attemptFor(LEASE)?.operationId, OP);
-    assert.equal(store.placement(LEASE), undefined);
+    assert.equal(store.placements.attemptFor(LEASE)?.operationId, OP);
+    assert.equal(store.placements.placement(LEASE), undefined);
     assert.deepEqual(sent, []);
   });
 
@@ -125,19 +125,19 @@ describe("applying verified callbacks", () => {
       apply(cb({ backend: "two", capability: lifecycle, status: "deprovisioned" })),
       "ignored-stale",
     );
-    assert.equal(store.placement(LEASE)?.owner, "one");
+    assert.equal(store.placements.placement(LEASE)?.owner, "one");
     assert.equal(apply(cb({ capability: lifecycle, status: "failed" })), "observed");
-    assert.equal(store.placement(LEASE)?.owner, "one");
+    assert.equal(store.placements.placement(LEASE)?.owner, "one");
     assert.equal(apply(cb({ capability: lifecycle, status: "deprovisioned" })), "retired");
-    assert.equal(store.placement(LEASE), undefined);
+    assert.equal(store.placements.placement(LEASE), undefined);
   });
 
   it("a lifecycle callback must carry the exact id the owner was confirmed with", async () => {
     apply(cb());
-    assert.equal(store.placement(LEASE)?.lifecycleId, OP);
+    assert.equal(store.placements.placement(LEASE)?.lifecycleId, OP);
     const wrongId = { kind: "lifecycle" as const, id: OTHER_OP };
     assert.equal(apply(cb({ capability: wrongId, status: "deprovisioned" })), "ignored-stale");
-    assert.equal(store.placement(LEASE)?.owner, "one");
+    assert.equal(store.placements.placement(LEASE)?.owner, "one");
   });
 
   it("nothing reaches the chain for an ignored or observed callback", async () => {

@@ -121,7 +121,13 @@ describe("callback timeout: ask the backend, act only on evidence", () => {
     const young = "0190f3a2-7c1e-7000-8000-0000000000a3";
     const ops = { ready: newUuidV4(), failed: newUuidV4(), unknown: newUuidV4(), young: newUuidV4() };
     const attempt = (leaseUuid: string, operationId: string, createdAt: number) =>
-      store.recordAttempt({ leaseUuid, backend: "one", operationId, kind: "provision", createdAt });
+      store.placements.recordAttempt({
+        leaseUuid,
+        backend: "one",
+        operationId,
+        kind: "provision",
+        createdAt,
+      });
     attempt(ready, ops.ready, clock.now());
     attempt(FAILING, ops.failed, clock.now());
     attempt(unknown, ops.unknown, clock.now());
@@ -139,10 +145,14 @@ describe("callback timeout: ask the backend, act only on evidence", () => {
       [FAILING]: "rejected",
       [unknown]: "redelivered",
     });
-    assert.equal(store.placement(ready)?.owner, "one");
-    assert.equal(store.attemptFor(FAILING), undefined);
-    assert.equal(store.attemptFor(unknown)?.operationId, ops.unknown, "redelivery keeps the attempt");
-    assert.equal(store.attemptFor(young)?.operationId, ops.young);
+    assert.equal(store.placements.placement(ready)?.owner, "one");
+    assert.equal(store.placements.attemptFor(FAILING), undefined);
+    assert.equal(
+      store.placements.attemptFor(unknown)?.operationId,
+      ops.unknown,
+      "redelivery keeps the attempt",
+    );
+    assert.equal(store.placements.attemptFor(young)?.operationId, ops.young);
     const generation = (await clients.get("one")!.provisionsFor([unknown]))[0]?.lifecycleGeneration;
     assert.deepEqual(
       generation,
@@ -164,7 +174,7 @@ describe("callback timeout: ask the backend, act only on evidence", () => {
     const { deps, store, clock, provisioner } = setup();
     const lease = "0190f3a2-7c1e-7000-8000-0000000000b1";
     const op = newUuidV4();
-    store.recordAttempt({
+    store.placements.recordAttempt({
       leaseUuid: lease,
       backend: "one",
       operationId: op,
@@ -175,7 +185,7 @@ describe("callback timeout: ask the backend, act only on evidence", () => {
     const down = { ...deps, clients: new Map() };
     const verdicts = await checkOverdueAttempts(down, provisioner, new AbortController().signal);
     assert.deepEqual(Object.fromEntries(verdicts), { [lease]: "unanswered" });
-    assert.equal(store.attemptFor(lease)?.operationId, op);
+    assert.equal(store.placements.attemptFor(lease)?.operationId, op);
     store.close();
   });
 });

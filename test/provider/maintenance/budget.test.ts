@@ -129,7 +129,7 @@ async function update(
 function totals(): { commands: number; bytes: number } {
   const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
   try {
-    return MaintenanceJournal.of(s).totals();
+    return MaintenanceJournal.of(s.placements).totals();
   } finally {
     s.close();
   }

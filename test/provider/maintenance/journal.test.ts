@@ -41,7 +41,7 @@ beforeEach(() => {
     [{ name: "one", storageId: SID, baseline: { provisions: 0, retentions: 0 } }],
     T0,
   );
-  journal = MaintenanceJournal.of(store);
+  journal = MaintenanceJournal.of(store.placements);
 });
 after(() => store?.close());
 
@@ -73,10 +73,10 @@ describe("maintenance journal", () => {
     assert.equal(c.phase, "admitted");
     assert.equal(c.admittedAtUs, T0 * 1000);
     await journal.durable();
-    const path = store.db.name;
+    const path = store.placements.db.name;
     store.close();
     store = PlacementStore.open(path, PROVIDER);
-    journal = MaintenanceJournal.of(store);
+    journal = MaintenanceJournal.of(store.placements);
     const again = journal.admit(admission({ key: c.key, kind: "update", payload: Buffer.from("manifest") }));
     assert.equal(again.kind, "existing");
     if (again.kind !== "existing") return;

@@ -49,7 +49,7 @@ after(async () => {
 function journal<T>(fn: (j: MaintenanceJournal) => T): T {
   const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
   try {
-    return fn(MaintenanceJournal.of(s));
+    return fn(MaintenanceJournal.of(s.placements));
   } finally {
     s.close();
   }

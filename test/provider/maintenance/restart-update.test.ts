@@ -51,7 +51,7 @@ after(() => stack.close());
 function journal<T>(fn: (j: MaintenanceJournal) => T): T {
   const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
   try {
-    return fn(MaintenanceJournal.of(s));
+    return fn(MaintenanceJournal.of(s.placements));
   } finally {
     s.close();
   }
@@ -60,7 +60,7 @@ function journal<T>(fn: (j: MaintenanceJournal) => T): T {
 function lifecycleOf(lease: string): string | undefined {
   const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
   try {
-    return s.placement(lease)?.lifecycleId;
+    return s.placements.placement(lease)?.lifecycleId;
   } finally {
     s.close();
   }

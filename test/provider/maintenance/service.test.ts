@@ -67,6 +67,7 @@ beforeEach(async () => {
     m = new Maintenance({
       config,
       store: hh.store,
+      fleet: hh.fleet,
       payloads,
       clients,
       chain: { getLease: async (uuid: string) => hh.leases.get(uuid) } as never,
@@ -74,7 +75,7 @@ beforeEach(async () => {
       clock: hh.clock,
       logger: createLogger("test", "silent"),
       provisioningStarted: () => false,
-      onLostBackend: (lease) => onLostBackend(hh.store, lease),
+      onLostBackend: (lease) => onLostBackend(hh, lease),
       registry,
       get limits() {
         return limits;

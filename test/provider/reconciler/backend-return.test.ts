@@ -40,7 +40,7 @@ describe("providerd: a backend coming back", () => {
       metric(stack, "fred_provision_requests_total", 'backend="mock-1",outcome="not-sent"');
     await until(async () => (await notSent()) >= 2, "the undelivered provision tried again", { context });
     assert.equal(
-      withStore(stack, (s) => s.attemptFor(lease!)),
+      withStore(stack, (s) => s.placements.attemptFor(lease!)),
       undefined,
       "nothing was delivered: no attempt is kept",
     );
@@ -51,7 +51,7 @@ describe("providerd: a backend coming back", () => {
   it("a backend the sweep missed is swept again once its health answers", async () => {
     const [lease] = await stack.createLeases(1, "docker-small");
     await stack.waitState([lease!], "LEASE_STATE_ACTIVE");
-    const first = withStore(stack, (s) => s.placement(lease!)?.lifecycleId);
+    const first = withStore(stack, (s) => s.placements.placement(lease!)?.lifecycleId);
     await stack.stopMock(0);
     stack.providerd!.signal("SIGUSR1");
     await until(
@@ -66,7 +66,7 @@ describe("providerd: a backend coming back", () => {
     rmSync(`${stack.mockEnvs[0]!.MOCK_BACKEND_DB_PATH}.substrate`, { force: true });
     await stack.restartMock(0);
     await until(
-      () => withStore(stack, (s) => s.placement(lease!)?.lifecycleId) !== first,
+      () => withStore(stack, (s) => s.placements.placement(lease!)?.lifecycleId) !== first,
       "the lost workload provisioned again without an operator's sweep",
       { timeoutMs: 90_000, intervalMs: 200, context },
     );

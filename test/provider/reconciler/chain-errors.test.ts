@@ -111,7 +111,7 @@ describe("a sweep while the chain node errs", () => {
     try {
       // The lease's workload runs on "one", confirmed by its operation.
       const op = newUuidV4();
-      store.recordAttempt({
+      store.placements.recordAttempt({
         leaseUuid: LEASE,
         backend: "one",
         operationId: op,
@@ -128,14 +128,14 @@ describe("a sweep while the chain node errs", () => {
       });
       assert.equal(sent.kind, "accepted");
       await until(async () => (await onMock()) === "ready", "the workload ready", { intervalMs: 50 });
-      store.settleOperation(LEASE, op, "success", clock.now());
-      const before = store.placement(LEASE);
+      store.placements.settleOperation(LEASE, op, "success", clock.now());
+      const before = store.placements.placement(LEASE);
       assert.equal(before?.owner, "one");
 
       const intact = async (what: string) => {
         await deps.queue.idle();
         assert.equal(await onMock(), "ready", `${what}: the workload runs`);
-        assert.deepEqual(store.placement(LEASE), before, `${what}: the placement is kept`);
+        assert.deepEqual(store.placements.placement(LEASE), before, `${what}: the placement is kept`);
         assert.equal(txs.length, 0, `${what}: no lease tx`);
       };
 
@@ -194,7 +194,7 @@ describe("a sweep while the chain node errs", () => {
     });
     const { deps, reconciler } = reconcilerOver(chain, store, clock);
     try {
-      store.adoptPlacement(LOST, "one", clock.now());
+      store.placements.adoptPlacement(LOST, "one", clock.now());
       for (const [what, answer] of [
         ["re-read fails", reread],
         ["re-read not found", async () => undefined],
@@ -203,13 +203,17 @@ describe("a sweep while the chain node errs", () => {
         reread = answer;
         assert.equal((await reconciler.sweep(never)).outcome, "complete", what);
         await deps.queue.idle();
-        assert.equal(store.attemptFor(LOST), undefined, `${what}: no provision attempt`);
+        assert.equal(store.placements.attemptFor(LOST), undefined, `${what}: no provision attempt`);
         assert.deepEqual(await clients.get("one")!.provisionsFor([LOST]), [], `${what}: nothing sent`);
       }
       reread = async () => lease("LEASE_STATE_ACTIVE", LOST);
       await reconciler.sweep(never);
       await deps.queue.idle();
-      assert.equal(store.attemptFor(LOST)?.backend, "one", "re-read ACTIVE: provisioned on its owner");
+      assert.equal(
+        store.placements.attemptFor(LOST)?.backend,
+        "one",
+        "re-read ACTIVE: provisioned on its owner",
+      );
       await until(async () => (await clients.get("one")!.provisionsFor([LOST])).length === 1, "sent", {
         intervalMs: 50,
       });

@@ -36,7 +36,7 @@ const inventory = () => backendInventory(stack);
 function lifecycleId(lease: string): string | undefined {
   const s = PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
   try {
-    return s.placement(lease)?.lifecycleId;
+    return s.placements.placement(lease)?.lifecycleId;
   } finally {
     s.close();
   }

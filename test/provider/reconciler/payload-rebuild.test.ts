@@ -52,7 +52,7 @@ describe("reconciler: a payload lost from the payload store", () => {
       "stored",
     );
     await stack.waitState([lease!], "LEASE_STATE_ACTIVE");
-    const first = withStore(stack, (s) => s.placement(lease!)?.lifecycleId);
+    const first = withStore(stack, (s) => s.placements.placement(lease!)?.lifecycleId);
 
     await stack.stopProviderd();
     assert.equal(
@@ -68,7 +68,7 @@ describe("reconciler: a payload lost from the payload store", () => {
     assert.equal(lost.status, 200, lost.text);
 
     await until(
-      () => withStore(stack, (s) => s.placement(lease!)?.lifecycleId) !== first,
+      () => withStore(stack, (s) => s.placements.placement(lease!)?.lifecycleId) !== first,
       "the lease provisioned again under a new operation",
       { timeoutMs: 60_000, intervalMs: 200, context: () => stack.providerd?.logTail() ?? "" },
     );

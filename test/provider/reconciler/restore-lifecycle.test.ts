@@ -71,7 +71,7 @@ async function sweepWith(record: Scripted): Promise<string | undefined> {
     [{ name: "one", storageId: SID, baseline: { provisions: 1, retentions: 0 } }],
     clock.now(),
   );
-  store.adoptPlacement(LEASE, "one", clock.now());
+  store.placements.adoptPlacement(LEASE, "one", clock.now());
   const chain = recordingChain([], {
     getLease: async () => active(),
     leasesByProvider: async (_p, state) => (state === "LEASE_STATE_ACTIVE" ? [active()] : []),
@@ -87,7 +87,7 @@ async function sweepWith(record: Scripted): Promise<string | undefined> {
   fake.script.set("provision-info", [record]);
   await reconciler.sweep(never);
   await deps.queue.idle();
-  return store.placement(LEASE)?.lifecycleId;
+  return store.placements.placement(LEASE)?.lifecycleId;
 }
 
 const typed = (id: unknown, status = "ready") => ({

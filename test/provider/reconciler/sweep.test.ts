@@ -48,7 +48,7 @@ function withStore<T>(fn: (s: PlacementStore) => T): T {
 async function reprovisioned(lease: string, firstLifecycleId: string | undefined): Promise<void> {
   await until(
     () => {
-      const p = withStore((s) => s.placement(lease));
+      const p = withStore((s) => s.placements.placement(lease));
       return p?.lifecycleId !== undefined && p.lifecycleId !== firstLifecycleId;
     },
     "the lease confirmed again under a new operation",
@@ -71,7 +71,7 @@ describe("the reconciler in providerd (devnet + providerd + mock backend)", () =
   it("re-provisions an ACTIVE lease whose workload vanished, on its owner", async () => {
     const [lease] = await stack.createLeases(1, "docker-small");
     await stack.waitState([lease!], ACTIVE);
-    const first = withStore((s) => s.placement(lease!));
+    const first = withStore((s) => s.placements.placement(lease!));
     assert.equal(first?.owner, "mock-1");
     assert.notEqual(first?.lifecycleId, undefined);
 
@@ -84,9 +84,9 @@ describe("the reconciler in providerd (devnet + providerd + mock backend)", () =
     await reprovisioned(lease!, first?.lifecycleId);
     const entries = (await inventory()).filter((p) => p.leaseUuid === lease);
     assert.equal(entries.length, 1, "one workload, on its owner");
-    assert.equal(withStore((s) => s.placement(lease!))?.owner, "mock-1", "never moved");
+    assert.equal(withStore((s) => s.placements.placement(lease!))?.owner, "mock-1", "never moved");
     assert.equal(
-      withStore((s) => s.attemptFor(lease!)),
+      withStore((s) => s.placements.attemptFor(lease!)),
       undefined,
       "the attempt settled",
     );
@@ -97,7 +97,7 @@ describe("the reconciler in providerd (devnet + providerd + mock backend)", () =
   it("re-provisions a workload the backend lost behind its back (POST /_mock/lose), on its owner", async () => {
     const [lease] = await stack.createLeases(1, "docker-small");
     await stack.waitState([lease!], ACTIVE);
-    const first = withStore((s) => s.placement(lease!));
+    const first = withStore((s) => s.placements.placement(lease!));
     const lost = await signedClient(stack.mocks[0]!.ready.url, SECRETS[0]!).post(
       `/_mock/lose/${lease}`,
       undefined,
@@ -105,7 +105,7 @@ describe("the reconciler in providerd (devnet + providerd + mock backend)", () =
     assert.ok(lost.status >= 200 && lost.status < 300, `lose answered ${lost.status}`);
     await reprovisioned(lease!, first?.lifecycleId);
     assert.equal((await inventory()).filter((p) => p.leaseUuid === lease).length, 1);
-    assert.equal(withStore((s) => s.placement(lease!))?.owner, "mock-1", "never moved");
+    assert.equal(withStore((s) => s.placements.placement(lease!))?.owner, "mock-1", "never moved");
     assert.equal(await stack.leaseState(lease!), ACTIVE);
   });
 

@@ -153,9 +153,9 @@ describe("retention on the real Docker backend killed -9 (devnet + providerd + f
     assert.equal(read.out, "tenant-data\n", read.out);
     await sweep();
     const rows = withStore(stack, (s) => ({
-      source: s.placement(source!),
-      target: s.placement(target!),
-      lost: s.placement(lost!),
+      source: s.placements.placement(source!),
+      target: s.placements.placement(target!),
+      lost: s.placements.placement(lost!),
     }));
     assert.equal(rows.source, undefined, "the consumed source's row is retired");
     assert.equal(rows.target?.state, "confirmed");

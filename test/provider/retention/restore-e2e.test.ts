@@ -148,12 +148,12 @@ describe("retention and restore (devnet + mock backends + providerd)", () => {
     const s = await status(lease!);
     assert.equal(s.provision_status, "retained");
     assert.ok(Array.isArray(s.items) && s.items.length === 1, JSON.stringify(s));
-    const rec = withStore(stack, (st) => st.retained.get(lease!));
+    const rec = withStore(stack, (st) => st.placements.retained.get(lease!));
     assert.equal(rec?.owner, "mock-1");
     // A complete sweep with mock-1 listing it: the row stays, with no miss counted.
     await sweep();
     assert.equal(
-      withStore(stack, (st) => st.retained.get(lease!)?.misses),
+      withStore(stack, (st) => st.placements.retained.get(lease!)?.misses),
       0,
     );
   });
@@ -164,11 +164,15 @@ describe("retention and restore (devnet + mock backends + providerd)", () => {
     const r = await restore(target!, source);
     assert.deepEqual(r, { status: 202, body: { status: "provisioning" } });
     await stack.waitState([target!], "LEASE_STATE_ACTIVE");
-    await until(() => withStore(stack, (s) => s.placement(source)) === undefined, "the source row retired", {
-      context,
-    });
+    await until(
+      () => withStore(stack, (s) => s.placements.placement(source)) === undefined,
+      "the source row retired",
+      {
+        context,
+      },
+    );
     assert.equal(
-      withStore(stack, (s) => s.placement(target!)?.owner),
+      withStore(stack, (s) => s.placements.placement(target!)?.owner),
       "mock-1",
     );
     // The data now belongs to the target: restoring it again finds nothing.
@@ -191,7 +195,7 @@ describe("retention and restore (devnet + mock backends + providerd)", () => {
     assert.match(String(r.body.error), /^retained data exceeds the requested smaller tier/);
     assert.equal(await stack.leaseState(small!), "LEASE_STATE_PENDING", "the target is not rejected");
     assert.equal(
-      withStore(stack, (s) => s.retained.get(source)?.restoreTarget),
+      withStore(stack, (s) => s.placements.retained.get(source)?.restoreTarget),
       undefined,
     );
     const [large] = await stack.createLeases(1, "docker-large", HASH);
@@ -222,7 +226,7 @@ describe("retention and restore (devnet + mock backends + providerd)", () => {
       const cross = await restore(theirs, source, tenant2);
       assert.equal(cross.status, 404, JSON.stringify(cross.body));
       assert.equal(
-        withStore(stack, (s) => s.attemptFor(theirs)),
+        withStore(stack, (s) => s.placements.attemptFor(theirs)),
         undefined,
       );
     } finally {
@@ -249,9 +253,13 @@ describe("retention and restore (devnet + mock backends + providerd)", () => {
     const [lease] = await stack.createLeases(1, "docker-small");
     await stack.waitState([lease!], "LEASE_STATE_ACTIVE");
     await stack.tenant.closeLeases([lease!], "done for now");
-    await until(() => withStore(stack, (s) => s.retained.get(lease!)) !== undefined, "the row is retained", {
-      context,
-    });
+    await until(
+      () => withStore(stack, (s) => s.placements.retained.get(lease!)) !== undefined,
+      "the row is retained",
+      {
+        context,
+      },
+    );
     const mock2 = signedClient(stack.mocks[1]!.ready.url, SECRETS[1]!);
     // mock-2 reaps retained data two seconds after the close.
     await until(
@@ -261,13 +269,13 @@ describe("retention and restore (devnet + mock backends + providerd)", () => {
     );
     await sweep();
     assert.equal(
-      withStore(stack, (s) => s.retained.get(lease!)?.misses),
+      withStore(stack, (s) => s.placements.retained.get(lease!)?.misses),
       1,
       "one miss: kept",
     );
     await sweep();
     assert.equal(
-      withStore(stack, (s) => s.placement(lease!)),
+      withStore(stack, (s) => s.placements.placement(lease!)),
       undefined,
       "retired",
     );

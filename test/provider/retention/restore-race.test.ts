@@ -112,8 +112,8 @@ describe("a restore racing the empty provision of a target without meta_hash", (
     }
     await stack.waitState([fresh!], "LEASE_STATE_ACTIVE");
     const row = withStore(stack, (s) => ({
-      placement: s.placement(target!),
-      retained: s.retained.get(target!),
+      placement: s.placements.placement(target!),
+      retained: s.placements.retained.get(target!),
     }));
     assert.ok(
       row.placement === undefined || row.placement.state !== "confirmed" || row.retained !== undefined,

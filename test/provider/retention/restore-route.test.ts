@@ -61,9 +61,17 @@ beforeEach(async () => {
       backends: [{ name: "one", url: fake.url, hmac_secret: SECRET, default: true }],
     }),
   );
-  deps = lifecycleDeps({ config, chain, store: undefined as never, clock: h.clock, clients });
+  // The harness opens the store in start(): its rooms are filled in once it has.
+  deps = lifecycleDeps({
+    config,
+    chain,
+    store: { placements: undefined, fleet: undefined } as never,
+    clock: h.clock,
+    clients,
+  });
   await h.start({ chain, clients, config, restorer: new Restorer(deps) });
   deps.store = h.store;
+  deps.fleet = h.fleet;
   const items = [
     { skuUuid: SKU, quantity: 1n, serviceName: "app", customDomain: "", lockedPrice: undefined },
   ];
@@ -377,7 +385,7 @@ describe("POST restore: refusals before the backend is asked (nothing is written
   });
 
   it("a source whose backend was retired as lost answers 410 backend_storage_lost (another tenant's: 404)", async () => {
-    h.store.markLost("one", 3);
+    h.fleet.markLost("one", 3);
     const r = await restore(target);
     assert.equal(r.status, 410, JSON.stringify(r.body));
     assert.equal(r.body.reason, "backend_storage_lost");

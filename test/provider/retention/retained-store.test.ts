@@ -60,14 +60,14 @@ beforeEach(() => {
     clock,
   });
   // The source was provisioned on "one" under OP (its lifecycle id).
-  store.recordAttempt({
+  store.placements.recordAttempt({
     leaseUuid: SOURCE,
     backend: "one",
     operationId: OP,
     kind: "provision",
     createdAt: 0,
   });
-  store.settleOperation(SOURCE, OP, "success", clock.now());
+  store.placements.settleOperation(SOURCE, OP, "success", clock.now());
 });
 
 function apply(c: VerifiedCallback): string {
@@ -97,7 +97,7 @@ const restoreAttempt = (target = TARGET, op = RESTORE_OP): Attempt => ({
 describe("retained placements", () => {
   it("a deprovisioned callback with retained: true keeps the row as retained, with owner and storage identity", () => {
     assert.equal(apply(closed()), "retained");
-    const rec = store.retained.get(SOURCE);
+    const rec = store.placements.retained.get(SOURCE);
     assert.deepEqual(rec, {
       leaseUuid: SOURCE,
       owner: "one",
@@ -106,35 +106,39 @@ describe("retained placements", () => {
       misses: 0,
       restoreTarget: undefined,
     });
-    assert.equal(store.placement(SOURCE)?.owner, "one");
+    assert.equal(store.placements.placement(SOURCE)?.owner, "one");
     assert.deepEqual(callbackFrame(closed(), "retained"), { status: "retained", error: RETAINED_NOTICE });
   });
 
   it("without retained the row is retired; another backend's or a stale id's retained report changes nothing", () => {
     assert.equal(apply(closed({ backend: "two" })), "ignored-stale");
     assert.equal(apply(closed({ capability: { kind: "lifecycle", id: RESTORE_OP } })), "ignored-stale");
-    assert.equal(store.retained.get(SOURCE), undefined);
+    assert.equal(store.placements.retained.get(SOURCE), undefined);
     assert.equal(apply(closed({ retained: false })), "retired");
-    assert.equal(store.placement(SOURCE), undefined);
+    assert.equal(store.placements.placement(SOURCE), undefined);
   });
 
   it("placement pruning never removes a retained row", () => {
     apply(closed());
-    assert.equal(store.prunePlacement(SOURCE), false);
-    assert.equal(store.retained.get(SOURCE)?.owner, "one");
+    assert.equal(store.placements.prunePlacement(SOURCE), false);
+    assert.equal(store.placements.retained.get(SOURCE)?.owner, "one");
   });
 
   it("retires only after two consecutive misses; a sighting in between starts the count again", () => {
     apply(closed());
-    store.retained.sweepSaw(SOURCE, false);
-    assert.equal(store.retained.retireMissing(SOURCE, "one"), false, "one miss is not enough");
-    store.retained.sweepSaw(SOURCE, true);
-    assert.equal(store.retained.get(SOURCE)?.misses, 0);
-    store.retained.sweepSaw(SOURCE, false);
-    store.retained.sweepSaw(SOURCE, false);
-    assert.equal(store.retained.retireMissing(SOURCE, "two"), false, "only the owner's sweeps retire it");
-    assert.equal(store.retained.retireMissing(SOURCE, "one"), true);
-    assert.equal(store.placement(SOURCE), undefined);
+    store.placements.retained.sweepSaw(SOURCE, false);
+    assert.equal(store.placements.retained.retireMissing(SOURCE, "one"), false, "one miss is not enough");
+    store.placements.retained.sweepSaw(SOURCE, true);
+    assert.equal(store.placements.retained.get(SOURCE)?.misses, 0);
+    store.placements.retained.sweepSaw(SOURCE, false);
+    store.placements.retained.sweepSaw(SOURCE, false);
+    assert.equal(
+      store.placements.retained.retireMissing(SOURCE, "two"),
+      false,
+      "only the owner's sweeps retire it",
+    );
+    assert.equal(store.placements.retained.retireMissing(SOURCE, "one"), true);
+    assert.equal(store.placements.placement(SOURCE), undefined);
   });
 });
 
@@ -144,29 +148,35 @@ describe("restore admission and settlement", () => {
   });
 
   it("claims the source and writes the target attempt in one step; a second restore of either is refused", () => {
-    assert.equal(store.beginRestore(restoreAttempt(), SOURCE), "recorded");
-    assert.equal(store.attemptFor(TARGET)?.kind, "restore");
-    assert.equal(store.retained.get(SOURCE)?.restoreTarget, TARGET);
-    assert.equal(store.retained.sourceOf(TARGET)?.leaseUuid, SOURCE);
+    assert.equal(store.placements.beginRestore(restoreAttempt(), SOURCE), "recorded");
+    assert.equal(store.placements.attemptFor(TARGET)?.kind, "restore");
+    assert.equal(store.placements.retained.get(SOURCE)?.restoreTarget, TARGET);
+    assert.equal(store.placements.retained.sourceOf(TARGET)?.leaseUuid, SOURCE);
     assert.equal(
-      store.beginRestore(restoreAttempt(OTHER_TARGET, "5b4e3d6c-7f8a-4b92-8cbd-2e3f4a5b6c7d"), SOURCE),
+      store.placements.beginRestore(
+        restoreAttempt(OTHER_TARGET, "5b4e3d6c-7f8a-4b92-8cbd-2e3f4a5b6c7d"),
+        SOURCE,
+      ),
       "source-busy",
     );
-    assert.equal(store.attemptFor(OTHER_TARGET), undefined, "a refused admission writes nothing");
+    assert.equal(store.placements.attemptFor(OTHER_TARGET), undefined, "a refused admission writes nothing");
     assert.equal(
-      store.beginRestore(restoreAttempt(TARGET, "5b4e3d6c-7f8a-4b92-8cbd-2e3f4a5b6c7d"), SOURCE),
+      store.placements.beginRestore(restoreAttempt(TARGET, "5b4e3d6c-7f8a-4b92-8cbd-2e3f4a5b6c7d"), SOURCE),
       "target-busy",
     );
   });
 
   it("refuses a source that is not retained at the attempted backend", () => {
-    assert.equal(store.beginRestore({ ...restoreAttempt(), backend: "two" }, SOURCE), "source-busy");
-    assert.equal(store.beginRestore(restoreAttempt(), OTHER_TARGET), "source-busy");
-    assert.equal(store.attemptFor(TARGET), undefined);
+    assert.equal(
+      store.placements.beginRestore({ ...restoreAttempt(), backend: "two" }, SOURCE),
+      "source-busy",
+    );
+    assert.equal(store.placements.beginRestore(restoreAttempt(), OTHER_TARGET), "source-busy");
+    assert.equal(store.placements.attemptFor(TARGET), undefined);
   });
 
   it("a successful restore callback acknowledges the target and retires the source", async () => {
-    store.beginRestore(restoreAttempt(), SOURCE);
+    store.placements.beginRestore(restoreAttempt(), SOURCE);
     const result = apply({
       backend: "one",
       leaseUuid: TARGET,
@@ -177,12 +187,12 @@ describe("restore admission and settlement", () => {
     assert.equal(result, "acknowledging");
     await flush();
     assert.deepEqual(sent, [{ kind: "acknowledge", uuids: [TARGET] }]);
-    assert.equal(store.placement(TARGET)?.lifecycleId, RESTORE_OP);
-    assert.equal(store.placement(SOURCE), undefined, "the data now belongs to the target");
+    assert.equal(store.placements.placement(TARGET)?.lifecycleId, RESTORE_OP);
+    assert.equal(store.placements.placement(SOURCE), undefined, "the data now belongs to the target");
   });
 
   it("a failed restore rejects the target with the curated message and hands the data back", async () => {
-    store.beginRestore(restoreAttempt(), SOURCE);
+    store.placements.beginRestore(restoreAttempt(), SOURCE);
     const failed = (error: string): VerifiedCallback => ({
       backend: "one",
       leaseUuid: TARGET,
@@ -193,44 +203,46 @@ describe("restore admission and settlement", () => {
     assert.equal(apply(failed("")), "rejecting");
     await flush();
     assert.deepEqual(sent, [{ kind: "reject", uuids: [TARGET], reason: "restore failed" }]);
-    const back = store.retained.get(SOURCE);
+    const back = store.placements.retained.get(SOURCE);
     assert.equal(back?.restoreTarget, undefined);
     assert.equal(back?.owner, "one");
     // Handed back: the same source can be restored again.
-    assert.equal(store.beginRestore(restoreAttempt(OTHER_TARGET), SOURCE), "recorded");
+    assert.equal(store.placements.beginRestore(restoreAttempt(OTHER_TARGET), SOURCE), "recorded");
   });
 
   it("a definite refusal, and an ended target's retired attempt, hand the data back too", () => {
-    store.beginRestore(restoreAttempt(), SOURCE);
-    store.clearRefusedAttempt(TARGET, RESTORE_OP);
-    assert.equal(store.retained.get(SOURCE)?.restoreTarget, undefined);
-    store.beginRestore(restoreAttempt(), SOURCE);
-    assert.equal(store.retireAttempt(TARGET, "one"), true);
-    assert.equal(store.retained.get(SOURCE)?.restoreTarget, undefined);
+    store.placements.beginRestore(restoreAttempt(), SOURCE);
+    store.placements.clearRefusedAttempt(TARGET, RESTORE_OP);
+    assert.equal(store.placements.retained.get(SOURCE)?.restoreTarget, undefined);
+    store.placements.beginRestore(restoreAttempt(), SOURCE);
+    assert.equal(store.placements.retireAttempt(TARGET, "one"), true);
+    assert.equal(store.placements.retained.get(SOURCE)?.restoreTarget, undefined);
   });
 
   it("a positive inventory report of the target at its attempted backend settles the restore", () => {
-    store.beginRestore(restoreAttempt(), SOURCE);
-    assert.deepEqual(store.applyPositiveInventory("one", [TARGET], clock.now()).confirmed, [TARGET]);
-    assert.equal(store.placement(SOURCE), undefined);
-    assert.equal(store.placement(TARGET)?.owner, "one");
+    store.placements.beginRestore(restoreAttempt(), SOURCE);
+    assert.deepEqual(store.placements.applyPositiveInventory("one", [TARGET], clock.now()).confirmed, [
+      TARGET,
+    ]);
+    assert.equal(store.placements.placement(SOURCE), undefined);
+    assert.equal(store.placements.placement(TARGET)?.owner, "one");
   });
 
   it("a retained row with a restore in flight is neither retired by misses nor pruned", () => {
-    store.beginRestore(restoreAttempt(), SOURCE);
-    store.retained.sweepSaw(SOURCE, false);
-    store.retained.sweepSaw(SOURCE, false);
-    assert.equal(store.retained.retireMissing(SOURCE, "one"), false);
-    assert.equal(store.prunePlacement(SOURCE), false);
+    store.placements.beginRestore(restoreAttempt(), SOURCE);
+    store.placements.retained.sweepSaw(SOURCE, false);
+    store.placements.retained.sweepSaw(SOURCE, false);
+    assert.equal(store.placements.retained.retireMissing(SOURCE, "one"), false);
+    assert.equal(store.placements.prunePlacement(SOURCE), false);
   });
 
   it("survives a reopen (the marks are durable columns of the row)", async () => {
-    store.beginRestore(restoreAttempt(), SOURCE);
+    store.placements.beginRestore(restoreAttempt(), SOURCE);
     await store.durable();
     const path = join(dir, `p-${n}.db`);
     store.close();
     store = PlacementStore.open(path, PROVIDER_UUID);
-    assert.equal(store.retained.get(SOURCE)?.restoreTarget, TARGET);
-    assert.equal(store.retained.all().length, 1);
+    assert.equal(store.placements.retained.get(SOURCE)?.restoreTarget, TARGET);
+    assert.equal(store.placements.retained.all().length, 1);
   });
 });

@@ -43,58 +43,61 @@ describe("hasAttempt between writes", () => {
   it("sees every attempt write at once: record, settle, refuse, retire, inventory", () => {
     const { store } = placementStore();
     using _ = store;
-    assert.equal(store.hasAttempt(LEASE), false);
-    assert.equal(store.hasAttempt(LEASE), false, "asked twice, still none");
-    store.recordAttempt(attempt(LEASE, OP_1));
-    assert.equal(store.hasAttempt(LEASE), true, "recorded");
-    assert.equal(store.settleOperation(LEASE, OP_1, "failed", T0 + 2).kind, "settled");
-    assert.equal(store.hasAttempt(LEASE), false, "settled");
-    store.recordAttempt(attempt(LEASE, OP_2));
-    assert.equal(store.hasAttempt(LEASE), true);
-    assert.notEqual(store.clearRefusedAttempt(LEASE, OP_2), undefined);
-    assert.equal(store.hasAttempt(LEASE), false, "refused");
-    store.recordAttempts([attempt(LEASE, OP_1), attempt(LEASE_2, OP_2)]);
-    assert.equal(store.hasAttempt(LEASE_2), true);
-    assert.equal(store.retireAttempt(LEASE_2, "one"), true);
-    assert.equal(store.hasAttempt(LEASE_2), false, "retired");
-    assert.equal(store.hasAttempt(LEASE), true);
-    store.applyPositiveInventory("one", [LEASE], T0 + 3);
-    assert.equal(store.hasAttempt(LEASE), false, "confirmed by the inventory");
+    assert.equal(store.placements.hasAttempt(LEASE), false);
+    assert.equal(store.placements.hasAttempt(LEASE), false, "asked twice, still none");
+    store.placements.recordAttempt(attempt(LEASE, OP_1));
+    assert.equal(store.placements.hasAttempt(LEASE), true, "recorded");
+    assert.equal(store.placements.settleOperation(LEASE, OP_1, "failed", T0 + 2).kind, "settled");
+    assert.equal(store.placements.hasAttempt(LEASE), false, "settled");
+    store.placements.recordAttempt(attempt(LEASE, OP_2));
+    assert.equal(store.placements.hasAttempt(LEASE), true);
+    assert.notEqual(store.placements.clearRefusedAttempt(LEASE, OP_2), undefined);
+    assert.equal(store.placements.hasAttempt(LEASE), false, "refused");
+    store.placements.recordAttempts([attempt(LEASE, OP_1), attempt(LEASE_2, OP_2)]);
+    assert.equal(store.placements.hasAttempt(LEASE_2), true);
+    assert.equal(store.placements.retireAttempt(LEASE_2, "one"), true);
+    assert.equal(store.placements.hasAttempt(LEASE_2), false, "retired");
+    assert.equal(store.placements.hasAttempt(LEASE), true);
+    store.placements.applyPositiveInventory("one", [LEASE], T0 + 3);
+    assert.equal(store.placements.hasAttempt(LEASE), false, "confirmed by the inventory");
   });
 
   it("forgets nothing wrongly when a batch rolls back", () => {
     const { store } = placementStore();
     using _ = store;
-    assert.equal(store.hasAttempt(LEASE), false);
+    assert.equal(store.placements.hasAttempt(LEASE), false);
     assert.throws(() =>
-      store.batch(() => {
-        store.recordAttempt(attempt(LEASE, OP_1));
-        assert.equal(store.hasAttempt(LEASE), true, "inside the batch the row is there");
+      store.placements.batch(() => {
+        store.placements.recordAttempt(attempt(LEASE, OP_1));
+        assert.equal(store.placements.hasAttempt(LEASE), true, "inside the batch the row is there");
         throw new Error("roll back");
       }),
     );
-    assert.equal(store.hasAttempt(LEASE), false, "rolled back: no attempt");
-    store.recordAttempt(attempt(LEASE, OP_1));
-    assert.equal(store.hasAttempt(LEASE), true);
+    assert.equal(store.placements.hasAttempt(LEASE), false, "rolled back: no attempt");
+    store.placements.recordAttempt(attempt(LEASE, OP_1));
+    assert.equal(store.placements.hasAttempt(LEASE), true);
     assert.throws(() =>
-      store.batch(() => {
-        store.settleOperation(LEASE, OP_1, "failed", T0 + 2);
-        assert.equal(store.hasAttempt(LEASE), false);
+      store.placements.batch(() => {
+        store.placements.settleOperation(LEASE, OP_1, "failed", T0 + 2);
+        assert.equal(store.placements.hasAttempt(LEASE), false);
         throw new Error("roll back");
       }),
     );
-    assert.equal(store.hasAttempt(LEASE), true, "rolled back: the attempt is still there");
+    assert.equal(store.placements.hasAttempt(LEASE), true, "rolled back: the attempt is still there");
   });
 
-  it("a read-only reader beside the writer sees its writes", () => {
+  it("a read-only reader beside the writer sees its writes once they commit", async () => {
     const { store, path } = placementStore();
     using _ = store;
     using reader = PlacementStore.open(path, PROVIDER, { readonly: true });
-    assert.equal(reader.hasAttempt(LEASE), false);
-    store.recordAttempt(attempt(LEASE, OP_1));
-    assert.equal(reader.hasAttempt(LEASE), true);
-    store.settleOperation(LEASE, OP_1, "failed", T0 + 2);
-    assert.equal(reader.hasAttempt(LEASE), false);
+    assert.equal(reader.placements.hasAttempt(LEASE), false);
+    store.placements.recordAttempt(attempt(LEASE, OP_1));
+    // The writer's turn commits its writes together (group commit); durable() commits it now.
+    await store.placements.durable();
+    assert.equal(reader.placements.hasAttempt(LEASE), true);
+    store.placements.settleOperation(LEASE, OP_1, "failed", T0 + 2);
+    await store.placements.durable();
+    assert.equal(reader.placements.hasAttempt(LEASE), false);
   });
 });
 

@@ -5,13 +5,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import Database from "better-sqlite3";
 import { isFredError } from "../../../src/core/errors.ts";
-import {
-  GroupCommitter,
-  PayloadStore,
-  PlacementStore,
-  sha256Hex,
-  TokenTracker,
-} from "../../../src/provider/store/index.ts";
+import { PayloadStore, PlacementStore, sha256Hex, TokenTracker } from "../../../src/provider/store/index.ts";
 
 const root = mkdtempSync(join(tmpdir(), "fred-stores-"));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -109,39 +103,5 @@ describe("token tracker", () => {
       code(() => t.tryUse("", 1, 0)),
       "ERR_TOKEN_KEY",
     );
-  });
-});
-
-describe("group committer", () => {
-  it("serves all callers of one turn with one flush and resolves each with its own result", async () => {
-    const flushed: number[][] = [];
-    const g = new GroupCommitter<number, number>((items) => {
-      flushed.push([...items]);
-      return items.map((i) => i * 10);
-    });
-    const results = await Promise.all([1, 2, 3].map((i) => g.submit(i)));
-    assert.deepEqual(results, [10, 20, 30]);
-    assert.deepEqual(flushed, [[1, 2, 3]]);
-    assert.equal(g.batches, 1);
-  });
-
-  it("splits at maxBatch and rejects every caller of a failed batch", async () => {
-    let calls = 0;
-    const g = new GroupCommitter<number, number>(
-      (items) => {
-        calls++;
-        if (items.includes(4)) throw new Error("disk full");
-        return items;
-      },
-      { maxBatch: 3 },
-    );
-    const settled = await Promise.allSettled([1, 2, 3, 4, 5].map((i) => g.submit(i)));
-    assert.deepEqual(
-      settled.map((s) => s.status),
-      ["fulfilled", "fulfilled", "fulfilled", "rejected", "rejected"],
-    );
-    assert.equal(calls, 2);
-    g.close();
-    await assert.rejects(g.submit(6), /closed/);
   });
 });

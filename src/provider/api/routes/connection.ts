@@ -10,13 +10,13 @@ import { refuse } from "../errors.ts";
  * the workload listens, read from its confirmed owner.
  */
 export function registerConnectionRoute(app: FastifyInstance, ctx: TenantContext): void {
-  const { store, clients, config } = ctx.deps;
+  const { clients, config } = ctx.deps;
   app.get(
     "/v1/leases/:lease_uuid/connection",
     tenantRoute(ctx, async (req, reply, scope) => {
       const need = { kind: "access", replay: true } as const;
       const { uuid, lease } = await authorizeLease(ctx, req, reply, need, "LEASE_STATE_ACTIVE");
-      const client = ownerOrRefuse(routeRead(store, clients, uuid));
+      const client = ownerOrRefuse(routeRead(ctx.deps, clients, uuid));
       let info: LeaseInfo | undefined;
       try {
         info = await client.info(uuid, scope.signal);

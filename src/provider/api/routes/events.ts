@@ -58,7 +58,7 @@ export function registerEventsRoute(
   hub: EventHub,
   limits = WS_LIMITS,
 ): void {
-  const { clock, store, clients, logger } = ctx.deps;
+  const { clock, clients, logger } = ctx.deps;
 
   async function authorize(req: FastifyRequest, reply: FastifyReply): Promise<Upgrade> {
     const uuid = leaseUuidParam(req);
@@ -78,7 +78,7 @@ export function registerEventsRoute(
     if (status === undefined) {
       // A snapshot never waits on a slow backend: past the budget its status is "unknown".
       const found = await withDeadline(clock, SNAPSHOT_READ_MS, undefined, snapshotTimedOut, (signal) =>
-        lookupDiagnostics(routeRead(store, clients, lease.uuid), clients, lease.uuid, signal),
+        lookupDiagnostics(routeRead(ctx.deps, clients, lease.uuid), clients, lease.uuid, signal),
       ).catch((): DiagnosticsLookup => ({ kind: "unknown" }));
       status = found.kind === "found" ? found.diagnostics.status : "unknown";
     }

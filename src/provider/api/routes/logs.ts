@@ -23,7 +23,7 @@ export function parseTail(req: FastifyRequest): number {
 }
 
 export function registerLogsRoute(app: FastifyInstance, ctx: TenantContext, admission: LogAdmission): void {
-  const { store, clients, config } = ctx.deps;
+  const { clients, config } = ctx.deps;
   app.get(
     "/v1/leases/:lease_uuid/logs",
     tenantRoute(ctx, async (req, reply, scope) => {
@@ -32,7 +32,7 @@ export function registerLogsRoute(app: FastifyInstance, ctx: TenantContext, admi
       reply.raw.once("close", () => ticket.release());
       const { uuid, claims } = await authorizeLease(ctx, req, reply, { kind: "access", replay: false });
       const tail = parseTail(req);
-      const route = routeRead(store, clients, uuid);
+      const route = routeRead(ctx.deps, clients, uuid);
       if (route.kind === "attempt" || route.kind === "unresolved") {
         throw refuse.unavailable("ERR_API_PLACEMENT_UNRESOLVED");
       }

@@ -16,7 +16,7 @@ import type { ProvisionBody } from "../schemas/lease.ts";
  * `terminal_budget` is ours, not the reference's: only `?include=terminal_budget` adds it.
  */
 export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext): void {
-  const { store, clients, config } = ctx.deps;
+  const { clients, config } = ctx.deps;
   app.get(
     "/v1/leases/:lease_uuid/provision",
     tenantRoute(ctx, async (req, reply, scope) => {
@@ -25,7 +25,7 @@ export function registerProvisionRoute(app: FastifyInstance, ctx: TenantContext)
         replay: false,
       });
       const include = parseInclude(req);
-      const found = await lookupDiagnostics(routeRead(store, clients, uuid), clients, uuid, scope.signal);
+      const found = await lookupDiagnostics(routeRead(ctx.deps, clients, uuid), clients, uuid, scope.signal);
       // A lease rejected before any backend held it still answers, from the chain's record.
       const rejected = found.kind === "absent" ? rejectedDiagnostics(lease) : undefined;
       if (found.kind === "absent" && rejected === undefined)

@@ -28,12 +28,12 @@ export function tenantRelease(raw: Record<string, unknown>): Release {
 }
 
 export function registerReleasesRoute(app: FastifyInstance, ctx: TenantContext): void {
-  const { store, clients, config } = ctx.deps;
+  const { clients, config } = ctx.deps;
   app.get(
     "/v1/leases/:lease_uuid/releases",
     tenantRoute(ctx, async (req, reply, scope) => {
       const { uuid, claims } = await authorizeLease(ctx, req, reply, { kind: "access", replay: false });
-      const raw = await readRouted(routeRead(store, clients, uuid), clients, (c) =>
+      const raw = await readRouted(routeRead(ctx.deps, clients, uuid), clients, (c) =>
         c.releases(uuid, scope.signal),
       );
       if (raw === undefined) throw refuse.notProvisioned();

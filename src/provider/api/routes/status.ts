@@ -53,7 +53,7 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
       }
       const started = ctx.deps.provisioningStarted(uuid);
       // A lease on a backend retired as lost has nothing to ask: it failed, for that reason.
-      const lost = onLostBackend(ctx.deps.store, uuid);
+      const lost = onLostBackend(ctx.deps, uuid);
       const found: DiagnosticsLookup = lost
         ? { kind: "unknown" }
         : await sharedDiagnostics(ctx, uuid, lease.state);
@@ -184,14 +184,14 @@ async function sharedDiagnostics(
   uuid: string,
   state: ChainLease["state"],
 ): Promise<DiagnosticsLookup> {
-  const { store, clients, clock } = ctx.deps;
+  const { clients, clock } = ctx.deps;
   // Past the deadline the read fails as a failed backend read does (a 500 when it decides the answer).
   const timedOut = () =>
     backendReadFailure(new FredError("ERR_BACKEND_TIMEOUT", "lease diagnostics: no backend answer in time"));
   try {
     return await ctx.statusReads.get(`${uuid} ${state}`, async () => {
       const found = await withDeadline(clock, ctx.requestTimeoutMs, undefined, timedOut, (signal) =>
-        lookupDiagnostics(routeRead(store, clients, uuid), clients, uuid, signal),
+        lookupDiagnostics(routeRead(ctx.deps, clients, uuid), clients, uuid, signal),
       );
       if (found.kind === "unknown" && found.error !== undefined) throw found.error;
       return found;
