@@ -3,6 +3,7 @@ import { isFredError } from "../core/errors.ts";
 import { versionText } from "../version.ts";
 import { registerBackendCommands } from "./backend.ts";
 import { registerChainCommands } from "./chain.ts";
+import { registerRegistryCommands } from "./chain-registry.ts";
 import { registerDevnetCommands } from "./devnet.ts";
 import { registerKeysCommands } from "./keys.ts";
 import { registerLeaseCommands } from "./lease/index.ts";
@@ -36,7 +37,7 @@ Every command logs to stderr; stdout carries only its machine-readable output.`,
   registerProviderdCommand(program);
   registerPlacementCommands(program);
   registerKeysCommands(program);
-  registerChainCommands(program);
+  registerRegistryCommands(registerChainCommands(program));
   registerLeaseCommands(program);
   registerLoadtestCommand(program);
   addVersionOptions(program);
