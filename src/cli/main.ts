@@ -11,6 +11,7 @@ import { registerLoadtestCommand } from "./loadtest.ts";
 import { registerManifestCommands } from "./manifest.ts";
 import { ExitCode, say } from "./output.ts";
 import { registerPlacementCommands } from "./placement.ts";
+import { registerProviderCommands } from "./provider-init.ts";
 import { registerProviderdCommand } from "./providerd.ts";
 import { registerTokenCommands } from "./token.ts";
 import { registerUpCommand } from "./up/command.ts";
@@ -35,6 +36,7 @@ Every command logs to stderr; stdout carries only its machine-readable output.`,
   registerBackendCommands(program);
   registerManifestCommands(program);
   registerProviderdCommand(program);
+  registerProviderCommands(program);
   registerPlacementCommands(program);
   registerKeysCommands(program);
   registerRegistryCommands(registerChainCommands(program));
