@@ -83,17 +83,38 @@ interface InitFlags extends TxFlags {
   apiUrl?: string;
   payoutAddress?: string;
   skipRegister?: boolean;
+  asAuthority?: boolean;
   backendUrl: string;
   callbackBaseUrl: string;
   hostAddress: string;
   stateDir: string;
 }
 
-/** The chain said the signer may not create providers or SKUs: say who may, and the way around. */
-function notAuthority(address: string, what: string, err: unknown): FredError {
+const WHO_MAY =
+  "x/sku accepts MsgCreateProvider and MsgCreateSKU only from its module authority or an address on its params.allowed_list";
+const WAY_AROUND =
+  "Ask the chain's authority to register them, then re-run with --skip-register --provider-uuid <uuid>";
+
+/**
+ * Before a registration tx: the key must be on x/sku's allowed list, or the operator says
+ * it is the module authority (which no query reveals). Refusing here spares the fee of a
+ * transaction the chain would reject.
+ */
+async function checkMayRegister(c: CosmosChain, opts: InitFlags, what: string): Promise<void> {
+  if (opts.asAuthority) return;
+  const allowed = await c.skuAllowedList();
+  if (allowed.some((a) => a.toLowerCase() === c.address)) return;
+  throw new FredError(
+    "ERR_USAGE",
+    `${c.address} may not ${what}: ${WHO_MAY} (allowed_list: ${allowed.join(", ") || "empty"}); if this key is the module authority, add --as-authority. ${WAY_AROUND}`,
+  );
+}
+
+/** The chain refused the registration all the same (e.g. --as-authority with another key). */
+function refusedByChain(address: string, what: string, err: unknown): FredError {
   return new FredError(
     "ERR_USAGE",
-    `${address} may not ${what}: x/sku accepts MsgCreateProvider and MsgCreateSKU only from its module authority or an address on its params.allowed_list (the chain said: ${(err as Error).message}). Ask the chain's authority to register them, then re-run with --skip-register --provider-uuid <uuid>`,
+    `${address} may not ${what}: ${WHO_MAY} (the chain said: ${(err as Error).message}). ${WAY_AROUND}`,
   );
 }
 
@@ -116,6 +137,7 @@ async function ensureProvider(c: CosmosChain, opts: InitFlags): Promise<{ uuid: 
       );
     return { uuid: opts.providerUuid, created: false };
   }
+  await checkMayRegister(c, opts, "register a provider");
   const msg = MsgCreateProvider.fromPartial({
     authority: c.address,
     address: c.address,
@@ -126,7 +148,7 @@ async function ensureProvider(c: CosmosChain, opts: InitFlags): Promise<{ uuid: 
   try {
     res = await c.send([{ typeUrl: MsgCreateProvider.typeUrl, value: msg }]);
   } catch (err) {
-    if (unauthorized(err)) throw notAuthority(c.address, "register a provider", err);
+    if (unauthorized(err)) throw refusedByChain(c.address, "register a provider", err);
     throw err;
   }
   const any = res.msgResponses[0];
@@ -138,10 +160,11 @@ async function ensureProvider(c: CosmosChain, opts: InitFlags): Promise<{ uuid: 
 /** Each --sku's UUID: the provider's active SKU of that name, or a new one (one tx for all). */
 async function ensureSkus(
   c: CosmosChain,
+  opts: InitFlags,
   providerUuid: string,
   defs: readonly SkuDef[],
-  register: boolean,
 ): Promise<{ profiles: SkuProfile[]; created: string[] }> {
+  const register = opts.skipRegister !== true;
   const existing = new Map((await c.skus({ activeOnly: true, providerUuid })).map((s) => [s.name, s.uuid]));
   const missing = defs.filter((d) => !existing.has(d.name));
   if (missing.length > 0 && !register)
@@ -150,6 +173,7 @@ async function ensureSkus(
       `provider ${providerUuid} has no active SKU named ${missing.map((d) => d.name).join(", ")}: register them (without --skip-register, as the authority) or drop those --sku flags`,
     );
   if (missing.length > 0) {
+    await checkMayRegister(c, opts, "register SKUs");
     const msgs = missing.map((d) => ({
       typeUrl: MsgCreateSKU.typeUrl,
       value: MsgCreateSKU.fromPartial({
@@ -164,7 +188,7 @@ async function ensureSkus(
     try {
       res = await c.send(msgs);
     } catch (err) {
-      if (unauthorized(err)) throw notAuthority(c.address, "register SKUs", err);
+      if (unauthorized(err)) throw refusedByChain(c.address, "register SKUs", err);
       throw err;
     }
     missing.forEach((d, i) => {
@@ -232,6 +256,7 @@ export function registerProviderCommands(program: Command): void {
       "--skip-register",
       "send nothing: the provider (--provider-uuid) and SKUs must be on chain already",
     )
+    .option("--as-authority", "the signing key is x/sku's module authority (it is not on the allowed list)")
     .option("--backend-url <url>", "where providerd reaches the Docker backend", "http://127.0.0.1:9001")
     .option(
       "--callback-base-url <url>",
@@ -250,7 +275,8 @@ the start order on stderr. stdout: {"provider_uuid","provider_address","chain_id
 "registered":{"provider","skus"},"skus":[{"name","uuid"}],"files":[…]}.
 
 x/sku takes these messages only from its module authority or an address on its allowed
-list; any other key is refused before anything is written. Then have the authority register
+list. A key not on the list is refused before any tx or file (the authority itself is not
+queryable: --as-authority says the key is it). Then have the authority register
 the provider and SKUs, and run again with --skip-register --provider-uuid <uuid>.
 
 The providerd config names the key as --key-name/--keyring-dir when they are given, else
@@ -265,7 +291,7 @@ Examples:
       const defs = checkFlags(opts);
       await using(await txClient(opts), async (c) => {
         const provider = await ensureProvider(c, opts);
-        const skus = await ensureSkus(c, provider.uuid, defs, opts.skipRegister !== true);
+        const skus = await ensureSkus(c, opts, provider.uuid, defs);
         const plan: InitPlan = {
           providerUuid: provider.uuid,
           providerAddress: c.address,
@@ -291,17 +317,12 @@ Examples:
           `fred provider: provider ${provider.uuid}${provider.created ? " registered" : ""}; wrote ${files.join(", ")}`,
         );
         say("Start in this order:");
-        say(`  1. fred backend docker -c ${backendFile} --initialize-storage-identity new   # once`);
-        say(
-          `     fred backend docker -c ${backendFile}                                     # (systemd: fred-backend-docker)`,
-        );
-        say(
-          `  2. fred placement init --config ${providerdFile}                            # once, backend running`,
-        );
-        say(`  3. fred providerd --check-config --online -c ${providerdFile}`);
-        say(
-          `     fred providerd -c ${providerdFile}                                       # (systemd: fred-providerd)`,
-        );
+        say(`  1. the backend (once: --initialize-storage-identity new; then as fred-backend-docker):`);
+        say(`     fred backend docker -c ${backendFile} --initialize-storage-identity new`);
+        say(`     fred backend docker -c ${backendFile}`);
+        say(`  2. once, with the backend running: fred placement init --config ${providerdFile}`);
+        say(`  3. providerd (as fred-providerd): fred providerd --check-config --online -c ${providerdFile}`);
+        say(`     fred providerd -c ${providerdFile}`);
         say(`The HMAC secret is also in ${secretFile} (for DOCKER_BACKEND_CALLBACK_SECRET, rotation).`);
         printJson({
           provider_uuid: provider.uuid,

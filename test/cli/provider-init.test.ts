@@ -48,7 +48,7 @@ describe("fred provider init", () => {
     const xl = out.skus[1].uuid as string;
     assert.match(
       r.stderr,
-      /1\. fred backend docker .*\n.*\n.*2\. fred placement init .*\n.*3\. fred providerd --check-config --online/,
+      /1\. the backend[\s\S]*fred backend docker -c [\s\S]*2\. [\s\S]*fred placement init [\s\S]*3\. [\s\S]*fred providerd --check-config --online/,
     );
 
     for (const name of ["providerd.yaml", "docker-backend.yaml", "backend-hmac.secret"]) {
@@ -126,7 +126,31 @@ describe("fred provider init", () => {
       dn.rpc,
     );
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /may not register a provider: x\/sku accepts .* --skip-register --provider-uuid/);
+    const provider = dn.account("provider").address;
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `may not register a provider: x/sku accepts .*allowed_list: ${provider}\\).*--as-authority.*--skip-register --provider-uuid`,
+      ),
+    );
+    assert.doesNotMatch(r.stderr, /broadcast/, "refused before any transaction");
+    assert.equal(existsSync(join(work, "three")), false);
+
+    // Claiming to be the authority: the chain has the last word, and init relays it.
+    const claimed = await init(
+      "three",
+      "--as-authority",
+      "--sku",
+      "tiny:3600upwr:0.25:256",
+      "--from",
+      "tenant1",
+      "--home",
+      dn.home,
+      "--rpc",
+      dn.rpc,
+    );
+    assert.equal(claimed.code, 1);
+    assert.match(claimed.stderr, /may not register a provider: .*the chain said: .*unauthorized/);
     assert.equal(existsSync(join(work, "three")), false);
   });
 

@@ -39,7 +39,15 @@ import * as q from "./queries.ts";
 import { connectNode, type NodeConnection } from "./rpc.ts";
 import { chainRegistry, type TxSigner } from "./signer.ts";
 import { SignerLanes, type SignerLanesOptions } from "./signer-lanes.ts";
-import { activeSkus, listSkus, providerRecord, resolveSku, type SkuFilter, skuRecord } from "./skus.ts";
+import {
+  activeSkus,
+  listSkus,
+  providerRecord,
+  resolveSku,
+  type SkuFilter,
+  skuAllowedList,
+  skuRecord,
+} from "./skus.ts";
 import { execAs, laneFault, parseCoinText } from "./sub-signers.ts";
 import { TxMetrics, TxPipeline, type TxPipelineOptions, type TxResult } from "./tx-pipeline.ts";
 
@@ -284,6 +292,11 @@ export class CosmosChain implements ChainPort {
   /** The SKUs `filter` selects, every page (the operator's `fred chain sku list`). */
   skus(filter: SkuFilter, signal?: AbortSignal): Promise<SKU[]> {
     return listSkus(this.#conn, filter, signal);
+  }
+
+  /** The addresses x/sku lets create providers and SKUs besides its module authority. */
+  skuAllowedList(signal?: AbortSignal): Promise<string[]> {
+    return skuAllowedList(this.#conn, signal);
   }
 
   /** One SKU by UUID, active or not; undefined when the chain has none. */

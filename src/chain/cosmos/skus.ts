@@ -16,6 +16,8 @@ import {
   QuerySKUsRequest,
   QuerySKUsResponse,
   type SKU,
+  SkuQueryParamsRequest,
+  SkuQueryParamsResponse,
 } from "../proto/index.ts";
 import { abciQuery, abciQueryOptional, type NodeConnection } from "./rpc.ts";
 
@@ -119,4 +121,20 @@ export async function providerRecord(
     signal,
   );
   return res?.provider;
+}
+
+/**
+ * x/sku's allowed list: besides the module authority, the only addresses that may create
+ * providers and SKUs (the authority itself is not queryable).
+ */
+export async function skuAllowedList(conn: NodeConnection, signal?: AbortSignal): Promise<string[]> {
+  const res = await abciQuery(
+    conn,
+    "/liftedinit.sku.v1.Query/Params",
+    SkuQueryParamsRequest,
+    SkuQueryParamsResponse,
+    SkuQueryParamsRequest.fromPartial({}),
+    signal,
+  );
+  return res.params?.allowedList ?? [];
 }
