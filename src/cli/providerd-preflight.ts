@@ -64,15 +64,18 @@ export async function runPreflight(config: ProviderConfig, opts: PreflightOption
       await checkProvider(config, keyAddress, chain, deadline, pass, fail);
       await checkSkus(config, chain, deadline, pass, fail);
     } else {
-      fail("provider", "not checked: the chain did not answer (fix the chain line first)");
-      fail("skus", "not checked: the chain did not answer (fix the chain line first)");
+      fail("provider", "not checked: the chain check failed (fix that first)");
+      fail("skus", "not checked: the chain check failed (fix that first)");
     }
   } finally {
     chain.disconnect();
   }
 
   const pins = checkStores(config, pass, fail);
-  for (const backend of config.backends) await checkBackend(config, backend, pins, deadline, pass, fail);
+  // Side by side, so several silent backends cost one deadline, not one each; listed in config order.
+  checks.push(
+    ...(await Promise.all(config.backends.map((b) => checkBackend(config, b, pins, opts.clock, deadline)))),
+  );
 
   return { ok: checks.every((c) => c.ok), checks };
 }
@@ -285,45 +288,45 @@ async function checkBackend(
   config: ProviderConfig,
   backend: BackendConfig,
   pins: ReadonlyMap<string, string> | undefined,
+  clock: Clock,
   deadline: Deadline,
-  pass: Note,
-  fail: Note,
-): Promise<void> {
+): Promise<PreflightCheck> {
   const check = `backend ${backend.name}`;
-  if (backend.fenced) {
-    pass(check, "fenced: not contacted (providerd sends it nothing)");
-    return;
-  }
+  if (backend.fenced)
+    return { check, ok: true, detail: "fenced: not contacted (providerd sends it nothing)" };
   const pin = pins?.get(backend.name);
   if (pins !== undefined && pin === undefined) {
-    fail(
+    return {
       check,
-      `${backend.name} has no pinned storage ID in the placement store: a backend added after fred placement init is pinned with fred placement add-backend --config <file> --name ${backend.name}, or remove it from backends`,
-    );
-    return;
+      ok: false,
+      detail: `${backend.name} has no pinned storage ID in the placement store: a backend added after fred placement init is pinned with fred placement add-backend --config <file> --name ${backend.name}, or remove it from backends`,
+    };
   }
-  const client = await BackendClient.create({
-    backend,
-    secret: backend.hmacSecret || config.callbackSecret,
-    storageId: pin,
-  });
+  let client: BackendClient | undefined;
   try {
+    client = await BackendClient.create({
+      backend,
+      secret: backend.hmacSecret || config.callbackSecret,
+      storageId: pin,
+      clock,
+    });
+    const answering = client;
     await deadline(`backend ${backend.name} at ${backend.url}`, "ERR_BACKEND_TIMEOUT", (signal) =>
-      client.stats(signal),
+      answering.stats(signal),
     );
-    pass(
-      check,
+    const detail =
       pin === undefined
         ? `${backend.url} answers (no placement store yet to pin its storage)`
-        : `${backend.url} answers as storage ${pin}`,
-    );
+        : `${backend.url} answers as storage ${pin}`;
+    return { check, ok: true, detail };
   } catch (err) {
-    fail(
+    return {
       check,
-      `${backend.url} does not answer as expected (${message(err)}): start it, or fix backends "${backend.name}" url / hmac_secret`,
-    );
+      ok: false,
+      detail: `${backend.url} does not answer as expected (${message(err)}): start it, or fix backends "${backend.name}" url / hmac_secret / TLS files`,
+    };
   } finally {
-    await client.close();
+    await client?.close();
   }
 }
 

@@ -123,12 +123,19 @@ describe("fred providerd --check-config --online", () => {
     assert.match(fails[0]!, new RegExp(`^FAIL backend mock-2: http://127.0.0.1:${port} does not answer`));
   });
 
-  it("names an unreachable chain, and says what it could not check", async () => {
+  it("names an unreachable chain or another chain, and says what it could not check", async () => {
     const port = await pickFreePort();
     const r = await preflight(variant("no-chain", (c) => (c.rpc_url = `http://127.0.0.1:${port}`)));
     assert.equal(r.code, 1);
     assert.match(r.stderr, new RegExp(`^FAIL chain: no answer from http://127.0.0.1:${port}`, "m"));
     assert.match(r.stderr, /^FAIL provider: not checked/m);
+
+    const other = await preflight(variant("other-chain", (c) => (c.chain_id = "other-chain-1")));
+    assert.equal(other.code, 1);
+    assert.match(
+      other.stderr,
+      /^FAIL chain: the node at .* serves .*, but chain_id is other-chain-1: fix chain_id or rpc_url$/m,
+    );
   });
 
   it("says to run fred placement init when the placement store does not exist", async () => {
