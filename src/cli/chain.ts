@@ -318,11 +318,12 @@ function reportOutcome(outcome: LeaseOutcome | undefined): void {
   });
 }
 
-export function registerChainCommands(program: Command): void {
+/** The `fred chain` tree; returns it so the registry commands (chain-registry.ts) join it. */
+export function registerChainCommands(program: Command): Command {
   const chain = program
     .command("chain")
     .description(
-      "Chain-side tools for tenants and operators: fund credit, create/show/cancel/close leases, list leases",
+      "Chain-side tools for tenants and operators: fund credit, create/show/cancel/close leases, list leases, SKUs and providers",
     );
 
   const credit = chain.command("credit").description("Tenant credit accounts");
@@ -523,4 +524,5 @@ Examples:
         printJson((await c.leasesByProvider(opts.provider, state)).map(leaseView));
       });
     });
+  return chain;
 }

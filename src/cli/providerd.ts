@@ -1,14 +1,21 @@
 import type { Command } from "commander";
+import { FredError } from "../core/errors.ts";
 import { checkProviderConfig, readConfigFile, redactConfig } from "../provider/config/index.ts";
 import { startHeapPolicy } from "../provider/heap-policy.ts";
 import { startProviderd } from "../provider/main.ts";
 import { controlSocketPath, requestSweep } from "../provider/reconciler/index.ts";
+import { commandClock } from "./chain.ts";
 import { ExitCode, printJson, say } from "./output.ts";
+import { preflightLines, runPreflight } from "./providerd-preflight.ts";
 
 interface ProviderdOptions {
   config: string;
   checkConfig?: boolean;
+  online?: boolean;
 }
+
+/** Each chain query and backend request of `--online` gets this long. */
+const PREFLIGHT_TIMEOUT_MS = 10_000;
 
 /**
  * `fred providerd -c config.yaml`: validates the configuration, then runs the daemon
@@ -21,6 +28,10 @@ export function registerProviderdCommand(program: Command): void {
     .description("The provider daemon: turns chain lease events into workloads on the configured backends")
     .requiredOption("-c, --config <file>", "providerd YAML configuration")
     .option("--check-config", "validate the configuration (file + PROVIDER_<KEY> overrides) and exit")
+    .option(
+      "--online",
+      "with --check-config: also check the keyring, chain, provider record, SKUs, backends and stores",
+    )
     .addHelpText(
       "after",
       `
@@ -31,6 +42,15 @@ Examples:
 --check-config prints {"ok":true,"config":{…secrets redacted…}} and exits 0, or prints
 every problem (one per line on stderr, and {"ok":false,"problems":[…]} on stdout) and
 exits 1. Keys and rules: docs/providerd-config.md.
+
+--check-config --online then checks, each within 10 s, printing one "ok"/"FAIL" line per
+check on stderr: the key unlocks (FRED_KEYRING_PASSPHRASE) and is provider_address; the
+node at rpc_url serves chain_id; provider_uuid is on chain, active, and this key's; every
+SKU in backends[].skus and billing_only_skus exists, is active and is this provider's; the
+placement and payload stores open; every backend answers its signed /stats as the storage
+the placement store pinned. stdout gets {"ok","config","online":{"ok","checks":[…]}};
+exit 1 if any check failed.
+  $ FRED_KEYRING_PASSPHRASE=… fred providerd --check-config --online -c /etc/fred/providerd.yaml
 
 Running, it prints one line {"url","provider_uuid"} on stdout once the API listens, then
 logs to stderr. SIGHUP (systemctl reload) reloads tls_cert_file/tls_key_file (so does a change to
@@ -48,9 +68,31 @@ needs FRED_KEYRING_PASSPHRASE. Operator guide: docs/providerd.md.
         printJson({ ok: false, problems: result.problems });
         throw new ExitCode(1);
       }
+      if (opts.online && !opts.checkConfig)
+        throw new FredError(
+          "ERR_USAGE",
+          "--online goes with --check-config (fred providerd --check-config --online -c <file>)",
+        );
       if (opts.checkConfig) {
         say(`fred providerd: ${opts.config} is valid`);
-        printJson({ ok: true, config: redactConfig(result.config) });
+        if (!opts.online) {
+          printJson({ ok: true, config: redactConfig(result.config) });
+          return;
+        }
+        const online = await runPreflight(result.config, {
+          env: process.env,
+          clock: commandClock,
+          timeoutMs: PREFLIGHT_TIMEOUT_MS,
+        });
+        for (const line of preflightLines(online)) say(line);
+        const failed = online.checks.filter((c) => !c.ok).length;
+        say(
+          failed === 0
+            ? "fred providerd: every online check passed"
+            : `fred providerd: ${failed} online check(s) failed`,
+        );
+        printJson({ ok: online.ok, config: redactConfig(result.config), online });
+        if (!online.ok) throw new ExitCode(1);
         return;
       }
       // SIGHUP (`systemctl reload`): serve a renewed TLS certificate without a restart. Taken

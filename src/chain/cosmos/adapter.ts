@@ -39,7 +39,15 @@ import * as q from "./queries.ts";
 import { connectNode, type NodeConnection } from "./rpc.ts";
 import { chainRegistry, type TxSigner } from "./signer.ts";
 import { SignerLanes, type SignerLanesOptions } from "./signer-lanes.ts";
-import { activeSkus, providerRecord, resolveSku } from "./skus.ts";
+import {
+  activeSkus,
+  listSkus,
+  providerRecord,
+  resolveSku,
+  type SkuFilter,
+  skuAllowedList,
+  skuRecord,
+} from "./skus.ts";
 import { execAs, laneFault, parseCoinText } from "./sub-signers.ts";
 import { TxMetrics, TxPipeline, type TxPipelineOptions, type TxResult } from "./tx-pipeline.ts";
 
@@ -279,6 +287,21 @@ export class CosmosChain implements ChainPort {
   /** Every active SKU on chain, all providers (the tenant CLI's checks and suggestions). */
   activeSkus(signal?: AbortSignal): Promise<SKU[]> {
     return activeSkus(this.#conn, signal);
+  }
+
+  /** The SKUs `filter` selects, every page (the operator's `fred chain sku list`). */
+  skus(filter: SkuFilter, signal?: AbortSignal): Promise<SKU[]> {
+    return listSkus(this.#conn, filter, signal);
+  }
+
+  /** The addresses x/sku lets create providers and SKUs besides its module authority. */
+  skuAllowedList(signal?: AbortSignal): Promise<string[]> {
+    return skuAllowedList(this.#conn, signal);
+  }
+
+  /** One SKU by UUID, active or not; undefined when the chain has none. */
+  skuRecord(uuid: string, signal?: AbortSignal): Promise<SKU | undefined> {
+    return skuRecord(this.#conn, uuid, signal);
   }
 
   /** A SKU UUID passes through; a name must match exactly one active SKU (the tenant CLI). */

@@ -242,10 +242,82 @@ describe("fred chain (CLI) against a real devnet", () => {
     }
   });
 
+  it("sku list (active, --provider, --all) and provider show", async () => {
+    const list = await fred("chain", "sku", "list", "--rpc", dn.rpc);
+    assert.equal(list.code, 0, list.stderr);
+    const skus = JSON.parse(list.stdout) as Record<string, unknown>[];
+    assert.deepEqual(skus.map((s) => s.uuid).sort(), dn.keys.skus.map((s) => s.uuid).sort());
+    const small = skus.find((s) => s.name === "docker-small");
+    assert.ok(small, "docker-small is listed");
+    assert.equal(small.provider_uuid, dn.keys.provider_uuid);
+    assert.equal(small.active, true);
+    assert.match(String(small.unit), /^per_(hour|day)$/);
+    assert.match((small.base_price as { amount: string }).amount, /^[0-9]+$/);
+    // The table is for people, on stderr: a header and one row per SKU.
+    assert.match(list.stderr, /^UUID +NAME +PRICE +UNIT +ACTIVE +PROVIDER$/m);
+    assert.match(
+      list.stderr,
+      new RegExp(`^${small.uuid} +docker-small +[0-9]+\\S+ +per_\\w+ +yes +${dn.keys.provider_uuid}$`, "m"),
+    );
+
+    const mine = await fred(
+      "chain",
+      "sku",
+      "list",
+      "--provider",
+      dn.keys.provider_uuid,
+      "--all",
+      "--rpc",
+      dn.rpc,
+    );
+    assert.equal(mine.code, 0, mine.stderr);
+    assert.equal(JSON.parse(mine.stdout).length, skus.length);
+    const nobody = await fred(
+      "chain",
+      "sku",
+      "list",
+      "--provider",
+      "01a22a2c-bb6b-7001-8d68-000000000000",
+      "--rpc",
+      dn.rpc,
+    );
+    assert.equal(nobody.code, 0, nobody.stderr);
+    assert.deepEqual(JSON.parse(nobody.stdout), []);
+
+    const show = await fred("chain", "provider", "show", dn.keys.provider_uuid, "--rpc", dn.rpc);
+    assert.equal(show.code, 0, show.stderr);
+    const provider = JSON.parse(show.stdout);
+    assert.equal(provider.uuid, dn.keys.provider_uuid);
+    assert.equal(provider.address, dn.account("provider").address);
+    assert.equal(provider.active, true);
+    assert.equal(typeof provider.api_url, "string");
+    assert.equal(typeof provider.payout_address, "string");
+
+    const absent = await fred(
+      "chain",
+      "provider",
+      "show",
+      "01a22a2c-bb6b-7001-8d68-000000000000",
+      "--rpc",
+      dn.rpc,
+    );
+    assert.equal(absent.code, 1);
+    assert.match(JSON.parse(absent.stdout).error, /provider .* not found/);
+  });
+
   it("bad input: refused with a clear message and nothing sent", async () => {
     // Pure argument rules are unit-tested (test/chain/cli-args.test.ts); these need the process.
     const cases: [string[], RegExp][] = [
       [["chain", "lease", "show", "NOT-A-UUID", "--rpc", dn.rpc], /canonical lowercase UUID/],
+      [
+        ["chain", "provider", "show", "NOT-A-UUID", "--rpc", dn.rpc],
+        /provider UUID must be a canonical lowercase UUID/,
+      ],
+      [
+        ["chain", "sku", "list", "--provider", "docker", "--rpc", dn.rpc],
+        /--provider must be a canonical lowercase UUID/,
+      ],
+      [["chain", "sku", "list", "--rpc", "http://127.0.0.1:1"], /cannot reach the chain/],
       [["chain", "lease", "create", "--sku", "docker-small", "--rpc", dn.rpc], /exactly one key/],
       [
         ["chain", "lease", "create", "--sku", "no-such-sku", "--from", "tenant1", ...from],

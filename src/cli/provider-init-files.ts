@@ -1,0 +1,144 @@
+/**
+ * The files `fred provider init` writes: a providerd config, a Docker-backend config and
+ * the HMAC secret they share. Rendering is pure; writing refuses every existing name
+ * before it creates any file, so a second run never clobbers an edited config.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir, open } from "node:fs/promises";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { FredError } from "../core/errors.ts";
+
+export interface SkuProfile {
+  name: string;
+  uuid: string;
+  cpuCores: number;
+  memoryMb: number;
+  diskMb: number;
+}
+
+export interface InitPlan {
+  providerUuid: string;
+  providerAddress: string;
+  chainId: string;
+  rpcUrl: string;
+  keyringDir: string;
+  keyringBackend: string;
+  keyName: string;
+  /** Where providerd and the backend keep their databases and volumes. */
+  stateDir: string;
+  backendUrl: string;
+  /** Where backends send callbacks: providerd's API as the backend host reaches it. */
+  callbackBaseUrl: string;
+  /** What tenants connect to on the Docker host. */
+  hostAddress: string;
+  skus: readonly SkuProfile[];
+}
+
+export const INIT_FILES = {
+  providerd: "providerd.yaml",
+  backend: "docker-backend.yaml",
+  secret: "backend-hmac.secret",
+} as const;
+
+/** A fresh 32-byte HMAC key, hex (what `openssl rand -hex 32` gives). */
+export function newHmacSecret(): string {
+  return randomBytes(32).toString("hex");
+}
+
+/** The node's event socket: CometBFT serves it at /websocket on the RPC origin. */
+export function websocketUrlOf(rpcUrl: string): string {
+  const url = new URL(rpcUrl);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  url.pathname = `${url.pathname.replace(/\/$/, "")}/websocket`;
+  return url.toString();
+}
+
+export function renderProviderdConfig(plan: InitPlan, secret: string): string {
+  const config = {
+    provider_uuid: plan.providerUuid,
+    provider_address: plan.providerAddress,
+    chain_id: plan.chainId,
+    rpc_url: plan.rpcUrl,
+    websocket_url: websocketUrlOf(plan.rpcUrl),
+    keyring_dir: plan.keyringDir,
+    keyring_backend: plan.keyringBackend,
+    key_name: plan.keyName,
+    api_listen_addr: ":8080",
+    callback_base_url: plan.callbackBaseUrl,
+    placement_store_db_path: join(plan.stateDir, "placements.db"),
+    payload_store_db_path: join(plan.stateDir, "payloads.db"),
+    backends: [
+      {
+        name: "docker",
+        url: plan.backendUrl,
+        hmac_secret: secret,
+        skus: plan.skus.map((s) => s.uuid),
+        default: true,
+      },
+    ],
+  };
+  return `# Written by fred provider init. Keys: docs/providerd-config.md.\n${stringify(config)}`;
+}
+
+export function renderBackendConfig(plan: InitPlan, secret: string): string {
+  const url = new URL(plan.backendUrl);
+  const config = {
+    name: "docker",
+    listen_addr: `${url.hostname}:${url.port || (url.protocol === "https:" ? "443" : "80")}`,
+    callback_secret: secret,
+    db_path: join(plan.stateDir, "docker-backend.db"),
+    docker_host: "unix:///var/run/docker.sock",
+    host_address: plan.hostAddress,
+    sku_mapping: Object.fromEntries(plan.skus.map((s) => [s.uuid, s.name])),
+    sku_profiles: Object.fromEntries(
+      plan.skus.map((s) => [s.name, { cpu_cores: s.cpuCores, memory_mb: s.memoryMb, disk_mb: s.diskMb }]),
+    ),
+    volume_data_path: join(plan.stateDir, "volumes"),
+    volume_filesystem: "btrfs",
+  };
+  return `# Written by fred provider init. Keys: docs/docker-backend.md (size total_* to the host).\n${stringify(config)}`;
+}
+
+/** The files that already exist in `dir` under the names init writes (it refuses them). */
+export function existingInitFiles(dir: string): string[] {
+  return Object.values(INIT_FILES)
+    .map((name) => join(dir, name))
+    .filter((path) => existsSync(path));
+}
+
+/**
+ * Writes each file 0600 (each holds the HMAC secret) with O_EXCL, so a file that
+ * appeared since the check is still never overwritten.
+ */
+export async function writeInitFiles(dir: string, files: Record<string, string>): Promise<string[]> {
+  const taken = existingInitFiles(dir);
+  if (taken.length > 0) throw refuseOverwrite(taken);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const written: string[] = [];
+  for (const [name, text] of Object.entries(files)) {
+    const path = join(dir, name);
+    let handle: Awaited<ReturnType<typeof open>>;
+    try {
+      handle = await open(path, "wx", 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EEXIST") throw refuseOverwrite([path]);
+      throw err;
+    }
+    try {
+      await handle.writeFile(text, "utf8");
+    } finally {
+      await handle.close();
+    }
+    written.push(path);
+  }
+  return written;
+}
+
+export function refuseOverwrite(paths: readonly string[]): FredError {
+  return new FredError(
+    "ERR_USAGE",
+    `refusing to overwrite ${paths.join(", ")}: move it away or choose another --out directory`,
+  );
+}
