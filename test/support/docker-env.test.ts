@@ -11,8 +11,9 @@ import {
   ENABLE_HINT,
   imageTag,
   isBtrfs,
-  type PrepareAbility,
+  NOT_ROOT,
   preparePlan,
+  ROOT_HINT,
   TEST_IMAGES,
 } from "./docker-env.ts";
 
@@ -25,8 +26,11 @@ import {
 const ROOT = "/srv/btrfs";
 const ENGINE = "no Docker engine answers on /var/run/docker.sock";
 const MOUNT = `${ROOT} is not a btrfs mount`;
-const ready: DockerState = { engine: true, btrfs: true, missingImages: [] };
+const ready: DockerState = { engine: true, btrfs: true, root: true, btrfsTools: true, missingImages: [] };
+const user: DockerState = { ...ready, root: false };
 const backend: DockerNeeds = { btrfs: true, images: ["httpd", "volume"] };
+const up: DockerNeeds = { ownBtrfs: true };
+const btrfsOnly: DockerNeeds = { engine: false, btrfs: true };
 
 describe("dockerVerdict: one suite's needs against the machine", () => {
   const cases: [string, DockerState, DockerNeeds, boolean, ReturnType<typeof dockerVerdict>][] = [
@@ -55,6 +59,8 @@ describe("dockerVerdict: one suite's needs against the machine", () => {
       false,
       { run: true },
     ],
+    ["not root, a suite with volumes", user, backend, false, { skip: `${NOT_ROOT}; ${ROOT_HINT}` }],
+    ["not root, a suite without volumes", user, { images: ["httpd"] }, true, { run: true }],
     [
       "one of its images missing",
       { ...ready, missingImages: ["volume", "seeded"] },
@@ -78,22 +84,25 @@ describe("dockerVerdict: one suite's needs against the machine", () => {
     ],
     [
       "no engine: its images are not reported as well",
-      { engine: false, btrfs: true, missingImages: ["httpd"] },
+      { ...ready, engine: false, missingImages: ["httpd"] },
       backend,
       false,
       { skip: `${ENGINE}; ${ENABLE_HINT}` },
     ],
+    ["fred up's own loopback, no shared mount needed", { ...ready, btrfs: false }, up, true, { run: true }],
     [
-      "the btrfs-only suite without an engine",
-      { ...ready, engine: false },
-      { engine: false, btrfs: true },
-      true,
-      { run: true },
+      "fred up's own loopback without btrfs-progs",
+      { ...ready, btrfsTools: false },
+      up,
+      false,
+      { skip: `no btrfs-progs (mkfs.btrfs, btrfs); ${ENABLE_HINT}` },
     ],
+    ["fred up's own loopback, not root", user, up, true, { fail: `REQUIRE_DOCKER=1 but ${NOT_ROOT}` }],
+    ["the btrfs-only suite without an engine", { ...ready, engine: false }, btrfsOnly, true, { run: true }],
     [
       "the btrfs-only suite without a mount",
       { ...ready, btrfs: false },
-      { engine: false, btrfs: true },
+      btrfsOnly,
       false,
       { skip: `${MOUNT}; ${ENABLE_HINT}` },
     ],
@@ -103,38 +112,43 @@ describe("dockerVerdict: one suite's needs against the machine", () => {
 });
 
 describe("preparePlan: what npm test does before the Docker suites", () => {
-  const root: PrepareAbility = { root: true, missingTools: [] };
-  const user: PrepareAbility = { root: false, missingTools: [] };
   const all = TEST_IMAGES.map(imageTag).join(" ");
   const skipped = "Docker suites skipped where they need it:";
-  const cases: [string, DockerState, PrepareAbility, boolean, ReturnType<typeof preparePlan>][] = [
-    ["prepared: nothing to do", ready, user, false, { action: "ready" }],
-    ["no mount, root with the tools", { ...ready, btrfs: false }, root, false, { action: "prepare" }],
+  const cases: [string, DockerState, string[], boolean, ReturnType<typeof preparePlan>][] = [
+    ["prepared: nothing to do", ready, ["mkfs.btrfs"], false, { action: "ready" }],
+    ["no mount, root with the tools", { ...ready, btrfs: false }, [], false, { action: "prepare" }],
     [
       "images missing, root with the tools",
       { ...ready, missingImages: TEST_IMAGES },
-      root,
+      [],
       true,
       { action: "prepare" },
     ],
     [
       "no engine and no mount, root: the mount is still made",
       { ...ready, engine: false, btrfs: false },
-      root,
+      [],
       false,
       { action: "prepare" },
     ],
     [
       "no mount, not root",
-      { ...ready, btrfs: false },
-      user,
+      { ...user, btrfs: false },
+      [],
       false,
-      { action: "report", line: `${skipped} ${MOUNT} (npm test prepares them only as root); ${ENABLE_HINT}` },
+      { action: "report", line: `${skipped} ${MOUNT}; ${NOT_ROOT}; ${ROOT_HINT}` },
+    ],
+    [
+      "prepared, not root",
+      user,
+      [],
+      false,
+      { action: "report", line: `${skipped} ${NOT_ROOT}; ${ROOT_HINT}` },
     ],
     [
       "images missing, root without busybox",
       { ...ready, missingImages: TEST_IMAGES },
-      { root: true, missingTools: ["/bin/busybox (busybox-static)"] },
+      ["/bin/busybox (busybox-static)"],
       false,
       {
         action: "report",
@@ -144,23 +158,23 @@ describe("preparePlan: what npm test does before the Docker suites", () => {
     [
       "no engine: nothing npm test can prepare",
       { ...ready, engine: false },
-      root,
+      [],
       false,
-      { action: "report", line: `${skipped} ${ENGINE} (npm test does not start an engine); ${ENABLE_HINT}` },
+      { action: "report", line: `${skipped} ${ENGINE}; ${ENABLE_HINT}` },
     ],
     [
-      "images missing, not root, required",
-      { ...ready, missingImages: ["owned"] },
-      user,
+      "image missing, not root, required",
+      { ...user, missingImages: ["owned"] },
+      [],
       true,
       {
         action: "report",
-        line: "REQUIRE_DOCKER=1: the Docker suites will fail: test images missing: fred-test/owned:1 (npm test prepares them only as root)",
+        line: `REQUIRE_DOCKER=1: the Docker suites will fail: ${NOT_ROOT}; test images missing: fred-test/owned:1`,
       },
     ],
   ];
-  for (const [name, state, ability, required, want] of cases)
-    it(name, () => assert.deepEqual(preparePlan(state, ability, required, ROOT), want));
+  for (const [name, state, missingTools, required, want] of cases)
+    it(name, () => assert.deepEqual(preparePlan(state, missingTools, required, ROOT), want));
 });
 
 describe("the test images", () => {
@@ -187,9 +201,11 @@ describe("a Docker suite whose btrfs root is not btrfs", () => {
       );
       const out = `${run.stdout}${run.stderr}`;
       assert.equal(run.status, 0, out);
-      // node:test counts a skipped describe as a suite whose tests never started.
-      const line = `ok 1 - fred backend docker (CLI) # SKIP ${dir} is not a btrfs mount; ${ENABLE_HINT}`;
-      assert.ok(out.includes(line), out);
+      // node:test counts a skipped describe as a suite whose tests never started. Run by a
+      // user, "not root" joins the reason.
+      const skipLine = /^ok 1 - fred backend docker \(CLI\) # SKIP (.*)$/m.exec(out)?.[1] ?? "";
+      assert.ok(skipLine.startsWith(`${dir} is not a btrfs mount; `), out);
+      assert.ok(skipLine.endsWith("or set REQUIRE_DOCKER=1 to fail instead"), out);
       for (const zero of ["tests", "fail", "cancelled"])
         assert.match(out, new RegExp(`^# ${zero} 0$`, "m"), out);
     } finally {

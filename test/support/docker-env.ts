@@ -32,10 +32,16 @@ export const TEST_IMAGES = [
 export type TestImage = (typeof TEST_IMAGES)[number];
 export const imageTag = (image: TestImage): string => `fred-test/${image}:1`;
 
-/** What one suite declares it needs; the engine unless `engine: false`. */
+/**
+ * What one suite declares it needs. `engine` unless false. `btrfs`: volumes on the shared
+ * mount at BTRFS_ROOT, and root, since subvolumes and qgroup limits are root's. `ownBtrfs`:
+ * the suite's command mounts its own loopback btrfs (`fred up --docker`), which takes root
+ * and btrfs-progs. `images`: the fred-test/* images it runs.
+ */
 export interface DockerNeeds {
   engine?: boolean;
   btrfs?: boolean;
+  ownBtrfs?: boolean;
   images?: readonly TestImage[];
 }
 
@@ -43,19 +49,24 @@ export interface DockerNeeds {
 export interface DockerState {
   engine: boolean;
   btrfs: boolean;
+  root: boolean;
+  btrfsTools: boolean;
   missingImages: readonly TestImage[];
 }
 
 export const ENABLE_HINT = "run sudo bash .ci/docker-setup.sh or set REQUIRE_DOCKER=1 to fail instead";
+export const ROOT_HINT = "run npm test as root or set REQUIRE_DOCKER=1 to fail instead";
+export const NOT_ROOT = "not root (btrfs volumes and their quotas need it)";
 
 export type Verdict = { run: true } | { skip: string } | { fail: string };
 
 /** What is missing for `needs`, one phrase per piece (empty when the suite can run). */
 export function missingFor(state: DockerState, needs: DockerNeeds, btrfsRoot = BTRFS_ROOT): string[] {
   const missing: string[] = [];
-  const engine = needs.engine ?? true;
-  if (engine && !state.engine) missing.push(`no Docker engine answers on ${DOCKER_SOCKET}`);
+  if ((needs.engine ?? true) && !state.engine) missing.push(`no Docker engine answers on ${DOCKER_SOCKET}`);
   if (needs.btrfs && !state.btrfs) missing.push(`${btrfsRoot} is not a btrfs mount`);
+  if ((needs.btrfs || needs.ownBtrfs) && !state.root) missing.push(NOT_ROOT);
+  if (needs.ownBtrfs && !state.btrfsTools) missing.push("no btrfs-progs (mkfs.btrfs, btrfs)");
   // Without an engine the images cannot be asked for; the engine phrase already says why.
   const images = (needs.images ?? []).filter((i) => state.missingImages.includes(i));
   if (state.engine && images.length > 0)
@@ -73,43 +84,36 @@ export function dockerVerdict(
   const missing = missingFor(state, needs, btrfsRoot);
   if (missing.length === 0) return { run: true };
   if (required) return { fail: `REQUIRE_DOCKER=1 but ${missing.join("; ")}` };
-  return { skip: `${missing.join("; ")}; ${ENABLE_HINT}` };
-}
-
-/** Who runs the tests and which preparation tools it has (see docker-prepare.sh). */
-export interface PrepareAbility {
-  root: boolean;
-  missingTools: readonly string[];
+  return { skip: `${missing.join("; ")}; ${missing.includes(NOT_ROOT) ? ROOT_HINT : ENABLE_HINT}` };
 }
 
 export type Plan = { action: "ready" } | { action: "prepare" } | { action: "report"; line: string };
 
 /** Everything any Docker suite may need: the runner prepares or reports against this. */
-const EVERYTHING: DockerNeeds = { engine: true, btrfs: true, images: TEST_IMAGES };
+const EVERYTHING: DockerNeeds = { engine: true, btrfs: true, ownBtrfs: true, images: TEST_IMAGES };
 
 /**
- * The runner's decision before a run that includes Docker suites. Preparing means the
- * btrfs mount and the images (test/support/docker-prepare.sh), which needs root and the
- * tools; starting or installing an engine is left to .ci/docker-setup.sh. Otherwise one
- * line says what is missing, why it was not prepared and how to get it (the suites that
- * need it skip on their own, or fail under REQUIRE_DOCKER=1).
+ * The runner's decision before a run that includes Docker suites. It prepares the shared
+ * btrfs mount and the images (test/support/docker-prepare.sh) when one is missing and it
+ * runs as root with `missingTools` empty; installing packages and starting an engine are
+ * left to .ci/docker-setup.sh. Otherwise one line says what is missing, why npm test left it
+ * so and how to get it; the suites that need it skip on their own (fail with REQUIRE_DOCKER=1).
  */
 export function preparePlan(
   state: DockerState,
-  ability: PrepareAbility,
+  missingTools: readonly string[],
   required: boolean,
   btrfsRoot = BTRFS_ROOT,
 ): Plan {
   const missing = missingFor(state, EVERYTHING, btrfsRoot);
   if (missing.length === 0) return { action: "ready" };
-  let why: string | undefined;
-  if (!preparable(state)) why = "npm test does not start an engine";
-  else if (!ability.root) why = "npm test prepares them only as root";
-  else if (ability.missingTools.length > 0)
-    why = `npm test cannot prepare them without ${ability.missingTools.join(", ")}`;
-  return why === undefined
-    ? { action: "prepare" }
-    : { action: "report", line: reportLine(missing, why, required) };
+  if (preparable(state) && state.root && missingTools.length === 0) return { action: "prepare" };
+  // Not root is a missing piece of its own; a missing tool is why root did not prepare.
+  const why =
+    preparable(state) && state.root
+      ? ` (npm test cannot prepare them without ${missingTools.join(", ")})`
+      : "";
+  return { action: "report", line: reportLine(missing, why, required) };
 }
 
 /** Something docker-prepare.sh makes is missing: the btrfs mount, or images on an engine. */
@@ -119,9 +123,10 @@ function preparable(state: DockerState): boolean {
 
 /** The one line the runner prints: what is missing, why it stays so, how to get it. */
 function reportLine(missing: string[], why: string, required: boolean): string {
-  const what = `${missing.join("; ")} (${why})`;
+  const what = `${missing.join("; ")}${why}`;
   if (required) return `REQUIRE_DOCKER=1: the Docker suites will fail: ${what}`;
-  return `Docker suites skipped where they need it: ${what}; ${ENABLE_HINT}`;
+  const hint = missing.includes(NOT_ROOT) ? ROOT_HINT : ENABLE_HINT;
+  return `Docker suites skipped where they need it: ${what}; ${hint}`;
 }
 
 /** Whether `path` is on a btrfs file system. */
@@ -152,35 +157,38 @@ export async function probeDockerState(images: readonly TestImage[] = TEST_IMAGE
   const found = engine
     ? await Promise.all(images.map(async (i) => (await engineGet(`/images/${imageTag(i)}/json`)) === 200))
     : images.map(() => false);
-  return { engine, btrfs: isBtrfs(BTRFS_ROOT), missingImages: images.filter((_, n) => !found[n]) };
+  return { engine, ...probeHost(), missingImages: images.filter((_, n) => !found[n]) };
 }
 
+/** The parts of the state that need no engine. */
+export function probeHost(): Pick<DockerState, "btrfs" | "root" | "btrfsTools"> {
+  return {
+    btrfs: isBtrfs(BTRFS_ROOT),
+    root: process.getuid?.() === 0,
+    btrfsTools: onPath("mkfs.btrfs") && onPath("btrfs"),
+  };
+}
+
+/** On PATH, or in the sbin folders a user's PATH often lacks (where mkfs.btrfs lives). */
 function onPath(tool: string): boolean {
-  return (process.env.PATH ?? "").split(delimiter).some((dir) => {
-    try {
-      accessSync(join(dir, tool), constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  const dirs = [...(process.env.PATH ?? "").split(delimiter), "/usr/sbin", "/sbin"];
+  return dirs.some((dir) => executable(join(dir, tool)));
 }
 
-/** Root, and the tools docker-prepare.sh and images/build.sh run. */
-export function prepareAbility(): PrepareAbility {
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The tools docker-prepare.sh and images/build.sh run that this machine lacks. */
+export function missingPrepareTools(): string[] {
   const tools = ["mountpoint", "mkfs.btrfs", "btrfs", "docker", "tar", "sha256sum"].filter((t) => !onPath(t));
   const busybox = process.env.BUSYBOX ?? "/bin/busybox";
-  let busyboxOk = false;
-  try {
-    accessSync(busybox, constants.X_OK);
-    busyboxOk = true;
-  } catch {
-    busyboxOk = false;
-  }
-  return {
-    root: process.getuid?.() === 0,
-    missingTools: busyboxOk ? tools : [...tools, `${busybox} (busybox-static)`],
-  };
+  return executable(busybox) ? tools : [...tools, `${busybox} (busybox-static)`];
 }
 
 /**
@@ -189,7 +197,7 @@ export function prepareAbility(): PrepareAbility {
  * (null when everything is there).
  */
 export async function prepareDockerTests(): Promise<string | null> {
-  const plan = preparePlan(await probeDockerState(), prepareAbility(), REQUIRE_DOCKER);
+  const plan = preparePlan(await probeDockerState(), missingPrepareTools(), REQUIRE_DOCKER);
   if (plan.action !== "prepare") return plan.action === "report" ? plan.line : null;
   const script = join(import.meta.dirname, "docker-prepare.sh");
   console.error(`== preparing the Docker suites: bash ${script}`);
@@ -197,9 +205,7 @@ export async function prepareDockerTests(): Promise<string | null> {
   const after = await probeDockerState();
   const missing = missingFor(after, EVERYTHING);
   if (missing.length === 0) return null;
-  const why = preparable(after)
-    ? `docker-prepare.sh exited ${done.status ?? done.signal}`
-    : "npm test does not start an engine";
+  const why = preparable(after) ? ` (docker-prepare.sh exited ${done.status ?? done.signal})` : "";
   return reportLine(missing, why, REQUIRE_DOCKER);
 }
 

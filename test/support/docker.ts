@@ -10,7 +10,7 @@ import {
   type DockerState,
   dockerVerdict,
   imageTag,
-  isBtrfs,
+  probeHost,
   REQUIRE_DOCKER,
   type TestImage,
 } from "./docker-env.ts";
@@ -57,9 +57,9 @@ export async function engineAnswers(
 export async function dockerSkip(needs: Omit<DockerNeeds, "engine"> = {}): Promise<false | string> {
   const wanted: DockerNeeds = { ...needs, engine: true };
   if (!REQUIRE_DOCKER) {
-    // Skip without waiting for the lock when the engine or the mount is already known missing.
+    // Skip without waiting for the lock when the engine, the mount or root is known missing.
     const early = dockerVerdict(
-      { engine: await engineAnswers(), btrfs: isBtrfs(BTRFS_ROOT), missingImages: [] },
+      { engine: await engineAnswers(), ...probeHost(), missingImages: [] },
       wanted,
       false,
     );
@@ -70,7 +70,7 @@ export async function dockerSkip(needs: Omit<DockerNeeds, "engine"> = {}): Promi
   const engine = await engineAnswers(docker);
   const state: DockerState = {
     engine,
-    btrfs: isBtrfs(BTRFS_ROOT),
+    ...probeHost(),
     missingImages: engine ? await missingImages(docker, needs.images ?? []) : [],
   };
   return verdictToSkip(dockerVerdict(state, wanted, REQUIRE_DOCKER));
@@ -149,11 +149,11 @@ function alive(pid: number): boolean {
 }
 
 /**
- * `skip` option for a describe that needs only the test btrfs mount, not the engine: false
- * when BTRFS_ROOT is btrfs; without it, REQUIRE_DOCKER=1 makes this throw, as `dockerSkip`.
+ * `skip` option for a describe that needs only the test btrfs mount (and root), not the
+ * engine; with REQUIRE_DOCKER=1 a missing piece throws, as in `dockerSkip`.
  */
 export function btrfsSkip(): false | string {
-  const state = { engine: false, btrfs: isBtrfs(BTRFS_ROOT), missingImages: [] };
+  const state: DockerState = { engine: false, ...probeHost(), missingImages: [] };
   return verdictToSkip(dockerVerdict(state, { engine: false, btrfs: true }, REQUIRE_DOCKER));
 }
 
