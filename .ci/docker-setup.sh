@@ -2,15 +2,14 @@
 # Prepares a real Docker engine for the Docker backend tests; safe to run repeatedly.
 #  1. Debian packages: docker.io (dockerd + containerd + runc), busybox-static (the rootfs
 #     of every test image), btrfs-progs (subvolumes and qgroups for enforced disk sizes).
-#  2. A loopback btrfs file system with quotas at $FRED_TEST_BTRFS (volume_data_path).
-#  3. dockerd in the background with a roomy address pool (tests create many tenant
+#  2. dockerd in the background with a roomy address pool (tests create many tenant
 #     networks), then waits until `docker info` answers.
-#  4. The locally built test images (no registry is reachable from CI).
+#  3. test/support/docker-prepare.sh, which `npm test` also runs as root when something is
+#     missing: a loopback btrfs file system with quotas at $FRED_TEST_BTRFS
+#     (volume_data_path) and the locally built test images (no registry is reachable from CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FRED_TEST_BTRFS="${FRED_TEST_BTRFS:-/var/lib/fred-test-btrfs}"
-BTRFS_IMAGE_FILE="${FRED_TEST_BTRFS}.img"
 DOCKERD_LOG="${DOCKERD_LOG:-/var/log/fred-dockerd.log}"
 
 need_packages=()
@@ -23,17 +22,6 @@ if [ "${#need_packages[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_packages[@]}" >/dev/null
 fi
 
-if ! mountpoint -q "$FRED_TEST_BTRFS"; then
-  echo "== docker-setup: loopback btrfs at $FRED_TEST_BTRFS"
-  mkdir -p "$FRED_TEST_BTRFS"
-  if [ ! -f "$BTRFS_IMAGE_FILE" ]; then
-    truncate -s 2G "$BTRFS_IMAGE_FILE"
-    mkfs.btrfs -q "$BTRFS_IMAGE_FILE"
-  fi
-  mount -o loop "$BTRFS_IMAGE_FILE" "$FRED_TEST_BTRFS"
-fi
-btrfs quota enable "$FRED_TEST_BTRFS"
-
 if ! docker info >/dev/null 2>&1; then
   echo "== docker-setup: starting dockerd (log: $DOCKERD_LOG)"
   nohup dockerd --default-address-pool base=10.210.0.0/16,size=24 >"$DOCKERD_LOG" 2>&1 &
@@ -44,4 +32,4 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { echo "dockerd did not answer; tail of $DOCKERD_LOG:"; tail -20 "$DOCKERD_LOG"; exit 1; }
 fi
 
-bash test/backend/docker/images/build.sh
+bash test/support/docker-prepare.sh

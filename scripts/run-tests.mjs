@@ -3,9 +3,13 @@
 // We collect the files ourselves: Node 20 had no glob expansion in --test, and one list
 // keeps the path-substring filter below the same on every Node (22, 24).
 // Usage: npm test [-- <path-substring> ...]   (filters the files by substring)
+// Before a run that includes Docker suites (files that import test/support/docker.ts), the
+// btrfs mount and test images they need are prepared when this runs as root with the tools,
+// or one line says which suites skip and how to enable them (test/support/docker-env.ts).
 import { spawn } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
+import { tsImport } from "tsx/esm/api";
 
 function collect(dir) {
   const out = [];
@@ -22,6 +26,11 @@ const files = collect("test").filter((f) => filters.length === 0 || filters.some
 if (files.length === 0) {
   console.error(`no test files match ${filters.join(" ")}`);
   process.exit(1);
+}
+if (files.some((f) => readFileSync(f, "utf8").includes("support/docker.ts"))) {
+  const { prepareDockerTests } = await tsImport("../test/support/docker-env.ts", import.meta.url);
+  const line = await prepareDockerTests();
+  if (line) console.error(line);
 }
 const concurrency = process.env.TEST_CONCURRENCY ?? "2";
 const child = spawn(

@@ -30,7 +30,7 @@ import { type Launched, launchFred, runFred, until } from "../support/index.ts";
  * finds providerd through the provider record on chain and trusts fred up's local CA.
  * Real devnet, real Docker backend, real containers (published on 127.0.0.1 only).
  */
-const skip = await dockerSkip();
+const skip = await dockerSkip({ ownBtrfs: true });
 
 describe("fred up --docker (npm start on real containers)", { skip }, () => {
   const home = mkdtempSync(join(tmpdir(), "fred-up-docker-"));

@@ -1,23 +1,35 @@
 import { execFile, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statfsSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import { connectDocker } from "../../src/backend/docker/engine.ts";
+import {
+  BTRFS_ROOT,
+  type DockerNeeds,
+  type DockerState,
+  dockerVerdict,
+  imageTag,
+  probeHost,
+  REQUIRE_DOCKER,
+  type TestImage,
+} from "./docker-env.ts";
 import { until } from "./until.ts";
+
+export { BTRFS_ROOT, type DockerNeeds, REQUIRE_DOCKER, type TestImage } from "./docker-env.ts";
 
 /**
  * The Docker engine fixture every suite that needs an engine shares (the Docker backend's,
  * providerd's e2e, `fred up`, the release image): whether an engine answers and whether it
  * must (REQUIRE_DOCKER=1 in CI turns a skip into a failure), the lock that runs those files
  * one at a time, the test btrfs mount and fresh directories on it, the docker CLI, and an
- * engine restart for the fault tests. The fred-test/* images the suites run are built
- * once per machine by test/backend/docker/images/build.sh (.ci/docker-setup.sh runs it).
- * Imported directly, not through index.ts, so suites without Docker never load dockerode.
+ * engine restart for the fault tests. Each suite declares what it needs (`dockerSkip({
+ * btrfs, images })`); the decisions themselves are in docker-env.ts. The fred-test/* images
+ * are built once per machine by test/backend/docker/images/build.sh, which `npm test` runs
+ * as root when one is missing (test/support/docker-prepare.sh, also run by
+ * .ci/docker-setup.sh). Imported directly, not through index.ts, so suites without Docker
+ * never load dockerode.
  */
-
-export const BTRFS_ROOT = process.env.FRED_TEST_BTRFS ?? "/var/lib/fred-test-btrfs";
-export const REQUIRE_DOCKER = process.env.REQUIRE_DOCKER === "1";
 
 export async function engineAnswers(
   docker: Docker = connectDocker("unix:///var/run/docker.sock"),
@@ -34,20 +46,54 @@ export async function engineAnswers(
 }
 
 /**
- * `skip` option for a Docker describe: false when the engine answers. Without an engine,
- * REQUIRE_DOCKER=1 (CI) makes this throw so the run fails instead of skipping. An engine
- * that does not answer may only be restarting under another file's fault test (which holds
- * the engine lock while it does), so the verdict is taken again once this file holds the
- * lock: a file that starts beside the fault test waits for it instead of failing.
+ * `skip` option for a describe that needs the engine and what `needs` names: false when all
+ * of it is there, else the reason and how to enable the suite. With REQUIRE_DOCKER=1 (CI)
+ * a missing piece throws, so the run fails instead of skipping. An engine that does not
+ * answer may only be restarting under another file's fault test (which holds the engine
+ * lock while it does), so the verdict is taken again once this file holds the lock: a file
+ * that starts beside the fault test waits for it instead of failing. The images are asked
+ * for under the lock too, for the same reason.
  */
-export async function dockerSkip(): Promise<false | string> {
-  const noEngine = "no Docker engine (set REQUIRE_DOCKER=1 to make this a failure)";
-  if (!REQUIRE_DOCKER && !(await engineAnswers())) return noEngine;
+export async function dockerSkip(needs: Omit<DockerNeeds, "engine"> = {}): Promise<false | string> {
+  const wanted: DockerNeeds = { ...needs, engine: true };
+  if (!REQUIRE_DOCKER) {
+    // Skip without waiting for the lock when the engine, the mount or root is known missing.
+    const early = dockerVerdict(
+      { engine: await engineAnswers(), ...probeHost(), missingImages: [] },
+      wanted,
+      false,
+    );
+    if ("skip" in early) return early.skip;
+  }
   await holdEngineLock();
-  if (await engineAnswers()) return false;
-  if (REQUIRE_DOCKER)
-    throw new Error("REQUIRE_DOCKER=1 but no Docker engine answers on /var/run/docker.sock");
-  return noEngine;
+  const docker = connectDocker("unix:///var/run/docker.sock");
+  const engine = await engineAnswers(docker);
+  const state: DockerState = {
+    engine,
+    ...probeHost(),
+    missingImages: engine ? await missingImages(docker, needs.images ?? []) : [],
+  };
+  return verdictToSkip(dockerVerdict(state, wanted, REQUIRE_DOCKER));
+}
+
+async function missingImages(docker: Docker, images: readonly TestImage[]): Promise<TestImage[]> {
+  const found = await Promise.all(
+    images.map((i) =>
+      docker
+        .getImage(imageTag(i))
+        .inspect()
+        .then(
+          () => true,
+          () => false,
+        ),
+    ),
+  );
+  return images.filter((_, n) => !found[n]);
+}
+
+function verdictToSkip(verdict: ReturnType<typeof dockerVerdict>): false | string {
+  if ("fail" in verdict) throw new Error(verdict.fail);
+  return "skip" in verdict ? verdict.skip : false;
 }
 
 const LOCK_DIR = "/tmp/fred-docker-tests.lock";
@@ -102,22 +148,13 @@ function alive(pid: number): boolean {
   }
 }
 
-const BTRFS_MAGIC = 0x9123683e;
-
 /**
- * `skip` option for a describe that needs only the test btrfs mount, not the engine: false
- * when BTRFS_ROOT is btrfs; without it, REQUIRE_DOCKER=1 makes this throw, as `dockerSkip`.
+ * `skip` option for a describe that needs only the test btrfs mount (and root), not the
+ * engine; with REQUIRE_DOCKER=1 a missing piece throws, as in `dockerSkip`.
  */
 export function btrfsSkip(): false | string {
-  let ok = false;
-  try {
-    ok = statfsSync(BTRFS_ROOT).type === BTRFS_MAGIC;
-  } catch {
-    ok = false;
-  }
-  if (ok) return false;
-  if (REQUIRE_DOCKER) throw new Error(`REQUIRE_DOCKER=1 but ${BTRFS_ROOT} is not a btrfs mount`);
-  return `no btrfs at ${BTRFS_ROOT}`;
+  const state: DockerState = { engine: false, ...probeHost(), missingImages: [] };
+  return verdictToSkip(dockerVerdict(state, { engine: false, btrfs: true }, REQUIRE_DOCKER));
 }
 
 /** A fresh directory under the test btrfs mount; the returned function removes it. */

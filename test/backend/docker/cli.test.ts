@@ -13,7 +13,7 @@ import { DISK_SKU, httpdManifest, prepareDockerBackend, SECRET, spawnDockerBacke
 import { provisionBody } from "./provision-helper.ts";
 
 /** `fred backend docker` as an operator meets it: first start, refusals, disk withheld. */
-const skip = await dockerSkip();
+const skip = await dockerSkip({ btrfs: true, images: ["httpd"] });
 const FRED = new URL("../../../bin/fred.js", import.meta.url).pathname;
 
 function fred(args: string[]): { code: number | null; stdout: string; stderr: string } {

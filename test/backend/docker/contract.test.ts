@@ -11,7 +11,7 @@ import {
 } from "./helpers.ts";
 
 /** The backend-kit contract suite against the Docker backend on the real engine. */
-const skip = await dockerSkip();
+const skip = await dockerSkip({ btrfs: true, images: ["httpd"] });
 
 if (!skip) {
   runBackendContractSuite("docker", async () => {

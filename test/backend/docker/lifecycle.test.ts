@@ -24,7 +24,7 @@ import { outboxDrained, provisionAndWait, provisionBody } from "./provision-help
  * dependencies and several instances, startup verification outcomes with curated
  * reasons, logs, deprovision, runtime death, and stale-handle safety.
  */
-const skip = await dockerSkip();
+const skip = await dockerSkip({ btrfs: true, images: ["httpd", "crashloop", "unhealthy", "volume"] });
 
 const leaseContainers = async (lease: string) =>
   (await dockerCli(["ps", "-a", "--filter", `label=fred.lease_uuid=${lease}`, "--format", "{{.Names}}"])).out

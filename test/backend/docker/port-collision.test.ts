@@ -28,7 +28,7 @@ import { provisionBody } from "./provision-helper.ts";
  * many are taken: one blocked window makes the backend's first start fail and its second
  * one succeed; three windows make every one of its tries fail.
  */
-const skip = await dockerSkip();
+const skip = await dockerSkip({ btrfs: true, images: ["httpd"] });
 
 /** Host ports one engine start call tries before it reports the collision. */
 const DOCKERD_PICKS = 10;

@@ -23,7 +23,7 @@ import { outboxDrained, provisionAndWait, provisionBody } from "./provision-help
  * release's containers, never the volume or the tenant data in it. Only the close
  * destroys it.
  */
-const skip = await dockerSkip();
+const skip = await dockerSkip({ btrfs: true, images: ["volume"] });
 
 describe("docker backend: volumes across failure and re-provision", { skip }, () => {
   let setup: DockerTestSetup;

@@ -41,7 +41,7 @@ describe("volumeOwnerUser", () => {
   });
 });
 
-const skip = await dockerSkip();
+const skip = await dockerSkip({ btrfs: true, images: ["owned", "owned-split", "owned-user", "volume"] });
 
 describe("docker substrate: running as the VOLUME directories' owner", { skip }, () => {
   const storageId = randomUUID();

@@ -152,7 +152,7 @@ describe("volume seed extraction guard", { skip: process.getuid?.() === 0 ? fals
   });
 });
 
-const skip = await dockerSkip();
+const skip = await dockerSkip({ btrfs: true, images: ["seeded", "volume"] });
 
 describe("docker substrate: volumes seeded from the image", { skip }, () => {
   const storageId = randomUUID();

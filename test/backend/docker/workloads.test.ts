@@ -16,7 +16,7 @@ import { substrateConfig, workloadSpec } from "./substrate-helper.ts";
  * and from the inside (`docker exec`): tenant isolation, enforced disk size, read-only
  * root, no capabilities, SKU limits.
  */
-const skip = await dockerSkip();
+const skip = await dockerSkip({ btrfs: true, images: ["httpd", "volume"] });
 
 describe("docker substrate: real workloads", { skip }, () => {
   const storageId = randomUUID();

@@ -30,7 +30,7 @@ const ALLOWED = "providerd.fred.internal,ops-console";
 const SKU = "0190f3a2-7c1e-7000-8000-00000000f001";
 const PROVIDER = "0190f3a2-7c1e-7000-8000-00000000f0aa";
 // Awaited before any test is declared: the root hooks below must see every suite.
-const skipDocker = await dockerSkip();
+const skipDocker = await dockerSkip({ btrfs: true });
 const dir = mkdtempSync(join(tmpdir(), "fred-mtls-"));
 const pki = new TestPki(dir);
 const file = (name: string) => pki.file(name);

@@ -24,7 +24,7 @@ import { Stack, sha256 } from "../e2e/stack.ts";
  * restore killed after the source row is consumed ends ACTIVE with the file the first lease
  * wrote, and after a complete sweep providerd routes nothing to the consumed source.
  */
-const skip = await dockerSkip();
+const skip = await dockerSkip({ btrfs: true, images: ["volume"] });
 const MANIFEST = Buffer.from(JSON.stringify({ image: "fred-test/volume:1", stop_grace_period: "1s" }));
 const HASH = sha256(MANIFEST);
 const HASH_HEX = Buffer.from(HASH).toString("hex");

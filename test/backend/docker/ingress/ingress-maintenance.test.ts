@@ -16,7 +16,7 @@ import { httpsServed, startCaddy, type TestCaddy } from "./caddy-helper.ts";
  * Routes follow the substrate's ready path in maintenance too: a restart re-points the
  * hostname at the recreated container, an update at the next release's container and port.
  */
-const skip = await dockerSkip();
+const skip = await dockerSkip({ images: ["httpd"] });
 const NAME = "ing-maint";
 
 describe("docker substrate: ingress routes through restart and update", { skip }, () => {

@@ -24,7 +24,7 @@ import { startDns, type TestDns } from "./dns-server.ts";
  * the proxy and of the backend; stacks get one hostname per routable service; custom
  * domains follow reconcile_custom_domain and pass the ask gate only when set and resolving.
  */
-const skip = await dockerSkip();
+const skip = await dockerSkip({ btrfs: true, images: ["httpd"] });
 const WILDCARD = "apps.fred.test";
 const BACKEND = "docker-test";
 

@@ -29,7 +29,7 @@ import { EXITS, held, VERIFY, VOLUME_APP } from "./harness.ts";
  * on exactly one release, the engine holds exactly its one container, and the file the
  * workload wrote before the first restart is still in the volume.
  */
-const skip = await dockerSkip();
+const skip = await dockerSkip({ btrfs: true, images: ["volume"] });
 
 /** The crash point armed for each process life, in order; each kills the one before. */
 const LIVES: (DockerCrashPoint | undefined)[] = [

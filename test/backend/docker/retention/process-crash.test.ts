@@ -33,7 +33,7 @@ import { outboxDrained, PROVIDER, provisionAndWait, provisionBody, TENANT } from
  * retained under the source, or in the one destination that committed — never lost and
  * never both; every callback is delivered exactly once.
  */
-const skip = await dockerSkip();
+const skip = await dockerSkip({ btrfs: true, images: ["volume"] });
 
 describe("docker backend process: kill -9 at each step of retain, restore and reap", { skip }, () => {
   let setup: DockerTestSetup;

@@ -24,7 +24,7 @@ import { PROVIDER, provisionAndWait, provisionBody, TENANT } from "../provision-
  * lease restored onto a larger tier; a smaller tier the data does not fit is refused with
  * 422 demote_exceeds_tier and the data stays retained.
  */
-const skip = await dockerSkip();
+const skip = await dockerSkip({ btrfs: true, images: ["volume"] });
 const BIG_SKU = "0190f3a2-7c1e-7000-8000-00000000d0b1";
 
 describe("docker backend: retain on close and restore", { skip }, () => {
