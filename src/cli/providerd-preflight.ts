@@ -256,14 +256,14 @@ function checkStores(
   } else {
     try {
       using store = PlacementStore.open(path, config.providerUuid, { readonly: true });
-      const copiedAt = store.copyTakenAt();
+      const copiedAt = store.copies.takenAt();
       if (copiedAt !== undefined)
         fail(
           "placement store",
           `${path} is a copy taken at ${new Date(copiedAt).toISOString()}: attest it first (fred placement repair --config <file> --attest-restored-backup --apply)`,
         );
-      else pass("placement store", `${path} opens (${store.backends().length} pinned backend(s))`);
-      pins = store.pins();
+      else pass("placement store", `${path} opens (${store.fleet.backends().length} pinned backend(s))`);
+      pins = store.fleet.pins();
     } catch (err) {
       fail("placement store", `${path} does not open: ${message(err)}`);
     }
