@@ -30,6 +30,14 @@ import { type Launched, launchFred, runFred, until } from "../support/index.ts";
  * finds providerd through the provider record on chain and trusts fred up's local CA.
  * Real devnet, real Docker backend, real containers (published on 127.0.0.1 only).
  */
+/**
+ * fred up's banner with its 80-column folds undone: a folded command's " \" continuation
+ * and every hanging-indent line are joined back, so a pattern can span what was one line.
+ */
+function unfolded(text: string): string {
+  return text.replace(/ \\\n\s+/g, " ").replace(/\n {5,}(?=\S)/g, " ");
+}
+
 const skip = await dockerSkip({ ownBtrfs: true });
 
 describe("fred up --docker (npm start on real containers)", { skip }, () => {
@@ -47,7 +55,7 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
         stream === "stderr" && line.includes("Press Ctrl-C to stop.") ? true : undefined,
       readyTimeoutMs: 180_000,
     });
-    const err = launched.stderr();
+    const err = unfolded(launched.stderr());
     const rpc = /devnet\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(err)?.[1];
     const url = /providerd\s+(https:\/\/127\.0\.0\.1:\d+)/.exec(err)?.[1];
     const backendUrl = /docker backend (http:\/\/127\.0\.0\.1:\d+)/.exec(err)?.[1];
@@ -104,7 +112,10 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
   });
 
   it("prints a walkthrough whose deploy command brings the demo up, reachable over HTTP", async () => {
-    assert.match(up?.stderr() ?? "", /fred lease deploy --sku docker-small --manifest \S+notes\.json/);
+    assert.match(
+      unfolded(up?.stderr() ?? ""),
+      /fred lease deploy --sku docker-small --manifest \S+notes\.json/,
+    );
     const deployed = await deployDemo();
     const status = JSON.parse(deployed.stdout) as Record<string, unknown>;
     assert.equal(status.state, "LEASE_STATE_ACTIVE");
@@ -114,7 +125,7 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
   });
 
   it("with caddy installed, connect prints the demo's https name through the ingress proxy, as the walkthrough opens it", async () => {
-    const err = up?.stderr() ?? "";
+    const err = unfolded(up?.stderr() ?? "");
     if (!hasCaddy()) {
       assert.match(err, /no caddy on PATH: web services answer on http:\/\/127\.0\.0\.1:<port> only/);
       return;
@@ -353,7 +364,7 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     await stopUp();
     // The operator's own btrfs: here the loopback one the first start made, still mounted.
     up = await startUp(["--volume-path", volumeData, "--retention-max-age", "3s"]);
-    assert.match(up.stderr(), new RegExp(`volumes: ${volumeData}; closed leases kept 3s`));
+    assert.match(unfolded(up.stderr()), new RegExp(`volumes: ${volumeData}; closed leases kept 3s`));
     const status = await runFred(["lease", "status", lease, ...keys]);
     assert.equal(status.code, 0, status.stderr);
     assert.equal(JSON.parse(status.stdout).state, "LEASE_STATE_ACTIVE");
@@ -448,14 +459,14 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
         stream === "stderr" && line.includes("Press Ctrl-C to stop.") ? true : undefined,
       readyTimeoutMs: 180_000,
     });
-    assert.match(mock.stderr(), /placement store re-made for backend mock/);
+    assert.match(unfolded(mock.stderr()), /placement store re-made for backend mock/);
     // The banner (every line that is not a JSON log line) fits an 80-column terminal.
     for (const line of mock
       .stderr()
       .split("\n")
       .filter((l) => !l.startsWith("{")))
       assert.ok(line.length <= 80, `banner line over 80 columns: ${line}`);
-    const rpc = /devnet\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(mock.stderr())?.[1] ?? "";
+    const rpc = /devnet\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(unfolded(mock.stderr()))?.[1] ?? "";
     const mockKeys = ["--from", "tenant1", "--home", join(home, "devnet"), "--rpc", rpc];
     const manifest = join(home, "switch.json");
     writeFileSync(manifest, JSON.stringify({ image: "docker.io/library/nginx:1.27" }));
