@@ -356,7 +356,11 @@ export class Ingress {
       { found: have === null ? "missing" : "different" },
       "proxy config lost or changed; re-applying",
     );
-    await this.#writes.run("caddy", async () => this.#applied.clear());
+    // The proxy lost what we wrote: every route is written again, and counted as applied.
+    await this.#writes.run("caddy", async () => {
+      this.#applied.clear();
+      this.#appliedRoutes = new Map();
+    });
     await this.#checkAsk();
     await this.apply();
     return false;
