@@ -1,19 +1,22 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { after, beforeEach, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
-import { attempt, code, createStore, LEASE_1, LEASE_2, OP_1, OP_2, PROVIDER, SID_1, T0 } from "./fixture.ts";
+import {
+  attempt,
+  code,
+  createStore,
+  databasePerTest,
+  LEASE_1,
+  LEASE_2,
+  OP_1,
+  OP_2,
+  PROVIDER,
+  SID_1,
+  T0,
+} from "./fixture.ts";
 
-const root = mkdtempSync(join(tmpdir(), "fred-fleet-"));
-after(() => rmSync(root, { recursive: true, force: true }));
-let n = 0;
-let path: string;
-beforeEach(() => {
-  path = join(root, `p${++n}.db`);
-});
-const fresh = () => createStore(path);
+const files = databasePerTest("fred-fleet-");
+const fresh = () => createStore(files.path);
 
 describe("backend fleet", () => {
   it("records a new baseline per backend", () => {
@@ -61,7 +64,7 @@ describe("backend fleet", () => {
     assert.equal(store.fleet.isLost("two"), false);
     assert.equal(store.fleet.baselineMatches(["two"]), true, "a lost backend is not part of the topology");
     store.close();
-    using again = PlacementStore.open(path, PROVIDER);
+    using again = PlacementStore.open(files.path, PROVIDER);
     assert.equal(again.fleet.anyLost, true);
     assert.equal(again.fleet.backends()[0]!.lostAt, T0 + 5);
   });

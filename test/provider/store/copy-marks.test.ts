@@ -1,32 +1,23 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { after, beforeEach, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { CopyMarks, PlacementStore } from "../../../src/provider/store/index.ts";
-import { code, createStore, PROVIDER, T0 } from "./fixture.ts";
+import { code, createStore, databasePerTest, PROVIDER, T0 } from "./fixture.ts";
 
-const root = mkdtempSync(join(tmpdir(), "fred-copy-marks-"));
-after(() => rmSync(root, { recursive: true, force: true }));
-let n = 0;
-let path: string;
-beforeEach(() => {
-  path = join(root, `p${++n}.db`);
-});
-const fresh = () => createStore(path);
+const files = databasePerTest("fred-copy-marks-");
+const fresh = () => createStore(files.path);
 
 describe("copy marks", () => {
   it("a marked copy opens read-write only once attested; attesting clears every baseline", () => {
     fresh().close();
-    CopyMarks.mark(path, T0 + 10);
+    CopyMarks.mark(files.path, T0 + 10);
     assert.equal(
-      code(() => PlacementStore.open(path, PROVIDER)),
+      code(() => PlacementStore.open(files.path, PROVIDER)),
       "ERR_PLACEMENT_RESTORED",
     );
-    using reader = PlacementStore.open(path, PROVIDER, { readonly: true });
+    using reader = PlacementStore.open(files.path, PROVIDER, { readonly: true });
     assert.equal(reader.copies.takenAt(), T0 + 10, "a reader sees the mark without attesting");
     reader.close();
-    using store = PlacementStore.open(path, PROVIDER, { restoredCopy: "allow" });
+    using store = PlacementStore.open(files.path, PROVIDER, { restoredCopy: "allow" });
     assert.equal(store.fleet.baselineMatches(["one", "two"]), true);
     assert.deepEqual(store.copies.attest(T0 + 20), { copy_taken_at: T0 + 10 });
     assert.equal(store.copies.takenAt(), undefined);
@@ -37,7 +28,7 @@ describe("copy marks", () => {
       "nothing left to attest",
     );
     store.close();
-    PlacementStore.open(path, PROVIDER).close();
+    PlacementStore.open(files.path, PROVIDER).close();
   });
 
   it("the original store is no copy", () => {

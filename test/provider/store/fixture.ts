@@ -1,4 +1,8 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, beforeEach } from "node:test";
 import { isFredError } from "../../../src/core/errors.ts";
 import { type Attempt, PlacementStore } from "../../../src/provider/store/index.ts";
 
@@ -39,4 +43,23 @@ export function code(fn: () => unknown): string {
     return err.code;
   }
   assert.fail("expected a FredError");
+}
+
+/**
+ * A temporary directory removed after the file's tests, and a new database path in it for
+ * each test (`.path`), so every test starts from an empty store.
+ */
+export function databasePerTest(prefix: string): { readonly path: string } {
+  const root = mkdtempSync(join(tmpdir(), prefix));
+  after(() => rmSync(root, { recursive: true, force: true }));
+  let n = 0;
+  let current = "";
+  beforeEach(() => {
+    current = join(root, `p${++n}.db`);
+  });
+  return {
+    get path() {
+      return current;
+    },
+  };
 }

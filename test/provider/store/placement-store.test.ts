@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
-import { chmodSync, existsSync, linkSync, mkdtempSync, rmSync, statSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { after, beforeEach, describe, it } from "node:test";
+import { chmodSync, existsSync, linkSync, rmSync, statSync, symlinkSync } from "node:fs";
+import { describe, it } from "node:test";
 import Database from "better-sqlite3";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { PLACEMENT_MIGRATIONS } from "../../../src/provider/store/placement-schema.ts";
@@ -11,6 +9,7 @@ import {
   attempt,
   code,
   createStore,
+  databasePerTest,
   LEASE_1,
   LEASE_2,
   OP_1,
@@ -22,20 +21,14 @@ import {
   T0,
 } from "./fixture.ts";
 
-const root = mkdtempSync(join(tmpdir(), "fred-placement-"));
-after(() => rmSync(root, { recursive: true, force: true }));
-let n = 0;
-let path: string;
-beforeEach(() => {
-  path = join(root, `p${++n}.db`);
-});
-const fresh = () => createStore(path);
+const files = databasePerTest("fred-placement-");
+const fresh = () => createStore(files.path);
 
 describe("placement store: creation and binding", () => {
   it("creates a 0600 file with pins and baselines; open binds to the provider", () => {
     fresh().close();
-    assert.equal(statSync(path).mode & 0o777, 0o600);
-    using store = PlacementStore.open(path, PROVIDER);
+    assert.equal(statSync(files.path).mode & 0o777, 0o600);
+    using store = PlacementStore.open(files.path, PROVIDER);
     assert.deepEqual(
       store.fleet.backends().map((b) => [b.name, b.storageId, b.baseline?.provisions]),
       [
@@ -50,10 +43,10 @@ describe("placement store: creation and binding", () => {
 
   it("never creates on open, never overwrites on create", () => {
     assert.equal(
-      code(() => PlacementStore.open(path, PROVIDER)),
+      code(() => PlacementStore.open(files.path, PROVIDER)),
       "ERR_STORE_MISSING",
     );
-    assert.equal(existsSync(path), false);
+    assert.equal(existsSync(files.path), false);
     fresh().close();
     assert.equal(code(fresh), "ERR_STORE_EXISTS");
   });
@@ -61,14 +54,14 @@ describe("placement store: creation and binding", () => {
   it("refuses another provider's store", () => {
     fresh().close();
     assert.equal(
-      code(() => PlacementStore.open(path, OTHER_PROVIDER)),
+      code(() => PlacementStore.open(files.path, OTHER_PROVIDER)),
       "ERR_PLACEMENT_PROVIDER",
     );
   });
 
   it("upgrades a schema-1 store in place: its placements keep their owner, without a lifecycle id", () => {
     // Build the file as the first release wrote it (migration 1 only).
-    const first = openStore(path, "placement", PLACEMENT_MIGRATIONS.slice(0, 1), {
+    const first = openStore(files.path, "placement", PLACEMENT_MIGRATIONS.slice(0, 1), {
       create: "must-not-exist",
       durability: "full",
     });
@@ -83,48 +76,48 @@ describe("placement store: creation and binding", () => {
     assert.equal(db.pragma("user_version", { simple: true }), 1);
     db.close();
 
-    using store = PlacementStore.open(path, PROVIDER);
+    using store = PlacementStore.open(files.path, PROVIDER);
     const p = store.placements.placement(LEASE_1);
     assert.equal(p?.owner, "one");
     assert.equal(p?.lifecycleId, undefined);
-    const raw = new Database(path, { readonly: true });
+    const raw = new Database(files.path, { readonly: true });
     assert.equal(raw.pragma("user_version", { simple: true }), PLACEMENT_MIGRATIONS.length);
     raw.close();
   });
 
   it("refuses a schema newer than the code", () => {
     fresh().close();
-    const db = new Database(path);
+    const db = new Database(files.path);
     db.pragma("user_version = 99");
     db.close();
     assert.equal(
-      code(() => PlacementStore.open(path, PROVIDER)),
+      code(() => PlacementStore.open(files.path, PROVIDER)),
       "ERR_STORE_SCHEMA_NEWER",
     );
   });
 
   it("refuses unsafe files: wrong mode, symlink, hard link, foreign database", () => {
     fresh().close();
-    chmodSync(path, 0o644);
+    chmodSync(files.path, 0o644);
     assert.equal(
-      code(() => PlacementStore.open(path, PROVIDER)),
+      code(() => PlacementStore.open(files.path, PROVIDER)),
       "ERR_STORE_UNSAFE",
     );
-    chmodSync(path, 0o600);
-    const link = join(root, `link${n}.db`);
-    symlinkSync(path, link);
+    chmodSync(files.path, 0o600);
+    const link = `${files.path}-link.db`;
+    symlinkSync(files.path, link);
     assert.equal(
       code(() => PlacementStore.open(link, PROVIDER)),
       "ERR_STORE_UNSAFE",
     );
-    const hard = join(root, `hard${n}.db`);
-    linkSync(path, hard);
+    const hard = `${files.path}-hard.db`;
+    linkSync(files.path, hard);
     assert.equal(
-      code(() => PlacementStore.open(path, PROVIDER)),
+      code(() => PlacementStore.open(files.path, PROVIDER)),
       "ERR_STORE_UNSAFE",
     );
     rmSync(hard);
-    const foreign = join(root, `foreign${n}.db`);
+    const foreign = `${files.path}-foreign.db`;
     const db = new Database(foreign);
     db.exec("CREATE TABLE x (a)");
     db.close();
@@ -140,12 +133,12 @@ describe("placement store: creation and binding", () => {
     writer.placements.recordAttempt(attempt(LEASE_1, "one", OP_1));
     // The writer's turn commits its writes together (group commit); durable() commits it now.
     await writer.durable();
-    using reader = PlacementStore.open(path, PROVIDER, { readonly: true });
+    using reader = PlacementStore.open(files.path, PROVIDER, { readonly: true });
     assert.deepEqual(reader.placements.unresolvedAttempts(), [attempt(LEASE_1, "one", OP_1)]);
     assert.deepEqual(reader.placements.counts(), { placements: 0, conflicts: 0, attempts: 1 });
     assert.throws(() => reader.placements.recordAttempt(attempt(LEASE_2, "two", OP_2)), /readonly/);
     assert.equal(
-      code(() => PlacementStore.open(path, OTHER_PROVIDER, { readonly: true })),
+      code(() => PlacementStore.open(files.path, OTHER_PROVIDER, { readonly: true })),
       "ERR_PLACEMENT_PROVIDER",
     );
     writer.placements.recordAttempt(attempt(LEASE_2, "two", OP_2));
@@ -158,7 +151,7 @@ describe("placement store: creation and binding", () => {
     assert.equal(
       code(() =>
         PlacementStore.create(
-          path,
+          files.path,
           PROVIDER,
           [{ name: "x", storageId: LEASE_1, baseline: { provisions: 0, retentions: 0 } }],
           T0,

@@ -1,20 +1,24 @@
 import assert from "node:assert/strict";
-import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { closeSync, openSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, beforeEach, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { launchScript } from "../../support/index.ts";
-import { attempt, code, createStore, LEASE_1, LEASE_2, OP_1, OP_2, PROVIDER, T0 } from "./fixture.ts";
+import {
+  attempt,
+  code,
+  createStore,
+  databasePerTest,
+  LEASE_1,
+  LEASE_2,
+  OP_1,
+  OP_2,
+  PROVIDER,
+  T0,
+} from "./fixture.ts";
 
-const root = mkdtempSync(join(tmpdir(), "fred-placements-"));
-after(() => rmSync(root, { recursive: true, force: true }));
-let n = 0;
-let path: string;
-beforeEach(() => {
-  path = join(root, `p${++n}.db`);
-});
-const fresh = () => createStore(path);
+const files = databasePerTest("fred-placements-");
+const fresh = () => createStore(files.path);
 
 describe("placements: attempts and settlement", () => {
   it("records a batch in one transaction; a second attempt for a busy lease is refused", () => {
@@ -130,7 +134,7 @@ describe("placements: attempts and settlement", () => {
     assert.deepEqual(store.placements.counts(), { placements: 0, conflicts: 0, attempts: 1 });
     // The removal is committed: a reopened store agrees.
     store.close();
-    using again = PlacementStore.open(path, PROVIDER);
+    using again = PlacementStore.open(files.path, PROVIDER);
     assert.deepEqual(again.placements.unresolvedAttempts(), [attempt(LEASE_2, "two", OP_2)]);
   });
 
@@ -190,19 +194,19 @@ describe("placements: attempts and settlement", () => {
     // calls a backend), says so, then waits to be killed mid-"backend call".
     const script = `
       import { PlacementStore } from ${JSON.stringify(join(process.cwd(), "src/provider/store/index.ts"))};
-      const s = PlacementStore.open(${JSON.stringify(path)}, ${JSON.stringify(PROVIDER)});
+      const s = PlacementStore.open(${JSON.stringify(files.path)}, ${JSON.stringify(PROVIDER)});
       s.placements.recordAttempt({ leaseUuid: ${JSON.stringify(LEASE_1)}, backend: "one", operationId: ${JSON.stringify(OP_1)},
         kind: "provision", createdAt: 1 });
       s.placements.durable().then(() => process.stdout.write("committed\\n"));
       setInterval(() => {}, 1000);
     `;
-    const scriptPath = join(root, `child${n}.ts`);
+    const scriptPath = `${files.path}-child.ts`;
     writeFileSync(scriptPath, script);
     const child = await launchScript(scriptPath, [], {
       ready: (line, stream) => (stream === "stdout" && line.includes("committed") ? true : undefined),
     });
     await child.kill();
-    using store = PlacementStore.open(path, PROVIDER);
+    using store = PlacementStore.open(files.path, PROVIDER);
     assert.equal(store.placements.attemptFor(LEASE_1)?.operationId, OP_1);
   });
 });
@@ -249,7 +253,7 @@ describe("placements: restoring a lifecycle id", () => {
 describe("placements: group commit (WalDurability)", () => {
   const lease = (i: number) => `0190f3a2-7c1e-7000-8000-${(0x1000 + i).toString(16).padStart(12, "0")}`;
   const readBeside = <T>(read: (store: PlacementStore) => T): T => {
-    using reader = PlacementStore.open(path, PROVIDER, { readonly: true });
+    using reader = PlacementStore.open(files.path, PROVIDER, { readonly: true });
     return read(reader);
   };
 
@@ -315,7 +319,7 @@ describe("placements: group commit (WalDurability)", () => {
     using store = fresh();
     for (let i = 0; i < 2_000; i++) store.placements.adoptPlacement(lease(i), "one", T0);
     await store.durable();
-    const dest = join(root, `copy${n}.db`);
+    const dest = `${files.path}-copy.db`;
     closeSync(openSync(dest, "wx", 0o600));
     // Writes made from setImmediate callbacks: each turn's transaction stays open into the
     // next loop iteration, where the backup's own steps run too.
