@@ -127,19 +127,15 @@ describe("fred lease (pure parts)", () => {
   });
 });
 
+/** `fred lease deploy` of the plain manifest on docker-small, as tenant1. */
+const deploySmall = () =>
+  fred(["lease", "deploy", "--sku", "docker-small", "--manifest", manifest, ...as("tenant1")]);
+
 describe("fred lease against a real stack", () => {
   let lease = "";
 
   it("deploy creates, uploads and waits: one JSON line once the lease is ACTIVE and ready", async () => {
-    const r = await fred([
-      "lease",
-      "deploy",
-      "--sku",
-      "docker-small",
-      "--manifest",
-      manifest,
-      ...as("tenant1"),
-    ]);
+    const r = await deploySmall();
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.json.state, "LEASE_STATE_ACTIVE");
     assert.equal(r.json.provision_status, "ready");
@@ -440,15 +436,7 @@ describe("fred lease against a real stack", () => {
 
   it("restore refuses a source that is not restorable before creating anything", async () => {
     const before = await leaseCount();
-    const running = await fred([
-      "lease",
-      "deploy",
-      "--sku",
-      "docker-small",
-      "--manifest",
-      manifest,
-      ...as("tenant1"),
-    ]);
+    const running = await deploySmall();
     assert.equal(running.code, 0, running.stderr);
     const active = String(running.json.lease_uuid);
     const r = await fred(["lease", "restore", active, ...as("tenant1")]);
@@ -470,15 +458,7 @@ describe("fred lease against a real stack", () => {
   });
 
   it("an update that fails and rolls back exits 1; the next good one exits 0", async () => {
-    const deployed = await fred([
-      "lease",
-      "deploy",
-      "--sku",
-      "docker-small",
-      "--manifest",
-      manifest,
-      ...as("tenant1"),
-    ]);
+    const deployed = await deploySmall();
     assert.equal(deployed.code, 0, deployed.stderr);
     const uuid = String(deployed.json.lease_uuid);
     const failing = join(stack.dir, "failing.json");
