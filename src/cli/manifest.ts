@@ -51,12 +51,16 @@ function itemsProblems(text: string): { items?: ReturnType<typeof parseLeaseItem
   return { items, problems: items.ok ? [] : items.problems };
 }
 
-function humanLine(problem: Problem): string {
+/**
+ * One problem as a person reads it: `<prefix><pointer>: <message>`, the pointer "(root)" for
+ * the whole document, and the prefix saying which document it points into.
+ */
+export function problemLine(problem: Problem, prefix: { manifest: string; items: string }): string {
   const where = problem.path === "" ? "(root)" : problem.path;
-  return problem.document === "items"
-    ? `--items ${where}: ${problem.message}`
-    : `${where}: ${problem.message}`;
+  return `${problem.document === "items" ? prefix.items : prefix.manifest}${where}: ${problem.message}`;
 }
+
+const humanLine = (problem: Problem) => problemLine(problem, { manifest: "", items: "--items " });
 
 async function validate(file: string, opts: ValidateOptions): Promise<void> {
   const problems: Problem[] = [];

@@ -17,7 +17,7 @@ export function closestName(typed: string, candidates: Iterable<string>): string
 }
 
 /** Levenshtein distance (insert, delete, substitute), one row at a time. */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];

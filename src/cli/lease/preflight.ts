@@ -10,6 +10,7 @@ import { leaseEnded } from "../../core/lease-rules.ts";
 import { type Manifest, type Problem, parseManifest } from "../../core/manifest/index.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import type { SkuSpec } from "../chain.ts";
+import { problemLine } from "../manifest.ts";
 import { ExitCode } from "../output.ts";
 import { type LeaseFlags, progress, providerUrl, tenantApi } from "./context.ts";
 import type { TenantApi } from "./tenant-api.ts";
@@ -50,18 +51,15 @@ function refuseWith(problems: readonly string[], spent: string): never {
 const NOTHING_CREATED = "nothing was sent to the chain";
 
 /** The manifest's problems, each as `<pointer>: <message>`, or the parsed manifest. */
-export function manifestProblems(bytes: Uint8Array): { manifest?: Manifest; problems: string[] } {
+function manifestProblems(bytes: Uint8Array): { manifest?: Manifest; problems: string[] } {
   const parsed = parseManifest(bytes);
   if (parsed.ok) return { manifest: parsed.manifest, problems: [] };
-  return { problems: parsed.problems.map(problemLine) };
+  return { problems: parsed.problems.map(problemText) };
 }
 
-function problemLine(problem: Problem): string {
-  const where = problem.path === "" ? "(root)" : problem.path;
-  return problem.document === "items"
-    ? `--sku item ${where}: ${problem.message}`
-    : `manifest ${where}: ${problem.message}`;
-}
+/** Lease commands name the manifest and the `--sku` items a problem points into. */
+const problemText = (problem: Problem) =>
+  problemLine(problem, { manifest: "manifest ", items: "--sku item " });
 
 /** Resolves every spec against the chain's active SKUs; unknown names get a suggestion. */
 function resolveSpecs(
@@ -106,7 +104,7 @@ function fitProblems(manifest: Manifest, specs: readonly SkuSpec[], skus: readon
     quantity: Number(s.quantity),
     ...(s.serviceName === "" ? {} : { service_name: s.serviceName }),
   }));
-  const problems = matchManifestToItems(manifest, items).map(problemLine);
+  const problems = matchManifestToItems(manifest, items).map(problemText);
   if (problems.length === 0) return [];
   const services = Object.keys(manifest.services);
   const first = skus[0]?.name ?? specs[0]?.ref ?? "<sku>";
