@@ -83,6 +83,20 @@ describe("fred lease (pure parts)", () => {
     assert.deepEqual(connectionUrls(undefined), []);
   });
 
+  it("uses the connection's protocol for bound ports and leaves out the scheme's default port", () => {
+    const urls = connectionUrls({
+      host: "app.example.com",
+      protocol: "https",
+      ports: { "443/tcp": { host_ip: "0.0.0.0", host_port: 443 }, "8443/tcp": { host_port: 8443 } },
+      services: { api: { protocol: "http", ports: { "80/tcp": { host_port: 80 } } } },
+    });
+    assert.deepEqual(urls.sort(), [
+      "http://app.example.com/",
+      "https://app.example.com/",
+      "https://app.example.com:8443/",
+    ]);
+  });
+
   it("prints only the log lines after the last one already printed", () => {
     assert.deepEqual(newLines([], ["a", "b"]), ["a", "b"]);
     assert.deepEqual(newLines(["a", "b"], ["a", "b", "c"]), ["c"]);

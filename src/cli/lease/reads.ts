@@ -134,17 +134,22 @@ async function explainEnded(
   }
 }
 
-/** Every URL a person can open for a connection: https for each fqdn, http for each bound TCP port. */
+/**
+ * Every URL a person can open for a connection: https for each fqdn, and for each bound TCP
+ * port the connection's own `protocol` (http when it names none), without the scheme's
+ * default port.
+ */
 export function connectionUrls(connection: unknown): string[] {
   const urls = new Set<string>();
-  const walk = (v: unknown, host: string | undefined): void => {
+  const walk = (v: unknown, host: string | undefined, scheme: string): void => {
     if (Array.isArray(v)) {
-      for (const x of v) walk(x, host);
+      for (const x of v) walk(x, host, scheme);
       return;
     }
     if (typeof v !== "object" || v === null) return;
     const o = v as Record<string, unknown>;
     const here = typeof o.host === "string" ? o.host : host;
+    const proto = o.protocol === "https" || o.protocol === "http" ? o.protocol : scheme;
     if (typeof o.fqdn === "string" && o.fqdn !== "") urls.add(`https://${o.fqdn}/`);
     if (typeof o.ports === "object" && o.ports !== null) {
       for (const [port, b] of Object.entries(
@@ -152,13 +157,15 @@ export function connectionUrls(connection: unknown): string[] {
       )) {
         if (!port.endsWith("/tcp") || b?.host_port === undefined) continue;
         const ip = b.host_ip !== undefined && b.host_ip !== "0.0.0.0" && b.host_ip !== "" ? b.host_ip : here;
-        if (ip !== undefined) urls.add(`http://${ip.includes(":") ? `[${ip}]` : ip}:${b.host_port}/`);
+        if (ip === undefined) continue;
+        const defaultPort = String(b.host_port) === (proto === "https" ? "443" : "80");
+        urls.add(`${proto}://${ip.includes(":") ? `[${ip}]` : ip}${defaultPort ? "" : `:${b.host_port}`}/`);
       }
     }
     for (const key of ["instances", "services"])
-      if (o[key] !== undefined) walk(Object.values(o[key] as object), here);
+      if (o[key] !== undefined) walk(Object.values(o[key] as object), here, proto);
   };
-  walk(connection, undefined);
+  walk(connection, undefined, "http");
   return [...urls];
 }
 
