@@ -136,7 +136,10 @@ export async function resolvePrivateKey(flags: TxFlags): Promise<Uint8Array> {
 const KEY_CHOICE =
   "give exactly one key: --key-hex, --mnemonic, --from <name> --home <dir>, or --key-name <name> --keyring-dir <dir>";
 
-export function privateKeyFrom(flags: TxFlags): Uint8Array {
+/** The flags that name a signing key without a keyring (what `fred token mint` takes too). */
+export type KeyFlags = Pick<TxFlags, "keyHex" | "mnemonic" | "from" | "home" | "keyName">;
+
+export function privateKeyFrom(flags: KeyFlags): Uint8Array {
   const given = [flags.keyHex, flags.mnemonic, flags.from, flags.keyName].filter(
     (v) => v !== undefined,
   ).length;

@@ -1,8 +1,8 @@
 import { type Command, InvalidArgumentError } from "commander";
-import { privateKeyFromHex, privateKeyFromMnemonic } from "../auth/keys.ts";
 import { mintTenantToken, verifyTenantTokenUncached } from "../auth/token.ts";
 import { FredError, isFredError } from "../core/errors.ts";
 import { isCanonicalUuid } from "../core/uuid.ts";
+import { privateKeyFrom } from "./chain.ts";
 import { ExitCode, printJson, printText } from "./output.ts";
 
 function unixSeconds(value: string): number {
@@ -13,6 +13,8 @@ function unixSeconds(value: string): number {
 interface MintOptions {
   keyHex?: string;
   mnemonic?: string;
+  from?: string;
+  home?: string;
   lease: string;
   metaHash?: string;
   timestamp?: number;
@@ -33,6 +35,8 @@ export function registerTokenCommands(program: Command): void {
     .description("Mint a tenant bearer token; prints only the base64 token on stdout")
     .option("--key-hex <hex>", "tenant secp256k1 private key, 64 hex characters")
     .option("--mnemonic <words>", "tenant BIP-39 mnemonic (derived at m/44'/118'/0'/0/0)")
+    .option("--from <name>", "dev account name from `fred devnet keys` (needs --home)")
+    .option("--home <dir>", "devnet home directory for --from")
     .requiredOption("--lease <uuid>", "lease UUID the token is for")
     .option("--meta-hash <hex>", "SHA-256 of the manifest (64 hex): mints a payload-upload token")
     .option("--timestamp <unix>", "token time in Unix seconds (default: now)", unixSeconds)
@@ -43,18 +47,13 @@ export function registerTokenCommands(program: Command): void {
 Examples:
   $ fred token mint --key-hex 8f7f…1d95 --lease 0190f3a2-7c1e-7000-8000-000000000001
   $ TOKEN=$(fred token mint --mnemonic "$WORDS" --lease $LEASE)
+  $ TOKEN=$(fred token mint --from tenant1 --home .fred/devnet --lease $LEASE)
   $ fred token mint --key-hex $KEY --lease $LEASE --meta-hash $(sha256sum manifest.json | cut -d' ' -f1)`,
     )
     .action((opts: MintOptions) => {
-      if ((opts.keyHex === undefined) === (opts.mnemonic === undefined)) {
-        throw new FredError("ERR_USAGE", "give exactly one of --key-hex or --mnemonic");
-      }
       if (!isCanonicalUuid(opts.lease))
         throw new FredError("ERR_USAGE", "--lease must be a canonical lowercase UUID");
-      const privateKey =
-        opts.keyHex !== undefined
-          ? privateKeyFromHex(opts.keyHex)
-          : privateKeyFromMnemonic(opts.mnemonic as string);
+      const privateKey = privateKeyFrom(opts);
       const input = {
         privateKey,
         leaseUuid: opts.lease,

@@ -43,14 +43,14 @@ describe("fred chain argument rules", () => {
   });
 
   it("exactly one key source; --from needs --home", () => {
-    assert.throws(() => privateKeyFrom({ rpc: "x" }), usage);
-    assert.throws(() => privateKeyFrom({ rpc: "x", keyHex: "aa", mnemonic: "b" }), usage);
-    assert.throws(() => privateKeyFrom({ rpc: "x", from: "tenant1" }), usage);
+    assert.throws(() => privateKeyFrom({}), usage);
+    assert.throws(() => privateKeyFrom({ keyHex: "aa", mnemonic: "b" }), usage);
+    assert.throws(() => privateKeyFrom({ from: "tenant1" }), usage);
     assert.throws(
-      () => privateKeyFrom({ rpc: "x", keyHex: "zz" }),
+      () => privateKeyFrom({ keyHex: "zz" }),
       (e) => isFredError(e, "ERR_HEX"),
     );
-    assert.equal(privateKeyFrom({ rpc: "x", keyHex: "11".repeat(32) }).length, 32);
+    assert.equal(privateKeyFrom({ keyHex: "11".repeat(32) }).length, 32);
   });
 
   it("state filters and the lease view", () => {

@@ -1,4 +1,7 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import { runFred } from "../support/index.ts";
 
@@ -75,6 +78,37 @@ describe("fred token (CLI)", () => {
       tenant: "cosmos19rl4cm2hmr8afy4kldpxz3fka4jguq0auqdal4",
       kind: "payload",
     });
+  });
+
+  it("mints with a dev account's key (--from --home), as fred lease signs", async (t) => {
+    const home = mkdtempSync(join(tmpdir(), "fred-token-home-"));
+    t.after(() => rmSync(home, { recursive: true, force: true }));
+    const account = { name: "tenant1", address: "unused", mnemonic: "unused", private_key_hex: KEY };
+    writeFileSync(
+      join(home, "keys.json"),
+      JSON.stringify({ chain_id: "fred-devnet-1", accounts: [account] }),
+    );
+    const at = ["--lease", LEASE, "--timestamp", "1735689600"];
+    const fromAccount = await runFred(["token", "mint", "--from", "tenant1", "--home", home, ...at]);
+    assert.equal(fromAccount.code, 0, fromAccount.stderr);
+    const fromHex = await runFred(["token", "mint", "--key-hex", KEY, ...at]);
+    assert.equal(fromAccount.stdout, fromHex.stdout);
+    const unknown = await runFred(["token", "mint", "--from", "tenant9", "--home", home, ...at]);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /tenant9/);
+    const both = await runFred([
+      "token",
+      "mint",
+      "--from",
+      "tenant1",
+      "--home",
+      home,
+      "--key-hex",
+      KEY,
+      ...at,
+    ]);
+    assert.equal(both.code, 1);
+    assert.match(both.stderr, /exactly one key/);
   });
 
   it("refuses bad input with a message on stderr and nothing on stdout", async () => {

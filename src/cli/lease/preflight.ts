@@ -44,7 +44,9 @@ interface ProviderPolicy {
 /** Thrown when a check found problems: each was printed on its own line already. */
 function refuseWith(problems: readonly string[], spent: string): never {
   for (const problem of problems) progress(problem);
-  progress(`${problems.length === 1 ? "this problem" : `these ${problems.length} problems`}; ${spent}`);
+  progress(
+    `refused (${problems.length === 1 ? "1 problem" : `${problems.length} problems`} above); ${spent}`,
+  );
   throw new ExitCode(1);
 }
 
