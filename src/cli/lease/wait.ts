@@ -69,7 +69,10 @@ export async function waitSettled(
   try {
     for (;;) {
       const { body } = await api.lease(uuid, "status");
-      show(body.provision_status ?? "waiting", body.state, body.message);
+      // While the stream is open it alone prints: a poll answer that was in flight when a
+      // frame arrived is older than that frame, and printing it would show a step back.
+      if (!streaming || verdictOf(body, o.untilActive) !== "waiting")
+        show(body.provision_status ?? "waiting", body.state, body.message);
       if (verdictOf(body, o.untilActive) !== "waiting") return body;
       if (deadline.aborted)
         throw new FredError("ERR_TENANT_API", `lease ${uuid} did not settle within ${o.timeoutMs / 1000} s`, {

@@ -91,7 +91,7 @@ export async function ensureDemoImage(docker: Docker): Promise<string> {
 
 /** The demo manifest the walkthrough deploys (its SHA-256 becomes the lease's meta_hash). */
 export function demoManifest(image: string, version?: string): string {
-  const manifest: Record<string, unknown> = { image, ports: { "8080/tcp": {} } };
-  if (version !== undefined) manifest.env = { DEMO_VERSION: version };
-  return `${JSON.stringify(manifest, null, 2)}\n`;
+  const app: Record<string, unknown> = { image, ports: { "8080/tcp": {} } };
+  if (version !== undefined) app.env = { DEMO_VERSION: version };
+  return `${JSON.stringify({ services: { app } }, null, 2)}\n`;
 }
