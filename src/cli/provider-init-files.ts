@@ -4,9 +4,10 @@
  * before it creates any file, so a second run never clobbers an edited config.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, statfsSync } from "node:fs";
 import { mkdir, open } from "node:fs/promises";
-import { join } from "node:path";
+import { availableParallelism, totalmem } from "node:os";
+import { dirname, join } from "node:path";
 import { stringify } from "yaml";
 import { FredError } from "../core/errors.ts";
 
@@ -16,6 +17,41 @@ export interface SkuProfile {
   cpuCores: number;
   memoryMb: number;
   diskMb: number;
+}
+
+/** What the Docker host offers tenants in all: the backend's total_* keys. */
+export interface HostCapacity {
+  cpuCores: number;
+  memoryMb: number;
+  diskMb: number;
+}
+
+/**
+ * This machine's capacity, for a Docker host that is the machine running init: every core,
+ * the memory less what the system and the backend keep (a tenth, at least 1 GiB), and
+ * the free space of the file system that will hold `volumeDir` (or its nearest existing
+ * parent), less a tenth. The flags override each figure for another host.
+ */
+export function localCapacity(volumeDir: string): HostCapacity {
+  const memoryMb = Math.floor(totalmem() / 2 ** 20);
+  let dir = volumeDir;
+  while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
+  const fs = statfsSync(dir);
+  const freeMb = Math.floor((fs.bavail * fs.bsize) / 2 ** 20);
+  return {
+    cpuCores: availableParallelism(),
+    memoryMb: Math.max(0, memoryMb - Math.max(1024, Math.ceil(memoryMb / 10))),
+    diskMb: Math.floor(freeMb * 0.9),
+  };
+}
+
+/** The SKUs that do not fit the host at all (one lease of them alone exceeds a total). */
+export function skusExceeding(capacity: HostCapacity, skus: readonly SkuProfile[]): string[] {
+  return skus
+    .filter(
+      (s) => s.cpuCores > capacity.cpuCores || s.memoryMb > capacity.memoryMb || s.diskMb > capacity.diskMb,
+    )
+    .map((s) => s.name);
 }
 
 export interface InitPlan {
@@ -34,6 +70,7 @@ export interface InitPlan {
   /** What tenants connect to on the Docker host. */
   hostAddress: string;
   skus: readonly SkuProfile[];
+  capacity: HostCapacity;
 }
 
 export const INIT_FILES = {
@@ -91,6 +128,9 @@ export function renderBackendConfig(plan: InitPlan, secret: string): string {
     db_path: join(plan.stateDir, "docker-backend.db"),
     docker_host: "unix:///var/run/docker.sock",
     host_address: plan.hostAddress,
+    total_cpu_cores: plan.capacity.cpuCores,
+    total_memory_mb: plan.capacity.memoryMb,
+    total_disk_mb: plan.capacity.diskMb,
     sku_mapping: Object.fromEntries(plan.skus.map((s) => [s.uuid, s.name])),
     sku_profiles: Object.fromEntries(
       plan.skus.map((s) => [s.name, { cpu_cores: s.cpuCores, memory_mb: s.memoryMb, disk_mb: s.diskMb }]),
@@ -98,7 +138,11 @@ export function renderBackendConfig(plan: InitPlan, secret: string): string {
     volume_data_path: join(plan.stateDir, "volumes"),
     volume_filesystem: "btrfs",
   };
-  return `# Written by fred provider init. Keys: docs/docker-backend.md (size total_* to the host).\n${stringify(config)}`;
+  const header = [
+    "# Written by fred provider init. Keys: docs/docker-backend.md.",
+    "# total_*: what this host offers tenants in all (init's --host-* flags; check them against the host).",
+  ];
+  return `${header.join("\n")}\n${stringify(config)}`;
 }
 
 /** The files that already exist in `dir` under the names init writes (it refuses them). */

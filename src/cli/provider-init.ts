@@ -6,7 +6,8 @@
  * the start order. `--skip-register` sends nothing: the provider and SKUs must already
  * be on chain (registered by the authority), and only the files are written.
  */
-import type { Command } from "commander";
+import { join } from "node:path";
+import { type Command, InvalidArgumentError } from "commander";
 import { isAccountAddress } from "../auth/address.ts";
 import type { CosmosChain } from "../chain/cosmos/adapter.ts";
 import {
@@ -23,13 +24,16 @@ import { type TxFlags, txClient, using, withTx } from "./chain.ts";
 import { printJson, say } from "./output.ts";
 import {
   existingInitFiles,
+  type HostCapacity,
   INIT_FILES,
   type InitPlan,
+  localCapacity,
   newHmacSecret,
   refuseOverwrite,
   renderBackendConfig,
   renderProviderdConfig,
   type SkuProfile,
+  skusExceeding,
   writeInitFiles,
 } from "./provider-init-files.ts";
 
@@ -88,6 +92,9 @@ interface InitFlags extends TxFlags {
   callbackBaseUrl: string;
   hostAddress: string;
   stateDir: string;
+  hostCpuCores?: number;
+  hostMemoryMb?: number;
+  hostDiskMb?: number;
 }
 
 const WHO_MAY =
@@ -210,6 +217,32 @@ async function ensureSkus(
   };
 }
 
+function positive(value: string): number {
+  const n = Number(value);
+  if (!/^[0-9]+(\.[0-9]+)?$/.test(value) || !(n > 0))
+    throw new InvalidArgumentError("expected a number above 0");
+  return n;
+}
+
+function positiveInteger(value: string): number {
+  if (!/^[1-9][0-9]{0,9}$/.test(value)) throw new InvalidArgumentError("expected a whole number above 0");
+  return Number(value);
+}
+
+/** The host's totals: each flag given, else this machine's figure. */
+function hostCapacity(opts: InitFlags): HostCapacity {
+  const local = localCapacity(join(opts.stateDir, "volumes"));
+  return {
+    cpuCores: opts.hostCpuCores ?? local.cpuCores,
+    memoryMb: opts.hostMemoryMb ?? local.memoryMb,
+    diskMb: opts.hostDiskMb ?? local.diskMb,
+  };
+}
+
+function describeCapacity(c: HostCapacity): string {
+  return `${c.cpuCores} cores, ${c.memoryMb} MB memory, ${c.diskMb} MB disk`;
+}
+
 function checkFlags(opts: InitFlags): SkuDef[] {
   const defs = opts.sku.map(parseSkuDef);
   const names = defs.map((d) => d.name);
@@ -265,6 +298,21 @@ export function registerProviderCommands(program: Command): void {
     )
     .option("--host-address <host>", "what tenants connect to on the Docker host", "127.0.0.1")
     .option("--state-dir <dir>", "where the stores, the backend journal and volumes live", "/var/lib/fred")
+    .option(
+      "--host-cpu-cores <n>",
+      "cores the Docker host gives tenants in all (default: this machine's)",
+      positive,
+    )
+    .option(
+      "--host-memory-mb <n>",
+      "memory the Docker host gives tenants in all (default: this machine's less a tenth, at least 1 GiB)",
+      positiveInteger,
+    )
+    .option(
+      "--host-disk-mb <n>",
+      "volume space the Docker host gives tenants in all (default: free space at <state-dir>/volumes less a tenth)",
+      positiveInteger,
+    )
     .addHelpText(
       "after",
       `
@@ -305,7 +353,13 @@ Examples:
           callbackBaseUrl: opts.callbackBaseUrl,
           hostAddress: opts.hostAddress,
           skus: skus.profiles,
+          capacity: hostCapacity(opts),
         };
+        const tooBig = skusExceeding(plan.capacity, plan.skus);
+        if (tooBig.length > 0)
+          say(
+            `fred provider: warning: SKU ${tooBig.join(", ")} is larger than the whole host (${describeCapacity(plan.capacity)}); the backend will refuse every lease of it`,
+          );
         const secret = newHmacSecret();
         const files = await writeInitFiles(opts.out, {
           [INIT_FILES.secret]: `${secret}\n`,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parse } from "yaml";
@@ -65,6 +65,13 @@ describe("fred provider init", () => {
     assert.equal(check.code, 0, check.stderr);
     const backend = loadDockerBackendConfig(join(work, "one", "docker-backend.yaml"), {});
     assert.equal(backend.callbackSecret, secret);
+    // Sized from this machine: every core, memory less a reserve, some disk.
+    assert.equal(backend.totalCpuCores, availableParallelism());
+    assert.ok(
+      backend.totalMemoryMb > 0 && backend.totalMemoryMb < totalmem() / 2 ** 20,
+      String(backend.totalMemoryMb),
+    );
+    assert.ok(backend.totalDiskMb > 0, String(backend.totalDiskMb));
 
     const listed = await runFred([
       "chain",
@@ -156,9 +163,16 @@ describe("fred provider init", () => {
 
   it("--skip-register only writes files, and names a SKU the chain lacks", async () => {
     const skip = ["--skip-register", "--provider-uuid", dn.keys.provider_uuid];
-    const r = await init("four", ...skip, "--sku", "docker-medium:720000upwr:1:1024", ...key());
+    const host = ["--host-cpu-cores", "1.5", "--host-memory-mb", "512", "--host-disk-mb", "2048"];
+    const r = await init("four", ...skip, "--sku", "docker-medium:720000upwr:1:1024", ...host, ...key());
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout).registered, { provider: false, skus: [] });
+    const backend = loadDockerBackendConfig(join(work, "four", "docker-backend.yaml"), {});
+    assert.deepEqual([backend.totalCpuCores, backend.totalMemoryMb, backend.totalDiskMb], [1.5, 512, 2048]);
+    assert.match(
+      r.stderr,
+      /warning: SKU docker-medium is larger than the whole host \(1\.5 cores, 512 MB memory/,
+    );
 
     const missing = await init("five", ...skip, "--sku", "not-there:3600upwr:1:1024", ...key());
     assert.equal(missing.code, 1);
@@ -178,6 +192,14 @@ describe("fred provider init", () => {
       ],
       [["--sku", "a:3600upwr:1:512", "--sku", "a:7200upwr:1:512", ...key()], /--sku a is given twice/],
       [["--sku", "a:3600upwr:1:512", "--rpc", dn.rpc], /exactly one key/],
+      [
+        ["--sku", "a:3600upwr:1:512", "--host-memory-mb", "0", ...key()],
+        /--host-memory-mb.*whole number above 0/,
+      ],
+      [
+        ["--sku", "a:3600upwr:1:512", "--host-cpu-cores", "lots", ...key()],
+        /--host-cpu-cores.*number above 0/,
+      ],
     ];
     for (const [args, message] of cases) {
       const r = await init("bad", ...args);
