@@ -102,7 +102,7 @@ export function renderProviderdConfig(plan: InitPlan, secret: string): string {
     keyring_dir: plan.keyringDir,
     keyring_backend: plan.keyringBackend,
     key_name: plan.keyName,
-    api_listen_addr: ":8080",
+    api_listen_addr: `:${portOf(plan.callbackBaseUrl)}`,
     callback_base_url: plan.callbackBaseUrl,
     placement_store_db_path: join(plan.stateDir, "placements.db"),
     payload_store_db_path: join(plan.stateDir, "payloads.db"),
@@ -119,11 +119,16 @@ export function renderProviderdConfig(plan: InitPlan, secret: string): string {
   return `# Written by fred provider init. Keys: docs/providerd-config.md.\n${stringify(config)}`;
 }
 
+/** The URL's port, or its scheme's default. */
+function portOf(urlText: string): string {
+  const url = new URL(urlText);
+  return url.port || (url.protocol === "https:" ? "443" : "80");
+}
+
 export function renderBackendConfig(plan: InitPlan, secret: string): string {
-  const url = new URL(plan.backendUrl);
   const config = {
     name: "docker",
-    listen_addr: `${url.hostname}:${url.port || (url.protocol === "https:" ? "443" : "80")}`,
+    listen_addr: `${new URL(plan.backendUrl).hostname}:${portOf(plan.backendUrl)}`,
     callback_secret: secret,
     db_path: join(plan.stateDir, "docker-backend.db"),
     docker_host: "unix:///var/run/docker.sock",

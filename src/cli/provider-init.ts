@@ -265,6 +265,11 @@ function checkFlags(opts: InitFlags): SkuDef[] {
     throw new FredError("ERR_USAGE", "--payout-address must be a manifest1… account address");
   if (!/^https?:\/\/[^/?#@\s]+:[0-9]+\/?$/.test(opts.backendUrl))
     throw new FredError("ERR_USAGE", "--backend-url must be http(s)://host:port, e.g. http://127.0.0.1:9001");
+  if (!/^https?:\/\/[^/?#@\s]+(:[0-9]+)?\/?$/.test(opts.callbackBaseUrl))
+    throw new FredError(
+      "ERR_USAGE",
+      "--callback-base-url must be http(s)://host[:port], e.g. http://10.0.0.2:8080 (providerd listens on its port)",
+    );
   const taken = existingInitFiles(opts.out);
   if (taken.length > 0) throw refuseOverwrite(taken);
   return defs;
@@ -293,7 +298,7 @@ export function registerProviderCommands(program: Command): void {
     .option("--backend-url <url>", "where providerd reaches the Docker backend", "http://127.0.0.1:9001")
     .option(
       "--callback-base-url <url>",
-      "providerd's API (listening on :8080) as the backend reaches it",
+      "providerd's API as the backend reaches it (providerd listens on its port)",
       "http://127.0.0.1:8080",
     )
     .option("--host-address <host>", "what tenants connect to on the Docker host", "127.0.0.1")

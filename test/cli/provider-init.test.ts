@@ -163,12 +163,18 @@ describe("fred provider init", () => {
 
   it("--skip-register only writes files, and names a SKU the chain lacks", async () => {
     const skip = ["--skip-register", "--provider-uuid", dn.keys.provider_uuid];
-    const host = ["--host-cpu-cores", "1.5", "--host-memory-mb", "512", "--host-disk-mb", "2048"];
+    const host = [
+      ...["--host-cpu-cores", "1.5", "--host-memory-mb", "512", "--host-disk-mb", "2048"],
+      ...["--callback-base-url", "https://10.0.0.2:9443"],
+    ];
     const r = await init("four", ...skip, "--sku", "docker-medium:720000upwr:1:1024", ...host, ...key());
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout).registered, { provider: false, skus: [] });
     const backend = loadDockerBackendConfig(join(work, "four", "docker-backend.yaml"), {});
     assert.deepEqual([backend.totalCpuCores, backend.totalMemoryMb, backend.totalDiskMb], [1.5, 512, 2048]);
+    const providerd = parse(readFileSync(join(work, "four", "providerd.yaml"), "utf8"));
+    assert.equal(providerd.api_listen_addr, ":9443");
+    assert.equal(providerd.callback_base_url, "https://10.0.0.2:9443");
     assert.match(
       r.stderr,
       /warning: SKU docker-medium is larger than the whole host \(1\.5 cores, 512 MB memory/,
@@ -191,6 +197,10 @@ describe("fred provider init", () => {
         /--api-url must be an https/,
       ],
       [["--sku", "a:3600upwr:1:512", "--sku", "a:7200upwr:1:512", ...key()], /--sku a is given twice/],
+      [
+        ["--sku", "a:3600upwr:1:512", "--callback-base-url", "localhost:8080", ...key()],
+        /--callback-base-url must/,
+      ],
       [["--sku", "a:3600upwr:1:512", "--rpc", dn.rpc], /exactly one key/],
       [
         ["--sku", "a:3600upwr:1:512", "--host-memory-mb", "0", ...key()],
