@@ -1,4 +1,5 @@
 import { closeSync, lstatSync, openSync, readSync, statSync } from "node:fs";
+import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { ErrorCode } from "../core/error-codes.ts";
 import { FredError } from "../core/errors.ts";
@@ -159,9 +160,13 @@ function prepareFile(o: OpenDatabaseOptions, label: string, readonly: boolean): 
     try {
       closeSync(openSync(o.path, "wx", 0o600));
     } catch (err) {
-      throw new FredError("ERR_STORE_OPEN", `cannot create ${o.path}: ${(err as Error).message}`, {
-        cause: err,
-      });
+      // A missing folder is the usual first-start mistake; it is named, never made here (a
+      // typo in a path must not start an empty store somewhere unexpected).
+      const why =
+        (err as NodeJS.ErrnoException).code === "ENOENT"
+          ? `its folder ${dirname(o.path)} does not exist (create it, owned by the user the service runs as)`
+          : (err as Error).message;
+      throw new FredError("ERR_STORE_OPEN", `cannot create ${o.path}: ${why}`, { cause: err });
     }
   }
 }

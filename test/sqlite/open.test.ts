@@ -111,6 +111,16 @@ describe("openDatabase", () => {
     );
   });
 
+  it("names a missing folder instead of making it", () => {
+    const path = join(fresh(), "absent-folder", "store.db");
+    assert.throws(
+      () => openDatabase({ path, migrations: V1, durability: "full" }),
+      (err: unknown) =>
+        isFredError(err, "ERR_STORE_OPEN") && /its folder .*absent-folder does not exist/.test(err.message),
+    );
+    assert.equal(existsSync(join(path, "..")), false);
+  });
+
   it("marks a kind once and refuses another kind's file or a foreign database", () => {
     const path = fresh();
     openDatabase({ path, migrations: V1, durability: "full", kind: "one" }).close();
