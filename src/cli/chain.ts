@@ -19,7 +19,7 @@ import {
 import type { Clock } from "../core/clock.ts";
 import { parseCoin } from "../core/coin.ts";
 import { parseConfigDuration } from "../core/duration.ts";
-import { FredError } from "../core/errors.ts";
+import { FredError, isFredError } from "../core/errors.ts";
 import { isValidCustomDomain } from "../core/lease-items.ts";
 import { isCanonicalUuid } from "../core/uuid.ts";
 import { readKeys } from "../devnet/home.ts";
@@ -177,6 +177,8 @@ export async function txClient(flags: TxFlags): Promise<CosmosChain> {
     txTimeoutMs: txTimeoutFrom(flags),
     clock: commandClock,
     onProgress: (line) => say(`fred: ${line}`),
+    // A person's command must not pay a fee for a transaction the chain would fail.
+    failedSimulation: "refuse",
   });
 }
 
@@ -266,6 +268,17 @@ export async function cancelLease(
 
 const sha256 = (bytes: Uint8Array): Uint8Array => createHash("sha256").update(bytes).digest();
 
+/** A create the chain refused for want of credit says how to add some. */
+function withCreditHint(err: unknown, tenant: string): unknown {
+  if (!isFredError(err, "ERR_TX_SIMULATION_REFUSED")) return err;
+  if (!/insufficient credit|credit account not found/.test(err.message)) return err;
+  return new FredError(
+    err.code,
+    `${err.message}; add credit first: fred chain credit fund --tenant ${tenant} --amount <coins> (from a funded key)`,
+    { cause: err },
+  );
+}
+
 /** Sends MsgCreateLease for the signing key (the tenant); the new lease's UUID and the tx. */
 export async function createLease(
   c: CosmosChain,
@@ -279,7 +292,9 @@ export async function createLease(
   for (const s of specs)
     items.push({ skuUuid: await c.resolveSku(s.ref), quantity: s.quantity, serviceName: s.serviceName });
   const msg = MsgCreateLease.fromPartial({ tenant: c.address, items, metaHash });
-  const res = await c.send([{ typeUrl: MsgCreateLease.typeUrl, value: msg }]);
+  const res = await c.send([{ typeUrl: MsgCreateLease.typeUrl, value: msg }]).catch((err: unknown) => {
+    throw withCreditHint(err, c.address);
+  });
   const any = res.msgResponses[0];
   if (any?.typeUrl !== MsgCreateLeaseResponse.typeUrl)
     throw new FredError("ERR_CHAIN_TX", `create tx ${res.txHash} carried no MsgCreateLeaseResponse`);

@@ -146,6 +146,10 @@ export const ERROR_CODES = {
   },
   ERR_TX_FAILED: { meaning: "a transaction was included in a block with a non-zero code", retryable: false },
   ERR_TX_REJECTED: { meaning: "the node refused a transaction at CheckTx", retryable: false },
+  ERR_TX_SIMULATION_REFUSED: {
+    meaning: "the chain's simulation failed the transaction's message; nothing was broadcast",
+    retryable: false,
+  },
   ERR_TX_INSUFFICIENT_FEE: { meaning: "the node refused a transaction's fee at CheckTx", retryable: false },
   ERR_TX_GAS_ABOVE_MAX: { meaning: "the gas estimate exceeds max_gas_limit", retryable: false },
   ERR_TX_RETRIES_EXHAUSTED: {

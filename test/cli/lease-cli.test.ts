@@ -7,6 +7,7 @@ import { restoreSource } from "../../src/cli/lease/journey.ts";
 import { connectionUrls, newLines } from "../../src/cli/lease/reads.ts";
 import { refusal, TenantApi } from "../../src/cli/lease/tenant-api.ts";
 import { verdictOf } from "../../src/cli/lease/wait.ts";
+import { bankBalance } from "../provider/billing/harness.ts";
 import { mockSkus, Stack } from "../provider/e2e/stack.ts";
 import { FRED_BIN, runFred } from "../support/index.ts";
 
@@ -412,6 +413,21 @@ describe("fred lease against a real stack", () => {
       [provision.body.status, provision.body.reason, provision.body.message, provision.body.fail_count],
       ["failed", "Rejected", "invalid SKU", 0],
     );
+  });
+
+  it("a create the chain would fail (no credit) is refused in simulation: no tx, no fee", async () => {
+    // The faucet has coins but no credit account: MsgCreateLease fails to execute.
+    const faucet = stack.account("faucet").address;
+    const before = await bankBalance(stack.devnet.rpc, faucet, "umfx");
+    const r = await fred(["lease", "create", "--sku", "docker-small", ...as("faucet")]);
+    assert.equal(r.code, 1);
+    assert.match(
+      r.stderr,
+      /refused the transaction in simulation; nothing was broadcast: .*credit account not found/,
+    );
+    assert.match(r.stderr, new RegExp(`fred chain credit fund --tenant ${faucet}`));
+    assert.doesNotMatch(r.stderr, /broadcast [0-9A-F]{64}|gas wanted/);
+    assert.equal(await bankBalance(stack.devnet.rpc, faucet, "umfx"), before, "no fee was paid");
   });
 
   it("cancel ends a PENDING lease; an active, ended, foreign or malformed one is refused", async () => {

@@ -72,6 +72,8 @@ export interface CosmosChainOptions {
   logger?: Logger;
   metrics?: TxMetrics;
   onProgress?: (line: string) => void;
+  /** See TxPipelineOptions.failedSimulation. */
+  failedSimulation?: "broadcast" | "refuse";
 }
 
 export const DEFAULT_GAS: GasConfig = {
@@ -156,6 +158,7 @@ export class CosmosChain implements ChainPort {
       metrics: opts.metrics ?? new TxMetrics(),
       ...(opts.logger === undefined ? {} : { logger: opts.logger }),
       ...(opts.onProgress === undefined ? {} : { onProgress: opts.onProgress }),
+      ...(opts.failedSimulation === undefined ? {} : { failedSimulation: opts.failedSimulation }),
     };
     this.pipeline =
       opts.signer === undefined ? undefined : new TxPipeline(this.#pipelineOptions, opts.signer);

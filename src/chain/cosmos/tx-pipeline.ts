@@ -40,7 +40,18 @@ export interface TxPipelineOptions {
   logger?: Logger;
   /** Human progress lines (the CLI prints them on stderr). */
   onProgress?: (line: string) => void;
+  /**
+   * A simulation whose message fails to execute: `broadcast` (default) sends the tx anyway
+   * on the gas_limit fallback, so providerd's callers see the delivered failure they
+   * classify (the chain may also have moved by then); `refuse` throws
+   * `ERR_TX_SIMULATION_REFUSED` before anything is signed, so a person's command pays no
+   * fee for a transaction the chain would fail (the CLI's choice).
+   */
+  failedSimulation?: "broadcast" | "refuse";
 }
+
+/** How the node words a message that failed to execute, in Simulate's query log. */
+const EXECUTION_FAILED = /failed to execute message/;
 
 export interface TxResult {
   txHash: string;
@@ -144,8 +155,18 @@ export class TxPipeline {
       return used;
     } catch (err) {
       // A stale sequence must not be papered over by the fallback gas: re-sign instead.
-      const expected = expectedSequence((err as Error).message ?? "");
+      const text = (err as Error).message ?? "";
+      const expected = expectedSequence(text);
       if (expected !== undefined) return { staleSequence: expected };
+      if (this.#options.failedSimulation === "refuse" && EXECUTION_FAILED.test(text)) {
+        // The node appends its gas figures and the query's own error; only the cause matters.
+        const log = text.slice(text.search(EXECUTION_FAILED)).replace(/ With gas wanted: .*$/s, "");
+        throw new FredError(
+          "ERR_TX_SIMULATION_REFUSED",
+          `the chain refused the transaction in simulation; nothing was broadcast: ${log}`,
+          { details: { log }, cause: err },
+        );
+      }
       this.metrics.simulationFailures++;
       this.#options.logger?.warn(
         { err: (err as Error).message },
