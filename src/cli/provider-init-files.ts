@@ -106,6 +106,8 @@ export function renderProviderdConfig(plan: InitPlan, secret: string): string {
     callback_base_url: plan.callbackBaseUrl,
     placement_store_db_path: join(plan.stateDir, "placements.db"),
     payload_store_db_path: join(plan.stateDir, "payloads.db"),
+    // Hourly online snapshots of the placement store, 24 kept: better on another disk.
+    placement_snapshot_dir: join(plan.stateDir, "backups"),
     backends: [
       {
         name: "docker",

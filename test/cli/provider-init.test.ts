@@ -61,6 +61,7 @@ describe("fred provider init", () => {
     assert.equal(providerd.backends[0].hmac_secret, secret);
     assert.deepEqual(providerd.backends[0].skus, [small, xl]);
     assert.equal(providerd.chain_id, dn.keys.chain_id);
+    assert.equal(providerd.placement_snapshot_dir, join(work, "state", "backups"));
     const check = await runFred(["providerd", "--check-config", "-c", join(work, "one", "providerd.yaml")]);
     assert.equal(check.code, 0, check.stderr);
     const backend = loadDockerBackendConfig(join(work, "one", "docker-backend.yaml"), {});
