@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { fitBanner } from "../../src/cli/up/command.ts";
+import { fitBanner, relativePaths } from "../../src/cli/up/command.ts";
 
 describe("fred up's banner", () => {
   it("folds long lines to 80 columns; a folded command still pastes as one", () => {
@@ -27,5 +27,23 @@ describe("fred up's banner", () => {
   it("leaves a single word longer than the width whole", () => {
     const word = `/${"x".repeat(100)}`;
     assert.deepEqual(fitBanner([word]), [word]);
+  });
+
+  it("writes paths under the working directory relative to it, and no others", () => {
+    assert.deepEqual(
+      relativePaths(
+        [
+          "config /work/app/.fred/providerd/providerd.yaml",
+          "  curl --cacert /work/app/.fred/tls/ca.pem https://x/",
+          "/work/apple/x /etc/fred",
+        ],
+        "/work/app",
+      ),
+      [
+        ".fred/providerd/providerd.yaml".replace(/^/, "config "),
+        "  curl --cacert .fred/tls/ca.pem https://x/",
+        "/work/apple/x /etc/fred",
+      ],
+    );
   });
 });

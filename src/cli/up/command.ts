@@ -64,6 +64,15 @@ export function fitBanner(lines: readonly string[], width = BANNER_WIDTH): strin
   return out;
 }
 
+/**
+ * The banner's paths under the working directory, written relative to it (`.fred/…`, as
+ * the README writes them): shorter lines, and what a person in this directory types.
+ */
+export function relativePaths(lines: readonly string[], cwd = process.cwd()): string[] {
+  const prefix = `${cwd.replace(/\/$/, "")}/`;
+  return lines.map((line) => line.split(prefix).join(""));
+}
+
 /** The tenant walkthrough printed once everything runs (the demo needs --docker). */
 function walkthrough(ctx: UpContext): string[] {
   const manifest = ctx.facts.get("demo_manifest");
@@ -191,10 +200,10 @@ export function registerUpCommand(program: Command): void {
       if (running.length === 0) {
         say("fred up: no long-running components are built yet; nothing to start.");
       } else {
-        for (const c of running) for (const line of fitBanner(c.summary)) say(line);
+        for (const c of running) for (const line of fitBanner(relativePaths(c.summary))) say(line);
       }
       say("");
-      for (const line of fitBanner(walkthrough(ctx))) say(line);
+      for (const line of fitBanner(relativePaths(walkthrough(ctx)))) say(line);
       say("");
       say("Tools available now:");
       for (const line of TOOLS) say(`  ${line}`);
