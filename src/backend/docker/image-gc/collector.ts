@@ -186,7 +186,8 @@ export class ImageCollector {
       );
       return info.Id;
     } catch (err) {
-      if (isNotFound(err)) return undefined;
+      // Absent, or a reference the engine says cannot name any image: it protects nothing.
+      if (isNotFound(err) || engineStatus(err) === 400) return undefined;
       throw err;
     }
   }
