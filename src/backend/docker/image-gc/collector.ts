@@ -49,7 +49,6 @@ export class ImageCollector {
     waitingBytes: Gauge;
   };
   readonly #shutdown = new AbortController();
-  readonly #listeners = new Set<() => void>();
   #sweeping: Promise<void> | undefined;
   #cancelTimer: (() => void) | undefined;
   #running = false;
@@ -84,12 +83,6 @@ export class ImageCollector {
     };
   }
 
-  /** Called after each pass (tests wait for it). */
-  onSwept(listener: () => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
-  }
-
   /** A first pass now, then one every interval after the previous ends. */
   start(): void {
     this.#running = true;
@@ -106,14 +99,18 @@ export class ImageCollector {
   /** One pass; concurrent callers share it. */
   sweep(): Promise<void> {
     this.#sweeping ??= this.#sweepOnce(this.#shutdown.signal)
-      .catch((err) => this.#log.warn({ err: engineMessage(err) }, "image collection failed; nothing removed"))
+      .catch((err) =>
+        this.#log.warn(
+          { err: engineMessage(err) },
+          "image collection pass stopped; the next pass tries again",
+        ),
+      )
       .finally(() => {
         this.#sweeping = undefined;
         if (this.#running) {
           this.#cancelTimer?.();
           this.#cancelTimer = this.#options.clock.setTimer(this.#options.intervalMs, () => void this.sweep());
         }
-        for (const l of this.#listeners) l();
       });
     return this.#sweeping;
   }
