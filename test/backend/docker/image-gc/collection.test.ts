@@ -155,6 +155,28 @@ describe("docker backend: image collection", { skip }, () => {
     assert.equal(await metric(h.backend, /^fred_image_gc_candidates (\d+)$/m), 0);
   });
 
+  it("removes nothing while what is in use cannot be established (a stored manifest that does not parse)", async () => {
+    const h = await harness(rx, { image_gc_after: "1h", image_gc_high_water_percent: 100 });
+    harnesses.push(h);
+    const unused = await makeImage("undecided");
+    const running = await makeImage("running");
+    await h.close(await h.deploy(unused.ref));
+    const lease = await h.deploy(running.ref);
+    const db = h.backend.journal.db;
+    const original = (
+      db.prepare("SELECT payload FROM leases WHERE lease_uuid = ?").get(lease) as { payload: Buffer }
+    ).payload;
+    const setPayload = db.prepare("UPDATE leases SET payload = ? WHERE lease_uuid = ?");
+    setPayload.run(Buffer.from("not a manifest"), lease);
+    h.clock.advance(2 * HOUR);
+    await h.sweep();
+    assert.ok(await present(unused.id), "kept: the sweep could not tell which images the lease needs");
+    setPayload.run(original, lease);
+    await h.sweep();
+    assert.equal(await present(unused.id), false, "removed once the journal reads again");
+    assert.ok(await present(running.id));
+  });
+
   it("above the disk high-water mark collects early, but never a retained, running or foreign image", async () => {
     // A high-water mark of 0: any disk use is above it, so every image no lease needs goes at once.
     const h = await harness(rx, {
