@@ -218,24 +218,23 @@ export class DockerSubstrate implements Substrate {
 
   async create(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
     this.#shareable(signal);
-    await this.#during(spec.leaseUuid, () => this.imageGate.creating(() => this.#create(spec, signal)));
-  }
-
-  async #create(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
-    const models = this.#models(spec);
-    const byName = new Map(models.map((m) => [m.name, m]));
-    const images = await this.#ensureImages(spec, models, signal);
-    const seeder = this.#instanceVolumes.seeder(spec);
-    let done = false;
-    try {
-      await this.#createInstances(spec, byName, images, seeder, signal);
-      done = true;
-    } finally {
-      // A helper left behind after a success would block startup: that is ambiguous.
-      await seeder.close(signal).catch((err) => {
-        if (done) throw err;
-      });
-    }
+    await this.#during(spec.leaseUuid, async () => {
+      using _creating = await this.imageGate.creating();
+      const models = this.#models(spec);
+      const byName = new Map(models.map((m) => [m.name, m]));
+      const images = await this.#ensureImages(spec, models, signal);
+      const seeder = this.#instanceVolumes.seeder(spec);
+      let done = false;
+      try {
+        await this.#createInstances(spec, byName, images, seeder, signal);
+        done = true;
+      } finally {
+        // A helper left behind after a success would block startup: that is ambiguous.
+        await seeder.close(signal).catch((err) => {
+          if (done) throw err;
+        });
+      }
+    });
   }
 
   /** Each image present (pulled within image_pull_timeout if not), with its facts. */

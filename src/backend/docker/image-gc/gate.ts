@@ -9,14 +9,17 @@ export class ImageGate {
   #creating = 0;
   #removal: Promise<unknown> | undefined;
 
-  async creating<T>(work: () => Promise<T>): Promise<T> {
+  /** Waits for a removal in progress; the creation counts until the returned handle is disposed. */
+  async creating(): Promise<Disposable> {
     while (this.#removal !== undefined) await this.#removal.catch(() => {});
     this.#creating++;
-    try {
-      return await work();
-    } finally {
-      this.#creating--;
-    }
+    let open = true;
+    return {
+      [Symbol.dispose]: () => {
+        if (open) this.#creating--;
+        open = false;
+      },
+    };
   }
 
   /** Runs `removal` when no creation is in progress; `skipped` otherwise. */
