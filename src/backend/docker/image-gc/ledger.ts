@@ -78,9 +78,10 @@ export class ImageLedger {
     this.#journal = journal;
     this.#statements = prepare(journal.db);
     const waiting = this.#waiting.splice(0);
-    if (waiting.length === 0) return;
     journal.transaction(() => {
       for (const use of waiting) this.#write(use);
+      // Also where no sweep runs (image_gc_after 0): uses of leases gone for good go at each start.
+      this.#bound().statements.pruneUses.run();
     });
   }
 
