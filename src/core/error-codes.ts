@@ -371,6 +371,10 @@ export const ERROR_CODES = {
   ERR_DOCKER_ENGINE_PING_TIMEOUT: { meaning: "the engine ping did not finish in time", retryable: true },
   ERR_DOCKER_IMAGE_PULL_TIMEOUT: { meaning: "an image pull did not finish in time", retryable: true },
   ERR_DOCKER_IMAGE_INSPECT_TIMEOUT: { meaning: "an image inspect did not finish in time", retryable: true },
+  ERR_DOCKER_IMAGE_GC_TIMEOUT: {
+    meaning: "an engine call of the image collection sweep did not finish in time",
+    retryable: true,
+  },
   ERR_DOCKER_CONTAINER_CREATE_TIMEOUT: {
     meaning: "a container create did not finish in time",
     retryable: true,

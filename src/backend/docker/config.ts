@@ -56,6 +56,12 @@ const duration = (name: string) =>
 const positiveDuration = (name: string) =>
   duration(name).refine((ms) => ms > 0, { message: `${name} must be greater than zero` });
 
+const percent = (name: string) =>
+  z
+    .number(`${name} must be a number from 0 to 100`)
+    .min(0, `${name} must be a number from 0 to 100`)
+    .max(100, `${name} must be a number from 0 to 100`);
+
 const profileSchema = z.strictObject({
   cpu_cores: z.number().positive().max(1024),
   memory_mb: z
@@ -88,6 +94,9 @@ const partitionSourceSchema = z.string().transform((text, ctx): PartitionSource 
   ctx.addIssue({ code: "custom", message: `retention_partition_source ${parsed.problem}` });
   return z.NEVER;
 });
+
+export const DEFAULT_IMAGE_GC_AFTER_MS = 24 * 3_600_000;
+export const DEFAULT_IMAGE_GC_INTERVAL_MS = 10 * 60_000;
 
 const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"] as const;
 
@@ -152,6 +161,12 @@ export const fileSchema = z.strictObject({
   // 0 = never expire, as in the reference.
   diagnostics_max_age: duration("diagnostics_max_age").default(DEFAULT_DIAGNOSTICS_MAX_AGE_MS),
   releases_max_age: duration("releases_max_age").default(DEFAULT_RELEASES_MAX_AGE_MS),
+  // Images the backend pulled and no lease uses any more (docs/docker-backend.md, "Images on
+  // the host"); 0 = never collected.
+  image_gc_after: duration("image_gc_after").default(DEFAULT_IMAGE_GC_AFTER_MS),
+  image_gc_interval: positiveDuration("image_gc_interval").default(DEFAULT_IMAGE_GC_INTERVAL_MS),
+  image_gc_high_water_percent: percent("image_gc_high_water_percent").default(85),
+  image_gc_low_water_percent: percent("image_gc_low_water_percent").default(80),
   retain_on_close: z.boolean().default(false),
   // 0 = retained data never expires, as in the reference.
   retention_max_age: duration("retention_max_age").default(DEFAULT_RETENTION_MAX_AGE_MS),
@@ -231,6 +246,13 @@ export interface DockerBackendConfig {
   readonly diagnosticsMaxAgeMs: number;
   /** Superseded and failed releases in `GET /releases/{lease}` are dropped after this long; 0 = never. */
   readonly releasesMaxAgeMs: number;
+  /** image_gc_*: collection of unused images; `afterMs` 0 = off. */
+  readonly imageGc: Readonly<{
+    afterMs: number;
+    intervalMs: number;
+    highWaterPercent: number;
+    lowWaterPercent: number;
+  }>;
   /** retain_on_close and the retention_* / max_retained_* keys. */
   readonly retention: Readonly<RetentionPolicy>;
   /** Present when `ingress.enabled`: hostnames and custom domains through Caddy. */
@@ -294,6 +316,10 @@ function crossCheck(file: FileConfig): void {
     if (file.volume_filesystem !== "btrfs")
       throw configError("production_mode requires volume_filesystem: btrfs (enforced disk sizes)");
   }
+  if (file.image_gc_low_water_percent > file.image_gc_high_water_percent)
+    throw configError(
+      `image_gc_low_water_percent (${file.image_gc_low_water_percent}) must not exceed image_gc_high_water_percent (${file.image_gc_high_water_percent}): collection stops at the low mark`,
+    );
   if (file.retain_on_close && file.volume_filesystem !== "btrfs")
     throw configError(
       "retain_on_close needs volume_filesystem: btrfs (retained data is kept as btrfs snapshots; without volumes there is nothing to retain)",
@@ -421,6 +447,12 @@ export function parseDockerBackendConfig(
     reservationTtlMs: file.reservation_ttl,
     diagnosticsMaxAgeMs: file.diagnostics_max_age,
     releasesMaxAgeMs: file.releases_max_age,
+    imageGc: Object.freeze({
+      afterMs: file.image_gc_after,
+      intervalMs: file.image_gc_interval,
+      highWaterPercent: file.image_gc_high_water_percent,
+      lowWaterPercent: file.image_gc_low_water_percent,
+    }),
     retention: Object.freeze({
       retainOnClose: file.retain_on_close,
       maxAgeMs: file.retention_max_age,

@@ -31,6 +31,7 @@ import {
   withPhase,
 } from "./engine.ts";
 import type { EventSupervisor } from "./event-supervisor.ts";
+import { ImageGate, ImageLedger } from "./image-gc/index.ts";
 import { ensureImage, type ImageFacts } from "./images.ts";
 import { type Ingress, leaseRoutes, withFqdns } from "./ingress/index.ts";
 import { InstanceVolumes } from "./instance-volumes.ts";
@@ -99,6 +100,9 @@ export class DockerSubstrate implements Substrate {
   readonly #maintenance: MaintenanceDeps;
   /** Resources found under a lease's name or label that were not ours to touch. */
   staleHandles = 0;
+  /** The images this backend brought onto the host (image-gc/), and the gate that keeps their removal apart from creates. */
+  readonly imageLedger = new ImageLedger();
+  readonly imageGate = new ImageGate();
 
   constructor(opts: DockerSubstrateOptions) {
     this.#config = opts.config;
@@ -138,7 +142,7 @@ export class DockerSubstrate implements Substrate {
       create: (spec, signal) => this.create(spec, signal),
       start: (spec, signal, o) => this.#startChecked(spec, signal, o.startStopped, o.replacing),
       ensureImages: async (spec, signal) => {
-        await this.#ensureImages(this.#models(spec), signal);
+        await this.#ensureImages(spec, this.#models(spec), signal);
       },
       stopContainer: (id, signal) => this.#stopContainer(id, signal),
       removeContainer: (id, signal) => this.#removeContainer(id, signal),
@@ -215,9 +219,10 @@ export class DockerSubstrate implements Substrate {
   async create(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
     this.#shareable(signal);
     await this.#during(spec.leaseUuid, async () => {
+      using _creating = await this.imageGate.creating();
       const models = this.#models(spec);
       const byName = new Map(models.map((m) => [m.name, m]));
-      const images = await this.#ensureImages(models, signal);
+      const images = await this.#ensureImages(spec, models, signal);
       const seeder = this.#instanceVolumes.seeder(spec);
       let done = false;
       try {
@@ -234,6 +239,7 @@ export class DockerSubstrate implements Substrate {
 
   /** Each image present (pulled within image_pull_timeout if not), with its facts. */
   async #ensureImages(
+    spec: WorkloadSpec,
     models: readonly ServiceModel[],
     signal: AbortSignal,
   ): Promise<Map<string, ImageFacts>> {
@@ -248,9 +254,19 @@ export class DockerSubstrate implements Substrate {
         pullTimeoutMs: this.#config.imagePullTimeoutMs,
         signal,
       });
+      this.#recordImageUse(facts.id, model.image, spec);
       images.set(model.image, facts);
     }
     return images;
+  }
+
+  /** A ledger write that fails leaves the image unrecorded: never collected, never lost. */
+  #recordImageUse(id: string, ref: string, spec: WorkloadSpec): void {
+    try {
+      this.imageLedger.used(id, ref, spec.leaseUuid, spec.release, this.#clock.now());
+    } catch (err) {
+      this.#log.warn({ image: id, err: engineMessage(err) }, "image use not recorded");
+    }
   }
 
   async #createInstances(

@@ -46,6 +46,7 @@ const PHASE_TIMEOUT = {
   "engine ping": "ERR_DOCKER_ENGINE_PING_TIMEOUT",
   "image pull": "ERR_DOCKER_IMAGE_PULL_TIMEOUT",
   "image inspect": "ERR_DOCKER_IMAGE_INSPECT_TIMEOUT",
+  "image gc": "ERR_DOCKER_IMAGE_GC_TIMEOUT",
   "container create": "ERR_DOCKER_CONTAINER_CREATE_TIMEOUT",
   "container start": "ERR_DOCKER_CONTAINER_START_TIMEOUT",
   "container stop": "ERR_DOCKER_CONTAINER_STOP_TIMEOUT",

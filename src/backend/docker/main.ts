@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import type Docker from "dockerode";
 import { Registry } from "prom-client";
 import { ReleaseStack } from "../../core/async/index.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
@@ -17,6 +18,7 @@ import { assertBtrfsWithQuotas, BtrfsVolumes } from "./btrfs-volumes.ts";
 import type { DockerBackendConfig } from "./config.ts";
 import { DockerSubstrate } from "./docker-substrate.ts";
 import { connectDocker, engineMessage, withPhase } from "./engine.ts";
+import { ImageCollector } from "./image-gc/index.ts";
 import { Ingress } from "./ingress/index.ts";
 import { DOCKER_CRASH_POINTS } from "./maintenance/index.ts";
 
@@ -29,6 +31,8 @@ import { DOCKER_CRASH_POINTS } from "./maintenance/index.ts";
 export interface RunningDockerBackend extends RunningBackend {
   substrate: DockerSubstrate;
   ingress: Ingress | undefined;
+  /** Absent when `image_gc_after` is 0. */
+  imageCollector: ImageCollector | undefined;
 }
 
 const ENGINE_PING_TIMEOUT_MS = 10_000;
@@ -161,12 +165,48 @@ export async function startDockerBackend(
       await rebuildRoutes(running, substrate, startup.signal);
       await ingress.activate();
     }
-    return Object.assign(running, { substrate, ingress });
+    const imageCollector = startImageCollection(config, running, substrate, {
+      docker,
+      clock,
+      logger,
+      registry,
+    });
+    if (imageCollector !== undefined) releases.defer("image collector", () => imageCollector.stop());
+    return Object.assign(running, { substrate, ingress, imageCollector });
   } catch (err) {
     // One stack: the contract server (if up), the substrate and the ingress, in reverse order.
     await releases.close().catch(() => {});
     throw err;
   }
+}
+
+/**
+ * The image ledger writes to the journal from now on (uses recorded by the first recovery
+ * pass are written now); the sweep runs now and every `image_gc_interval` unless
+ * `image_gc_after` is 0.
+ */
+function startImageCollection(
+  config: DockerBackendConfig,
+  running: RunningBackend,
+  substrate: DockerSubstrate,
+  deps: { docker: Docker; clock: Clock; logger: Logger; registry: Registry },
+): ImageCollector | undefined {
+  substrate.imageLedger.bind(running.journal);
+  const { afterMs, intervalMs, highWaterPercent, lowWaterPercent } = config.imageGc;
+  if (afterMs === 0) return undefined;
+  const collector = new ImageCollector({
+    docker: deps.docker,
+    clock: deps.clock,
+    log: deps.logger,
+    registry: deps.registry,
+    policy: { afterMs, highWaterPercent, lowWaterPercent },
+    intervalMs,
+    ledger: substrate.imageLedger,
+    gate: substrate.imageGate,
+    imagesOf: (manifest) => Object.values(parseTenantManifest(manifest).services).map((s) => s.image),
+  });
+  collector.start();
+  return collector;
 }
 
 /** The proxy's routes are derived state: every ready lease in the journal gets its routes back. */

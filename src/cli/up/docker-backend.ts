@@ -95,6 +95,8 @@ export const dockerBackendUpComponent: UpComponent = {
         // A short age limit should show within seconds, as a person trying it expects.
         retention_reap_interval: shortAge(maxAge) ? "1s" : "1h",
         startup_verify_duration: "2s",
+        // The demo image is made on this host (no registry to pull it from again): never collected.
+        image_gc_after: "0s",
         ...(caddy === undefined
           ? {}
           : {

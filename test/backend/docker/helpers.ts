@@ -67,6 +67,8 @@ export function prepareDockerBackend(overrides: Record<string, unknown> = {}): D
     volume_data_path: volumeRoot,
     startup_verify_duration: "0s",
     reconcile_interval: "5m",
+    // Off unless a test asks: the shared fred-test/* images must never be collected.
+    image_gc_after: "0s",
     ...overrides,
   };
   const configPath = join(dir, "docker-backend.yaml");

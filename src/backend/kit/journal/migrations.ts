@@ -196,4 +196,25 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   ALTER TABLE releases ADD COLUMN maintenance_id TEXT;
   `,
+  // 7: the images the Docker backend brought onto the host (image garbage collection).
+  `
+  -- One row per image ID a provision, restart or update made available (pulled or found):
+  -- only these are ever collected. refs: JSON list of the manifest references that resolved
+  -- to it. last_used: the last time a workload was created from it or a sweep found it in use.
+  CREATE TABLE host_images (
+    image_id   TEXT PRIMARY KEY,
+    refs       TEXT NOT NULL DEFAULT '[]',
+    first_seen INTEGER NOT NULL,
+    last_used  INTEGER NOT NULL
+  ) STRICT;
+  -- Which lease release used which image: a release pinned to an image whose tag has since
+  -- moved still protects it. Rows go with the image, or once the lease is gone everywhere.
+  CREATE TABLE host_image_uses (
+    image_id   TEXT NOT NULL,
+    lease_uuid TEXT NOT NULL,
+    release    INTEGER NOT NULL,
+    PRIMARY KEY (image_id, lease_uuid, release)
+  ) STRICT;
+  CREATE INDEX host_image_uses_lease ON host_image_uses(lease_uuid);
+  `,
 ];
