@@ -187,6 +187,33 @@ describe("fred provider init", () => {
     assert.equal(existsSync(join(work, "five")), false);
   });
 
+  it("--as-authority registers with the module authority's key (a devnet whose authority is tenant1)", async () => {
+    const tenant = dn.account("tenant1").address;
+    await dn.restart({ env: { POA_ADMIN_ADDRESS: tenant } });
+    const r = await init(
+      "six",
+      "--as-authority",
+      "--api-url",
+      "https://authority.example.com",
+      "--sku",
+      "by-authority:3600upwr:0.25:256",
+      "--from",
+      "tenant1",
+      "--home",
+      dn.home,
+      "--rpc",
+      dn.rpc,
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout);
+    assert.deepEqual(out.registered, { provider: true, skus: ["by-authority"] });
+    const show = JSON.parse(
+      (await runFred(["chain", "provider", "show", out.provider_uuid, "--rpc", dn.rpc])).stdout,
+    );
+    assert.equal(show.address, tenant);
+    assert.equal(show.api_url, "https://authority.example.com");
+  });
+
   it("bad input: refused with a clear message before anything is sent", async () => {
     const cases: [string[], RegExp][] = [
       [["--sku", "docker-small:360000upwr", ...key()], /wrong number of fields/],
