@@ -139,6 +139,7 @@ describe("docker backend: egress policy (nftables)", { skip }, () => {
   let otherLease = "";
   let client = "";
   let gatewayA = "";
+  let hostMain = "";
   let otherIp = "";
   let otherHostPort = "";
   const items = (names: string[]) => names.map((service_name) => ({ sku: SKU, quantity: 1, service_name }));
@@ -173,6 +174,9 @@ describe("docker backend: egress policy (nftables)", { skip }, () => {
     assert.equal((await provisionAndWait(c, rx, stack)).status, "success");
     assert.equal((await provisionAndWait(c, rx, other)).status, "success");
     client = instanceName(stackLease, "client", 0);
+    // The host's own outward address (no packet is sent by `route get`).
+    hostMain = /\bsrc (\S+)/.exec(await must("ip", ["-4", "route", "get", "1.1.1.1"]))?.[1] ?? "";
+    assert.ok(hostMain, "the host has an outward IPv4 address");
     const inspect = (format: string, target: string[]) =>
       dockerCli(["inspect", "-f", format, ...target]).then((r) => {
         assert.equal(r.code, 0, r.out);
@@ -220,10 +224,12 @@ describe("docker backend: egress policy (nftables)", { skip }, () => {
 
     const refused: Record<string, string> = {
       "the host's port on its tenant-network gateway": `http://${gatewayA}:${hostPort}/`,
+      "the host's port on its outward address": `http://${hostMain}:${hostPort}/`,
       "the metadata address": `http://${o.metadataIp}:8080/`,
       "a private address": `http://${o.privateIp}:8080/`,
       "another tenant's container": `http://${otherIp}:8080/`,
       "another tenant's published port": `http://${gatewayA}:${otherHostPort}/`,
+      "another tenant's published port on the host's outward address": `http://${hostMain}:${otherHostPort}/`,
     };
     for (const [what, url] of Object.entries(refused)) {
       const r = await wgetFrom(client, url);
