@@ -81,6 +81,24 @@ async function makeOutside(): Promise<Outside> {
   const publicIp = `198.51.100.${slot * 4 + 2}`;
   const metadataIp = "169.254.169.254";
   const privateIp = `192.168.213.${slot + 10}`;
+  try {
+    return await buildOutside({ ns, hostVeth, nsVeth, hostIp, publicIp, metadataIp, privateIp });
+  } catch (err) {
+    await removeOutside(ns, hostVeth); // half-built: nothing of it may stay behind
+    throw err;
+  }
+}
+
+async function buildOutside(o: {
+  ns: string;
+  hostVeth: string;
+  nsVeth: string;
+  hostIp: string;
+  publicIp: string;
+  metadataIp: string;
+  privateIp: string;
+}): Promise<Outside> {
+  const { ns, hostVeth, nsVeth, hostIp, publicIp, metadataIp, privateIp } = o;
   await must("ip", ["netns", "add", ns]);
   await must("ip", ["link", "add", hostVeth, "type", "veth", "peer", "name", nsVeth, "netns", ns]);
   await must("ip", ["addr", "add", `${hostIp}/30`, "dev", hostVeth]);
