@@ -1,10 +1,11 @@
+import { readFile } from "node:fs/promises";
 import type Docker from "dockerode";
 import { Counter, Gauge, type Registry } from "prom-client";
 import { KeyedMutex } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
-import { type EgressPolicy, egressRuleset, egressTableName } from "./egress-rules.ts";
+import { type EgressPolicy, egressRuleset, egressTableName, unreachableResolvers } from "./egress-rules.ts";
 import { LABEL } from "./names.ts";
 import { runNft } from "./nft.ts";
 
@@ -33,6 +34,8 @@ export interface EgressFirewallOptions {
   registry?: Registry;
   /** The nft binary (tests point it at a missing one). */
   nftBin?: string;
+  /** The host's resolver list, checked against the policy at start (default /etc/resolv.conf). */
+  resolvConfPath?: string;
 }
 
 /** starting → enforcing | unavailable (development only, rules could not be installed) → closed. */
@@ -115,6 +118,19 @@ export class EgressFirewall {
     this.#state = "enforcing";
     this.#metrics.enforced.set(1);
     this.#scheduleSweep();
+    await this.#warnAboutResolvers();
+  }
+
+  /** A private host resolver the policy refuses breaks every tenant's name lookups: say so. */
+  async #warnAboutResolvers(): Promise<void> {
+    const path = this.#options.resolvConfPath ?? "/etc/resolv.conf";
+    const text = await readFile(path, "utf8").catch(() => "");
+    const resolvers = unreachableResolvers(text, this.#options.policy);
+    if (resolvers.length === 0) return;
+    this.#log.warn(
+      { resolvers, resolv_conf: path },
+      "the host's DNS resolvers are private addresses the egress policy refuses: tenant containers cannot resolve names until egress.allow lists them with port 53",
+    );
   }
 
   /**

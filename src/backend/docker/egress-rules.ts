@@ -153,3 +153,39 @@ export function egressRuleset(table: string, bridges: readonly string[], policy:
   lines.push("}");
   return `${lines.join("\n")}\n`;
 }
+
+function contains(cidr: string, family: "ipv4" | "ipv6", address: string): boolean {
+  const [network = "", length = "0"] = cidr.split("/");
+  const bits = family === "ipv4" ? 32 : 128;
+  const value = family === "ipv4" ? ipv4Value : ipv6Value;
+  const shift = BigInt(bits - Number(length));
+  return value(network) >> shift === value(address) >> shift;
+}
+
+/**
+ * The nameservers of a resolv.conf that tenant containers could not reach under `policy`.
+ * Docker's embedded resolver forwards from the container's own network namespace (unless the
+ * nameserver is a loopback address, which it asks from the host's), so a private resolver
+ * (a VPC's, a LAN router) needs an allow entry for port 53, or names stop resolving.
+ */
+export function unreachableResolvers(resolvConf: string, policy: EgressPolicy): string[] {
+  const out: string[] = [];
+  for (const line of resolvConf.split("\n")) {
+    const m = /^\s*nameserver\s+(\S+)/.exec(line);
+    const address = m?.[1]?.split("%")[0] ?? "";
+    const family = isIPv4(address) ? "ipv4" : isIPv6(address) ? "ipv6" : undefined;
+    if (family === undefined) continue;
+    if (family === "ipv4" ? address.startsWith("127.") : ipv6Value(address) === 1n) continue;
+    const denied = family === "ipv4" ? DENIED_IPV4 : DENIED_IPV6;
+    if (!denied.some((cidr) => contains(cidr, family, address))) continue;
+    const allowed = policy.allow.some(
+      (e) =>
+        e.family === family &&
+        contains(e.cidr, family, address) &&
+        (e.port === undefined || e.port === 53) &&
+        e.protocol !== "tcp",
+    );
+    if (!allowed) out.push(address);
+  }
+  return out;
+}

@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
 import { after, describe, it } from "node:test";
+import pino from "pino";
 import { Registry } from "prom-client";
 import { EgressFirewall, type EgressFirewallOptions } from "../../../src/backend/docker/egress-firewall.ts";
 import { connectDocker } from "../../../src/backend/docker/engine.ts";
@@ -66,14 +71,28 @@ describe("docker backend: egress firewall start", { skip }, () => {
     assert.match(await registry.metrics(), /^fred_egress_apply_failures_total 1$/m);
   });
 
-  it("with nft: the start loads the table, a second look finds it unchanged", async () => {
+  it("with nft: the start loads the table, a second look finds it unchanged; a private resolver is named", async () => {
     const registry = new Registry();
-    const f = firewall({ registry });
+    const dir = mkdtempSync(join(tmpdir(), "fred-egress-resolv-"));
+    const resolvConfPath = join(dir, "resolv.conf");
+    writeFileSync(resolvConfPath, "nameserver 10.255.255.53\nnameserver 127.0.0.53\n");
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const f = firewall({ registry, resolvConfPath, log: pino({ level: "warn" }, sink) });
     made.push(f);
     await f.start(signal);
     assert.equal(f.state, "enforcing");
     assert.equal(await nft(["list", "table", "inet", f.table]), 0, "the table is in the kernel");
     assert.equal(await f.sync(signal), "unchanged");
     assert.match(await registry.metrics(), /^fred_egress_rulesets_applied_total 1$/m);
+    const warning = lines.find((l) => l.includes("DNS resolvers"));
+    assert.ok(warning, lines.join(""));
+    assert.deepEqual(JSON.parse(warning).resolvers, ["10.255.255.53"]);
+    rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -6,6 +6,7 @@ import {
   egressRuleset,
   egressTableName,
   parseCidr,
+  unreachableResolvers,
 } from "../../../src/backend/docker/egress-rules.ts";
 
 /**
@@ -117,5 +118,44 @@ describe("egress rules: the ruleset", () => {
       `ip6 daddr { fc00::/7, fe80::/10 } ${REJECT}`,
       `fib daddr type local ${REJECT}`,
     ]);
+  });
+});
+
+describe("egress rules: the host's resolvers", () => {
+  const conf = [
+    "# generated",
+    "search example.internal",
+    "nameserver 10.255.255.53",
+    "nameserver 127.0.0.53",
+    "nameserver 1.1.1.1",
+    "nameserver fd00::53",
+    "nameserver fe80::1%eth0",
+    "nameserver ::1",
+    "options edns0",
+  ].join("\n");
+  const cases: [string, EgressPolicy, string[]][] = [
+    ["no allow entries: the private and link-local ones", NONE, ["10.255.255.53", "fd00::53", "fe80::1"]],
+    [
+      "an allow entry with port 53 covers its network",
+      { allow: [entry("10.0.0.0/8", { port: 53 }), entry("fc00::/7")], deny: [] },
+      ["fe80::1"],
+    ],
+    [
+      "a tcp-only entry does not cover DNS over udp",
+      { allow: [entry("10.255.255.53", { protocol: "tcp" })], deny: [] },
+      ["10.255.255.53", "fd00::53", "fe80::1"],
+    ],
+    [
+      "an entry for another port does not either",
+      { allow: [entry("10.255.255.53", { port: 853 })], deny: [] },
+      ["10.255.255.53", "fd00::53", "fe80::1"],
+    ],
+  ];
+  for (const [what, policy, want] of cases) {
+    it(what, () => assert.deepEqual(unreachableResolvers(conf, policy), want));
+  }
+  it("a resolv.conf with only loopback or public resolvers needs nothing", () => {
+    assert.deepEqual(unreachableResolvers("nameserver 127.0.0.53\nnameserver 9.9.9.9\n", NONE), []);
+    assert.deepEqual(unreachableResolvers("", NONE), []);
   });
 });
