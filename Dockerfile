@@ -45,9 +45,10 @@ LABEL fred.stage=runtime \
   org.opencontainers.image.documentation="/opt/fred/lib/node_modules/fred/docs/operator-guide.md"
 # tini reaps zombies and forwards signals, so Ctrl-C and `docker stop` reach fred as SIGTERM.
 # btrfs-progs: `fred backend docker` makes a subvolume and a quota group per tenant volume.
+# nftables: `fred backend docker` loads its tenant egress rules with nft (host network, CAP_NET_ADMIN).
 # openssl: `fred up` makes its local CA and providerd's certificate with the openssl CLI.
 RUN apt-get update \
-  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tini btrfs-progs openssl \
+  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tini btrfs-progs nftables openssl \
   && apt-get clean && rm -rf /var/lib/apt/lists/*
 # A fixed uid/gid so volumes keep their owner across image versions.
 RUN groupadd --system --gid 10001 fred \

@@ -426,6 +426,14 @@ export const ERROR_CODES = {
     retryable: true,
   },
   ERR_BTRFS: { meaning: "a btrfs command failed", retryable: false },
+  ERR_EGRESS_FIREWALL: {
+    meaning:
+      "the tenant egress rules could not be installed (no nft, no permission, or the kernel refused them)",
+  },
+  ERR_EGRESS_NFT_TIMEOUT: {
+    meaning: "an nft call for the egress rules did not finish in time",
+    retryable: true,
+  },
 
   // --- providerd: tenant API ------------------------------------------------------------
   ERR_API_BAD_LEASE_UUID: {

@@ -17,6 +17,7 @@ import {
   parsePartitionSource,
   type RetentionPolicy,
 } from "../kit/index.ts";
+import { type EgressConfig, egressConfig, egressSchema } from "./egress-config.ts";
 import {
   type IngressConfig,
   ingressConfig,
@@ -185,6 +186,8 @@ export const fileSchema = z.strictObject({
   retention_tenant_budgets: z.record(z.string().min(1), tenantBudgetSchema).default({}),
   // HTTPS hostnames through Caddy (src/backend/docker/ingress/config.ts).
   ingress: ingressSchema,
+  // What tenant containers may reach (src/backend/docker/egress-config.ts).
+  egress: egressSchema,
 });
 
 type FileConfig = z.output<typeof fileSchema>;
@@ -257,6 +260,8 @@ export interface DockerBackendConfig {
   readonly retention: Readonly<RetentionPolicy>;
   /** Present when `ingress.enabled`: hostnames and custom domains through Caddy. */
   readonly ingress?: IngressConfig;
+  /** The egress policy: what tenant containers may reach besides the public internet. */
+  readonly egress: EgressConfig;
 }
 
 /** Environment variables that override a file key (the reference's names). */
@@ -376,8 +381,10 @@ export function parseDockerBackendConfig(
   const abs = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
   const { host, port } = splitListenAddr(file.listen_addr);
   let ingress: IngressConfig | undefined;
+  let egress: EgressConfig;
   try {
     ingress = ingressConfig(file.ingress, { abs, productionMode: file.production_mode });
+    egress = egressConfig(file.egress, file.production_mode);
   } catch (err) {
     throw configError((err as Error).message);
   }
@@ -478,6 +485,7 @@ export function parseDockerBackendConfig(
       ),
     }),
     ...(ingress !== undefined ? { ingress } : {}),
+    egress,
   };
   return Object.freeze(config);
 }

@@ -21,6 +21,7 @@ import type { BtrfsVolumes } from "./btrfs-volumes.ts";
 import type { DockerBackendConfig } from "./config.ts";
 import { buildContainerSpec } from "./container-spec.ts";
 import { DeathReports } from "./death-reports.ts";
+import type { EgressFirewall } from "./egress-firewall.ts";
 import {
   ambiguous,
   cleanupTrouble,
@@ -73,6 +74,8 @@ export interface DockerSubstrateOptions {
   seedLimits?: Partial<SeedLimits>;
   /** HTTPS hostnames through Caddy: routes follow the ready path and every removal. */
   ingress?: Ingress;
+  /** The egress policy's kernel rules: they follow tenant networks as they come and go. */
+  egress?: EgressFirewall;
 }
 
 const INVALID_MANIFEST = "invalid_manifest" as const;
@@ -112,7 +115,7 @@ export class DockerSubstrate implements Substrate {
     this.#log = opts.log.child({ substrate: "docker" });
     this.#volumes = opts.volumes;
     this.#ingress = opts.ingress;
-    this.#networks = new TenantNetworks(opts.docker, this.#log, opts.storageId);
+    this.#networks = new TenantNetworks(opts.docker, this.#log, opts.storageId, opts.egress);
     this.retained = opts.volumes ? new RetainedVolumes(opts.volumes, opts.storageId) : undefined;
     this.#instanceVolumes = new InstanceVolumes({
       docker: opts.docker,

@@ -17,6 +17,7 @@ import {
 import { assertBtrfsWithQuotas, BtrfsVolumes } from "./btrfs-volumes.ts";
 import type { DockerBackendConfig } from "./config.ts";
 import { DockerSubstrate } from "./docker-substrate.ts";
+import { EgressFirewall } from "./egress-firewall.ts";
 import { connectDocker, engineMessage, withPhase } from "./engine.ts";
 import { ImageCollector } from "./image-gc/index.ts";
 import { Ingress } from "./ingress/index.ts";
@@ -33,6 +34,8 @@ export interface RunningDockerBackend extends RunningBackend {
   ingress: Ingress | undefined;
   /** Absent when `image_gc_after` is 0. */
   imageCollector: ImageCollector | undefined;
+  /** Absent when `egress.enforce` is false (development only). */
+  egress: EgressFirewall | undefined;
 }
 
 const ENGINE_PING_TIMEOUT_MS = 10_000;
@@ -108,6 +111,21 @@ export async function startDockerBackend(
     await releases.close().catch(() => {});
     throw err;
   }
+  const egress = config.egress.enforce
+    ? new EgressFirewall({
+        docker,
+        clock,
+        log: logger,
+        storageId,
+        policy: config.egress.policy,
+        sweepIntervalMs: config.egress.sweepIntervalMs,
+        productionMode: config.productionMode,
+        registry,
+      })
+    : undefined;
+  if (egress === undefined)
+    logger.warn("egress.enforce is false: tenant containers can reach the host and private networks");
+  else releases.use("egress", egress);
   const substrate = new DockerSubstrate({
     config,
     storageId,
@@ -116,10 +134,14 @@ export async function startDockerBackend(
     log: logger,
     volumes,
     ...(ingress ? { ingress } : {}),
+    ...(egress ? { egress } : {}),
   });
   releases.use("substrate", substrate);
   try {
     await substrate.pruneNetworks(startup.signal);
+    // Before the contract server admits work: every tenant network filtered, or (in
+    // production) no start at all.
+    await egress?.start(startup.signal);
     // The volume root's identity marker, before any retained row can record it.
     await substrate.retained?.identity(true);
     const running = await startBackend({
@@ -172,7 +194,7 @@ export async function startDockerBackend(
       registry,
     });
     if (imageCollector !== undefined) releases.defer("image collector", () => imageCollector.stop());
-    return Object.assign(running, { substrate, ingress, imageCollector });
+    return Object.assign(running, { substrate, ingress, imageCollector, egress });
   } catch (err) {
     // One stack: the contract server (if up), the substrate and the ingress, in reverse order.
     await releases.close().catch(() => {});

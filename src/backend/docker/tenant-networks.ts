@@ -2,6 +2,7 @@ import type Docker from "dockerode";
 import { KeyedMutex } from "../../core/async/index.ts";
 import type { Logger } from "../../log.ts";
 import { SubstrateError } from "../kit/index.ts";
+import type { EgressFirewall } from "./egress-firewall.ts";
 import { ambiguous, engineStatus, isNotFound } from "./engine.ts";
 import { LABEL, tenantNetworkName } from "./names.ts";
 
@@ -11,17 +12,23 @@ import { LABEL, tenantNetworkName } from "./names.ts";
  * `internal` network would block publishing). Creation and removal of a tenant's network
  * run under a per-tenant lock together with container creation, so a removal never races
  * a lease that is about to join the network.
+ *
+ * With an egress firewall, its rules follow the networks: `ensure` returns only once the
+ * kernel holds the rules for the network (so no container joins an unfiltered one), and a
+ * removal takes the network's rules out.
  */
 export class TenantNetworks {
   readonly #docker: Docker;
   readonly #log: Logger;
   readonly #storageId: string;
+  readonly #egress: Pick<EgressFirewall, "sync"> | undefined;
   readonly #locks = new KeyedMutex();
 
-  constructor(docker: Docker, log: Logger, storageId: string) {
+  constructor(docker: Docker, log: Logger, storageId: string, egress?: Pick<EgressFirewall, "sync">) {
     this.#docker = docker;
     this.#log = log;
     this.#storageId = storageId;
+    this.#egress = egress;
   }
 
   /** Runs `work` exclusively for the tenant (FIFO). */
@@ -31,6 +38,16 @@ export class TenantNetworks {
 
   /** Creates the tenant's network when missing; call inside `withTenant`. Returns its name. */
   async ensure(tenant: string, signal: AbortSignal): Promise<string> {
+    const name = await this.#ensureNetwork(tenant, signal);
+    try {
+      await this.#egress?.sync(signal);
+    } catch (err) {
+      throw ambiguous(`egress rules for network ${name}`, err);
+    }
+    return name;
+  }
+
+  async #ensureNetwork(tenant: string, signal: AbortSignal): Promise<string> {
     const name = tenantNetworkName(tenant);
     try {
       const info = await this.#docker.getNetwork(name).inspect();
@@ -82,5 +99,11 @@ export class TenantNetworks {
       if (isNotFound(err) || engineStatus(err) === 409 || engineStatus(err) === 403) return;
       throw ambiguous(`remove network ${name}`, err);
     }
+    // A left-over rule for a gone bridge filters nothing; the sweep retries the removal.
+    await this.#egress
+      ?.sync(signal)
+      .catch((err) =>
+        this.#log.warn({ network: name, err }, "egress rules not updated after a network removal"),
+      );
   }
 }

@@ -232,6 +232,72 @@ describe("docker backend config", () => {
     assert.deepEqual(c.tls, { certFile: "/etc/fred/c.pem", keyFile: "/etc/fred/k.pem" });
   });
 
+  it("egress: enforced by default, entries canonical and frozen, every bad entry refused by its key", () => {
+    const plain = parseDockerBackendConfig(minimal(), { baseDir: "/etc/fred" });
+    assert.deepEqual(plain.egress, {
+      enforce: true,
+      sweepIntervalMs: 30_000,
+      policy: { allow: [], deny: [] },
+    });
+    const c = parseDockerBackendConfig(
+      minimal({
+        egress: {
+          sweep_interval: "5s",
+          allow: [
+            { cidr: "10.0.0.2", port: 53 },
+            { cidr: "FD00::/8", protocol: "tcp" },
+          ],
+          deny: [{ cidr: "203.0.113.0/24", port: 25, protocol: "tcp" }],
+        },
+      }),
+      { baseDir: "/etc/fred" },
+    );
+    assert.equal(c.egress.sweepIntervalMs, 5_000);
+    assert.deepEqual(c.egress.policy.allow, [
+      { cidr: "10.0.0.2/32", family: "ipv4", port: 53 },
+      { cidr: "fd00::/8", family: "ipv6", protocol: "tcp" },
+    ]);
+    assert.deepEqual(c.egress.policy.deny, [
+      { cidr: "203.0.113.0/24", family: "ipv4", port: 25, protocol: "tcp" },
+    ]);
+    assert.ok(Object.isFrozen(c.egress.policy.allow) && Object.isFrozen(c.egress.policy.allow[0]));
+    const bad: [unknown, RegExp][] = [
+      [
+        { allow: [{ cidr: "10.0.0.0/33" }] },
+        /egress\.allow\.0\.cidr: "10\.0\.0\.0\/33" has a prefix length outside 0–32/,
+      ],
+      [{ allow: [{ cidr: "10.1.2.3/8" }] }, /egress\.allow\.0\.cidr: .*bits set after its \/8 prefix/],
+      [{ deny: [{ cidr: "a.example.com" }] }, /egress\.deny\.0\.cidr: .*not an IPv4 or IPv6/],
+      [{ deny: [{ cidr: "10.0.0.0/8/1" }] }, /egress\.deny\.0\.cidr/],
+      [{ deny: [{ cidr: "fe80::1/10" }] }, /egress\.deny\.0\.cidr: .*bits set/],
+      [{ allow: [{ cidr: "10.0.0.1", port: 0 }] }, /egress\.allow\.0\.port/],
+      [{ allow: [{ cidr: "10.0.0.1", port: 70000 }] }, /egress\.allow\.0\.port/],
+      [{ allow: [{ cidr: "10.0.0.1", protocol: "icmp" }] }, /egress\.allow\.0\.protocol/],
+      [{ allow: [{ cidr: "10.0.0.1", ports: [1] }] }, /egress\.allow\.0/],
+      [{ allow: ["10.0.0.1"] }, /egress\.allow\.0/],
+      [{ sweep_interval: "0s" }, /egress\.sweep_interval/],
+      [{ firewall: "iptables" }, /egress/],
+    ];
+    for (const [egress, message] of bad)
+      assert.match(refusal(minimal({ egress })), message, JSON.stringify(egress));
+  });
+
+  it("egress: enforce false is for development only", () => {
+    const dev = parseDockerBackendConfig(minimal({ egress: { enforce: false } }), { baseDir: "/etc/fred" });
+    assert.equal(dev.egress.enforce, false);
+    assert.match(
+      refusal(
+        minimal({
+          production_mode: true,
+          tls_cert_file: "c",
+          tls_key_file: "k",
+          egress: { enforce: false },
+        }),
+      ),
+      /egress\.enforce: false is refused in production_mode/,
+    );
+  });
+
   it("accepts mutual TLS keys with HTTPS, and refuses them without it or with a bad CA file", () => {
     const dir = mkdtempSync(join(tmpdir(), "fred-docker-mtls-"));
     try {

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { loadDockerBackendConfig } from "../../../src/backend/docker/config.ts";
+import { egressTableName } from "../../../src/backend/docker/egress-rules.ts";
 import {
   initializeDockerBackendStorage,
   type RunningDockerBackend,
@@ -88,13 +89,19 @@ export function prepareDockerBackend(overrides: Record<string, unknown> = {}): D
   };
 }
 
-/** Test cleanup: force-removes every container and network labelled with the storage id. */
+/**
+ * Test cleanup: force-removes every container and network labelled with the storage id, and
+ * the deployment's egress table (the backend leaves it in the kernel when it stops).
+ */
 export async function removeEverythingOf(storageId: string): Promise<void> {
   const label = `label=fred.storage_id=${storageId}`;
   const ids = (await dockerCli(["ps", "-aq", "--filter", label])).out.split(/\s+/).filter(Boolean);
   if (ids.length > 0) await dockerCli(["rm", "-f", ...ids]);
   const nets = (await dockerCli(["network", "ls", "-q", "--filter", label])).out.split(/\s+/).filter(Boolean);
   if (nets.length > 0) await dockerCli(["network", "rm", ...nets]);
+  await new Promise<void>((resolve) =>
+    execFile("nft", ["delete", "table", "inet", egressTableName(storageId)], () => resolve()),
+  );
 }
 
 /** Deletes the btrfs subvolumes under a test volume root (rm -rf cannot remove subvolumes). */
