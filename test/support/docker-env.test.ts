@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { describe, it } from "node:test";
 import {
   builtImageTags,
+  DOCKER_SOCKET,
   type DockerNeeds,
   type DockerState,
   dockerVerdict,
@@ -24,7 +25,7 @@ import {
  */
 
 const ROOT = "/srv/btrfs";
-const ENGINE = "no Docker engine answers on /var/run/docker.sock";
+const ENGINE = `no Docker engine answers on ${DOCKER_SOCKET}`;
 const MOUNT = `${ROOT} is not a btrfs mount`;
 const ready: DockerState = { engine: true, btrfs: true, root: true, btrfsTools: true, missingImages: [] };
 const user: DockerState = { ...ready, root: false };

@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { chmod, chown, mkdir, readdir, readFile, rm, stat, statfs, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { FredError } from "../../core/errors.ts";
+import type { IdShift, Owner } from "./userns.ts";
 
 /**
  * Durable instance volumes with an enforced size: one btrfs subvolume per service
@@ -15,6 +16,10 @@ import { FredError } from "../../core/errors.ts";
  * only once the image's content is unpacked and synced. A pending marker means a crash hit
  * mid-seed: the directory is emptied and seeded again. A directory without a marker (made
  * before seeding existed) or with "done" is never seeded over: that is tenant data.
+ *
+ * Ownership: every owner given here is a container uid:gid; `ids` turns it into the host
+ * ids the engine maps it to (userns-remap), so the tenant's root, or the container user,
+ * owns its VOLUME directories and nothing else under the subvolume.
  *
  * Deleting: a `.fred-deleting` marker is written before `subvolume delete` starts. A delete
  * that fails (or is cut short by a crash) leaves it behind, and `ensure` never hands such a
@@ -92,10 +97,19 @@ export async function ownerAt(path: string): Promise<VolumeOwner | undefined> {
 export class BtrfsVolumes {
   readonly root: string;
   readonly #storageId: string;
+  /** Container ids → host ids: what seeding and every chown here go through. */
+  readonly ids: IdShift;
 
-  constructor(root: string, storageId: string) {
+  constructor(root: string, storageId: string, ids: IdShift) {
     this.root = root;
     this.#storageId = storageId;
+    this.ids = ids;
+  }
+
+  /** Hands `hostDir` to the container's `owner`, as the engine maps it onto the host. */
+  async #chown(hostDir: string, owner: Owner): Promise<void> {
+    const host = this.ids.toHost(owner);
+    await chown(hostDir, host.uid, host.gid);
   }
 
   pathOf(name: string): string {
@@ -116,7 +130,8 @@ export class BtrfsVolumes {
 
   /**
    * Creates (or re-uses, after a crash) the instance's subvolume with a `diskMb` limit and
-   * one directory per VOLUME path; `chownTo` hands them to a numeric container user.
+   * one directory per VOLUME path, owned by the numeric container user `chownTo`, else by
+   * container root (host root only when the engine does not remap).
    * Returns the host directory for each VOLUME path. A same-named volume owned by another
    * lease or deployment is never adopted.
    */
@@ -125,7 +140,7 @@ export class BtrfsVolumes {
     owner: VolumeOwner,
     diskMb: number,
     dirs: readonly string[],
-    chownTo: { uid: number; gid: number } | undefined,
+    chownTo: Owner | undefined,
     signal?: AbortSignal,
   ): Promise<Map<string, string>> {
     const path = this.pathOf(name);
@@ -147,7 +162,7 @@ export class BtrfsVolumes {
       const hostDir = join(path, dir);
       if (!(await this.#isDir(hostDir))) await writeFile(this.#seedMarker(name, dir), SEED_PENDING);
       await mkdir(hostDir, { recursive: true, mode: 0o755 });
-      if (chownTo) await chown(hostDir, chownTo.uid, chownTo.gid);
+      if (chownTo || this.ids.remapped) await this.#chown(hostDir, chownTo ?? { uid: 0, gid: 0 });
       out.set(dir, hostDir);
     }
     return out;
@@ -200,14 +215,14 @@ export class BtrfsVolumes {
   async finishSeed(
     name: string,
     dir: string,
-    top: { mode: number; uid: number; gid: number } | undefined,
-    chownTo: { uid: number; gid: number } | undefined,
+    top: (Owner & { mode: number }) | undefined,
+    chownTo: Owner | undefined,
     signal?: AbortSignal,
   ): Promise<void> {
     const hostDir = join(this.pathOf(name), dir);
     if (top) await chmod(hostDir, top.mode);
     const owner = chownTo ?? top;
-    if (owner) await chown(hostDir, owner.uid, owner.gid);
+    if (owner) await this.#chown(hostDir, owner);
     await run(["filesystem", "sync", this.pathOf(name)], signal);
     await writeFile(this.#seedMarker(name, dir), SEED_DONE);
   }

@@ -138,7 +138,7 @@ export class InstanceVolumes {
           maxBytes: this.#options.seedLimits.maxBytes ?? diskMb * 1024 * 1024,
           maxEntries: this.#options.seedLimits.maxEntries ?? DEFAULT_SEED_MAX_ENTRIES,
         };
-        const top = await seeder.seed(facts.id, path, hostDir, limits, signal);
+        const top = await seeder.seed(facts.id, path, hostDir, limits, volumes.ids, signal);
         await volumes.finishSeed(name, dir, top, chownTo, signal);
       }
       return { durable, ephemeral: [] };
@@ -147,6 +147,11 @@ export class InstanceVolumes {
       if (isFredError(err, "ERR_VOLUME_FOREIGN")) {
         this.#options.reportForeign(name, spec.leaseUuid);
         throw definite("Internal", "internal error while provisioning", `volume ${name} is not ours`, err);
+      }
+      if (isFredError(err, "ERR_USERNS_UNMAPPED")) {
+        // The manifest's numeric user lies beyond the engine's map: no container can run as it.
+        const where = `service ${instance.service} instance ${instance.index}`;
+        throw definite("ContainerStartFailed", `${where} could not be started`, `volume ${name}`, err);
       }
       if (isFredError(err, "ERR_VOLUME_DELETE_PENDING")) {
         throw definite("VolumeDeletePending", VOLUME_DELETE_PENDING_MESSAGE, `volume ${name}`, err);

@@ -3,6 +3,7 @@ import { pipeline } from "node:stream/promises";
 import tarStream, { type Header } from "tar-stream";
 import { SubstrateError } from "../kit/index.ts";
 import { definite } from "./engine.ts";
+import type { IdShift } from "./userns.ts";
 
 /**
  * The tar archive a volume seed reads from a tenant's image, vetted before GNU tar unpacks
@@ -12,7 +13,9 @@ import { definite } from "./engine.ts";
  * reaches GNU tar is a new archive tar-stream writes from the checked headers alone, so
  * GNU tar never parses a header byte of the tenant's: where two tar parsers disagree about
  * a malformed header (where a member starts, what a size field holds), nothing slips past.
- * Symlink targets are left to GNU tar, which writes links pointing outside last.
+ * Symlink targets are left to GNU tar, which writes links pointing outside last. The owners
+ * written are the host ids the engine maps the image's ids to (userns-remap), so the
+ * seeded files belong to the same users inside the container as in the image.
  */
 
 export interface SeedLimits {
@@ -81,9 +84,10 @@ function paxId(pax: unknown, key: "uid" | "gid"): number | undefined {
 
 /**
  * Checks one member against the caps and rules, counts it in `seen`, and returns the
- * header to write for it (nothing of the original beyond what is checked here).
+ * header to write for it (nothing of the original beyond what is checked here), its owner
+ * shifted to host ids by `ids`. `seen.top` keeps the image's own (container) ids.
  */
-export function vetMember(h: Header, seen: SeedSummary, limits: SeedLimits): PackHeader {
+export function vetMember(h: Header, seen: SeedSummary, limits: SeedLimits, ids?: IdShift): PackHeader {
   if (++seen.entries > limits.maxEntries) {
     throw seedTooLarge(`volume seed: more than ${limits.maxEntries} entries`);
   }
@@ -106,19 +110,34 @@ export function vetMember(h: Header, seen: SeedSummary, limits: SeedLimits): Pac
   const uid = paxId(h.pax, "uid") ?? count(h.uid, "uid");
   const gid = paxId(h.pax, "gid") ?? count(h.gid, "gid");
   if (seen.entries === 1 && h.type === "directory") seen.top = { mode, uid, gid };
+  const host = hostOwner(ids, uid, gid, name);
   const mtimeMs = h.mtime?.getTime() ?? 0;
   const out: PackHeader = {
     name,
     type: h.type === "contiguous-file" ? "file" : h.type,
     size,
     mode: mode | KEEP_MODE,
-    uid,
-    gid,
+    uid: host.uid,
+    gid: host.gid,
     mtime: new Date(Number.isFinite(mtimeMs) && mtimeMs > 0 ? mtimeMs : 0),
   };
   if (h.type === "link" || h.type === "symlink") out.linkname = h.linkname ?? "";
-  if (uid > USTAR_ID_MAX || gid > USTAR_ID_MAX) out.pax = { uid: String(uid), gid: String(gid) };
+  if (host.uid > USTAR_ID_MAX || host.gid > USTAR_ID_MAX)
+    out.pax = { uid: String(host.uid), gid: String(host.gid) };
   return out;
+}
+
+/** The host owner of a member; an id the engine cannot map refuses the seed. */
+function hostOwner(ids: IdShift | undefined, uid: number, gid: number, name: string) {
+  if (!ids) return { uid, gid };
+  try {
+    return ids.toHost({ uid, gid });
+  } catch (err) {
+    throw seedFailed(
+      `volume seed: owner ${uid}:${gid} of ${JSON.stringify(name)} is outside the user-namespace map`,
+      err,
+    );
+  }
 }
 
 /** A parse error of tar-stream is the archive's fault; a failure of the input is not. */
@@ -135,8 +154,13 @@ function newSummary(): SeedSummary {
  * The vetted archive as a stream, and the summary it fills. The stream fails with a
  * definite `SubstrateError` when the archive breaks a rule or does not parse, and with the
  * input's own error when reading the input fails. Destroying it stops reading the input.
+ * Owners are written as `ids` maps them onto the host.
  */
-export function vetArchive(input: Readable, limits: SeedLimits): { output: Readable; summary: SeedSummary } {
+export function vetArchive(
+  input: Readable,
+  limits: SeedLimits,
+  ids: IdShift,
+): { output: Readable; summary: SeedSummary } {
   const summary = newSummary();
   const extract = tarStream.extract();
   const pack = tarStream.pack();
@@ -153,7 +177,7 @@ export function vetArchive(input: Readable, limits: SeedLimits): { output: Reada
     body.on("error", () => {});
     let out: PackHeader;
     try {
-      out = vetMember(header, summary, limits);
+      out = vetMember(header, summary, limits, ids);
     } catch (err) {
       fail(err);
       return;

@@ -17,13 +17,14 @@ import {
   seedTooLarge,
   vetArchive,
 } from "./seed-archive.ts";
+import type { IdShift } from "./userns.ts";
 
 /**
  * Seeding a fresh durable volume with what the image holds at its VOLUME path, the way the
  * engine fills an empty named volume. The content comes from a helper container that is
  * created from the image but never started, read through the engine's archive API, vetted
  * (seed-archive.ts: images are tenant input) and unpacked by GNU tar as root (numeric
- * owners and modes kept).
+ * owners, shifted to the host ids the engine maps them to, and modes kept).
  *
  * The same helper answers who owns each VOLUME directory in the image (the first header of
  * its archive), which decides the user a container without a manifest `user` runs as.
@@ -43,15 +44,17 @@ function isPipeError(err: unknown): boolean {
 
 /**
  * Unpacks an archive from the engine's archive API into `hostDir` (its top directory
- * component stripped). Returns the image's mode/owner of that top directory, when present.
+ * component stripped), owners shifted by `ids`. Returns the image's mode/owner of that top
+ * directory (container ids), when present.
  */
 export async function extractArchive(
   archive: Readable,
   hostDir: string,
   limits: SeedLimits,
+  ids: IdShift,
   signal: AbortSignal,
 ): Promise<SeedTop | undefined> {
-  const vetted = vetArchive(archive, limits);
+  const vetted = vetArchive(archive, limits, ids);
   const tar = spawn(
     "tar",
     [
@@ -157,12 +160,16 @@ export class VolumeSeeder {
     }
   }
 
-  /** Copies the image's content at `containerPath` into `hostDir` (expected empty). */
+  /**
+   * Copies the image's content at `containerPath` into `hostDir` (expected empty), owned by
+   * the host ids `ids` maps the image's owners to.
+   */
   async seed(
     imageId: string,
     containerPath: string,
     hostDir: string,
     limits: SeedLimits,
+    ids: IdShift,
     signal: AbortSignal,
   ): Promise<SeedTop | undefined> {
     const id = await this.#helper(imageId, signal);
@@ -177,7 +184,7 @@ export class VolumeSeeder {
         if (isNotFound(err)) return undefined; // nothing at that path in the image
         throw ambiguous(`archive of ${containerPath}`, err);
       }
-      return extractArchive(archive, hostDir, limits, s);
+      return extractArchive(archive, hostDir, limits, ids, s);
     }).catch((err) => {
       throw err instanceof SubstrateError ? err : ambiguous(`seed ${containerPath}`, err);
     });

@@ -10,6 +10,7 @@ import {
   type SeedLimits,
   vetArchive,
 } from "../../../src/backend/docker/seed-archive.ts";
+import { IdShift } from "../../../src/backend/docker/userns.ts";
 import { SubstrateError } from "../../../src/backend/kit/substrate.ts";
 
 /**
@@ -183,7 +184,7 @@ async function drain(stream: Readable): Promise<Buffer> {
 
 /** Runs the vetting; "ok" with the output archive, or the definite reason it refused. */
 async function vet(archive: Buffer, limits: SeedLimits): Promise<{ outcome: string; output?: Buffer }> {
-  const { output } = vetArchive(Readable.from([archive]), limits);
+  const { output } = vetArchive(Readable.from([archive]), limits, IdShift.none);
   try {
     return { outcome: "ok", output: await drain(output) };
   } catch (err) {
@@ -287,7 +288,11 @@ describe("seed archive vetting", () => {
       member({ name: "data/pipe", kind: "6" }),
     ];
     const archive = tarOf(members);
-    const { output, summary } = vetArchive(Readable.from([archive]), { maxBytes: 1 << 20, maxEntries: 100 });
+    const { output, summary } = vetArchive(
+      Readable.from([archive]),
+      { maxBytes: 1 << 20, maxEntries: 100 },
+      IdShift.none,
+    );
     const listed = await gnuList(await drain(output));
     assert.deepEqual(
       listed.map((l) => l.name),
@@ -327,7 +332,7 @@ describe("seed archive vetting", () => {
       },
     });
     await assert.rejects(
-      drain(vetArchive(broken, { maxBytes: 1, maxEntries: 1 }).output),
+      drain(vetArchive(broken, { maxBytes: 1, maxEntries: 1 }, IdShift.none).output),
       /connection reset/,
     );
   });
