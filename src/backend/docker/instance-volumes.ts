@@ -10,6 +10,7 @@ import { ambiguous, definite } from "./engine.ts";
 import type { ImageFacts } from "./images.ts";
 import { instanceName, LABEL, volumeDirName } from "./names.ts";
 import type { ServiceModel } from "./service-model.ts";
+import type { IdShift } from "./userns.ts";
 import { DEFAULT_SEED_MAX_ENTRIES, type SeedLimits, type SeedTop, VolumeSeeder } from "./volume-seed.ts";
 
 /**
@@ -27,6 +28,8 @@ export interface InstanceVolumesOptions {
   volumes: BtrfsVolumes | undefined;
   /** Caps on seeding: bytes default to the SKU's `disk_mb`, entries to 100,000. */
   seedLimits: Partial<SeedLimits>;
+  /** The engine's id map (userns-remap): how the image's owners read in archives. */
+  ids: IdShift;
   /** A same-named volume of another owner was found (stale-handle accounting). */
   reportForeign: (name: string, leaseUuid: string) => void;
 }
@@ -60,11 +63,12 @@ export class InstanceVolumes {
 
   /** One seeder per create: its helper containers carry the lease's labels. */
   seeder(spec: WorkloadSpec): VolumeSeeder {
-    const { docker, clock, log, config, storageId } = this.#options;
+    const { docker, clock, log, config, storageId, ids } = this.#options;
     return new VolumeSeeder({
       docker,
       clock,
       log,
+      ids,
       labels: {
         [LABEL.managed]: "true",
         [LABEL.storageId]: storageId,
@@ -138,7 +142,7 @@ export class InstanceVolumes {
           maxBytes: this.#options.seedLimits.maxBytes ?? diskMb * 1024 * 1024,
           maxEntries: this.#options.seedLimits.maxEntries ?? DEFAULT_SEED_MAX_ENTRIES,
         };
-        const top = await seeder.seed(facts.id, path, hostDir, limits, volumes.ids, signal);
+        const top = await seeder.seed(facts.id, path, hostDir, limits, signal);
         await volumes.finishSeed(name, dir, top, chownTo, signal);
       }
       return { durable, ephemeral: [] };

@@ -118,6 +118,7 @@ export async function startDockerBackend(
     clock,
     log: logger,
     volumes,
+    ids,
     ...(ingress ? { ingress } : {}),
   });
   releases.use("substrate", substrate);

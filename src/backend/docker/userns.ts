@@ -12,7 +12,10 @@ import { engineMessage, withPhase } from "./engine.ts";
  * (gids likewise from /etc/subgid). Files the backend puts into a tenant's volume (the
  * directories it makes, the image content it seeds) must carry the host ids that the
  * container's ids map to, or the tenant's root could not write its own volume. `IdShift`
- * is that translation, the one place it is computed; without remapping it is the identity.
+ * is that translation, both ways, the one place it is computed; without remapping it is
+ * the identity. (The engine's archive API, which seeding reads, reports the image's files
+ * with the host ids they have in the remapped image store: `toContainer` turns those back
+ * into the ids the image names.)
  *
  * The engine says whether it remaps (`docker info` SecurityOptions holds `name=userns`) and
  * which host ids container root has (its data root ends in `/<uid>.<gid>`); the ranges
@@ -46,6 +49,13 @@ function toHost(ranges: readonly IdRange[], kind: "uid" | "gid", id: number): nu
   throw unmapped(kind, id);
 }
 
+function toContainer(ranges: readonly IdRange[], kind: "uid" | "gid", id: number): number {
+  for (const r of ranges) {
+    if (id >= r.host && id < r.host + r.size) return r.container + (id - r.host);
+  }
+  throw new FredError("ERR_USERNS_UNMAPPED", `host ${kind} ${id} is outside the engine's user-namespace map`);
+}
+
 export class IdShift {
   /** The engine does not remap: container ids are host ids. */
   static readonly none = new IdShift(undefined);
@@ -64,6 +74,15 @@ export class IdShift {
   toHost(owner: Owner): Owner {
     if (!this.#map) return owner;
     return { uid: toHost(this.#map.uids, "uid", owner.uid), gid: toHost(this.#map.gids, "gid", owner.gid) };
+  }
+
+  /** The container uid:gid a host uid:gid is; throws ERR_USERNS_UNMAPPED outside the map. */
+  toContainer(owner: Owner): Owner {
+    if (!this.#map) return owner;
+    return {
+      uid: toContainer(this.#map.uids, "uid", owner.uid),
+      gid: toContainer(this.#map.gids, "gid", owner.gid),
+    };
   }
 
   /** Container root's host ids (0:0 without remapping). */

@@ -24,7 +24,7 @@ import type { IdShift } from "./userns.ts";
  * engine fills an empty named volume. The content comes from a helper container that is
  * created from the image but never started, read through the engine's archive API, vetted
  * (seed-archive.ts: images are tenant input) and unpacked by GNU tar as root (numeric
- * owners, shifted to the host ids the engine maps them to, and modes kept).
+ * owners and modes kept: under userns-remap the archive already holds the remapped host ids).
  *
  * The same helper answers who owns each VOLUME directory in the image (the first header of
  * its archive), which decides the user a container without a manifest `user` runs as.
@@ -44,8 +44,8 @@ function isPipeError(err: unknown): boolean {
 
 /**
  * Unpacks an archive from the engine's archive API into `hostDir` (its top directory
- * component stripped), owners shifted by `ids`. Returns the image's mode/owner of that top
- * directory (container ids), when present.
+ * component stripped), every owner checked against `ids`' map. Returns the image's
+ * mode/owner of that top directory (container ids), when present.
  */
 export async function extractArchive(
   archive: Readable,
@@ -119,6 +119,8 @@ export interface VolumeSeederDeps {
   removeTimeoutMs: number;
   /** Bound on reading and unpacking one VOLUME path. */
   seedTimeoutMs: number;
+  /** The engine's id map: archive owners are its host ids. */
+  ids: IdShift;
 }
 
 /**
@@ -160,20 +162,16 @@ export class VolumeSeeder {
     }
   }
 
-  /**
-   * Copies the image's content at `containerPath` into `hostDir` (expected empty), owned by
-   * the host ids `ids` maps the image's owners to.
-   */
+  /** Copies the image's content at `containerPath` into `hostDir` (expected empty). */
   async seed(
     imageId: string,
     containerPath: string,
     hostDir: string,
     limits: SeedLimits,
-    ids: IdShift,
     signal: AbortSignal,
   ): Promise<SeedTop | undefined> {
     const id = await this.#helper(imageId, signal);
-    const { docker, clock, seedTimeoutMs } = this.#deps;
+    const { docker, clock, seedTimeoutMs, ids } = this.#deps;
     return withPhase(clock, "volume seed", seedTimeoutMs, signal, async (s) => {
       let archive: Readable;
       try {
@@ -199,7 +197,7 @@ export class VolumeSeeder {
   async volumeOwnership(imageId: string, paths: readonly string[], signal: AbortSignal): Promise<Ownership> {
     const known = this.#ownership.get(imageId);
     if (known) return known;
-    const { docker, clock, seedTimeoutMs } = this.#deps;
+    const { docker, clock, seedTimeoutMs, ids } = this.#deps;
     let imageUser: string;
     try {
       const info = await withPhase(clock, "image inspect", seedTimeoutMs, signal, (s) =>
@@ -222,7 +220,7 @@ export class VolumeSeeder {
           if (isNotFound(err)) return undefined;
           throw ambiguous(`archive of ${path}`, err);
         }
-        return readArchiveTop(archive);
+        return readArchiveTop(archive, ids);
       }).catch((err) => {
         throw err instanceof SubstrateError ? err : ambiguous(`owner of ${path}`, err);
       });

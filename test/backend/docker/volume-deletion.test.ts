@@ -37,13 +37,15 @@ describe("docker substrate: a volume deletion that has not finished", { skip }, 
 
   before(async () => {
     await assertBtrfsWithQuotas(config.volumeDataPath);
+    const ids = await engineIdShift();
     substrate = new DockerSubstrate({
       config,
       storageId,
       docker: connectDocker(config.dockerHost),
       clock: systemClock,
       log: createLogger("test-docker", "silent"),
-      volumes: new BtrfsVolumes(config.volumeDataPath, storageId, await engineIdShift()),
+      volumes: new BtrfsVolumes(config.volumeDataPath, storageId, ids),
+      ids,
     });
     spec = workloadSpec({ storageId, services: { app: { image: "fred-test/volume:1" } }, profile: durable });
     volumePath = join(config.volumeDataPath, instanceName(spec.leaseUuid, "app", 0));

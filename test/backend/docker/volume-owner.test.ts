@@ -55,13 +55,15 @@ describe("docker substrate: running as the VOLUME directories' owner", { skip },
 
   before(async () => {
     await assertBtrfsWithQuotas(config.volumeDataPath);
+    const ids = await engineIdShift();
     substrate = new DockerSubstrate({
       config,
       storageId,
       docker: connectDocker(config.dockerHost),
       clock: systemClock,
       log: createLogger("test-docker", "silent"),
-      volumes: new BtrfsVolumes(config.volumeDataPath, storageId, await engineIdShift()),
+      volumes: new BtrfsVolumes(config.volumeDataPath, storageId, ids),
+      ids,
     });
   });
 

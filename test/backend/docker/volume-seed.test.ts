@@ -152,7 +152,7 @@ describe("volume seed extraction guard", { skip: process.getuid?.() === 0 ? fals
     });
   }
 
-  it("under userns-remap, owners land shifted on disk; the reported top keeps the image's ids", async () => {
+  it("under userns-remap, the archive's host owners land as they are; the top reports the container's ids", async () => {
     const shift = new IdShift({
       uids: [{ container: 0, host: 100_000, size: 65_536 }],
       gids: [{ container: 0, host: 200_000, size: 65_536 }],
@@ -161,9 +161,9 @@ describe("volume seed extraction guard", { skip: process.getuid?.() === 0 ? fals
     const top = await extractArchive(
       Readable.from([
         tarOf([
-          { name: "data/", type: "5", mode: 0o770, uid: 1000, gid: 1000 },
-          { name: "data/root.txt", type: "0", data: "r" },
-          { name: "data/app.txt", type: "0", data: "a", uid: 1000, gid: 1001 },
+          { name: "data/", type: "5", mode: 0o770, uid: 101_000, gid: 201_000 },
+          { name: "data/root.txt", type: "0", data: "r", uid: 100_000, gid: 200_000 },
+          { name: "data/app.txt", type: "0", data: "a", uid: 101_000, gid: 201_001 },
         ]),
       ]),
       into,
@@ -178,12 +178,13 @@ describe("volume seed extraction guard", { skip: process.getuid?.() === 0 ? fals
     };
     assert.equal(owner("root.txt"), "100000:200000");
     assert.equal(owner("app.txt"), "101000:201001");
-    const beyond = tarOf([
-      { name: "data/", type: "5" },
-      { name: "data/far.txt", type: "0", data: "x", uid: 70_000, gid: 0 },
+    // A real host user's id (here root) is no id of the remapped image store: refused.
+    const hostRoot = tarOf([
+      { name: "data/", type: "5", uid: 100_000, gid: 200_000 },
+      { name: "data/planted", type: "0", data: "x", uid: 0, gid: 0 },
     ]);
     await assert.rejects(
-      extractArchive(Readable.from([beyond]), fresh(), roomy, shift, neverAborted),
+      extractArchive(Readable.from([hostRoot]), fresh(), roomy, shift, neverAborted),
       (err) => {
         assert.equal(reasonOf(err), "VolumeSeedFailed", "an owner outside the map refuses the seed");
         return true;
@@ -242,6 +243,7 @@ describe("docker substrate: volumes seeded from the image", { skip }, () => {
       clock: systemClock,
       log: createLogger("test-docker", "silent"),
       volumes: new BtrfsVolumes(config.volumeDataPath, storageId, ids),
+      ids,
       ...(seedLimits ? { seedLimits } : {}),
     });
 

@@ -45,13 +45,15 @@ describe("docker substrate: real workloads", { skip }, () => {
 
   before(async () => {
     await assertBtrfsWithQuotas(config.volumeDataPath);
+    const ids = await engineIdShift();
     substrate = new DockerSubstrate({
       config,
       storageId,
       docker: connectDocker(config.dockerHost),
       clock: systemClock,
       log: createLogger("test-docker", "warn"),
-      volumes: new BtrfsVolumes(config.volumeDataPath, storageId, await engineIdShift()),
+      volumes: new BtrfsVolumes(config.volumeDataPath, storageId, ids),
+      ids,
     });
     [webA, webA2, webB, disk] = await Promise.all([
       run(workloadSpec({ storageId, tenant: tenantA, services: { web: httpd } })),

@@ -26,13 +26,15 @@ export const EXITS = { command: ["/bin/sh", "-c", "echo giving up; exit 3"] };
 
 export async function maintenanceSubstrate(storageId: string, volumeRoot: string): Promise<DockerSubstrate> {
   const config = substrateConfig(volumeRoot, { startup_verify_duration: VERIFY });
+  const ids = await engineIdShift();
   return new DockerSubstrate({
     config,
     storageId,
     docker: connectDocker(config.dockerHost),
     clock: systemClock,
     log: createLogger("test-docker-maintenance", process.env.TEST_LOG_LEVEL ?? "silent"),
-    volumes: new BtrfsVolumes(config.volumeDataPath, storageId, await engineIdShift()),
+    volumes: new BtrfsVolumes(config.volumeDataPath, storageId, ids),
+    ids,
   });
 }
 

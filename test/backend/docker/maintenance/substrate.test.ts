@@ -93,13 +93,15 @@ describe("docker substrate: restart and update", { skip }, () => {
       startup_verify_duration: VERIFY,
       container_stop_timeout: "1s",
     });
+    const ids = await engineIdShift();
     const quick = new DockerSubstrate({
       config,
       storageId,
       docker: connectDocker(config.dockerHost),
       clock: systemClock,
       log: createLogger("test-docker-stop-grace", process.env.TEST_LOG_LEVEL ?? "silent"),
-      volumes: new BtrfsVolumes(config.volumeDataPath, storageId, await engineIdShift()),
+      volumes: new BtrfsVolumes(config.volumeDataPath, storageId, ids),
+      ids,
     });
     try {
       const spec = workloadSpec({ storageId, services: { app: { image: VOLUME_APP.image } }, profile });
