@@ -1,5 +1,17 @@
 import { execFile } from "node:child_process";
-import { chmod, chown, mkdir, readdir, readFile, rm, stat, statfs, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  chown,
+  lchown,
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  statfs,
+  writeFile,
+} from "node:fs/promises";
 import { join } from "node:path";
 import { FredError } from "../../core/errors.ts";
 import type { IdShift, Owner } from "./userns.ts";
@@ -19,7 +31,11 @@ import type { IdShift, Owner } from "./userns.ts";
  *
  * Ownership: every owner given here is a container uid:gid; `ids` turns it into the host
  * ids the engine maps it to (userns-remap), so the tenant's root, or the container user,
- * owns its VOLUME directories and nothing else under the subvolume.
+ * owns its VOLUME directories and nothing else under the subvolume. The owner file records
+ * container root's host ids (`root`, absent = 0:0: made on an engine without remapping);
+ * a volume whose record differs from the engine's current map (remapping switched on since,
+ * or a retained copy restored after the switch) has every file's owner moved to the current
+ * map before it is used, so the same container users own the same files.
  *
  * Deleting: a `.fred-deleting` marker is written before `subvolume delete` starts. A delete
  * that fails (or is cut short by a crash) leaves it behind, and `ensure` never hands such a
@@ -37,6 +53,8 @@ const BTRFS_CALL_TIMEOUT_MS = 60_000;
 export interface VolumeOwner {
   storageId: string;
   leaseUuid: string;
+  /** Container root's host ids when the files were last owned; absent = 0:0. */
+  root?: Owner;
 }
 
 /** One `btrfs` CLI call, bounded in time; the first stderr line becomes the error text. */
@@ -82,6 +100,11 @@ export async function assertBtrfsWithQuotas(root: string): Promise<void> {
       { cause: err },
     );
   }
+}
+
+function isOwner(value: unknown): value is Owner {
+  const o = value as Owner | undefined;
+  return Number.isSafeInteger(o?.uid) && Number.isSafeInteger(o?.gid);
 }
 
 /** The owner file of the subvolume at `path`, when it is readable and well-formed. */
@@ -156,7 +179,7 @@ export class BtrfsVolumes {
       await run(["subvolume", "create", path], signal);
     }
     await run(["qgroup", "limit", `${diskMb}M`, path], signal);
-    await writeFile(join(path, OWNER_FILE), JSON.stringify(owner), { mode: 0o600 });
+    await this.settle(path, owner);
     const out = new Map<string, string>();
     for (const dir of dirs) {
       const hostDir = join(path, dir);
@@ -166,6 +189,50 @@ export class BtrfsVolumes {
       out.set(dir, hostDir);
     }
     return out;
+  }
+
+  /**
+   * Writes the owner file of the subvolume at `path`, first moving its files to the current
+   * id map when the previous owner file recorded another container root. A crash midway
+   * leaves the old record, and the move runs again: an owner already moved lies outside the
+   * old map's offset range (or below it) and is left as it is.
+   */
+  async settle(path: string, owner: VolumeOwner): Promise<void> {
+    const recorded = (await ownerAt(path))?.root;
+    const before = isOwner(recorded) ? recorded : { uid: 0, gid: 0 };
+    const now = this.ids.root;
+    if (before.uid !== now.uid || before.gid !== now.gid) await this.#moveOwners(path, before);
+    const record: VolumeOwner = { storageId: owner.storageId, leaseUuid: owner.leaseUuid, root: now };
+    await writeFile(join(path, OWNER_FILE), JSON.stringify(record), { mode: 0o600 });
+  }
+
+  /**
+   * Every entry under the subvolume (its VOLUME directories and their content, not the
+   * bookkeeping files beside them): the container id an owner stood for under the old root
+   * (host id minus the old root's) is given its host id under the current map. Ids below
+   * the old root, or beyond the current map, were no container's and stay as they are.
+   * Symlinks are changed themselves, never followed.
+   */
+  async #moveOwners(path: string, oldRoot: Owner): Promise<void> {
+    const moved = (kind: "uid" | "gid", id: number, base: number): number | undefined => {
+      if (id < base) return undefined;
+      try {
+        return this.ids.hostId(kind, id - base);
+      } catch {
+        return undefined;
+      }
+    };
+    const visit = async (entry: string): Promise<void> => {
+      const st = await lstat(entry);
+      const uid = moved("uid", st.uid, oldRoot.uid);
+      const gid = moved("gid", st.gid, oldRoot.gid);
+      if (uid !== undefined || gid !== undefined) await lchown(entry, uid ?? st.uid, gid ?? st.gid);
+      if (st.isDirectory()) for (const child of await readdir(entry)) await visit(join(entry, child));
+    };
+    for (const top of await readdir(path)) {
+      if (top.startsWith(".fred-")) continue;
+      await visit(join(path, top));
+    }
   }
 
   /** Whether an earlier deletion of this volume began and has not finished. */

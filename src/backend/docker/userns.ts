@@ -72,8 +72,13 @@ export class IdShift {
 
   /** The host uid:gid a container uid:gid is; throws ERR_USERNS_UNMAPPED outside the map. */
   toHost(owner: Owner): Owner {
-    if (!this.#map) return owner;
-    return { uid: toHost(this.#map.uids, "uid", owner.uid), gid: toHost(this.#map.gids, "gid", owner.gid) };
+    return { uid: this.hostId("uid", owner.uid), gid: this.hostId("gid", owner.gid) };
+  }
+
+  /** One container id's host id; throws ERR_USERNS_UNMAPPED outside the map. */
+  hostId(kind: "uid" | "gid", id: number): number {
+    if (!this.#map) return id;
+    return toHost(kind === "uid" ? this.#map.uids : this.#map.gids, kind, id);
   }
 
   /** The container uid:gid a host uid:gid is; throws ERR_USERNS_UNMAPPED outside the map. */

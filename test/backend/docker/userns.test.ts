@@ -1,6 +1,16 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chownSync,
+  lchownSync,
+  lstatSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -9,6 +19,7 @@ import { assertBtrfsWithQuotas, BtrfsVolumes } from "../../../src/backend/docker
 import { DockerSubstrate } from "../../../src/backend/docker/docker-substrate.ts";
 import { connectDocker } from "../../../src/backend/docker/engine.ts";
 import { instanceName, volumeDirName } from "../../../src/backend/docker/names.ts";
+import { RetainedVolumes } from "../../../src/backend/docker/retention/retained-volumes.ts";
 import {
   engineIdShift,
   engineRemapRoot,
@@ -18,17 +29,19 @@ import {
   rangesFor,
   usernsVerdict,
 } from "../../../src/backend/docker/userns.ts";
-import type { SkuProfile, WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
+import type { InstanceSpec, SkuProfile, WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { isFredError } from "../../../src/core/errors.ts";
 import { createLogger, type Logger } from "../../../src/log.ts";
 import {
+  btrfsSkip,
   dockerSkip,
   engineAnswers,
   execIn,
   scratchVolumeRoot,
   engineIdShift as testEngineIds,
 } from "../../support/docker.ts";
+import { deleteSubvolumes } from "./helpers.ts";
 import { substrateConfig, workloadSpec } from "./substrate-helper.ts";
 
 /**
@@ -227,6 +240,113 @@ function capturingLogger(): { log: Logger; warnings: string[] } {
   const log = pino({ level: "warn" }, { write: (line: string) => warnings.push(JSON.parse(line).msg) });
   return { log, warnings };
 }
+
+describe("volumes made under another id map", { skip: btrfsSkip() }, () => {
+  const storageId = randomUUID();
+  const remap = new IdShift({
+    uids: [{ container: 0, host: 100000, size: 65536 }],
+    gids: [{ container: 0, host: 200000, size: 65536 }],
+  });
+  const signal = new AbortController().signal;
+  let scratch: ReturnType<typeof scratchVolumeRoot>;
+  before(() => {
+    scratch = scratchVolumeRoot("reown");
+  });
+  after(async () => {
+    if (!scratch) return;
+    await deleteSubvolumes(scratch.path);
+    await deleteSubvolumes(join(scratch.path, ".fred-retained"));
+    rmSync(scratch.path, { recursive: true, force: true });
+  });
+
+  const owner = (path: string) => {
+    const st = lstatSync(path);
+    return `${st.uid}:${st.gid}`;
+  };
+  /** A volume made on a plain engine: root's file, the app user's file, a link out. */
+  async function plainVolume(lease: string): Promise<string> {
+    const plain = new BtrfsVolumes(scratch.path, storageId, IdShift.none);
+    const dirs = await plain.ensure(
+      instanceName(lease, "db", 0),
+      { storageId, leaseUuid: lease },
+      16,
+      ["d"],
+      undefined,
+    );
+    const dir = dirs.get("d") as string;
+    writeFileSync(join(dir, "root.txt"), "r");
+    writeFileSync(join(dir, "app.txt"), "a");
+    chownSync(join(dir, "app.txt"), 1000, 1000);
+    symlinkSync("/etc/passwd", join(dir, "out"));
+    lchownSync(join(dir, "out"), 1000, 1000);
+    return dir;
+  }
+
+  it("remapping switched on: every owner moves to the remapped ids, once; switched off: back", async () => {
+    const lease = randomUUID();
+    const dir = await plainVolume(lease);
+    const name = instanceName(lease, "db", 0);
+    const passwd = owner("/etc/passwd");
+    const remapped = new BtrfsVolumes(scratch.path, storageId, remap);
+    await remapped.ensure(name, { storageId, leaseUuid: lease }, 16, ["d"], undefined);
+    const moved = {
+      d: owner(dir),
+      root: owner(join(dir, "root.txt")),
+      app: owner(join(dir, "app.txt")),
+      out: owner(join(dir, "out")),
+    };
+    assert.deepEqual(moved, {
+      d: "100000:200000",
+      root: "100000:200000",
+      app: "101000:201000",
+      out: "101000:201000",
+    });
+    assert.equal(owner("/etc/passwd"), passwd, "a link's target is never followed");
+    const record = JSON.parse(readFileSync(join(remapped.pathOf(name), ".fred-owner.json"), "utf8"));
+    assert.deepEqual(record.root, { uid: 100000, gid: 200000 });
+    assert.equal(
+      owner(join(remapped.pathOf(name), ".fred-owner.json")),
+      "0:0",
+      "bookkeeping stays host root's",
+    );
+    // A crash before the record was written: the move runs again and changes nothing.
+    writeFileSync(
+      join(remapped.pathOf(name), ".fred-owner.json"),
+      JSON.stringify({ storageId, leaseUuid: lease }),
+    );
+    await remapped.ensure(name, { storageId, leaseUuid: lease }, 16, ["d"], undefined);
+    assert.equal(owner(join(dir, "app.txt")), "101000:201000");
+    assert.equal(owner(join(dir, "root.txt")), "100000:200000");
+    const plain = new BtrfsVolumes(scratch.path, storageId, IdShift.none);
+    await plain.ensure(name, { storageId, leaseUuid: lease }, 16, ["d"], undefined);
+    assert.equal(owner(join(dir, "app.txt")), "1000:1000");
+    assert.equal(owner(join(dir, "root.txt")), "0:0");
+  });
+
+  it("a copy retained on a plain engine is restored with the remapped owners", async () => {
+    const source = randomUUID();
+    const target = randomUUID();
+    await plainVolume(source);
+    const instance = (lease: string): InstanceSpec => ({
+      key: `${lease}-db-0`,
+      service: "db",
+      index: 0,
+      sku: randomUUID(),
+      profile: { cpu_cores: 0.1, memory_mb: 32, disk_mb: 16 },
+    });
+    const plainRetained = new RetainedVolumes(
+      new BtrfsVolumes(scratch.path, storageId, IdShift.none),
+      storageId,
+    );
+    const set = await plainRetained.retain(source, [instance(source)], signal);
+    const remapped = new BtrfsVolumes(scratch.path, storageId, remap);
+    const spec = { leaseUuid: target, instances: [instance(target)] } as unknown as WorkloadSpec;
+    await new RetainedVolumes(remapped, storageId).adopt(source, set.volumes, spec, signal);
+    const dir = join(remapped.pathOf(instanceName(target, "db", 0)), "d");
+    assert.equal(owner(join(dir, "app.txt")), "101000:201000");
+    assert.equal(owner(join(dir, "root.txt")), "100000:200000");
+  });
+});
 
 const DEFAULT_HOST = "unix:///var/run/docker.sock";
 const defaultEngine = connectDocker(DEFAULT_HOST);

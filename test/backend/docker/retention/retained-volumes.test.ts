@@ -93,7 +93,7 @@ describe("retained volumes on btrfs: crash windows", { skip }, () => {
     await retained.adopt(source, set.volumes, spec, signal);
     await retained.adopt(source, set.volumes, spec, signal);
     const owner = JSON.parse(readFileSync(join(targetPath, ".fred-owner.json"), "utf8"));
-    assert.deepEqual(owner, { storageId, leaseUuid: target });
+    assert.deepEqual(owner, { storageId, leaseUuid: target, root: { uid: 0, gid: 0 } });
     assert.equal(readFileSync(join(targetPath, "data", "keep.txt"), "utf8"), "tenant-data\n");
     assert.ok(existsSync(copy), "the retained copy stays until the restore commits");
     const limits = execFileSync("btrfs", ["qgroup", "show", "-r", "--raw", scratch.path], {
