@@ -181,6 +181,10 @@ export const USERNS_HOWTO =
   'set "userns-remap": "default" in /etc/docker/daemon.json and restart dockerd ' +
   "(images are pulled again into the remapped data root)";
 
+/** The WARN a development backend logs on an engine without remapping (a constant message). */
+export const USERNS_WARNING =
+  "the Docker engine does not remap user namespaces: root in a tenant container is root on the host";
+
 /** The startup decision on an engine: fine, a WARN (development) or a refusal (production_mode). */
 export function usernsVerdict(
   remapped: boolean,
@@ -188,9 +192,12 @@ export function usernsVerdict(
   dockerHost: string,
 ): { ok: true } | { warn: string } | { refuse: string } {
   if (remapped) return { ok: true };
-  const what = `the Docker engine at ${dockerHost} does not remap user namespaces, so root in a tenant container is root on the host`;
-  if (productionMode) return { refuse: `production_mode requires userns-remap: ${what}; ${USERNS_HOWTO}` };
-  return { warn: `${what}; ${USERNS_HOWTO} (production_mode refuses to start without it)` };
+  if (!productionMode) return { warn: USERNS_WARNING };
+  return {
+    refuse:
+      `production_mode requires userns-remap: the Docker engine at ${dockerHost} does not remap user namespaces, ` +
+      `so root in a tenant container is root on the host; ${USERNS_HOWTO}`,
+  };
 }
 
 export interface IdFiles {
@@ -252,7 +259,11 @@ export async function engineIdShift(
   const ids = await idShiftOf(info, opts.files);
   const verdict = usernsVerdict(ids.remapped, opts.productionMode, opts.dockerHost);
   if ("refuse" in verdict) throw new FredError("ERR_USERNS", verdict.refuse);
-  if ("warn" in verdict) opts.log.warn(verdict.warn);
+  if ("warn" in verdict)
+    opts.log.warn(
+      { docker_host: opts.dockerHost, fix: USERNS_HOWTO, production_mode: "refuses to start without it" },
+      verdict.warn,
+    );
   else
     opts.log.info(
       { container_root: ids.root },
