@@ -8,6 +8,13 @@
 #     `docker info` answers. In CI (CI=true) an engine already answering without remapping
 #     is restarted with it; elsewhere it is left alone, and the suites that need remapping
 #     skip with a one-line reason (REQUIRE_USERNS=1 makes that a failure).
+#     A developer whose plain engine must keep running can run the suites under remapping on
+#     a second engine (DOCKER_HOST=unix:///<its socket>; the fixtures, the lock and the
+#     engine-restart tests follow it): give it its own -H, --data-root, --exec-root,
+#     --pidfile and address pool, --iptables=false (with iptables on, its start flushes the
+#     DOCKER chains the first engine shares), and a bridge of its own made beforehand
+#     (--bridge=<name>). Never --bridge=none: on start, dockerd then deletes the host's
+#     docker0, the first engine's default network.
 #  3. test/support/docker-prepare.sh, which `npm test` also runs as root when something is
 #     missing: a loopback btrfs file system with quotas at $FRED_TEST_BTRFS
 #     (volume_data_path) and the locally built test images (no registry is reachable from CI).
