@@ -369,6 +369,10 @@ export const ERROR_CODES = {
     retryable: false,
   },
   ERR_DOCKER_ENGINE_PING_TIMEOUT: { meaning: "the engine ping did not finish in time", retryable: true },
+  ERR_DOCKER_ENGINE_INFO_TIMEOUT: {
+    meaning: "reading the engine's info at startup did not finish in time",
+    retryable: true,
+  },
   ERR_DOCKER_IMAGE_PULL_TIMEOUT: { meaning: "an image pull did not finish in time", retryable: true },
   ERR_DOCKER_IMAGE_INSPECT_TIMEOUT: { meaning: "an image inspect did not finish in time", retryable: true },
   ERR_DOCKER_IMAGE_GC_TIMEOUT: {
@@ -433,6 +437,15 @@ export const ERROR_CODES = {
   ERR_EGRESS_NFT_TIMEOUT: {
     meaning: "an nft call for the egress rules did not finish in time",
     retryable: true,
+  },
+  ERR_USERNS: {
+    meaning:
+      "the engine's user-namespace remapping is missing in production_mode, or its id ranges cannot be read",
+    retryable: false,
+  },
+  ERR_USERNS_UNMAPPED: {
+    meaning: "a container uid or gid lies outside the engine's user-namespace map",
+    retryable: false,
   },
 
   // --- providerd: tenant API ------------------------------------------------------------

@@ -21,7 +21,13 @@ const pkg = JSON.parse(read("package.json")) as { version: string };
 const compose = parse(read("deploy/compose.yaml")) as {
   services: Record<
     string,
-    { image: string; command: string[]; volumes?: string[]; environment?: Record<string, string> }
+    {
+      image: string;
+      command: string[];
+      volumes?: string[];
+      environment?: Record<string, string>;
+      userns_mode?: string;
+    }
   >;
 };
 
@@ -71,6 +77,10 @@ describe("Dockerfile and deploy/compose.yaml", () => {
     }
     const backend = compose.services["backend-docker"];
     assert.ok(backend?.volumes?.includes("/var/run/docker.sock:/var/run/docker.sock"));
+    // Under the engine's userns-remap the backend keeps host root and reads the remap ranges.
+    assert.equal(backend?.userns_mode, "host");
+    for (const file of ["/etc/subuid", "/etc/subgid"])
+      assert.ok(backend?.volumes?.includes(`${file}:${file}:ro`), `the backend reads ${file}`);
     assert.match(String(backend?.environment?.FRED_HEALTH_URL), /^http:\/\/127\.0\.0\.1:9001\/health$/);
   });
 

@@ -3,8 +3,10 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { describe, it } from "node:test";
+import { dockerdHost } from "./docker.ts";
 import {
   builtImageTags,
+  DOCKER_SOCKET,
   type DockerNeeds,
   type DockerState,
   dockerVerdict,
@@ -15,6 +17,8 @@ import {
   preparePlan,
   ROOT_HINT,
   TEST_IMAGES,
+  testDockerHost,
+  USERNS_HINT,
 } from "./docker-env.ts";
 
 /**
@@ -24,7 +28,7 @@ import {
  */
 
 const ROOT = "/srv/btrfs";
-const ENGINE = "no Docker engine answers on /var/run/docker.sock";
+const ENGINE = `no Docker engine answers on ${DOCKER_SOCKET}`;
 const MOUNT = `${ROOT} is not a btrfs mount`;
 const ready: DockerState = { engine: true, btrfs: true, root: true, btrfsTools: true, missingImages: [] };
 const user: DockerState = { ...ready, root: false };
@@ -108,7 +112,64 @@ describe("dockerVerdict: one suite's needs against the machine", () => {
     ],
   ];
   for (const [name, state, needs, required, want] of cases)
-    it(name, () => assert.deepEqual(dockerVerdict(state, needs, required, ROOT), want));
+    it(name, () => assert.deepEqual(dockerVerdict(state, needs, required, ROOT, false), want));
+});
+
+describe("dockerVerdict: a suite that needs userns-remap", () => {
+  const userns: DockerNeeds = { ...backend, userns: true };
+  const plain = `the engine on ${DOCKER_SOCKET} does not remap user namespaces`;
+  const cases: [string, DockerState, boolean, boolean, ReturnType<typeof dockerVerdict>][] = [
+    ["a remapping engine", { ...ready, userns: true }, true, true, { run: true }],
+    [
+      "a plain engine: skips, saying how",
+      { ...ready, userns: false },
+      true,
+      false,
+      { skip: `${plain}; ${USERNS_HINT}` },
+    ],
+    [
+      "a plain engine, REQUIRE_USERNS=1",
+      { ...ready, userns: false },
+      true,
+      true,
+      { fail: `REQUIRE_USERNS=1 but ${plain}` },
+    ],
+    ["not probed counts as plain", ready, false, false, { skip: `${plain}; ${USERNS_HINT}` }],
+    [
+      "no engine: the engine's own reason first",
+      { ...ready, engine: false },
+      false,
+      true,
+      { skip: `${ENGINE}; ${ENABLE_HINT}` },
+    ],
+  ];
+  for (const [name, state, required, usernsRequired, want] of cases)
+    it(name, () => assert.deepEqual(dockerVerdict(state, userns, required, ROOT, usernsRequired), want));
+  it("a suite that does not ask for it runs on a plain engine even with REQUIRE_USERNS=1", () => {
+    assert.deepEqual(dockerVerdict({ ...ready, userns: false }, backend, true, ROOT, true), { run: true });
+  });
+});
+
+describe("the test engine and a dockerd's socket", () => {
+  it("DOCKER_HOST names the engine when it is a unix socket", () => {
+    assert.equal(
+      testDockerHost("unix:///run/fred-userns/docker.sock"),
+      "unix:///run/fred-userns/docker.sock",
+    );
+    assert.equal(testDockerHost(undefined), "unix:///var/run/docker.sock");
+    assert.equal(testDockerHost("tcp://127.0.0.1:2375"), "unix:///var/run/docker.sock");
+  });
+  it("a dockerd command line's -H/--host, else the default socket", () => {
+    const cases: [string[], string][] = [
+      [["dockerd"], "unix:///var/run/docker.sock"],
+      [["dockerd", "-H", "unix:///run/a.sock"], "unix:///run/a.sock"],
+      [["dockerd", "--host", "unix:///run/b.sock"], "unix:///run/b.sock"],
+      [["dockerd", "--host=unix:///run/c.sock"], "unix:///run/c.sock"],
+      [["dockerd", "-Hunix:///run/d.sock"], "unix:///run/d.sock"],
+      [["dockerd", "--host-gateway-ip=10.0.0.1"], "unix:///var/run/docker.sock"],
+    ];
+    for (const [argv, want] of cases) assert.equal(dockerdHost(argv), want, argv.join(" "));
+  });
 });
 
 describe("preparePlan: what npm test does before the Docker suites", () => {

@@ -16,7 +16,21 @@ import { delimiter, join } from "node:path";
 export const BTRFS_ROOT = process.env.FRED_TEST_BTRFS ?? "/var/lib/fred-test-btrfs";
 /** CI sets REQUIRE_DOCKER=1: a missing piece is then a failure, never a skip. */
 export const REQUIRE_DOCKER = process.env.REQUIRE_DOCKER === "1";
-export const DOCKER_SOCKET = "/var/run/docker.sock";
+/**
+ * CI also sets REQUIRE_USERNS=1: its engine runs with userns-remap, and a suite that needs
+ * remapping fails instead of skipping on an engine without it.
+ */
+export const REQUIRE_USERNS = process.env.REQUIRE_USERNS === "1";
+/**
+ * The engine the suites use: DOCKER_HOST when it names a unix socket (a second engine, such
+ * as one started with userns-remap beside the plain one), else the default socket.
+ */
+export const TEST_DOCKER_HOST = testDockerHost(process.env.DOCKER_HOST);
+export const DOCKER_SOCKET = TEST_DOCKER_HOST.slice("unix://".length);
+
+export function testDockerHost(env: string | undefined): string {
+  return env?.startsWith("unix:///") ? env : "unix:///var/run/docker.sock";
+}
 
 /** The images test/backend/docker/images/build.sh makes (a test checks the two agree). */
 export const TEST_IMAGES = [
@@ -36,23 +50,32 @@ export const imageTag = (image: TestImage): string => `fred-test/${image}:1`;
  * What one suite declares it needs. `engine` unless false. `btrfs`: volumes on the shared
  * mount at BTRFS_ROOT, and root, since subvolumes and qgroup limits are root's. `ownBtrfs`:
  * the suite's command mounts its own loopback btrfs (`fred up --docker`), which takes root
- * and btrfs-progs. `images`: the fred-test/* images it runs.
+ * and btrfs-progs. `images`: the fred-test/* images it runs. `userns`: an engine started
+ * with userns-remap.
  */
 export interface DockerNeeds {
   engine?: boolean;
   btrfs?: boolean;
   ownBtrfs?: boolean;
   images?: readonly TestImage[];
+  userns?: boolean;
 }
 
-/** The machine as probed. `missingImages` is only meaningful when the engine answers. */
+/**
+ * The machine as probed. `missingImages` and `userns` (the engine remaps user namespaces)
+ * are only meaningful when the engine answers.
+ */
 export interface DockerState {
   engine: boolean;
   btrfs: boolean;
   root: boolean;
   btrfsTools: boolean;
   missingImages: readonly TestImage[];
+  userns?: boolean;
 }
+
+export const USERNS_HINT =
+  "start dockerd with --userns-remap=default (as .ci/docker-setup.sh does) and point DOCKER_HOST at it, or set REQUIRE_USERNS=1 to fail instead";
 
 export const ENABLE_HINT = "run sudo bash .ci/docker-setup.sh or set REQUIRE_DOCKER=1 to fail instead";
 export const ROOT_HINT = "run npm test as root or set REQUIRE_DOCKER=1 to fail instead";
@@ -74,17 +97,29 @@ export function missingFor(state: DockerState, needs: DockerNeeds, btrfsRoot = B
   return missing;
 }
 
-/** The per-suite decision: run, skip at describe level, or fail when REQUIRE_DOCKER=1. */
+/**
+ * The per-suite decision: run, skip at describe level, or fail when REQUIRE_DOCKER=1. An
+ * engine without userns-remap, for a suite that needs it, fails only with REQUIRE_USERNS=1:
+ * a developer's plain engine runs every other suite.
+ */
 export function dockerVerdict(
   state: DockerState,
   needs: DockerNeeds,
   required: boolean,
   btrfsRoot = BTRFS_ROOT,
+  usernsRequired = REQUIRE_USERNS,
 ): Verdict {
   const missing = missingFor(state, needs, btrfsRoot);
-  if (missing.length === 0) return { run: true };
-  if (required) return { fail: `REQUIRE_DOCKER=1 but ${missing.join("; ")}` };
-  return { skip: `${missing.join("; ")}; ${missing.includes(NOT_ROOT) ? ROOT_HINT : ENABLE_HINT}` };
+  if (missing.length > 0) {
+    if (required) return { fail: `REQUIRE_DOCKER=1 but ${missing.join("; ")}` };
+    return { skip: `${missing.join("; ")}; ${missing.includes(NOT_ROOT) ? ROOT_HINT : ENABLE_HINT}` };
+  }
+  if (needs.userns && !state.userns) {
+    const what = `the engine on ${DOCKER_SOCKET} does not remap user namespaces`;
+    if (usernsRequired) return { fail: `REQUIRE_USERNS=1 but ${what}` };
+    return { skip: `${what}; ${USERNS_HINT}` };
+  }
+  return { run: true };
 }
 
 export type Plan = { action: "ready" } | { action: "prepare" } | { action: "report"; line: string };
@@ -147,6 +182,32 @@ function engineGet(path: string, timeoutMs = 3000): Promise<number> {
     });
     req.on("timeout", () => req.destroy());
     req.on("error", () => resolve(0));
+    req.end();
+  });
+}
+
+/** Whether the engine's `/info` lists the `name=userns` security option (false when it does not answer). */
+export function engineRemaps(timeoutMs = 3000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request({ socketPath: DOCKER_SOCKET, path: "/info", timeout: timeoutMs }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => {
+        body += d;
+      });
+      res.on("end", () => {
+        try {
+          const options = (JSON.parse(body) as { SecurityOptions?: unknown }).SecurityOptions;
+          resolve(
+            Array.isArray(options) && options.some((o) => String(o).split(",").includes("name=userns")),
+          );
+        } catch {
+          resolve(false);
+        }
+      });
+    });
+    req.on("timeout", () => req.destroy());
+    req.on("error", () => resolve(false));
     req.end();
   });
 }

@@ -4,19 +4,28 @@ import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } f
 import { join } from "node:path";
 import type Docker from "dockerode";
 import { connectDocker } from "../../src/backend/docker/engine.ts";
+import { type IdShift, idShiftOf } from "../../src/backend/docker/userns.ts";
 import {
   BTRFS_ROOT,
   type DockerNeeds,
   type DockerState,
   dockerVerdict,
+  engineRemaps,
   imageTag,
   probeHost,
   REQUIRE_DOCKER,
+  TEST_DOCKER_HOST,
   type TestImage,
 } from "./docker-env.ts";
 import { until } from "./until.ts";
 
-export { BTRFS_ROOT, type DockerNeeds, REQUIRE_DOCKER, type TestImage } from "./docker-env.ts";
+export {
+  BTRFS_ROOT,
+  type DockerNeeds,
+  REQUIRE_DOCKER,
+  TEST_DOCKER_HOST,
+  type TestImage,
+} from "./docker-env.ts";
 
 /**
  * The Docker engine fixture every suite that needs an engine shares (the Docker backend's,
@@ -31,9 +40,7 @@ export { BTRFS_ROOT, type DockerNeeds, REQUIRE_DOCKER, type TestImage } from "./
  * never load dockerode.
  */
 
-export async function engineAnswers(
-  docker: Docker = connectDocker("unix:///var/run/docker.sock"),
-): Promise<boolean> {
+export async function engineAnswers(docker: Docker = connectDocker(TEST_DOCKER_HOST)): Promise<boolean> {
   try {
     await Promise.race([
       docker.ping(),
@@ -66,14 +73,20 @@ export async function dockerSkip(needs: Omit<DockerNeeds, "engine"> = {}): Promi
     if ("skip" in early) return early.skip;
   }
   await holdEngineLock();
-  const docker = connectDocker("unix:///var/run/docker.sock");
+  const docker = connectDocker(TEST_DOCKER_HOST);
   const engine = await engineAnswers(docker);
   const state: DockerState = {
     engine,
     ...probeHost(),
     missingImages: engine ? await missingImages(docker, needs.images ?? []) : [],
+    userns: engine && (await engineRemaps()),
   };
   return verdictToSkip(dockerVerdict(state, wanted, REQUIRE_DOCKER));
+}
+
+/** The test engine's container-id → host-id shift (the identity on a plain engine). */
+export async function engineIdShift(docker: Docker = connectDocker(TEST_DOCKER_HOST)): Promise<IdShift> {
+  return idShiftOf(await docker.info());
 }
 
 async function missingImages(docker: Docker, images: readonly TestImage[]): Promise<TestImage[]> {
@@ -96,7 +109,14 @@ function verdictToSkip(verdict: ReturnType<typeof dockerVerdict>): false | strin
   return "skip" in verdict ? verdict.skip : false;
 }
 
-const LOCK_DIR = "/tmp/fred-docker-tests.lock";
+/**
+ * One lock per engine: runs against a second engine (DOCKER_HOST) never wait for, or
+ * restart under, the files using the default one.
+ */
+const LOCK_DIR =
+  TEST_DOCKER_HOST === "unix:///var/run/docker.sock"
+    ? "/tmp/fred-docker-tests.lock"
+    : `/tmp/fred-docker-tests-${TEST_DOCKER_HOST.slice("unix://".length).replace(/[^A-Za-z0-9]+/g, "-")}.lock`;
 
 /**
  * Serialises the Docker test files (the runner executes files in parallel processes):
@@ -178,6 +198,16 @@ export function dockerCli(args: string[], timeoutMs = 30_000): Promise<{ code: n
   });
 }
 
+/** The socket a dockerd command line listens on (`-H`/`--host`, else the default one). */
+export function dockerdHost(argv: readonly string[]): string {
+  for (const [i, arg] of argv.entries()) {
+    if (arg === "-H" || arg === "--host") return argv[i + 1] ?? "";
+    const m = /^(?:-H=?|--host=)(.+)$/.exec(arg);
+    if (m) return m[1] as string;
+  }
+  return "unix:///var/run/docker.sock";
+}
+
 /** Runs `sh -c script` inside a container. */
 export function execIn(container: string, script: string): Promise<{ code: number; out: string }> {
   return dockerCli(["exec", container, "sh", "-c", script]);
@@ -188,14 +218,22 @@ export function execIn(container: string, script: string): Promise<{ code: numbe
  * (our containers have no restart policy, so they stop with it), then the same command
  * line again, detached, logging to /var/log/fred-dockerd.log. Resolves once it answers.
  */
-/** Stops dockerd (SIGTERM), runs `whileDown`, and starts it again with the same arguments. */
+/**
+ * Stops dockerd (SIGTERM), runs `whileDown`, and starts it again with the same arguments.
+ * The dockerd is the one listening on the test engine's socket: a machine may run a second
+ * engine (another socket), which is never touched.
+ */
 export async function restartDockerd(whileDown: () => Promise<void> = async () => {}): Promise<void> {
   const pidText = await new Promise<string>((resolve) =>
     execFile("pidof", ["dockerd"], (_err, stdout) => resolve(String(stdout).trim())),
   );
-  const pid = Number(pidText.split(/\s+/)[0]);
-  if (!Number.isInteger(pid) || pid <= 0) throw new Error("dockerd is not running as a local process");
-  const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+  const argvOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+  const pid = pidText
+    .split(/\s+/)
+    .map(Number)
+    .find((p) => Number.isInteger(p) && p > 0 && dockerdHost(argvOf(p)) === TEST_DOCKER_HOST);
+  if (pid === undefined) throw new Error(`no local dockerd listens on ${TEST_DOCKER_HOST}`);
+  const argv = argvOf(pid);
   process.kill(pid, "SIGTERM");
   await until(() => !alive(pid), "dockerd to stop", 90_000);
   try {

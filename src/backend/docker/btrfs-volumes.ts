@@ -1,7 +1,20 @@
 import { execFile } from "node:child_process";
-import { chmod, chown, mkdir, readdir, readFile, rm, stat, statfs, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  chown,
+  lchown,
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  statfs,
+  writeFile,
+} from "node:fs/promises";
 import { join } from "node:path";
 import { FredError } from "../../core/errors.ts";
+import type { IdShift, Owner } from "./userns.ts";
 
 /**
  * Durable instance volumes with an enforced size: one btrfs subvolume per service
@@ -15,6 +28,14 @@ import { FredError } from "../../core/errors.ts";
  * only once the image's content is unpacked and synced. A pending marker means a crash hit
  * mid-seed: the directory is emptied and seeded again. A directory without a marker (made
  * before seeding existed) or with "done" is never seeded over: that is tenant data.
+ *
+ * Ownership: every owner given here is a container uid:gid; `ids` turns it into the host
+ * ids the engine maps it to (userns-remap), so the tenant's root, or the container user,
+ * owns its VOLUME directories and nothing else under the subvolume. The owner file records
+ * container root's host ids (`root`, absent = 0:0: made on an engine without remapping);
+ * a volume whose record differs from the engine's current map (remapping switched on since,
+ * or a retained copy restored after the switch) has every file's owner moved to the current
+ * map before it is used, so the same container users own the same files.
  *
  * Deleting: a `.fred-deleting` marker is written before `subvolume delete` starts. A delete
  * that fails (or is cut short by a crash) leaves it behind, and `ensure` never hands such a
@@ -32,6 +53,8 @@ const BTRFS_CALL_TIMEOUT_MS = 60_000;
 export interface VolumeOwner {
   storageId: string;
   leaseUuid: string;
+  /** Container root's host ids when the files were last owned; absent = 0:0. */
+  root?: Owner;
 }
 
 /** One `btrfs` CLI call, bounded in time; the first stderr line becomes the error text. */
@@ -79,6 +102,11 @@ export async function assertBtrfsWithQuotas(root: string): Promise<void> {
   }
 }
 
+function isOwner(value: unknown): value is Owner {
+  const o = value as Owner | undefined;
+  return Number.isSafeInteger(o?.uid) && Number.isSafeInteger(o?.gid);
+}
+
 /** The owner file of the subvolume at `path`, when it is readable and well-formed. */
 export async function ownerAt(path: string): Promise<VolumeOwner | undefined> {
   try {
@@ -92,10 +120,19 @@ export async function ownerAt(path: string): Promise<VolumeOwner | undefined> {
 export class BtrfsVolumes {
   readonly root: string;
   readonly #storageId: string;
+  /** Container ids → host ids: what seeding and every chown here go through. */
+  readonly ids: IdShift;
 
-  constructor(root: string, storageId: string) {
+  constructor(root: string, storageId: string, ids: IdShift) {
     this.root = root;
     this.#storageId = storageId;
+    this.ids = ids;
+  }
+
+  /** Hands `hostDir` to the container's `owner`, as the engine maps it onto the host. */
+  async #chown(hostDir: string, owner: Owner): Promise<void> {
+    const host = this.ids.toHost(owner);
+    await chown(hostDir, host.uid, host.gid);
   }
 
   pathOf(name: string): string {
@@ -116,7 +153,8 @@ export class BtrfsVolumes {
 
   /**
    * Creates (or re-uses, after a crash) the instance's subvolume with a `diskMb` limit and
-   * one directory per VOLUME path; `chownTo` hands them to a numeric container user.
+   * one directory per VOLUME path, owned by the numeric container user `chownTo`, else by
+   * container root (host root only when the engine does not remap).
    * Returns the host directory for each VOLUME path. A same-named volume owned by another
    * lease or deployment is never adopted.
    */
@@ -125,7 +163,7 @@ export class BtrfsVolumes {
     owner: VolumeOwner,
     diskMb: number,
     dirs: readonly string[],
-    chownTo: { uid: number; gid: number } | undefined,
+    chownTo: Owner | undefined,
     signal?: AbortSignal,
   ): Promise<Map<string, string>> {
     const path = this.pathOf(name);
@@ -141,16 +179,60 @@ export class BtrfsVolumes {
       await run(["subvolume", "create", path], signal);
     }
     await run(["qgroup", "limit", `${diskMb}M`, path], signal);
-    await writeFile(join(path, OWNER_FILE), JSON.stringify(owner), { mode: 0o600 });
+    await this.settle(path, owner);
     const out = new Map<string, string>();
     for (const dir of dirs) {
       const hostDir = join(path, dir);
       if (!(await this.#isDir(hostDir))) await writeFile(this.#seedMarker(name, dir), SEED_PENDING);
       await mkdir(hostDir, { recursive: true, mode: 0o755 });
-      if (chownTo) await chown(hostDir, chownTo.uid, chownTo.gid);
+      if (chownTo || this.ids.remapped) await this.#chown(hostDir, chownTo ?? { uid: 0, gid: 0 });
       out.set(dir, hostDir);
     }
     return out;
+  }
+
+  /**
+   * Writes the owner file of the subvolume at `path`, first moving its files to the current
+   * id map when the previous owner file recorded another container root. A crash midway
+   * leaves the old record, and the move runs again: an owner already moved lies outside the
+   * old map's offset range (or below it) and is left as it is.
+   */
+  async settle(path: string, owner: VolumeOwner): Promise<void> {
+    const recorded = (await ownerAt(path))?.root;
+    const before = isOwner(recorded) ? recorded : { uid: 0, gid: 0 };
+    const now = this.ids.root;
+    if (before.uid !== now.uid || before.gid !== now.gid) await this.#moveOwners(path, before);
+    const record: VolumeOwner = { storageId: owner.storageId, leaseUuid: owner.leaseUuid, root: now };
+    await writeFile(join(path, OWNER_FILE), JSON.stringify(record), { mode: 0o600 });
+  }
+
+  /**
+   * Every entry under the subvolume (its VOLUME directories and their content, not the
+   * bookkeeping files beside them): the container id an owner stood for under the old root
+   * (host id minus the old root's) is given its host id under the current map. Ids below
+   * the old root, or beyond the current map, were no container's and stay as they are.
+   * Symlinks are changed themselves, never followed.
+   */
+  async #moveOwners(path: string, oldRoot: Owner): Promise<void> {
+    const moved = (kind: "uid" | "gid", id: number, base: number): number | undefined => {
+      if (id < base) return undefined;
+      try {
+        return this.ids.hostId(kind, id - base);
+      } catch {
+        return undefined;
+      }
+    };
+    const visit = async (entry: string): Promise<void> => {
+      const st = await lstat(entry);
+      const uid = moved("uid", st.uid, oldRoot.uid);
+      const gid = moved("gid", st.gid, oldRoot.gid);
+      if (uid !== undefined || gid !== undefined) await lchown(entry, uid ?? st.uid, gid ?? st.gid);
+      if (st.isDirectory()) for (const child of await readdir(entry)) await visit(join(entry, child));
+    };
+    for (const top of await readdir(path)) {
+      if (top.startsWith(".fred-")) continue;
+      await visit(join(path, top));
+    }
   }
 
   /** Whether an earlier deletion of this volume began and has not finished. */
@@ -200,14 +282,14 @@ export class BtrfsVolumes {
   async finishSeed(
     name: string,
     dir: string,
-    top: { mode: number; uid: number; gid: number } | undefined,
-    chownTo: { uid: number; gid: number } | undefined,
+    top: (Owner & { mode: number }) | undefined,
+    chownTo: Owner | undefined,
     signal?: AbortSignal,
   ): Promise<void> {
     const hostDir = join(this.pathOf(name), dir);
     if (top) await chmod(hostDir, top.mode);
     const owner = chownTo ?? top;
-    if (owner) await chown(hostDir, owner.uid, owner.gid);
+    if (owner) await this.#chown(hostDir, owner);
     await run(["filesystem", "sync", this.pathOf(name)], signal);
     await writeFile(this.#seedMarker(name, dir), SEED_DONE);
   }

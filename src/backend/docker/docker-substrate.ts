@@ -49,6 +49,7 @@ import { RetainedVolumes } from "./retention/retained-volumes.ts";
 import { type ServiceModel, serviceModels } from "./service-model.ts";
 import { startAndVerify } from "./startup.ts";
 import { TenantNetworks } from "./tenant-networks.ts";
+import type { IdShift } from "./userns.ts";
 import type { SeedLimits, VolumeSeeder } from "./volume-seed.ts";
 
 /**
@@ -67,6 +68,8 @@ export interface DockerSubstrateOptions {
   log: Logger;
   /** Absent when `volume_filesystem: none` (no durable disk is offered). */
   volumes: BtrfsVolumes | undefined;
+  /** The engine's user-namespace map (userns.ts); the same one `volumes` chowns with. */
+  ids: IdShift;
   /**
    * Caps on seeding a fresh volume from the image: bytes default to the SKU's `disk_mb`,
    * entries to 100,000.
@@ -124,6 +127,7 @@ export class DockerSubstrate implements Substrate {
       config: opts.config,
       storageId: opts.storageId,
       volumes: opts.volumes,
+      ids: opts.ids,
       seedLimits: opts.seedLimits ?? {},
       reportForeign: (name, lease) =>
         this.#reportStale(name, lease, {}, "a same-named volume belongs to another owner"),

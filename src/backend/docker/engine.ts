@@ -44,6 +44,7 @@ export function engineMessage(err: unknown): string {
 /** Each named engine phase and the code its timeout carries. */
 const PHASE_TIMEOUT = {
   "engine ping": "ERR_DOCKER_ENGINE_PING_TIMEOUT",
+  "engine info": "ERR_DOCKER_ENGINE_INFO_TIMEOUT",
   "image pull": "ERR_DOCKER_IMAGE_PULL_TIMEOUT",
   "image inspect": "ERR_DOCKER_IMAGE_INSPECT_TIMEOUT",
   "image gc": "ERR_DOCKER_IMAGE_GC_TIMEOUT",

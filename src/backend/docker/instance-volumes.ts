@@ -10,6 +10,7 @@ import { ambiguous, definite } from "./engine.ts";
 import type { ImageFacts } from "./images.ts";
 import { instanceName, LABEL, volumeDirName } from "./names.ts";
 import type { ServiceModel } from "./service-model.ts";
+import type { IdShift } from "./userns.ts";
 import { DEFAULT_SEED_MAX_ENTRIES, type SeedLimits, type SeedTop, VolumeSeeder } from "./volume-seed.ts";
 
 /**
@@ -27,6 +28,8 @@ export interface InstanceVolumesOptions {
   volumes: BtrfsVolumes | undefined;
   /** Caps on seeding: bytes default to the SKU's `disk_mb`, entries to 100,000. */
   seedLimits: Partial<SeedLimits>;
+  /** The engine's id map (userns-remap): how the image's owners read in archives. */
+  ids: IdShift;
   /** A same-named volume of another owner was found (stale-handle accounting). */
   reportForeign: (name: string, leaseUuid: string) => void;
 }
@@ -60,11 +63,12 @@ export class InstanceVolumes {
 
   /** One seeder per create: its helper containers carry the lease's labels. */
   seeder(spec: WorkloadSpec): VolumeSeeder {
-    const { docker, clock, log, config, storageId } = this.#options;
+    const { docker, clock, log, config, storageId, ids } = this.#options;
     return new VolumeSeeder({
       docker,
       clock,
       log,
+      ids,
       labels: {
         [LABEL.managed]: "true",
         [LABEL.storageId]: storageId,
@@ -147,6 +151,11 @@ export class InstanceVolumes {
       if (isFredError(err, "ERR_VOLUME_FOREIGN")) {
         this.#options.reportForeign(name, spec.leaseUuid);
         throw definite("Internal", "internal error while provisioning", `volume ${name} is not ours`, err);
+      }
+      if (isFredError(err, "ERR_USERNS_UNMAPPED")) {
+        // The manifest's numeric user lies beyond the engine's map: no container can run as it.
+        const where = `service ${instance.service} instance ${instance.index}`;
+        throw definite("ContainerStartFailed", `${where} could not be started`, `volume ${name}`, err);
       }
       if (isFredError(err, "ERR_VOLUME_DELETE_PENDING")) {
         throw definite("VolumeDeletePending", VOLUME_DELETE_PENDING_MESSAGE, `volume ${name}`, err);

@@ -22,11 +22,12 @@ import { connectDocker, engineMessage, withPhase } from "./engine.ts";
 import { ImageCollector } from "./image-gc/index.ts";
 import { Ingress } from "./ingress/index.ts";
 import { DOCKER_CRASH_POINTS } from "./maintenance/index.ts";
+import { engineIdShift } from "./userns.ts";
 
 /**
  * Composition root of `fred backend docker`: checks the host can keep its promises
- * (btrfs with quotas for enforced disk, a Docker engine that answers, a journal bound to a
- * storage identity), then runs the kit's contract server on the Docker substrate.
+ * (btrfs with quotas for enforced disk, a Docker engine that answers and, in production_mode,
+ * remaps user namespaces, a journal bound to a storage identity), then runs the kit's contract server on the Docker substrate.
  */
 
 export interface RunningDockerBackend extends RunningBackend {
@@ -79,10 +80,8 @@ export async function startDockerBackend(
   const crashPoints = armCrashPoints(deps.failpoints, [...DOCKER_CRASH_POINTS, ...RETENTION_CRASH_POINTS]);
   if (crashPoints.length > 0) logger.warn({ failpoints: crashPoints }, "crash points armed (tests only)");
   const storageId = boundStorageId(config.dbPath);
-  let volumes: BtrfsVolumes | undefined;
   if (config.volumeFilesystem === "btrfs") {
     await assertBtrfsWithQuotas(config.volumeDataPath);
-    volumes = new BtrfsVolumes(config.volumeDataPath, storageId);
   } else {
     logger.warn("volume_filesystem is none: disk-bearing SKUs are refused and /stats reports disk_withheld");
   }
@@ -96,6 +95,14 @@ export async function startDockerBackend(
       `docker engine at ${config.dockerHost} does not answer: ${engineMessage(err)}`,
     );
   }
+  // Who container root is on the host decides the owner of everything put into volumes.
+  const ids = await engineIdShift(
+    docker,
+    { dockerHost: config.dockerHost, productionMode: config.productionMode, clock, log: logger },
+    startup.signal,
+  );
+  const volumes =
+    config.volumeFilesystem === "btrfs" ? new BtrfsVolumes(config.volumeDataPath, storageId, ids) : undefined;
   const registry = new Registry();
   // Ingress first: a proxy that does not answer, or holds another ask gate, refuses the start.
   const ingress = config.ingress
@@ -133,6 +140,7 @@ export async function startDockerBackend(
     clock,
     log: logger,
     volumes,
+    ids,
     ...(ingress ? { ingress } : {}),
     ...(egress ? { egress } : {}),
   });

@@ -3,6 +3,7 @@ import { pipeline } from "node:stream/promises";
 import tarStream, { type Header } from "tar-stream";
 import { SubstrateError } from "../kit/index.ts";
 import { definite } from "./engine.ts";
+import type { IdShift } from "./userns.ts";
 
 /**
  * The tar archive a volume seed reads from a tenant's image, vetted before GNU tar unpacks
@@ -12,7 +13,11 @@ import { definite } from "./engine.ts";
  * reaches GNU tar is a new archive tar-stream writes from the checked headers alone, so
  * GNU tar never parses a header byte of the tenant's: where two tar parsers disagree about
  * a malformed header (where a member starts, what a size field holds), nothing slips past.
- * Symlink targets are left to GNU tar, which writes links pointing outside last.
+ * Symlink targets are left to GNU tar, which writes links pointing outside last. Owners:
+ * the engine's archive holds the host ids the files have in its image store, which under
+ * userns-remap lie inside the remap range; an owner outside it (a real host user) refuses
+ * the seed, and the ids reported for the VOLUME directory are the container's (the image's
+ * own view), which decide who the container runs as.
  */
 
 export interface SeedLimits {
@@ -22,7 +27,7 @@ export interface SeedLimits {
   maxEntries: number;
 }
 
-/** Mode and numeric owner of the VOLUME directory itself, as the image has it. */
+/** Mode and numeric owner (container ids) of the VOLUME directory itself, as the image has it. */
 export interface SeedTop {
   mode: number;
   uid: number;
@@ -81,9 +86,10 @@ function paxId(pax: unknown, key: "uid" | "gid"): number | undefined {
 
 /**
  * Checks one member against the caps and rules, counts it in `seen`, and returns the
- * header to write for it (nothing of the original beyond what is checked here).
+ * header to write for it (nothing of the original beyond what is checked here). Its owner
+ * must be a host id of `ids`' map; `seen.top` holds the container ids it stands for.
  */
-export function vetMember(h: Header, seen: SeedSummary, limits: SeedLimits): PackHeader {
+export function vetMember(h: Header, seen: SeedSummary, limits: SeedLimits, ids: IdShift): PackHeader {
   if (++seen.entries > limits.maxEntries) {
     throw seedTooLarge(`volume seed: more than ${limits.maxEntries} entries`);
   }
@@ -105,7 +111,8 @@ export function vetMember(h: Header, seen: SeedSummary, limits: SeedLimits): Pac
   const mode = count(h.mode, "mode") & 0o7777;
   const uid = paxId(h.pax, "uid") ?? count(h.uid, "uid");
   const gid = paxId(h.pax, "gid") ?? count(h.gid, "gid");
-  if (seen.entries === 1 && h.type === "directory") seen.top = { mode, uid, gid };
+  const inContainer = containerOwner(ids, uid, gid, name);
+  if (seen.entries === 1 && h.type === "directory") seen.top = { mode, ...inContainer };
   const mtimeMs = h.mtime?.getTime() ?? 0;
   const out: PackHeader = {
     name,
@@ -119,6 +126,18 @@ export function vetMember(h: Header, seen: SeedSummary, limits: SeedLimits): Pac
   if (h.type === "link" || h.type === "symlink") out.linkname = h.linkname ?? "";
   if (uid > USTAR_ID_MAX || gid > USTAR_ID_MAX) out.pax = { uid: String(uid), gid: String(gid) };
   return out;
+}
+
+/** The container ids a member's (host) owner stands for; an owner outside the map refuses the seed. */
+function containerOwner(ids: IdShift, uid: number, gid: number, name: string) {
+  try {
+    return ids.toContainer({ uid, gid });
+  } catch (err) {
+    throw seedFailed(
+      `volume seed: owner ${uid}:${gid} of ${JSON.stringify(name)} is outside the user-namespace map`,
+      err,
+    );
+  }
 }
 
 /** A parse error of tar-stream is the archive's fault; a failure of the input is not. */
@@ -135,8 +154,13 @@ function newSummary(): SeedSummary {
  * The vetted archive as a stream, and the summary it fills. The stream fails with a
  * definite `SubstrateError` when the archive breaks a rule or does not parse, and with the
  * input's own error when reading the input fails. Destroying it stops reading the input.
+ * Owners are written as the archive has them, once checked against `ids`' map.
  */
-export function vetArchive(input: Readable, limits: SeedLimits): { output: Readable; summary: SeedSummary } {
+export function vetArchive(
+  input: Readable,
+  limits: SeedLimits,
+  ids: IdShift,
+): { output: Readable; summary: SeedSummary } {
   const summary = newSummary();
   const extract = tarStream.extract();
   const pack = tarStream.pack();
@@ -153,7 +177,7 @@ export function vetArchive(input: Readable, limits: SeedLimits): { output: Reada
     body.on("error", () => {});
     let out: PackHeader;
     try {
-      out = vetMember(header, summary, limits);
+      out = vetMember(header, summary, limits, ids);
     } catch (err) {
       fail(err);
       return;
@@ -191,9 +215,9 @@ export function vetArchive(input: Readable, limits: SeedLimits): { output: Reada
 
 /**
  * Reads only the archive's first member (the top directory) and drops the rest: the
- * image's mode and owner of that directory, when it is one.
+ * image's mode and owner (container ids, through `ids`) of that directory, when it is one.
  */
-export async function readArchiveTop(input: Readable): Promise<SeedTop | undefined> {
+export async function readArchiveTop(input: Readable, ids: IdShift): Promise<SeedTop | undefined> {
   const extract = tarStream.extract();
   let inputError: unknown;
   input.once("error", (err) => {
@@ -204,7 +228,7 @@ export async function readArchiveTop(input: Readable): Promise<SeedTop | undefin
   const summary = newSummary();
   try {
     for await (const entry of extract) {
-      vetMember(entry.header, summary, { maxBytes: Number.MAX_SAFE_INTEGER, maxEntries: 1 });
+      vetMember(entry.header, summary, { maxBytes: Number.MAX_SAFE_INTEGER, maxEntries: 1 }, ids);
       return summary.top;
     }
     return undefined;

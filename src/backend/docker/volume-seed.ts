@@ -17,13 +17,14 @@ import {
   seedTooLarge,
   vetArchive,
 } from "./seed-archive.ts";
+import type { IdShift } from "./userns.ts";
 
 /**
  * Seeding a fresh durable volume with what the image holds at its VOLUME path, the way the
  * engine fills an empty named volume. The content comes from a helper container that is
  * created from the image but never started, read through the engine's archive API, vetted
  * (seed-archive.ts: images are tenant input) and unpacked by GNU tar as root (numeric
- * owners and modes kept).
+ * owners and modes kept: under userns-remap the archive already holds the remapped host ids).
  *
  * The same helper answers who owns each VOLUME directory in the image (the first header of
  * its archive), which decides the user a container without a manifest `user` runs as.
@@ -43,15 +44,17 @@ function isPipeError(err: unknown): boolean {
 
 /**
  * Unpacks an archive from the engine's archive API into `hostDir` (its top directory
- * component stripped). Returns the image's mode/owner of that top directory, when present.
+ * component stripped), every owner checked against `ids`' map. Returns the image's
+ * mode/owner of that top directory (container ids), when present.
  */
 export async function extractArchive(
   archive: Readable,
   hostDir: string,
   limits: SeedLimits,
+  ids: IdShift,
   signal: AbortSignal,
 ): Promise<SeedTop | undefined> {
-  const vetted = vetArchive(archive, limits);
+  const vetted = vetArchive(archive, limits, ids);
   const tar = spawn(
     "tar",
     [
@@ -116,6 +119,8 @@ export interface VolumeSeederDeps {
   removeTimeoutMs: number;
   /** Bound on reading and unpacking one VOLUME path. */
   seedTimeoutMs: number;
+  /** The engine's id map: archive owners are its host ids. */
+  ids: IdShift;
 }
 
 /**
@@ -166,7 +171,7 @@ export class VolumeSeeder {
     signal: AbortSignal,
   ): Promise<SeedTop | undefined> {
     const id = await this.#helper(imageId, signal);
-    const { docker, clock, seedTimeoutMs } = this.#deps;
+    const { docker, clock, seedTimeoutMs, ids } = this.#deps;
     return withPhase(clock, "volume seed", seedTimeoutMs, signal, async (s) => {
       let archive: Readable;
       try {
@@ -177,7 +182,7 @@ export class VolumeSeeder {
         if (isNotFound(err)) return undefined; // nothing at that path in the image
         throw ambiguous(`archive of ${containerPath}`, err);
       }
-      return extractArchive(archive, hostDir, limits, s);
+      return extractArchive(archive, hostDir, limits, ids, s);
     }).catch((err) => {
       throw err instanceof SubstrateError ? err : ambiguous(`seed ${containerPath}`, err);
     });
@@ -192,7 +197,7 @@ export class VolumeSeeder {
   async volumeOwnership(imageId: string, paths: readonly string[], signal: AbortSignal): Promise<Ownership> {
     const known = this.#ownership.get(imageId);
     if (known) return known;
-    const { docker, clock, seedTimeoutMs } = this.#deps;
+    const { docker, clock, seedTimeoutMs, ids } = this.#deps;
     let imageUser: string;
     try {
       const info = await withPhase(clock, "image inspect", seedTimeoutMs, signal, (s) =>
@@ -215,7 +220,7 @@ export class VolumeSeeder {
           if (isNotFound(err)) return undefined;
           throw ambiguous(`archive of ${path}`, err);
         }
-        return readArchiveTop(archive);
+        return readArchiveTop(archive, ids);
       }).catch((err) => {
         throw err instanceof SubstrateError ? err : ambiguous(`owner of ${path}`, err);
       });

@@ -12,7 +12,7 @@ import {
   startDockerBackend,
 } from "../../../src/backend/docker/main.ts";
 import { createLogger } from "../../../src/log.ts";
-import { BTRFS_ROOT, dockerCli } from "../../support/docker.ts";
+import { BTRFS_ROOT, dockerCli, TEST_DOCKER_HOST } from "../../support/docker.ts";
 import { type Launched, launchFred } from "../../support/index.ts";
 import type { BackendReady } from "../mock/process.ts";
 
@@ -66,6 +66,7 @@ export function prepareDockerBackend(overrides: Record<string, unknown> = {}): D
       "tiny-disk": { cpu_cores: 0.1, memory_mb: 32, disk_mb: 16 },
     },
     volume_data_path: volumeRoot,
+    docker_host: TEST_DOCKER_HOST,
     startup_verify_duration: "0s",
     reconcile_interval: "5m",
     // Off unless a test asks: the shared fred-test/* images must never be collected.

@@ -10,6 +10,7 @@ import {
   type SeedLimits,
   vetArchive,
 } from "../../../src/backend/docker/seed-archive.ts";
+import { IdShift } from "../../../src/backend/docker/userns.ts";
 import { SubstrateError } from "../../../src/backend/kit/substrate.ts";
 
 /**
@@ -183,7 +184,7 @@ async function drain(stream: Readable): Promise<Buffer> {
 
 /** Runs the vetting; "ok" with the output archive, or the definite reason it refused. */
 async function vet(archive: Buffer, limits: SeedLimits): Promise<{ outcome: string; output?: Buffer }> {
-  const { output } = vetArchive(Readable.from([archive]), limits);
+  const { output } = vetArchive(Readable.from([archive]), limits, IdShift.none);
   try {
     return { outcome: "ok", output: await drain(output) };
   } catch (err) {
@@ -287,7 +288,11 @@ describe("seed archive vetting", () => {
       member({ name: "data/pipe", kind: "6" }),
     ];
     const archive = tarOf(members);
-    const { output, summary } = vetArchive(Readable.from([archive]), { maxBytes: 1 << 20, maxEntries: 100 });
+    const { output, summary } = vetArchive(
+      Readable.from([archive]),
+      { maxBytes: 1 << 20, maxEntries: 100 },
+      IdShift.none,
+    );
     const listed = await gnuList(await drain(output));
     assert.deepEqual(
       listed.map((l) => l.name),
@@ -295,7 +300,26 @@ describe("seed archive vetting", () => {
     );
     assert.deepEqual(summary.top, { mode: 0o755, uid: 1000, gid: 0 });
     assert.equal(summary.bytes, 5 + 4 + 5 + 5 + 7);
-    assert.deepEqual(await readArchiveTop(Readable.from([archive])), { mode: 0o755, uid: 1000, gid: 0 });
+    assert.deepEqual(await readArchiveTop(Readable.from([archive]), IdShift.none), {
+      mode: 0o755,
+      uid: 1000,
+      gid: 0,
+    });
+    // Under userns-remap the archive holds host ids; the top reports what they are inside.
+    const remap = new IdShift({
+      uids: [{ container: 0, host: 0, size: 65_536 }],
+      gids: [{ container: 0, host: 0, size: 65_536 }],
+    });
+    assert.deepEqual((await readArchiveTop(Readable.from([archive]), remap))?.uid, 1000);
+    const shifted = new IdShift({
+      uids: [{ container: 0, host: 500, size: 65_536 }],
+      gids: [{ container: 0, host: 0, size: 65_536 }],
+    });
+    assert.deepEqual(await readArchiveTop(Readable.from([archive]), shifted), {
+      mode: 0o755,
+      uid: 500,
+      gid: 0,
+    });
   });
 
   it("refuses a bad checksum, a device, an unknown type and an unsafe hard link target", async () => {
@@ -309,10 +333,13 @@ describe("seed archive vetting", () => {
       const r = await vet(tarOf([m]), { maxBytes: 100, maxEntries: 10 });
       assert.equal(r.outcome, SEED_FAILED, what);
     }
-    await assert.rejects(readArchiveTop(Readable.from([tarOf([cases[0]?.[1] as Member])])), (err) => {
-      assert.equal((err as SubstrateError).reason, SEED_FAILED);
-      return true;
-    });
+    await assert.rejects(
+      readArchiveTop(Readable.from([tarOf([cases[0]?.[1] as Member])]), IdShift.none),
+      (err) => {
+        assert.equal((err as SubstrateError).reason, SEED_FAILED);
+        return true;
+      },
+    );
   });
 
   it("fails a truncated archive definitely and an input error as it is", async () => {
@@ -327,7 +354,7 @@ describe("seed archive vetting", () => {
       },
     });
     await assert.rejects(
-      drain(vetArchive(broken, { maxBytes: 1, maxEntries: 1 }).output),
+      drain(vetArchive(broken, { maxBytes: 1, maxEntries: 1 }, IdShift.none).output),
       /connection reset/,
     );
   });

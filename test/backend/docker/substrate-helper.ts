@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { parseDockerBackendConfig } from "../../../src/backend/docker/config.ts";
 import type { InstanceSpec, SkuProfile, WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
-import { dockerCli } from "../../support/docker.ts";
+import { dockerCli, TEST_DOCKER_HOST } from "../../support/docker.ts";
 
 /**
  * What the in-process substrate suites of the Docker backend share: their config and
@@ -37,6 +37,7 @@ export function substrateConfig(volumeDataPath: string | undefined, extra: Recor
     sku_profiles: { t: { cpu_cores: 0.25, memory_mb: 64, disk_mb: 16 } },
     startup_verify_duration: "0s",
     volume_data_path: volumeDataPath ?? "/nonexistent",
+    docker_host: TEST_DOCKER_HOST,
     ...extra,
   });
 }

@@ -11,7 +11,7 @@ import { instanceName } from "../../../src/backend/docker/names.ts";
 import { type SkuProfile, SubstrateError, type WorkloadSpec } from "../../../src/backend/kit/index.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
-import { dockerSkip, scratchVolumeRoot } from "../../support/docker.ts";
+import { dockerSkip, engineIdShift, scratchVolumeRoot } from "../../support/docker.ts";
 import { substrateConfig, workloadSpec } from "./substrate-helper.ts";
 
 /**
@@ -37,13 +37,15 @@ describe("docker substrate: a volume deletion that has not finished", { skip }, 
 
   before(async () => {
     await assertBtrfsWithQuotas(config.volumeDataPath);
+    const ids = await engineIdShift();
     substrate = new DockerSubstrate({
       config,
       storageId,
       docker: connectDocker(config.dockerHost),
       clock: systemClock,
       log: createLogger("test-docker", "silent"),
-      volumes: new BtrfsVolumes(config.volumeDataPath, storageId),
+      volumes: new BtrfsVolumes(config.volumeDataPath, storageId, ids),
+      ids,
     });
     spec = workloadSpec({ storageId, services: { app: { image: "fred-test/volume:1" } }, profile: durable });
     volumePath = join(config.volumeDataPath, instanceName(spec.leaseUuid, "app", 0));

@@ -9,7 +9,7 @@ import { instanceName } from "../../../src/backend/docker/names.ts";
 import type { SkuProfile, WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
-import { dockerCli, dockerSkip, execIn, scratchVolumeRoot } from "../../support/docker.ts";
+import { dockerCli, dockerSkip, engineIdShift, execIn, scratchVolumeRoot } from "../../support/docker.ts";
 import { seedHelpersLeft, substrateConfig, workloadSpec } from "./substrate-helper.ts";
 
 /**
@@ -55,13 +55,15 @@ describe("docker substrate: running as the VOLUME directories' owner", { skip },
 
   before(async () => {
     await assertBtrfsWithQuotas(config.volumeDataPath);
+    const ids = await engineIdShift();
     substrate = new DockerSubstrate({
       config,
       storageId,
       docker: connectDocker(config.dockerHost),
       clock: systemClock,
       log: createLogger("test-docker", "silent"),
-      volumes: new BtrfsVolumes(config.volumeDataPath, storageId),
+      volumes: new BtrfsVolumes(config.volumeDataPath, storageId, ids),
+      ids,
     });
   });
 

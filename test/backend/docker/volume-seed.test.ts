@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
@@ -9,11 +9,12 @@ import { assertBtrfsWithQuotas, BtrfsVolumes } from "../../../src/backend/docker
 import { DockerSubstrate } from "../../../src/backend/docker/docker-substrate.ts";
 import { connectDocker } from "../../../src/backend/docker/engine.ts";
 import { instanceName, volumeDirName } from "../../../src/backend/docker/names.ts";
+import { IdShift } from "../../../src/backend/docker/userns.ts";
 import { extractArchive, type SeedLimits } from "../../../src/backend/docker/volume-seed.ts";
 import type { WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
-import { dockerCli, dockerSkip, execIn, scratchVolumeRoot } from "../../support/docker.ts";
+import { dockerCli, dockerSkip, engineIdShift, execIn, scratchVolumeRoot } from "../../support/docker.ts";
 import { seedHelpersLeft, substrateConfig, workloadSpec } from "./substrate-helper.ts";
 
 /**
@@ -23,7 +24,15 @@ import { seedHelpersLeft, substrateConfig, workloadSpec } from "./substrate-help
  * failures, no helper container left behind).
  */
 
-type Member = { name: string; type: "0" | "2" | "5"; data?: string; link?: string; mode?: number };
+type Member = {
+  name: string;
+  type: "0" | "2" | "5";
+  data?: string;
+  link?: string;
+  mode?: number;
+  uid?: number;
+  gid?: number;
+};
 
 function octal(value: number, width: number): string {
   return `${value.toString(8).padStart(width - 1, "0")}\u0000`;
@@ -37,8 +46,8 @@ function tarOf(members: Member[]): Buffer {
     const h = Buffer.alloc(512);
     h.write(m.name, 0, 100, "utf8");
     h.write(octal(m.mode ?? (m.type === "5" ? 0o755 : 0o644), 8), 100, "latin1");
-    h.write(octal(0, 8), 108, "latin1");
-    h.write(octal(0, 8), 116, "latin1");
+    h.write(octal(m.uid ?? 0, 8), 108, "latin1");
+    h.write(octal(m.gid ?? 0, 8), 116, "latin1");
     h.write(octal(data.length, 12), 124, "latin1");
     h.write(octal(0, 12), 136, "latin1");
     h.write("        ", 148, "latin1");
@@ -85,6 +94,7 @@ describe("volume seed extraction guard", { skip: process.getuid?.() === 0 ? fals
       ]),
       into,
       roomy,
+      IdShift.none,
       neverAborted,
     );
     assert.deepEqual(top, { mode: 0o750, uid: 0, gid: 0 });
@@ -107,7 +117,13 @@ describe("volume seed extraction guard", { skip: process.getuid?.() === 0 ? fals
         },
         { name: "data/evil/pwned", type: "0", data: "escaped" },
       ]);
-      const outcome = await extractArchive(Readable.from([archive]), into, roomy, neverAborted).then(
+      const outcome = await extractArchive(
+        Readable.from([archive]),
+        into,
+        roomy,
+        IdShift.none,
+        neverAborted,
+      ).then(
         () => "extracted",
         (err) => reasonOf(err),
       );
@@ -126,12 +142,55 @@ describe("volume seed extraction guard", { skip: process.getuid?.() === 0 ? fals
         { name: "data/", type: "5" },
         { name, type: "0", data: "x" },
       ]);
-      await assert.rejects(extractArchive(Readable.from([archive]), into, roomy, neverAborted), (err) => {
-        assert.equal(reasonOf(err), "VolumeSeedFailed");
-        return true;
-      });
+      await assert.rejects(
+        extractArchive(Readable.from([archive]), into, roomy, IdShift.none, neverAborted),
+        (err) => {
+          assert.equal(reasonOf(err), "VolumeSeedFailed");
+          return true;
+        },
+      );
     });
   }
+
+  it("under userns-remap, the archive's host owners land as they are; the top reports the container's ids", async () => {
+    const shift = new IdShift({
+      uids: [{ container: 0, host: 100_000, size: 65_536 }],
+      gids: [{ container: 0, host: 200_000, size: 65_536 }],
+    });
+    const into = fresh();
+    const top = await extractArchive(
+      Readable.from([
+        tarOf([
+          { name: "data/", type: "5", mode: 0o770, uid: 101_000, gid: 201_000 },
+          { name: "data/root.txt", type: "0", data: "r", uid: 100_000, gid: 200_000 },
+          { name: "data/app.txt", type: "0", data: "a", uid: 101_000, gid: 201_001 },
+        ]),
+      ]),
+      into,
+      roomy,
+      shift,
+      neverAborted,
+    );
+    assert.deepEqual(top, { mode: 0o770, uid: 1000, gid: 1000 }, "the image's own view decides the run user");
+    const owner = (f: string) => {
+      const st = statSync(join(into, f));
+      return `${st.uid}:${st.gid}`;
+    };
+    assert.equal(owner("root.txt"), "100000:200000");
+    assert.equal(owner("app.txt"), "101000:201001");
+    // A real host user's id (here root) is no id of the remapped image store: refused.
+    const hostRoot = tarOf([
+      { name: "data/", type: "5", uid: 100_000, gid: 200_000 },
+      { name: "data/planted", type: "0", data: "x", uid: 0, gid: 0 },
+    ]);
+    await assert.rejects(
+      extractArchive(Readable.from([hostRoot]), fresh(), roomy, shift, neverAborted),
+      (err) => {
+        assert.equal(reasonOf(err), "VolumeSeedFailed", "an owner outside the map refuses the seed");
+        return true;
+      },
+    );
+  });
 
   it("stops at the entry cap and at the byte cap with VolumeSeedTooLarge", async () => {
     const many = tarOf([
@@ -142,13 +201,22 @@ describe("volume seed extraction guard", { skip: process.getuid?.() === 0 ? fals
       { maxBytes: 1 << 20, maxEntries: 4 },
       { maxBytes: 15, maxEntries: 100 },
     ]) {
-      await assert.rejects(extractArchive(Readable.from([many]), fresh(), limits, neverAborted), (err) => {
-        assert.equal(reasonOf(err), "VolumeSeedTooLarge");
-        return true;
-      });
+      await assert.rejects(
+        extractArchive(Readable.from([many]), fresh(), limits, IdShift.none, neverAborted),
+        (err) => {
+          assert.equal(reasonOf(err), "VolumeSeedTooLarge");
+          return true;
+        },
+      );
     }
     // Exactly at the caps is fine.
-    await extractArchive(Readable.from([many]), fresh(), { maxBytes: 20, maxEntries: 6 }, neverAborted);
+    await extractArchive(
+      Readable.from([many]),
+      fresh(),
+      { maxBytes: 20, maxEntries: 6 },
+      IdShift.none,
+      neverAborted,
+    );
   });
 });
 
@@ -164,6 +232,8 @@ describe("docker substrate: volumes seeded from the image", { skip }, () => {
   const made: WorkloadSpec[] = [];
   let substrate: DockerSubstrate;
   let spec: WorkloadSpec;
+  /** The engine's id map: what the seeded files' host owners are shifted by. */
+  let ids = IdShift.none;
 
   const substrateWith = (seedLimits?: Partial<SeedLimits>) =>
     new DockerSubstrate({
@@ -172,7 +242,8 @@ describe("docker substrate: volumes seeded from the image", { skip }, () => {
       docker: connectDocker(config.dockerHost),
       clock: systemClock,
       log: createLogger("test-docker", "silent"),
-      volumes: new BtrfsVolumes(config.volumeDataPath, storageId),
+      volumes: new BtrfsVolumes(config.volumeDataPath, storageId, ids),
+      ids,
       ...(seedLimits ? { seedLimits } : {}),
     });
 
@@ -191,6 +262,7 @@ describe("docker substrate: volumes seeded from the image", { skip }, () => {
 
   before(async () => {
     await assertBtrfsWithQuotas(config.volumeDataPath);
+    ids = await engineIdShift();
     substrate = substrateWith();
     spec = workloadSpec({ storageId, services: { db: seeded }, profile });
     await run(spec);
@@ -258,7 +330,7 @@ describe("docker substrate: volumes seeded from the image", { skip }, () => {
     const s = workloadSpec({ storageId, services: { db: { ...seeded, user: "1000" } }, profile });
     const name = instanceName(s.leaseUuid, "db", 0);
     const dir = volumeDirName("/data");
-    const volumes = new BtrfsVolumes(config.volumeDataPath, storageId);
+    const volumes = new BtrfsVolumes(config.volumeDataPath, storageId, ids);
     // A first attempt made the volume and wrote part of the content, then died.
     const dirs = await volumes.ensure(name, { storageId, leaseUuid: s.leaseUuid }, 16, [dir], undefined);
     writeFileSync(join(dirs.get(dir) as string, "half-written.bin"), "partial");

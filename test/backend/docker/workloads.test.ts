@@ -5,10 +5,11 @@ import { assertBtrfsWithQuotas, BtrfsVolumes } from "../../../src/backend/docker
 import { DockerSubstrate } from "../../../src/backend/docker/docker-substrate.ts";
 import { connectDocker } from "../../../src/backend/docker/engine.ts";
 import { instanceName } from "../../../src/backend/docker/names.ts";
+import { IdShift } from "../../../src/backend/docker/userns.ts";
 import type { WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
-import { dockerCli, dockerSkip, execIn, scratchVolumeRoot } from "../../support/docker.ts";
+import { dockerCli, dockerSkip, engineIdShift, execIn, scratchVolumeRoot } from "../../support/docker.ts";
 import { substrateConfig, workloadSpec } from "./substrate-helper.ts";
 
 /**
@@ -44,13 +45,15 @@ describe("docker substrate: real workloads", { skip }, () => {
 
   before(async () => {
     await assertBtrfsWithQuotas(config.volumeDataPath);
+    const ids = await engineIdShift();
     substrate = new DockerSubstrate({
       config,
       storageId,
       docker: connectDocker(config.dockerHost),
       clock: systemClock,
       log: createLogger("test-docker", "warn"),
-      volumes: new BtrfsVolumes(config.volumeDataPath, storageId),
+      volumes: new BtrfsVolumes(config.volumeDataPath, storageId, ids),
+      ids,
     });
     [webA, webA2, webB, disk] = await Promise.all([
       run(workloadSpec({ storageId, tenant: tenantA, services: { web: httpd } })),
@@ -172,7 +175,7 @@ describe("docker substrate: real workloads", { skip }, () => {
       profile: { cpu_cores: 0.25, memory_mb: 64, disk_mb: 16 },
     });
     const name = instanceName(spec.leaseUuid, "store", 0);
-    const other = new BtrfsVolumes(config.volumeDataPath, randomUUID());
+    const other = new BtrfsVolumes(config.volumeDataPath, randomUUID(), IdShift.none);
     await other.ensure(name, { storageId: "someone-else", leaseUuid: spec.leaseUuid }, 16, ["d"], undefined);
     made.push(spec);
     await substrate.validate(spec);

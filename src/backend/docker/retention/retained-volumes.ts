@@ -11,7 +11,7 @@ import type {
   WorkloadSpec,
 } from "../../kit/index.ts";
 import { retentionCrashPoint } from "../../kit/index.ts";
-import { type BtrfsVolumes, run as btrfs, OWNER_FILE, ownerAt, type VolumeOwner } from "../btrfs-volumes.ts";
+import { type BtrfsVolumes, run as btrfs, ownerAt, type VolumeOwner } from "../btrfs-volumes.ts";
 import { instanceName } from "../names.ts";
 
 /**
@@ -196,8 +196,9 @@ export class RetainedVolumes {
         await btrfs(["subvolume", "snapshot", this.#path(v.name), targetPath], signal);
         retentionCrashPoint("retention.restore.after-clone");
       }
+      // A copy retained under another id map (userns-remap switched since) is moved to the current one.
       const owner: VolumeOwner = { storageId: this.#storageId, leaseUuid: spec.leaseUuid };
-      await writeFile(join(targetPath, OWNER_FILE), JSON.stringify(owner), { mode: 0o600 });
+      await this.#volumes.settle(targetPath, owner);
       await btrfs(["qgroup", "limit", `${instance.profile.disk_mb}M`, targetPath], signal);
     }
   }

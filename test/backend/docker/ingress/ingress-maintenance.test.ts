@@ -7,7 +7,7 @@ import { Ingress } from "../../../../src/backend/docker/ingress/index.ts";
 import type { WorkloadSpec } from "../../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../../src/core/clock.ts";
 import { createLogger } from "../../../../src/log.ts";
-import { dockerSkip } from "../../../support/docker.ts";
+import { dockerSkip, engineIdShift } from "../../../support/docker.ts";
 import { pickFreePort } from "../../../support/index.ts";
 import { substrateConfig, workloadSpec } from "../substrate-helper.ts";
 import { httpsServed, startCaddy, type TestCaddy } from "./caddy-helper.ts";
@@ -57,6 +57,7 @@ describe("docker substrate: ingress routes through restart and update", { skip }
     });
     await ingress.start();
     await ingress.activate();
+    const ids = await engineIdShift();
     substrate = new DockerSubstrate({
       config,
       storageId,
@@ -64,6 +65,7 @@ describe("docker substrate: ingress routes through restart and update", { skip }
       clock: systemClock,
       log,
       volumes: undefined,
+      ids,
       ingress,
     });
   });

@@ -14,7 +14,7 @@ const { storageId, volumeRoot, call } = JSON.parse(Buffer.concat(chunks).toStrin
   call: CrashCall;
 };
 armDockerCrashPoints(process.env.FRED_FAILPOINTS);
-const substrate = maintenanceSubstrate(storageId, volumeRoot);
+const substrate = await maintenanceSubstrate(storageId, volumeRoot);
 const signal = new AbortController().signal;
 const release = holdEventLoop();
 try {

@@ -79,7 +79,7 @@ describe("docker substrate: kill -9 at each step of a restart and an update", { 
 
   before(async () => {
     await assertBtrfsWithQuotas(scratch?.path ?? "");
-    substrate = maintenanceSubstrate(storageId, scratch?.path ?? "");
+    substrate = await maintenanceSubstrate(storageId, scratch?.path ?? "");
   });
   after(async () => {
     for (const s of made) await substrate?.destroyLease(s.leaseUuid, signal).catch(() => {});

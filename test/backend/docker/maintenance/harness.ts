@@ -5,7 +5,7 @@ import { connectDocker } from "../../../../src/backend/docker/engine.ts";
 import type { WorkloadSpec } from "../../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../../src/core/clock.ts";
 import { createLogger } from "../../../../src/log.ts";
-import { dockerCli } from "../../../support/docker.ts";
+import { dockerCli, engineIdShift } from "../../../support/docker.ts";
 import { substrateConfig } from "../substrate-helper.ts";
 
 /**
@@ -24,15 +24,17 @@ export const VOLUME_APP = { image: "fred-test/volume:1", stop_grace_period: "1s"
 /** The "bad image" of a next release: a local image whose command exits non-zero. */
 export const EXITS = { command: ["/bin/sh", "-c", "echo giving up; exit 3"] };
 
-export function maintenanceSubstrate(storageId: string, volumeRoot: string): DockerSubstrate {
+export async function maintenanceSubstrate(storageId: string, volumeRoot: string): Promise<DockerSubstrate> {
   const config = substrateConfig(volumeRoot, { startup_verify_duration: VERIFY });
+  const ids = await engineIdShift();
   return new DockerSubstrate({
     config,
     storageId,
     docker: connectDocker(config.dockerHost),
     clock: systemClock,
     log: createLogger("test-docker-maintenance", process.env.TEST_LOG_LEVEL ?? "silent"),
-    volumes: new BtrfsVolumes(config.volumeDataPath, storageId),
+    volumes: new BtrfsVolumes(config.volumeDataPath, storageId, ids),
+    ids,
   });
 }
 

@@ -8,7 +8,7 @@ import { instanceName } from "../../../../src/backend/docker/names.ts";
 import type { WorkloadSpec } from "../../../../src/backend/kit/substrate.ts";
 import { systemClock } from "../../../../src/core/clock.ts";
 import { createLogger } from "../../../../src/log.ts";
-import { dockerSkip, execIn, scratchVolumeRoot } from "../../../support/docker.ts";
+import { dockerSkip, engineIdShift, execIn, scratchVolumeRoot } from "../../../support/docker.ts";
 import { substrateConfig, workloadSpec } from "../substrate-helper.ts";
 import { EXITS, held, holdEventLoop, maintenanceSubstrate, VERIFY, VOLUME_APP } from "./harness.ts";
 
@@ -61,7 +61,7 @@ describe("docker substrate: restart and update", { skip }, () => {
 
   before(async () => {
     await assertBtrfsWithQuotas(scratch?.path ?? "");
-    substrate = maintenanceSubstrate(storageId, scratch?.path ?? "");
+    substrate = await maintenanceSubstrate(storageId, scratch?.path ?? "");
   });
   after(async () => {
     for (const s of made) await substrate?.destroyLease(s.leaseUuid, signal).catch(() => {});
@@ -93,13 +93,15 @@ describe("docker substrate: restart and update", { skip }, () => {
       startup_verify_duration: VERIFY,
       container_stop_timeout: "1s",
     });
+    const ids = await engineIdShift();
     const quick = new DockerSubstrate({
       config,
       storageId,
       docker: connectDocker(config.dockerHost),
       clock: systemClock,
       log: createLogger("test-docker-stop-grace", process.env.TEST_LOG_LEVEL ?? "silent"),
-      volumes: new BtrfsVolumes(config.volumeDataPath, storageId),
+      volumes: new BtrfsVolumes(config.volumeDataPath, storageId, ids),
+      ids,
     });
     try {
       const spec = workloadSpec({ storageId, services: { app: { image: VOLUME_APP.image } }, profile });

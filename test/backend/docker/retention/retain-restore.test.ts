@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { RunningDockerBackend } from "../../../../src/backend/docker/main.ts";
-import { instanceName } from "../../../../src/backend/docker/names.ts";
-import { dockerSkip, execIn } from "../../../support/docker.ts";
+import { instanceName, volumeDirName } from "../../../../src/backend/docker/names.ts";
+import { dockerSkip, engineIdShift, execIn } from "../../../support/docker.ts";
 import { type Receiver, startReceiver } from "../../kit/receiver.ts";
 import { type SignedClient, signedClient } from "../../kit/signed-client.ts";
 import {
@@ -117,6 +117,11 @@ describe("docker backend: retain on close and restore", { skip }, () => {
       "dd if=/dev/zero of=/data/fill bs=1M count=40 2>&1 && sync && rm /data/fill",
     );
     assert.equal(big.code, 0, big.out);
+    // Container root wrote it: on a userns-remap engine that is the remapped host uid, not 0.
+    const kept = statSync(
+      join(setup.volumeRoot, instanceName(target, "db", 0), volumeDirName("/data"), "keep.txt"),
+    );
+    assert.deepEqual({ uid: kept.uid, gid: kept.gid }, (await engineIdShift()).root);
     // The adopted source's snapshot goes with the next sweep.
     await backend.retention?.sweep();
     assert.ok(!readdirSync(retainedDir()).some((n) => n.includes(source)), "the retained copy is destroyed");

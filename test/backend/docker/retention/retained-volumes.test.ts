@@ -7,6 +7,7 @@ import { after, before, describe, it } from "node:test";
 import { BtrfsVolumes } from "../../../../src/backend/docker/btrfs-volumes.ts";
 import { instanceName } from "../../../../src/backend/docker/names.ts";
 import { RetainedVolumes } from "../../../../src/backend/docker/retention/retained-volumes.ts";
+import { IdShift } from "../../../../src/backend/docker/userns.ts";
 import type { InstanceSpec, WorkloadSpec } from "../../../../src/backend/kit/substrate.ts";
 import { isFredError } from "../../../../src/core/errors.ts";
 import { btrfsSkip, scratchVolumeRoot } from "../../../support/docker.ts";
@@ -52,7 +53,7 @@ describe("retained volumes on btrfs: crash windows", { skip }, () => {
 
   before(async () => {
     scratch = scratchVolumeRoot("retained");
-    volumes = new BtrfsVolumes(scratch.path, storageId);
+    volumes = new BtrfsVolumes(scratch.path, storageId, IdShift.none);
     retained = new RetainedVolumes(volumes, storageId);
     assert.ok((await retained.identity(true))?.startsWith(storageId));
   });
@@ -92,7 +93,7 @@ describe("retained volumes on btrfs: crash windows", { skip }, () => {
     await retained.adopt(source, set.volumes, spec, signal);
     await retained.adopt(source, set.volumes, spec, signal);
     const owner = JSON.parse(readFileSync(join(targetPath, ".fred-owner.json"), "utf8"));
-    assert.deepEqual(owner, { storageId, leaseUuid: target });
+    assert.deepEqual(owner, { storageId, leaseUuid: target, root: { uid: 0, gid: 0 } });
     assert.equal(readFileSync(join(targetPath, "data", "keep.txt"), "utf8"), "tenant-data\n");
     assert.ok(existsSync(copy), "the retained copy stays until the restore commits");
     const limits = execFileSync("btrfs", ["qgroup", "show", "-r", "--raw", scratch.path], {
