@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Prepares a real Docker engine for the Docker backend tests; safe to run repeatedly.
 #  1. Debian packages: docker.io (dockerd + containerd + runc), busybox-static (the rootfs
-#     of every test image), btrfs-progs (subvolumes and qgroups for enforced disk sizes).
+#     of every test image), btrfs-progs (subvolumes and qgroups for enforced disk sizes),
+#     docker-registry and apache2-utils (the image tests' loopback registry with htpasswd
+#     auth, test/support/registry.ts).
 #  2. dockerd in the background with a roomy address pool (tests create many tenant
 #     networks), then waits until `docker info` answers.
 #  3. test/support/docker-prepare.sh, which `npm test` also runs as root when something is
@@ -16,6 +18,8 @@ need_packages=()
 command -v dockerd >/dev/null 2>&1 || need_packages+=(docker.io)
 [ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx httpd || need_packages+=(busybox-static)
 command -v btrfs >/dev/null 2>&1 || need_packages+=(btrfs-progs)
+command -v docker-registry >/dev/null 2>&1 || need_packages+=(docker-registry)
+command -v htpasswd >/dev/null 2>&1 || need_packages+=(apache2-utils)
 if [ "${#need_packages[@]}" -gt 0 ]; then
   echo "== docker-setup: installing ${need_packages[*]}"
   apt-get update -qq
