@@ -1,6 +1,7 @@
 // Over 500 lines: the Substrate contract for Docker in one class (provision, maintenance, retention, inventory); its parts delegate to the modules beside it.
 import { setMaxListeners } from "node:events";
 import type Docker from "dockerode";
+import type { Registry } from "prom-client";
 import type { Clock } from "../../core/clock.ts";
 import { isFredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
@@ -31,7 +32,7 @@ import {
   withPhase,
 } from "./engine.ts";
 import type { EventSupervisor } from "./event-supervisor.ts";
-import { ensureImage, type ImageFacts } from "./images.ts";
+import { ensurePinned, type ImageDeps, type ImageFacts, PullMetrics, resolveImage } from "./images.ts";
 import { type Ingress, leaseRoutes, withFqdns } from "./ingress/index.ts";
 import { InstanceVolumes } from "./instance-volumes.ts";
 import { applyLogBudget, demuxLogStream, LOG_UNAVAILABLE } from "./logs.ts";
@@ -72,6 +73,8 @@ export interface DockerSubstrateOptions {
   seedLimits?: Partial<SeedLimits>;
   /** HTTPS hostnames through Caddy: routes follow the ready path and every removal. */
   ingress?: Ingress;
+  /** The backend's metrics registry (image pull duration and failures). */
+  metricsRegistry?: Registry;
 }
 
 const INVALID_MANIFEST = "invalid_manifest" as const;
@@ -97,6 +100,7 @@ export class DockerSubstrate implements Substrate {
   readonly #deaths: DeathReports;
   readonly #raisedSignals = new WeakSet<AbortSignal>();
   readonly #maintenance: MaintenanceDeps;
+  readonly #images: ImageDeps;
   /** Resources found under a lease's name or label that were not ours to touch. */
   staleHandles = 0;
 
@@ -109,6 +113,13 @@ export class DockerSubstrate implements Substrate {
     this.#volumes = opts.volumes;
     this.#ingress = opts.ingress;
     this.#networks = new TenantNetworks(opts.docker, this.#log, opts.storageId);
+    this.#images = {
+      docker: opts.docker,
+      clock: opts.clock,
+      log: this.#log,
+      pullTimeoutMs: opts.config.imagePullTimeoutMs,
+      metrics: new PullMetrics(opts.metricsRegistry),
+    };
     this.retained = opts.volumes ? new RetainedVolumes(opts.volumes, opts.storageId) : undefined;
     this.#instanceVolumes = new InstanceVolumes({
       docker: opts.docker,
@@ -138,7 +149,7 @@ export class DockerSubstrate implements Substrate {
       create: (spec, signal) => this.create(spec, signal),
       start: (spec, signal, o) => this.#startChecked(spec, signal, o.startStopped, o.replacing),
       ensureImages: async (spec, signal) => {
-        await this.#ensureImages(this.#models(spec), signal);
+        await this.#ensureImages(spec, this.#models(spec), signal);
       },
       stopContainer: (id, signal) => this.#stopContainer(id, signal),
       removeContainer: (id, signal) => this.#removeContainer(id, signal),
@@ -217,7 +228,7 @@ export class DockerSubstrate implements Substrate {
     await this.#during(spec.leaseUuid, async () => {
       const models = this.#models(spec);
       const byName = new Map(models.map((m) => [m.name, m]));
-      const images = await this.#ensureImages(models, signal);
+      const images = await this.#ensureImages(spec, models, signal);
       const seeder = this.#instanceVolumes.seeder(spec);
       let done = false;
       try {
@@ -232,23 +243,57 @@ export class DockerSubstrate implements Substrate {
     });
   }
 
-  /** Each image present (pulled within image_pull_timeout if not), with its facts. */
+  /**
+   * The seam's image pinning: each service's reference resolved per image_pull_policy
+   * (`always` pulls, within image_pull_timeout) and pinned to the digest it resolved to.
+   * A service's `credentials` authenticate only the pull of its own image.
+   */
+  async resolveImages(spec: WorkloadSpec, signal: AbortSignal): Promise<Record<string, string>> {
+    this.#shareable(signal);
+    const pins: Record<string, string> = {};
+    const byRef = new Map<string, string>();
+    for (const model of this.#models(spec)) {
+      const key = `${model.image}\u0000${model.credentials?.host ?? ""}`;
+      let pinned = byRef.get(key);
+      if (pinned === undefined) {
+        const facts = await resolveImage(this.#images, {
+          ref: model.image,
+          policy: this.#config.imagePullPolicy,
+          auth: model.credentials,
+          signal,
+        });
+        pinned = facts.pinned;
+        byRef.set(key, pinned);
+      }
+      pins[model.name] = pinned;
+    }
+    return pins;
+  }
+
+  /**
+   * Each service's image present, with its facts, by service name: the release's pinned
+   * image when the spec carries one (pulled by digest only if the host lost it), else the
+   * manifest's reference as found on the host (a release recorded before pins existed
+   * keeps running what the host has; it is never moved to a newer tag here).
+   */
   async #ensureImages(
+    spec: WorkloadSpec,
     models: readonly ServiceModel[],
     signal: AbortSignal,
   ): Promise<Map<string, ImageFacts>> {
     const images = new Map<string, ImageFacts>();
     for (const model of models) {
-      if (images.has(model.image)) continue;
-      const facts = await ensureImage({
-        docker: this.#docker,
-        clock: this.#clock,
-        log: this.#log,
-        ref: model.image,
-        pullTimeoutMs: this.#config.imagePullTimeoutMs,
-        signal,
-      });
-      images.set(model.image, facts);
+      const pinned = spec.images?.[model.name];
+      const facts =
+        pinned !== undefined
+          ? await ensurePinned(this.#images, { pinned, auth: model.credentials, signal })
+          : await resolveImage(this.#images, {
+              ref: model.image,
+              policy: "if-not-present",
+              auth: model.credentials,
+              signal,
+            });
+      images.set(model.name, facts);
     }
     return images;
   }
@@ -264,7 +309,7 @@ export class DockerSubstrate implements Substrate {
       const network = await this.#networks.ensure(spec.tenant, signal);
       for (const instance of spec.instances) {
         const model = byName.get(instance.service);
-        const facts = model ? images.get(model.image) : undefined;
+        const facts = model ? images.get(model.name) : undefined;
         if (!model || !facts)
           throw definite("Internal", "internal error while provisioning", "service missing");
         // Without a manifest `user`, the owner of the image's VOLUME dirs may be the one to run as.
@@ -273,7 +318,8 @@ export class DockerSubstrate implements Substrate {
         const opts = buildContainerSpec({
           spec,
           instance,
-          model: run,
+          // Created from the pinned image, never the tag (which may have moved since).
+          model: { ...run, image: facts.pinned },
           config: this.#config,
           network,
           mounts,

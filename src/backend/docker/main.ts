@@ -111,6 +111,7 @@ export async function startDockerBackend(
     clock,
     log: logger,
     volumes,
+    metricsRegistry: registry,
     ...(ingress ? { ingress } : {}),
   });
   releases.use("substrate", substrate);

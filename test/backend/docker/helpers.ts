@@ -67,6 +67,8 @@ export function prepareDockerBackend(overrides: Record<string, unknown> = {}): D
     volume_data_path: volumeRoot,
     startup_verify_duration: "0s",
     reconcile_interval: "5m",
+    // The fred-test/* images are built on this host and no registry has them.
+    image_pull_policy: "if-not-present",
     ...overrides,
   };
   const configPath = join(dir, "docker-backend.yaml");

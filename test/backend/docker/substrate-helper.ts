@@ -37,6 +37,8 @@ export function substrateConfig(volumeDataPath: string | undefined, extra: Recor
     sku_profiles: { t: { cpu_cores: 0.25, memory_mb: 64, disk_mb: 16 } },
     startup_verify_duration: "0s",
     volume_data_path: volumeDataPath ?? "/nonexistent",
+    // The fred-test/* images are built on this host and no registry has them.
+    image_pull_policy: "if-not-present",
     ...extra,
   });
 }
