@@ -23,7 +23,7 @@ import { provisionBody } from "../test/backend/docker/provision-helper.ts";
 import { type Receiver, startReceiver } from "../test/backend/kit/receiver.ts";
 import { signedClient } from "../test/backend/kit/signed-client.ts";
 import { dockerCli, holdEngineLock } from "../test/support/docker.ts";
-import { startRegistry } from "../test/support/registry.ts";
+import { registrySkip, startRegistry } from "../test/support/registry.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const LOCAL_IMAGE = "fred-test/httpd:1";
@@ -72,6 +72,8 @@ async function backendUnder(policy: "always" | "if-not-present", registries: str
 }
 
 async function main(): Promise<void> {
+  const missing = registrySkip();
+  if (missing) throw new Error(missing);
   await holdEngineLock();
   const rx = await startReceiver(SECRET);
   await using registry = await startRegistry();

@@ -1,9 +1,9 @@
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { dockerCli } from "./docker.ts";
+import { dockerCli, REQUIRE_DOCKER } from "./docker.ts";
 import { pickFreePort } from "./ports.ts";
 import { type Launched, launchProgram } from "./process.ts";
 
@@ -39,6 +39,19 @@ export interface TestRegistry extends AsyncDisposable {
 
 const REGISTRY_BIN = "/usr/bin/docker-registry";
 const CERTS_D = "/etc/docker/certs.d";
+
+/**
+ * `skip` verdict for a suite that needs the registry tools besides the engine: false when
+ * docker-registry and htpasswd are installed; with REQUIRE_DOCKER=1 (CI) their absence
+ * throws instead, so the run fails rather than skipping.
+ */
+export function registrySkip(): false | string {
+  const missing = [REGISTRY_BIN, "/usr/bin/htpasswd"].filter((bin) => !existsSync(bin));
+  if (missing.length === 0) return false;
+  const why = `${missing.join(" and ")} missing: apt-get install docker-registry apache2-utils (or run .ci/docker-setup.sh)`;
+  if (REQUIRE_DOCKER) throw new Error(why);
+  return why;
+}
 
 function run(cmd: string, args: string[], input?: string): Promise<string> {
   return new Promise((resolve, reject) => {

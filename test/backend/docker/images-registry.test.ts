@@ -6,7 +6,7 @@ import { loadDockerBackendConfig } from "../../../src/backend/docker/config.ts";
 import { type RunningDockerBackend, startDockerBackend } from "../../../src/backend/docker/main.ts";
 import { instanceName } from "../../../src/backend/docker/names.ts";
 import { dockerCli, dockerSkip } from "../../support/docker.ts";
-import { startRegistry, type TestRegistry } from "../../support/registry.ts";
+import { registrySkip, startRegistry, type TestRegistry } from "../../support/registry.ts";
 import { type Receiver, startReceiver } from "../kit/receiver.ts";
 import { type SignedClient, signedClient } from "../kit/signed-client.ts";
 import { type DockerTestSetup, manifest, prepareDockerBackend, SECRET, SKU } from "./helpers.ts";
@@ -19,7 +19,7 @@ import { provisionAndWait, provisionBody } from "./provision-helper.ts";
  * pulls only with its service's credentials, and the password shows up in no answer,
  * callback, metric or log line of the run.
  */
-const skip = await dockerSkip({ images: ["httpd"] });
+const skip = registrySkip() || (await dockerSkip({ images: ["httpd"] }));
 
 const PASSWORD = `pw-${randomUUID()}`;
 const USER = "tenant-puller";
@@ -157,6 +157,25 @@ describe("docker backend: pull, pin and private registries", { skip }, () => {
     assert.equal(restarted.ref, second);
     assert.equal(restarted.id, await imageId(second));
     assert.notEqual(restarted.id, await imageId(third));
+  });
+
+  it("a re-provision of the same manifest after the workload died keeps the earlier release's pin", async () => {
+    const first = await pub.push(BASE, "lost:1");
+    const m = appManifest({ image: `${pub.host}/lost:1` });
+    const call = provisionBody(rx, m, items);
+    assert.equal((await provisionAndWait(c, rx, call, 120_000)).status, "success");
+    await pub.push(BASE, "lost:1"); // the tag moves while the lease runs
+    const killed = await dockerCli(["kill", instanceName(call.lease, "app", 0)]);
+    assert.equal(killed.code, 0, killed.out);
+    await rx.waitFor((r) => r.effects.includes(`lifecycle:${call.lease}:failed`), 60_000);
+    const again = provisionBody(rx, m, items, { lease: call.lease });
+    assert.equal((await provisionAndWait(c, rx, again, 120_000)).status, "success");
+    assert.equal((await containerImage(call.lease)).ref, first);
+    const history = await releases(call.lease);
+    assert.deepEqual(
+      history.map((r) => r.image_digest),
+      [first, first],
+    );
   });
 
   it("an image the registry does not have fails ImagePullFailed (not found), in tenant words", async () => {
