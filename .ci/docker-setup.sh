@@ -3,6 +3,8 @@
 #  1. Debian packages: docker.io (dockerd + containerd + runc), busybox-static (the rootfs
 #     of every test image), btrfs-progs (subvolumes and qgroups for enforced disk sizes),
 #     nftables (the nft command that loads the tenant egress rules).
+#     docker-registry and apache2-utils (the image tests' loopback registry with htpasswd
+#     auth, test/support/registry.ts).
 #  2. dockerd in the background with a roomy address pool (tests create many tenant
 #     networks) and user-namespace remapping (--userns-remap=default: container root is the
 #     unprivileged `dockremap` range, as production_mode requires), then waits until
@@ -29,6 +31,8 @@ command -v dockerd >/dev/null 2>&1 || need_packages+=(docker.io)
 [ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx httpd || need_packages+=(busybox-static)
 command -v btrfs >/dev/null 2>&1 || need_packages+=(btrfs-progs)
 command -v nft >/dev/null 2>&1 || need_packages+=(nftables)
+command -v docker-registry >/dev/null 2>&1 || need_packages+=(docker-registry)
+command -v htpasswd >/dev/null 2>&1 || need_packages+=(apache2-utils)
 if [ "${#need_packages[@]}" -gt 0 ]; then
   echo "== docker-setup: installing ${need_packages[*]}"
   apt-get update -qq

@@ -35,6 +35,10 @@ import {
  * The retention keys are the reference's, top-level, with its defaults.
  */
 
+/** `image_pull_policy` values; `always` is the reference's behaviour and the default. */
+export const IMAGE_PULL_POLICIES = ["always", "if-not-present"] as const;
+export type ImagePullPolicy = (typeof IMAGE_PULL_POLICIES)[number];
+
 export const REFUSED_KEYS: Record<string, string> = {
   callback_db_path: "this backend keeps one SQLite journal: set db_path instead",
   diagnostics_db_path: "this backend keeps one SQLite journal: set db_path instead",
@@ -153,6 +157,7 @@ export const fileSchema = z.strictObject({
   container_readonly_rootfs: z.boolean().default(true),
   provision_timeout: positiveDuration("provision_timeout").default(600_000),
   image_pull_timeout: positiveDuration("image_pull_timeout").default(300_000),
+  image_pull_policy: z.enum(IMAGE_PULL_POLICIES).default("always"),
   container_create_timeout: positiveDuration("container_create_timeout").default(30_000),
   container_start_timeout: positiveDuration("container_start_timeout").default(30_000),
   container_stop_timeout: positiveDuration("container_stop_timeout").default(30_000),
@@ -239,6 +244,12 @@ export interface DockerBackendConfig {
   readonly containerReadonlyRootfs: boolean;
   readonly provisionTimeoutMs: number;
   readonly imagePullTimeoutMs: number;
+  /**
+   * `always`: every provision and update pulls the manifest's reference and pins the digest
+   * it resolved to; `if-not-present`: an image already on the host is used as is (hosts
+   * with no registry, locally built images).
+   */
+  readonly imagePullPolicy: ImagePullPolicy;
   readonly containerCreateTimeoutMs: number;
   readonly containerStartTimeoutMs: number;
   readonly containerStopTimeoutMs: number;
@@ -446,6 +457,7 @@ export function parseDockerBackendConfig(
     containerReadonlyRootfs: file.container_readonly_rootfs,
     provisionTimeoutMs: file.provision_timeout,
     imagePullTimeoutMs: file.image_pull_timeout,
+    imagePullPolicy: file.image_pull_policy,
     containerCreateTimeoutMs: file.container_create_timeout,
     containerStartTimeoutMs: file.container_start_timeout,
     containerStopTimeoutMs: file.container_stop_timeout,

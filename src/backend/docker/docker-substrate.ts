@@ -1,6 +1,7 @@
 // Over 500 lines: the Substrate contract for Docker in one class (provision, maintenance, retention, inventory); its parts delegate to the modules beside it.
 import { setMaxListeners } from "node:events";
 import type Docker from "dockerode";
+import type { Registry } from "prom-client";
 import type { Clock } from "../../core/clock.ts";
 import { isFredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
@@ -33,7 +34,7 @@ import {
 } from "./engine.ts";
 import type { EventSupervisor } from "./event-supervisor.ts";
 import { ImageGate, ImageLedger } from "./image-gc/index.ts";
-import { ensureImage, type ImageFacts } from "./images.ts";
+import { ensurePinned, type ImageDeps, type ImageFacts, PullMetrics, resolveImage } from "./images.ts";
 import { type Ingress, leaseRoutes, withFqdns } from "./ingress/index.ts";
 import { InstanceVolumes } from "./instance-volumes.ts";
 import { applyLogBudget, demuxLogStream, LOG_UNAVAILABLE } from "./logs.ts";
@@ -79,6 +80,8 @@ export interface DockerSubstrateOptions {
   ingress?: Ingress;
   /** The egress policy's kernel rules: they follow tenant networks as they come and go. */
   egress?: EgressFirewall;
+  /** The backend's metrics registry (image pull duration and failures). */
+  metricsRegistry?: Registry;
 }
 
 const INVALID_MANIFEST = "invalid_manifest" as const;
@@ -104,6 +107,7 @@ export class DockerSubstrate implements Substrate {
   readonly #deaths: DeathReports;
   readonly #raisedSignals = new WeakSet<AbortSignal>();
   readonly #maintenance: MaintenanceDeps;
+  readonly #images: ImageDeps;
   /** Resources found under a lease's name or label that were not ours to touch. */
   staleHandles = 0;
   /** The images this backend brought onto the host (image-gc/), and the gate that keeps their removal apart from creates. */
@@ -119,6 +123,13 @@ export class DockerSubstrate implements Substrate {
     this.#volumes = opts.volumes;
     this.#ingress = opts.ingress;
     this.#networks = new TenantNetworks(opts.docker, this.#log, opts.storageId, opts.egress);
+    this.#images = {
+      docker: opts.docker,
+      clock: opts.clock,
+      log: this.#log,
+      pullTimeoutMs: opts.config.imagePullTimeoutMs,
+      metrics: new PullMetrics(opts.metricsRegistry),
+    };
     this.retained = opts.volumes ? new RetainedVolumes(opts.volumes, opts.storageId) : undefined;
     this.#instanceVolumes = new InstanceVolumes({
       docker: opts.docker,
@@ -244,7 +255,39 @@ export class DockerSubstrate implements Substrate {
     });
   }
 
-  /** Each image present (pulled within image_pull_timeout if not), with its facts. */
+  /**
+   * The seam's image pinning: each service's reference resolved per image_pull_policy
+   * (`always` pulls, within image_pull_timeout) and pinned to the digest it resolved to.
+   * A service's `credentials` authenticate only the pull of its own image.
+   */
+  async resolveImages(spec: WorkloadSpec, signal: AbortSignal): Promise<Record<string, string>> {
+    this.#shareable(signal);
+    const pins: Record<string, string> = {};
+    const byRef = new Map<string, string>();
+    for (const model of this.#models(spec)) {
+      const key = `${model.image}\u0000${model.credentials?.host ?? ""}`;
+      let pinned = byRef.get(key);
+      if (pinned === undefined) {
+        const facts = await resolveImage(this.#images, {
+          ref: model.image,
+          policy: this.#config.imagePullPolicy,
+          auth: model.credentials,
+          signal,
+        });
+        pinned = facts.pinned;
+        byRef.set(key, pinned);
+      }
+      pins[model.name] = pinned;
+    }
+    return pins;
+  }
+
+  /**
+   * Each service's image present, with its facts, by service name: the release's pinned
+   * image when the spec carries one (pulled by digest only if the host lost it), else the
+   * manifest's reference as found on the host (a release recorded before pins existed
+   * keeps running what the host has; it is never moved to a newer tag here).
+   */
   async #ensureImages(
     spec: WorkloadSpec,
     models: readonly ServiceModel[],
@@ -252,17 +295,18 @@ export class DockerSubstrate implements Substrate {
   ): Promise<Map<string, ImageFacts>> {
     const images = new Map<string, ImageFacts>();
     for (const model of models) {
-      if (images.has(model.image)) continue;
-      const facts = await ensureImage({
-        docker: this.#docker,
-        clock: this.#clock,
-        log: this.#log,
-        ref: model.image,
-        pullTimeoutMs: this.#config.imagePullTimeoutMs,
-        signal,
-      });
+      const pinned = spec.images?.[model.name];
+      const facts =
+        pinned !== undefined
+          ? await ensurePinned(this.#images, { pinned, auth: model.credentials, signal })
+          : await resolveImage(this.#images, {
+              ref: model.image,
+              policy: "if-not-present",
+              auth: model.credentials,
+              signal,
+            });
       this.#recordImageUse(facts.id, model.image, spec);
-      images.set(model.image, facts);
+      images.set(model.name, facts);
     }
     return images;
   }
@@ -287,7 +331,7 @@ export class DockerSubstrate implements Substrate {
       const network = await this.#networks.ensure(spec.tenant, signal);
       for (const instance of spec.instances) {
         const model = byName.get(instance.service);
-        const facts = model ? images.get(model.image) : undefined;
+        const facts = model ? images.get(model.name) : undefined;
         if (!model || !facts)
           throw definite("Internal", "internal error while provisioning", "service missing");
         // Without a manifest `user`, the owner of the image's VOLUME dirs may be the one to run as.
@@ -296,7 +340,8 @@ export class DockerSubstrate implements Substrate {
         const opts = buildContainerSpec({
           spec,
           instance,
-          model: run,
+          // Created from the pinned image, never the tag (which may have moved since).
+          model: { ...run, image: facts.pinned },
           config: this.#config,
           network,
           mounts,

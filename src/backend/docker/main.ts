@@ -141,6 +141,7 @@ export async function startDockerBackend(
     log: logger,
     volumes,
     ids,
+    metricsRegistry: registry,
     ...(ingress ? { ingress } : {}),
     ...(egress ? { egress } : {}),
   });

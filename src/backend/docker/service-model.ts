@@ -27,6 +27,7 @@ export const READ_FIELDS: readonly (keyof ServiceSpec)[] = [
   "depends_on",
   "stop_grace_period",
   "init",
+  "credentials",
 ];
 
 export type DependCondition = "service_started" | "service_healthy";
@@ -57,6 +58,8 @@ export interface ServiceModel {
   dependsOn: Record<string, DependCondition>;
   stopGracePeriodNs?: number;
   init?: boolean;
+  /** Pull credentials for this service's image registry (a secret: never logged or shown). */
+  credentials?: { host: string; username: string; password: string };
 }
 
 function record(value: unknown): Record<string, unknown> {
@@ -128,6 +131,13 @@ export function serviceModel(name: string, raw: Record<string, unknown>): Servic
   if (typeof raw.user === "string" && raw.user !== "") model.user = raw.user;
   if (grace !== undefined) model.stopGracePeriodNs = grace;
   if (typeof raw.init === "boolean") model.init = raw.init;
+  const creds = record(raw.credentials);
+  if (
+    typeof creds.host === "string" &&
+    typeof creds.username === "string" &&
+    typeof creds.password === "string"
+  )
+    model.credentials = { host: creds.host, username: creds.username, password: creds.password };
   return model;
 }
 

@@ -164,6 +164,7 @@ export function workloadSpec(
   backendName: string,
   storageId: string,
   parseManifest: AdmissionConfig["parseManifest"],
+  images?: Readonly<Record<string, string>>,
 ): WorkloadSpec {
   let manifest: ParsedManifest | undefined;
   if (lease.payload !== undefined && parseManifest) {
@@ -186,5 +187,6 @@ export function workloadSpec(
     payload: lease.payload,
     manifest,
     createdAtMs: lease.createdAtMs,
+    ...(images === undefined ? {} : { images }),
   };
 }

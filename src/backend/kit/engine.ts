@@ -4,6 +4,7 @@ import type { Logger } from "../../log.ts";
 import { type AdmissionConfig, admit, prepare, probe, workloadSpec } from "./admission.ts";
 import { captureLogs, diagnosticsCutoffMs } from "./diagnostics.ts";
 import { badRequest } from "./errors.ts";
+import { withPinnedImages } from "./image-pins.ts";
 import type { DiagnosticRecord } from "./journal/diagnostics.ts";
 import type { Failure, Journal, LeaseRecord } from "./journal/journal.ts";
 import { MaintenanceRunner } from "./maintenance/runner.ts";
@@ -193,11 +194,12 @@ export class BackendEngine {
     const lease = this.#config.journal.markStarted(admitted.leaseUuid, admitted.generation, admitted);
     if (!lease) return; // the head moved (closed or expired) before any effect
     await this.#config.journal.durable(); // "started" must be durable before the first effect
-    const spec = workloadSpec(
+    let spec = workloadSpec(
       lease,
       this.#config.backendName,
       this.#config.journal.storageId,
       this.#config.parseManifest,
+      this.#config.journal.pinnedImages(lease.leaseUuid, lease.release),
     );
     const { substrate } = this.#config;
     try {
@@ -207,6 +209,7 @@ export class BackendEngine {
         await this.#preserveLogs(lease.leaseUuid, signal);
         await substrate.removeWorkload(lease.leaseUuid, signal);
       }
+      spec = await withPinnedImages(this.#config.journal, substrate, spec, signal, lease.release > 1);
       await this.#config.retention?.beforeCreate(lease, spec, signal);
       await substrate.create(spec, signal);
       await substrate.start(spec, signal);

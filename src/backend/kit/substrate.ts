@@ -69,6 +69,12 @@ export interface WorkloadSpec {
   manifest: ParsedManifest | undefined;
   /** Milliseconds since the epoch, from the kit's clock. */
   createdAtMs: number;
+  /**
+   * The release's pinned images, service name → immutable reference (see
+   * `Substrate.resolveImages`), once recorded. Absent for a release not resolved yet, or
+   * one recorded before pins existed. A substrate creates from these, never the tags.
+   */
+  images?: Readonly<Record<string, string>>;
 }
 
 /** What exists for one lease on the substrate, as observed now. */
@@ -162,6 +168,16 @@ export interface Substrate {
    * `validationCode` for a refusal the tenant must see as 400. Must have no side effects.
    */
   validate?(spec: WorkloadSpec, signal: AbortSignal): Promise<void>;
+
+  /**
+   * Optional image pinning: resolves every service's image reference (pulling it as the
+   * substrate's policy says) and returns service name → an immutable reference to exactly
+   * that image. The kit records the result with the release before `create` (provision)
+   * or `update` (the next release) and passes it back as `spec.images` on every later call
+   * for that release (restart, rollback, recovery), so a moved tag never changes what a
+   * release runs. A refusal is a definite SubstrateError (e.g. "ImagePullFailed").
+   */
+  resolveImages?(spec: WorkloadSpec, signal: AbortSignal): Promise<Record<string, string>>;
 
   /**
    * Creates every resource of the workload without starting it. Idempotent: resources

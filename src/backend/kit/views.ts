@@ -51,6 +51,12 @@ export function releaseInfo(r: ReleaseRecord): ReleaseInfoBody {
     created_at: new Date(r.createdAtMs).toISOString(),
   };
   if (r.manifest !== undefined) out.manifest = r.manifest.toString("base64");
+  if (r.images !== undefined) {
+    // One service: its pinned reference, beside `image`; a stack (`image` "stack"): per service only.
+    const pins = Object.values(r.images);
+    if (pins.length === 1 && pins[0] !== undefined) out.image_digest = pins[0];
+    out.image_digests = { ...r.images };
+  }
   if (r.reason !== undefined) out.reason = r.reason;
   if (r.message !== undefined) out.message = r.message;
   return out;

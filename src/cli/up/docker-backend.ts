@@ -77,6 +77,8 @@ export const dockerBackendUpComponent: UpComponent = {
         db_path: join(dir, "journal.db"),
         docker_host: "unix:///var/run/docker.sock",
         allowed_registries: ["docker.io"],
+        // The demo image is built on this machine (no registry has it): used as found.
+        image_pull_policy: "if-not-present",
         host_address: "127.0.0.1",
         host_bind_ip: "127.0.0.1",
         total_cpu_cores: 2,

@@ -261,8 +261,15 @@ export interface ReleaseInfoBody {
   image: string;
   status: string;
   created_at: string;
-  /** Standard base64 of the release's manifest. */
+  /** Standard base64 of the release's manifest (registry passwords masked). */
   manifest?: string;
+  /**
+   * The immutable image reference a single-service release runs (`name@sha256:…`, or the
+   * image ID `sha256:…` for an image no registry served); absent until pinned and for stacks.
+   */
+  image_digest?: string;
+  /** Service name → pinned image reference, once the release's images are resolved. */
+  image_digests?: Record<string, string>;
   reason?: string;
   message?: string;
 }

@@ -16,6 +16,8 @@ export const MANIFEST_LIMITS = Object.freeze({
   maxDependencyDepth: 10,
   stopGracePeriodMinNs: 1e9,
   stopGracePeriodMaxNs: 120e9,
+  /** Each of credentials.host, .username and .password (a registry token fits easily). */
+  credentialsFieldMaxLength: 4096,
   /** Problems beyond this many are summarised in one final line instead of listed. */
   maxProblems: 100,
 });

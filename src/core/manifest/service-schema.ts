@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseRegistry, registryHost } from "../image-reference.ts";
 import { durationSchema } from "./duration-schema.ts";
 import { MANIFEST_LIMITS } from "./limits.ts";
 import {
@@ -228,6 +229,55 @@ const dependencySchema = z.strictObject({
   }),
 });
 
+/**
+ * Pull credentials for the service's image registry (Akash SDL's form). The password is a
+ * secret: the backend uses it only to pull this service's image and never shows it back.
+ */
+const credentialsSchema = z
+  .strictObject({
+    host: z
+      .string({ error: "credentials.host is required and must be a string" })
+      .max(MANIFEST_LIMITS.credentialsFieldMaxLength)
+      .refine((host) => registryHost(host) !== undefined, {
+        error: 'credentials.host must be a registry host such as "ghcr.io" or "registry.example.com:5000"',
+      }),
+    username: z
+      .string({ error: "credentials.username is required and must be a string" })
+      .min(1, { error: "credentials.username must not be empty" })
+      .max(MANIFEST_LIMITS.credentialsFieldMaxLength),
+    password: z
+      .string({ error: "credentials.password is required and must be a string" })
+      .min(1, { error: "credentials.password must not be empty" })
+      .max(MANIFEST_LIMITS.credentialsFieldMaxLength),
+  })
+  .meta({
+    description:
+      "Pull credentials for the image's registry; host must be the image's registry. Never returned by any read.",
+  });
+
+/** `credentials.host` must name the registry the service's image comes from. */
+function checkCredentialsHost(service: unknown, ctx: z.core.$RefinementCtx<unknown>): void {
+  if (service === null || typeof service !== "object") return;
+  const { image, credentials } = service as { image?: unknown; credentials?: unknown };
+  if (typeof image !== "string" || credentials === null || typeof credentials !== "object") return;
+  const host = registryHost(String((credentials as { host?: unknown }).host ?? ""));
+  if (host === undefined) return; // the host's own rule reports it
+  let registry: string;
+  try {
+    registry = parseRegistry(image);
+  } catch {
+    return; // an unparsable image is reported where images are checked
+  }
+  if (host !== registry) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["credentials", "host"],
+      message: `credentials.host ${JSON.stringify(host)} is not the registry of the image (${JSON.stringify(registry)})`,
+      input: credentials,
+    });
+  }
+}
+
 export const serviceFields = {
   image: z
     .string({ error: "image is required and must be a string" })
@@ -257,11 +307,13 @@ export const serviceFields = {
     .optional(),
   init: z.boolean().optional().meta({ description: "Run tini as PID 1." }),
   expose: exposeSchema.optional(),
+  credentials: credentialsSchema.optional(),
 };
 
 /** One service inside `{"services": {...}}`. */
 export const stackServiceSchema = z
   .strictObject(serviceFields)
+  .check(z.superRefine(checkCredentialsHost, { when: () => true }))
   .meta({ id: "Service", description: "One service." });
 
 /** The deprecated single-service document: the same fields, but depends_on has no peers to name. */
@@ -274,6 +326,7 @@ export const flatServiceSchema = z
       })
       .meta({ maxProperties: 0 }),
   })
+  .check(z.superRefine(checkCredentialsHost, { when: () => true }))
   .meta({ description: 'Deprecated single-service manifest; it becomes service "app".' });
 
 export type ServiceSpec = z.output<typeof stackServiceSchema>;

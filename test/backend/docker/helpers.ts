@@ -71,6 +71,8 @@ export function prepareDockerBackend(overrides: Record<string, unknown> = {}): D
     reconcile_interval: "5m",
     // Off unless a test asks: the shared fred-test/* images must never be collected.
     image_gc_after: "0s",
+    // The fred-test/* images are built on this host and no registry has them.
+    image_pull_policy: "if-not-present",
     ...overrides,
   };
   const configPath = join(dir, "docker-backend.yaml");

@@ -38,6 +38,8 @@ export function substrateConfig(volumeDataPath: string | undefined, extra: Recor
     startup_verify_duration: "0s",
     volume_data_path: volumeDataPath ?? "/nonexistent",
     docker_host: TEST_DOCKER_HOST,
+    // The fred-test/* images are built on this host and no registry has them.
+    image_pull_policy: "if-not-present",
     ...extra,
   });
 }

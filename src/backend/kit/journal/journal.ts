@@ -2,6 +2,7 @@
 import { statSync } from "node:fs";
 import type Database from "better-sqlite3";
 import type { CallbackBody } from "../../../core/backend-contract/index.ts";
+import { redactManifestPayload } from "../../../core/manifest/index.ts";
 import { newUuidV4 } from "../../../core/uuid.ts";
 import type { SqliteDatabase } from "../../../sqlite/index.ts";
 import { type CompletionFields, MaintenanceStore } from "../maintenance/store.ts";
@@ -190,10 +191,25 @@ export class Journal {
       image: r.image as string,
       status: r.status as ReleaseRecord["status"],
       manifest: (r.manifest as Buffer | null) ?? undefined,
+      images: parsePins(r.image_digest),
       reason: (r.reason as string | null) ?? undefined,
       message: (r.message as string | null) ?? undefined,
       createdAtMs: r.created_at as number,
     }));
+  }
+
+  /**
+   * Records the images release `version` runs (service → immutable reference), before
+   * anything is created from them; false when the release row is gone (the lease closed).
+   */
+  pinImages(leaseUuid: string, version: number, images: Readonly<Record<string, string>>): boolean {
+    return this.#statements.pinRelease.run(JSON.stringify(images), leaseUuid, version).changes === 1;
+  }
+
+  /** The images release `version` was pinned to, or undefined before they were resolved. */
+  pinnedImages(leaseUuid: string, version: number): Readonly<Record<string, string>> | undefined {
+    const row = this.#statements.releasePins.get(leaseUuid, version) as Row | undefined;
+    return parsePins(row?.image_digest);
   }
 
   /** Live leases plus tombstones (the lease-UUID slots in use); O(1) after the first call. */
@@ -244,7 +260,7 @@ export class Journal {
         release,
         input.operationId,
         input.image,
-        input.payload ?? null,
+        input.payload === undefined ? null : redactManifestPayload(input.payload),
         input.nowMs,
       );
       const record: LeaseRecord = {
@@ -607,4 +623,14 @@ export class Journal {
   outboxSize(): number {
     return (this.#statements.countOutbox.get() as { n: number }).n;
   }
+}
+
+/** The `image_digest` column: a JSON object of strings, or NULL. */
+function parsePins(value: unknown): Readonly<Record<string, string>> | undefined {
+  if (typeof value !== "string") return undefined;
+  const parsed = JSON.parse(value) as unknown;
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
+  return Object.freeze(
+    Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === "string")),
+  );
 }

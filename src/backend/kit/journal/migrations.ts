@@ -217,4 +217,11 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX host_image_uses_lease ON host_image_uses(lease_uuid);
   `,
+  // 8: the images each release runs, pinned (issue #33).
+  `
+  -- JSON object: service name -> immutable image reference (repo digest name@sha256:..., or
+  -- the image ID sha256:... for an image with no registry digest). NULL until the release's
+  -- images are resolved, and for releases recorded before this migration.
+  ALTER TABLE releases ADD COLUMN image_digest TEXT;
+  `,
 ];

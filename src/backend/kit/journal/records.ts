@@ -56,6 +56,8 @@ export interface ReleaseRecord {
   image: string;
   status: "deploying" | "active" | "failed" | "superseded";
   manifest: Buffer | undefined;
+  /** Service name → the immutable image reference it runs; undefined until resolved. */
+  images: Readonly<Record<string, string>> | undefined;
   reason: string | undefined;
   message: string | undefined;
   createdAtMs: number;

@@ -102,6 +102,8 @@ export function prepare(db: Database.Database) {
       "UPDATE leases SET reason = ?, message = ? WHERE lease_uuid = ? AND head = 'close' AND generation = ?",
     ),
     deleteReleases: db.prepare("DELETE FROM releases WHERE lease_uuid = ?"),
+    pinRelease: db.prepare("UPDATE releases SET image_digest = ? WHERE lease_uuid = ? AND version = ?"),
+    releasePins: db.prepare("SELECT image_digest FROM releases WHERE lease_uuid = ? AND version = ?"),
     deleteLease: db.prepare("DELETE FROM leases WHERE lease_uuid = ?"),
     insertTombstone: db.prepare(
       "INSERT OR IGNORE INTO tombstones (lease_uuid, tenant, closed_at) VALUES (?, ?, ?)",

@@ -4,6 +4,7 @@ import type { Logger } from "../../../log.ts";
 import { type AdmissionConfig, prepare, workloadSpec } from "../admission.ts";
 import { boundDiagnosticLogs, FAILED_LOG_PREFIX } from "../diagnostics.ts";
 import { badRequest, conflict, notFound, unsupported } from "../errors.ts";
+import { withPinnedImages } from "../image-pins.ts";
 import type { LeaseRecord } from "../journal/journal.ts";
 import { type Substrate, SubstrateError, substrateOutcomeOf, type WorkloadSpec } from "../substrate.ts";
 import { commandDigest, type MaintenanceRecord } from "./store.ts";
@@ -200,18 +201,37 @@ export class MaintenanceRunner {
       return substrate.restart(current, signal);
     }
     if (substrate.update === undefined) throw gone(cmd);
-    const next = workloadSpec(
+    const { journal } = this.#deps.config;
+    const unpinned = workloadSpec(
       { ...lease, release: cmd.targetRelease, payload: cmd.payload, payloadHash: cmd.payloadHash },
       this.#deps.config.backendName,
-      this.#deps.config.journal.storageId,
+      journal.storageId,
       parseManifest,
+      journal.pinnedImages(lease.leaseUuid, cmd.targetRelease),
     );
+    let next: WorkloadSpec;
+    try {
+      // Every update resolves the manifest's references again: the same moved tag is new content.
+      next = await withPinnedImages(journal, substrate, unpinned, signal, false);
+    } catch (err) {
+      // Nothing was touched: the current release still runs, as after a rolled-back update.
+      if (substrateOutcomeOf(err) !== "definite") throw err;
+      const e = err as SubstrateError;
+      throw new SubstrateError("definite", REASON.update, e.tenantMessage, { cause: e });
+    }
     return substrate.update(current, next, signal);
   }
 
+  /** The lease's current release, with the images it was pinned to. */
   #spec(lease: LeaseRecord): WorkloadSpec {
     const { backendName, journal, parseManifest } = this.#deps.config;
-    return workloadSpec(lease, backendName, journal.storageId, parseManifest);
+    return workloadSpec(
+      lease,
+      backendName,
+      journal.storageId,
+      parseManifest,
+      journal.pinnedImages(lease.leaseUuid, lease.release),
+    );
   }
 }
 

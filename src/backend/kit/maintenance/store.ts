@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type Database from "better-sqlite3";
 import type { MaintenanceRequest } from "../../../core/backend-contract/index.ts";
+import { redactManifestPayload } from "../../../core/manifest/index.ts";
 import type { CapturedLogs } from "../journal/diagnostics.ts";
 import type { CallbackFacts, Failure, LeaseHeadRecord } from "../journal/records.ts";
 import { afterFailure, afterReady, afterRequestedRestart, type FailureStreak } from "../terminal-budget.ts";
@@ -121,7 +122,7 @@ export class MaintenanceStore {
           target,
           a.operationId,
           a.image,
-          req.payload ?? null,
+          req.payload === undefined ? null : redactManifestPayload(req.payload),
           a.nowMs,
           req.maintenanceId,
         );

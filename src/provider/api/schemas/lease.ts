@@ -171,7 +171,14 @@ export const releaseSchema = z.object({
   created_at: text(),
   reason: text(),
   message: text(),
-  manifest: text().describe("Standard base64 of the release's manifest"),
+  manifest: text().describe("Standard base64 of the release's manifest; registry passwords are masked"),
+  image_digest: text().describe(
+    "The immutable image a single-service release runs: name@sha256:… (repo digest), or the image ID sha256:… for an image no registry served; absent until pinned and for stacks",
+  ),
+  image_digests: z
+    .record(z.string(), z.string())
+    .optional()
+    .describe("Service name → the immutable image reference it runs, once pinned"),
 });
 
 export const releasesBodySchema = z.object({ ...leaseHeader, releases: z.array(releaseSchema) });
