@@ -13,6 +13,7 @@ import {
   ENABLE_HINT,
   imageTag,
   isBtrfs,
+  NO_DOCKERD,
   NOT_ROOT,
   preparePlan,
   ROOT_HINT,
@@ -30,10 +31,18 @@ import {
 const ROOT = "/srv/btrfs";
 const ENGINE = `no Docker engine answers on ${DOCKER_SOCKET}`;
 const MOUNT = `${ROOT} is not a btrfs mount`;
-const ready: DockerState = { engine: true, btrfs: true, root: true, btrfsTools: true, missingImages: [] };
+const ready: DockerState = {
+  engine: true,
+  btrfs: true,
+  root: true,
+  btrfsTools: true,
+  dockerd: true,
+  missingImages: [],
+};
 const user: DockerState = { ...ready, root: false };
 const backend: DockerNeeds = { btrfs: true, images: ["httpd", "volume"] };
 const up: DockerNeeds = { ownBtrfs: true };
+const privateEngine: DockerNeeds = { btrfs: true, privateEngine: true, images: ["httpd"] };
 const btrfsOnly: DockerNeeds = { engine: false, btrfs: true };
 
 describe("dockerVerdict: one suite's needs against the machine", () => {
@@ -102,6 +111,25 @@ describe("dockerVerdict: one suite's needs against the machine", () => {
       { skip: `no btrfs-progs (mkfs.btrfs, btrfs); ${ENABLE_HINT}` },
     ],
     ["fred up's own loopback, not root", user, up, true, { fail: `REQUIRE_DOCKER=1 but ${NOT_ROOT}` }],
+    [
+      "a private engine without dockerd",
+      { ...ready, dockerd: false },
+      privateEngine,
+      false,
+      {
+        skip: `${NO_DOCKERD}; ${ENABLE_HINT}`,
+      },
+    ],
+    [
+      "a private engine without dockerd, required",
+      { ...ready, dockerd: false },
+      privateEngine,
+      true,
+      {
+        fail: `REQUIRE_DOCKER=1 but ${NO_DOCKERD}`,
+      },
+    ],
+    ["a private engine, not root", user, privateEngine, false, { skip: `${NOT_ROOT}; ${ROOT_HINT}` }],
     ["the btrfs-only suite without an engine", { ...ready, engine: false }, btrfsOnly, true, { run: true }],
     [
       "the btrfs-only suite without a mount",

@@ -50,13 +50,15 @@ export const imageTag = (image: TestImage): string => `fred-test/${image}:1`;
  * What one suite declares it needs. `engine` unless false. `btrfs`: volumes on the shared
  * mount at BTRFS_ROOT, and root, since subvolumes and qgroup limits are root's. `ownBtrfs`:
  * the suite's command mounts its own loopback btrfs (`fred up --docker`), which takes root
- * and btrfs-progs. `images`: the fred-test/* images it runs. `userns`: an engine started
- * with userns-remap.
+ * and btrfs-progs. `privateEngine`: the suite starts a dockerd of its own (to restart it
+ * without touching the shared engine), which takes root and the dockerd binary. `images`:
+ * the fred-test/* images it runs. `userns`: an engine started with userns-remap.
  */
 export interface DockerNeeds {
   engine?: boolean;
   btrfs?: boolean;
   ownBtrfs?: boolean;
+  privateEngine?: boolean;
   images?: readonly TestImage[];
   userns?: boolean;
 }
@@ -70,6 +72,7 @@ export interface DockerState {
   btrfs: boolean;
   root: boolean;
   btrfsTools: boolean;
+  dockerd: boolean;
   missingImages: readonly TestImage[];
   userns?: boolean;
 }
@@ -80,6 +83,7 @@ export const USERNS_HINT =
 export const ENABLE_HINT = "run sudo bash .ci/docker-setup.sh or set REQUIRE_DOCKER=1 to fail instead";
 export const ROOT_HINT = "run npm test as root or set REQUIRE_DOCKER=1 to fail instead";
 export const NOT_ROOT = "not root (btrfs volumes and their quotas need it)";
+export const NO_DOCKERD = "no dockerd binary (the suite starts a private engine of its own)";
 
 export type Verdict = { run: true } | { skip: string } | { fail: string };
 
@@ -88,8 +92,9 @@ export function missingFor(state: DockerState, needs: DockerNeeds, btrfsRoot = B
   const missing: string[] = [];
   if ((needs.engine ?? true) && !state.engine) missing.push(`no Docker engine answers on ${DOCKER_SOCKET}`);
   if (needs.btrfs && !state.btrfs) missing.push(`${btrfsRoot} is not a btrfs mount`);
-  if ((needs.btrfs || needs.ownBtrfs) && !state.root) missing.push(NOT_ROOT);
+  if ((needs.btrfs || needs.ownBtrfs || needs.privateEngine) && !state.root) missing.push(NOT_ROOT);
   if (needs.ownBtrfs && !state.btrfsTools) missing.push("no btrfs-progs (mkfs.btrfs, btrfs)");
+  if (needs.privateEngine && !state.dockerd) missing.push(NO_DOCKERD);
   // Without an engine the images cannot be asked for; the engine phrase already says why.
   const images = (needs.images ?? []).filter((i) => state.missingImages.includes(i));
   if (state.engine && images.length > 0)
@@ -222,11 +227,12 @@ export async function probeDockerState(images: readonly TestImage[] = TEST_IMAGE
 }
 
 /** The parts of the state that need no engine. */
-export function probeHost(): Pick<DockerState, "btrfs" | "root" | "btrfsTools"> {
+export function probeHost(): Pick<DockerState, "btrfs" | "root" | "btrfsTools" | "dockerd"> {
   return {
     btrfs: isBtrfs(BTRFS_ROOT),
     root: process.getuid?.() === 0,
     btrfsTools: onPath("mkfs.btrfs") && onPath("btrfs"),
+    dockerd: onPath("dockerd"),
   };
 }
 

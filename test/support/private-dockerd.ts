@@ -1,0 +1,160 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { connectDocker } from "../../src/backend/docker/engine.ts";
+import { engineAnswers } from "./docker.ts";
+import { until } from "./until.ts";
+
+/**
+ * A dockerd of a test's own, for the tests that must restart an engine while other files use
+ * the shared one on /var/run/docker.sock. Its socket, exec root and pid file live in `RUN_DIR`
+ * (fixed: the Docker test lock runs one such file at a time), its data root in a temp dir.
+ * It runs with `--bridge=none --iptables=false`: dockerd 20.10 starting with iptables on
+ * removes and recreates the DOCKER chains every engine on the host shares, which would wipe
+ * the shared engine's published ports under other files. Without its own iptables rules its
+ * containers' forwarded traffic would meet the FORWARD policy DROP the shared engine sets,
+ * so the test's pool is accepted there by two rules this module adds and removes (our nft
+ * egress table hooks in before that chain, so what it refuses stays refused). Live-restore
+ * is off (the default): a restart stops the containers, as an operator's restart would.
+ */
+
+export const RUN_DIR = "/run/fred-egress-engine";
+
+export interface PrivateEngine {
+  /** `unix://…` for the backend's `docker_host`. */
+  host: string;
+  /** The docker CLI's global arguments for this engine. */
+  cli: string[];
+  /** Stops the engine (SIGTERM, then waits for the process to exit). */
+  stop(): Promise<void>;
+  /** Starts it again with the same flags; resolves once it answers. */
+  start(): Promise<void>;
+  /** Stops it if running, removes its firewall rules and every directory of it. */
+  remove(): Promise<void>;
+}
+
+function run(
+  cmd: string,
+  args: string[],
+  input?: NodeJS.ReadableStream,
+): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(cmd, args, { timeout: 60_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }),
+    );
+    if (input && child.stdin) input.pipe(child.stdin);
+  });
+}
+
+/** Exited, whether by a code or a signal (a zombie still answers kill(pid, 0)). */
+function exited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+/** Lazily unmounts every mount point under `dirs`, deepest first. */
+async function unmountUnder(dirs: string[]): Promise<void> {
+  const points = readFileSync("/proc/self/mounts", "utf8")
+    .split("\n")
+    .map((line) => (line.split(" ")[1] ?? "").replace(/\\040/g, " "))
+    .filter((point) => dirs.some((dir) => point.startsWith(`${dir}/`)))
+    .sort((a, b) => b.length - a.length);
+  for (const point of points) await run("umount", ["-l", point]);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The two FORWARD rules that let the pool's traffic through the shared DROP policy. */
+const forwardRules = (pool: string) => [
+  ["FORWARD", "-s", pool, "-j", "ACCEPT"],
+  ["FORWARD", "-d", pool, "-j", "ACCEPT"],
+];
+
+/** An engine left by a run that died before its teardown: stopped, its directories kept for reuse. */
+async function stopStale(): Promise<void> {
+  const pidFile = join(RUN_DIR, "docker.pid");
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, "utf8"));
+  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return;
+  if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(RUN_DIR)) return;
+  process.kill(pid, "SIGTERM");
+  await until(() => !alive(pid), "a stale private dockerd to stop", 60_000);
+}
+
+/** Starts a private engine on `pool` (a /16 no other engine hands out). */
+export async function startPrivateEngine(pool: string): Promise<PrivateEngine> {
+  await stopStale();
+  rmSync(RUN_DIR, { recursive: true, force: true });
+  mkdirSync(RUN_DIR, { recursive: true });
+  const dataRoot = mkdtempSync("/var/tmp/fred-egress-engine-");
+  const socket = join(RUN_DIR, "docker.sock");
+  const host = `unix://${socket}`;
+  const args = [
+    "-H",
+    host,
+    "--data-root",
+    dataRoot,
+    "--exec-root",
+    join(RUN_DIR, "exec"),
+    "--pidfile",
+    join(RUN_DIR, "docker.pid"),
+    "--bridge=none",
+    "--iptables=false",
+    "--default-address-pool",
+    `base=${pool},size=24`,
+  ];
+  let child: ChildProcess | undefined;
+  const docker = connectDocker(host);
+  const engine: PrivateEngine = {
+    host,
+    cli: ["-H", host],
+    async start() {
+      const log = openSync(join(dataRoot, "dockerd.log"), "a");
+      child = spawn("dockerd", args, { stdio: ["ignore", log, log] });
+      closeSync(log);
+      await until(() => engineAnswers(docker), "the private dockerd to answer", 60_000);
+    },
+    async stop() {
+      const running = child;
+      if (running?.pid === undefined || exited(running)) return;
+      running.kill("SIGTERM");
+      await until(() => exited(running), "the private dockerd to stop", 60_000);
+    },
+    async remove() {
+      await engine.stop();
+      for (const rule of forwardRules(pool)) await run("iptables", ["-D", ...rule]);
+      // Network namespaces and any mount dockerd left are unmounted first: rm must not
+      // descend into (or fail on) a mount.
+      await unmountUnder([RUN_DIR, dataRoot]);
+      rmSync(RUN_DIR, { recursive: true, force: true });
+      rmSync(dataRoot, { recursive: true, force: true });
+    },
+  };
+  try {
+    for (const rule of forwardRules(pool)) {
+      const added = await run("iptables", ["-I", ...rule]);
+      if (added.code !== 0) throw new Error(`iptables -I ${rule.join(" ")}: ${added.out}`);
+    }
+    await engine.start();
+  } catch (err) {
+    await engine.remove();
+    throw err;
+  }
+  return engine;
+}
+
+/**
+ * Copies `tag` from the shared engine into `engine` (`docker save | docker load`): the same
+ * image, byte for byte, that the shared engine's suites run.
+ */
+export async function copyImage(engine: PrivateEngine, tag: string): Promise<void> {
+  const save = spawn("docker", ["save", tag], { stdio: ["ignore", "pipe", "inherit"] });
+  const loaded = await run("docker", [...engine.cli, "load"], save.stdout);
+  if (loaded.code !== 0) throw new Error(`docker load ${tag} into the private engine: ${loaded.out}`);
+}
