@@ -1,5 +1,14 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from "node:fs";
 import { join } from "node:path";
 import { connectDocker } from "../../src/backend/docker/engine.ts";
 import { engineAnswers } from "./docker.ts";
@@ -19,6 +28,9 @@ import { until } from "./until.ts";
  */
 
 export const RUN_DIR = "/run/fred-egress-engine";
+/** Data roots go on disk (images and container layers), not on the /run tmpfs. */
+const DATA_PARENT = "/var/tmp";
+const DATA_PREFIX = "fred-egress-engine-";
 
 export interface PrivateEngine {
   /** `unix://…` for the backend's `docker_host`. */
@@ -76,23 +88,38 @@ const forwardRules = (pool: string) => [
   ["FORWARD", "-d", pool, "-j", "ACCEPT"],
 ];
 
-/** An engine left by a run that died before its teardown: stopped, its directories kept for reuse. */
-async function stopStale(): Promise<void> {
+/**
+ * What a run that died before its teardown left: its engine (stopped), the directories of it
+ * and its FORWARD rules (removed), so this run starts from nothing of it.
+ */
+async function removeStale(pool: string): Promise<void> {
   const pidFile = join(RUN_DIR, "docker.pid");
-  if (!existsSync(pidFile)) return;
-  const pid = Number(readFileSync(pidFile, "utf8"));
-  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return;
-  if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(RUN_DIR)) return;
-  process.kill(pid, "SIGTERM");
-  await until(() => !alive(pid), "a stale private dockerd to stop", 60_000);
+  const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, "utf8")) : Number.NaN;
+  if (
+    Number.isInteger(pid) &&
+    pid > 0 &&
+    alive(pid) &&
+    readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(RUN_DIR)
+  ) {
+    process.kill(pid, "SIGTERM");
+    await until(() => !alive(pid), "a stale private dockerd to stop", 60_000);
+  }
+  const dataRoots = readdirSync(DATA_PARENT)
+    .filter((name) => name.startsWith(DATA_PREFIX))
+    .map((name) => join(DATA_PARENT, name));
+  await unmountUnder([RUN_DIR, ...dataRoots]);
+  for (const dir of [RUN_DIR, ...dataRoots]) rmSync(dir, { recursive: true, force: true });
+  for (const rule of forwardRules(pool)) {
+    // One copy per dead run at most; bounded so a refusing iptables cannot loop.
+    for (let n = 0; n < 10 && (await run("iptables", ["-D", ...rule])).code === 0; n++);
+  }
 }
 
 /** Starts a private engine on `pool` (a /16 no other engine hands out). */
 export async function startPrivateEngine(pool: string): Promise<PrivateEngine> {
-  await stopStale();
-  rmSync(RUN_DIR, { recursive: true, force: true });
+  await removeStale(pool);
   mkdirSync(RUN_DIR, { recursive: true });
-  const dataRoot = mkdtempSync("/var/tmp/fred-egress-engine-");
+  const dataRoot = mkdtempSync(join(DATA_PARENT, DATA_PREFIX));
   const socket = join(RUN_DIR, "docker.sock");
   const host = `unix://${socket}`;
   const args = [

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -12,7 +12,7 @@ import { until } from "../../support/index.ts";
 import type { Receiver } from "../kit/receiver.ts";
 import type { SignedClient } from "../kit/signed-client.ts";
 import { httpdManifest, manifest, SKU } from "./helpers.ts";
-import { type ProvisionCall, provisionAndWait, provisionBody } from "./provision-helper.ts";
+import { provisionAndWait, provisionBody } from "./provision-helper.ts";
 
 /**
  * What the egress suites share (egress.test.ts on the shared engine, egress-restart.test.ts
@@ -137,38 +137,52 @@ export async function hostOutwardAddress(): Promise<string> {
   return addr;
 }
 
+/** One tenant's lease as the test provisions it: the same each time it is provisioned. */
+export interface TenantLease {
+  lease: string;
+  tenant: string;
+  payload: Uint8Array;
+  items: unknown[];
+}
+
 /**
  * Tenant A's stack (a `web` service publishing 8080 and a `client` beside it) and tenant B's
- * single `web`, both provisioned and ready.
+ * single `web`.
  */
 export interface TwoTenants {
-  stack: ProvisionCall;
-  other: ProvisionCall;
+  stack: TenantLease;
+  other: TenantLease;
 }
 
-export function twoTenantCalls(rx: Receiver): TwoTenants {
-  const tenantA = `manifest1ega${randomBytes(6).toString("hex")}`;
-  const tenantB = `manifest1egb${randomBytes(6).toString("hex")}`;
+export function twoTenants(): TwoTenants {
   const items = (names: string[]) => names.map((service_name) => ({ sku: SKU, quantity: 1, service_name }));
-  const stack = provisionBody(
-    rx,
-    manifest({
-      web: { image: "fred-test/httpd:1", ports: { "8080/tcp": {} } },
-      client: { image: "fred-test/httpd:1" },
-    }),
-    items(["client", "web"]),
-    { tenant: tenantA },
-  );
-  const other = provisionBody(rx, httpdManifest("web"), items(["web"]), { tenant: tenantB });
-  return { stack, other };
+  return {
+    stack: {
+      lease: randomUUID(),
+      tenant: `manifest1ega${randomBytes(6).toString("hex")}`,
+      payload: manifest({
+        web: { image: "fred-test/httpd:1", ports: { "8080/tcp": {} } },
+        client: { image: "fred-test/httpd:1" },
+      }),
+      items: items(["client", "web"]),
+    },
+    other: {
+      lease: randomUUID(),
+      tenant: `manifest1egb${randomBytes(6).toString("hex")}`,
+      payload: httpdManifest("web"),
+      items: items(["web"]),
+    },
+  };
 }
 
-/** Provisions (or re-provisions, with a fresh operation id) both tenants' leases and waits. */
+/**
+ * Provisions both tenants' leases and waits until each succeeded; called again after the
+ * leases failed, it provisions them anew (each call is a new operation), as providerd does.
+ */
 export async function provisionBoth(c: SignedClient, rx: Receiver, t: TwoTenants): Promise<void> {
-  for (const call of [t.stack, t.other]) {
-    const fresh = provisionBody(rx, undefined, [], { lease: call.lease });
-    const again = { ...call, op: fresh.op, body: { ...call.body, callback_url: fresh.body.callback_url } };
-    assert.equal((await provisionAndWait(c, rx, again)).status, "success", `provision ${call.lease}`);
+  for (const { lease, tenant, payload, items } of [t.stack, t.other]) {
+    const call = provisionBody(rx, payload, items, { lease, tenant });
+    assert.equal((await provisionAndWait(c, rx, call)).status, "success", `provision ${lease}`);
   }
 }
 

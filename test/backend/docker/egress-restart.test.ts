@@ -20,7 +20,7 @@ import {
   removeStaleOutsides,
   sh,
   type TwoTenants,
-  twoTenantCalls,
+  twoTenants,
 } from "./egress-probes.ts";
 import { type DockerTestSetup, prepareDockerBackend, SECRET, startInProcess } from "./helpers.ts";
 
@@ -79,7 +79,7 @@ describe("docker backend: egress policy across a dockerd restart (private engine
     hostServer = host.server;
     hostPort = host.port;
     hostMain = await hostOutwardAddress();
-    tenants = twoTenantCalls(rx);
+    tenants = twoTenants();
     await provisionBoth(c, rx, tenants);
     targets = await targetsNow();
   });

@@ -22,7 +22,7 @@ import {
   removeStaleOutsides,
   sh,
   type TwoTenants,
-  twoTenantCalls,
+  twoTenants,
 } from "./egress-probes.ts";
 import { type DockerTestSetup, prepareDockerBackend, SECRET, startInProcess } from "./helpers.ts";
 
@@ -58,7 +58,7 @@ describe("docker backend: egress policy (nftables)", { skip }, () => {
     outside = await makeOutside();
     const host = await listenOnHost();
     hostServer = host.server;
-    tenants = twoTenantCalls(rx);
+    tenants = twoTenants();
     await provisionBoth(c, rx, tenants);
     targets = await policyTargets({
       outside,
