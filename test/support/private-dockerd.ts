@@ -18,9 +18,11 @@ import { until } from "./until.ts";
  * A dockerd of a test's own, for the tests that must restart an engine while other files use
  * the shared one on /var/run/docker.sock. Its socket, exec root and pid file live in `RUN_DIR`
  * (fixed: the Docker test lock runs one such file at a time), its data root in a temp dir.
- * It runs with `--bridge=none --iptables=false`: dockerd 20.10 starting with iptables on
- * removes and recreates the DOCKER chains every engine on the host shares, which would wipe
- * the shared engine's published ports under other files. Without its own iptables rules its
+ * It runs with `--iptables=false`: dockerd 20.10 starting with iptables on removes and
+ * recreates the DOCKER chains every engine on the host shares, which would wipe the shared
+ * engine's published ports under other files. Its default network is a bridge this module
+ * makes (`BRIDGE`), never `--bridge=none`: with that, dockerd deletes the host's docker0 on
+ * start, the shared engine's default network. Without its own iptables rules its
  * containers' forwarded traffic would meet the FORWARD policy DROP the shared engine sets,
  * so the test's pool is accepted there by two rules this module adds and removes (our nft
  * egress table hooks in before that chain, so what it refuses stays refused). Live-restore
@@ -31,6 +33,9 @@ export const RUN_DIR = "/run/fred-egress-engine";
 /** Data roots go on disk (images and container layers), not on the /run tmpfs. */
 const DATA_PARENT = "/var/tmp";
 const DATA_PREFIX = "fred-egress-engine-";
+/** The private engine's default bridge; its address is the last /24 of the pool. */
+const BRIDGE = "fredegress0";
+const bridgeAddress = (pool: string) => `${pool.split(".").slice(0, 2).join(".")}.255.1/24`;
 
 export interface PrivateEngine {
   /** `unix://…` for the backend's `docker_host`. */
@@ -118,6 +123,7 @@ async function removeStale(pool: string): Promise<void> {
 /** Starts a private engine on `pool` (a /16 no other engine hands out). */
 export async function startPrivateEngine(pool: string): Promise<PrivateEngine> {
   await removeStale(pool);
+  await run("ip", ["link", "delete", BRIDGE]);
   mkdirSync(RUN_DIR, { recursive: true });
   const dataRoot = mkdtempSync(join(DATA_PARENT, DATA_PREFIX));
   const socket = join(RUN_DIR, "docker.sock");
@@ -131,7 +137,7 @@ export async function startPrivateEngine(pool: string): Promise<PrivateEngine> {
     join(RUN_DIR, "exec"),
     "--pidfile",
     join(RUN_DIR, "docker.pid"),
-    "--bridge=none",
+    `--bridge=${BRIDGE}`,
     "--iptables=false",
     "--default-address-pool",
     `base=${pool},size=24`,
@@ -156,6 +162,7 @@ export async function startPrivateEngine(pool: string): Promise<PrivateEngine> {
     async remove() {
       await engine.stop();
       for (const rule of forwardRules(pool)) await run("iptables", ["-D", ...rule]);
+      await run("ip", ["link", "delete", BRIDGE]);
       // Network namespaces and any mount dockerd left are unmounted first: rm must not
       // descend into (or fail on) a mount.
       await unmountUnder([RUN_DIR, dataRoot]);
@@ -164,6 +171,14 @@ export async function startPrivateEngine(pool: string): Promise<PrivateEngine> {
     },
   };
   try {
+    for (const args of [
+      ["link", "add", BRIDGE, "type", "bridge"],
+      ["addr", "add", bridgeAddress(pool), "dev", BRIDGE],
+      ["link", "set", BRIDGE, "up"],
+    ]) {
+      const made = await run("ip", args);
+      if (made.code !== 0) throw new Error(`ip ${args.join(" ")}: ${made.out}`);
+    }
     for (const rule of forwardRules(pool)) {
       const added = await run("iptables", ["-I", ...rule]);
       if (added.code !== 0) throw new Error(`iptables -I ${rule.join(" ")}: ${added.out}`);
