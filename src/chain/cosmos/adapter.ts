@@ -400,7 +400,11 @@ export class CosmosChain implements ChainPort {
         return this.#sendGroup(provider, kind, group, reason, outcomes, round, signal);
       }
       const failure = (e.details?.failure as { kind?: string } | undefined)?.kind;
-      if (e.code !== "ERR_TX_FAILED" || failure !== "lease" || round >= 2) {
+      // A lease state error, delivered or (for a person's command) found by the simulation:
+      // read each lease's state to tell which one is not where the message expects it.
+      const sortable =
+        (e.code === "ERR_TX_FAILED" && failure === "lease") || e.code === "ERR_TX_SIMULATION_REFUSED";
+      if (!sortable || round >= 2) {
         for (const u of group) outcomes.set(u, { leaseUuid: u, status: "failed", error: e });
         return;
       }
