@@ -16,6 +16,7 @@ export { openJournalDatabase } from "./journal/identity.ts";
 export { Journal, type LeaseRecord } from "./journal/journal.ts";
 export { RECEIPT_WINDOW } from "./maintenance/store.ts";
 export { parseTenantManifest } from "./manifest.ts";
+export { PeriodicPass } from "./periodic-pass.ts";
 export { imageRefusal, isImageAllowed, parseRegistry } from "./registry.ts";
 export {
   type PoolOptions,

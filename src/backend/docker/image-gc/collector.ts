@@ -3,6 +3,7 @@ import type Docker from "dockerode";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { Clock } from "../../../core/clock.ts";
 import type { Logger } from "../../../log.ts";
+import { PeriodicPass } from "../../kit/index.ts";
 import { engineMessage, engineStatus, isNotFound, withPhase } from "../engine.ts";
 import type { ImageGate } from "./gate.ts";
 import type { ImageLedger } from "./ledger.ts";
@@ -48,15 +49,22 @@ export class ImageCollector {
     waiting: Gauge;
     waitingBytes: Gauge;
   };
-  readonly #shutdown = new AbortController();
-  #sweeping: Promise<void> | undefined;
-  #cancelTimer: (() => void) | undefined;
-  #running = false;
+  readonly #pass: PeriodicPass;
   #diskWarned = false;
 
   constructor(options: ImageCollectorOptions) {
     this.#options = options;
     this.#log = options.log.child({ component: "image-gc" });
+    this.#pass = new PeriodicPass({
+      clock: options.clock,
+      intervalMs: () => options.intervalMs,
+      run: (signal) => this.#sweepOnce(signal),
+      onError: (err) =>
+        this.#log.warn(
+          { err: engineMessage(err) },
+          "image collection pass stopped; the next pass tries again",
+        ),
+    });
     const registers = options.registry ? [options.registry] : [];
     this.#metrics = {
       collected: new Counter({
@@ -85,34 +93,16 @@ export class ImageCollector {
 
   /** A first pass now, then one every interval after the previous ends. */
   start(): void {
-    this.#running = true;
-    void this.sweep();
+    this.#pass.start();
   }
 
-  async stop(): Promise<void> {
-    this.#running = false;
-    this.#cancelTimer?.();
-    this.#shutdown.abort(new Error("backend stopping"));
-    await this.#sweeping?.catch(() => {});
+  stop(): Promise<void> {
+    return this.#pass.stop();
   }
 
   /** One pass; concurrent callers share it. */
   sweep(): Promise<void> {
-    this.#sweeping ??= this.#sweepOnce(this.#shutdown.signal)
-      .catch((err) =>
-        this.#log.warn(
-          { err: engineMessage(err) },
-          "image collection pass stopped; the next pass tries again",
-        ),
-      )
-      .finally(() => {
-        this.#sweeping = undefined;
-        if (this.#running) {
-          this.#cancelTimer?.();
-          this.#cancelTimer = this.#options.clock.setTimer(this.#options.intervalMs, () => void this.sweep());
-        }
-      });
-    return this.#sweeping;
+    return this.#pass.run();
   }
 
   async #sweepOnce(signal: AbortSignal): Promise<void> {

@@ -2,6 +2,7 @@ import type { Clock } from "../../../core/clock.ts";
 import type { Logger } from "../../../log.ts";
 import type { AdmissionConfig } from "../admission.ts";
 import type { Failure, Journal, LeaseRecord } from "../journal/journal.ts";
+import { PeriodicPass } from "../periodic-pass.ts";
 import type { ResourcePool } from "../resources.ts";
 import type { ParsedManifest, Substrate, WorkloadSpec } from "../substrate.ts";
 import { retentionCrashPoint, retentionCrashPointAfterCommit } from "./crash-points.ts";
@@ -40,16 +41,24 @@ export class Retention {
   readonly #options: RetentionOptions;
   readonly #log: Logger;
   readonly #listeners = new Set<(e: "retention:swept") => void>();
-  #sweeping: Promise<void> | undefined;
-  #cancelTimer: (() => void) | undefined;
-  #running = false;
-  readonly #shutdown = new AbortController();
+  readonly #pass: PeriodicPass;
 
   constructor(o: RetentionOptions) {
     this.#options = o;
     this.policy = o.policy;
     this.store = new RetentionStore(o.journal);
     this.#log = o.logger.child({ component: "retention" });
+    // The next pass is scheduled an interval after one ends (passes never overlap), before
+    // "retention:swept" is emitted.
+    this.#pass = new PeriodicPass({
+      clock: o.clock,
+      intervalMs: () => this.policy.reapIntervalMs,
+      run: (signal) => this.#sweepOnce(signal),
+      onError: (err) => this.#log.error({ err }, "retention sweep failed"),
+      afterRun: () => {
+        for (const l of this.#listeners) l("retention:swept");
+      },
+    });
     o.journal.onOperationSettled = (lease, outcome) => this.#onSettled(lease, outcome);
   }
 
@@ -207,42 +216,21 @@ export class Retention {
   /** Sets the pool's retained disk, runs a first sweep, then one every `retention_reap_interval`. */
   start(): void {
     this.#refreshPool();
-    this.#running = true;
-    void this.sweep();
+    this.#pass.start();
   }
 
-  async stop(): Promise<void> {
-    this.#running = false;
-    this.#cancelTimer?.();
-    this.#shutdown.abort(new Error("backend stopping"));
-    await this.#sweeping?.catch(() => {});
+  stop(): Promise<void> {
+    return this.#pass.stop();
   }
 
-  /**
-   * One pass; concurrent callers share it. The next pass is scheduled an interval after
-   * this one ends (passes never overlap), before "retention:swept" is emitted.
-   */
+  /** One pass; concurrent callers share it. */
   sweep(): Promise<void> {
-    this.#sweeping ??= this.#sweepOnce()
-      .catch((err) => this.#log.error({ err }, "retention sweep failed"))
-      .finally(() => {
-        this.#sweeping = undefined;
-        if (this.#running) {
-          this.#cancelTimer?.();
-          this.#cancelTimer = this.#options.clock.setTimer(
-            this.policy.reapIntervalMs,
-            () => void this.sweep(),
-          );
-        }
-        for (const l of this.#listeners) l("retention:swept");
-      });
-    return this.#sweeping;
+    return this.#pass.run();
   }
 
-  async #sweepOnce(): Promise<void> {
+  async #sweepOnce(signal: AbortSignal): Promise<void> {
     const { store, policy } = this;
     const { journal, clock } = this.#options;
-    const signal = this.#shutdown.signal;
     if (policy.maxAgeMs > 0) {
       const now = clock.now();
       let marked = false;
