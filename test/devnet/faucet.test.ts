@@ -7,10 +7,14 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { StargateClient } from "@cosmjs/stargate";
 import { encodeAddress } from "../../src/devnet/address.ts";
-import { type Devnet, devnet, runFred } from "../support/index.ts";
+import { type Devnet, devnet, listenLoopback, runFred } from "../support/index.ts";
 import { rpc, stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
 
 stopCosmjsReconnectsAfterDisconnect();
@@ -239,5 +243,23 @@ describe("devnet faucet settings", () => {
     ]);
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /not a coin above zero/);
+  });
+
+  it("a busy --faucet-port fails the start with no ready line", async () => {
+    const held = createServer();
+    const { port } = await listenLoopback(held);
+    const home = await mkdtemp(join(tmpdir(), "fred-faucet-busy-"));
+    try {
+      const r = await runFred(
+        ["devnet", "start", "--home", home, "--rpc-port", "0", "--faucet-port", String(port)],
+        { env: { FRED_LOG_LEVEL: "warn" } },
+      );
+      assert.notEqual(r.code, 0);
+      assert.equal(r.stdout, "", "no ready line");
+      assert.match(r.stderr, /EADDRINUSE|address already in use/);
+    } finally {
+      held.close();
+      await rm(home, { recursive: true, force: true });
+    }
   });
 });
