@@ -240,7 +240,9 @@ export const devnetUpComponent: UpComponent = {
     return {
       summary: [
         `devnet      ${running.url}  (chain ${running.chainId}, 1s blocks)`,
-        `faucet      ${running.faucetUrl}  (POST /credit {"address","denom"}, GET /status)`,
+        ...(running.faucetUrl === undefined
+          ? []
+          : [`faucet      ${running.faucetUrl}  (POST /credit {"address","denom"}, GET /status)`]),
         `            dev keys: fred devnet keys --home ${home}`,
       ],
       stop: () => running.stop(),
