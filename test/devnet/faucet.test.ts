@@ -12,7 +12,8 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { StargateClient } from "@cosmjs/stargate";
+import { DirectSecp256k1HdWallet } from "@cosmjs/proto-signing";
+import { assertIsDeliverTxSuccess, GasPrice, SigningStargateClient, StargateClient } from "@cosmjs/stargate";
 import { encodeAddress } from "../../src/devnet/address.ts";
 import { type Devnet, devnet, listenLoopback, runFred } from "../support/index.ts";
 import { rpc, stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
@@ -192,9 +193,54 @@ describe("devnet faucet", () => {
     }
     assert.equal(sequences.size, 100, "every tx used its own sequence");
   });
+
+  it("another client spending from the faucet key meanwhile does not break the next credit", async () => {
+    const wallet = await DirectSecp256k1HdWallet.fromMnemonic(dn.account("faucet").mnemonic, {
+      prefix: "manifest",
+    });
+    const other = await SigningStargateClient.connectWithSigner(dn.rpc, wallet, {
+      gasPrice: GasPrice.fromString("0.025umfx"),
+      broadcastPollIntervalMs: 100,
+    });
+    try {
+      // The faucet already signed above, so it holds a sequence this tx now takes.
+      assertIsDeliverTxSuccess(
+        await other.sendTokens(holder, newAddress("other"), [{ denom: "umfx", amount: "1" }], "auto"),
+      );
+    } finally {
+      other.disconnect();
+    }
+    const to = newAddress("after-other");
+    const res = await credit(faucet, { address: to, denom: "umfx" });
+    assert.equal(res.status, 200, await res.clone().text());
+    assert.equal(await balance(to, "umfx"), UMFX);
+  });
 });
 
 describe("devnet faucet settings", () => {
+  it("with 1-second blocks, concurrent credits share blocks and each lands once", async () => {
+    await using dn = await devnet({ blockTime: "1s", args: ["--faucet-port", "0"] });
+    const faucet = faucetUrlOf(dn);
+    const addresses = Array.from({ length: 20 }, (_, i) => newAddress(`one-second/${i}`));
+    const answers = await Promise.all(addresses.map((address) => credit(faucet, { address, denom: "upwr" })));
+    const heights = new Set<string>();
+    for (const res of answers) {
+      assert.equal(res.status, 200, await res.clone().text());
+      const hash = res.headers.get("x-faucet-tx-hash") ?? "";
+      const tx = (await rpc(dn.rpc, "tx", { hash: Buffer.from(hash, "hex").toString("base64") })).result;
+      assert.equal(tx.tx_result.code, 0);
+      heights.add(tx.height);
+    }
+    assert.ok(heights.size < addresses.length, `20 credits in ${heights.size} blocks`);
+    const chain = await StargateClient.connect(dn.rpc);
+    try {
+      for (const address of addresses)
+        assert.equal((await chain.getBalance(address, "upwr")).amount, String(UPWR));
+    } finally {
+      chain.disconnect();
+    }
+  });
+
   it("--faucet-amount, --faucet-cooldown 0s and --faucet-rate bound what is sent", async () => {
     await using dn = await devnet({
       args: [
