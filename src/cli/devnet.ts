@@ -5,6 +5,7 @@ import { FredError } from "../core/errors.ts";
 import {
   COSMJS_FAUCET_PORT,
   DEFAULT_FAUCET_AMOUNT,
+  DEFAULT_FAUCET_COOLDOWN_MS,
   DEFAULT_FAUCET_CREDITS_PER_MINUTE,
   faucetConfig,
   parseFaucetAmounts,
@@ -133,7 +134,7 @@ export function registerDevnetCommands(program: Command): void {
     .addOption(
       new Option("--faucet-cooldown <duration>", "how long an address waits before the same denom again")
         .argParser(cooldownArg)
-        .default(24 * 3600 * 1000, "24h"),
+        .default(DEFAULT_FAUCET_COOLDOWN_MS, "24h"),
     )
     .option(
       "--faucet-rate <n>",
