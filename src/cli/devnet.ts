@@ -4,7 +4,6 @@ import { parseDurationMs } from "../core/duration.ts";
 import { FredError } from "../core/errors.ts";
 import {
   COSMJS_FAUCET_PORT,
-  DEFAULT_FAUCET_AMOUNT,
   DEFAULT_FAUCET_COOLDOWN_MS,
   DEFAULT_FAUCET_CREDITS_PER_MINUTE,
   faucetConfig,
@@ -70,7 +69,7 @@ interface StartOpts extends InitOpts {
   blockTime: number;
   historyBlocks: number;
   faucetPort?: number;
-  faucetAmount: string;
+  faucetAmount?: string;
   faucetCooldown: number;
   faucetRate: number;
 }
@@ -129,7 +128,6 @@ export function registerDevnetCommands(program: Command): void {
       "--faucet-amount <coins>",
       "what one credit sends, per denom the faucet offers (comma-separated coins)",
       faucetAmountArg,
-      DEFAULT_FAUCET_AMOUNT,
     )
     .addOption(
       new Option("--faucet-cooldown <duration>", "how long an address waits before the same denom again")
@@ -170,7 +168,7 @@ export function registerDevnetCommands(program: Command): void {
               faucet: {
                 port: opts.faucetPort,
                 config: faucetConfig({
-                  amounts: opts.faucetAmount,
+                  ...(opts.faucetAmount === undefined ? {} : { amounts: opts.faucetAmount }),
                   cooldownMs: opts.faucetCooldown,
                   creditsPerMinute: opts.faucetRate,
                 }),

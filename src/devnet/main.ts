@@ -26,6 +26,7 @@ import {
   writeKeys,
 } from "./home.ts";
 import { moduleFactories } from "./modules/index.ts";
+import { DEVNET_PRICE_DENOM } from "./modules/sku/genesis.ts";
 import { DevnetNode } from "./node.ts";
 import { nodeQueries } from "./node-queries.ts";
 import { startRpcServer } from "./rpc/server.ts";
@@ -188,6 +189,7 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
         node,
         accounts: keys.accounts,
         config: opts.faucet.config,
+        pwrDenom: DEVNET_PRICE_DENOM,
         nodeUrl: server.url,
         port: opts.faucet.port,
         anyPortIfBusy: opts.faucet.anyPortIfBusy === true,

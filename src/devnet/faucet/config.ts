@@ -5,8 +5,8 @@
 import { parseCoin } from "../../core/coin.ts";
 import { FredError } from "../../core/errors.ts";
 
-/** 10 MFX and 10 PWR a credit: gas for many txs and credit for a few leases. */
-export const DEFAULT_FAUCET_AMOUNT = "10000000umfx,10000000upwr";
+/** 10 MFX and 10 PWR a credit, by default: gas for many txs and credit for a few leases. */
+const DEFAULT_CREDIT = 10_000_000n;
 /** One credit per address and denom a day, the wait the CosmJS faucet announces. */
 export const DEFAULT_FAUCET_COOLDOWN_MS = 24 * 3600 * 1000;
 /** Credits per minute over all addresses; bounds the faucet's drain and its share of each block. */
@@ -15,8 +15,11 @@ export const DEFAULT_FAUCET_CREDITS_PER_MINUTE = 600;
 export const COSMJS_FAUCET_PORT = 8000;
 
 export interface FaucetConfig {
-  /** Amount one credit sends, by denom (the denoms the faucet offers). */
-  readonly amounts: ReadonlyMap<string, bigint>;
+  /**
+   * Amount one credit sends, by denom (the denoms the faucet offers); when absent, 10 MFX
+   * and 10 PWR in the chain's own denoms (see `defaultFaucetAmounts`).
+   */
+  readonly amounts?: ReadonlyMap<string, bigint>;
   readonly cooldownMs: number;
   readonly creditsPerMinute: number;
 }
@@ -51,8 +54,16 @@ export function faucetConfig(opts: {
   if (!Number.isInteger(creditsPerMinute) || creditsPerMinute < 1)
     throw new FredError("ERR_DEVNET_CONFIG", "the faucet rate must be at least one credit a minute");
   return Object.freeze({
-    amounts: parseFaucetAmounts(opts.amounts ?? DEFAULT_FAUCET_AMOUNT),
+    ...(opts.amounts === undefined ? {} : { amounts: parseFaucetAmounts(opts.amounts) }),
     cooldownMs,
     creditsPerMinute,
   });
+}
+
+/** The default credit, in the denoms the chain runs with (the PWR denom may be a factory denom). */
+export function defaultFaucetAmounts(feeDenom: string, pwrDenom: string): Map<string, bigint> {
+  return new Map([
+    [feeDenom, DEFAULT_CREDIT],
+    [pwrDenom, DEFAULT_CREDIT],
+  ]);
 }

@@ -8,7 +8,7 @@ import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import type { KeyAccount } from "../home.ts";
 import type { DevnetNode } from "../node.ts";
-import type { FaucetConfig } from "./config.ts";
+import { defaultFaucetAmounts, type FaucetConfig } from "./config.ts";
 import { CreditLimits } from "./limits.ts";
 import { FaucetSender } from "./sender.ts";
 import { type FaucetServer, startFaucetServer } from "./server.ts";
@@ -22,6 +22,8 @@ export interface FaucetStartOptions {
   node: DevnetNode;
   accounts: readonly KeyAccount[];
   config: FaucetConfig;
+  /** The chain's PWR denom, offered by default beside the fee denom. */
+  pwrDenom: string;
   nodeUrl: string;
   port: number;
   /** When `port` is taken, listen on a free one instead of failing (`fred up`). */
@@ -47,10 +49,14 @@ export async function startFaucet(opts: FaucetStartOptions): Promise<FaucetServe
     creditsPerMinute: opts.config.creditsPerMinute,
     clock: opts.clock ?? systemClock,
   });
+  const amounts =
+    opts.config.amounts ?? defaultFaucetAmounts(opts.node.app.config.minGasPrice.denom, opts.pwrDenom);
   const listen = (port: number) =>
     startFaucetServer({
       sender,
-      config: opts.config,
+      amounts,
+      cooldownMs: opts.config.cooldownMs,
+      creditsPerMinute: opts.config.creditsPerMinute,
       limits,
       chainId: opts.node.chainId,
       bech32Prefix: opts.node.app.config.bech32Prefix,

@@ -11,7 +11,6 @@ import { formatGoDuration } from "../../core/duration.ts";
 import { parseStrictJson } from "../../core/strict-json.ts";
 import type { Logger } from "../../log.ts";
 import { decodeAddress } from "../address.ts";
-import type { FaucetConfig } from "./config.ts";
 import type { CreditLimits } from "./limits.ts";
 import type { FaucetSender } from "./sender.ts";
 
@@ -30,7 +29,10 @@ class HttpRefusal extends Error {
 
 export interface FaucetServerOptions {
   sender: FaucetSender;
-  config: FaucetConfig;
+  /** Amount one credit sends, by denom offered. */
+  amounts: ReadonlyMap<string, bigint>;
+  cooldownMs: number;
+  creditsPerMinute: number;
   limits: CreditLimits;
   chainId: string;
   bech32Prefix: string;
@@ -51,7 +53,7 @@ const WELCOME =
   '{"address":"manifest1…","denom":"umfx"} sends that denom\'s amount to the address.\n';
 
 export async function startFaucetServer(opts: FaucetServerOptions): Promise<FaucetServer> {
-  const { sender, config, limits, logger } = opts;
+  const { sender, amounts, limits, logger } = opts;
   const app = Fastify({ bodyLimit: MAX_CREDIT_BODY_BYTES, logger: false });
   // The body arrives as text whatever its type: /credit itself says 415 after 405, in that order.
   app.removeAllContentTypeParsers();
@@ -65,7 +67,7 @@ export async function startFaucetServer(opts: FaucetServerOptions): Promise<Fauc
         .filter((c) => c.amount !== "0")
         .map((c) => c.denom),
     );
-    return [...config.amounts.keys()].filter((d) => held.has(d));
+    return [...amounts.keys()].filter((d) => held.has(d));
   };
 
   // Browser wallets and explorers call the faucet from their own origin.
@@ -117,7 +119,7 @@ export async function startFaucetServer(opts: FaucetServerOptions): Promise<Fauc
       status: "ok",
       nodeUrl: opts.nodeUrl,
       chainId: opts.chainId,
-      chainTokens: [...config.amounts.keys()],
+      chainTokens: [...amounts.keys()],
       availableTokens: availableTokens(),
       // One account both holds the funds and sends every credit.
       holder: account,
@@ -141,7 +143,7 @@ export async function startFaucetServer(opts: FaucetServerOptions): Promise<Fauc
         `address is not a ${opts.bech32Prefix}1… account address (${(err as Error).message})`,
       );
     }
-    const amount = config.amounts.get(denom);
+    const amount = amounts.get(denom);
     const available = availableTokens();
     if (amount === undefined || !available.includes(denom)) {
       throw new HttpRefusal(
@@ -154,14 +156,14 @@ export async function startFaucetServer(opts: FaucetServerOptions): Promise<Fauc
     if (refused?.reason === "cooldown") {
       throw new HttpRefusal(
         405,
-        `${recipient} already received ${denom}; one credit per address and denom every ${formatGoDuration(config.cooldownMs * 1e6)}`,
+        `${recipient} already received ${denom}; one credit per address and denom every ${formatGoDuration(opts.cooldownMs * 1e6)}`,
         refused.retryAfterMs,
       );
     }
     if (refused?.reason === "rate") {
       throw new HttpRefusal(
         429,
-        `the faucet grants at most ${config.creditsPerMinute} credits a minute; try again shortly`,
+        `the faucet grants at most ${opts.creditsPerMinute} credits a minute; try again shortly`,
         refused.retryAfterMs,
       );
     }
