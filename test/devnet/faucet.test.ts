@@ -3,7 +3,8 @@
  * credit moves exactly the configured amount (seen through the RPC's bank queries), the
  * cooldown and bad input refuse with the CosmJS faucet's statuses and move nothing, and 100
  * concurrent credits to 100 new addresses each land once, in successful txs, with the faucet
- * account paying exactly 100 × (amount + fee).
+ * account paying exactly 100 × (amount + fee); concurrent requests for one address get one
+ * credit; the settings flags, 1-second blocks and a faucet key used by another client too.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -192,6 +193,18 @@ describe("devnet faucet", () => {
       sequences.add(accSeq);
     }
     assert.equal(sequences.size, 100, "every tx used its own sequence");
+  });
+
+  it("10 concurrent requests for one address: one credit, nine cooldown refusals", async () => {
+    const to = newAddress("same-address");
+    const holderBefore = await balance(holder, "umfx");
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => credit(faucet, { address: to, denom: "umfx" })),
+    );
+    const statuses = answers.map((r) => r.status).sort();
+    assert.deepEqual(statuses, [200, 405, 405, 405, 405, 405, 405, 405, 405, 405]);
+    assert.equal(await balance(to, "umfx"), UMFX);
+    assert.equal(await balance(holder, "umfx"), holderBefore - UMFX - FEE);
   });
 
   it("another client spending from the faucet key meanwhile does not break the next credit", async () => {
