@@ -83,6 +83,15 @@ describe("devnet faucet", () => {
       holder: account,
       distributors: [account],
     });
+    assert.equal(res.headers.get("access-control-allow-origin"), "*");
+    // A browser wallet's preflight before its JSON POST.
+    const preflight = await fetch(`${faucet}/credit`, {
+      method: "OPTIONS",
+      headers: { origin: "http://wallet.localhost", "access-control-request-method": "POST" },
+    });
+    assert.equal(preflight.status, 204);
+    assert.match(preflight.headers.get("access-control-allow-methods") ?? "", /POST/);
+    assert.match(preflight.headers.get("access-control-allow-headers") ?? "", /content-type/);
   });
 
   it("credits an address once with exactly the amount, then refuses it within the cooldown", async () => {

@@ -70,12 +70,12 @@ export async function startFaucetServer(opts: FaucetServerOptions): Promise<Fauc
     return [...amounts.keys()].filter((d) => held.has(d));
   };
 
-  // Browser wallets and explorers call the faucet from their own origin.
-  app.addHook("onRequest", async (_req, reply) => {
+  // Browser wallets and explorers call the faucet from their own origin; a preflight is
+  // answered here, before routing, on every path (/credit included).
+  app.addHook("onRequest", async (req, reply) => {
     reply.header("access-control-allow-origin", "*");
-  });
-  app.options("*", async (_req, reply) => {
-    reply
+    if (req.method !== "OPTIONS") return;
+    return reply
       .code(204)
       .header("access-control-allow-methods", "GET, POST, OPTIONS")
       .header("access-control-allow-headers", "content-type")
