@@ -2,6 +2,13 @@ import { join } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { parseDurationMs } from "../core/duration.ts";
 import { FredError } from "../core/errors.ts";
+import {
+  COSMJS_FAUCET_PORT,
+  DEFAULT_FAUCET_COOLDOWN_MS,
+  DEFAULT_FAUCET_CREDITS_PER_MINUTE,
+  faucetConfig,
+  parseFaucetAmounts,
+} from "../devnet/faucet/config.ts";
 import { readKeys } from "../devnet/home.ts";
 import { DEFAULT_MIN_GAS_PRICE, initDevnet, type RunningDevnet, startDevnet } from "../devnet/main.ts";
 import { createLogger } from "../log.ts";
@@ -28,6 +35,28 @@ function durationArg(value: string): number {
   return ms;
 }
 
+function faucetAmountArg(value: string): string {
+  try {
+    parseFaucetAmounts(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  return value;
+}
+
+function cooldownArg(value: string): number {
+  let ms: number;
+  try {
+    ms = parseDurationMs(value);
+  } catch {
+    throw new InvalidArgumentError("expected a Go duration such as 24h, 90s or 0s");
+  }
+  if (ms < 0) throw new InvalidArgumentError("the faucet cooldown cannot be negative");
+  return ms;
+}
+
+const FAUCET_FLAGS = ["faucetAmount", "faucetCooldown", "faucetRate"] as const;
+
 interface InitOpts {
   home: string;
   tenants: number;
@@ -39,6 +68,10 @@ interface StartOpts extends InitOpts {
   rpcPort: number;
   blockTime: number;
   historyBlocks: number;
+  faucetPort?: number;
+  faucetAmount?: string;
+  faucetCooldown: number;
+  faucetRate: number;
 }
 
 export function registerDevnetCommands(program: Command): void {
@@ -86,11 +119,40 @@ export function registerDevnetCommands(program: Command): void {
         .default(1000, "1s"),
     )
     .option("--history-blocks <n>", "keep only the last N blocks and their txs (0 = all)", intArg(0, 1e9), 0)
+    .option(
+      "--faucet-port <port>",
+      "serve the CosmJS faucet API (GET /status, POST /credit) on 127.0.0.1 (0 picks a free port; off unless given)",
+      intArg(0, 65535),
+    )
+    .option(
+      "--faucet-amount <coins>",
+      "what one credit sends, per denom the faucet offers (comma-separated coins)",
+      faucetAmountArg,
+    )
+    .addOption(
+      new Option("--faucet-cooldown <duration>", "how long an address waits before the same denom again")
+        .argParser(cooldownArg)
+        .default(DEFAULT_FAUCET_COOLDOWN_MS, "24h"),
+    )
+    .option(
+      "--faucet-rate <n>",
+      "credits per minute the faucet grants over all addresses",
+      intArg(1, 1_000_000),
+      DEFAULT_FAUCET_CREDITS_PER_MINUTE,
+    )
     .addHelpText(
       "after",
-      '\nWhen ready, prints one line on stdout:\n  {"rpc":"http://127.0.0.1:<port>","chain_id":"fred-devnet-1","height":<n>}\n\nExamples:\n  $ fred devnet start --home .fred/devnet\n  $ fred devnet start --home /tmp/dn --rpc-port 0 --block-time 0s',
+      '\nWhen ready, prints one line on stdout:\n  {"rpc":"http://127.0.0.1:<port>","chain_id":"fred-devnet-1","height":<n>}\nwith "faucet":"http://127.0.0.1:<port>" added when --faucet-port is given.\n\nExamples:\n  $ fred devnet start --home .fred/devnet\n  $ fred devnet start --home /tmp/dn --rpc-port 0 --block-time 0s\n  $ fred devnet start --home .fred/devnet --faucet-port 8000 --faucet-cooldown 1m\n  $ curl -H \'content-type: application/json\' -d \'{"address":"manifest1…","denom":"umfx"}\' http://127.0.0.1:8000/credit',
     )
-    .action(async (opts: StartOpts) => {
+    .action(async (opts: StartOpts, cmd: Command) => {
+      if (opts.faucetPort === undefined) {
+        const stray = FAUCET_FLAGS.find((f) => cmd.getOptionValueSource(f) === "cli");
+        if (stray !== undefined)
+          throw new FredError(
+            "ERR_USAGE",
+            `--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --faucet-port`,
+          );
+      }
       const logger = createLogger("devnet");
       const running = await startDevnet({
         home: opts.home,
@@ -100,9 +162,26 @@ export function registerDevnetCommands(program: Command): void {
         rpcPort: opts.rpcPort,
         blockTimeMs: opts.blockTime,
         historyBlocks: opts.historyBlocks,
+        ...(opts.faucetPort === undefined
+          ? {}
+          : {
+              faucet: {
+                port: opts.faucetPort,
+                config: faucetConfig({
+                  ...(opts.faucetAmount === undefined ? {} : { amounts: opts.faucetAmount }),
+                  cooldownMs: opts.faucetCooldown,
+                  creditsPerMinute: opts.faucetRate,
+                }),
+              },
+            }),
         logger,
       });
-      printJson({ rpc: running.url, chain_id: running.chainId, height: running.height() });
+      printJson({
+        rpc: running.url,
+        chain_id: running.chainId,
+        height: running.height(),
+        ...(running.faucetUrl === undefined ? {} : { faucet: running.faucetUrl }),
+      });
       logger.info({ rpc: running.url, home: opts.home }, "devnet started");
       await new Promise<void>((resolve) => {
         process.once("SIGTERM", resolve);
@@ -135,14 +214,17 @@ export function registerDevnetCommands(program: Command): void {
 
 /**
  * The devnet inside `fred up`: runs in-process on <home>/devnet with 1s blocks, on port
- * 26657 when free (another free port otherwise), and publishes the RPC URL as fact "rpc".
+ * 26657 when free (another free port otherwise), and publishes the RPC URL as fact "rpc";
+ * its faucet listens on 8000 when free and is published as fact "faucet_url".
  */
 export const devnetUpComponent: UpComponent = {
   name: "devnet",
   async start(ctx) {
     const home = join(ctx.home, "devnet");
     const logger = createLogger("devnet");
-    const base = { home, blockTimeMs: 1000, logger };
+    // The faucet on the CosmJS faucet's usual port when free, on another one otherwise.
+    const faucet = { port: COSMJS_FAUCET_PORT, anyPortIfBusy: true, config: faucetConfig({}) };
+    const base = { home, blockTimeMs: 1000, faucet, logger };
     let running: RunningDevnet;
     try {
       running = await startDevnet({ ...base, rpcPort: 26657 });
@@ -153,9 +235,13 @@ export const devnetUpComponent: UpComponent = {
     ctx.facts.set("rpc", running.url);
     ctx.facts.set("chain_id", running.chainId);
     ctx.facts.set("devnet_home", home);
+    if (running.faucetUrl !== undefined) ctx.facts.set("faucet_url", running.faucetUrl);
     return {
       summary: [
         `devnet      ${running.url}  (chain ${running.chainId}, 1s blocks)`,
+        ...(running.faucetUrl === undefined
+          ? []
+          : [`faucet      ${running.faucetUrl}  (POST /credit {"address","denom"}, GET /status)`]),
         `            dev keys: fred devnet keys --home ${home}`,
       ],
       stop: () => running.stop(),

@@ -10,6 +10,7 @@ import { FredError } from "../core/errors.ts";
 import type { Logger } from "../log.ts";
 import { moduleAddress } from "./address.ts";
 import { DevnetApp } from "./app.ts";
+import { type FaucetConfig, startFaucet } from "./faucet/index.ts";
 import { parseGasPrice } from "./gas-price.ts";
 import { isGenesisDone, runGenesis } from "./genesis.ts";
 import {
@@ -25,6 +26,7 @@ import {
   writeKeys,
 } from "./home.ts";
 import { moduleFactories } from "./modules/index.ts";
+import { DEVNET_PRICE_DENOM } from "./modules/sku/genesis.ts";
 import { DevnetNode } from "./node.ts";
 import { nodeQueries } from "./node-queries.ts";
 import { startRpcServer } from "./rpc/server.ts";
@@ -139,12 +141,16 @@ export interface StartOptions extends InitOptions {
   rpcPort: number;
   blockTimeMs: number;
   historyBlocks?: number;
+  /** Serve the faucet API on this port (0 = a free one) when given. */
+  faucet?: { port: number; anyPortIfBusy?: boolean; config: FaucetConfig };
   logger: Logger;
 }
 
 export interface RunningDevnet {
   url: string;
   chainId: string;
+  /** The faucet's base URL when it runs. */
+  faucetUrl?: string;
   node: DevnetNode;
   height(): number;
   stop(): Promise<void>;
@@ -177,11 +183,28 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
     const server = await startRpcServer({ node, logger: opts.logger, port: opts.rpcPort, accounts });
     releases.defer("RPC server", () => server.app.close());
     rpcAddress = server.url.replace(/^http/, "tcp");
+    let faucetUrl: string | undefined;
+    if (opts.faucet !== undefined) {
+      const faucet = await startFaucet({
+        node,
+        accounts: keys.accounts,
+        config: opts.faucet.config,
+        pwrDenom: DEVNET_PRICE_DENOM,
+        nodeUrl: server.url,
+        port: opts.faucet.port,
+        anyPortIfBusy: opts.faucet.anyPortIfBusy === true,
+        logger: opts.logger,
+        ...(opts.clock === undefined ? {} : { clock: opts.clock }),
+      });
+      releases.defer("faucet server", () => faucet.close());
+      faucetUrl = faucet.url;
+    }
     node.start();
     releases.defer("block production", () => node.stop());
     return {
       url: server.url,
       chainId: node.chainId,
+      ...(faucetUrl === undefined ? {} : { faucetUrl }),
       node,
       height: () => node.height,
       stop: () => releases.close(),
