@@ -13,7 +13,10 @@ const files = readdirSync("bench")
 // Benchmarks measure the daemons as they ship: the V8 flags the systemd units and the image
 // set in NODE_OPTIONS (test/deploy checks the three agree), inherited by what a bench spawns.
 const DAEMON_NODE_OPTIONS = "--max-semi-space-size=16";
-const env = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} ${DAEMON_NODE_OPTIONS}`.trim() };
+const env = {
+  ...process.env,
+  NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} ${DAEMON_NODE_OPTIONS}`.trim(),
+};
 let failed = 0;
 for (const file of files) {
   console.error(`# bench/${file}`);
