@@ -1,6 +1,7 @@
 /**
- * InitChain: the genesis document and the initial state (dev accounts funded with umfx,
- * then every module's genesis hook), written in one SQLite transaction at height 0.
+ * InitChain: the genesis document and the initial state (dev accounts, chosen or generated,
+ * funded with umfx, then every module's genesis hook, which price and credit in the chain's
+ * PWR denom), written in one SQLite transaction at height 0.
  */
 import type Database from "better-sqlite3";
 import type { DevnetApp } from "./app.ts";
@@ -49,6 +50,8 @@ export function runGenesis(opts: {
     app_state: {
       accounts: accounts.map((a) => ({ name: a.name, address: a.address })),
       balances: accounts.map((a) => ({ address: a.address, coins: [coin(funds(a.name), cfg.bondDenom)] })),
+      pwr_denom: cfg.pwrDenom,
+      authority: cfg.authority,
       profile: opts.profile,
     },
   };

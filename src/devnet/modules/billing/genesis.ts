@@ -1,11 +1,10 @@
 /**
  * Devnet billing genesis: params (defaults, or every count limit at its cap for
- * `--profile bench`), and for every `tenantN` dev account a funded credit account plus upwr
- * in the wallet so MsgFundCredit works out of the box.
+ * `--profile bench`), and for every `tenantN` dev account a funded credit account plus PWR
+ * (the chain's PWR denom) in the wallet so MsgFundCredit works out of the box.
  */
 import type { GenesisContext } from "../../module.ts";
 import type { BankKeeper } from "../bank/types.ts";
-import { DEVNET_PRICE_DENOM } from "../sku/genesis.ts";
 import { newAccount } from "./ledger.ts";
 import { BENCH_PARAMS, DEFAULT_PARAMS } from "./params.ts";
 import { putAccount, setParams } from "./store.ts";
@@ -14,15 +13,13 @@ import { putAccount, setParams } from "./store.ts";
 export const GENESIS_CREDIT = 1_000_000_000n;
 export const GENESIS_WALLET_PWR = 1_000_000_000n;
 
-export function initBillingGenesis(ctx: GenesisContext, bank: BankKeeper): void {
+export function initBillingGenesis(ctx: GenesisContext, bank: BankKeeper, pwrDenom: string): void {
   setParams(ctx, ctx.profile === "bench" ? BENCH_PARAMS : DEFAULT_PARAMS);
   for (const acc of ctx.accounts) {
     if (!/^tenant[0-9]+$/.test(acc.name)) continue;
     const account = newAccount(acc.address.toLowerCase());
-    bank.mintCoins(ctx, account.creditAddress, [
-      { denom: DEVNET_PRICE_DENOM, amount: GENESIS_CREDIT.toString() },
-    ]);
-    bank.mintCoins(ctx, acc.address, [{ denom: DEVNET_PRICE_DENOM, amount: GENESIS_WALLET_PWR.toString() }]);
+    bank.mintCoins(ctx, account.creditAddress, [{ denom: pwrDenom, amount: GENESIS_CREDIT.toString() }]);
+    bank.mintCoins(ctx, acc.address, [{ denom: pwrDenom, amount: GENESIS_WALLET_PWR.toString() }]);
     putAccount(ctx, account);
   }
 }
