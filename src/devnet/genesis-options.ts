@@ -96,15 +96,24 @@ export function validateAuthority(address: string, prefix: string): void {
   }
 }
 
-/** Every choice on its own (accounts: also no name twice); throws ERR_DEVNET_CONFIG. */
+/**
+ * Every choice on its own, and the accounts together: no name twice, no mnemonic for two
+ * names (one address funded twice under two names). Throws ERR_DEVNET_CONFIG.
+ */
 export function validateChoices(choices: GenesisChoices, prefix: string, bondDenom: string): void {
   if (choices.chainId !== undefined) validateChainId(choices.chainId);
   if (choices.pwrDenom !== undefined) validatePwrDenom(choices.pwrDenom, prefix, bondDenom);
   if (choices.authority !== undefined) validateAuthority(choices.authority, prefix);
-  const seen = new Set<string>();
+  const names = new Set<string>();
+  const mnemonics = new Map<string, string>();
   for (const a of choices.accounts ?? []) {
-    if (seen.has(a.name)) throw refuse(`--account ${a.name} is given twice`);
-    seen.add(a.name);
+    const checked = parseAccountFlag(`${a.name}=${a.mnemonic}`);
+    if (names.has(a.name)) throw refuse(`--account ${a.name} is given twice`);
+    const other = mnemonics.get(checked.mnemonic);
+    if (other !== undefined)
+      throw refuse(`--account ${other} and --account ${a.name} have the same mnemonic; give each its own`);
+    names.add(a.name);
+    mnemonics.set(checked.mnemonic, a.name);
   }
 }
 
