@@ -5,7 +5,7 @@
  * the chosen module authority, and an initialised home refusing different choices.
  */
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -308,6 +308,44 @@ describe("bad genesis flags", () => {
       assert.match(r.stderr, why);
       assert.doesNotMatch(r.stderr, new RegExp(words.split(" ").slice(0, 3).join(" ")), "no mnemonic echoed");
       assert.equal(existsSync(home), false, `${flags.join(" ")} created the home`);
+    }
+  });
+});
+
+describe("a home made before the genesis flags", () => {
+  it("reads as upwr with no chosen authority, and refuses another denom", async () => {
+    const home = mkdtempSync(join(tmpdir(), "fred-genesis-old-"));
+    try {
+      const made = await runFred(["devnet", "init", "--home", home, "--tenants", "1"]);
+      assert.equal(made.code, 0, made.stderr);
+      // Such a home's keys.json has neither field.
+      const path = join(home, "keys.json");
+      const { pwr_denom: _denom, ...old } = JSON.parse(readFileSync(path, "utf8"));
+      writeFileSync(path, JSON.stringify(old));
+      const keys = await runFred(["devnet", "keys", "--home", home]);
+      assert.equal(keys.code, 0, keys.stderr);
+      assert.equal(JSON.parse(keys.stdout).pwr_denom, "upwr");
+      const same = await runFred(["devnet", "init", "--home", home, "--pwr-denom", "upwr"]);
+      assert.equal(same.code, 0, same.stderr);
+      assert.deepEqual(
+        [
+          JSON.parse(same.stdout).created,
+          JSON.parse(same.stdout).pwr_denom,
+          JSON.parse(same.stdout).authority,
+        ],
+        [false, "upwr", null],
+      );
+      const other = await runFred(["devnet", "init", "--home", home, "--pwr-denom", denom]);
+      assert.equal(other.code, 1);
+      assert.match(other.stderr, /initialised with --pwr-denom upwr; it cannot change to factory\//);
+      const authority = await runFred(["devnet", "init", "--home", home, "--authority", admin]);
+      assert.equal(authority.code, 1);
+      assert.match(
+        authority.stderr,
+        /initialised with --authority none \(POA_ADMIN_ADDRESS or the gov module/,
+      );
+    } finally {
+      rmSync(home, { recursive: true, force: true });
     }
   });
 });
