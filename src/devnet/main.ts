@@ -66,6 +66,13 @@ function buildApp(
   minGasPrice: string,
   logger?: Logger,
 ): DevnetApp {
+  const fromEnv = process.env.POA_ADMIN_ADDRESS;
+  if (facts.authority !== undefined && fromEnv !== undefined && fromEnv !== facts.authority) {
+    logger?.warn(
+      { authority: facts.authority, POA_ADMIN_ADDRESS: fromEnv },
+      "POA_ADMIN_ADDRESS is ignored: this home's genesis chose its authority with --authority",
+    );
+  }
   return new DevnetApp(
     db,
     {
@@ -73,7 +80,7 @@ function buildApp(
       bech32Prefix: DEVNET_PREFIX,
       bondDenom: DEVNET_DENOM,
       pwrDenom: facts.pwrDenom,
-      authority: facts.authority ?? process.env.POA_ADMIN_ADDRESS ?? moduleAddress("gov", DEVNET_PREFIX),
+      authority: facts.authority ?? fromEnv ?? moduleAddress("gov", DEVNET_PREFIX),
       minGasPrice: parseGasPrice(minGasPrice),
       onInternalError: (err, where) =>
         logger?.error({ err, where }, "module handler failed with a non-chain error"),
