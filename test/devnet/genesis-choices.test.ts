@@ -176,6 +176,27 @@ describe("fred devnet init --pwr-denom factory/…", () => {
     const tenant = chain.address("tenant1");
     const provider = chain.address("provider");
     const small = chain.devnet.keys.skus.find((s) => s.name === "docker-small")!.uuid;
+    // fred chain credit fund takes the factory denom as written (chain id read from the node).
+    const fund = await runFred([
+      "chain",
+      "credit",
+      "fund",
+      "--tenant",
+      tenant,
+      "--amount",
+      `5000000${denom}`,
+      "--from",
+      "tenant1",
+      "--home",
+      chain.devnet.home,
+      "--rpc",
+      chain.devnet.rpc,
+    ]);
+    assert.equal(fund.code, 0, fund.stderr);
+    assert.deepEqual(JSON.parse(fund.stdout).new_balance, {
+      denom,
+      amount: String(GENESIS_CREDIT + 5_000_000n),
+    });
     const created = await chain.send("tenant1", [
       msg(MsgCreateLease, { tenant, items: [{ skuUuid: small, quantity: 1n, serviceName: "" }] }),
     ]);
@@ -220,7 +241,7 @@ describe("fred devnet init --pwr-denom factory/…", () => {
     // The credit paid for it in the same denom; the released reservation is back in it.
     const credit = await getCreditAccount(chain, tenant);
     const left = await chain.query.bank.balance(credit.creditAccount!.creditAddress, denom);
-    assert.equal(BigInt(left.amount), GENESIS_CREDIT - paid);
+    assert.equal(BigInt(left.amount), GENESIS_CREDIT + 5_000_000n - paid);
   });
 });
 
