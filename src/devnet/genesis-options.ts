@@ -23,7 +23,7 @@ export interface GenesisChoices {
   accounts?: readonly ChosenAccount[];
 }
 
-/** The SDK refuses longer chain ids in its genesis checks; 48 keeps clear of CometBFT's 50. */
+/** The longest chain id taken (issue #38's limit), inside CometBFT's genesis limit of 50. */
 export const MAX_CHAIN_ID_LENGTH = 48;
 /** Token factory's limit on the part after `factory/<creator>/`. */
 const MAX_SUBDENOM_LENGTH = 44;
@@ -43,8 +43,10 @@ export function parseAccountFlag(text: string): ChosenAccount {
     .split(/\s+/)
     .join(" ");
   if (!ACCOUNT_NAME.test(name)) {
+    // A name with spaces is likely words of a mnemonic put before the '=': not repeated.
+    const shown = /\s/.test(name) ? "" : ` ${JSON.stringify(name)}`;
     throw refuse(
-      `--account ${JSON.stringify(name)}: a name is a lowercase letter, then up to 63 lowercase letters, digits, '_' or '-'`,
+      `--account${shown}: a name is a lowercase letter, then up to 63 lowercase letters, digits, '_' or '-'`,
     );
   }
   if (!validateMnemonic(mnemonic, wordlist)) {
