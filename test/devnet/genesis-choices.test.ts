@@ -105,6 +105,7 @@ describe("fred devnet init --chain-id", () => {
     const genesis = await rpc(chain.devnet.rpc, "genesis");
     assert.equal(genesis.result.genesis.chain_id, CHAIN_ID);
     assert.equal(chain.devnet.keys.chain_id, CHAIN_ID);
+    assert.equal(chain.devnet.proc.ready.chain_id, CHAIN_ID, "the ready line of fred devnet start");
 
     const client = await chain.client("admin");
     assert.equal(await client.getChainId(), CHAIN_ID);
