@@ -9,7 +9,8 @@ import {
   faucetConfig,
   parseFaucetAmounts,
 } from "../devnet/faucet/config.ts";
-import { readKeys } from "../devnet/home.ts";
+import { type GenesisChoices, parseAccountFlag } from "../devnet/genesis-options.ts";
+import { DEVNET_CHAIN_ID, DEVNET_PWR_DENOM, pwrDenomOf, readKeys } from "../devnet/home.ts";
 import { DEFAULT_MIN_GAS_PRICE, initDevnet, type RunningDevnet, startDevnet } from "../devnet/main.ts";
 import { createLogger } from "../log.ts";
 import { printJson, say } from "./output.ts";
@@ -62,6 +63,24 @@ interface InitOpts {
   tenants: number;
   profile: string;
   minGasPrice: string;
+  account: string[];
+  chainId?: string;
+  pwrDenom?: string;
+  authority?: string;
+}
+
+/**
+ * The genesis choices among the init flags. Only flags given count: an initialised home
+ * refuses a given value that differs from its genesis, and keeps its own for the rest.
+ * `--account` is parsed here rather than by commander, whose error would echo the mnemonic.
+ */
+function genesisChoices(opts: InitOpts): GenesisChoices {
+  return {
+    ...(opts.account.length === 0 ? {} : { accounts: opts.account.map(parseAccountFlag) }),
+    ...(opts.chainId === undefined ? {} : { chainId: opts.chainId }),
+    ...(opts.pwrDenom === undefined ? {} : { pwrDenom: opts.pwrDenom }),
+    ...(opts.authority === undefined ? {} : { authority: opts.authority }),
+  };
 }
 
 interface StartOpts extends InitOpts {
@@ -86,13 +105,30 @@ export function registerDevnetCommands(program: Command): void {
       .requiredOption("--home <dir>", "devnet home directory (keys, validator key, chain database)")
       .option("--tenants <n>", "number of tenant dev accounts (tenant1 … tenantN)", intArg(1, 100_000), 2)
       .option("--profile <name>", "genesis profile passed to the modules (e.g. bench)", "default")
-      .option("--min-gas-price <price>", "minimum gas price CheckTx demands", DEFAULT_MIN_GAS_PRICE);
+      .option("--min-gas-price <price>", "minimum gas price CheckTx demands", DEFAULT_MIN_GAS_PRICE)
+      .option(
+        "--account <name=mnemonic>",
+        "genesis: this account's mnemonic (m/44'/118'/0'/0/0); provider, tenantN or faucet replaces that dev account, another name adds a funded account; repeatable",
+        (value: string, previous: string[]) => [...previous, value],
+        [] as string[],
+      )
+      .option("--chain-id <id>", `genesis: the chain id (default ${DEVNET_CHAIN_ID})`)
+      .option(
+        "--pwr-denom <denom>",
+        `genesis: denom of credit and SKU prices, e.g. factory/<admin address>/upwr (default ${DEVNET_PWR_DENOM})`,
+      )
+      .option(
+        "--authority <address>",
+        "genesis: x/sku and x/billing module authority (default: POA_ADMIN_ADDRESS at each start, else the gov module address)",
+      );
 
   withInitOptions(devnet.command("init"))
-    .description("Create the dev accounts and genesis; idempotent (an initialised home keeps its keys)")
+    .description(
+      "Create the dev accounts and genesis; idempotent (an initialised home keeps its keys, and refuses other genesis flags)",
+    )
     .addHelpText(
       "after",
-      '\nPrints {"home","chain_id","created","accounts"} on stdout.\n\nExamples:\n  $ fred devnet init --home .fred/devnet\n  $ fred devnet init --home /tmp/dn --tenants 5',
+      '\nPrints {"home","chain_id","pwr_denom","authority","created","accounts"} on stdout.\n\nExamples:\n  $ fred devnet init --home .fred/devnet\n  $ fred devnet init --home /tmp/dn --tenants 5\n  $ fred devnet init --home /tmp/dn --chain-id manifest-local-1 --account provider="$PROVIDER_MNEMONIC" \\\n      --authority manifest1… --pwr-denom factory/manifest1…/upwr',
     )
     .action((opts: InitOpts) => {
       const { keys, created } = initDevnet({
@@ -100,11 +136,14 @@ export function registerDevnetCommands(program: Command): void {
         tenants: opts.tenants,
         profile: opts.profile,
         minGasPrice: opts.minGasPrice,
+        ...genesisChoices(opts),
       });
       if (!created) say(`devnet home ${opts.home} is already initialised; keeping its keys`);
       printJson({
         home: opts.home,
         chain_id: keys.chain_id,
+        pwr_denom: pwrDenomOf(keys),
+        authority: keys.authority ?? null,
         created,
         accounts: keys.accounts.map((a) => ({ name: a.name, address: a.address })),
       });
@@ -159,6 +198,7 @@ export function registerDevnetCommands(program: Command): void {
         tenants: opts.tenants,
         profile: opts.profile,
         minGasPrice: opts.minGasPrice,
+        ...genesisChoices(opts),
         rpcPort: opts.rpcPort,
         blockTimeMs: opts.blockTime,
         historyBlocks: opts.historyBlocks,
@@ -197,7 +237,7 @@ export function registerDevnetCommands(program: Command): void {
     .requiredOption("--home <dir>", "devnet home directory")
     .addHelpText(
       "after",
-      '\nPrints {"chain_id","provider_uuid","accounts":[{"name","address","mnemonic","private_key_hex"}],"skus":[…]}.\n\nExamples:\n  $ fred devnet keys --home .fred/devnet\n  $ fred devnet keys --home .fred/devnet | jq -r \'.accounts[] | select(.name=="tenant1") | .mnemonic\'',
+      '\nPrints {"chain_id","pwr_denom","provider_uuid","accounts":[{"name","address","mnemonic","private_key_hex"}],"skus":[…]}.\n\nExamples:\n  $ fred devnet keys --home .fred/devnet\n  $ fred devnet keys --home .fred/devnet | jq -r \'.accounts[] | select(.name=="tenant1") | .mnemonic\'',
     )
     .action((opts: { home: string }) => {
       const keys = readKeys(opts.home);
@@ -205,6 +245,7 @@ export function registerDevnetCommands(program: Command): void {
         throw new FredError("ERR_DEVNET_HOME", `no devnet keys in ${opts.home}; run fred devnet init first`);
       printJson({
         chain_id: keys.chain_id,
+        pwr_denom: pwrDenomOf(keys),
         provider_uuid: keys.provider_uuid,
         accounts: keys.accounts,
         skus: keys.skus,

@@ -44,6 +44,8 @@ export interface AppConfig {
   chainId: string;
   bech32Prefix: string;
   bondDenom: string;
+  /** Billing and SKU price denom: "upwr", or a factory denom chosen at init. */
+  pwrDenom: string;
   authority: string;
   minGasPrice: GasPrice;
   /** Told about errors that are not ChainErrors: bugs in a handler, reported as code 1. */
@@ -84,6 +86,7 @@ export class DevnetApp {
       chainId: config.chainId,
       bech32Prefix: config.bech32Prefix,
       bondDenom: config.bondDenom,
+      pwrDenom: config.pwrDenom,
       authority: config.authority,
       keeper: <K>(name: string) => {
         const m = this.modules.find((x) => x.name === name);

@@ -2,7 +2,8 @@
  * The devnet home directory: dev keys in plain files (readable while the node holds its
  * database), the validator key, and the chain database under data/.
  *
- *   <home>/keys.json       chain id, dev accounts (mnemonics, private keys), provider_uuid, skus
+ *   <home>/keys.json       genesis facts (chain id, PWR denom, module authority when chosen),
+ *                          dev accounts (mnemonics, private keys), provider_uuid, skus
  *   <home>/validator.json  the single validator's ed25519 key
  *   <home>/data/chain.sqlite
  *   <home>/node.lock       pid of the running `fred devnet start`
@@ -23,6 +24,8 @@ import type { KeysInfo } from "./module.ts";
 export const DEVNET_CHAIN_ID = "fred-devnet-1";
 export const DEVNET_PREFIX = "manifest";
 export const DEVNET_DENOM = "umfx";
+/** Billing and SKU price denom unless `--pwr-denom` chose another (the chain's is a factory denom). */
+export const DEVNET_PWR_DENOM = "upwr";
 
 export interface KeyAccount {
   name: string;
@@ -33,7 +36,16 @@ export interface KeyAccount {
 
 export interface KeysFile extends KeysInfo {
   chain_id: string;
+  /** Absent in homes made before `--pwr-denom`: those use DEVNET_PWR_DENOM. */
+  pwr_denom?: string;
+  /** Set by `--authority`; absent means POA_ADMIN_ADDRESS, else the gov module, at each start. */
+  authority?: string;
   accounts: KeyAccount[];
+}
+
+/** The PWR denom a home's genesis used. */
+export function pwrDenomOf(keys: KeysFile): string {
+  return keys.pwr_denom ?? DEVNET_PWR_DENOM;
 }
 
 export const homePaths = (home: string) => ({
@@ -50,7 +62,11 @@ function writeFileAtomic(path: string, text: string): void {
 }
 
 export function newKeyAccount(name: string): KeyAccount {
-  const mnemonic = generateMnemonic(wordlist, 256);
+  return keyAccountFromMnemonic(name, generateMnemonic(wordlist, 256));
+}
+
+/** The account of `mnemonic` at m/44'/118'/0'/0/0, as Cosmos wallets derive it. */
+export function keyAccountFromMnemonic(name: string, mnemonic: string): KeyAccount {
   const key = privateKeyFromMnemonic(mnemonic);
   return {
     name,
@@ -69,7 +85,13 @@ export function readKeys(home: string): KeysFile | undefined {
   const path = homePaths(home).keys;
   if (!existsSync(path)) return undefined;
   const value = parseStrictJson(readFileSync(path), 64 * 1024 * 1024) as KeysFile;
-  if (!value || !Array.isArray(value.accounts) || typeof value.chain_id !== "string") {
+  if (
+    !value ||
+    !Array.isArray(value.accounts) ||
+    typeof value.chain_id !== "string" ||
+    (value.pwr_denom !== undefined && typeof value.pwr_denom !== "string") ||
+    (value.authority !== undefined && typeof value.authority !== "string")
+  ) {
     throw new FredError("ERR_DEVNET_HOME", `${path} is not a devnet keys file`);
   }
   return value;

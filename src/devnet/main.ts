@@ -1,5 +1,6 @@
 /**
- * Composition root of the devnet: `initDevnet` (keys, validator, genesis; idempotent) and
+ * Composition root of the devnet: `initDevnet` (keys, validator, genesis; idempotent, and
+ * refusing genesis choices that differ from an initialised home's) and
  * `startDevnet` (lock the home, open the database, run the node and its RPC server).
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -14,19 +15,28 @@ import { type FaucetConfig, startFaucet } from "./faucet/index.ts";
 import { parseGasPrice } from "./gas-price.ts";
 import { isGenesisDone, runGenesis } from "./genesis.ts";
 import {
+  type ChosenAccount,
+  type GenesisChoices,
+  refuseChangedGenesis,
+  validateChoices,
+} from "./genesis-options.ts";
+import {
   DEVNET_CHAIN_ID,
   DEVNET_DENOM,
   DEVNET_PREFIX,
+  DEVNET_PWR_DENOM,
   devAccountNames,
   homePaths,
+  type KeyAccount,
   type KeysFile,
+  keyAccountFromMnemonic,
   loadValidator,
   newKeyAccount,
+  pwrDenomOf,
   readKeys,
   writeKeys,
 } from "./home.ts";
 import { moduleFactories } from "./modules/index.ts";
-import { DEVNET_PRICE_DENOM } from "./modules/sku/genesis.ts";
 import { DevnetNode } from "./node.ts";
 import { nodeQueries } from "./node-queries.ts";
 import { startRpcServer } from "./rpc/server.ts";
@@ -35,7 +45,7 @@ import { openChainDb } from "./store/db.ts";
 /** Accepts providerd's fee formula, fee = ceil(gas × 25 / 1e6) umfx. */
 export const DEFAULT_MIN_GAS_PRICE = "0.000025umfx";
 
-export interface InitOptions {
+export interface InitOptions extends GenesisChoices {
   home: string;
   tenants?: number;
   profile?: string;
@@ -43,14 +53,35 @@ export interface InitOptions {
   clock?: Clock;
 }
 
-function buildApp(db: Database.Database, minGasPrice: string, logger?: Logger): DevnetApp {
+/** What the app is built with; fixed at genesis and read back from keys.json afterwards. */
+interface GenesisFacts {
+  chainId: string;
+  pwrDenom: string;
+  /** Chosen at init; undefined: POA_ADMIN_ADDRESS, else the gov module, at each start. */
+  authority: string | undefined;
+}
+
+function buildApp(
+  db: Database.Database,
+  facts: GenesisFacts,
+  minGasPrice: string,
+  logger?: Logger,
+): DevnetApp {
+  const fromEnv = process.env.POA_ADMIN_ADDRESS;
+  if (facts.authority !== undefined && fromEnv !== undefined && fromEnv !== facts.authority) {
+    logger?.warn(
+      { authority: facts.authority, POA_ADMIN_ADDRESS: fromEnv },
+      "POA_ADMIN_ADDRESS is ignored: this home's genesis chose its authority with --authority",
+    );
+  }
   return new DevnetApp(
     db,
     {
-      chainId: DEVNET_CHAIN_ID,
+      chainId: facts.chainId,
       bech32Prefix: DEVNET_PREFIX,
       bondDenom: DEVNET_DENOM,
-      authority: process.env.POA_ADMIN_ADDRESS ?? moduleAddress("gov", DEVNET_PREFIX),
+      pwrDenom: facts.pwrDenom,
+      authority: facts.authority ?? fromEnv ?? moduleAddress("gov", DEVNET_PREFIX),
       minGasPrice: parseGasPrice(minGasPrice),
       onInternalError: (err, where) =>
         logger?.error({ err, where }, "module handler failed with a non-chain error"),
@@ -59,45 +90,103 @@ function buildApp(db: Database.Database, minGasPrice: string, logger?: Logger): 
   );
 }
 
-/** Keys + genesis in an open database; returns the keys file and whether anything was created. */
-function ensureGenesis(
-  db: Database.Database,
-  app: DevnetApp,
-  opts: InitOptions,
-): { keys: KeysFile; created: boolean } {
+/** Checks every option before the home is touched: bad input changes nothing. */
+function validateInitOptions(opts: InitOptions): void {
   const tenants = opts.tenants ?? 2;
   if (!Number.isInteger(tenants) || tenants < 1 || tenants > 100_000) {
     throw new FredError("ERR_DEVNET_CONFIG", "--tenants must be an integer from 1 to 100000");
   }
+  validateChoices(opts, DEVNET_PREFIX, DEVNET_DENOM);
+}
+
+/**
+ * The dev accounts of a new genesis: provider, tenant1…N and faucet (from the keys file
+ * when one was put in the home), each from its chosen mnemonic when one was given, then
+ * the chosen names that are none of those, as extra funded accounts.
+ */
+function genesisAccounts(
+  tenants: number,
+  chosen: readonly ChosenAccount[],
+  existing?: KeysFile,
+): KeyAccount[] {
+  const mnemonicOf = new Map(chosen.map((a) => [a.name, a.mnemonic]));
+  const base = existing?.accounts ?? devAccountNames(tenants).map(newKeyAccount);
+  const accounts = base.map((a) => {
+    const mnemonic = mnemonicOf.get(a.name);
+    return mnemonic === undefined ? a : keyAccountFromMnemonic(a.name, mnemonic);
+  });
+  for (const a of chosen)
+    if (!accounts.some((x) => x.name === a.name)) accounts.push(keyAccountFromMnemonic(a.name, a.mnemonic));
+  const byAddress = new Map<string, string>();
+  for (const a of accounts) {
+    const other = byAddress.get(a.address);
+    if (other !== undefined) {
+      throw new FredError(
+        "ERR_DEVNET_CONFIG",
+        `accounts ${other} and ${a.name} have the same mnemonic (${a.address}); give each account its own`,
+      );
+    }
+    byAddress.set(a.address, a.name);
+  }
+  return accounts;
+}
+
+/**
+ * Opens the app on a home: an initialised one with the facts it recorded (refusing
+ * different choices), a new one with the choices or the defaults, running genesis.
+ */
+function openApp(
+  db: Database.Database,
+  opts: InitOptions,
+  logger?: Logger,
+): { app: DevnetApp; keys: KeysFile; created: boolean } {
+  const minGasPrice = opts.minGasPrice ?? DEFAULT_MIN_GAS_PRICE;
   const existing = readKeys(opts.home);
-  if (existing && isGenesisDone(db)) return { keys: existing, created: false };
-  const accounts = existing?.accounts ?? devAccountNames(tenants).map(newKeyAccount);
-  const validator = loadValidator(opts.home);
+  if (existing && isGenesisDone(db)) {
+    const facts = {
+      chainId: existing.chain_id,
+      pwrDenom: pwrDenomOf(existing),
+      authority: existing.authority,
+    };
+    refuseChangedGenesis(opts.home, existing, facts, opts);
+    return { app: buildApp(db, facts, minGasPrice, logger), keys: existing, created: false };
+  }
+  const facts: GenesisFacts = {
+    chainId: opts.chainId ?? existing?.chain_id ?? DEVNET_CHAIN_ID,
+    pwrDenom: opts.pwrDenom ?? existing?.pwr_denom ?? DEVNET_PWR_DENOM,
+    authority: opts.authority ?? existing?.authority,
+  };
+  const accounts = genesisAccounts(opts.tenants ?? 2, opts.accounts ?? [], existing);
+  const app = buildApp(db, facts, minGasPrice, logger);
   const info = runGenesis({
     db,
     app,
-    validator,
+    validator: loadValidator(opts.home),
     accounts,
     profile: opts.profile ?? "default",
     genesisTimeMs: (opts.clock ?? systemClock).now(),
   });
   const keys: KeysFile = {
-    chain_id: DEVNET_CHAIN_ID,
+    chain_id: facts.chainId,
+    pwr_denom: facts.pwrDenom,
+    ...(facts.authority === undefined ? {} : { authority: facts.authority }),
     provider_uuid: info.provider_uuid,
     accounts,
     skus: info.skus,
   };
   writeKeys(opts.home, keys);
-  return { keys, created: true };
+  return { app, keys, created: true };
 }
 
 /** `fred devnet init`: idempotent; an initialised home is left as it is. */
 export function initDevnet(opts: InitOptions): { keys: KeysFile; created: boolean } {
+  validateInitOptions(opts);
   const lock = acquireLock(opts.home);
   try {
     const db = openChainDb(homePaths(opts.home).db);
     try {
-      return ensureGenesis(db, buildApp(db, opts.minGasPrice ?? DEFAULT_MIN_GAS_PRICE), opts);
+      const { keys, created } = openApp(db, opts);
+      return { keys, created };
     } finally {
       db.close();
     }
@@ -160,13 +249,13 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
   const releases = new ReleaseStack((err, resource) =>
     opts.logger.warn({ err, resource }, "releasing a devnet resource failed"),
   );
+  validateInitOptions(opts);
   const lock = acquireLock(opts.home);
   releases.defer("home lock", () => lock.release());
   try {
     const db = openChainDb(homePaths(opts.home).db);
     releases.defer("chain database", () => db.close());
-    const app = buildApp(db, opts.minGasPrice ?? DEFAULT_MIN_GAS_PRICE, opts.logger);
-    const { keys } = ensureGenesis(db, app, opts);
+    const { app, keys } = openApp(db, opts, opts.logger);
     const node = new DevnetNode({
       db,
       app,
@@ -189,7 +278,7 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
         node,
         accounts: keys.accounts,
         config: opts.faucet.config,
-        pwrDenom: DEVNET_PRICE_DENOM,
+        pwrDenom: app.config.pwrDenom,
         nodeUrl: server.url,
         port: opts.faucet.port,
         anyPortIfBusy: opts.faucet.anyPortIfBusy === true,

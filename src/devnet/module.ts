@@ -186,6 +186,8 @@ export interface AppHandle {
   readonly bech32Prefix: string;
   /** Fee and staking denom, "umfx". */
   readonly bondDenom: string;
+  /** Denom of credit, lease prices and withdrawals: "upwr" or e.g. "factory/<admin>/upwr". */
+  readonly pwrDenom: string;
   /** The module authority (gov module address unless configured). */
   readonly authority: string;
   /** Keeper of a module registered earlier; throws if there is none. */

@@ -108,7 +108,8 @@ describe("restart after kill -9", () => {
     const keys = await runFred(["devnet", "keys", "--home", dn.home]);
     assert.equal(keys.code, 0, keys.stderr);
     const parsed = JSON.parse(keys.stdout);
-    assert.deepEqual(Object.keys(parsed), ["chain_id", "provider_uuid", "accounts", "skus"]);
+    assert.deepEqual(Object.keys(parsed), ["chain_id", "pwr_denom", "provider_uuid", "accounts", "skus"]);
+    assert.equal(parsed.pwr_denom, "upwr");
     assert.deepEqual(
       parsed.accounts.map((a: { name: string }) => a.name),
       ["provider", "tenant1", "tenant2", "faucet"],

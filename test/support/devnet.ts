@@ -12,6 +12,9 @@ import { type Launched, launchFred } from "./process.ts";
 
 export interface DevnetKeys {
   chain_id: string;
+  /** The PWR denom chosen at init (absent in homes made before `--pwr-denom`: "upwr"). */
+  pwr_denom?: string;
+  authority?: string;
   provider_uuid: string;
   accounts: { name: string; address: string; mnemonic: string; private_key_hex: string }[];
   skus: { uuid: string; name: string; billing_only: boolean }[];

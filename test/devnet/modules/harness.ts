@@ -207,7 +207,7 @@ export async function startChain(opts: ChainOptions = {}): Promise<Chain> {
       const block = await comet.block();
       const blockNs = BigInt(block.block.header.time.getTime()) * 1_000_000n;
       const supply = new Map<string, bigint>();
-      for (const denom of ["upwr", "umfx"])
+      for (const denom of [dn.keys.pwr_denom ?? "upwr", "umfx"])
         supply.set(denom, BigInt((await query.bank.supplyOf(denom)).amount));
       return {
         blockNs,

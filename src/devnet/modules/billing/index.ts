@@ -30,7 +30,7 @@ export function billingModule(app: AppHandle): DevnetModule {
       ...adminMessages(deps),
     ],
     queries: billingQueries(deps),
-    initGenesis: (ctx) => initBillingGenesis(ctx, deps.bank),
+    initGenesis: (ctx) => initBillingGenesis(ctx, deps.bank, app.pwrDenom),
     endBlock: expirePending,
   };
 }

@@ -15,6 +15,6 @@ export function skuModule(app: AppHandle): DevnetModule {
     keeper,
     messages: skuMessages({ keeper, authority: app.authority.toLowerCase(), prefix: app.bech32Prefix }),
     queries: skuQueries(keeper, app.bech32Prefix),
-    initGenesis: (ctx) => initSkuGenesis(ctx, keeper),
+    initGenesis: (ctx) => initSkuGenesis(ctx, keeper, app.pwrDenom),
   };
 }
