@@ -37,6 +37,7 @@ interface InitOpts {
 
 interface StartOpts extends InitOpts {
   rpcPort: number;
+  restPort?: number;
   blockTime: number;
   historyBlocks: number;
 }
@@ -86,9 +87,14 @@ export function registerDevnetCommands(program: Command): void {
         .default(1000, "1s"),
     )
     .option("--history-blocks <n>", "keep only the last N blocks and their txs (0 = all)", intArg(0, 1e9), 0)
+    .option(
+      "--rest-port <port>",
+      "also serve the Cosmos SDK REST (gRPC-gateway) API on 127.0.0.1 (0 picks a free port; off unless given)",
+      intArg(0, 65535),
+    )
     .addHelpText(
       "after",
-      '\nWhen ready, prints one line on stdout:\n  {"rpc":"http://127.0.0.1:<port>","chain_id":"fred-devnet-1","height":<n>}\n\nExamples:\n  $ fred devnet start --home .fred/devnet\n  $ fred devnet start --home /tmp/dn --rpc-port 0 --block-time 0s',
+      '\nWhen ready, prints one line on stdout:\n  {"rpc":"http://127.0.0.1:<port>","chain_id":"fred-devnet-1","height":<n>}\nwith "rest":"http://127.0.0.1:<port>" added when --rest-port is given.\n\nExamples:\n  $ fred devnet start --home .fred/devnet\n  $ fred devnet start --home /tmp/dn --rpc-port 0 --block-time 0s\n  $ fred devnet start --home .fred/devnet --rest-port 1317',
     )
     .action(async (opts: StartOpts) => {
       const logger = createLogger("devnet");
@@ -100,9 +106,15 @@ export function registerDevnetCommands(program: Command): void {
         rpcPort: opts.rpcPort,
         blockTimeMs: opts.blockTime,
         historyBlocks: opts.historyBlocks,
+        ...(opts.restPort === undefined ? {} : { restPort: opts.restPort }),
         logger,
       });
-      printJson({ rpc: running.url, chain_id: running.chainId, height: running.height() });
+      printJson({
+        rpc: running.url,
+        ...(running.restUrl ? { rest: running.restUrl } : {}),
+        chain_id: running.chainId,
+        height: running.height(),
+      });
       logger.info({ rpc: running.url, home: opts.home }, "devnet started");
       await new Promise<void>((resolve) => {
         process.once("SIGTERM", resolve);
@@ -135,14 +147,15 @@ export function registerDevnetCommands(program: Command): void {
 
 /**
  * The devnet inside `fred up`: runs in-process on <home>/devnet with 1s blocks, on port
- * 26657 when free (another free port otherwise), and publishes the RPC URL as fact "rpc".
+ * 26657 when free (another free port otherwise), and publishes the RPC URL as fact "rpc";
+ * its REST endpoint likewise on 1317 or a free port, as fact "rest".
  */
 export const devnetUpComponent: UpComponent = {
   name: "devnet",
   async start(ctx) {
     const home = join(ctx.home, "devnet");
     const logger = createLogger("devnet");
-    const base = { home, blockTimeMs: 1000, logger };
+    const base = { home, blockTimeMs: 1000, restPort: 1317, restPortBusy: "any" as const, logger };
     let running: RunningDevnet;
     try {
       running = await startDevnet({ ...base, rpcPort: 26657 });
@@ -151,11 +164,13 @@ export const devnetUpComponent: UpComponent = {
       running = await startDevnet({ ...base, rpcPort: 0 });
     }
     ctx.facts.set("rpc", running.url);
+    if (running.restUrl) ctx.facts.set("rest", running.restUrl);
     ctx.facts.set("chain_id", running.chainId);
     ctx.facts.set("devnet_home", home);
     return {
       summary: [
         `devnet      ${running.url}  (chain ${running.chainId}, 1s blocks)`,
+        `            REST ${running.restUrl}`,
         `            dev keys: fred devnet keys --home ${home}`,
       ],
       stop: () => running.stop(),

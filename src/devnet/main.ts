@@ -27,6 +27,7 @@ import {
 import { moduleFactories } from "./modules/index.ts";
 import { DevnetNode } from "./node.ts";
 import { nodeQueries } from "./node-queries.ts";
+import { startRestServer } from "./rest/server.ts";
 import { startRpcServer } from "./rpc/server.ts";
 import { openChainDb } from "./store/db.ts";
 
@@ -139,11 +140,17 @@ export interface StartOptions extends InitOptions {
   rpcPort: number;
   blockTimeMs: number;
   historyBlocks?: number;
+  /** REST (gRPC-gateway JSON) port on 127.0.0.1; undefined = no REST endpoint, 0 = a free port. */
+  restPort?: number;
+  /** "any": when restPort is taken, take a free port instead (`fred up`); default "fail". */
+  restPortBusy?: "fail" | "any";
   logger: Logger;
 }
 
 export interface RunningDevnet {
   url: string;
+  /** The REST endpoint's URL when restPort was given. */
+  restUrl?: string;
   chainId: string;
   node: DevnetNode;
   height(): number;
@@ -177,10 +184,13 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
     const server = await startRpcServer({ node, logger: opts.logger, port: opts.rpcPort, accounts });
     releases.defer("RPC server", () => server.app.close());
     rpcAddress = server.url.replace(/^http/, "tcp");
+    const rest = opts.restPort === undefined ? undefined : await startRest(node, opts, opts.restPort);
+    if (rest) releases.defer("REST server", () => rest.app.close());
     node.start();
     releases.defer("block production", () => node.stop());
     return {
       url: server.url,
+      ...(rest ? { restUrl: rest.url } : {}),
       chainId: node.chainId,
       node,
       height: () => node.height,
@@ -189,5 +199,14 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
   } catch (err) {
     await releases.close().catch(() => {});
     throw err;
+  }
+}
+
+async function startRest(node: DevnetNode, opts: StartOptions, port: number) {
+  try {
+    return await startRestServer({ node, logger: opts.logger, port });
+  } catch (err) {
+    if (opts.restPortBusy !== "any" || (err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
+    return startRestServer({ node, logger: opts.logger, port: 0 });
   }
 }
