@@ -10,6 +10,7 @@ import { FredError } from "../core/errors.ts";
 import type { Logger } from "../log.ts";
 import { moduleAddress } from "./address.ts";
 import { DevnetApp } from "./app.ts";
+import { blockQueries } from "./block-queries.ts";
 import { parseGasPrice } from "./gas-price.ts";
 import { isGenesisDone, runGenesis } from "./genesis.ts";
 import {
@@ -179,6 +180,7 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
     });
     let rpcAddress = "";
     app.registerQueries(nodeQueries(node, () => rpcAddress));
+    app.registerQueries(blockQueries(node, DEVNET_PREFIX));
     // Listen first: a busy port must fail before any block is produced.
     const accounts = keys.accounts.map((a) => ({ name: a.name, address: a.address }));
     const server = await startRpcServer({ node, logger: opts.logger, port: opts.rpcPort, accounts });
