@@ -31,7 +31,8 @@ export function isBillingOnly(
 
 /** What a provision needs to know of a stored payload to decide whether to send it. */
 export interface PayloadCandidate {
-  sha256: string;
+  /** The hash the tenant's upload had (stays the meta_hash after its passwords are masked). */
+  uploadSha256: string;
   /** Promoted by a completed update: it carries the new manifest's own hash. */
   promoted: boolean;
 }
@@ -42,7 +43,7 @@ export interface PayloadCandidate {
  * Anything else: keep waiting for the right payload.
  */
 export function payloadAccepted(stored: PayloadCandidate, metaHash: string): boolean {
-  return stored.promoted || stored.sha256 === metaHash;
+  return stored.promoted || stored.uploadSha256 === metaHash;
 }
 
 /** One lease item as the chain stores it. */

@@ -100,4 +100,17 @@ describe("fred up (npm start)", () => {
     }
     assert.equal((await up.exited).code, 0, up.stderr().slice(-2000));
   });
+
+  it("--docker uses DOCKER_HOST, and names it when no engine answers there", async () => {
+    const other = mkdtempSync(join(tmpdir(), "fred-up-dockerhost-"));
+    try {
+      const r = await runFred(["up", "--home", other, "--docker"], {
+        env: { DOCKER_HOST: "unix:///nonexistent/fred-test/docker.sock" },
+      });
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, /no Docker engine answers at unix:\/\/\/nonexistent\/fred-test\/docker\.sock/);
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
 });

@@ -24,7 +24,7 @@ import { MsgSend } from "cosmjs-types/cosmos/bank/v1beta1/tx";
 import { ServiceClientImpl as NodeService } from "cosmjs-types/cosmos/base/node/v1beta1/query";
 import { ServiceClientImpl as TendermintService } from "cosmjs-types/cosmos/base/tendermint/v1beta1/query";
 import { OrderBy, ServiceClientImpl as TxService } from "cosmjs-types/cosmos/tx/v1beta1/service";
-import { moduleAddress } from "../../src/devnet/address.ts";
+import { encodeAddress, moduleAddress } from "../../src/devnet/address.ts";
 import { type Devnet, devnet } from "../support/index.ts";
 import { stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
 
@@ -101,6 +101,21 @@ describe("SDK v0.50 query services on the devnet", () => {
       sigVerifyCostSecp256k1: 1000n,
     });
     assert.equal((await auth.Bech32Prefix()).bech32Prefix, "manifest");
+    const bytes = (await auth.AddressStringToBytes({ addressString: tenant1 })).addressBytes;
+    assert.equal(bytes.length, 20);
+    assert.equal((await auth.AddressBytesToString({ addressBytes: bytes })).addressString, tenant1);
+    await assert.rejects(
+      auth.AddressStringToBytes({ addressString: " " }),
+      /Query failed with \(18\): empty address string is not allowed: invalid request$/,
+    );
+    await assert.rejects(
+      auth.AddressStringToBytes({ addressString: encodeAddress(bytes, "cosmos") }),
+      /Query failed with \(18\): invalid Bech32 prefix; expected manifest, got cosmos: invalid request$/,
+    );
+    await assert.rejects(
+      auth.AddressBytesToString({ addressBytes: new Uint8Array() }),
+      /Query failed with \(18\): empty address bytes is not allowed: invalid request$/,
+    );
 
     const seen: string[] = [];
     let key: Uint8Array = new Uint8Array();
@@ -165,7 +180,14 @@ describe("SDK v0.50 query services on the devnet", () => {
         one,
       );
     }
-    assert.deepEqual((await bank.DenomsMetadata({ pagination: undefined })).metadatas, []);
+    await assert.rejects(
+      bank.DenomMetadata({ denom: "unothere" }),
+      /Query failed with \(22\): rpc error: code = NotFound desc = client metadata for denom unothere: key not found$/,
+    );
+    await assert.rejects(
+      bank.DenomMetadata({ denom: "1bad" }),
+      /Query failed with \(18\): rpc error: code = InvalidArgument desc = invalid denom: 1bad: invalid request$/,
+    );
     assert.deepEqual((await bank.SendEnabled({ denoms: ["umfx"], pagination: undefined })).sendEnabled, []);
   });
 

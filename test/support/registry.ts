@@ -8,14 +8,21 @@ import { pickFreePort } from "./ports.ts";
 import { type Launched, launchProgram } from "./process.ts";
 
 /**
- * A real image registry on loopback for the image tests: Debian's `docker-registry` (the
+ * A real image registry for the image tests: Debian's `docker-registry` (the
  * CNCF distribution registry) with its own config file and data directory, a self-signed
  * TLS certificate (openssl) and, when asked, htpasswd auth (bcrypt, `htpasswd -B` from
  * apache2-utils). The engine trusts the certificate through
- * /etc/docker/certs.d/127.0.0.1:<port>/ca.crt, read per pull (no dockerd restart). Pushes go
+ * /etc/docker/certs.d/<address>:<port>/ca.crt, read per pull (no dockerd restart). Pushes go
  * through the docker CLI with a temporary DOCKER_CONFIG, so the host's login state is never
  * read or changed. Disposing stops the registry and removes its files, the trust entry and
  * every local image tagged under its address (all made by this fixture or pulled from it).
+ *
+ * It listens on 127.0.0.1 unless `onHostAddress`: then on TEST_REGISTRY_ADDRESS, a TEST-NET-1
+ * address this fixture adds to the loopback interface (and removes). The engine treats every
+ * 127.0.0.0/8 registry as insecure and, after a refusal, retries over plain HTTP and reports
+ * that attempt; a registry elsewhere is spoken to over TLS only, as a real remote one is, so
+ * its own refusal (401 "no basic auth credentials") reaches the backend. Traffic stays on
+ * this host.
  */
 
 export interface RegistryAuth {
@@ -24,7 +31,7 @@ export interface RegistryAuth {
 }
 
 export interface TestRegistry extends AsyncDisposable {
-  /** `127.0.0.1:<port>`: the registry part of image references. */
+  /** `<address>:<port>`: the registry part of image references. */
   readonly host: string;
   readonly auth: RegistryAuth | undefined;
   /**
@@ -69,17 +76,38 @@ async function mustDocker(args: string[], timeoutMs = 120_000): Promise<string> 
   return r.out;
 }
 
-export async function startRegistry(opts: { auth?: RegistryAuth } = {}): Promise<TestRegistry> {
+/** The address a registry started `onHostAddress` listens on (TEST-NET-1, RFC 5737). */
+export const TEST_REGISTRY_ADDRESS = "192.0.2.10";
+
+/**
+ * Adds TEST_REGISTRY_ADDRESS to the loopback interface (kernels without the dummy link
+ * type have it too); returns how to remove it (a no-op when it was already there).
+ */
+async function addHostAddress(): Promise<() => Promise<void>> {
+  const present = await run("ip", ["-o", "addr", "show", "to", `${TEST_REGISTRY_ADDRESS}/32`]);
+  if (present.trim() !== "") return async () => {};
+  await run("ip", ["addr", "add", `${TEST_REGISTRY_ADDRESS}/32`, "dev", "lo"]);
+  return async () => {
+    await run("ip", ["addr", "del", `${TEST_REGISTRY_ADDRESS}/32`, "dev", "lo"]).catch(() => "");
+  };
+}
+
+export async function startRegistry(
+  opts: { auth?: RegistryAuth; onHostAddress?: boolean } = {},
+): Promise<TestRegistry> {
   const dir = mkdtempSync(join(tmpdir(), "fred-registry-"));
   const port = await pickFreePort();
-  const host = `127.0.0.1:${port}`;
+  const address = opts.onHostAddress ? TEST_REGISTRY_ADDRESS : "127.0.0.1";
+  const host = `${address}:${port}`;
   const certDir = join(CERTS_D, host);
   const dockerConfig = join(dir, "docker-config");
   mkdirSync(join(dir, "data"));
   mkdirSync(dockerConfig);
   let proc: Launched<true> | undefined;
+  let removeAddress = async () => {};
   const cleanup = async () => {
     await proc?.stop(5_000);
+    await removeAddress();
     rmSync(certDir, { recursive: true, force: true });
     rmSync(dir, { recursive: true, force: true });
     const refs = await dockerCli(["images", "--format", "{{.Repository}}:{{.Tag}}", `${host}/*`]);
@@ -96,6 +124,7 @@ export async function startRegistry(opts: { auth?: RegistryAuth } = {}): Promise
     if (all.length > 0) await dockerCli(["rmi", "--force", ...all]);
   };
   try {
+    if (opts.onHostAddress) removeAddress = await addHostAddress();
     await run("openssl", [
       "req",
       "-x509",
@@ -107,9 +136,9 @@ export async function startRegistry(opts: { auth?: RegistryAuth } = {}): Promise
       "-days",
       "2",
       "-subj",
-      "/CN=127.0.0.1",
+      `/CN=${address}`,
       "-addext",
-      "subjectAltName=IP:127.0.0.1",
+      `subjectAltName=IP:${address}`,
       "-keyout",
       join(dir, "key.pem"),
       "-out",

@@ -101,6 +101,7 @@ export class DockerSubstrate implements Substrate {
   /** Retained data (btrfs snapshots); absent without a volume root. */
   readonly retained: RetainedVolumes | undefined;
   readonly #networks: TenantNetworks;
+  readonly #egress: Pick<EgressFirewall, "problem"> | undefined;
   readonly #ingress: Ingress | undefined;
   /** Leases under our own create/start/stop/destroy: their deaths are expected. */
   readonly #busy = new Map<string, number>();
@@ -123,6 +124,7 @@ export class DockerSubstrate implements Substrate {
     this.#volumes = opts.volumes;
     this.#ingress = opts.ingress;
     this.#networks = new TenantNetworks(opts.docker, this.#log, opts.storageId, opts.egress);
+    this.#egress = opts.egress;
     this.#images = {
       docker: opts.docker,
       clock: opts.clock,
@@ -794,8 +796,13 @@ export class DockerSubstrate implements Substrate {
     return this.#deaths.subscribe(listener);
   }
 
-  /** Unhealthy while the engine does not answer a ping (leases cannot be served then). */
+  /**
+   * Unhealthy while the engine does not answer a ping (leases cannot be served then), or
+   * while the egress rules cannot be loaded (new tenant networks would run unfiltered).
+   */
   async health(signal: AbortSignal): Promise<string | undefined> {
+    const egress = this.#egress?.problem();
+    if (egress !== undefined) return egress;
     try {
       // dockerode takes an abortSignal here; its type definitions do not say so.
       const ping = this.#docker.ping.bind(this.#docker) as unknown as (o: {

@@ -55,6 +55,8 @@ export class EgressFirewall {
   #state: EgressState = "starting";
   /** The script last loaded and the kernel's listing of the table right after. */
   #loaded: { script: string; listing: string } | undefined;
+  /** Why the last load failed, until one succeeds: tenants may run unfiltered meanwhile. */
+  #failure: string | undefined;
   #stopSweep = () => {};
   readonly #metrics: { applied: Counter; repairs: Counter; failures: Counter; enforced: Gauge };
 
@@ -89,6 +91,16 @@ export class EgressFirewall {
 
   get state(): EgressState {
     return this.#state;
+  }
+
+  /**
+   * The backend's health answer for the policy: undefined while it is enforced (or not
+   * required), else why not. A rule set that cannot be loaded after start (the table
+   * flushed and nft failing, say) leaves new networks unfiltered: that is unhealthy.
+   */
+  problem(): string | undefined {
+    if (this.#state !== "enforcing" || this.#failure === undefined) return undefined;
+    return `egress firewall rules cannot be loaded: ${this.#failure}`;
   }
 
   /**
@@ -150,27 +162,38 @@ export class EgressFirewall {
 
   #reconcile(signal: AbortSignal): Promise<EgressOutcome> {
     return this.#serial.run("table", async () => {
-      const script = egressRuleset(this.table, await this.#bridges(signal), this.#options.policy);
-      const listing = await this.#listing(signal);
-      const loaded = this.#loaded;
-      if (loaded !== undefined && loaded.script === script && loaded.listing === listing) return "unchanged";
-      // Our own table differs from what we loaded (and the networks did not change it).
-      const tampered = loaded !== undefined && loaded.listing !== listing;
       try {
-        await runNft(["-f", "-"], script, this.#nft(signal));
+        const outcome = await this.#load(signal);
+        this.#failure = undefined;
+        return outcome;
       } catch (err) {
-        this.#metrics.failures.inc();
+        if (!signal.aborted) this.#failure = err instanceof Error ? err.message : String(err);
         throw err;
       }
-      this.#loaded = { script, listing: await this.#listing(signal) };
-      this.#metrics.applied.inc();
-      if (tampered) {
-        this.#metrics.repairs.inc();
-        this.#log.warn("egress table was missing or changed in the kernel; loaded again");
-        return "repaired";
-      }
-      return "applied";
     });
+  }
+
+  async #load(signal: AbortSignal): Promise<EgressOutcome> {
+    const script = egressRuleset(this.table, await this.#bridges(signal), this.#options.policy);
+    const listing = await this.#listing(signal);
+    const loaded = this.#loaded;
+    if (loaded !== undefined && loaded.script === script && loaded.listing === listing) return "unchanged";
+    // Our own table differs from what we loaded (and the networks did not change it).
+    const tampered = loaded !== undefined && loaded.listing !== listing;
+    try {
+      await runNft(["-f", "-"], script, this.#nft(signal));
+    } catch (err) {
+      this.#metrics.failures.inc();
+      throw err;
+    }
+    this.#loaded = { script, listing: await this.#listing(signal) };
+    this.#metrics.applied.inc();
+    if (tampered) {
+      this.#metrics.repairs.inc();
+      this.#log.warn("egress table was missing or changed in the kernel; loaded again");
+      return "repaired";
+    }
+    return "applied";
   }
 
   /** The bridge interfaces of our tenant networks, as the engine reports them. */

@@ -41,6 +41,12 @@ function profileFor(skuName: string): string {
   return Object.keys(PROFILES).find((p) => skuName.endsWith(p)) ?? "small";
 }
 
+/** The engine `fred up --docker` uses: DOCKER_HOST as the docker CLI reads it, else the local socket. */
+function upDockerHost(): string {
+  const fromEnv = process.env.DOCKER_HOST?.trim();
+  return fromEnv === undefined || fromEnv === "" ? "unix:///var/run/docker.sock" : fromEnv;
+}
+
 export const dockerBackendUpComponent: UpComponent = {
   name: "docker backend",
   async start(ctx) {
@@ -50,13 +56,14 @@ export const dockerBackendUpComponent: UpComponent = {
       throw new FredError("ERR_UP_ORDER", "the docker backend needs the devnet's SKUs first");
     const dir = resolve(ctx.home, "docker-backend");
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const docker = (await engine()).connectDocker("unix:///var/run/docker.sock");
+    const dockerHost = upDockerHost();
+    const docker = (await engine()).connectDocker(dockerHost);
     try {
       await docker.ping({ abortSignal: AbortSignal.timeout(5000) } as never);
     } catch {
       throw new FredError(
         "ERR_USAGE",
-        "fred up --docker: no Docker engine answers at /var/run/docker.sock (start dockerd, or run fred up without --docker)",
+        `fred up --docker: no Docker engine answers at ${dockerHost} (start dockerd, set DOCKER_HOST, or run fred up without --docker)`,
       );
     }
     // A given volume path is the operator's btrfs (the backend checks it is one, with
@@ -75,7 +82,7 @@ export const dockerBackendUpComponent: UpComponent = {
         listen_addr: "127.0.0.1:0",
         callback_secret: secret,
         db_path: join(dir, "journal.db"),
-        docker_host: "unix:///var/run/docker.sock",
+        docker_host: dockerHost,
         allowed_registries: ["docker.io"],
         // The demo image is built on this machine (no registry has it): used as found.
         image_pull_policy: "if-not-present",
@@ -171,7 +178,7 @@ export async function removeUpContainers(home: string): Promise<number> {
   if (!existsSync(db)) return 0;
   const opened = openJournalDatabase({ path: db, mode: "verify" });
   opened.database.close();
-  const docker = (await engine()).connectDocker("unix:///var/run/docker.sock");
+  const docker = (await engine()).connectDocker(upDockerHost());
   const label = `${LABEL.storageId}=${opened.storageId}`;
   const containers = await docker.listContainers({ all: true, filters: { label: [label] } }).catch(() => []);
   for (const c of containers) await docker.getContainer(c.Id).remove({ force: true, v: true });

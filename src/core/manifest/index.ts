@@ -16,6 +16,6 @@ export {
   parseManifest,
 } from "./parse.ts";
 export { type Problem, problemsFromIssues, problemWording, toPointer } from "./problems.ts";
-export { REDACTED_PASSWORD, redactManifestPayload } from "./redact.ts";
+export { keepStoredCredentials, REDACTED_PASSWORD, redactManifestPayload } from "./redact.ts";
 export { manifestDocumentSchema } from "./schema.ts";
 export type { ServiceSpec } from "./service-schema.ts";

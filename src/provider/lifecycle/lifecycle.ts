@@ -10,6 +10,7 @@ import { CloseRetries } from "./close-retries.ts";
 import { Closer, SINGLE_CLOSE_TRY } from "./closer.ts";
 import { pushCustomDomains } from "./custom-domains.ts";
 import type { LifecycleDeps } from "./deps.ts";
+import { maskRunningPayloads } from "./payload-masking.ts";
 import {
   PROVISION_CONCURRENCY,
   Provisioner,
@@ -323,6 +324,7 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
       const applied = this.#deps.store.batch(() => applyCallback(this.#deps, cb));
       await this.#deps.store.durable();
       sendChainAction(this.#deps, cb.leaseUuid, applied);
+      if (applied.result === "acknowledging") await maskRunningPayloads(this.#deps, [cb.leaseUuid]);
       if (applied.promote !== undefined) {
         // The confirmation is durable: a failed payload write is retried by the recovery pass.
         await promote(this.#deps, applied.promote).catch((err: unknown) =>

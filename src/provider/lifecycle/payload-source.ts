@@ -73,5 +73,12 @@ async function fromLatestRelease(
     );
     return undefined;
   }
-  return { leaseUuid: lease.uuid, payload, sha256, storedAt: d.clock.now(), promoted: false };
+  return {
+    leaseUuid: lease.uuid,
+    payload,
+    sha256,
+    uploadSha256: sha256,
+    storedAt: d.clock.now(),
+    promoted: false,
+  };
 }

@@ -9,7 +9,7 @@ import {
   type Reread,
   rereadGate,
 } from "../../core/reconcile/index.ts";
-import type { ProvisionOrder } from "../lifecycle/index.ts";
+import { maskRunningPayloads, type ProvisionOrder } from "../lifecycle/index.ts";
 import { sweepDeadline } from "./deadline.ts";
 import type { ReconcilerMetrics } from "./metrics.ts";
 import type { LeaseWork, SweepSources } from "./sources.ts";
@@ -67,6 +67,7 @@ export async function act(ctx: ActContext, plan: Plan): Promise<void> {
     }
   });
   await d.store.durable();
+  await maskRunningPayloads(d, d.payloads?.holdingSecrets() ?? []);
   // Workers take the next lease by index (Array.shift is linear: quadratic over 100k leases).
   const queue = [...byLease];
   let taken = 0;

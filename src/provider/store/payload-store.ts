@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Statement } from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
+import { redactManifestPayload } from "../../core/manifest/index.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import type { SqliteDatabase } from "../../sqlite/index.ts";
 import { ExistsMemo } from "./exists-memo.ts";
@@ -23,6 +24,14 @@ const MIGRATIONS = [
   // SHA-256 no longer equals the lease's on-chain meta_hash, so re-provisioning checks it
   // against the hash recorded here instead.
   `ALTER TABLE payloads ADD COLUMN origin TEXT NOT NULL DEFAULT 'upload' CHECK (origin IN ('upload', 'update'));`,
+  // Registry passwords (a service's `credentials`) are kept here only until the backend has
+  // run the lease: then the row holds the masked form (redactManifestPayload) and the
+  // backend's journal the one real copy. `upload_sha256` keeps the hash the upload had (its
+  // meta_hash) once the bytes are masked; `holds_secret` marks rows still to mask (rows from
+  // before this migration are checked once).
+  `ALTER TABLE payloads ADD COLUMN upload_sha256 TEXT;
+   ALTER TABLE payloads ADD COLUMN holds_secret INTEGER NOT NULL DEFAULT 1 CHECK (holds_secret IN (0, 1));
+   CREATE INDEX payloads_holding_secrets ON payloads (lease_uuid) WHERE holds_secret = 1;`,
 ];
 
 interface PayloadRow {
@@ -31,13 +40,17 @@ interface PayloadRow {
   payload: Buffer;
   stored_at: number;
   origin: "upload" | "update";
+  upload_sha256: string | null;
+  holds_secret: 0 | 1;
 }
 
 export interface StoredPayload {
   leaseUuid: string;
   payload: Buffer;
-  /** Lowercase hex SHA-256 of `payload`. */
+  /** Lowercase hex SHA-256 of `payload` (what a provision sends as payload_hash). */
   sha256: string;
+  /** The SHA-256 the upload had (the lease's meta_hash): `sha256` unless the bytes were masked since. */
+  uploadSha256: string;
   storedAt: number;
   /** True for the manifest of a completed update (its hash is its own, not meta_hash). */
   promoted: boolean;
@@ -51,41 +64,54 @@ export function sha256Hex(bytes: Uint8Array): string {
 
 export class PayloadStore {
   readonly #database: SqliteDatabase;
-  readonly #put: Statement<[string, string, Buffer, number]>;
+  readonly #put: Statement<[string, string, Buffer, number, number]>;
   readonly #get: Statement<[string], PayloadRow>;
   readonly #has: Statement<[string], number>;
   readonly #delete: Statement<[string]>;
   readonly #promote: Statement<[string, string, Buffer, number]>;
+  readonly #mask: Statement<[Buffer, string, string]>;
   readonly #leases: Statement<[], string>;
+  readonly #holdingSecrets: Statement<[], string>;
   readonly #putOnce: (leaseUuid: string, sha256: string, payload: Buffer, now: number) => PutResult;
   /** `has`'s answers, forgotten by every write (put, promote, delete). */
   readonly #stored: ExistsMemo;
 
   private constructor(database: SqliteDatabase) {
     const db = database.db;
+    // A masked password must not linger in freed pages of the file (see `mask`).
+    if (!db.readonly) db.pragma("secure_delete = ON");
     this.#database = database;
     this.#stored = new ExistsMemo(db);
     this.#put = db.prepare(
-      "INSERT INTO payloads (lease_uuid, sha256, payload, stored_at) VALUES (?, ?, ?, ?)",
+      "INSERT INTO payloads (lease_uuid, sha256, payload, stored_at, holds_secret) VALUES (?, ?, ?, ?, ?)",
     );
     this.#get = db.prepare("SELECT * FROM payloads WHERE lease_uuid = ?");
     // GET status asks on every poll: never read the payload blob just to see it exists.
     this.#has = db.prepare<[string], number>("SELECT 1 FROM payloads WHERE lease_uuid = ?").pluck();
     this.#delete = db.prepare("DELETE FROM payloads WHERE lease_uuid = ?");
     this.#promote = db.prepare(
-      `INSERT INTO payloads (lease_uuid, sha256, payload, stored_at, origin) VALUES (?, ?, ?, ?, 'update')
+      `INSERT INTO payloads (lease_uuid, sha256, payload, stored_at, origin, holds_secret)
+         VALUES (?, ?, ?, ?, 'update', 0)
        ON CONFLICT(lease_uuid) DO UPDATE SET sha256 = excluded.sha256, payload = excluded.payload,
-         stored_at = excluded.stored_at, origin = 'update'`,
+         stored_at = excluded.stored_at, origin = 'update', upload_sha256 = NULL, holds_secret = 0`,
     );
+    this.#mask = db.prepare(
+      `UPDATE payloads SET upload_sha256 = COALESCE(upload_sha256, sha256), payload = ?, sha256 = ?,
+         holds_secret = 0 WHERE lease_uuid = ?`,
+    );
+    this.#holdingSecrets = db
+      .prepare<[], string>("SELECT lease_uuid FROM payloads WHERE holds_secret = 1 ORDER BY lease_uuid")
+      .pluck();
     this.#leases = db.prepare<[], string>("SELECT lease_uuid FROM payloads ORDER BY lease_uuid").pluck();
     this.#putOnce = db.transaction((leaseUuid: string, sha256: string, payload: Buffer, now: number) => {
       const existing = this.#get.get(leaseUuid);
       if (existing !== undefined) {
-        if (existing.sha256 === sha256) return "duplicate";
+        if ((existing.upload_sha256 ?? existing.sha256) === sha256) return "duplicate";
         throw new FredError("ERR_PAYLOAD_CONFLICT", "a different payload is already stored for this lease");
       }
       this.#stored.changed();
-      this.#put.run(leaseUuid, sha256, payload, now);
+      const secret = redactManifestPayload(payload) !== payload;
+      this.#put.run(leaseUuid, sha256, payload, now, secret ? 1 : 0);
       this.#database.committed();
       return "stored";
     });
@@ -149,6 +175,7 @@ export class PayloadStore {
       leaseUuid: row.lease_uuid,
       payload: row.payload,
       sha256: row.sha256,
+      uploadSha256: row.upload_sha256 ?? row.sha256,
       storedAt: row.stored_at,
       promoted: row.origin === "update",
     };
@@ -156,23 +183,38 @@ export class PayloadStore {
 
   /**
    * Makes `payload` the lease's payload, replacing the uploaded (or an earlier promoted)
-   * one: only for the manifest of an update whose exact success the backend reported.
-   * Idempotent; the caller awaits `durable()` before settling the update.
+   * one: only for the manifest of an update whose exact success the backend reported, so
+   * its registry passwords are already in the backend's journal and only the masked form is
+   * kept. Idempotent; the caller awaits `durable()` before settling the update.
    */
   promote(leaseUuid: string, payload: Uint8Array, now: number): string {
     if (!isCanonicalUuid(leaseUuid)) throw new FredError("ERR_PAYLOAD_LEASE", "lease UUID must be canonical");
-    const sha256 = sha256Hex(payload);
+    const masked = Buffer.from(redactManifestPayload(payload));
+    const sha256 = sha256Hex(masked);
     this.#stored.changed();
-    this.#promote.run(leaseUuid, sha256, Buffer.from(payload), now);
+    this.#promote.run(leaseUuid, sha256, masked, now);
     this.#database.committed();
     return sha256;
   }
 
-  /** The payload a re-provision of a lease with this meta_hash may use: its upload or a promoted update. */
-  usable(leaseUuid: string, metaHash: string): StoredPayload | undefined {
-    const stored = this.get(leaseUuid);
-    if (stored === undefined) return undefined;
-    return stored.promoted || stored.sha256 === metaHash ? stored : undefined;
+  /**
+   * Replaces the lease's payload by its masked form (registry passwords → the mask), once
+   * the backend that ran it holds them. The hash the upload had stays, so the payload still
+   * answers for the lease's meta_hash. True when bytes changed; no row, or nothing to mask,
+   * only clears the mark.
+   */
+  mask(leaseUuid: string): boolean {
+    const row = this.#get.get(leaseUuid);
+    if (row === undefined || row.holds_secret === 0) return false;
+    const masked = Buffer.from(redactManifestPayload(row.payload));
+    this.#mask.run(masked, sha256Hex(masked), leaseUuid);
+    this.#database.committed();
+    return !masked.equals(row.payload);
+  }
+
+  /** The leases whose stored payload may still hold a registry password (see `mask`). */
+  holdingSecrets(): string[] {
+    return this.#holdingSecrets.all();
   }
 
   /** GET status asks on every poll: answered from memory until the next write. */

@@ -95,4 +95,30 @@ describe("docker backend: egress firewall start", { skip }, () => {
     assert.deepEqual(JSON.parse(warning).resolvers, ["10.255.255.53"]);
     rmSync(dir, { recursive: true, force: true });
   });
+
+  it("rules that stop loading after the start make it a health problem until a load succeeds", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "fred-egress-nft-"));
+    const broken = join(dir, "broken");
+    const nftBin = join(dir, "nft");
+    // The real nft, except while the `broken` file exists (as if nftables went away).
+    writeFileSync(
+      nftBin,
+      `#!/bin/sh\nif [ -e ${broken} ]; then echo "nft: gone" >&2; exit 1; fi\nexec nft "$@"\n`,
+      {
+        mode: 0o755,
+      },
+    );
+    const f = firewall({ nftBin });
+    made.push(f);
+    await f.start(signal);
+    assert.equal(f.problem(), undefined);
+    writeFileSync(broken, "");
+    assert.equal(await nft(["delete", "table", "inet", f.table]), 0);
+    await assert.rejects(f.sweep(signal));
+    assert.match(f.problem() ?? "", /^egress firewall rules cannot be loaded: .*nft: gone/);
+    rmSync(broken);
+    assert.equal(await f.sweep(signal), "repaired");
+    assert.equal(f.problem(), undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
 });

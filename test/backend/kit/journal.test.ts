@@ -121,6 +121,30 @@ describe("journal heads, settlement and outbox", () => {
     });
   });
 
+  it("a re-provision sent with masked passwords runs with the ones this journal holds; releases stay masked", () => {
+    const lease = randomUUID();
+    const manifest = (password: string) =>
+      Buffer.from(
+        JSON.stringify({
+          services: {
+            app: { image: "ghcr.io/acme/app:1", credentials: { host: "ghcr.io", username: "bot", password } },
+          },
+        }),
+      );
+    const first = j.admitOperation({ ...input(lease), payload: manifest("real-pass") });
+    assert.equal(first.payload?.toString(), manifest("real-pass").toString());
+    const started = j.markStarted(lease, first.generation);
+    assert.ok(started && j.settleSuccess(lease, started.generation, 2));
+    assert.ok(j.recordRuntimeFailure(lease, undefined, { reason: "Crashed", message: "gone" }, 3));
+    const again = j.admitOperation({ ...input(lease), payload: manifest("********") });
+    assert.equal(again.payload?.toString(), manifest("real-pass").toString(), "the held password is back");
+    assert.equal(j.getLease(lease)?.payload?.toString(), manifest("real-pass").toString());
+    for (const r of j.releases(lease)) assert.doesNotMatch(String(r.manifest), /real-pass/);
+    const fresh = randomUUID();
+    const unknown = j.admitOperation({ ...input(fresh), payload: manifest("********") });
+    assert.equal(unknown.payload?.toString(), manifest("********").toString(), "nothing held: the mask stays");
+  });
+
   it("setCustomDomains changes only the items' custom_domain, matched by service name", () => {
     const lease = randomUUID();
     const [web, db] = [randomUUID(), randomUUID()];

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { registryHost } from "../../../src/core/image-reference.ts";
-import { REDACTED_PASSWORD, redactManifestPayload } from "../../../src/core/manifest/index.ts";
+import {
+  keepStoredCredentials,
+  REDACTED_PASSWORD,
+  redactManifestPayload,
+} from "../../../src/core/manifest/index.ts";
 import { expectProblem, expectValid } from "./helpers.ts";
 
 /** A service's registry `credentials`: shape, the host rule, and the masked form shown back. */
@@ -88,5 +92,50 @@ describe("manifest: registry credentials", () => {
     assert.equal(redactManifestPayload(plain), plain, "no credentials: the very same bytes");
     const notJson = Buffer.from("not json");
     assert.equal(redactManifestPayload(notJson), notJson);
+  });
+
+  it("keepStoredCredentials restores a masked password only for the same service, host and username", () => {
+    const bytes = (doc: unknown) => Buffer.from(JSON.stringify(doc));
+    const read = (b: Uint8Array) => JSON.parse(Buffer.from(b).toString());
+    const held = bytes({
+      services: {
+        a: { image: "ghcr.io/x:1", credentials: creds() },
+        b: { image: "ghcr.io/y:1", credentials: creds({ password: "other" }) },
+      },
+    });
+    const sent = redactManifestPayload(held);
+    assert.deepEqual(read(keepStoredCredentials(sent, held)), read(held), "a masked re-send gets both back");
+    const moved = bytes({
+      services: {
+        a: { image: "ghcr.io/x:2", credentials: creds({ password: REDACTED_PASSWORD }) },
+        b: {
+          image: "ghcr.io/y:1",
+          credentials: creds({ username: "someone-else", password: REDACTED_PASSWORD }),
+        },
+        c: { image: "ghcr.io/x:1", credentials: creds({ password: REDACTED_PASSWORD }) },
+      },
+    });
+    const kept = read(keepStoredCredentials(moved, held));
+    assert.equal(
+      kept.services.a.credentials.password,
+      creds().password,
+      "same service, host, user: restored",
+    );
+    assert.equal(kept.services.b.credentials.password, REDACTED_PASSWORD, "another username: still masked");
+    assert.equal(kept.services.c.credentials.password, REDACTED_PASSWORD, "another service: never borrows");
+    const fresh = bytes({
+      services: { a: { image: "ghcr.io/x:1", credentials: creds({ password: "new" }) } },
+    });
+    assert.equal(keepStoredCredentials(fresh, held), fresh, "a real password is never replaced");
+    const flat = bytes({ image: "ghcr.io/x:1", credentials: creds() });
+    assert.deepEqual(
+      read(keepStoredCredentials(redactManifestPayload(flat), flat)),
+      read(flat),
+      "flat shape",
+    );
+    assert.equal(keepStoredCredentials(sent, undefined), sent, "nothing held: unchanged");
+    assert.equal(keepStoredCredentials(sent, bytes({ services: {} })), sent);
+    const notJson = Buffer.from("not json");
+    assert.equal(keepStoredCredentials(notJson, held), notJson);
   });
 });

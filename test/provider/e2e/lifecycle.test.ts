@@ -89,6 +89,31 @@ describe("providerd lifecycle (devnet + providerd + mock backends)", () => {
     assert.equal((await stack.workloads([lease!]))[0]?.status, "ready");
   });
 
+  it("once the lease runs, the payload store keeps only the masked registry password", async () => {
+    const secret = "e2e-registry-secret";
+    const manifest = Buffer.from(
+      JSON.stringify({
+        image: "docker.io/library/nginx:1.27",
+        credentials: { host: "docker.io", username: "bot", password: secret },
+      }),
+    );
+    const [lease] = await stack.createLeases(1, "docker-medium", sha256(manifest));
+    {
+      using payloads = PayloadStore.open(stack.payloadPath);
+      assert.equal(payloads.put(lease!, manifest, Date.now()), "stored");
+      await payloads.durable();
+    }
+    await stack.waitState([lease!], "LEASE_STATE_ACTIVE");
+    const stored = await until(() => {
+      using payloads = PayloadStore.open(stack.payloadPath);
+      const got = payloads.get(lease!);
+      return got !== undefined && payloads.holdingSecrets().length === 0 ? got : undefined;
+    }, "the stored payload masked");
+    assert.doesNotMatch(stored.payload.toString(), new RegExp(secret));
+    assert.match(stored.payload.toString(), /"password":"\*{8}"/);
+    assert.equal(stored.uploadSha256, Buffer.from(sha256(manifest)).toString("hex"), "still the payload of the meta_hash");
+  });
+
   it("two backends serving the same SKU share the load", async () => {
     const leases = await stack.createLeases(6, "docker-small");
     await stack.waitState(leases, "LEASE_STATE_ACTIVE");

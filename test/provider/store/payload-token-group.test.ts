@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
-import { chmodSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import Database from "better-sqlite3";
 import { isFredError } from "../../../src/core/errors.ts";
+import { payloadAccepted } from "../../../src/core/lease-rules.ts";
 import { PayloadStore, PlacementStore, sha256Hex, TokenTracker } from "../../../src/provider/store/index.ts";
 
 const root = mkdtempSync(join(tmpdir(), "fred-stores-"));
@@ -68,6 +69,41 @@ describe("payload store", () => {
       code(() => store.get(LEASE)),
       "ERR_PAYLOAD_CORRUPTED",
     );
+  });
+
+  it("masks registry passwords on request, keeping the upload's hash for meta_hash and duplicates", async () => {
+    const path = join(root, "payloads-secret.db");
+    const secret = "hunter2-registry-pass";
+    const upload = Buffer.from(
+      JSON.stringify({
+        services: {
+          app: { image: "ghcr.io/acme/app:1", credentials: { host: "ghcr.io", username: "bot", password: secret } },
+        },
+      }),
+    );
+    const OTHER = "0190f3a2-7c1e-7000-8000-000000000002";
+    {
+      using store = PayloadStore.open(path);
+      store.put(LEASE, upload, 1, sha256Hex(upload));
+      store.put(OTHER, MANIFEST, 1);
+      assert.deepEqual(store.holdingSecrets(), [LEASE], "only the row with a password is marked");
+      assert.equal(store.mask(OTHER), false);
+      assert.equal(store.mask(LEASE), true);
+      assert.equal(store.mask(LEASE), false, "idempotent");
+      assert.deepEqual(store.holdingSecrets(), []);
+      const got = store.get(LEASE)!;
+      assert.equal(JSON.parse(got.payload.toString()).services.app.credentials.password, "********");
+      assert.equal(got.sha256, sha256Hex(got.payload), "sha256 is the stored bytes' (sent as payload_hash)");
+      assert.equal(got.uploadSha256, sha256Hex(upload), "the upload's hash (meta_hash) is kept");
+      assert.ok(payloadAccepted(got, sha256Hex(upload)));
+      assert.equal(store.put(LEASE, upload, 2), "duplicate", "the tenant re-sending its upload is no conflict");
+      store.promote(OTHER, upload, 3);
+      assert.doesNotMatch(store.get(OTHER)!.payload.toString(), new RegExp(secret), "promote keeps the masked form");
+      await store.durable();
+    }
+    for (const file of readdirSync(root).filter((f) => f.startsWith("payloads-secret.db"))) {
+      assert.equal(readFileSync(join(root, file)).includes(secret), false, `${file} holds no password`);
+    }
   });
 
   it("is not interchangeable with another store kind", () => {

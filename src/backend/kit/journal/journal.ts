@@ -2,7 +2,11 @@
 import { statSync } from "node:fs";
 import type Database from "better-sqlite3";
 import type { CallbackBody } from "../../../core/backend-contract/index.ts";
-import { redactManifestPayload } from "../../../core/manifest/index.ts";
+import {
+  keepStoredCredentials,
+  REDACTED_PASSWORD,
+  redactManifestPayload,
+} from "../../../core/manifest/index.ts";
 import { newUuidV4 } from "../../../core/uuid.ts";
 import type { SqliteDatabase } from "../../../sqlite/index.ts";
 import { type CompletionFields, MaintenanceStore } from "../maintenance/store.ts";
@@ -236,6 +240,12 @@ export class Journal {
       const release = prev === undefined ? 1 : Math.max(prev.release, newest) + 1;
       if (prev === undefined && this.#slots !== undefined) this.#slots++;
       const generation = (prev?.generation ?? 0) + 1;
+      // providerd keeps only the masked manifest once a lease ran: its re-provision gets the
+      // registry passwords this journal (their one home) already holds.
+      const masked = prev !== undefined && input.payload?.includes(REDACTED_PASSWORD) === true;
+      const held = masked ? this.getLease(input.leaseUuid)?.payload : undefined;
+      const payload =
+        input.payload === undefined ? undefined : Buffer.from(keepStoredCredentials(input.payload, held));
       this.#statements.upsertLease.run({
         lease_uuid: input.leaseUuid,
         tenant: input.tenant,
@@ -245,7 +255,7 @@ export class Journal {
         lifecycle_url: input.lifecycleUrl,
         items: JSON.stringify(input.items),
         instances: JSON.stringify(input.instances),
-        payload: input.payload ?? null,
+        payload: payload ?? null,
         payload_hash: input.payloadHash ?? null,
         image: input.image,
         release,
@@ -260,7 +270,7 @@ export class Journal {
         release,
         input.operationId,
         input.image,
-        input.payload === undefined ? null : redactManifestPayload(input.payload),
+        payload === undefined ? null : redactManifestPayload(payload),
         input.nowMs,
       );
       const record: LeaseRecord = {
@@ -272,7 +282,7 @@ export class Journal {
         lifecycleUrl: input.lifecycleUrl,
         items: input.items,
         instances: input.instances,
-        payload: input.payload,
+        payload,
         payloadHash: input.payloadHash,
         image: input.image,
         release,

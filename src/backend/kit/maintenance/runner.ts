@@ -1,5 +1,6 @@
 import type { KeyedMutex } from "../../../core/async/index.ts";
 import type { MaintenanceRequest } from "../../../core/backend-contract/index.ts";
+import { keepStoredCredentials } from "../../../core/manifest/index.ts";
 import type { Logger } from "../../../log.ts";
 import { type AdmissionConfig, prepare, workloadSpec } from "../admission.ts";
 import { boundDiagnosticLogs, FAILED_LOG_PREFIX } from "../diagnostics.ts";
@@ -47,6 +48,10 @@ export class MaintenanceRunner {
       return answer;
     }
     let image = lease.image;
+    if (req.kind === "update" && req.payload !== undefined) {
+      // A tenant may send back the masked password `/releases` shows: it keeps the one held here.
+      req = { ...req, payload: Buffer.from(keepStoredCredentials(req.payload, lease.payload)) };
+    }
     if (req.kind === "update") {
       image = await this.#validateUpdate(lease, req);
       lease = this.#probe(req); // the validation awaited: look again

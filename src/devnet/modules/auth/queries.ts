@@ -1,10 +1,15 @@
 /**
  * The x/auth query service of an SDK v0.50 app (`/cosmos.auth.v1beta1.Query/…`): Account,
- * AccountInfo, Accounts, ModuleAccounts, ModuleAccountByName, Params and Bech32Prefix.
+ * AccountInfo, Accounts, ModuleAccounts, ModuleAccountByName, Params, Bech32Prefix and the
+ * address codec (AddressBytesToString, AddressStringToBytes).
  * The module accounts the devnet creates answer as ModuleAccount, as on a real node.
  */
 import { BaseAccount, ModuleAccount } from "cosmjs-types/cosmos/auth/v1beta1/auth";
 import {
+  AddressBytesToStringRequest,
+  AddressBytesToStringResponse,
+  AddressStringToBytesRequest,
+  AddressStringToBytesResponse,
   Bech32PrefixResponse,
   QueryAccountInfoRequest,
   QueryAccountInfoResponse,
@@ -18,7 +23,7 @@ import {
   QueryParamsResponse,
 } from "cosmjs-types/cosmos/auth/v1beta1/query";
 import type { Any } from "cosmjs-types/google/protobuf/any";
-import { decodeAddress, moduleAddress } from "../../address.ts";
+import { decodeAddress, encodeAddress, moduleAddress } from "../../address.ts";
 import { ChainError, sdkErrors } from "../../errors.ts";
 import type { QueryContext, QueryHandler } from "../../module.ts";
 import { grpcError, paginate } from "../../query-kit.ts";
@@ -119,5 +124,31 @@ export function authQueries(prefix: string): Record<string, QueryHandler> {
     },
     [`${Q}Params`]: () => QueryParamsResponse.encode({ params: PARAMS }).finish(),
     [`${Q}Bech32Prefix`]: () => Bech32PrefixResponse.encode({ bech32Prefix: prefix }).finish(),
+    // The SDK returns plain errors here (not gRPC statuses): baseapp reports them as code 18.
+    [`${Q}AddressBytesToString`](_ctx, request) {
+      const { addressBytes } = AddressBytesToStringRequest.decode(request);
+      if (addressBytes.length === 0)
+        throw sdkErrors.invalidRequest.wrap("empty address bytes is not allowed");
+      if (addressBytes.length > 255)
+        throw sdkErrors.invalidRequest.wrap(`address max length is 255, got ${addressBytes.length}`);
+      return AddressBytesToStringResponse.encode({
+        addressString: encodeAddress(addressBytes, prefix),
+      }).finish();
+    },
+    [`${Q}AddressStringToBytes`](_ctx, request) {
+      const { addressString } = AddressStringToBytesRequest.decode(request);
+      if (addressString.trim() === "")
+        throw sdkErrors.invalidRequest.wrap("empty address string is not allowed");
+      let addressBytes: Uint8Array;
+      try {
+        addressBytes = decodeAddress(addressString, prefix);
+      } catch (err) {
+        const text = err instanceof ChainError ? err.log : String(err);
+        throw sdkErrors.invalidRequest.wrap(
+          text.replace(/^invalid address: /, "").replace(/: invalid address$/, ""),
+        );
+      }
+      return AddressStringToBytesResponse.encode({ addressBytes }).finish();
+    },
   };
 }

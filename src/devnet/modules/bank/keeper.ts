@@ -1,5 +1,6 @@
+import { Metadata } from "cosmjs-types/cosmos/bank/v1beta1/bank";
 import type { Coin } from "cosmjs-types/cosmos/base/v1beta1/coin";
-import { amountOf, coin, coinsToString } from "../../coins.ts";
+import { amountOf, coin, coinsToString, isValidDenom } from "../../coins.ts";
 import { sdkErrors } from "../../errors.ts";
 import type { ExecContext, KVStore, QueryContext } from "../../module.ts";
 import type { AuthKeeper } from "../auth/types.ts";
@@ -10,6 +11,8 @@ const decoder = new TextDecoder();
 
 export const balanceKey = (address: string, denom: string) => `bal/${address}/${denom}`;
 export const SUPPLY_PREFIX = "supply/";
+/** Denom metadata by base denom (bank's DenomMetadata table). */
+export const METADATA_PREFIX = "meta/";
 const supplyKey = (denom: string) => `${SUPPLY_PREFIX}${denom}`;
 
 function readAmount(store: KVStore, key: string): bigint {
@@ -103,5 +106,13 @@ export function createBankKeeper(auth: AuthKeeper): BankKeeper {
       auth.ensureAccount(ctx, to);
     },
     getSupply: (ctx, denom) => readAmount(ctx.store(BANK), supplyKey(denom)),
+    setDenomMetadata(ctx, metadata) {
+      if (!isValidDenom(metadata.base)) throw sdkErrors.invalidCoins.wrap(`invalid denom: ${metadata.base}`);
+      ctx.store(BANK).set(`${METADATA_PREFIX}${metadata.base}`, Metadata.encode(metadata).finish());
+    },
+    getDenomMetadata(ctx, denom) {
+      const raw = ctx.store(BANK).get(`${METADATA_PREFIX}${denom}`);
+      return raw === undefined ? undefined : Metadata.decode(raw);
+    },
   };
 }

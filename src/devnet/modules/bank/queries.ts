@@ -1,13 +1,19 @@
 /**
  * The x/bank query service of an SDK v0.50 app (`/cosmos.bank.v1beta1.Query/…`): balances,
- * spendable balances (no vesting here, so all of them), supply, params and the (empty)
- * denom metadata and send-enabled tables. Lists page by denom.
+ * spendable balances (no vesting here, so all of them), supply, params, the denom metadata
+ * genesis sets, and the (empty) send-enabled table. Lists page by denom.
  */
+
+import { Metadata } from "cosmjs-types/cosmos/bank/v1beta1/bank";
 import {
   QueryAllBalancesRequest,
   QueryAllBalancesResponse,
   QueryBalanceRequest,
   QueryBalanceResponse,
+  QueryDenomMetadataByQueryStringRequest,
+  QueryDenomMetadataByQueryStringResponse,
+  QueryDenomMetadataRequest,
+  QueryDenomMetadataResponse,
   QueryDenomsMetadataRequest,
   QueryDenomsMetadataResponse,
   QueryParamsResponse,
@@ -23,9 +29,9 @@ import {
 import { decodeAddress } from "../../address.ts";
 import { coin, isValidDenom } from "../../coins.ts";
 import { ChainError, sdkErrors } from "../../errors.ts";
-import type { QueryHandler } from "../../module.ts";
+import type { QueryContext, QueryHandler } from "../../module.ts";
 import { grpcError, paginate } from "../../query-kit.ts";
-import { SUPPLY_PREFIX } from "./keeper.ts";
+import { METADATA_PREFIX, SUPPLY_PREFIX } from "./keeper.ts";
 import { BANK, type BankKeeper } from "./types.ts";
 
 const decoder = new TextDecoder();
@@ -44,6 +50,12 @@ function queryAddress(address: string, prefix: string): void {
 
 export function bankQueries(keeper: BankKeeper, prefix: string): Record<string, QueryHandler> {
   const Q = "/cosmos.bank.v1beta1.Query/";
+  const metadataOf = (ctx: QueryContext, denom: string): Metadata => {
+    if (!isValidDenom(denom)) throw grpcError("InvalidArgument", `invalid denom: ${denom}`);
+    const metadata = keeper.getDenomMetadata(ctx, denom);
+    if (metadata === undefined) throw grpcError("NotFound", `client metadata for denom ${denom}`);
+    return metadata;
+  };
   return {
     [`${Q}Balance`](ctx, request) {
       const req = QueryBalanceRequest.decode(request);
@@ -100,11 +112,26 @@ export function bankQueries(keeper: BankKeeper, prefix: string): Record<string, 
     },
     [`${Q}Params`]: () =>
       QueryParamsResponse.encode({ params: { sendEnabled: [], defaultSendEnabled: true } }).finish(),
-    // No denom metadata and no per-denom send-enabled entries are set at devnet genesis.
-    [`${Q}DenomsMetadata`](_ctx, request) {
-      QueryDenomsMetadataRequest.decode(request);
-      return QueryDenomsMetadataResponse.encode({ metadatas: [], pagination: EMPTY_PAGE }).finish();
+    [`${Q}DenomMetadata`](ctx, request) {
+      const { denom } = QueryDenomMetadataRequest.decode(request);
+      return QueryDenomMetadataResponse.encode({ metadata: metadataOf(ctx, denom) }).finish();
     },
+    // v0.50 serves the same lookup with the denom in the query string (denoms with slashes).
+    [`${Q}DenomMetadataByQueryString`](ctx, request) {
+      const { denom } = QueryDenomMetadataByQueryStringRequest.decode(request);
+      return QueryDenomMetadataByQueryStringResponse.encode({ metadata: metadataOf(ctx, denom) }).finish();
+    },
+    [`${Q}DenomsMetadata`](ctx, request) {
+      const req = QueryDenomsMetadataRequest.decode(request);
+      const page = paginate(ctx.store(BANK), METADATA_PREFIX, req.pagination, (_denom, raw) =>
+        Metadata.decode(raw),
+      );
+      return QueryDenomsMetadataResponse.encode({
+        metadatas: page.items,
+        pagination: page.pagination,
+      }).finish();
+    },
+    // No per-denom send-enabled entries are set at devnet genesis.
     [`${Q}SendEnabled`](_ctx, request) {
       const req = QuerySendEnabledRequest.decode(request);
       const pagination = req.denoms.length > 0 ? undefined : EMPTY_PAGE;

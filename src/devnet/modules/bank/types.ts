@@ -1,3 +1,4 @@
+import type { Metadata } from "cosmjs-types/cosmos/bank/v1beta1/bank";
 import type { Coin } from "cosmjs-types/cosmos/base/v1beta1/coin";
 import type { ExecContext, QueryContext } from "../../module.ts";
 
@@ -23,4 +24,8 @@ export interface BankKeeper {
   mintCoins(ctx: ExecContext, to: string, amount: Coin[]): void;
   /** Total supply of `denom`. */
   getSupply(ctx: ExecContext | QueryContext, denom: string): bigint;
+  /** Sets the metadata of `metadata.base` (genesis: the fee denom's and the PWR denom's). */
+  setDenomMetadata(ctx: ExecContext, metadata: Metadata): void;
+  /** The metadata of a base denom; undefined when none was set. */
+  getDenomMetadata(ctx: ExecContext | QueryContext, denom: string): Metadata | undefined;
 }

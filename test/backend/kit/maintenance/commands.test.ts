@@ -191,6 +191,41 @@ describe("restart and update commands", () => {
     assert.match(logs["web/0"] ?? "", /release 2 after 1 restarts\/updates/);
   });
 
+  it("an update may send back the masked password /releases shows: the held one is kept, never shown", async () => {
+    const lease = randomUUID();
+    const doc = (image: string, password: string) =>
+      Buffer.from(
+        JSON.stringify({
+          services: {
+            web: { image, credentials: { host: "ghcr.io", username: "bot", password } },
+          },
+        }),
+      );
+    const url = await h.ready(lease, doc("ghcr.io/acme/app:1", "pull-secret"));
+    const shown = (await h.c.get(`/releases/${lease}`)).json as Body[];
+    const masked = Buffer.from(String(shown[0]?.manifest), "base64").toString();
+    assert.doesNotMatch(masked, /pull-secret/);
+    const id = randomUUID();
+    const sent = Buffer.from(masked.replace("ghcr.io/acme/app:1", "ghcr.io/acme/app:2"));
+    const res = await h.c.post("/update", {
+      lease_uuid: lease,
+      maintenance_id: id,
+      callback_url: url,
+      payload: sent.toString("base64"),
+      admitted_at: stamp(40),
+    });
+    assert.equal(res.status, 202, res.text);
+    await h.drive(() => completions(rx, id).length > 0, "the update's completion");
+    assert.equal(completions(rx, id)[0]?.body.status, "success");
+    const running = JSON.parse(String(h.b.journal.getLease(lease)?.payload));
+    assert.equal(running.services.web.image, "ghcr.io/acme/app:2");
+    assert.equal(running.services.web.credentials.password, "pull-secret", "the journal kept the real one");
+    const after = JSON.stringify((await h.c.get(`/releases/${lease}`)).json);
+    assert.doesNotMatch(Buffer.from(after).toString(), /pull-secret/);
+    for (const r of (await h.c.get(`/releases/${lease}`)).json as Body[])
+      assert.doesNotMatch(Buffer.from(String(r.manifest), "base64").toString(), /pull-secret/);
+  });
+
   it("a failed update rolls back: release failed, the lease ready on the old one, reporting UpdateFailed", async () => {
     const lease = randomUUID();
     await h.ready(lease);

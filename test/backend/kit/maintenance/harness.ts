@@ -24,8 +24,8 @@ export interface Harness {
   clock: ManualClock;
   /** Advances time 1 s per poll until `cond` holds (a held substrate step completes). */
   drive(cond: () => boolean, what: string): Promise<unknown>;
-  /** Provisions a lease with a one-service manifest and drives it to ready; returns its lifecycle URL. */
-  ready(lease: string): Promise<string>;
+  /** Provisions a lease with a one-service manifest (or `payload`) and drives it to ready; returns its lifecycle URL. */
+  ready(lease: string, payload?: Uint8Array): Promise<string>;
   restart(lease: string, id: string, admittedAt?: string, url?: string): ReturnType<SignedClient["post"]>;
   update(
     lease: string,
@@ -71,7 +71,7 @@ export async function startHarness(
     c,
     clock,
     drive,
-    async ready(lease) {
+    async ready(lease, payload = manifest("web", IMAGE)) {
       const op = randomUUID();
       const res = await c.post("/provision", {
         lease_uuid: lease,
@@ -79,7 +79,7 @@ export async function startHarness(
         provider_uuid: PROVIDER,
         items: [{ sku: SKU, quantity: 1, service_name: "web" }],
         callback_url: `${rx.url}/callbacks/provision?operation_id=${op}`,
-        payload: Buffer.from(manifest("web", IMAGE)).toString("base64"),
+        payload: Buffer.from(payload).toString("base64"),
       });
       assert.equal(res.status, 202, res.text);
       await drive(() => b.journal.getLease(lease)?.status === "ready", "the provision to be ready");
