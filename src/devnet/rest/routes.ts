@@ -66,6 +66,12 @@ export const QUERY_ROUTES: readonly QueryRoute[] = [
       bank.QueryDenomMetadataResponse,
     ],
     [
+      `${BANK}/denoms_metadata_by_query_string`,
+      "DenomMetadataByQueryString",
+      bank.QueryDenomMetadataByQueryStringRequest,
+      bank.QueryDenomMetadataByQueryStringResponse,
+    ],
+    [
       `${BANK}/denoms_metadata`,
       "DenomsMetadata",
       bank.QueryDenomsMetadataRequest,

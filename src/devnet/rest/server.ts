@@ -111,7 +111,8 @@ function send(reply: FastifyReply, status: number, body: unknown, height: number
     .header("content-type", "application/json")
     // The SDK's query server reports the height it answered at; the gateway forwards it.
     .header("grpc-metadata-x-cosmos-block-height", String(height))
-    .send(JSON.stringify(body));
+    // A Buffer, so the content type stays exactly the gateway's (no charset parameter).
+    .send(Buffer.from(JSON.stringify(body)));
 }
 
 function unmatched(path: string, method: string): RestError {
