@@ -11,7 +11,9 @@
 import { defaultRegistryTypes } from "@cosmjs/stargate";
 import { BaseAccount, ModuleAccount } from "cosmjs-types/cosmos/auth/v1beta1/auth";
 import { GenericAuthorization } from "cosmjs-types/cosmos/authz/v1beta1/authz";
+import { MsgExecResponse, MsgGrantResponse, MsgRevokeResponse } from "cosmjs-types/cosmos/authz/v1beta1/tx";
 import { SendAuthorization } from "cosmjs-types/cosmos/bank/v1beta1/authz";
+import { MsgMultiSendResponse, MsgSendResponse } from "cosmjs-types/cosmos/bank/v1beta1/tx";
 import { PubKey as Ed25519PubKey } from "cosmjs-types/cosmos/crypto/ed25519/keys";
 import { LegacyAminoPubKey } from "cosmjs-types/cosmos/crypto/multisig/keys";
 import { PubKey as Secp256k1PubKey } from "cosmjs-types/cosmos/crypto/secp256k1/keys";
@@ -44,6 +46,12 @@ const ANY_TYPES: ReadonlyArray<readonly [string, unknown]> = [
   ["/cosmos.crypto.ed25519.PubKey", Ed25519PubKey],
   ["/cosmos.crypto.multisig.LegacyAminoPubKey", LegacyAminoPubKey],
   ["/cosmos.tx.v1beta1.Tx", Tx],
+  // Message responses (a simulation's msg_responses).
+  ["/cosmos.bank.v1beta1.MsgSendResponse", MsgSendResponse],
+  ["/cosmos.bank.v1beta1.MsgMultiSendResponse", MsgMultiSendResponse],
+  ["/cosmos.authz.v1beta1.MsgGrantResponse", MsgGrantResponse],
+  ["/cosmos.authz.v1beta1.MsgRevokeResponse", MsgRevokeResponse],
+  ["/cosmos.authz.v1beta1.MsgExecResponse", MsgExecResponse],
 ];
 const anyCodecs = new Map(ANY_TYPES.map(([url, codec]) => [url, codec as AnyCodec]));
 
@@ -60,11 +68,17 @@ export function camelCase(name: string): string {
   return name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 }
 
-/** Go's time.RFC3339Nano as jsonpb writes a Timestamp: UTC, trailing zeros of the fraction dropped. */
+/** jsonpb's fraction of a Timestamp or Duration: none, or 3, 6 or 9 digits. */
+function fraction(nanos: number): string {
+  if (nanos === 0) return "";
+  const digits = String(nanos).padStart(9, "0");
+  return `.${digits.endsWith("000000") ? digits.slice(0, 3) : digits.endsWith("000") ? digits.slice(0, 6) : digits}`;
+}
+
+/** A Timestamp as jsonpb writes it: RFC 3339 in UTC. */
 export function timestampJson(t: { seconds: bigint; nanos: number }): string {
   const whole = new Date(Number(t.seconds) * 1000).toISOString().replace(/\.\d{3}Z$/, "");
-  if (t.nanos === 0) return `${whole}Z`;
-  return `${whole}.${String(t.nanos).padStart(9, "0").replace(/0+$/, "")}Z`;
+  return `${whole}${fraction(t.nanos)}Z`;
 }
 
 function bytesJson(b: Uint8Array): Json {
@@ -149,7 +163,7 @@ function tsProtoJson(v: unknown, j: unknown): Json {
     if (isAny(v)) return anyJson(v);
     if (isSecondsNanos(v)) {
       if (typeof j === "string") return timestampJson(v);
-      return `${v.seconds}${v.nanos === 0 ? "" : `.${String(v.nanos).padStart(9, "0").replace(/0+$/, "")}`}s`;
+      return `${v.seconds}${fraction(v.nanos)}s`;
     }
     const out: Record<string, Json> = {};
     const jo = (typeof j === "object" && j !== null ? j : {}) as Record<string, unknown>;
