@@ -4,6 +4,7 @@
  * answers with, and the request fields grpc-gateway fills from a query string.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { QueryDenomMetadataResponse } from "cosmjs-types/cosmos/bank/v1beta1/query";
 import { GetTxsEventRequest, OrderBy } from "cosmjs-types/cosmos/tx/v1beta1/service";
@@ -13,6 +14,8 @@ import { QueryLeaseResponse, QueryLeasesByTenantRequest } from "../../src/chain/
 import { RestError } from "../../src/devnet/rest/errors.ts";
 import { type AnyCodec, messageJson, timestampJson } from "../../src/devnet/rest/proto-json.ts";
 import { buildRequest } from "../../src/devnet/rest/request-params.ts";
+import { QUERY_ROUTES } from "../../src/devnet/rest/routes.ts";
+import { BODY_ROUTES } from "../../src/devnet/rest/server.ts";
 
 const codec = (c: unknown) => c as AnyCodec;
 
@@ -136,5 +139,20 @@ describe("request fields from query parameters", () => {
     refuses([["pagination.key", ["%%%"]]], /base64/);
     refuses([["order_by", ["SIDEWAYS"]]], /not a valid value/);
     refuses([["query", ["a", "b"]]], /too many values/);
+  });
+});
+
+describe("docs/devnet.md", () => {
+  it("lists every path the REST gateway serves, with its method and gRPC method", () => {
+    const docs = readFileSync(new URL("../../docs/devnet.md", import.meta.url), "utf8");
+    const rows = [
+      ...QUERY_ROUTES.map((r) => ["GET", r.template, r.method] as const),
+      ...BODY_ROUTES.map((r) => ["POST", r.template, r.method] as const),
+    ];
+    for (const [method, template, grpc] of rows)
+      assert.ok(
+        docs.includes(`| ${method} | \`${template}\` | \`${grpc.slice(1)}\` |`),
+        `${method} ${template}`,
+      );
   });
 });
