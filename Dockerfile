@@ -58,6 +58,8 @@ RUN groupadd --system --gid 10001 fred \
 COPY --from=build /opt/fred /opt/fred
 COPY --from=build /tmp/context/healthcheck.mjs /opt/fred/healthcheck.mjs
 ENV PATH=/opt/fred/bin:$PATH
+# The daemons' V8 young generation, as the systemd units set it (docs/benchmarks.md).
+ENV NODE_OPTIONS=--max-semi-space-size=16
 # State (stores, keyring, journals, a trial's ./.fred) lives in the volume; the configuration
 # is mounted read-only at /etc/fred.
 VOLUME ["/var/lib/fred"]

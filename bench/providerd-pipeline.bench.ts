@@ -136,6 +136,8 @@ async function run(events: number): Promise<Record<string, unknown>> {
     seconds: Number(seconds.toFixed(3)),
     events_per_s: Math.round(events / seconds),
     peak_heap_mb: Number((peakHeap / 1024 / 1024).toFixed(1)),
+    // What the OS gave the process at most (the young generation's garbage included).
+    peak_rss_mb: Number((process.resourceUsage().maxRSS / 1024).toFixed(1)),
     attempts_committed: counts.attempts,
     provision_calls: calls,
     calls_before_fsync: violations,

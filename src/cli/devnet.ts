@@ -2,6 +2,13 @@ import { join } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { parseDurationMs } from "../core/duration.ts";
 import { FredError } from "../core/errors.ts";
+import {
+  COSMJS_FAUCET_PORT,
+  DEFAULT_FAUCET_COOLDOWN_MS,
+  DEFAULT_FAUCET_CREDITS_PER_MINUTE,
+  faucetConfig,
+  parseFaucetAmounts,
+} from "../devnet/faucet/config.ts";
 import { readKeys } from "../devnet/home.ts";
 import { DEFAULT_MIN_GAS_PRICE, initDevnet, type RunningDevnet, startDevnet } from "../devnet/main.ts";
 import { createLogger } from "../log.ts";
@@ -28,6 +35,28 @@ function durationArg(value: string): number {
   return ms;
 }
 
+function faucetAmountArg(value: string): string {
+  try {
+    parseFaucetAmounts(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  return value;
+}
+
+function cooldownArg(value: string): number {
+  let ms: number;
+  try {
+    ms = parseDurationMs(value);
+  } catch {
+    throw new InvalidArgumentError("expected a Go duration such as 24h, 90s or 0s");
+  }
+  if (ms < 0) throw new InvalidArgumentError("the faucet cooldown cannot be negative");
+  return ms;
+}
+
+const FAUCET_FLAGS = ["faucetAmount", "faucetCooldown", "faucetRate"] as const;
+
 interface InitOpts {
   home: string;
   tenants: number;
@@ -40,6 +69,10 @@ interface StartOpts extends InitOpts {
   restPort?: number;
   blockTime: number;
   historyBlocks: number;
+  faucetPort?: number;
+  faucetAmount?: string;
+  faucetCooldown: number;
+  faucetRate: number;
 }
 
 export function registerDevnetCommands(program: Command): void {
@@ -92,11 +125,40 @@ export function registerDevnetCommands(program: Command): void {
       "also serve the Cosmos SDK REST (gRPC-gateway) API on 127.0.0.1 (0 picks a free port; off unless given)",
       intArg(0, 65535),
     )
+    .option(
+      "--faucet-port <port>",
+      "serve the CosmJS faucet API (GET /status, POST /credit) on 127.0.0.1 (0 picks a free port; off unless given)",
+      intArg(0, 65535),
+    )
+    .option(
+      "--faucet-amount <coins>",
+      "what one credit sends, per denom the faucet offers (comma-separated coins)",
+      faucetAmountArg,
+    )
+    .addOption(
+      new Option("--faucet-cooldown <duration>", "how long an address waits before the same denom again")
+        .argParser(cooldownArg)
+        .default(DEFAULT_FAUCET_COOLDOWN_MS, "24h"),
+    )
+    .option(
+      "--faucet-rate <n>",
+      "credits per minute the faucet grants over all addresses",
+      intArg(1, 1_000_000),
+      DEFAULT_FAUCET_CREDITS_PER_MINUTE,
+    )
     .addHelpText(
       "after",
-      '\nWhen ready, prints one line on stdout:\n  {"rpc":"http://127.0.0.1:<port>","chain_id":"fred-devnet-1","height":<n>}\nwith "rest":"http://127.0.0.1:<port>" added when --rest-port is given.\n\nExamples:\n  $ fred devnet start --home .fred/devnet\n  $ fred devnet start --home /tmp/dn --rpc-port 0 --block-time 0s\n  $ fred devnet start --home .fred/devnet --rest-port 1317',
+      '\nWhen ready, prints one line on stdout:\n  {"rpc":"http://127.0.0.1:<port>","chain_id":"fred-devnet-1","height":<n>}\nwith "rest":"http://127.0.0.1:<port>" added when --rest-port is given and\n"faucet":"http://127.0.0.1:<port>" when --faucet-port is given.\n\nExamples:\n  $ fred devnet start --home .fred/devnet\n  $ fred devnet start --home /tmp/dn --rpc-port 0 --block-time 0s\n  $ fred devnet start --home .fred/devnet --rest-port 1317\n  $ fred devnet start --home .fred/devnet --faucet-port 8000 --faucet-cooldown 1m\n  $ curl -H \'content-type: application/json\' -d \'{"address":"manifest1…","denom":"umfx"}\' http://127.0.0.1:8000/credit',
     )
-    .action(async (opts: StartOpts) => {
+    .action(async (opts: StartOpts, cmd: Command) => {
+      if (opts.faucetPort === undefined) {
+        const stray = FAUCET_FLAGS.find((f) => cmd.getOptionValueSource(f) === "cli");
+        if (stray !== undefined)
+          throw new FredError(
+            "ERR_USAGE",
+            `--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --faucet-port`,
+          );
+      }
       const logger = createLogger("devnet");
       const running = await startDevnet({
         home: opts.home,
@@ -106,14 +168,27 @@ export function registerDevnetCommands(program: Command): void {
         rpcPort: opts.rpcPort,
         blockTimeMs: opts.blockTime,
         historyBlocks: opts.historyBlocks,
-        ...(opts.restPort === undefined ? {} : { restPort: opts.restPort }),
+        ...(opts.restPort === undefined ? {} : { rest: { port: opts.restPort } }),
+        ...(opts.faucetPort === undefined
+          ? {}
+          : {
+              faucet: {
+                port: opts.faucetPort,
+                config: faucetConfig({
+                  ...(opts.faucetAmount === undefined ? {} : { amounts: opts.faucetAmount }),
+                  cooldownMs: opts.faucetCooldown,
+                  creditsPerMinute: opts.faucetRate,
+                }),
+              },
+            }),
         logger,
       });
       printJson({
         rpc: running.url,
-        ...(running.restUrl ? { rest: running.restUrl } : {}),
+        ...(running.restUrl === undefined ? {} : { rest: running.restUrl }),
         chain_id: running.chainId,
         height: running.height(),
+        ...(running.faucetUrl === undefined ? {} : { faucet: running.faucetUrl }),
       });
       logger.info({ rpc: running.url, home: opts.home }, "devnet started");
       await new Promise<void>((resolve) => {
@@ -148,14 +223,19 @@ export function registerDevnetCommands(program: Command): void {
 /**
  * The devnet inside `fred up`: runs in-process on <home>/devnet with 1s blocks, on port
  * 26657 when free (another free port otherwise), and publishes the RPC URL as fact "rpc";
- * its REST endpoint likewise on 1317 or a free port, as fact "rest".
+ * its REST endpoint likewise on 1317 or a free port, as fact "rest_url";
+ * its faucet listens on 8000 when free and is published as fact "faucet_url".
  */
 export const devnetUpComponent: UpComponent = {
   name: "devnet",
   async start(ctx) {
     const home = join(ctx.home, "devnet");
     const logger = createLogger("devnet");
-    const base = { home, blockTimeMs: 1000, restPort: 1317, restPortBusy: "any" as const, logger };
+    // The faucet on the CosmJS faucet's usual port when free, on another one otherwise.
+    const faucet = { port: COSMJS_FAUCET_PORT, anyPortIfBusy: true, config: faucetConfig({}) };
+    // The REST (LCD) API on the SDK's usual 1317 when free, on another port otherwise.
+    const rest = { port: 1317, anyPortIfBusy: true };
+    const base = { home, blockTimeMs: 1000, rest, faucet, logger };
     let running: RunningDevnet;
     try {
       running = await startDevnet({ ...base, rpcPort: 26657 });
@@ -164,13 +244,19 @@ export const devnetUpComponent: UpComponent = {
       running = await startDevnet({ ...base, rpcPort: 0 });
     }
     ctx.facts.set("rpc", running.url);
-    if (running.restUrl) ctx.facts.set("rest", running.restUrl);
+    if (running.restUrl !== undefined) ctx.facts.set("rest_url", running.restUrl);
     ctx.facts.set("chain_id", running.chainId);
     ctx.facts.set("devnet_home", home);
+    if (running.faucetUrl !== undefined) ctx.facts.set("faucet_url", running.faucetUrl);
     return {
       summary: [
         `devnet      ${running.url}  (chain ${running.chainId}, 1s blocks)`,
-        `            REST ${running.restUrl}`,
+        ...(running.restUrl === undefined
+          ? []
+          : [`REST        ${running.restUrl}  (Cosmos SDK REST/LCD API)`]),
+        ...(running.faucetUrl === undefined
+          ? []
+          : [`faucet      ${running.faucetUrl}  (POST /credit {"address","denom"}, GET /status)`]),
         `            dev keys: fred devnet keys --home ${home}`,
       ],
       stop: () => running.stop(),

@@ -11,6 +11,7 @@ import type { Logger } from "../log.ts";
 import { moduleAddress } from "./address.ts";
 import { DevnetApp } from "./app.ts";
 import { blockQueries } from "./block-queries.ts";
+import { type FaucetConfig, startFaucet } from "./faucet/index.ts";
 import { parseGasPrice } from "./gas-price.ts";
 import { isGenesisDone, runGenesis } from "./genesis.ts";
 import {
@@ -26,6 +27,7 @@ import {
   writeKeys,
 } from "./home.ts";
 import { moduleFactories } from "./modules/index.ts";
+import { DEVNET_PRICE_DENOM } from "./modules/sku/genesis.ts";
 import { DevnetNode } from "./node.ts";
 import { nodeQueries } from "./node-queries.ts";
 import { startRestServer } from "./rest/server.ts";
@@ -141,10 +143,13 @@ export interface StartOptions extends InitOptions {
   rpcPort: number;
   blockTimeMs: number;
   historyBlocks?: number;
-  /** REST (gRPC-gateway JSON) port on 127.0.0.1; undefined = no REST endpoint, 0 = a free port. */
-  restPort?: number;
-  /** "any": when restPort is taken, take a free port instead (`fred up`); default "fail". */
-  restPortBusy?: "fail" | "any";
+  /**
+   * Serve the REST (gRPC-gateway JSON) API on this port of 127.0.0.1 (0 = a free one) when
+   * given; `anyPortIfBusy` takes a free port when it is taken (`fred up`).
+   */
+  rest?: { port: number; anyPortIfBusy?: boolean };
+  /** Serve the faucet API on this port (0 = a free one) when given. */
+  faucet?: { port: number; anyPortIfBusy?: boolean; config: FaucetConfig };
   logger: Logger;
 }
 
@@ -153,6 +158,8 @@ export interface RunningDevnet {
   /** The REST endpoint's URL when restPort was given. */
   restUrl?: string;
   chainId: string;
+  /** The faucet's base URL when it runs. */
+  faucetUrl?: string;
   node: DevnetNode;
   height(): number;
   stop(): Promise<void>;
@@ -186,14 +193,31 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
     const server = await startRpcServer({ node, logger: opts.logger, port: opts.rpcPort, accounts });
     releases.defer("RPC server", () => server.app.close());
     rpcAddress = server.url.replace(/^http/, "tcp");
-    const rest = opts.restPort === undefined ? undefined : await startRest(node, opts, opts.restPort);
+    const rest = opts.rest === undefined ? undefined : await startRest(node, opts.logger, opts.rest);
     if (rest) releases.defer("REST server", () => rest.app.close());
+    let faucetUrl: string | undefined;
+    if (opts.faucet !== undefined) {
+      const faucet = await startFaucet({
+        node,
+        accounts: keys.accounts,
+        config: opts.faucet.config,
+        pwrDenom: DEVNET_PRICE_DENOM,
+        nodeUrl: server.url,
+        port: opts.faucet.port,
+        anyPortIfBusy: opts.faucet.anyPortIfBusy === true,
+        logger: opts.logger,
+        ...(opts.clock === undefined ? {} : { clock: opts.clock }),
+      });
+      releases.defer("faucet server", () => faucet.close());
+      faucetUrl = faucet.url;
+    }
     node.start();
     releases.defer("block production", () => node.stop());
     return {
       url: server.url,
       ...(rest ? { restUrl: rest.url } : {}),
       chainId: node.chainId,
+      ...(faucetUrl === undefined ? {} : { faucetUrl }),
       node,
       height: () => node.height,
       stop: () => releases.close(),
@@ -204,11 +228,11 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
   }
 }
 
-async function startRest(node: DevnetNode, opts: StartOptions, port: number) {
+async function startRest(node: DevnetNode, logger: Logger, rest: { port: number; anyPortIfBusy?: boolean }) {
   try {
-    return await startRestServer({ node, logger: opts.logger, port });
+    return await startRestServer({ node, logger, port: rest.port });
   } catch (err) {
-    if (opts.restPortBusy !== "any" || (err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
-    return startRestServer({ node, logger: opts.logger, port: 0 });
+    if (rest.anyPortIfBusy !== true || (err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
+    return startRestServer({ node, logger, port: 0 });
   }
 }

@@ -31,6 +31,9 @@ describe("fred up (npm start)", () => {
       assert.ok(api, "the providerd URL is printed (https, with fred up's local CA)");
       assert.match(stderr, new RegExp(`provider record on chain: api_url ${api}`));
       assert.match(stderr, /mock backend\s+http:\/\/127\.0\.0\.1:\d+/);
+      const faucet = /faucet\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
+      assert.ok(faucet, "the faucet URL is printed");
+      assert.equal(((await (await fetch(`${faucet}/status`)).json()) as { status: string }).status, "ok");
       assert.equal(up.stdout(), "", "fred up keeps stdout free of logs");
 
       const created = await runFred([

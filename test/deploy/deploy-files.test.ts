@@ -65,6 +65,17 @@ describe("deploy/ files", () => {
     });
   }
 
+  it("the units, the image and the benchmarks run the daemons with the same NODE_OPTIONS", () => {
+    const image = /^ENV NODE_OPTIONS=(.+)$/m.exec(readFileSync(join(REPO_ROOT, "Dockerfile"), "utf8"))?.[1];
+    assert.ok(image, "the Dockerfile sets no NODE_OPTIONS");
+    for (const unit of units) {
+      const text = readFileSync(join(DEPLOY, "systemd", unit), "utf8");
+      assert.equal(/^Environment=NODE_OPTIONS=(.+)$/m.exec(text)?.[1], image, unit);
+    }
+    const bench = readFileSync(join(REPO_ROOT, "scripts", "run-bench.mjs"), "utf8");
+    assert.equal(/DAEMON_NODE_OPTIONS = "([^"]+)"/.exec(bench)?.[1], image, "scripts/run-bench.mjs");
+  });
+
   // `systemctl reload` must do what the daemon's own help calls a reload, nothing else.
   for (const unit of units) {
     const text = readFileSync(join(DEPLOY, "systemd", unit), "utf8");

@@ -142,7 +142,11 @@ describe("journal heads, settlement and outbox", () => {
     for (const r of j.releases(lease)) assert.doesNotMatch(String(r.manifest), /real-pass/);
     const fresh = randomUUID();
     const unknown = j.admitOperation({ ...input(fresh), payload: manifest("********") });
-    assert.equal(unknown.payload?.toString(), manifest("********").toString(), "nothing held: the mask stays");
+    assert.equal(
+      unknown.payload?.toString(),
+      manifest("********").toString(),
+      "nothing held: the mask stays",
+    );
   });
 
   it("setCustomDomains changes only the items' custom_domain, matched by service name", () => {

@@ -111,7 +111,11 @@ describe("providerd lifecycle (devnet + providerd + mock backends)", () => {
     }, "the stored payload masked");
     assert.doesNotMatch(stored.payload.toString(), new RegExp(secret));
     assert.match(stored.payload.toString(), /"password":"\*{8}"/);
-    assert.equal(stored.uploadSha256, Buffer.from(sha256(manifest)).toString("hex"), "still the payload of the meta_hash");
+    assert.equal(
+      stored.uploadSha256,
+      Buffer.from(sha256(manifest)).toString("hex"),
+      "still the payload of the meta_hash",
+    );
   });
 
   it("two backends serving the same SKU share the load", async () => {

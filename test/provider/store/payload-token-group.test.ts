@@ -77,7 +77,10 @@ describe("payload store", () => {
     const upload = Buffer.from(
       JSON.stringify({
         services: {
-          app: { image: "ghcr.io/acme/app:1", credentials: { host: "ghcr.io", username: "bot", password: secret } },
+          app: {
+            image: "ghcr.io/acme/app:1",
+            credentials: { host: "ghcr.io", username: "bot", password: secret },
+          },
         },
       }),
     );
@@ -96,9 +99,17 @@ describe("payload store", () => {
       assert.equal(got.sha256, sha256Hex(got.payload), "sha256 is the stored bytes' (sent as payload_hash)");
       assert.equal(got.uploadSha256, sha256Hex(upload), "the upload's hash (meta_hash) is kept");
       assert.ok(payloadAccepted(got, sha256Hex(upload)));
-      assert.equal(store.put(LEASE, upload, 2), "duplicate", "the tenant re-sending its upload is no conflict");
+      assert.equal(
+        store.put(LEASE, upload, 2),
+        "duplicate",
+        "the tenant re-sending its upload is no conflict",
+      );
       store.promote(OTHER, upload, 3);
-      assert.doesNotMatch(store.get(OTHER)!.payload.toString(), new RegExp(secret), "promote keeps the masked form");
+      assert.doesNotMatch(
+        store.get(OTHER)!.payload.toString(),
+        new RegExp(secret),
+        "promote keeps the masked form",
+      );
       await store.durable();
     }
     for (const file of readdirSync(root).filter((f) => f.startsWith("payloads-secret.db"))) {
