@@ -85,6 +85,7 @@ function genesisChoices(opts: InitOpts): GenesisChoices {
 
 interface StartOpts extends InitOpts {
   rpcPort: number;
+  restPort?: number;
   blockTime: number;
   historyBlocks: number;
   faucetPort?: number;
@@ -159,6 +160,11 @@ export function registerDevnetCommands(program: Command): void {
     )
     .option("--history-blocks <n>", "keep only the last N blocks and their txs (0 = all)", intArg(0, 1e9), 0)
     .option(
+      "--rest-port <port>",
+      "also serve the Cosmos SDK REST (gRPC-gateway) API on 127.0.0.1 (0 picks a free port; off unless given)",
+      intArg(0, 65535),
+    )
+    .option(
       "--faucet-port <port>",
       "serve the CosmJS faucet API (GET /status, POST /credit) on 127.0.0.1 (0 picks a free port; off unless given)",
       intArg(0, 65535),
@@ -181,7 +187,7 @@ export function registerDevnetCommands(program: Command): void {
     )
     .addHelpText(
       "after",
-      '\nWhen ready, prints one line on stdout:\n  {"rpc":"http://127.0.0.1:<port>","chain_id":"fred-devnet-1","height":<n>}\nwith "faucet":"http://127.0.0.1:<port>" added when --faucet-port is given.\n\nExamples:\n  $ fred devnet start --home .fred/devnet\n  $ fred devnet start --home /tmp/dn --rpc-port 0 --block-time 0s\n  $ fred devnet start --home .fred/devnet --faucet-port 8000 --faucet-cooldown 1m\n  $ curl -H \'content-type: application/json\' -d \'{"address":"manifest1…","denom":"umfx"}\' http://127.0.0.1:8000/credit',
+      '\nWhen ready, prints one line on stdout:\n  {"rpc":"http://127.0.0.1:<port>","chain_id":"fred-devnet-1","height":<n>}\nwith "rest":"http://127.0.0.1:<port>" added when --rest-port is given and\n"faucet":"http://127.0.0.1:<port>" when --faucet-port is given.\n\nExamples:\n  $ fred devnet start --home .fred/devnet\n  $ fred devnet start --home /tmp/dn --rpc-port 0 --block-time 0s\n  $ fred devnet start --home .fred/devnet --rest-port 1317\n  $ fred devnet start --home .fred/devnet --faucet-port 8000 --faucet-cooldown 1m\n  $ curl -H \'content-type: application/json\' -d \'{"address":"manifest1…","denom":"umfx"}\' http://127.0.0.1:8000/credit',
     )
     .action(async (opts: StartOpts, cmd: Command) => {
       if (opts.faucetPort === undefined) {
@@ -202,6 +208,7 @@ export function registerDevnetCommands(program: Command): void {
         rpcPort: opts.rpcPort,
         blockTimeMs: opts.blockTime,
         historyBlocks: opts.historyBlocks,
+        ...(opts.restPort === undefined ? {} : { rest: { port: opts.restPort } }),
         ...(opts.faucetPort === undefined
           ? {}
           : {
@@ -218,6 +225,7 @@ export function registerDevnetCommands(program: Command): void {
       });
       printJson({
         rpc: running.url,
+        ...(running.restUrl === undefined ? {} : { rest: running.restUrl }),
         chain_id: running.chainId,
         height: running.height(),
         ...(running.faucetUrl === undefined ? {} : { faucet: running.faucetUrl }),
@@ -256,6 +264,7 @@ export function registerDevnetCommands(program: Command): void {
 /**
  * The devnet inside `fred up`: runs in-process on <home>/devnet with 1s blocks, on port
  * 26657 when free (another free port otherwise), and publishes the RPC URL as fact "rpc";
+ * its REST endpoint likewise on 1317 or a free port, as fact "rest_url";
  * its faucet listens on 8000 when free and is published as fact "faucet_url".
  */
 export const devnetUpComponent: UpComponent = {
@@ -265,7 +274,9 @@ export const devnetUpComponent: UpComponent = {
     const logger = createLogger("devnet");
     // The faucet on the CosmJS faucet's usual port when free, on another one otherwise.
     const faucet = { port: COSMJS_FAUCET_PORT, anyPortIfBusy: true, config: faucetConfig({}) };
-    const base = { home, blockTimeMs: 1000, faucet, logger };
+    // The REST (LCD) API on the SDK's usual 1317 when free, on another port otherwise.
+    const rest = { port: 1317, anyPortIfBusy: true };
+    const base = { home, blockTimeMs: 1000, rest, faucet, logger };
     let running: RunningDevnet;
     try {
       running = await startDevnet({ ...base, rpcPort: 26657 });
@@ -274,12 +285,16 @@ export const devnetUpComponent: UpComponent = {
       running = await startDevnet({ ...base, rpcPort: 0 });
     }
     ctx.facts.set("rpc", running.url);
+    if (running.restUrl !== undefined) ctx.facts.set("rest_url", running.restUrl);
     ctx.facts.set("chain_id", running.chainId);
     ctx.facts.set("devnet_home", home);
     if (running.faucetUrl !== undefined) ctx.facts.set("faucet_url", running.faucetUrl);
     return {
       summary: [
         `devnet      ${running.url}  (chain ${running.chainId}, 1s blocks)`,
+        ...(running.restUrl === undefined
+          ? []
+          : [`REST        ${running.restUrl}  (Cosmos SDK REST/LCD API)`]),
         ...(running.faucetUrl === undefined
           ? []
           : [`faucet      ${running.faucetUrl}  (POST /credit {"address","denom"}, GET /status)`]),

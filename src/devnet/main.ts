@@ -11,6 +11,7 @@ import { FredError } from "../core/errors.ts";
 import type { Logger } from "../log.ts";
 import { moduleAddress } from "./address.ts";
 import { DevnetApp } from "./app.ts";
+import { blockQueries } from "./block-queries.ts";
 import { type FaucetConfig, startFaucet } from "./faucet/index.ts";
 import { parseGasPrice } from "./gas-price.ts";
 import { isGenesisDone, runGenesis } from "./genesis.ts";
@@ -39,6 +40,7 @@ import {
 import { moduleFactories } from "./modules/index.ts";
 import { DevnetNode } from "./node.ts";
 import { nodeQueries } from "./node-queries.ts";
+import { startRestServer } from "./rest/server.ts";
 import { startRpcServer } from "./rpc/server.ts";
 import { openChainDb } from "./store/db.ts";
 
@@ -230,6 +232,11 @@ export interface StartOptions extends InitOptions {
   rpcPort: number;
   blockTimeMs: number;
   historyBlocks?: number;
+  /**
+   * Serve the REST (gRPC-gateway JSON) API on this port of 127.0.0.1 (0 = a free one) when
+   * given; `anyPortIfBusy` takes a free port when it is taken (`fred up`).
+   */
+  rest?: { port: number; anyPortIfBusy?: boolean };
   /** Serve the faucet API on this port (0 = a free one) when given. */
   faucet?: { port: number; anyPortIfBusy?: boolean; config: FaucetConfig };
   logger: Logger;
@@ -237,6 +244,8 @@ export interface StartOptions extends InitOptions {
 
 export interface RunningDevnet {
   url: string;
+  /** The REST endpoint's URL when restPort was given. */
+  restUrl?: string;
   chainId: string;
   /** The faucet's base URL when it runs. */
   faucetUrl?: string;
@@ -267,11 +276,14 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
     });
     let rpcAddress = "";
     app.registerQueries(nodeQueries(node, () => rpcAddress));
+    app.registerQueries(blockQueries(node, DEVNET_PREFIX));
     // Listen first: a busy port must fail before any block is produced.
     const accounts = keys.accounts.map((a) => ({ name: a.name, address: a.address }));
     const server = await startRpcServer({ node, logger: opts.logger, port: opts.rpcPort, accounts });
     releases.defer("RPC server", () => server.app.close());
     rpcAddress = server.url.replace(/^http/, "tcp");
+    const rest = opts.rest === undefined ? undefined : await startRest(node, opts.logger, opts.rest);
+    if (rest) releases.defer("REST server", () => rest.app.close());
     let faucetUrl: string | undefined;
     if (opts.faucet !== undefined) {
       const faucet = await startFaucet({
@@ -292,6 +304,7 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
     releases.defer("block production", () => node.stop());
     return {
       url: server.url,
+      ...(rest ? { restUrl: rest.url } : {}),
       chainId: node.chainId,
       ...(faucetUrl === undefined ? {} : { faucetUrl }),
       node,
@@ -301,5 +314,14 @@ export async function startDevnet(opts: StartOptions): Promise<RunningDevnet> {
   } catch (err) {
     await releases.close().catch(() => {});
     throw err;
+  }
+}
+
+async function startRest(node: DevnetNode, logger: Logger, rest: { port: number; anyPortIfBusy?: boolean }) {
+  try {
+    return await startRestServer({ node, logger, port: rest.port });
+  } catch (err) {
+    if (rest.anyPortIfBusy !== true || (err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
+    return startRestServer({ node, logger, port: 0 });
   }
 }

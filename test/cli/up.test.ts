@@ -23,6 +23,11 @@ describe("fred up (npm start)", () => {
       const rpc = /devnet\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
       const api = /providerd\s+(https:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
       assert.ok(rpc, "the devnet RPC URL is printed");
+      // The devnet's REST (LCD) endpoint: 1317 when free, printed under the devnet line.
+      const rest = /REST\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(stderr)?.[1];
+      assert.ok(rest, "the devnet REST URL is printed");
+      const syncing = await fetch(`${rest}/cosmos/base/tendermint/v1beta1/syncing`);
+      assert.deepEqual(await syncing.json(), { syncing: false });
       assert.ok(api, "the providerd URL is printed (https, with fred up's local CA)");
       assert.match(stderr, new RegExp(`provider record on chain: api_url ${api}`));
       assert.match(stderr, /mock backend\s+http:\/\/127\.0\.0\.1:\d+/);
