@@ -169,6 +169,20 @@ describe("SDK v0.50 query services on the devnet", () => {
       /Query failed with \(18\): rpc error: code = InvalidArgument desc = invalid address: decoding bech32 failed: .*: invalid request$/,
     );
 
+    // AllBalances pages by key as SpendableBalances does (the second page starts at next_key).
+    const firstAll = await bank.AllBalances({
+      address: tenant1,
+      pagination: page(new Uint8Array(), 1n),
+      resolveDenom: false,
+    });
+    assert.deepEqual(firstAll.balances, spendable.balances.slice(0, 1));
+    const secondAll = await bank.AllBalances({
+      address: tenant1,
+      pagination: page(firstAll.pagination?.nextKey ?? new Uint8Array(), 1n),
+      resolveDenom: false,
+    });
+    assert.deepEqual(secondAll.balances, spendable.balances.slice(1, 2));
+
     const supply = await bank.TotalSupply({ pagination: undefined });
     const denoms = supply.supply.map((c) => c.denom);
     assert.deepEqual(denoms, [...denoms].sort());

@@ -182,6 +182,24 @@ describe("REST cosmos/bank", () => {
   it("answers denom metadata by denom and by query string as the list has it, NotFound otherwise", async () => {
     const list = await ok("/cosmos/bank/v1beta1/denoms_metadata", "/cosmos/bank/v1beta1/denoms_metadata");
     assert.deepEqual(Object.keys(list), ["metadatas", "pagination"]);
+    // Genesis gives the fee denom and the PWR denom their metadata (devnet/genesis.ts).
+    assert.deepEqual(
+      list.metadatas.map((m: { base: string }) => m.base),
+      ["umfx", "upwr"],
+    );
+    assert.deepEqual(list.metadatas[0], {
+      description: "MFX",
+      denom_units: [
+        { denom: "umfx", exponent: 0, aliases: [] },
+        { denom: "MFX", exponent: 6, aliases: [] },
+      ],
+      base: "umfx",
+      display: "MFX",
+      name: "MFX",
+      symbol: "MFX",
+      uri: "",
+      uri_hash: "",
+    });
     for (const m of list.metadatas) {
       assert.deepEqual(Object.keys(m), [
         "description",

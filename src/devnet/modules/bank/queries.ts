@@ -67,18 +67,10 @@ export function bankQueries(keeper: BankKeeper, prefix: string): Record<string, 
     [`${Q}AllBalances`](ctx, request) {
       const req = QueryAllBalancesRequest.decode(request);
       queryAddress(req.address, prefix);
-      const balances = keeper.getAllBalances(ctx, req.address);
-      const limit = Number(req.pagination?.limit ?? 0n) || 100;
-      const offset = Number(req.pagination?.offset ?? 0n);
-      const page = balances.slice(offset, offset + limit);
-      const more = offset + limit < balances.length;
-      return QueryAllBalancesResponse.encode({
-        balances: page,
-        pagination: {
-          nextKey: more ? new TextEncoder().encode(balances[offset + limit]?.denom ?? "") : new Uint8Array(),
-          total: req.pagination?.countTotal ? BigInt(balances.length) : 0n,
-        },
-      }).finish();
+      const page = paginate(ctx.store(BANK), `bal/${req.address}/`, req.pagination, (denom, raw) =>
+        coin(decoder.decode(raw), denom),
+      );
+      return QueryAllBalancesResponse.encode({ balances: page.items, pagination: page.pagination }).finish();
     },
     [`${Q}SpendableBalances`](ctx, request) {
       const req = QuerySpendableBalancesRequest.decode(request);
