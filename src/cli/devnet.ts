@@ -8,7 +8,7 @@ import {
   DEFAULT_FAUCET_CREDITS_PER_MINUTE,
   faucetConfig,
   parseFaucetAmounts,
-} from "../devnet/faucet/config.ts";
+} from "../devnet/faucet/index.ts";
 import { type GenesisChoices, parseAccountFlag } from "../devnet/genesis-options.ts";
 import { DEVNET_CHAIN_ID, DEVNET_PWR_DENOM, pwrDenomOf, readKeys } from "../devnet/home.ts";
 import { DEFAULT_MIN_GAS_PRICE, initDevnet, type RunningDevnet, startDevnet } from "../devnet/main.ts";

@@ -1,3 +1,4 @@
+// Over 500 lines: the Docker backend's whole configuration schema (zod), its defaults and the refusals of unsupported keys, kept together so one file says what a key does.
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";

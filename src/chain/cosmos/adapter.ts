@@ -1,3 +1,4 @@
+// Over 500 lines: the one Chain port implementation; every query and lease transaction the daemon makes, with its error mapping, in one adapter.
 /**
  * The Chain port on cosmjs: works the same against a manifest-ledger node and our devnet.
  * Lease transactions are optimistic: the batch is sent as is; if the chain refuses it for

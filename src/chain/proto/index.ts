@@ -9,7 +9,13 @@ export { aminoTypeOf } from "./amino.ts";
 export * from "./billing-query.ts";
 export * from "./billing-tx.ts";
 export * from "./billing-types.ts";
-export { type DeepPartial, type MessageCodec, toBytes, toBytesWithEncoded } from "./codec.ts";
+export {
+  type DeepPartial,
+  type FieldSpec,
+  type MessageCodec,
+  toBytes,
+  toBytesWithEncoded,
+} from "./codec.ts";
 export * from "./cosmos.ts";
 export { billingAminoConverters, billingRegistryTypes } from "./registry.ts";
 export { type AminoSignInput, aminoSignBytes, chainAminoTypes, chainRegistry } from "./signing.ts";

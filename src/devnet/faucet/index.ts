@@ -13,7 +13,14 @@ import { CreditLimits } from "./limits.ts";
 import { FaucetSender } from "./sender.ts";
 import { type FaucetServer, startFaucetServer } from "./server.ts";
 
-export { type FaucetConfig, faucetConfig } from "./config.ts";
+export {
+  COSMJS_FAUCET_PORT,
+  DEFAULT_FAUCET_COOLDOWN_MS,
+  DEFAULT_FAUCET_CREDITS_PER_MINUTE,
+  type FaucetConfig,
+  faucetConfig,
+  parseFaucetAmounts,
+} from "./config.ts";
 
 /** The dev account whose funds the faucet gives away. */
 export const FAUCET_ACCOUNT = "faucet";

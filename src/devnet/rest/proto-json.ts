@@ -18,7 +18,7 @@ import { PubKey as Ed25519PubKey } from "cosmjs-types/cosmos/crypto/ed25519/keys
 import { LegacyAminoPubKey } from "cosmjs-types/cosmos/crypto/multisig/keys";
 import { PubKey as Secp256k1PubKey } from "cosmjs-types/cosmos/crypto/secp256k1/keys";
 import { Tx } from "cosmjs-types/cosmos/tx/v1beta1/tx";
-import type { FieldSpec, MessageCodec } from "../../chain/proto/codec.ts";
+import type { FieldSpec, MessageCodec } from "../../chain/proto/index.ts";
 import { billingRegistryTypes, Timestamp } from "../../chain/proto/index.ts";
 import { enumName } from "./enums.ts";
 
