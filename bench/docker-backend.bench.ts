@@ -16,7 +16,7 @@ import type Docker from "dockerode";
 import { loadDockerBackendConfig } from "../src/backend/docker/config.ts";
 import { buildContainerSpec } from "../src/backend/docker/container-spec.ts";
 import { connectDocker } from "../src/backend/docker/engine.ts";
-import { tenantNetworkName } from "../src/backend/docker/names.ts";
+import { leaseNetworkName } from "../src/backend/docker/names.ts";
 import { serviceModel } from "../src/backend/docker/service-model.ts";
 import {
   httpdManifest,
@@ -88,8 +88,8 @@ async function bareRun(hardened?: Docker.ContainerCreateOptions): Promise<{ name
   return { name, sentAt };
 }
 
-/** The exact options the backend would create for one instance of the bench's lease. */
-function hardenedOptions(configPath: string): Docker.ContainerCreateOptions {
+/** The exact options the backend would create for one instance of a lease, on `networkLease`'s network. */
+function hardenedOptions(configPath: string, networkLease: string): Docker.ContainerCreateOptions {
   const config = loadDockerBackendConfig(configPath, {});
   const profile = { cpu_cores: 0.1, memory_mb: 32, disk_mb: 0 };
   const lease = randomUUID();
@@ -112,7 +112,7 @@ function hardenedOptions(configPath: string): Docker.ContainerCreateOptions {
     instance,
     model: serviceModel("app", { image: IMAGE, ports: { "8080/tcp": {} } }),
     config,
-    network: tenantNetworkName(TENANT),
+    network: leaseNetworkName(networkLease),
     mounts: { durable: new Map(), ephemeral: [] },
   });
 }
@@ -146,12 +146,12 @@ async function main(): Promise<void> {
       120_000,
     );
   try {
-    // Warm-up: the tenant network, image metadata caches, the HTTP connection.
+    // Warm-up: a lease network (the hardened bare runs join it), image metadata caches, the HTTP connection.
     const warm = await provision();
     await callbackOf(warm.call.lease);
     bares.push((await bareRun()).name);
 
-    const hardened = hardenedOptions(setup.configPath);
+    const hardened = hardenedOptions(setup.configPath, warm.call.lease);
     const fredRunning: number[] = [];
     const fredCallback: number[] = [];
     const bare: number[] = [];

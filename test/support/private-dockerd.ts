@@ -27,6 +27,12 @@ import { until } from "./until.ts";
  * so the test's pool is accepted there by two rules this module adds and removes (our nft
  * egress table hooks in before that chain, so what it refuses stays refused). Live-restore
  * is off (the default): a restart stops the containers, as an operator's restart would.
+ *
+ * One more guard: this dockerd, stopped after a restart, was seen to delete the host's
+ * docker0 too (`ip monitor link`: docker0 down and deleted while it shut down), which breaks
+ * every later `docker run` on the shared engine's default network. So docker0's addresses
+ * are read before the engine starts and the bridge is made again, the same, whenever a stop
+ * of this engine took it.
  */
 
 export const RUN_DIR = "/run/fred-egress-engine";
@@ -120,9 +126,26 @@ async function removeStale(pool: string): Promise<void> {
   }
 }
 
+/** docker0's IPv4 addresses (CIDR), or undefined when the host has no docker0. */
+async function docker0Addresses(): Promise<string[] | undefined> {
+  const shown = await run("ip", ["-j", "-4", "addr", "show", "dev", "docker0"]);
+  if (shown.code !== 0) return undefined;
+  const links = JSON.parse(shown.out || "[]") as { addr_info?: { local: string; prefixlen: number }[] }[];
+  return (links[0]?.addr_info ?? []).map((a) => `${a.local}/${a.prefixlen}`);
+}
+
+/** Makes docker0 again with `addresses` when it existed before and is gone now. */
+async function keepDocker0(addresses: string[] | undefined): Promise<void> {
+  if (addresses === undefined || (await docker0Addresses()) !== undefined) return;
+  await run("ip", ["link", "add", "docker0", "type", "bridge"]);
+  for (const address of addresses) await run("ip", ["addr", "add", address, "dev", "docker0"]);
+  await run("ip", ["link", "set", "docker0", "up"]);
+}
+
 /** Starts a private engine on `pool` (a /16 no other engine hands out). */
 export async function startPrivateEngine(pool: string): Promise<PrivateEngine> {
   await removeStale(pool);
+  const docker0 = await docker0Addresses();
   await run("ip", ["link", "delete", BRIDGE]);
   mkdirSync(RUN_DIR, { recursive: true });
   const dataRoot = mkdtempSync(join(DATA_PARENT, DATA_PREFIX));
@@ -158,6 +181,7 @@ export async function startPrivateEngine(pool: string): Promise<PrivateEngine> {
       if (running?.pid === undefined || exited(running)) return;
       running.kill("SIGTERM");
       await until(() => exited(running), "the private dockerd to stop", 60_000);
+      await keepDocker0(docker0);
     },
     async remove() {
       await engine.stop();

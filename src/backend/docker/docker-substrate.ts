@@ -37,6 +37,7 @@ import { ImageGate, ImageLedger } from "./image-gc/index.ts";
 import { ensurePinned, type ImageDeps, type ImageFacts, PullMetrics, resolveImage } from "./images.ts";
 import { type Ingress, leaseRoutes, withFqdns } from "./ingress/index.ts";
 import { InstanceVolumes } from "./instance-volumes.ts";
+import { LeaseNetworks } from "./lease-networks.ts";
 import { applyLogBudget, demuxLogStream, LOG_UNAVAILABLE } from "./logs.ts";
 import {
   type MaintenanceDeps,
@@ -44,12 +45,11 @@ import {
   restartWorkload,
   updateWorkload,
 } from "./maintenance/index.ts";
-import { instanceKey, LABEL, tenantNetworkName } from "./names.ts";
+import { instanceKey, LABEL, leaseNetworkName, legacyTenantNetworkName } from "./names.ts";
 import { type ContainerRow, connectionInfo, groupByLease, observeLease, servingRows } from "./observe.ts";
 import { RetainedVolumes } from "./retention/retained-volumes.ts";
 import { type ServiceModel, serviceModels } from "./service-model.ts";
 import { startAndVerify } from "./startup.ts";
-import { TenantNetworks } from "./tenant-networks.ts";
 import type { IdShift } from "./userns.ts";
 import type { SeedLimits, VolumeSeeder } from "./volume-seed.ts";
 
@@ -100,7 +100,7 @@ export class DockerSubstrate implements Substrate {
   readonly #instanceVolumes: InstanceVolumes;
   /** Retained data (btrfs snapshots); absent without a volume root. */
   readonly retained: RetainedVolumes | undefined;
-  readonly #networks: TenantNetworks;
+  readonly #networks: LeaseNetworks;
   readonly #egress: Pick<EgressFirewall, "problem"> | undefined;
   readonly #ingress: Ingress | undefined;
   /** Leases under our own create/start/stop/destroy: their deaths are expected. */
@@ -123,7 +123,7 @@ export class DockerSubstrate implements Substrate {
     this.#log = opts.log.child({ substrate: "docker" });
     this.#volumes = opts.volumes;
     this.#ingress = opts.ingress;
-    this.#networks = new TenantNetworks(opts.docker, this.#log, opts.storageId, opts.egress);
+    this.#networks = new LeaseNetworks(opts.docker, this.#log, opts.storageId, opts.egress);
     this.#egress = opts.egress;
     this.#images = {
       docker: opts.docker,
@@ -329,8 +329,8 @@ export class DockerSubstrate implements Substrate {
     seeder: VolumeSeeder,
     signal: AbortSignal,
   ): Promise<void> {
-    await this.#networks.withTenant(spec.tenant, async () => {
-      const network = await this.#networks.ensure(spec.tenant, signal);
+    await this.#networks.withLease(spec.leaseUuid, async () => {
+      const network = await this.#networks.ensure(spec.leaseUuid, spec.tenant, signal);
       for (const instance of spec.instances) {
         const model = byName.get(instance.service);
         const facts = model ? images.get(model.name) : undefined;
@@ -492,7 +492,7 @@ export class DockerSubstrate implements Substrate {
         leaseUuid: spec.leaseUuid,
         services: spec.manifest.services,
         rows,
-        network: tenantNetworkName(spec.tenant),
+        networks: [leaseNetworkName(spec.leaseUuid), legacyTenantNetworkName(spec.tenant)],
         wildcardDomain: ingress.wildcardDomain,
       });
       await ingress.setLease(spec.leaseUuid, routes, spec.items);
@@ -623,17 +623,23 @@ export class DockerSubstrate implements Substrate {
     });
   }
 
-  /** The lease's containers (ownership-checked), then its tenant's network if now unused. */
+  /**
+   * The lease's containers (ownership-checked), then its network; and the tenant network
+   * an earlier version shared, once the last lease on it is gone.
+   */
   async #removeContainers(leaseUuid: string, signal: AbortSignal): Promise<void> {
     await this.#ingress?.dropLease(leaseUuid);
     const owned = await this.#owned(leaseUuid, signal);
     const tenants = new Set(owned.map((c) => c.labels[LABEL.tenant]).filter((t): t is string => !!t));
     for (const { id } of owned) await this.#removeContainer(id, signal);
-    for (const tenant of tenants) {
-      await this.#networks
-        .withTenant(tenant, () => this.#networks.removeIfUnused(tenant, signal))
-        .catch((err) => this.#log.warn({ tenant, err: engineMessage(err) }, "tenant network not removed"));
-    }
+    const names = [leaseNetworkName(leaseUuid), ...[...tenants].map(legacyTenantNetworkName)];
+    await this.#networks.withLease(leaseUuid, async () => {
+      for (const name of names) {
+        await this.#networks
+          .removeIfUnused(name, signal)
+          .catch((err) => this.#log.warn({ network: name, err: engineMessage(err) }, "network not removed"));
+      }
+    });
   }
 
   /** The one place volumes are deleted: each only when its owner file names this lease and storage id. */
@@ -778,7 +784,7 @@ export class DockerSubstrate implements Substrate {
   }
 
   /**
-   * State recovery at start: removes our managed tenant networks no container uses any
+   * State recovery at start: removes our managed networks no container is attached to any
    * more (a crash between the last container's removal and the network's).
    */
   async pruneNetworks(signal: AbortSignal): Promise<void> {
@@ -786,9 +792,9 @@ export class DockerSubstrate implements Substrate {
       filters: JSON.stringify({ label: [`${LABEL.managed}=true`, `${LABEL.storageId}=${this.#storageId}`] }),
     });
     for (const network of networks) {
-      const tenant = network.Labels?.[LABEL.tenant];
-      if (!tenant) continue;
-      await this.#networks.withTenant(tenant, () => this.#networks.removeIfUnused(tenant, signal));
+      const lease = network.Labels?.[LABEL.leaseUuid];
+      const remove = () => this.#networks.removeIfUnused(network.Name, signal);
+      await (lease === undefined ? remove() : this.#networks.withLease(lease, remove));
     }
   }
 

@@ -137,7 +137,7 @@ export function egressRuleset(table: string, bridges: readonly string[], policy:
     chain("forward", [
       `iifname != ${tenant} accept`,
       "ct state established,related accept",
-      // The tenant's own network: its leases' services talk to each other (br_netfilter).
+      // A lease's own network: its services talk to each other (br_netfilter).
       `iifname . oifname { ${names.map((n) => `"${n}" . "${n}"`).join(", ")} } accept`,
       ...allow,
       ...policy.deny.map((e) => `${entryMatch(e)} ${REJECT}`),

@@ -37,8 +37,17 @@ export function asideName(leaseUuid: string, service: string, index: number, rel
   return `${instanceName(leaseUuid, service, index)}-r${release}`;
 }
 
-/** One bridge network per tenant: `fred-tenant-<first 16 hex of sha256(address)>`. */
-export function tenantNetworkName(tenant: string): string {
+/** One bridge network per lease: `fred-lease-<lease uuid>`. */
+export function leaseNetworkName(leaseUuid: string): string {
+  return `fred-lease-${leaseUuid}`;
+}
+
+/**
+ * The bridge network an earlier version shared among a tenant's leases:
+ * `fred-tenant-<first 16 hex of sha256(address)>`. Leases provisioned then still run on it;
+ * it is removed with the last of them.
+ */
+export function legacyTenantNetworkName(tenant: string): string {
   return `fred-tenant-${createHash("sha256").update(tenant).digest("hex").slice(0, 16)}`;
 }
 

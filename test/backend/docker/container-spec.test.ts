@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parseDockerBackendConfig } from "../../../src/backend/docker/config.ts";
 import { buildContainerSpec, numericOwner } from "../../../src/backend/docker/container-spec.ts";
-import { instanceName, tenantNetworkName, volumeDirName } from "../../../src/backend/docker/names.ts";
+import { instanceName, leaseNetworkName, volumeDirName } from "../../../src/backend/docker/names.ts";
 import { serviceModel, serviceModels, startOrder } from "../../../src/backend/docker/service-model.ts";
 import { parseTenantManifest } from "../../../src/backend/kit/index.ts";
 import type { WorkloadSpec } from "../../../src/backend/kit/substrate.ts";
@@ -70,7 +70,7 @@ describe("manifest service → hardened container spec", () => {
     instance: spec.instances[0]!,
     model,
     config,
-    network: tenantNetworkName(spec.tenant),
+    network: leaseNetworkName(spec.leaseUuid),
     mounts: { durable: new Map([["/data", "/vol/fred-x/data-1"]]), ephemeral: ["/var/cache/app"] },
   });
   const host = opts.HostConfig!;
@@ -124,9 +124,8 @@ describe("manifest service → hardened container spec", () => {
     assert.deepEqual(Object.keys(opts.ExposedPorts!).sort(), ["53/udp", "8080/tcp", "9000/tcp"]);
   });
 
-  it("joins the tenant network under the service alias and mounts durable volumes", () => {
-    assert.equal(host.NetworkMode, tenantNetworkName("manifest1tenant"));
-    assert.match(host.NetworkMode!, /^fred-tenant-[0-9a-f]{16}$/);
+  it("joins the lease's network under the service alias and mounts durable volumes", () => {
+    assert.equal(host.NetworkMode, `fred-lease-${LEASE}`);
     assert.deepEqual(opts.NetworkingConfig?.EndpointsConfig?.[host.NetworkMode!]?.Aliases, ["web"]);
     assert.deepEqual(host.Mounts, [{ Type: "bind", Source: "/vol/fred-x/data-1", Target: "/data" }]);
   });

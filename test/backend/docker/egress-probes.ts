@@ -146,15 +146,24 @@ export interface TenantLease {
 }
 
 /**
- * Tenant A's stack (a `web` service publishing 8080 and a `client` beside it) and tenant B's
- * single `web`.
+ * Tenant A's stack (a `web` service publishing 8080 and a `client` beside it), tenant B's
+ * single `web`, and a second lease of tenant A (`sibling`) whose service is named `web` too:
+ * each lease has a network of its own, so the stack's `web` is its own and the sibling is
+ * as far away as tenant B.
  */
 export interface TwoTenants {
   stack: TenantLease;
   other: TenantLease;
+  sibling: TenantLease;
 }
 
 export function twoTenants(): TwoTenants {
+  const t = leases();
+  t.sibling.tenant = t.stack.tenant;
+  return t;
+}
+
+function leases(): TwoTenants {
   const items = (names: string[]) => names.map((service_name) => ({ sku: SKU, quantity: 1, service_name }));
   return {
     stack: {
@@ -172,6 +181,12 @@ export function twoTenants(): TwoTenants {
       payload: httpdManifest("web"),
       items: items(["web"]),
     },
+    sibling: {
+      lease: randomUUID(),
+      tenant: "",
+      payload: httpdManifest("web"),
+      items: items(["web"]),
+    },
   };
 }
 
@@ -180,7 +195,7 @@ export function twoTenants(): TwoTenants {
  * leases failed, it provisions them anew (each call is a new operation), as providerd does.
  */
 export async function provisionBoth(c: SignedClient, rx: Receiver, t: TwoTenants): Promise<void> {
-  for (const { lease, tenant, payload, items } of [t.stack, t.other]) {
+  for (const { lease, tenant, payload, items } of [t.stack, t.other, t.sibling]) {
     const call = provisionBody(rx, payload, items, { lease, tenant });
     assert.equal((await provisionAndWait(c, rx, call)).status, "success", `provision ${lease}`);
   }
@@ -196,6 +211,10 @@ export interface PolicyTargets {
   hostPort: number;
   otherIp: string;
   otherHostPort: string;
+  /** The stack's own `web` container's address (its name must resolve to this alone). */
+  webIp: string;
+  siblingIp: string;
+  siblingHostPort: string;
 }
 
 export async function policyTargets(o: {
@@ -212,6 +231,9 @@ export async function policyTargets(o: {
     });
   const client = instanceName(o.tenants.stack.lease, "client", 0);
   const otherContainer = instanceName(o.tenants.other.lease, "web", 0);
+  const siblingContainer = instanceName(o.tenants.sibling.lease, "web", 0);
+  const ip = "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}";
+  const hostPort = '{{(index (index .NetworkSettings.Ports "8080/tcp") 0).HostPort}}';
   return {
     outside: o.outside,
     engine: o.engine,
@@ -219,11 +241,11 @@ export async function policyTargets(o: {
     hostMain: o.hostMain,
     hostPort: o.hostPort,
     gatewayA: await inspect("{{range .NetworkSettings.Networks}}{{.Gateway}}{{end}}", client),
-    otherIp: await inspect("{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", otherContainer),
-    otherHostPort: await inspect(
-      '{{(index (index .NetworkSettings.Ports "8080/tcp") 0).HostPort}}',
-      otherContainer,
-    ),
+    otherIp: await inspect(ip, otherContainer),
+    otherHostPort: await inspect(hostPort, otherContainer),
+    webIp: await inspect(ip, instanceName(o.tenants.stack.lease, "web", 0)),
+    siblingIp: await inspect(ip, siblingContainer),
+    siblingHostPort: await inspect(hostPort, siblingContainer),
   };
 }
 
@@ -268,6 +290,12 @@ export async function assertPolicy(t: PolicyTargets, when: string): Promise<void
   const own = await wgetFrom(t.engine, t.client, "http://web:8080/");
   assert.equal(own.code, 0, `${when}: the stack's own web service must be reachable: ${own.out}`);
   assert.match(own.out, /fred-test-httpd/);
+  // The sibling lease's service is named `web` too: the name must be this lease's alone.
+  const lookup = await dockerCli([...t.engine, "exec", t.client, "nslookup", "web"]);
+  const answers = [...(lookup.out.split("Name:")[1]?.matchAll(/Address:\s*([0-9.]+)/g) ?? [])].map(
+    (m) => m[1],
+  );
+  assert.deepEqual(answers, [t.webIp], `${when}: "web" resolves to the stack's own web only: ${lookup.out}`);
 
   const refused: Record<string, string> = {
     "the host's port on its tenant-network gateway": `http://${t.gatewayA}:${t.hostPort}/`,
@@ -277,6 +305,8 @@ export async function assertPolicy(t: PolicyTargets, when: string): Promise<void
     "another tenant's container": `http://${t.otherIp}:8080/`,
     "another tenant's published port": `http://${t.gatewayA}:${t.otherHostPort}/`,
     "another tenant's published port on the host's outward address": `http://${t.hostMain}:${t.otherHostPort}/`,
+    "another lease of the same tenant": `http://${t.siblingIp}:8080/`,
+    "another lease of the same tenant, by its published port": `http://${t.gatewayA}:${t.siblingHostPort}/`,
   };
   for (const [what, url] of Object.entries(refused)) {
     const r = await wgetFrom(t.engine, t.client, url);

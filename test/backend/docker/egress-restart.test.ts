@@ -108,13 +108,13 @@ describe("docker backend: egress policy across a dockerd restart (private engine
 
     // The containers stopped with the engine; the backend reports each lease failed once it
     // sees the engine again, and providerd's answer to a failure is a provision.
-    for (const lease of [tenants.stack.lease, tenants.other.lease]) {
+    for (const lease of [tenants.stack.lease, tenants.other.lease, tenants.sibling.lease]) {
       await r.waitFor((rec) => rec.effects.includes(`lifecycle:${lease}:failed`), 60_000);
     }
     await provisionBoth(c, r, tenants);
     targets = await targetsNow();
 
-    // Every tenant network of this backend (kept by dockerd across its restart) is in the table.
+    // Every lease network of this backend (kept by dockerd across its restart) is in the table.
     const nets = await dockerCli([
       ...engineCli(),
       "network",
@@ -126,7 +126,7 @@ describe("docker backend: egress policy across a dockerd restart (private engine
     ]);
     assert.equal(nets.code, 0, nets.out);
     const ids = nets.out.split(/\s+/).filter(Boolean);
-    assert.equal(ids.length, 2, `one network per lease: ${nets.out}`);
+    assert.equal(ids.length, 3, `one network per lease: ${nets.out}`);
     const table = await listTable();
     for (const id of ids) assert.match(table, new RegExp(`"br-${id.slice(0, 12)}"`), table);
 

@@ -122,9 +122,9 @@ describe("docker backend: egress policy (nftables)", { skip }, () => {
 
   it("closing the leases removes their bridges from the table", async () => {
     const bridgesBefore = (await listTable()).out.match(/"br-[0-9a-f]{12}"/g) ?? [];
-    assert.ok(new Set(bridgesBefore).size >= 2, (await listTable()).out);
+    assert.ok(new Set(bridgesBefore).size >= 3, (await listTable()).out);
     const cb = signedClient((backend as RunningDockerBackend).url, SECRET);
-    for (const lease of [tenants.stack.lease, tenants.other.lease]) {
+    for (const lease of [tenants.stack.lease, tenants.other.lease, tenants.sibling.lease]) {
       const res = await cb.post("/deprovision", { lease_uuid: lease });
       assert.equal(res.status, 200, `deprovision ${lease}: ${res.text}`);
     }

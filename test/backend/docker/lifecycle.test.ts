@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { RunningDockerBackend } from "../../../src/backend/docker/main.ts";
-import { instanceName, tenantNetworkName } from "../../../src/backend/docker/names.ts";
+import { instanceName, leaseNetworkName } from "../../../src/backend/docker/names.ts";
 import { dockerCli, dockerSkip } from "../../support/docker.ts";
 import { type Receiver, startReceiver } from "../kit/receiver.ts";
 import { type SignedClient, signedClient } from "../kit/signed-client.ts";
@@ -113,8 +113,8 @@ describe("docker backend: provision lifecycle", { skip }, () => {
     await rx.waitFor((r) => r.effects.includes(`lifecycle:${call.lease}:deprovisioned`), 60_000);
     assert.deepEqual(await leaseContainers(call.lease), []);
     assert.equal(existsSync(volume), false, "volume destroyed on deprovision");
-    const net = await dockerCli(["network", "inspect", tenantNetworkName(tenant)]);
-    assert.notEqual(net.code, 0, "the tenant's network goes with its last lease");
+    const net = await dockerCli(["network", "inspect", leaseNetworkName(call.lease)]);
+    assert.notEqual(net.code, 0, "the lease's network goes with the lease");
   });
 
   const failures: [string, Record<string, unknown>, string, RegExp][] = [

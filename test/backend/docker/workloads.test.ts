@@ -100,15 +100,18 @@ describe("docker substrate: real workloads", { skip }, () => {
     assert.equal((await res.text()).trim(), "fred-test-httpd");
   });
 
-  it("a container of tenant A cannot reach tenant B's container IP; the same tenant can", async () => {
-    const ipB = await ipOf(webB);
-    const ipA2 = await ipOf(webA2);
-    const same = await execIn(container(webA), `timeout 5 wget -q -O- http://${ipA2}:8080/`);
-    assert.equal(same.code, 0, `same-tenant control must succeed: ${same.out}`);
-    assert.match(same.out, /fred-test-httpd/);
-    const cross = await execIn(container(webA), `timeout 5 wget -q -O- http://${ipB}:8080/`);
-    assert.notEqual(cross.code, 0, `cross-tenant request must fail: ${cross.out}`);
-    assert.doesNotMatch(cross.out, /fred-test-httpd/);
+  it("a container reaches its own lease's address, not another lease's: of tenant B, or of its own tenant", async () => {
+    const own = await execIn(container(webA), `timeout 5 wget -q -O- http://${await ipOf(webA)}:8080/`);
+    assert.equal(own.code, 0, `the control (its own lease's address) must succeed: ${own.out}`);
+    assert.match(own.out, /fred-test-httpd/);
+    for (const [what, other] of [
+      ["tenant B's lease", webB],
+      ["another lease of tenant A", webA2],
+    ] as const) {
+      const cross = await execIn(container(webA), `timeout 5 wget -q -O- http://${await ipOf(other)}:8080/`);
+      assert.notEqual(cross.code, 0, `a request to ${what} must fail: ${cross.out}`);
+      assert.doesNotMatch(cross.out, /fred-test-httpd/);
+    }
   });
 
   it("writes past disk_mb fail inside the container with 'Disk quota exceeded'", async () => {

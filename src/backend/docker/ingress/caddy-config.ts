@@ -15,7 +15,7 @@ import type { IngressConfig } from "./config.ts";
 
 export interface Route {
   host: string;
-  /** "<ip>:<port>" on the tenant's bridge network. */
+  /** "<ip>:<port>" on the lease's bridge network. */
   dial: string;
 }
 

@@ -6,7 +6,7 @@ import type { InstanceRoute } from "./ingress.ts";
 
 /**
  * A ready lease's routes: for each container of a service with a TCP port, the derived
- * hostname and the container's address on its tenant bridge network (never a published
+ * hostname and the container's address on its lease's bridge network (never a published
  * host port). Only our own labels (`fred.*`, which tenants may not set) and the validated
  * manifest's port numbers are read; nothing else a tenant writes reaches the proxy.
  */
@@ -31,7 +31,8 @@ export function leaseRoutes(opts: {
   leaseUuid: string;
   services: RawServices;
   rows: readonly ContainerRow[];
-  network: string;
+  /** Where an instance's address is looked up, first found wins (its lease's, then a legacy tenant network). */
+  networks: readonly string[];
   wildcardDomain: string;
 }): InstanceRoute[] {
   const perService = new Map<string, number>();
@@ -44,7 +45,7 @@ export function leaseRoutes(opts: {
     const service = row.Labels?.[LABEL.serviceName] ?? "";
     const index = Number(row.Labels?.[LABEL.instanceIndex] ?? Number.NaN);
     const port = servicePort(opts.services[service]);
-    const ip = row.NetworkSettings?.Networks?.[opts.network]?.IPAddress;
+    const ip = opts.networks.map((n) => row.NetworkSettings?.Networks?.[n]?.IPAddress).find((a) => !!a);
     if (port === undefined || !ip) continue;
     const label = subdomainLabel(opts.leaseUuid, service, index, perService.get(service) ?? 1);
     if (label === undefined) continue;
