@@ -25,15 +25,18 @@ function intArg(min: number, max: number) {
   };
 }
 
-function durationArg(value: string): number {
-  let ms: number;
-  try {
-    ms = parseDurationMs(value);
-  } catch {
-    throw new InvalidArgumentError("expected a Go duration such as 1s, 500ms or 0s");
-  }
-  if (ms < 0) throw new InvalidArgumentError("the block time cannot be negative");
-  return ms;
+/** A commander parser for a Go duration that may not be negative (`what` names it in the refusal). */
+function durationArg(what: string, examples: string): (value: string) => number {
+  return (value) => {
+    let ms: number;
+    try {
+      ms = parseDurationMs(value);
+    } catch {
+      throw new InvalidArgumentError(`expected a Go duration such as ${examples}`);
+    }
+    if (ms < 0) throw new InvalidArgumentError(`${what} cannot be negative`);
+    return ms;
+  };
 }
 
 function faucetAmountArg(value: string): string {
@@ -43,17 +46,6 @@ function faucetAmountArg(value: string): string {
     throw new InvalidArgumentError((err as Error).message);
   }
   return value;
-}
-
-function cooldownArg(value: string): number {
-  let ms: number;
-  try {
-    ms = parseDurationMs(value);
-  } catch {
-    throw new InvalidArgumentError("expected a Go duration such as 24h, 90s or 0s");
-  }
-  if (ms < 0) throw new InvalidArgumentError("the faucet cooldown cannot be negative");
-  return ms;
 }
 
 const FAUCET_FLAGS = ["faucetAmount", "faucetCooldown", "faucetRate"] as const;
@@ -155,7 +147,7 @@ export function registerDevnetCommands(program: Command): void {
     .option("--rpc-port <port>", "RPC port on 127.0.0.1 (0 picks a free port)", intArg(0, 65535), 26657)
     .addOption(
       new Option("--block-time <duration>", "time between blocks; 0s = a block as soon as a tx arrives")
-        .argParser(durationArg)
+        .argParser(durationArg("the block time", "1s, 500ms or 0s"))
         .default(1000, "1s"),
     )
     .option("--history-blocks <n>", "keep only the last N blocks and their txs (0 = all)", intArg(0, 1e9), 0)
@@ -176,7 +168,7 @@ export function registerDevnetCommands(program: Command): void {
     )
     .addOption(
       new Option("--faucet-cooldown <duration>", "how long an address waits before the same denom again")
-        .argParser(cooldownArg)
+        .argParser(durationArg("the faucet cooldown", "24h, 90s or 0s"))
         .default(DEFAULT_FAUCET_COOLDOWN_MS, "24h"),
     )
     .option(
