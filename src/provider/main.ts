@@ -3,7 +3,6 @@ import { registerChainMetrics } from "../chain/metrics.ts";
 import { AckBatcher } from "../chain/tx/ack-batcher.ts";
 import { KeyedMutex, ReleaseStack } from "../core/async/index.ts";
 import { systemClock } from "../core/clock.ts";
-import { FredError } from "../core/errors.ts";
 import { createLogger } from "../log.ts";
 import { EventHub, onLostBackend, TenantApi } from "./api/index.ts";
 import { closeBackendClients, createBackendClients } from "./backend-client/index.ts";
@@ -94,11 +93,10 @@ export async function startProviderd(
       logger: part("lifecycle"),
       observe: metrics.observer,
     });
-    const provisioningStarted = (lease: string) => lc.provisioning(lease) || store.hasAttempt(lease);
     const maintenance = new Maintenance({
       ...deps,
       logger: part("maintenance"),
-      provisioningStarted,
+      provisioningStarted: lc.provisioningStarted,
       onLostBackend: (lease) => onLostBackend({ store, fleet }, lease),
       registry: metrics.registry,
     });
@@ -141,7 +139,7 @@ export async function startProviderd(
         tokens,
         hub,
         logger: part("tenant-api"),
-        provisioningStarted,
+        provisioningStarted: lc.provisioningStarted,
         payloadStored: (lease) => lc.payloadUploaded(lease),
         restorer: new Restorer({ ...deps, logger, observe: metrics.observer }, (l) => lc.provisioning(l)),
         credit: (tenantAddress, signal) => billing.monitor.status(tenantAddress, signal),
@@ -171,12 +169,8 @@ export async function startProviderd(
         canonicalPathPrefix: config.callbackCanonicalPathPrefix,
         clock,
         logger: part("callbacks"),
-        apply: (cb) => {
-          if (state !== "running" && state !== "recovering")
-            throw new FredError("ERR_NOT_READY", `providerd is ${state}; callbacks are not applied now`);
-          return lc.applyCallback(cb);
-        },
-        observe: (outcome) => metrics.observer.callback(outcome),
+        lifecycle: lc,
+        observe: metrics.observer.callback,
         rateLimit: { rps: config.callbackRateLimitRps, burst: config.callbackRateLimitBurst },
       },
       metrics: metrics.registry,

@@ -1,4 +1,3 @@
-export { Admission } from "./admission.ts";
 export {
   Backoff,
   type BackoffPolicy,
@@ -7,9 +6,8 @@ export {
   retry,
   sleepOrAbort,
 } from "./backoff.ts";
-export { Coalescer } from "./coalesce.ts";
 export { withDeadline, withStallDeadline } from "./deadline.ts";
 export { definedOnly } from "./defined-only.ts";
-export { KeyedMutex } from "./keyed-mutex.ts";
+export { Admission, Coalescer, KeyedMutex } from "./keyed.ts";
 export { type BucketVerdict, RateBuckets } from "./rate-buckets.ts";
 export { type ReleaseErrorReporter, ReleaseStack } from "./release-stack.ts";

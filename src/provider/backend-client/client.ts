@@ -34,9 +34,16 @@ import {
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import type { BackendConfig } from "../config/index.ts";
-import { classifyMutation, countsAsFailure, type ExtraRefusals, type MutationOutcome } from "./classify.ts";
 import { decodeBody } from "./decode.ts";
-import { BackendTransport, type RawResponse, type SendInput } from "./http.ts";
+import {
+  BackendTransport,
+  classifyMutation,
+  countsAsFailure,
+  type ExtraRefusals,
+  type MutationOutcome,
+  type RawResponse,
+  type SendInput,
+} from "./http.ts";
 
 /**
  * The typed client providerd uses for one backend. Mutations answer with a

@@ -4,7 +4,6 @@ export type {
   Page,
   ProvisionEntry,
 } from "../../core/backend-contract/index.ts";
-export { type AmbiguousReason, classifyMutation, countsAsFailure, type MutationOutcome } from "./classify.ts";
 export {
   BackendClient,
   type BackendClientOptions,
@@ -12,5 +11,12 @@ export {
   type ProvisionRequest,
   type StoragePage,
 } from "./client.ts";
-export { BackendTransport, encodeQuery } from "./http.ts";
+export {
+  type AmbiguousReason,
+  BackendTransport,
+  classifyMutation,
+  countsAsFailure,
+  encodeQuery,
+  type MutationOutcome,
+} from "./http.ts";
 export { closeBackendClients, createBackendClients } from "./registry.ts";

@@ -14,7 +14,7 @@ import { parseCallbackBody, parseCapability } from "./parse.ts";
  * the only one whose keys (current, then previous) may verify the signature, over
  * callback_canonical_path_prefix + the request URI as received. 200 is returned only
  * after the result is durably applied (or terminally ignored as stale); anything that
- * stops the application — not started or shutting down (`ERR_NOT_READY` from `apply`),
+ * stops the application — not started or shutting down (`ERR_NOT_READY` from the lifecycle),
  * the two-minute budget, a failure — is 503, so the backend keeps the callback queued
  * and retries.
  */
@@ -30,8 +30,8 @@ export interface CallbackIngressOptions {
   canonicalPathPrefix: string;
   clock: Clock;
   logger: Logger;
-  /** Applies a verified callback; rejects with ERR_NOT_READY while providerd cannot (→ 503). */
-  apply: (cb: VerifiedCallback) => Promise<ApplyResult>;
+  /** Applies verified callbacks; rejects with ERR_NOT_READY while it cannot (→ 503). */
+  lifecycle: { applyCallback(cb: VerifiedCallback): Promise<ApplyResult> };
   observe: (outcome: string) => void;
   applyBudgetMs?: number;
   /** Budgets of the pre-auth (per IP) and per-storage buckets (defaults 100/s, burst 200). */
@@ -134,7 +134,9 @@ export function registerCallbackIngress(app: FastifyInstance, o: CallbackIngress
         // Past the budget the answer is 503 but the application is not cancelled: it runs in
         // the lease's queue and commits or not as a whole, and the backend's redelivery of
         // the same callback is applied idempotently. So `apply` takes no signal.
-        const result = await withDeadline(o.clock, budget, undefined, timedOut, () => o.apply(verified));
+        const result = await withDeadline(o.clock, budget, undefined, timedOut, () =>
+          o.lifecycle.applyCallback(verified),
+        );
         o.observe(result);
         return reply.code(200).send();
       } catch (err) {

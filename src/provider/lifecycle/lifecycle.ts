@@ -17,8 +17,15 @@ import {
   type ProvisionOrder,
   type ProvisionStep,
 } from "./provisioner.ts";
-import { type ApplyResult, applyCallback, sendChainAction, type VerifiedCallback } from "./settle.ts";
-import { checkTeardown, type TeardownEvidence, wouldRetire } from "./teardown-check.ts";
+import {
+  type ApplyResult,
+  applyCallback,
+  checkTeardown,
+  sendChainAction,
+  type TeardownEvidence,
+  type VerifiedCallback,
+  wouldRetire,
+} from "./settle.ts";
 import { checkOverdueAttempts } from "./timeouts.ts";
 
 /**
@@ -105,6 +112,8 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
   readonly #awaitingPayload = new Set<string>();
   /** The pending timer of each periodic task, by task index. */
   readonly #timers = new Map<number, () => void>();
+  /** Callbacks are applied from `start` until `stop` (before and after: ERR_NOT_READY, 503). */
+  #started = false;
   #stopping = false;
   readonly #running = new Set<Promise<unknown>>();
   #consumerLoop: Promise<void> | undefined;
@@ -175,6 +184,7 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
 
   /** Starts consuming the feed and the periodic checks; resyncs and the periodic pass call `recover`. */
   start(consumer: FeedConsumer, recover: RecoverFn): void {
+    this.#started = true;
     this.#consumerLoop = this.#consume(consumer, recover);
     this.#every(this.#opts.payloadPollMs, () => this.#pollPayloads());
     this.#every(this.#opts.timeoutCheckMs, () =>
@@ -285,6 +295,13 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     return this.#closeRetries.size;
   }
 
+  /**
+   * Whether the lease's provision has begun: its request is on the wire, or its write-ahead
+   * attempt is recorded. (A property, so the tenant API and maintenance can hold it as is.)
+   */
+  readonly provisioningStarted = (leaseUuid: string): boolean =>
+    this.provisioning(leaseUuid) || this.#deps.store.hasAttempt(leaseUuid);
+
   /** Whether a provision request for the lease is on the wire right now. */
   provisioning(leaseUuid: string): boolean {
     return this.#provisioner.inFlight.has(leaseUuid);
@@ -312,9 +329,13 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
   /**
    * Applies a verified callback; resolves once the change is durable and its chain tx queued.
    * A `deprovisioned` report that would retire the placement is first checked against the
-   * chain and the owner's record (`teardown-check.ts`); one they contradict changes nothing.
+   * chain and the owner's record (`checkTeardown` in `settle.ts`); one they contradict changes nothing.
    */
   async applyCallback(cb: VerifiedCallback): Promise<ApplyResult> {
+    if (!this.#started || this.#stopping) {
+      const state = this.#stopping ? "stopping" : "starting";
+      throw new FredError("ERR_NOT_READY", `providerd is ${state}; callbacks are not applied now`);
+    }
     const result = await this.runForLease(cb.leaseUuid, async () => {
       if (wouldRetire(this.#deps, cb)) {
         const unconfirmed = this.#unconfirmedTeardown(cb, await checkTeardown(this.#deps, cb, this.signal));

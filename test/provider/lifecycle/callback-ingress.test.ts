@@ -39,7 +39,7 @@ before(async () => {
     canonicalPathPrefix: config.callbackCanonicalPathPrefix,
     clock,
     logger,
-    apply: (cb) => apply(cb),
+    lifecycle: { applyCallback: (cb) => apply(cb) },
     observe: (o) => outcomes.push(o),
     applyBudgetMs: BUDGET_MS,
   });

@@ -5,7 +5,7 @@ import { ManualClock } from "../../../src/core/clock.ts";
 import { FredError } from "../../../src/core/errors.ts";
 import type { BackendClient } from "../../../src/provider/backend-client/index.ts";
 import type { VerifiedCallback } from "../../../src/provider/lifecycle/index.ts";
-import { checkTeardown } from "../../../src/provider/lifecycle/teardown-check.ts";
+import { checkTeardown } from "../../../src/provider/lifecycle/settle.ts";
 import { RecordingChain } from "../../chain/recording-chain.ts";
 
 /**

@@ -1,0 +1,228 @@
+import type { Clock } from "../clock.ts";
+
+/**
+ * Work grouped by a key (a lease UUID, a tenant address, a query): the three ways it may
+ * wait here. `KeyedMutex` runs one task per key at a time; `Admission` lets a bounded
+ * number of keys start at once and holds the rest as bare keys; `Coalescer` lets callers
+ * asking for the same key share one load.
+ */
+
+/**
+ * The one keyed mutex: work under the same key (a lease UUID, a tenant address) runs one
+ * task at a time in submission order; work under different keys runs concurrently. A task
+ * that fails never blocks the tasks queued behind it. It carries no state beyond the queue.
+ */
+export class KeyedMutex {
+  readonly #tails = new Map<string, Promise<void>>();
+  #pending = 0;
+
+  /** Runs `work` once every earlier task of `key` has settled; resolves with its result. */
+  run<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.#tails.get(key) ?? Promise.resolve();
+    this.#pending++;
+    const result = previous.then(work);
+    const tail: Promise<void> = result.then(
+      () => this.#settle(key, tail),
+      () => this.#settle(key, tail),
+    );
+    this.#tails.set(key, tail);
+    return result;
+  }
+
+  /** Runs `work` only when nobody holds or waits for `key`; resolves false otherwise. */
+  async tryRun(key: string, work: () => Promise<void>): Promise<boolean> {
+    if (this.#tails.has(key)) return false;
+    await this.run(key, work);
+    return true;
+  }
+
+  /** True while `key` has a task running or queued. */
+  isBusy(key: string): boolean {
+    return this.#tails.has(key);
+  }
+
+  /** Tasks queued or running, over every key. */
+  get depth(): number {
+    return this.#pending;
+  }
+
+  /** Keys with queued or running work. */
+  get activeKeys(): number {
+    return this.#tails.size;
+  }
+
+  /** Resolves once every task queued so far (and any queued meanwhile) has settled. */
+  async idle(): Promise<void> {
+    while (this.#tails.size > 0) await Promise.allSettled([...this.#tails.values()]);
+  }
+
+  #settle(key: string, tail: Promise<void>): void {
+    this.#pending--;
+    if (this.#tails.get(key) === tail) this.#tails.delete(key);
+  }
+}
+
+/**
+ * Work waiting for one of `limit` slots, first come first served, at most one entry per
+ * key. A waiting entry is one map entry: nothing of its work exists until its slot comes
+ * up. A block of 10,000 new leases started as 10,000 workflows at once holds 10,000 sets
+ * of suspended frames, promises and timers while almost all of them wait; here it holds
+ * 10,000 keys.
+ *
+ * `start` is called with a `release` callback that gives the slot back (idempotent). The
+ * work decides when that is: the lifecycle releases when a lease's first try ends, so a
+ * lease that backs off before retrying does not keep others waiting.
+ */
+export class Admission<T> {
+  readonly #waiting = new Map<string, T>();
+  readonly #limit: number;
+  readonly #start: (key: string, value: T, release: () => void) => void;
+  #admitted = 0;
+  #admitting = false;
+
+  constructor(limit: number, start: (key: string, value: T, release: () => void) => void) {
+    if (!(limit >= 1)) throw new RangeError(`admission limit must be at least 1, got ${limit}`);
+    this.#limit = limit;
+    this.#start = start;
+  }
+
+  /** Queues `key`, or starts it at once when a slot is free. False if it already waits (the first value stands). */
+  add(key: string, value: T): boolean {
+    if (this.#waiting.has(key)) return false;
+    this.#waiting.set(key, value);
+    this.#admitNext();
+    return true;
+  }
+
+  /** True while `key` waits for a slot. */
+  has(key: string): boolean {
+    return this.#waiting.has(key);
+  }
+
+  /** Drops `key` if it is still waiting (true); work already started is not affected. */
+  remove(key: string): boolean {
+    return this.#waiting.delete(key);
+  }
+
+  /** Drops every waiting entry (on shutdown); started work is not affected. */
+  clear(): void {
+    this.#waiting.clear();
+  }
+
+  /** Entries waiting for a slot. */
+  get waiting(): number {
+    return this.#waiting.size;
+  }
+
+  /** Slots in use. */
+  get admitted(): number {
+    return this.#admitted;
+  }
+
+  #admitNext(): void {
+    // A release called from inside `start` must not recurse: the loop below picks it up.
+    if (this.#admitting) return;
+    this.#admitting = true;
+    try {
+      while (this.#admitted < this.#limit) {
+        const next = this.#waiting.entries().next();
+        if (next.done === true) return;
+        const [key, value] = next.value;
+        this.#waiting.delete(key);
+        this.#admitted++;
+        let released = false;
+        const release = () => {
+          if (released) return;
+          released = true;
+          this.#admitted--;
+          this.#admitNext();
+        };
+        try {
+          this.#start(key, value, release);
+        } catch (err) {
+          release();
+          throw err;
+        }
+      }
+    } finally {
+      this.#admitting = false;
+    }
+  }
+}
+
+/**
+ * The one coalescing helper: concurrent callers asking for the same key share one
+ * in-flight load, and a settled value may be reused for `ttlMs` (0 = only while in
+ * flight). A failed load is never cached, so an error can never become a cached answer.
+ */
+export class Coalescer<V> {
+  readonly #inflight = new Map<string, Promise<V>>();
+  readonly #cache = new Map<string, { value: V; until: number }>();
+  readonly #clock: Clock;
+  readonly #ttlMs: number;
+  readonly #maxEntries: number;
+  #generation = 0;
+
+  constructor(opts: { clock: Clock; ttlMs?: number; maxEntries?: number }) {
+    this.#clock = opts.clock;
+    this.#ttlMs = opts.ttlMs ?? 0;
+    this.#maxEntries = opts.maxEntries ?? 10_000;
+  }
+
+  /** `ttlMs` overrides the constructor's for the answer of a load this call starts. */
+  get(key: string, load: () => Promise<V>, ttlMs = this.#ttlMs): Promise<V> {
+    const cached = this.#cache.get(key);
+    if (cached !== undefined) {
+      if (cached.until > this.#clock.now()) return Promise.resolve(cached.value);
+      this.#cache.delete(key);
+    }
+    const running = this.#inflight.get(key);
+    if (running !== undefined) return running;
+    const generation = this.#generation;
+    const settle = () => {
+      if (this.#inflight.get(key) === p) this.#inflight.delete(key);
+    };
+    const p: Promise<V> = load().then(
+      (value) => {
+        settle();
+        // A load that began before clear() may hold what clear() was meant to drop.
+        if (ttlMs > 0 && generation === this.#generation) this.#remember(key, value, ttlMs);
+        return value;
+      },
+      (err: unknown) => {
+        settle();
+        throw err;
+      },
+    );
+    this.#inflight.set(key, p);
+    return p;
+  }
+
+  /** Forgets a cached value (the next `get` loads again). */
+  invalidate(key: string): void {
+    this.#cache.delete(key);
+  }
+
+  /**
+   * Forgets every cached value, and keeps loads already running from caching theirs (they
+   * still answer their own callers): what was true before the clear may no longer be.
+   */
+  clear(): void {
+    this.#cache.clear();
+    this.#inflight.clear();
+    this.#generation++;
+  }
+
+  /** Loads in flight (a gauge for bounded-concurrency checks). */
+  get inflight(): number {
+    return this.#inflight.size;
+  }
+
+  #remember(key: string, value: V, ttlMs: number): void {
+    if (this.#cache.size >= this.#maxEntries) {
+      const oldest = this.#cache.keys().next().value;
+      if (oldest !== undefined) this.#cache.delete(oldest);
+    }
+    this.#cache.set(key, { value, until: this.#clock.now() + ttlMs });
+  }
+}
