@@ -185,4 +185,34 @@ describe("chain node connection: ABCI queries over JSON-RPC", () => {
     const got = await pending;
     assert.ok("err" in got, "the request was cancelled, not answered");
   });
+
+  it("at most 16 queries reach the node at once; the rest wait in the pool and are all answered", async () => {
+    // The one bound on ABCI queries at once (providerd's burst of single lease reads relies on it).
+    let open = 0;
+    let most = 0;
+    const held: ServerResponse[] = [];
+    const n = await node((_b, res) => {
+      open++;
+      most = Math.max(most, open);
+      held.push(res);
+    });
+    servers.push(n.server);
+    const conn = await connectNode(n.url, 60_000);
+    try {
+      const reads = Promise.all(Array.from({ length: 100 }, () => getLease(conn, LEASE)));
+      let answered = 0;
+      while (answered < 100) {
+        await new Promise((r) => setTimeout(r, 5));
+        for (const res of held.splice(0)) {
+          open--;
+          answered++;
+          reply(res, { code: 5, height: "7", log: "rpc error: code = NotFound desc = no lease" });
+        }
+      }
+      assert.deepEqual(await reads, Array(100).fill(undefined));
+      assert.equal(most, 16);
+    } finally {
+      conn.close();
+    }
+  });
 });

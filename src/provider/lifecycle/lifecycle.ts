@@ -11,12 +11,7 @@ import { Closer, SINGLE_CLOSE_TRY } from "./closer.ts";
 import { pushCustomDomains } from "./custom-domains.ts";
 import type { LifecycleDeps } from "./deps.ts";
 import { maskRunningPayloads } from "./payload-masking.ts";
-import {
-  PROVISION_CONCURRENCY,
-  Provisioner,
-  type ProvisionOrder,
-  type ProvisionStep,
-} from "./provisioner.ts";
+import { Provisioner, type ProvisionOrder, type ProvisionStep } from "./provisioner.ts";
 import {
   type ApplyResult,
   applyCallback,
@@ -39,12 +34,12 @@ import { checkOverdueAttempts } from "./timeouts.ts";
  *
  * | gate                                   | where              | bounds                                      |
  * |----------------------------------------|--------------------|---------------------------------------------|
- * | admission (PROVISION_ADMISSION, 256)   | `#provisions`      | provision workflows alive at once           |
+ * | admission (PROVISION_ADMISSION, 256)   | `#provisions`      | provision workflows alive at once, and so   |
+ * |                                        |                    | new provisions on the wire                  |
  * | lease read (per block)                 | ProvisionLeaseReads        | chain queries: one listing per block        |
  * | lease serial queue                     | `deps.queue`       | one mutation of a lease at a time           |
  * | lease rules                            | core/lease-rules   | what is provisioned (PENDING, billing-only, |
  * |                                        |                    | acceptable payload)                         |
- * | bulkhead (PROVISION_CONCURRENCY, 128)  | Provisioner        | requests between attempt commit and answer  |
  * | attempt group commit                   | Provisioner        | one transaction + fsync per turn's          |
  * |                                        |                    | attempts, before any request leaves         |
  * | step retry (STEP_RETRY)                | `#step`            | tries of one step before recovery takes it  |
@@ -69,11 +64,14 @@ const STEP_RETRY = { attempts: 4, backoff: { initialMs: 500, maxMs: 10_000 } } a
 const UNTIL_ANSWERED = "ERR_PROVISION_NOT_SENT";
 
 /**
- * Provision workflows started at once. Above PROVISION_CONCURRENCY (the bound on requests
- * between attempt commit and answer), so that bound stays full while some admitted leases
- * are still between their lease read and their attempt commit.
+ * Provision workflows started at once, and so the bound on new provisions between their
+ * attempt commit and the backend's answer (a workflow keeps its slot until its first try
+ * ends). A block of 10,000 new leases otherwise puts 10,000 requests (bodies, handlers,
+ * promises) into the backends' connection pools together; 16 connections per backend
+ * cannot send more than a few dozen at a time anyway, so the rest only held memory (peak
+ * RSS 425–460 MB). Leases beyond it wait as bare keys, their chain reads already started.
  */
-const PROVISION_ADMISSION = 2 * PROVISION_CONCURRENCY;
+export const PROVISION_ADMISSION = 256;
 
 /** A lease waiting for a provision slot: the lease as already read, or its read in progress. */
 type QueuedProvision = ChainLease | Promise<ChainLease | undefined> | undefined;

@@ -1,4 +1,3 @@
-import { type BulkheadPolicy, bulkhead } from "cockatiel";
 import type { ChainLease, ChainPort } from "../../chain/port.ts";
 import type { Clock } from "../../core/clock.ts";
 
@@ -15,14 +14,13 @@ import type { Clock } from "../../core/clock.ts";
  * the listing arrives, so the first provisions go out while it is still running. Each
  * listed lease answers one request (the next read of that lease goes to the chain). The
  * time to live counts from the listing's end: a listing slower than it (a loaded node)
- * must not throw away its own pages. Single reads run at most SINGLE_READS at once: each
- * is an HTTP request of its own, and thousands at once open thousands of connections to
- * the node (the runaway seen on a loaded machine). A lease seen PENDING a moment ago may
+ * must not throw away its own pages. Single reads are not bounded here: the chain
+ * connection's query pool is the one bound on ABCI queries at once (16 connections; the
+ * rest wait in its queue), so a burst of single reads can no longer open thousands of
+ * connections to the node (the runaway once seen on a loaded machine). A lease seen PENDING a moment ago may
  * have been closed since; that is no worse than the read itself, which is stale by the
  * time the provision goes out — the lease_closed event that follows tears it down.
  */
-const SINGLE_READS = 16;
-
 type Waiter = { resolve: (l: ChainLease | undefined) => void; reject: (e: unknown) => void };
 
 export interface ProvisionLeaseReadsOptions {
@@ -46,7 +44,6 @@ export class ProvisionLeaseReads {
   #listing: Promise<void> | undefined;
   /** Batches waiting on the running listing; each page answers what it can. */
   readonly #joiners = new Set<Map<string, Waiter[]>>();
-  readonly #singles: BulkheadPolicy = bulkhead(SINGLE_READS, Number.POSITIVE_INFINITY);
   /** Paged listings done instead of single reads (for tests and metrics). */
   sweeps = 0;
 
@@ -84,7 +81,7 @@ export class ProvisionLeaseReads {
     await Promise.all(
       [...batch].map(async ([uuid, waiters]) => {
         try {
-          const lease = await this.#singles.execute(() => this.#chain.getLease(uuid));
+          const lease = await this.#chain.getLease(uuid);
           for (const w of waiters) w.resolve(lease);
         } catch (err) {
           for (const w of waiters) w.reject(err);

@@ -1,4 +1,3 @@
-import { type BulkheadPolicy, bulkhead } from "cockatiel";
 import type { ChainLease } from "../../chain/port.ts";
 import { FredError } from "../../core/errors.ts";
 import { contractItems, isBillingOnly, leaseEnded, payloadAccepted } from "../../core/lease-rules.ts";
@@ -18,8 +17,7 @@ import { rejectionForRefusal } from "./reasons.ts";
  * entry point, `provision`, serves the event path (a new PENDING lease) and the reconciler's
  * sweep (a lease whose workload its owner lost or that failed, on a target the plan chose):
  * not recorded yet? → the lease (as read, or re-read) → new lease: PENDING? billing-only?
- * acknowledge → payload acceptable? else wait → provision slot (bulkhead) → route or take
- * the target → commit the attempt (write-ahead, group commit) → POST provision → act on
+ * acknowledge → payload acceptable? else wait → route or take the target → commit the attempt (write-ahead, group commit) → POST provision → act on
  * what the answer proves. `redeliver` re-sends an unresolved attempt with its original
  * operation id.
  */
@@ -60,26 +58,15 @@ export function leaseRequest(config: ProviderConfig, lease: ChainLease, attempt:
   };
 }
 
-/**
- * Provisions between their attempt commit and the backend's answer, at once. A block of
- * 10,000 new leases otherwise puts 10,000 requests (bodies, handlers, promises) into the
- * backends' connection pools together; 16 connections per backend cannot send more than
- * a few dozen at a time anyway, so the rest only held memory (peak RSS 425–460 MB).
- */
-export const PROVISION_CONCURRENCY = 128;
-
 export class Provisioner {
   readonly #deps: LifecycleDeps;
-  /** The bound on new provisions (queued leases wait in order; redeliveries do not queue here). */
-  readonly #sending: BulkheadPolicy;
   /** Leases whose provision request is on the wire right now. */
   readonly inFlight = new Set<string>();
 
   readonly leases: ProvisionLeaseReads;
 
-  constructor(deps: LifecycleDeps, concurrency = PROVISION_CONCURRENCY) {
+  constructor(deps: LifecycleDeps) {
     this.#deps = deps;
-    this.#sending = bulkhead(concurrency, Number.POSITIVE_INFINITY);
     this.leases = new ProvisionLeaseReads(deps.chain, deps.config.providerUuid, deps.clock);
   }
 
@@ -119,24 +106,23 @@ export class Provisioner {
     const owner = target !== undefined && "backend" in target ? target.backend : undefined;
     const payload = await choosePayload(this.#deps, lease, source, owner, signal);
     if (payload === "missing") return "awaiting-payload";
-    // Routed and stamped when its slot comes up: the choice sees the backends' load as it is
-    // then, and the wait never counts towards an overdue callback.
-    return this.#sending.execute(async () => {
-      const backend = owner ?? this.#route(lease, target);
-      if (backend === undefined) return "unroutable";
-      const attempt: Attempt = {
-        leaseUuid,
-        backend,
-        operationId: newUuidV4(),
-        kind: "provision",
-        createdAt: this.#deps.clock.now(),
-      };
-      if (this.#deps.store.recordAttempt(attempt) === "lease-busy") return "already-recorded";
-      // The attempts of concurrent leases written in this turn share its one commit and fsync.
-      await this.#deps.store.durable();
-      failpoint("provision.after-attempt-commit");
-      return this.send(attempt, lease, payload, signal);
-    }, signal);
+    // Routed and stamped now: the choice sees the backends' load as it is. How many
+    // provisions are on the wire at once is bounded where they start: the lifecycle's
+    // admission for new leases, the sweep's workers for the reconciler's.
+    const backend = owner ?? this.#route(lease, target);
+    if (backend === undefined) return "unroutable";
+    const attempt: Attempt = {
+      leaseUuid,
+      backend,
+      operationId: newUuidV4(),
+      kind: "provision",
+      createdAt: this.#deps.clock.now(),
+    };
+    if (this.#deps.store.recordAttempt(attempt) === "lease-busy") return "already-recorded";
+    // The attempts of concurrent leases written in this turn share its one commit and fsync.
+    await this.#deps.store.durable();
+    failpoint("provision.after-attempt-commit");
+    return this.send(attempt, lease, payload, signal);
   }
 
   /** The router's choice for a new lease, kept only inside the plan's scope when it has one. */

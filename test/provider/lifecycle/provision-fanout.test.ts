@@ -9,15 +9,15 @@ import { ManualClock } from "../../../src/core/clock.ts";
 import type { BackendClient } from "../../../src/provider/backend-client/index.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { Lifecycle } from "../../../src/provider/lifecycle/index.ts";
-import { PROVISION_CONCURRENCY, Provisioner } from "../../../src/provider/lifecycle/provisioner.ts";
+import { PROVISION_ADMISSION } from "../../../src/provider/lifecycle/lifecycle.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { baseConfig, PROVIDER_UUID, yamlOf } from "../config/fixtures.ts";
 import { lifecycleDeps, recordingChain } from "./deps.ts";
 
 /**
- * New provisions are bounded between their attempt commit and the backend's answer: a
- * block of thousands of new leases must not put thousands of requests into the backend
- * pools at once. Real SQLite store; the backend is an in-memory client that holds every
+ * New provisions are bounded between their attempt commit and the backend's answer (by
+ * the lifecycle's admission): a block of thousands of new leases must not put thousands
+ * of requests into the backend pools at once. Real SQLite store; the backend is an in-memory client that holds every
  * provision until the test answers it.
  */
 const dir = mkdtempSync(join(tmpdir(), "fred-provision-fanout-"));
@@ -69,52 +69,12 @@ function holdingClient() {
 }
 
 describe("provision fan-out", () => {
-  it("keeps at most `concurrency` provisions between attempt and answer; the rest follow in order", async () => {
-    const clock = new ManualClock();
-    const config = parseProviderConfig(yamlOf(baseConfig()));
-    const store = storeFor(config, clock, "p.db");
-    const { client, held, order } = holdingClient();
-    const deps = lifecycleDeps({
-      config,
-      chain: recordingChain([]),
-      store,
-      clock,
-      clients: new Map(config.backends.map((b) => [b.name, client])),
-    });
-    const provisioner = new Provisioner(deps, 4);
-    const leases = Array.from({ length: 20 }, (_, i) => pending(i));
-    const never = new AbortController().signal;
-    const steps = Promise.all(leases.map((l) => provisioner.provision(l.uuid, never, { lease: l })));
-    let most = 0;
-    let answered = 0;
-    for (let turns = 0; answered < leases.length; turns++) {
-      assert.ok(turns < 10_000, `stuck with ${answered} answered`);
-      await tick();
-      most = Math.max(most, held.length);
-      // Every request on the wire has its attempt committed; the queued ones have none yet.
-      const recorded = leases.filter((l) => store.placements.attemptFor(l.uuid) !== undefined).length;
-      assert.ok(recorded <= answered + 4, `${recorded} attempts with ${answered} answered`);
-      const next = held.shift();
-      if (next !== undefined) {
-        next.answer();
-        answered++;
-      }
-    }
-    assert.deepEqual(await steps, Array(20).fill("sent"));
-    assert.equal(most, 4);
-    assert.deepEqual(
-      order,
-      leases.map((l) => l.uuid),
-    );
-    store.close();
-  });
-
   it("a burst of lease_created events waits as queued leases: a bounded number of workflows, one listing, and a lease closed while queued is never provisioned", async () => {
     const clock = new ManualClock();
     const config = parseProviderConfig(yamlOf(baseConfig()));
     const store = storeFor(config, clock, "burst.db");
     const { client, held, order } = holdingClient();
-    const leases = Array.from({ length: 4 * PROVISION_CONCURRENCY }, (_, i) => pending(i));
+    const leases = Array.from({ length: 2 * PROVISION_ADMISSION }, (_, i) => pending(i));
     const byUuid = new Map(leases.map((l) => [l.uuid, l]));
     let listings = 0;
     let singles = 0;
@@ -150,15 +110,20 @@ describe("provision fan-out", () => {
     const last = leases.at(-1)!;
     lifecycle.onEvent(created(last, "lease_closed"));
     let most = 0;
+    let wire = 0;
     for (let turns = 0; order.length < leases.length - 1 || held.length > 0; turns++) {
       assert.ok(turns < 20_000, `stuck with ${order.length} sent`);
       await tick();
       // Workflows in the lease queue: never the whole burst at once.
       most = Math.max(most, deps.queue.depth);
+      wire = Math.max(wire, held.length);
+      // Write-ahead: every request on the wire has its attempt committed.
+      for (const h of held) assert.notEqual(store.placements.attemptFor(h.lease), undefined, h.lease);
       held.shift()?.answer();
     }
     await lifecycle.idle();
-    assert.ok(most > 0 && most <= 2 * PROVISION_CONCURRENCY + 1, `${most} workflows at once`);
+    assert.ok(most > 0 && most <= PROVISION_ADMISSION + 1, `${most} workflows at once`);
+    assert.ok(wire > 0 && wire <= PROVISION_ADMISSION, `${wire} provisions on the wire at once`);
     assert.equal(listings, 1, "the burst is read in one listing");
     assert.equal(singles, 0);
     assert.deepEqual(
