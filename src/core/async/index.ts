@@ -8,6 +8,5 @@ export {
 } from "./backoff.ts";
 export { withDeadline, withStallDeadline } from "./deadline.ts";
 export { definedOnly } from "./defined-only.ts";
-export { Admission, Coalescer, KeyedMutex } from "./keyed.ts";
-export { type BucketVerdict, RateBuckets } from "./rate-buckets.ts";
+export { Admission, type BucketVerdict, Coalescer, KeyedMutex, RateBuckets } from "./keyed.ts";
 export { type ReleaseErrorReporter, ReleaseStack } from "./release-stack.ts";
