@@ -65,6 +65,8 @@ export interface SqliteDatabase {
   readonly failure: Error | undefined;
   /** Resolves once every counted commit is on stable storage. */
   durable(): Promise<void>;
+  /** Whether every counted commit is on stable storage now (`durable()` would not wait). */
+  readonly allDurable: boolean;
   /** Shared transactions committed and WAL fsyncs done (group commit; zeros otherwise). */
   readonly stats: { transactions: number; fsyncs: number };
   /**
@@ -127,6 +129,9 @@ export function openDatabase(o: OpenDatabaseOptions): SqliteDatabase {
       return wal?.failure;
     },
     durable: () => wal?.durable() ?? Promise.resolve(),
+    get allDurable() {
+      return wal?.allDurable ?? true;
+    },
     get stats() {
       return wal?.stats ?? { transactions: 0, fsyncs: 0 };
     },

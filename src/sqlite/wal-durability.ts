@@ -129,6 +129,12 @@ export class WalDurability {
     }
   }
 
+  /** Whether every commit made so far is on stable storage now (`durable()` would not wait). */
+  get allDurable(): boolean {
+    if (this.#broken !== undefined) return false;
+    return this.#walFd === undefined || (!this.#batchOpen && this.#flushed >= this.#committed);
+  }
+
   /** Resolves once every commit made so far is on stable storage. */
   durable(): Promise<void> {
     if (this.#broken !== undefined) return Promise.reject(this.#broken);

@@ -60,6 +60,8 @@ export class OutboxSender {
   readonly #backoffUntil = new Map<string, number>();
   #refreshWanted = true;
   #kickScheduled = false;
+  /** A wake is waiting for the journal's fsync to fill the free slots. */
+  #fillOnDurable = false;
   #cancelTimer: () => void = () => {};
   #idleWaiters: (() => void)[] = [];
 
@@ -90,7 +92,16 @@ export class OutboxSender {
   wake(lease?: string): void {
     if (lease === undefined) this.#refreshWanted = true;
     else this.#pending.add(lease);
-    this.#kick();
+    if (this.#state !== "running" || this.#fillOnDurable) return;
+    // The rows were just written: the fsync that covers them is the one wait before they
+    // are sent (a result is never announced before a power loss could no longer undo it).
+    // One fill per fsync, however many wakes it covers.
+    this.#fillOnDurable = true;
+    const fill = () => {
+      this.#fillOnDurable = false;
+      this.#fill();
+    };
+    this.#options.journal.durable().then(fill, fill);
   }
 
   /** Resolves once nothing deliverable is pending or in flight (tests and benchmarks). */
@@ -169,7 +180,9 @@ export class OutboxSender {
     try {
       const row = this.#options.journal.outboxHead(lease);
       if (!row) return;
-      await this.#options.journal.durable(); // never announce a result that a power loss could undo
+      // Never announce a result that a power loss could undo. A wake already waited for the
+      // fsync; a replay or a row written after that fsync started waits here.
+      if (!this.#options.journal.allDurable) await this.#options.journal.durable();
       if (await this.#deliver(row, signal)) {
         this.#options.journal.removeDelivered(row);
         this.#options.onDelivered?.(row);

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import pino from "pino";
+import { Agent, type Dispatcher } from "undici";
 import { hmacSecret } from "../../../src/auth/hmac.ts";
 import { Journal } from "../../../src/backend/kit/journal/journal.ts";
 import { OutboxSender, type OutboxSenderOptions } from "../../../src/backend/kit/outbox-sender.ts";
@@ -31,11 +35,11 @@ describe("outbox sender", () => {
   after(async () => {
     await rx.close();
   });
-  const fresh = (extra: Partial<OutboxSenderOptions> = {}) => {
+  const fresh = (extra: Partial<OutboxSenderOptions> = {}, path = ":memory:") => {
     clock = new ManualClock(Date.now());
     failed = 0;
     journal = new Journal({
-      path: ":memory:",
+      path,
       mode: "bind-or-verify",
       storageId: randomUUID(),
       backendName: "b",
@@ -225,6 +229,34 @@ describe("outbox sender", () => {
     } finally {
       rx.setMode(200);
       await stop();
+    }
+  });
+
+  it("a woken row goes out only after the fsync that covers it (one wait, one fill per fsync)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "fred-outbox-fsync-"));
+    // What the journal said about durability at the moment each request left.
+    const durableWhenSent: boolean[] = [];
+    class Probe extends Agent {
+      override dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+        durableWhenSent.push(journal.allDurable);
+        return super.dispatch(opts, handler);
+      }
+    }
+    const dispatcher = new Probe();
+    fresh({ dispatcher }, join(dir, "journal.db"));
+    sender.start();
+    try {
+      await until(() => sender.load.inFlight === 0, "the start-up drain found nothing");
+      const leases = Array.from({ length: 5 }, () => settle());
+      for (const l of leases) sender.wake(l);
+      assert.equal(journal.allDurable, false, "written in this turn, not on disk yet");
+      await until(() => journal.outboxSize() === 0, "all delivered");
+      assert.ok(leases.every((l) => of(l).length === 1));
+      assert.deepEqual(durableWhenSent, [true, true, true, true, true]);
+    } finally {
+      await stop();
+      await dispatcher.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -132,6 +132,11 @@ export class Journal {
     return this.#database.failure;
   }
 
+  /** Whether every commit so far is on stable storage now (`durable()` would not wait). */
+  get allDurable(): boolean {
+    return this.#database.allDurable;
+  }
+
   /** Resolves once every commit so far is on stable storage (group commit; see WalDurability). */
   durable(): Promise<void> {
     return this.#database.durable();
