@@ -162,9 +162,13 @@ export class BackendEngine {
     }
     // Without an await since the probe above, nothing can have changed: skip re-probing.
     const result = admit(this.#config, prepared, this.#config.substrate.validate !== undefined);
+    // Dispatched before the wait: on an idle lease the worker marks the intent started in
+    // this same turn, so the one fsync the 202 waits for also covers "started", and the
+    // first effect waits for no second one. (A crash after that fsync and before any effect
+    // finds the intent started: recovery settles it from what the substrate shows.)
+    if (result.kind === "admitted") this.#dispatch(result.lease);
     // The 202 promises a durable intent: wait for the group commit before answering.
     await this.#config.journal.durable();
-    if (result.kind === "admitted") this.#dispatch(result.lease);
     return { operationId: result.kind === "admitted" ? result.lease.operationId : result.operationId };
   }
 
