@@ -28,7 +28,7 @@ export function parseCapability(rawQuery: string): Capability | { ok: false; pro
 }
 
 /** A canonical lowercase v4 UUID (ids we mint: operations, storage identities). */
-export const uuidV4 = (text = "must be a canonical lowercase UUIDv4") =>
+const uuidV4 = (text = "must be a canonical lowercase UUIDv4") =>
   z.custom<string>(isUuidV4, { error: at(text) });
 
 export const CALLBACK_STATUSES = ["success", "failed", "deprovisioned"] as const;

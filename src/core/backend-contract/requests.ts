@@ -96,7 +96,7 @@ export const LIMITS = {
 export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
 
 /** `items[0].sku` for the zod path ["items", 0, "sku"]. */
-export function fieldName(path: readonly PropertyKey[]): string {
+function fieldName(path: readonly PropertyKey[]): string {
   let out = "";
   for (const token of path)
     out += typeof token === "number" ? `[${token}]` : `${out === "" ? "" : "."}${String(token)}`;
@@ -119,7 +119,7 @@ export const canonicalUuid = (text = "must be a canonical lowercase UUID") =>
   z.custom<string>(isCanonicalUuid, { error: at(text) });
 
 /** A lease-like UUID that says "is required" when absent, null or empty. */
-export const requiredUuid = () =>
+const requiredUuid = () =>
   z.custom<string>(isCanonicalUuid, {
     error: (issue) =>
       issue.input === undefined || issue.input === null || issue.input === ""
@@ -128,7 +128,7 @@ export const requiredUuid = () =>
   });
 
 /** A lease UUID: required, canonical lowercase, and never the nil UUID (no chain mints it). */
-export const requiredLeaseUuid = () =>
+const requiredLeaseUuid = () =>
   z.custom<string>((v) => isCanonicalUuid(v) && v !== NIL_UUID, {
     error: (issue) => {
       if (issue.input === undefined || issue.input === null || issue.input === "")

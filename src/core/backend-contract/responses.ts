@@ -25,11 +25,11 @@ export const RESPONSE_CAPS = {
 } as const;
 
 /** A JSON object (not null, not an array), kept as it came. */
-export const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** A value that passes `check`, kept as it came (same object, same key order). */
-export const relayed = <T>(check: z.ZodType) => z.custom<T>((v) => check.safeParse(v).success);
+const relayed = <T>(check: z.ZodType) => z.custom<T>((v) => check.safeParse(v).success);
 
 /** `lifecycle_generation` as a backend persists it. */
 export type GenerationWire = { kind: "typed"; id: string } | { kind: "legacy" } | { kind: "unknown" };
