@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { Agent, request } from "undici";
 import { hmacSecret, signRequest } from "../src/auth/hmac.ts";
 import { Journal } from "../src/backend/kit/journal/journal.ts";
-import { parseProvisionRequest } from "../src/backend/kit/wire.ts";
+import { parseProvisionRequest } from "../src/backend/kit/server.ts";
 import { loadMockBackendConfig } from "../src/backend/mock/config.ts";
 import { startMockBackend } from "../src/backend/mock/main.ts";
 import { createLogger } from "../src/log.ts";

@@ -1,17 +1,20 @@
 import { createHash } from "node:crypto";
+import { DEFAULT_SERVICE, LIMITS, type ProvisionRequest } from "../../core/backend-contract/index.ts";
 import type { Clock } from "../../core/clock.ts";
-import { badRequest, conflict, insufficientResources } from "./errors.ts";
+import { parseManifest } from "../../core/manifest/index.ts";
+import { badRequest, conflict, insufficientResources, WireError } from "./errors.ts";
 import type { Journal, LeaseRecord } from "./journal/journal.ts";
 import { imageRefusal } from "./registry.ts";
 import type { ResourcePool } from "./resources.ts";
-import type { InstanceSpec, ParsedManifest, SkuProfile, WorkloadSpec } from "./substrate.ts";
-import { buildInstances, DEFAULT_SERVICE, type ProvisionRequest, WireError } from "./wire.ts";
+import type { InstanceSpec, LeaseItem, ParsedManifest, SkuProfile, WorkloadSpec } from "./substrate.ts";
 
 /**
  * Provision admission: everything decided before the 202. Order matters — redelivery
  * probe first (a closed lease is refused whatever the operation id; an identical retry is
  * acknowledged without re-validating, a differing one refused), then the head, then validation, then capacity — and the final check + reserve +
- * persist runs synchronously, so no other request can slip in between.
+ * persist runs synchronously, so no other request can slip in between. Validation's own
+ * steps live here too: items expanded into instances (`buildInstances`, restore's as
+ * well) and the tenant manifest parser backends hand the kit as its `parseManifest` hook.
  */
 export interface AdmissionConfig {
   journal: Journal;
@@ -81,6 +84,53 @@ export function requestDigest(
     .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   const doc = JSON.stringify([r.tenant, r.providerUuid, items, r.payloadHash ?? ""]);
   return createHash("sha256").update(doc).digest("hex");
+}
+
+/**
+ * Expands items into instances (services sorted by name, indexes ascending) with their
+ * SKU profile frozen now. Unknown SKUs are a validation refusal.
+ */
+export function buildInstances(
+  leaseUuid: string,
+  items: readonly LeaseItem[],
+  resolveSku: (sku: string) => SkuProfile | undefined,
+): InstanceSpec[] {
+  const sorted = [...items].sort((a, b) =>
+    (a.service_name ?? DEFAULT_SERVICE).localeCompare(b.service_name ?? DEFAULT_SERVICE),
+  );
+  const out: InstanceSpec[] = [];
+  for (const item of sorted) {
+    const profile = resolveSku(item.sku);
+    if (profile === undefined) throw new WireError(`unknown SKU ${item.sku}`, "unknown_sku");
+    const service = item.service_name ?? DEFAULT_SERVICE;
+    for (let index = 0; index < item.quantity; index++) {
+      out.push({
+        key: `${leaseUuid}-${service}-${index}`,
+        service,
+        index,
+        sku: item.sku,
+        profile: { ...profile },
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * The tenant manifest parser as the kit's `parseManifest` hook: bad manifests become a
+ * 400 `invalid_manifest` listing the first problems (JSON pointer + message).
+ */
+const SHOWN_PROBLEMS = 5;
+
+export function parseTenantManifest(payload: Uint8Array): ParsedManifest {
+  const result = parseManifest(payload, { maxBytes: LIMITS.payloadBytes });
+  if (!result.ok) {
+    const shown = result.problems.slice(0, SHOWN_PROBLEMS).map((p) => `${p.path || "/"}: ${p.message}`);
+    const more =
+      result.problems.length > SHOWN_PROBLEMS ? ` (+${result.problems.length - SHOWN_PROBLEMS} more)` : "";
+    throw new WireError(`invalid manifest: ${shown.join("; ")}${more}`, "invalid_manifest");
+  }
+  return result.manifest;
 }
 
 /** Validation that needs no lock: SKUs, manifest, images, service names. */

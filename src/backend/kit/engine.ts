@@ -1,5 +1,6 @@
 // Over 500 lines: the backend engine drives every lease operation (admit, start, settle, maintenance, close, recovery) through one lease queue; its steps read together.
 import { KeyedMutex } from "../../core/async/index.ts";
+import type { ProvisionRequest } from "../../core/backend-contract/index.ts";
 import type { Logger } from "../../log.ts";
 import { type AdmissionConfig, admit, prepare, probe, workloadSpec } from "./admission.ts";
 import { captureLogs, diagnosticsCutoffMs } from "./diagnostics.ts";
@@ -13,7 +14,6 @@ import type { Retention } from "./retention/index.ts";
 import { type RuntimeEvent, type Substrate, SubstrateError, substrateOutcomeOf } from "./substrate.ts";
 import { teardownFailure, VOLUME_CLEANUP_ATTEMPTS, VOLUME_CLEANUP_EXHAUSTED } from "./teardown-failure.ts";
 import { NO_STREAK } from "./terminal-budget.ts";
-import type { ProvisionRequest } from "./wire.ts";
 
 /**
  * The kit's workflows around one substrate: provision workers (intent → started →

@@ -25,6 +25,20 @@ export class ContractError extends FredError<`ERR_CONTRACT_${ContractStatus}`> {
   }
 }
 
+/**
+ * A request body the contract's readers refused (src/core/backend-contract), or a request
+ * admission cannot take: a 400 at the HTTP edge, with a message safe to show the caller.
+ */
+export class WireError extends FredError<"ERR_WIRE"> {
+  constructor(
+    message: string,
+    readonly validationCode?: "unknown_sku" | "invalid_manifest" | "image_not_allowed",
+  ) {
+    super("ERR_WIRE", message);
+    this.name = "WireError";
+  }
+}
+
 export const badRequest = (message: string, validation_code?: ValidationCode) =>
   new ContractError(400, message, validation_code === undefined ? {} : { validation_code });
 export const notFound = (message = "lease is not provisioned") => new ContractError(404, message);

@@ -1,4 +1,6 @@
 /** Public surface of the backend kit: what a backend kind (mock, Docker, …) builds on. */
+
+export { parseTenantManifest } from "./admission.ts";
 export {
   type BackendKitOptions,
   DEFAULT_RECONCILE_INTERVAL_MS,
@@ -11,11 +13,10 @@ export {
 export { checkClientCaBundle } from "./client-tls.ts";
 export { DEFAULT_DIAGNOSTICS_MAX_AGE_MS } from "./diagnostics.ts";
 export { BackendEngine, type EngineEvent } from "./engine.ts";
-export { badRequest, notFound } from "./errors.ts";
+export { badRequest, notFound, WireError } from "./errors.ts";
 export { openJournalDatabase } from "./journal/identity.ts";
 export { Journal, type LeaseRecord } from "./journal/journal.ts";
 export { RECEIPT_WINDOW } from "./maintenance/store.ts";
-export { parseTenantManifest } from "./manifest.ts";
 export { PeriodicPass } from "./periodic-pass.ts";
 export { imageRefusal, isImageAllowed, parseRegistry } from "./registry.ts";
 export {
@@ -26,5 +27,5 @@ export {
   type TenantQuota,
 } from "./resources.ts";
 export * from "./retention/index.ts";
+export { parseLeaseUuid } from "./server.ts";
 export * from "./substrate.ts";
-export { parseLeaseUuid, WireError } from "./wire.ts";

@@ -1,26 +1,36 @@
 import type { TLSSocket } from "node:tls";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { z } from "zod";
 import { HmacError, verifyRequest } from "../../auth/hmac.ts";
 import { withDeadline } from "../../core/async/index.ts";
 import {
   backendError,
   type DeprovisionedBody,
+  deprovisionRequestSchema,
   type HealthBody,
   LIMITS,
+  leaseItemsSchema,
   leasePath,
+  type MaintenanceRequest,
   MUTATIONS,
   type Mutation,
   mutationPath,
   PATHS,
   type ProvisionAcceptedBody,
+  type ProvisionRequest,
   type ProvisionsPageBody,
+  parseWith,
+  provisionRequestSchema,
   QUERY,
   type RetentionsPageBody,
+  reconcileCustomDomainRequestSchema,
+  restartRequestSchema,
   SIGNATURE_HEADER,
   STORAGE_HEADER,
   type StatsBody,
   UNAUTHENTICATED_PATHS,
   UNHEALTHY,
+  updateRequestSchema,
 } from "../../core/backend-contract/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { FredError, isFredError } from "../../core/errors.ts";
@@ -38,25 +48,20 @@ import {
   storageMismatch,
   substrateTimeout,
   unsupported,
+  WireError,
 } from "./errors.ts";
 import type { KitMetrics } from "./metrics.ts";
 import { admitRestore, isListed, type Retention, retainedInfo, retentionsPage } from "./retention/index.ts";
-import type { Substrate } from "./substrate.ts";
+import type { LeaseItem, Substrate } from "./substrate.ts";
 import { diagnosticInfo, provisionInfo, releaseInfo, statsInfo } from "./views.ts";
-import {
-  parseDeprovisionRequest,
-  parseLeaseUuid,
-  parseMaintenanceRequest,
-  parseProvisionRequest,
-  parseReconcileCustomDomainRequest,
-  WireError,
-} from "./wire.ts";
 
 /**
  * The backend contract over HTTP (fastify). The HMAC is checked on the raw body bytes
  * before anything parses them, so a tampered request is always a 401. Every response
  * carries exactly one X-Fred-Backend-Storage-ID. Errors are mapped to the backend
- * envelope here and nowhere else.
+ * envelope here and nowhere else. Request bodies are read with the contract's readers
+ * (src/core/backend-contract), turned into checked values by the readers at the end of
+ * this file; every refusal there is a `WireError` (400) with a message safe to show the caller.
  */
 export interface ContractServerOptions {
   engine: BackendEngine;
@@ -392,4 +397,41 @@ async function substrateProblem(
   } catch (err) {
     return { part: "substrate", err };
   }
+}
+
+// The kit's side of the contract's request bodies.
+
+function read<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const parsed = parseWith(schema, input);
+  if (!parsed.ok) throw new WireError(parsed.problem);
+  return parsed.value;
+}
+
+/** A lease UUID from a path parameter, with the body field's messages. */
+export function parseLeaseUuid(value: unknown): string {
+  return read(deprovisionRequestSchema, { lease_uuid: value }).lease_uuid;
+}
+
+const itemsOnly = z.object({ items: leaseItemsSchema });
+
+/** Lease items on their own, with the body field's messages (`items[0].sku …`). */
+export function parseItems(value: unknown): LeaseItem[] {
+  return read(itemsOnly, { items: value }).items;
+}
+
+export function parseProvisionRequest(body: unknown): ProvisionRequest {
+  return read(provisionRequestSchema, body);
+}
+
+export function parseDeprovisionRequest(body: unknown): { leaseUuid: string } {
+  return { leaseUuid: read(deprovisionRequestSchema, body).lease_uuid };
+}
+
+export function parseMaintenanceRequest(kind: MaintenanceRequest["kind"], body: unknown): MaintenanceRequest {
+  return read(kind === "restart" ? restartRequestSchema : updateRequestSchema, body);
+}
+
+export function parseReconcileCustomDomainRequest(body: unknown): { leaseUuid: string; items: LeaseItem[] } {
+  const o = read(reconcileCustomDomainRequestSchema, body);
+  return { leaseUuid: o.lease_uuid, items: o.items };
 }

@@ -2,7 +2,7 @@ import { ReleaseStack } from "../../core/async/index.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import { parseTenantManifest, type RunningBackend, startBackend } from "../kit/index.ts";
-import { DEFAULT_MOCK_PROFILE, type MockBackendConfig } from "./config.ts";
+import type { MockBackendConfig } from "./config.ts";
 import { hangInventoryReads } from "./hang-inventory.ts";
 import { registerLoseRoute } from "./lose-route.ts";
 import { MockSubstrate } from "./substrate.ts";
@@ -31,8 +31,8 @@ export async function startMockBackend(
     retainedDiskMb: config.retainedDiskMb,
     hangRetention: config.hangRetention,
     statePath: config.dbPath === undefined ? undefined : `${config.dbPath}.substrate`,
+    skus: config.skus,
   });
-  const skus = config.skus;
   const releases = new ReleaseStack((err, resource) =>
     deps.logger.warn({ err, resource }, "releasing a backend resource failed"),
   );
@@ -58,7 +58,7 @@ export async function startMockBackend(
       registerLoseRoute(substrate)(app, engine);
       if (config.hangInventory) hangInventoryReads(app);
     },
-    resolveSku: (sku) => (skus === undefined ? DEFAULT_MOCK_PROFILE : skus[sku]),
+    resolveSku: substrate.resolveSku.bind(substrate),
     pool: { totals: config.capacity },
     allowedRegistries: config.allowedRegistries,
     parseManifest: parseTenantManifest,

@@ -7,11 +7,13 @@ import {
   type InstanceSpec,
   type RetainedSet,
   type RetainedVolume,
+  type SkuProfile,
   type Substrate,
   SubstrateError,
   type WorkloadObservation,
   type WorkloadSpec,
 } from "../kit/index.ts";
+import { DEFAULT_MOCK_PROFILE } from "./config.ts";
 
 /**
  * The mock backend's fake substrate: a workload is a record, not a process. Everything
@@ -39,6 +41,8 @@ export interface MockSubstrateOptions {
   hangRetention?: ReadonlySet<string>;
   /** SQLite file keeping the fake workloads across restarts; in memory when undefined. */
   statePath?: string;
+  /** SKU UUID → profile; undefined = every SKU gets DEFAULT_MOCK_PROFILE. */
+  skus?: Readonly<Record<string, SkuProfile>> | undefined;
   random?: () => number;
 }
 
@@ -96,6 +100,12 @@ export class MockSubstrate implements Substrate {
     }[]) {
       this.#workloads.set(row.lease_uuid, JSON.parse(row.doc) as MockWorkload);
     }
+  }
+
+  /** The kit's `resolveSku`: the profile of the SKUs this fake machine offers. */
+  resolveSku(sku: string): SkuProfile | undefined {
+    const skus = this.#options.skus;
+    return skus === undefined ? DEFAULT_MOCK_PROFILE : skus[sku];
   }
 
   #save(lease: string, w: MockWorkload): void {

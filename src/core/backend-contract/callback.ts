@@ -1,13 +1,36 @@
 import { z } from "zod";
 import { isUuidV4 } from "../uuid.ts";
-import type { Capability } from "./callback-url.ts";
-import { canonicalUuid, parseWith, typedOnly, uuidV4 } from "./fields.ts";
+import { at, type CapabilityKey, canonicalUuid, capabilityParams, parseWith, typedOnly } from "./requests.ts";
 
 /**
- * The callback a backend POSTs to providerd's callback URL, and providerd's reader of it.
- * The body's own operation_id / lifecycle_id are untrusted and ignored: the capability
- * comes from the URL query (see callback-url.ts).
+ * The callback a backend POSTs to providerd's callback URL, and providerd's readers of it:
+ * the capability in the URL's query, then the body. The body's own operation_id /
+ * lifecycle_id are untrusted and ignored: the capability comes from the URL query (whose
+ * rules requests.ts holds, beside the backend's reading of a provision's callback URLs).
  */
+
+export type Capability = { kind: "operation" | "lifecycle"; id: string };
+const KINDS: Record<CapabilityKey, Capability["kind"]> = {
+  operation_id: "operation",
+  lifecycle_id: "lifecycle",
+};
+
+/** providerd's reading of an inbound callback's query (without "?"): the capability, or why not. */
+export function parseCapability(rawQuery: string): Capability | { ok: false; problem: string } {
+  const found = capabilityParams(rawQuery);
+  const refuse = (problem: string) => ({ ok: false as const, problem });
+  if (found.length === 0) return refuse("exactly one of operation_id or lifecycle_id is required");
+  if (found.length > 1)
+    return refuse("operation_id and lifecycle_id are mutually exclusive and may appear once");
+  const { key, value } = found[0] as (typeof found)[number];
+  if (!isUuidV4(value)) return refuse(`${key} must be a canonical lowercase UUIDv4`);
+  return { kind: KINDS[key], id: value };
+}
+
+/** A canonical lowercase v4 UUID (ids we mint: operations, storage identities). */
+const uuidV4 = (text = "must be a canonical lowercase UUIDv4") =>
+  z.custom<string>(isUuidV4, { error: at(text) });
+
 export const CALLBACK_STATUSES = ["success", "failed", "deprovisioned"] as const;
 export type CallbackStatus = (typeof CALLBACK_STATUSES)[number];
 

@@ -10,8 +10,5 @@ export {
   type ValidationCode,
 } from "../envelope.ts";
 export * from "./callback.ts";
-export * from "./callback-url.ts";
-export { type Parsed, parseWith } from "./fields.ts";
-export * from "./http.ts";
 export * from "./requests.ts";
 export * from "./responses.ts";

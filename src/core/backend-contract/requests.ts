@@ -3,10 +3,221 @@ import { z } from "zod";
 import { decodeBase64Std, decodeHex } from "../encoding.ts";
 import { FredError, isFredError } from "../errors.ts";
 import { DEFAULT_SERVICE_NAME } from "../manifest/index.ts";
-import { isUuidV4 } from "../uuid.ts";
-import { type CallbackUrls, resolveCallbackUrls } from "./callback-url.ts";
-import { at, canonicalUuid, requiredLeaseUuid, requiredUuid, typedOnly } from "./fields.ts";
-import { LIMITS } from "./http.ts";
+import { isCanonicalUuid, isUuidV4, NIL_UUID } from "../uuid.ts";
+
+/**
+ * The requests of the backend contract, as both sides see them, in four parts: the HTTP
+ * surface (header names, routes, query parameters, size limits), the building blocks every
+ * contract schema is made of, the callback URLs a provision carries, and the request
+ * bodies providerd sends and a backend reads.
+ */
+
+// The HTTP surface. The kit registers its routes with these builders and providerd's
+// client calls the same builders, so a path exists once.
+
+/** Every backend response carries exactly one of these (the storage identity). */
+export const STORAGE_HEADER = "x-fred-backend-storage-id";
+/** `t=<unix seconds>,sha256=<hex>` on every signed request and every callback. */
+export const SIGNATURE_HEADER = "x-fred-signature";
+
+/** The mutating POSTs, served at `/{op}` and at `/_fred/storage/{storage-id}/{op}`. */
+export const MUTATIONS = [
+  "provision",
+  "deprovision",
+  "reconcile_custom_domain",
+  "restart",
+  "update",
+  "restore",
+] as const;
+export type Mutation = (typeof MUTATIONS)[number];
+
+/** The one status that means a backend took a mutation; any other answer is classified. */
+export const MUTATION_ACCEPTED: Record<Mutation, number> = {
+  provision: 202,
+  deprovision: 200,
+  reconcile_custom_domain: 204,
+  restart: 202,
+  update: 202,
+  restore: 202,
+};
+
+/** `/{op}`, or the storage-pinned `/_fred/storage/{storageId}/{op}` (pass ":storageId" for a route). */
+export function mutationPath(op: Mutation, storageId?: string): string {
+  return storageId === undefined ? `/${op}` : `/_fred/storage/${storageId}/${op}`;
+}
+
+/** Per-lease reads: `/{read}/{uuid}` (pass ":uuid" for a route). */
+export type LeaseRead = "info" | "provisions" | "releases" | "logs";
+export function leasePath(read: LeaseRead, leaseUuid: string): string {
+  return `/${read}/${leaseUuid}`;
+}
+
+export const PATHS = {
+  health: "/health",
+  stats: "/stats",
+  metrics: "/metrics",
+  /** Inventory: `?limit=&continue=` pages, or repeated `?lease_uuid=` filters. */
+  provisions: "/provisions",
+  retentions: "/retentions",
+} as const;
+
+/** Served without a signature (verifying there is optional for a backend). */
+export const UNAUTHENTICATED_PATHS: ReadonlySet<string> = new Set([PATHS.health, PATHS.stats, PATHS.metrics]);
+
+/** Query parameters. `backend_storage_id` rides on every request once the identity is pinned. */
+export const QUERY = {
+  storageId: "backend_storage_id",
+  limit: "limit",
+  continue: "continue",
+  leaseUuid: "lease_uuid",
+  tail: "tail",
+} as const;
+
+const MiB = 1024 * 1024;
+
+export const LIMITS = {
+  /** Largest page a backend serves; larger `limit`s are lowered to it. */
+  maxPage: 5000,
+  /** The page size providerd asks for. */
+  inventoryPage: 1000,
+  /** `lease_uuid` filters providerd sends in one lookup. */
+  leaseFilters: 100,
+  defaultTail: 100,
+  maxTail: 10_000,
+  /** Decoded payload (manifest) bytes. */
+  payloadBytes: MiB,
+} as const;
+
+/**
+ * Building blocks of the contract's schemas. Readers report the first problem only, in
+ * the order the fields are declared, with a message that names the field as the caller
+ * wrote it (`items[0].sku`), so the schemas below list fields in the order they are checked.
+ */
+export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
+
+/** `items[0].sku` for the zod path ["items", 0, "sku"]. */
+function fieldName(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const token of path)
+    out += typeof token === "number" ? `[${token}]` : `${out === "" ? "" : "."}${String(token)}`;
+  return out;
+}
+
+/** Runs `schema` and keeps its first problem's message. */
+export function parseWith<S extends z.ZodType>(schema: S, input: unknown): Parsed<z.output<S>> {
+  const result = schema.safeParse(input);
+  if (result.success) return { ok: true, value: result.data };
+  return { ok: false, problem: result.error.issues[0]?.message ?? "invalid input" };
+}
+
+/** A problem message that names the field: `${field} ${text}`. */
+export const at = (text: string) => (issue: { path?: PropertyKey[] | undefined }) =>
+  `${fieldName(issue.path ?? [])} ${text}`;
+
+/** A canonical lowercase UUID of any version (lease, SKU and provider UUIDs come from the chain). */
+export const canonicalUuid = (text = "must be a canonical lowercase UUID") =>
+  z.custom<string>(isCanonicalUuid, { error: at(text) });
+
+/** A lease-like UUID that says "is required" when absent, null or empty. */
+const requiredUuid = () =>
+  z.custom<string>(isCanonicalUuid, {
+    error: (issue) =>
+      issue.input === undefined || issue.input === null || issue.input === ""
+        ? at("is required")(issue)
+        : at("must be a canonical lowercase UUID")(issue),
+  });
+
+/** A lease UUID: required, canonical lowercase, and never the nil UUID (no chain mints it). */
+const requiredLeaseUuid = () =>
+  z.custom<string>((v) => isCanonicalUuid(v) && v !== NIL_UUID, {
+    error: (issue) => {
+      if (issue.input === undefined || issue.input === null || issue.input === "")
+        return at("is required")(issue);
+      if (issue.input === NIL_UUID) return at("must not be the nil UUID")(issue);
+      return at("must be a canonical lowercase UUID")(issue);
+    },
+  });
+
+/**
+ * A field typed for whoever builds the body but not checked on its own: either a rule of
+ * the enclosing schema checks it (so its problem comes in rule order), or readers relay it
+ * without judging it.
+ */
+export const typedOnly = <T>() => z.custom<T>(() => true).optional();
+
+/**
+ * The capability in a callback URL's query. providerd hands a backend one operation URL
+ * carrying exactly one canonical v4 `operation_id`; the lifecycle URL is that same URL
+ * with the pair renamed `lifecycle_id`, byte for byte, so the HMAC providerd checks
+ * covers the same query. Both sides read the query with `capabilityParams` (providerd in
+ * callback.ts's `parseCapability`), so a URL the backend accepts is one whose callbacks
+ * providerd will accept.
+ */
+export type CallbackUrls = { operationId: string; callbackUrl: string; lifecycleUrl: string };
+
+export class CallbackUrlError extends FredError<"ERR_CALLBACK_URL"> {
+  constructor(message: string) {
+    super("ERR_CALLBACK_URL", message);
+    this.name = "CallbackUrlError";
+  }
+}
+
+const MAX_URL_LENGTH = 2048;
+export type CapabilityKey = "operation_id" | "lifecycle_id";
+
+/** The `operation_id` / `lifecycle_id` pairs of a raw query (without "?"), in order. */
+export function capabilityParams(rawQuery: string): { key: CapabilityKey; value: string; index: number }[] {
+  const found: { key: CapabilityKey; value: string; index: number }[] = [];
+  for (const [index, part] of (rawQuery === "" ? [] : rawQuery.split("&")).entries()) {
+    const eq = part.indexOf("=");
+    const key = eq < 0 ? part : part.slice(0, eq);
+    if (key === "operation_id" || key === "lifecycle_id") {
+      found.push({ key, value: eq < 0 ? "" : part.slice(eq + 1), index });
+    }
+  }
+  return found;
+}
+
+/**
+ * A backend's reading of a provision's `callback_url` (+ optional `lifecycle_callback_url`):
+ * the operation id and both URLs, or a `CallbackUrlError` with a message for the caller.
+ */
+export function resolveCallbackUrls(callbackUrl: unknown, lifecycleUrl: unknown): CallbackUrls {
+  if (typeof callbackUrl !== "string" || callbackUrl === "")
+    throw new CallbackUrlError("callback_url is required");
+  if (callbackUrl.length > MAX_URL_LENGTH) throw new CallbackUrlError("callback_url is too long");
+  let url: URL;
+  try {
+    url = new URL(callbackUrl);
+  } catch {
+    throw new CallbackUrlError("callback_url is not a valid URL");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new CallbackUrlError("callback_url must use http or https");
+  }
+  if (url.username !== "" || url.password !== "" || url.hash !== "") {
+    throw new CallbackUrlError("callback_url must not carry credentials or a fragment");
+  }
+  const q = callbackUrl.indexOf("?");
+  const pairs = q < 0 ? [] : callbackUrl.slice(q + 1).split("&");
+  const found = capabilityParams(q < 0 ? "" : callbackUrl.slice(q + 1));
+  if (found.some((p) => p.key === "lifecycle_id")) {
+    throw new CallbackUrlError("callback_url must not carry lifecycle_id");
+  }
+  const op = found[0];
+  if (op === undefined || found.length !== 1) {
+    throw new CallbackUrlError("callback_url must carry exactly one operation_id");
+  }
+  if (!isUuidV4(op.value)) throw new CallbackUrlError("operation_id must be a canonical lowercase UUIDv4");
+  pairs[op.index] = `lifecycle_id=${op.value}`;
+  const derived = `${callbackUrl.slice(0, q)}?${pairs.join("&")}`;
+  if (lifecycleUrl !== undefined && lifecycleUrl !== null && lifecycleUrl !== derived) {
+    throw new CallbackUrlError(
+      "lifecycle_callback_url must equal callback_url with operation_id renamed lifecycle_id",
+    );
+  }
+  return { operationId: op.value, callbackUrl, lifecycleUrl: derived };
+}
 
 /**
  * Request bodies providerd sends and a backend reads. The schemas are the backend's

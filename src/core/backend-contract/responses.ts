@@ -1,8 +1,6 @@
 import { z } from "zod";
 import { isUuidV4 } from "../uuid.ts";
-import { canonicalUuid, isPlainObject, relayed, typedOnly } from "./fields.ts";
-import { type LeaseRead, RESPONSE_CAPS } from "./http.ts";
-import type { WireLeaseItem } from "./requests.ts";
+import { canonicalUuid, type LeaseRead, typedOnly, type WireLeaseItem } from "./requests.ts";
 
 /**
  * Response bodies a backend sends and providerd reads. Input types are what the backend
@@ -10,6 +8,28 @@ import type { WireLeaseItem } from "./requests.ts";
  * whole (never half-used), unknown extra fields are dropped, and a few fields are read
  * leniently where the reference tolerates old backends (see each one).
  */
+
+const MiB = 1024 * 1024;
+
+/** What providerd reads of each response at most (a longer body is refused, not truncated). */
+export const RESPONSE_CAPS = {
+  provision: 1 * MiB,
+  mutation: 1 * MiB,
+  info: 1 * MiB,
+  provisionsPage: 8 * MiB,
+  retentionsPage: 1 * MiB,
+  logs: 16 * MiB,
+  releases: 8 * MiB,
+  stats: 1 * MiB,
+  health: 64 * 1024,
+} as const;
+
+/** A JSON object (not null, not an array), kept as it came. */
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** A value that passes `check`, kept as it came (same object, same key order). */
+const relayed = <T>(check: z.ZodType) => z.custom<T>((v) => check.safeParse(v).success);
 
 /** `lifecycle_generation` as a backend persists it. */
 export type GenerationWire = { kind: "typed"; id: string } | { kind: "legacy" } | { kind: "unknown" };

@@ -17,5 +17,5 @@ export {
 } from "./parse.ts";
 export { type Problem, problemsFromIssues, problemWording, toPointer } from "./problems.ts";
 export { keepStoredCredentials, REDACTED_PASSWORD, redactManifestPayload } from "./redact.ts";
+export type { ServiceSpec } from "./schema.ts";
 export { manifestDocumentSchema } from "./schema.ts";
-export type { ServiceSpec } from "./service-schema.ts";

@@ -9,8 +9,8 @@ import {
   problemWording,
   toPointer,
 } from "./problems.ts";
+import type { ServiceSpec } from "./schema.ts";
 import { flatManifestSchema, stackManifestSchema } from "./schema.ts";
-import type { ServiceSpec } from "./service-schema.ts";
 
 /**
  * A validated manifest in the one internal shape every consumer sees: a map of services.

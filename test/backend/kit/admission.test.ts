@@ -4,7 +4,7 @@ import { after, describe, it } from "node:test";
 import { type AdmissionConfig, probe, requestDigest } from "../../../src/backend/kit/admission.ts";
 import { ContractError } from "../../../src/backend/kit/errors.ts";
 import { Journal } from "../../../src/backend/kit/journal/journal.ts";
-import type { ProvisionRequest } from "../../../src/backend/kit/wire.ts";
+import type { ProvisionRequest } from "../../../src/core/backend-contract/index.ts";
 
 /** The redelivery probe against a real journal: what an operation id may and may not do. */
 describe("provision probe: operation ids and redeliveries", () => {

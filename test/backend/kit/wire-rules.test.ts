@@ -1,12 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { buildInstances } from "../../../src/backend/kit/admission.ts";
+import { WireError } from "../../../src/backend/kit/errors.ts";
 import {
   ImageReferenceError,
   imageRefusal,
   isImageAllowed,
   parseRegistry,
 } from "../../../src/backend/kit/registry.ts";
-import { buildInstances, parseItems, WireError } from "../../../src/backend/kit/wire.ts";
+import { parseItems } from "../../../src/backend/kit/server.ts";
 import { CallbackUrlError, resolveCallbackUrls } from "../../../src/core/backend-contract/index.ts";
 import { isFredError } from "../../../src/core/errors.ts";
 

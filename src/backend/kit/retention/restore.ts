@@ -1,14 +1,22 @@
 import {
+  DEFAULT_SERVICE,
+  type ProvisionRequest,
   parseWith,
   resolveCallbackUrls,
   restoreRequestSchema,
 } from "../../../core/backend-contract/index.ts";
 import { isFredError } from "../../../core/errors.ts";
-import { type AdmissionConfig, probe, requestDigest } from "../admission.ts";
-import { badRequest, conflict, demoteExceedsTier, insufficientResources, notRetained } from "../errors.ts";
+import { type AdmissionConfig, buildInstances, probe, requestDigest } from "../admission.ts";
+import {
+  badRequest,
+  conflict,
+  demoteExceedsTier,
+  insufficientResources,
+  notRetained,
+  WireError,
+} from "../errors.ts";
 import type { LeaseRecord } from "../journal/journal.ts";
 import type { InstanceSpec, LeaseItem } from "../substrate.ts";
-import { buildInstances, DEFAULT_SERVICE, type ProvisionRequest, WireError } from "../wire.ts";
 import type { Retention } from "./manager.ts";
 import type { RetentionRow } from "./store.ts";
 
