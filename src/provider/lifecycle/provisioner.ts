@@ -122,7 +122,7 @@ export class Provisioner {
     // The attempts of concurrent leases written in this turn share its one commit and fsync.
     await this.#deps.store.durable();
     failpoint("provision.after-attempt-commit");
-    return this.send(attempt, lease, payload, signal);
+    return this.send(attempt, lease, payload, signal, "first");
   }
 
   /** The router's choice for a new lease, kept only inside the plan's scope when it has one. */
@@ -166,19 +166,22 @@ export class Provisioner {
     const source = lease.metaHash !== "" && attempt.kind === "provision" ? "stored" : "none";
     const payload = await choosePayload(this.#deps, lease, source, undefined, signal);
     if (payload === "missing") return "awaiting-payload";
-    return this.send(attempt, lease, payload, signal);
+    return this.send(attempt, lease, payload, signal, "again");
   }
 
   /**
    * Sends the attempt: a provision, or (kind restore: redelivery of an admitted restore) the
    * same restore again, from the retained source the store recorded for it. A refused
    * restore is not rejected on chain: the tenant keeps the lease and may restore again.
+   * `delivery`: "first" when no earlier send of this operation exists (the attempt was
+   * just committed); "again" for a redelivery, which an earlier send may have preceded.
    */
   async send(
     attempt: Attempt,
     lease: ChainLease,
     payload: StoredPayload | undefined,
     signal: AbortSignal,
+    delivery: "first" | "again",
   ): Promise<ProvisionStep> {
     const { clients, router, store, acks, config, logger } = this.#deps;
     const log = logger.child({
@@ -230,7 +233,16 @@ export class Provisioner {
         return "refused";
       }
       case "not-sent":
-        // Nothing left this process, so the write-ahead row proves nothing: drop it and retry.
+        if (delivery === "again") {
+          // This try reached nothing, but an earlier send of the same operation (this
+          // process's, or a killed providerd's) may have: the backend may hold the lease,
+          // so the attempt stays and the next sweep or timeout check redelivers it.
+          // Clearing it here made the lease look recordless and sent it to a second backend.
+          log.warn({ reason: outcome.reason, detail: outcome.detail }, "redelivery not sent; attempt kept");
+          return "ambiguous";
+        }
+        // Nothing of this operation ever left this process, so the write-ahead row proves
+        // nothing: drop it and retry.
         store.clearRefusedAttempt(attempt.leaseUuid, attempt.operationId);
         throw new FredError("ERR_PROVISION_NOT_SENT", outcome.detail, { retryable: true });
       case "ambiguous":
