@@ -26,9 +26,11 @@ import { lifecycleDeps, recordingChain, type SentTx } from "./deps.ts";
  * A provision accepted by backend one (its 202 promises a durable intent), then one is
  * killed. A redelivery of that same attempt (the sweep's or the callback-timeout check's:
  * the sweep plans it when its inventory was read before the first send landed) finds the
- * connection refused. That try reached nothing, but the first send did: the attempt must
- * stay, or the lease looks recordless and is provisioned again on backend two while one's
- * journal brings it back on restart.
+ * connection refused, or one's circuit open. That try reached nothing, but the first send
+ * did: the attempt must stay, or the lease looks recordless and is provisioned again on
+ * backend two while one's journal brings it back on restart. (Chaos seed 1384414795 on
+ * main showed both: "provision accepted" or "outcome unknown" on mock-1, then the sweep's
+ * redeliver failing with ERR_PROVISION_NOT_SENT, then the lease provisioned on mock-2.)
  */
 const SID_ONE = "7e2a4b3c-5d6e-4f70-8a9b-0c1d2e3f4a51";
 const SID_TWO = "7e2a4b3c-5d6e-4f70-8a9b-0c1d2e3f4a52";
@@ -105,62 +107,83 @@ async function holders(clients: Map<string, BackendClient>, lease: string): Prom
   return out;
 }
 
-describe("redelivery refused at connect time", () => {
-  it("keeps the attempt, so the lease never reaches a second backend", async () => {
-    const clock = new ManualClock(Date.now());
-    const store = PlacementStore.create(
-      join(dir, "placements.db"),
-      PROVIDER_UUID,
-      [
-        { name: "one", storageId: SID_ONE, baseline: { provisions: 0, retentions: 0 } },
-        { name: "two", storageId: SID_TWO, baseline: { provisions: 0, retentions: 0 } },
-      ],
-      clock.now(),
-    );
-    const lease = "0190f3a2-7c1e-7000-8000-0000000000c1";
-    const signal = new AbortController().signal;
+/**
+ * The four steps, on lease `lease`; `tripCircuit`: the redelivery meets backend one's open
+ * circuit (five refused reads first) instead of a refused connection.
+ */
+async function scenario(lease: string, tripCircuit: boolean): Promise<void> {
+  const clock = new ManualClock(Date.now());
+  const store = PlacementStore.create(
+    join(dir, `placements-${lease}.db`),
+    PROVIDER_UUID,
+    [
+      { name: "one", storageId: SID_ONE, baseline: { provisions: 0, retentions: 0 } },
+      { name: "two", storageId: SID_TWO, baseline: { provisions: 0, retentions: 0 } },
+    ],
+    clock.now(),
+  );
+  const signal = new AbortController().signal;
 
-    // 1. The first send: backend one accepts (its 202 means the intent is in its journal).
-    const first = await providerd(store, clock);
-    const step = await first.provisioner.provision(lease, signal, {
-      lease: pendingLease(lease),
-      target: { backend: "one" },
-    });
-    assert.equal(step, "sent");
-    const attempt = store.placements.attemptFor(lease);
-    assert.equal(attempt?.backend, "one");
-    await closeBackendClients(first.clients);
+  // 1. The first send: backend one accepts (its 202 means the intent is in its journal).
+  const first = await providerd(store, clock);
+  const step = await first.provisioner.provision(lease, signal, {
+    lease: pendingLease(lease),
+    target: { backend: "one" },
+  });
+  assert.equal(step, "sent");
+  const attempt = store.placements.attemptFor(lease);
+  assert.equal(attempt?.backend, "one");
+  await closeBackendClients(first.clients);
 
-    // 2. Backend one is killed; the redelivery of the same attempt finds nobody listening.
-    const port = new URL(mocks.one!.ready.url).port;
-    await mocks.one!.kill();
-    mocks.one = undefined;
-    const second = await providerd(store, clock);
-    await second.provisioner.redeliver(attempt!, signal).catch((err: unknown) => {
-      if (!(err instanceof FredError && err.code === "ERR_PROVISION_NOT_SENT")) throw err;
-    });
-    assert.equal(
-      store.placements.attemptFor(lease)?.operationId,
-      attempt!.operationId,
-      "a redelivery that reached nothing keeps the attempt (its first send was accepted)",
-    );
+  // 2. Backend one is killed; the redelivery of the same attempt reaches nothing.
+  const port = new URL(mocks.one!.ready.url).port;
+  await mocks.one!.kill();
+  mocks.one = undefined;
+  const second = await providerd(store, clock);
+  if (tripCircuit) {
+    for (let i = 0; i < 5; i++)
+      await second.clients
+        .get("one")!
+        .provisionsFor([lease])
+        .catch(() => {});
+    assert.equal(second.clients.get("one")!.circuitState, "open");
+  }
+  await second.provisioner.redeliver(attempt!, signal).catch((err: unknown) => {
+    if (!(err instanceof FredError && err.code === "ERR_PROVISION_NOT_SENT")) throw err;
+  });
+  assert.equal(
+    store.placements.attemptFor(lease)?.operationId,
+    attempt!.operationId,
+    "a redelivery that reached nothing keeps the attempt (its first send was accepted)",
+  );
 
-    // 3. Backend one silent, the lease PENDING: new work is routed (what the event path's retry
-    // and the sweep's recordless-PENDING provision do). The attempt must hold it back.
-    for (let i = 0; i < 4; i++) {
-      const again = await second.provisioner
-        .provision(lease, signal, { lease: pendingLease(lease) })
-        .catch((err: unknown) => {
-          if (err instanceof FredError && err.code === "ERR_PROVISION_NOT_SENT") return "not-sent";
-          throw err;
-        });
-      if (again !== "not-sent") break;
-    }
+  // 3. Backend one silent, the lease PENDING: new work is routed (what the event path's retry
+  // and the sweep's recordless-PENDING provision do). The attempt must hold it back.
+  for (let i = 0; i < 4; i++) {
+    const again = await second.provisioner
+      .provision(lease, signal, { lease: pendingLease(lease) })
+      .catch((err: unknown) => {
+        if (err instanceof FredError && err.code === "ERR_PROVISION_NOT_SENT") return "not-sent";
+        throw err;
+      });
+    if (again !== "not-sent") break;
+  }
 
-    // 4. Backend one restarts from its journal: the lease must be on one backend only.
-    mocks.one = await mockOne(`127.0.0.1:${port}`);
-    assert.deepEqual(await holders(second.clients, lease), ["one"], "nothing runs twice");
-    await closeBackendClients(second.clients);
-    store.close();
+  // 4. Backend one restarts from its journal: the lease must be on one backend only.
+  mocks.one = await mockOne(`127.0.0.1:${port}`);
+  const fresh = await providerd(store, clock);
+  assert.deepEqual(await holders(fresh.clients, lease), ["one"], "nothing runs twice");
+  await closeBackendClients(second.clients);
+  await closeBackendClients(fresh.clients);
+  store.close();
+}
+
+describe("redelivery that reaches nothing (chaos: one lease on two backends)", () => {
+  it("connection refused: keeps the attempt, so the lease never reaches a second backend", async () => {
+    await scenario("0190f3a2-7c1e-7000-8000-0000000000c1", false);
+  });
+
+  it("circuit open: keeps the attempt, so the lease never reaches a second backend", async () => {
+    await scenario("0190f3a2-7c1e-7000-8000-0000000000c2", true);
   });
 });
