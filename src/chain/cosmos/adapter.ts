@@ -26,7 +26,6 @@ import type {
 import { MsgWithdrawResponse, type Provider, type SKU } from "../proto/index.ts";
 import { checkGasConfig, type GasConfig } from "../tx/fees.ts";
 import { blockEventsFetcher } from "./block-events.ts";
-import { toCoins } from "./convert.ts";
 import {
   chunk,
   type LeaseMsgKind,
@@ -457,7 +456,7 @@ export class CosmosChain implements ChainPort {
     return {
       txHash: res.txHash,
       height: res.height,
-      amounts: toCoins(r.totalAmounts),
+      amounts: q.toCoins(r.totalAmounts),
       withdrawalCount: r.withdrawalCount,
       hasMore: r.hasMore,
       nextKey: r.nextKey,
