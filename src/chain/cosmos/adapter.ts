@@ -24,17 +24,18 @@ import type {
   WithdrawSummary,
 } from "../port.ts";
 import { MsgWithdrawResponse, type Provider, type SKU } from "../proto/index.ts";
-import { checkGasConfig, type GasConfig } from "../tx/fees.ts";
-import { blockEventsFetcher } from "./block-events.ts";
 import {
+  checkGasConfig,
   chunk,
+  type GasConfig,
   type LeaseMsgKind,
   leaseMsgs,
   MAX_UUIDS_PER_MSG,
   sanitizeReason,
   withdrawLeasesMsg,
   withdrawProviderMsg,
-} from "./messages.ts";
+} from "../tx/build.ts";
+import { blockEventsFetcher } from "./block-events.ts";
 import * as q from "./queries.ts";
 import { connectNode, type NodeConnection } from "./rpc.ts";
 import { chainRegistry, type TxSigner } from "./signer.ts";
