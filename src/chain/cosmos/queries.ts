@@ -20,7 +20,6 @@ import {
 import {
   type Coin,
   type Lease,
-  leaseStateName,
   QueryCreditAccountRequest,
   QueryCreditAccountResponse,
   QueryCreditEstimateRequest,
@@ -345,11 +344,11 @@ export function toCoins(coins: readonly Coin[]): CoinAmount[] {
   return coins.map((c) => ({ denom: c.denom, amount: c.amount }));
 }
 
+// The port's LEASE_STATES list the chain's LeaseState names in number order (a test in
+// test/chain/proto holds the two tables equal), so a state's number is its index there.
+// A number the port does not know (a newer chain's state) reads as UNSPECIFIED.
 function stateName(state: number): LeaseStateName {
-  const name = leaseStateName(state);
-  return (LEASE_STATES as readonly string[]).includes(name)
-    ? (name as LeaseStateName)
-    : "LEASE_STATE_UNSPECIFIED";
+  return LEASE_STATES[state] ?? "LEASE_STATE_UNSPECIFIED";
 }
 
 function stateNumber(name: LeaseStateName): number {
