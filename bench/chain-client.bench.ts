@@ -12,8 +12,7 @@ import { type CosmosChain, openCosmosChain } from "../src/chain/cosmos/adapter.t
 import { websocketUrlFor } from "../src/chain/cosmos/rpc.ts";
 import { signerFromKey } from "../src/chain/cosmos/signer.ts";
 import { deriveSubSigners } from "../src/chain/cosmos/sub-signers.ts";
-import { classifyFrame } from "../src/chain/events/frame.ts";
-import { parseTxEventMap } from "../src/chain/events/parse.ts";
+import { classifyFrame, parseTxEventMap } from "../src/chain/events/parse.ts";
 import { MsgCreateLease, MsgCreateLeaseResponse } from "../src/chain/proto/index.ts";
 import { AckBatcher } from "../src/chain/tx/ack-batcher.ts";
 import { systemClock } from "../src/core/clock.ts";

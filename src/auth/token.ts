@@ -1,9 +1,8 @@
 import { createPublicKey, type KeyObject, verify as nativeVerify } from "node:crypto";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { LRUCache } from "lru-cache";
-import { decodeBase64Std, decodeHex, encodeBase64Std } from "../core/encoding.ts";
+import { decodeBase64Std, decodeHex, encodeBase64Std, parseStrictJson } from "../core/encoding.ts";
 import { FredError } from "../core/errors.ts";
-import { parseStrictJson } from "../core/strict-json.ts";
 import { addressFromPubkey, DEFAULT_BECH32_PREFIX } from "./address.ts";
 import { adr036SignDoc } from "./adr036.ts";
 import { compressedPubkey } from "./keys.ts";

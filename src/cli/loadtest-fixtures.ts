@@ -2,9 +2,8 @@ import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { hmacSecret } from "../auth/hmac.ts";
 import { parseCallbackBody, parseCapability } from "../core/backend-contract/index.ts";
-import { decodeBase64Std } from "../core/encoding.ts";
+import { decodeBase64Std, parseStrictJson } from "../core/encoding.ts";
 import { FredError } from "../core/errors.ts";
-import { parseStrictJson } from "../core/strict-json.ts";
 import { isCanonicalUuid } from "../core/uuid.ts";
 
 /**

@@ -1,8 +1,8 @@
 import { createReadStream } from "node:fs";
 import { type Command, InvalidArgumentError } from "commander";
+import { parseStrictJson } from "../core/encoding.ts";
 import { matchManifestToItems, parseLeaseItems } from "../core/lease-items.ts";
 import { MANIFEST_LIMITS, type Problem, parseManifest } from "../core/manifest/index.ts";
-import { parseStrictJson } from "../core/strict-json.ts";
 import { ExitCode, printJson, say } from "./output.ts";
 
 interface ValidateOptions {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { sanitizeReason } from "../../src/chain/cosmos/messages.ts";
+import { sanitizeReason } from "../../src/chain/tx/build.ts";
 import {
   leaseView,
   parseAmountFlag,

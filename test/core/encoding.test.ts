@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { decodeBase64Std, decodeHex, encodeBase64Std } from "../../src/core/encoding.ts";
+import { decodeBase64Std, decodeHex, encodeBase64Std, parseStrictJson } from "../../src/core/encoding.ts";
 import { type ErrorCode, isFredError } from "../../src/core/errors.ts";
-import { parseStrictJson } from "../../src/core/strict-json.ts";
 
 const refused = (fn: () => unknown, code: ErrorCode) =>
   assert.throws(fn, (err: unknown) => isFredError(err, code), `expected ${code}`);

@@ -33,8 +33,8 @@ import {
   updateRequestSchema,
 } from "../../core/backend-contract/index.ts";
 import type { Clock } from "../../core/clock.ts";
+import { parseStrictJson } from "../../core/encoding.ts";
 import { FredError, isFredError } from "../../core/errors.ts";
-import { parseStrictJson } from "../../core/strict-json.ts";
 import { isCanonicalUuid, isLeaseUuid } from "../../core/uuid.ts";
 import type { Logger } from "../../log.ts";
 import { type ContractHttpsOptions, peerNames, tlsServerOptions } from "./client-tls.ts";

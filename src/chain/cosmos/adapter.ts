@@ -24,18 +24,18 @@ import type {
   WithdrawSummary,
 } from "../port.ts";
 import { MsgWithdrawResponse, type Provider, type SKU } from "../proto/index.ts";
-import { checkGasConfig, type GasConfig } from "../tx/fees.ts";
-import { blockEventsFetcher } from "./block-events.ts";
-import { toCoins } from "./convert.ts";
 import {
+  checkGasConfig,
   chunk,
+  type GasConfig,
   type LeaseMsgKind,
   leaseMsgs,
   MAX_UUIDS_PER_MSG,
   sanitizeReason,
   withdrawLeasesMsg,
   withdrawProviderMsg,
-} from "./messages.ts";
+} from "../tx/build.ts";
+import { blockEventsFetcher } from "./block-events.ts";
 import * as q from "./queries.ts";
 import { connectNode, type NodeConnection } from "./rpc.ts";
 import { chainRegistry, type TxSigner } from "./signer.ts";
@@ -457,7 +457,7 @@ export class CosmosChain implements ChainPort {
     return {
       txHash: res.txHash,
       height: res.height,
-      amounts: toCoins(r.totalAmounts),
+      amounts: q.toCoins(r.totalAmounts),
       withdrawalCount: r.withdrawalCount,
       hasMore: r.hasMore,
       nextKey: r.nextKey,

@@ -3,18 +3,23 @@
  * page), lease history, credit account, provider withdrawable (every page, summed), and
  * from the node's status the latest block and the network (chain id).
  * Pagination follows the chain's cursors: `next_key` is passed back as `key` until empty.
+ * At the end, the conversions from the protobuf billing types to the port's plain shapes.
  */
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
-import type {
-  BlockInfo,
-  ChainLease,
-  CreditEstimate,
-  CreditView,
-  LeaseStateName,
-  WithdrawableView,
+import {
+  type BlockInfo,
+  type ChainLease,
+  type CoinAmount,
+  type CreditEstimate,
+  type CreditView,
+  LEASE_STATES,
+  type LeaseStateName,
+  type WithdrawableView,
 } from "../port.ts";
 import {
+  type Coin,
+  type Lease,
   QueryCreditAccountRequest,
   QueryCreditAccountResponse,
   QueryCreditEstimateRequest,
@@ -27,8 +32,8 @@ import {
   QueryLeasesByTenantResponse,
   QueryProviderWithdrawableRequest,
   QueryProviderWithdrawableResponse,
+  type Timestamp,
 } from "../proto/index.ts";
-import { addCoins, coinsFromMap, stateNumber, toChainLease, toCoins } from "./convert.ts";
 import { abciQuery, abciQueryOptional, chainError, type NodeConnection } from "./rpc.ts";
 
 const Q = "/liftedinit.billing.v1.Query/";
@@ -328,4 +333,64 @@ export async function latestBlock(conn: NodeConnection, signal?: AbortSignal): P
   }
 }
 
-export { toCoins };
+// ---- protobuf billing types → the Chain port's plain domain shapes ----
+
+function toDate(ts: Timestamp | undefined): Date | undefined {
+  if (ts === undefined) return undefined;
+  return new Date(Number(ts.seconds) * 1000 + Math.floor(ts.nanos / 1e6));
+}
+
+export function toCoins(coins: readonly Coin[]): CoinAmount[] {
+  return coins.map((c) => ({ denom: c.denom, amount: c.amount }));
+}
+
+// The port's LEASE_STATES list the chain's LeaseState names in number order (a test in
+// test/chain/proto holds the two tables equal), so a state's number is its index there.
+// A number the port does not know (a newer chain's state) reads as UNSPECIFIED.
+function stateName(state: number): LeaseStateName {
+  return LEASE_STATES[state] ?? "LEASE_STATE_UNSPECIFIED";
+}
+
+function stateNumber(name: LeaseStateName): number {
+  return LEASE_STATES.indexOf(name);
+}
+
+function toChainLease(l: Lease): ChainLease {
+  return {
+    uuid: l.uuid,
+    tenant: l.tenant,
+    providerUuid: l.providerUuid,
+    state: stateName(l.state),
+    items: l.items.map((i) => ({
+      skuUuid: i.skuUuid,
+      quantity: i.quantity,
+      serviceName: i.serviceName,
+      customDomain: i.customDomain,
+      lockedPrice:
+        i.lockedPrice === undefined
+          ? undefined
+          : { denom: i.lockedPrice.denom, amount: i.lockedPrice.amount },
+    })),
+    metaHash: Buffer.from(l.metaHash).toString("hex"),
+    createdAt: toDate(l.createdAt),
+    closedAt: toDate(l.closedAt),
+    lastSettledAt: toDate(l.lastSettledAt),
+    acknowledgedAt: toDate(l.acknowledgedAt),
+    rejectedAt: toDate(l.rejectedAt),
+    expiredAt: toDate(l.expiredAt),
+    rejectionReason: l.rejectionReason,
+    closureReason: l.closureReason,
+  };
+}
+
+/** Sums coin lists per denom (amounts are decimal strings of arbitrary size). */
+function addCoins(into: Map<string, bigint>, coins: readonly Coin[]): void {
+  for (const c of coins) into.set(c.denom, (into.get(c.denom) ?? 0n) + BigInt(c.amount || "0"));
+}
+
+function coinsFromMap(map: Map<string, bigint>): CoinAmount[] {
+  return [...map.entries()]
+    .filter(([, v]) => v > 0n)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([denom, v]) => ({ denom, amount: v.toString() }));
+}

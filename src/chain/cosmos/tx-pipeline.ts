@@ -6,6 +6,8 @@
  * ladder, an unreachable node (nothing sent) backs off. A tx that was broadcast is never
  * broadcast again: if it is not included before the deadline the caller gets ERR_TX_TIMEOUT
  * with its hash — the outcome is unknown, not failed.
+ * The sequence owner below is the pipeline's per-key gate: it holds the key's account
+ * number and sequence and lets one send at a time sign with them.
  */
 import { createHash } from "node:crypto";
 import type { EncodeObject, Registry } from "@cosmjs/proto-signing";
@@ -18,9 +20,8 @@ import { Backoff, sleepOrAbort, withDeadline } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
+import { feeFor, type GasConfig, type GasSource, outOfGasRetry, planGas } from "../tx/build.ts";
 import { classifyCode, classifyRpcError, expectedSequence, type TxFailure } from "../tx/classify.ts";
-import { feeFor, type GasConfig, type GasSource, outOfGasRetry, planGas } from "../tx/fees.ts";
-import { type AccountState, SequenceOwner } from "../tx/sequence.ts";
 import { abciQuery, chainError, type NodeConnection } from "./rpc.ts";
 import { buildSignedTx, buildSimulationTx, type TxSigner } from "./signer.ts";
 
@@ -85,6 +86,76 @@ type Sent =
 export function txHashOf(txBytes: Uint8Array): string {
   return createHash("sha256").update(txBytes).digest("hex").toUpperCase();
 }
+
+// ---- the sequence owner ----
+
+/** The signing account as the chain numbers it: its account number and next sequence. */
+export interface AccountState {
+  accountNumber: bigint;
+  sequence: number;
+}
+
+/**
+ * One in-process owner of each signing key's sequence. Signing and broadcasting run one at
+ * a time per key (a FIFO mutex), so two sends never race one sequence number. After a
+ * broadcast passes CheckTx the node has already bumped the account's sequence in its check
+ * state, while queries still read the committed one — so the owner keeps counting locally
+ * instead of re-reading, and re-reads only when told the count is wrong.
+ */
+export class SequenceOwner {
+  readonly address: string;
+  readonly #fetch: (signal?: AbortSignal) => Promise<AccountState>;
+  #state: AccountState | undefined;
+  #tail: Promise<void> = Promise.resolve();
+
+  constructor(address: string, fetch: (signal?: AbortSignal) => Promise<AccountState>) {
+    this.address = address;
+    this.#fetch = fetch;
+  }
+
+  /**
+   * Runs `fn` with exclusive use of the key. `fn` receives the sequence to sign with and
+   * returns whether that sequence was consumed (the tx passed CheckTx).
+   */
+  async exclusive<T>(
+    fn: (account: AccountState) => Promise<{ value: T; consumed: boolean }>,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    const previous = this.#tail;
+    let release: () => void = () => {};
+    this.#tail = new Promise<void>((r) => {
+      release = r;
+    });
+    try {
+      await previous;
+      signal?.throwIfAborted();
+      if (this.#state === undefined) this.#state = await this.#fetch(signal);
+      const account = { ...this.#state };
+      const { value, consumed } = await fn(account);
+      if (consumed && this.#state !== undefined) this.#state = { ...account, sequence: account.sequence + 1 };
+      return value;
+    } finally {
+      release();
+    }
+  }
+
+  /** The node said which sequence it expects: believe it. */
+  correct(expected: number | undefined): void {
+    if (expected === undefined || this.#state === undefined) this.#state = undefined;
+    else this.#state = { ...this.#state, sequence: expected };
+  }
+
+  /** Forget the cached state; the next send re-reads the account. */
+  invalidate(): void {
+    this.#state = undefined;
+  }
+
+  get cached(): AccountState | undefined {
+    return this.#state === undefined ? undefined : { ...this.#state };
+  }
+}
+
+// ---- the pipeline ----
 
 export class TxPipeline {
   readonly signer: TxSigner;

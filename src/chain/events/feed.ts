@@ -29,8 +29,7 @@ import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import type { Logger } from "../../log.ts";
 import { FanOut, type FeedConsumer } from "./fanout.ts";
-import { classifyFrame } from "./frame.ts";
-import { AUTO_CLOSE_REASON, parseAbciEvents, parseTxEventMap } from "./parse.ts";
+import { AUTO_CLOSE_REASON, classifyFrame, parseAbciEvents, parseTxEventMap } from "./parse.ts";
 import type { LeaseEventKind, ParseResult } from "./types.ts";
 
 export interface EventFeedOptions {

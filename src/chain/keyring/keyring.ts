@@ -11,8 +11,8 @@ import { generateMnemonic } from "@scure/bip39";
 import { wordlist } from "@scure/bip39/wordlists/english.js";
 import { addressFromPubkey, DEFAULT_BECH32_PREFIX } from "../../auth/address.ts";
 import { compressedPubkey, privateKeyFromMnemonic } from "../../auth/keys.ts";
+import { parseStrictJson } from "../../core/encoding.ts";
 import { FredError } from "../../core/errors.ts";
-import { parseStrictJson } from "../../core/strict-json.ts";
 import { DEFAULT_SCRYPT, open, type ScryptParams, seal } from "./crypto.ts";
 import {
   headerAad,

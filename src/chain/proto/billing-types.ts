@@ -18,14 +18,6 @@ export const LeaseState = {
 } as const;
 export type LeaseState = (typeof LeaseState)[keyof typeof LeaseState];
 
-/** Built once: a listing names the state of every lease (100,000 in a sweep). */
-const STATE_NAMES = new Map<number, string>(Object.entries(LeaseState).map(([name, n]) => [n, name]));
-
-/** Enum name for a state number (JSON/REST style). */
-export function leaseStateName(state: number): string {
-  return STATE_NAMES.get(state) ?? String(state);
-}
-
 export const BillingParams = message(`${P}Params`, {
   maxLeasesPerTenant: f.uint64(1),
   allowedList: f.repeatedString(2),

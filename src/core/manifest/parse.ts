@@ -1,5 +1,5 @@
+import { parseStrictJson } from "../encoding.ts";
 import { isFredError } from "../errors.ts";
-import { parseStrictJson } from "../strict-json.ts";
 import { DEFAULT_SERVICE_NAME, MANIFEST_LIMITS } from "./limits.ts";
 import {
   capProblems,

@@ -8,7 +8,7 @@
  */
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import { formatGoDuration } from "../../core/duration.ts";
-import { parseStrictJson } from "../../core/strict-json.ts";
+import { parseStrictJson } from "../../core/encoding.ts";
 import type { Logger } from "../../log.ts";
 import { decodeAddress } from "../address.ts";
 import type { CreditLimits } from "./limits.ts";

@@ -1,6 +1,6 @@
 import type { z } from "zod";
+import { parseStrictJson } from "../../core/encoding.ts";
 import { FredError } from "../../core/errors.ts";
-import { parseStrictJson } from "../../core/strict-json.ts";
 
 /**
  * Reads a backend response body with one of the contract's schemas

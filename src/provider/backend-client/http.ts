@@ -4,9 +4,9 @@ import { hmacSecret, signRequest } from "../../auth/hmac.ts";
 import { withDeadline } from "../../core/async/index.ts";
 import { QUERY, SIGNATURE_HEADER, STORAGE_HEADER } from "../../core/backend-contract/index.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
+import { parseStrictJson } from "../../core/encoding.ts";
 import { parseBackendError } from "../../core/envelope.ts";
 import { FredError } from "../../core/errors.ts";
-import { parseStrictJson } from "../../core/strict-json.ts";
 import { isUuidV4 } from "../../core/uuid.ts";
 import type { BackendConfig } from "../config/index.ts";
 

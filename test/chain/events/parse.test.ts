@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { classifyFrame } from "../../../src/chain/events/frame.ts";
-import { parseAbciEvents, parseTxEventMap } from "../../../src/chain/events/parse.ts";
+import { classifyFrame, parseAbciEvents, parseTxEventMap } from "../../../src/chain/events/parse.ts";
 import {
   blockEventsFrame,
   createdEvents,

@@ -4,6 +4,7 @@ import { Registry } from "@cosmjs/proto-signing";
 import { AminoTypes, createDefaultAminoConverters, defaultRegistryTypes } from "@cosmjs/stargate";
 import { PageRequest as CosmjsPageRequest } from "cosmjs-types/cosmos/base/query/v1beta1/pagination";
 import { Coin as CosmjsCoin } from "cosmjs-types/cosmos/base/v1beta1/coin";
+import { LEASE_STATES } from "../../../src/chain/port.ts";
 import {
   billingAminoConverters,
   billingRegistryTypes,
@@ -122,5 +123,15 @@ describe("billing codecs", () => {
   it("gives every Msg and response a type URL in the liftedinit packages", () => {
     assert.ok(billingRegistryTypes.length >= 34);
     for (const [url] of billingRegistryTypes) assert.match(url, /^\/liftedinit\.(billing|sku)\.v1\.Msg\w+$/);
+  });
+});
+
+describe("lease states", () => {
+  it("the port's LEASE_STATES are the chain's LeaseState names in number order", () => {
+    // The adapter converts a state number to its name by index into LEASE_STATES, and back.
+    assert.deepEqual(
+      LEASE_STATES.map((name, n) => [name, n]),
+      Object.entries(LeaseState).sort(([, a], [, b]) => a - b),
+    );
   });
 });

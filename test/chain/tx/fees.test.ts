@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { classifyCode, classifyRpcError } from "../../../src/chain/tx/classify.ts";
 import {
   adjustGas,
   checkGasConfig,
@@ -9,7 +8,8 @@ import {
   type GasConfig,
   outOfGasRetry,
   planGas,
-} from "../../../src/chain/tx/fees.ts";
+} from "../../../src/chain/tx/build.ts";
+import { classifyCode, classifyRpcError } from "../../../src/chain/tx/classify.ts";
 import { isFredError } from "../../../src/core/errors.ts";
 
 const DEFAULTS: GasConfig = {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { type AccountState, SequenceOwner } from "../../../src/chain/tx/sequence.ts";
+import { type AccountState, SequenceOwner } from "../../../src/chain/cosmos/tx-pipeline.ts";
 
 describe("sequence owner", () => {
   it("serialises sends per key and counts consumed sequences locally", async () => {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
+import { parseStrictJson } from "../../../core/encoding.ts";
 import { tenantSafeText } from "../../../core/envelope.ts";
 import { isBillingOnly } from "../../../core/lease-rules.ts";
-import { parseStrictJson } from "../../../core/strict-json.ts";
 import { CANONICAL_UUID } from "../../../core/uuid.ts";
 import type { RestoreOutcome } from "../../retention/index.ts";
 import { leaseUuidParam } from "../auth.ts";

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from "fastify";
-import { decodeBase64Std } from "../../../core/encoding.ts";
+import { decodeBase64Std, parseStrictJson } from "../../../core/encoding.ts";
 import { parseManifest } from "../../../core/manifest/index.ts";
-import { parseStrictJson } from "../../../core/strict-json.ts";
 import type { TenantContext } from "../context.ts";
 import { maintenanceRefusal } from "../maintenance-answers.ts";
 import { readBody } from "./data.ts";
