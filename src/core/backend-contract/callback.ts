@@ -15,6 +15,20 @@ const KINDS: Record<CapabilityKey, Capability["kind"]> = {
   lifecycle_id: "lifecycle",
 };
 
+/**
+ * providerd's callback URL for one capability: `<base>/callbacks/provision?<base query&>`
+ * then `operation_id=<id>` or `lifecycle_id=<id>`. `base` is the operator's checked
+ * callback base (origin, a canonical path without a trailing slash, a query or "").
+ */
+export function buildCallbackUrl(
+  base: { origin: string; path: string; query: string },
+  key: CapabilityKey,
+  id: string,
+): string {
+  const query = base.query === "" ? "" : `${base.query}&`;
+  return `${base.origin}${base.path}/callbacks/provision?${query}${key}=${id}`;
+}
+
 /** providerd's reading of an inbound callback's query (without "?"): the capability, or why not. */
 export function parseCapability(rawQuery: string): Capability | { ok: false; problem: string } {
   const found = capabilityParams(rawQuery);

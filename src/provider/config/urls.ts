@@ -140,16 +140,6 @@ function canonicalSegment(segment: string): string {
   });
 }
 
-/** `<base>/callbacks/provision?<base query&>operation_id=<id>` (or lifecycle_id). */
-export function buildCallbackUrl(
-  base: CallbackBase,
-  param: "operation_id" | "lifecycle_id",
-  id: string,
-): string {
-  const query = base.query === "" ? "" : `${base.query}&`;
-  return `${base.origin}${base.path}/callbacks/provision?${query}${param}=${id}`;
-}
-
 /** Loopback literal or localhost: allowed as plain HTTP for development. */
 export function isLoopbackHost(host: string): boolean {
   if (host === "localhost" || host.endsWith(".localhost")) return true;

@@ -1,11 +1,11 @@
 import type { ChainLease } from "../../chain/port.ts";
+import { buildCallbackUrl } from "../../core/backend-contract/index.ts";
 import { FredError } from "../../core/errors.ts";
 import { contractItems, isBillingOnly, leaseEnded, payloadAccepted } from "../../core/lease-rules.ts";
 import type { PayloadSource, ProvisionTarget } from "../../core/reconcile/index.ts";
 import { newUuidV4 } from "../../core/uuid.ts";
 import type { ProvisionRequest } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
-import { buildCallbackUrl } from "../config/index.ts";
 import { failpoint } from "../failpoints.ts";
 import { type Attempt, type Placement, type StoredPayload, sha256Hex } from "../store/index.ts";
 import type { LifecycleDeps } from "./deps.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { buildCallbackUrl } from "../../../src/core/backend-contract/index.ts";
 import {
-  buildCallbackUrl,
   ConfigError,
   checkProviderConfig,
   parseProviderConfig,

@@ -4,14 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { ChainLease, LeaseStateName } from "../../../src/chain/port.ts";
+import { buildCallbackUrl } from "../../../src/core/backend-contract/index.ts";
 import { ManualClock, systemClock } from "../../../src/core/clock.ts";
 import { newUuidV4 } from "../../../src/core/uuid.ts";
 import { type BackendClient, createBackendClients } from "../../../src/provider/backend-client/index.ts";
-import {
-  buildCallbackUrl,
-  type ProviderConfig,
-  parseProviderConfig,
-} from "../../../src/provider/config/index.ts";
+import { type ProviderConfig, parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { Closer, SINGLE_CLOSE_TRY } from "../../../src/provider/lifecycle/closer.ts";
 import { Lifecycle, type LifecycleDeps } from "../../../src/provider/lifecycle/index.ts";
 import { Provisioner } from "../../../src/provider/lifecycle/provisioner.ts";

@@ -4,15 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { ChainLease, ChainPort, LeaseStateName } from "../../../src/chain/port.ts";
+import { buildCallbackUrl } from "../../../src/core/backend-contract/index.ts";
 import { ManualClock, systemClock } from "../../../src/core/clock.ts";
 import { FredError } from "../../../src/core/errors.ts";
 import { newUuidV4 } from "../../../src/core/uuid.ts";
 import { type BackendClient, createBackendClients } from "../../../src/provider/backend-client/index.ts";
-import {
-  buildCallbackUrl,
-  type ProviderConfig,
-  parseProviderConfig,
-} from "../../../src/provider/config/index.ts";
+import { type ProviderConfig, parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { Lifecycle } from "../../../src/provider/lifecycle/index.ts";
 import { Reconciler } from "../../../src/provider/reconciler/index.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
