@@ -1,3 +1,5 @@
+// The tenant's maintenance routes: what POST restart and POST update share, and the
+// restart route itself (update's body check is in update.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { TokenClaims } from "../../../auth/token.ts";
 import { isUuidV4 } from "../../../core/uuid.ts";
@@ -109,4 +111,17 @@ async function handle<Input>(
     key: header.kind === "ok" ? { idempotencyKey: header.key } : { tokenKey: claims.replayKey },
   };
   return m.command(request, scope.signal);
+}
+
+/**
+ * `POST /v1/leases/{uuid}/restart` (access token, replay-protected, Idempotency-Key): the
+ * lease's containers are recreated from the same manifest, volumes kept. No body is read
+ * (existing clients send none). 202 `{"status":"restarting"}` once the backend accepted.
+ */
+export function registerRestartRoute(app: FastifyInstance, ctx: TenantContext): void {
+  registerMaintenanceRoute(app, ctx, {
+    kind: "restart",
+    read: () => Promise.resolve(undefined),
+    check: () => undefined,
+  });
 }
