@@ -5,10 +5,9 @@ import type { TokenClaims } from "../../../auth/token.ts";
 import { isUuidV4 } from "../../../core/uuid.ts";
 import type { CommandKind, CommandRequest } from "../../maintenance/index.ts";
 import { leaseUuidParam } from "../auth.ts";
-import { type Answer, type TenantContext, tenantRoute } from "../context.ts";
+import { type Answer, type RequestScope, type TenantContext, tenantRoute } from "../context.ts";
 import { ApiError, refuse } from "../errors.ts";
 import { maintenanceRefusal } from "../maintenance-answers.ts";
-import type { RequestScope } from "../request-scope.ts";
 
 /**
  * What POST restart and POST update share, in the seed's order: the lease UUID (400), the
