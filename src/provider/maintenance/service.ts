@@ -11,11 +11,11 @@ import type { BackendClient, MutationOutcome } from "../backend-client/index.ts"
 import { buildCallbackUrl, EVERY_LEGACY_TENANT, type ProviderConfig } from "../config/index.ts";
 import { failpoint } from "../failpoints.ts";
 import type { BackendFleet, PayloadStore, Placements } from "../store/index.ts";
-import { formatAdmittedAt } from "./admitted-at.ts";
 import { ANSWERS, type Command, promote } from "./completion.ts";
 import {
   type CommandKind,
   DEFAULT_LIMITS,
+  formatAdmittedAt,
   type Limits,
   MaintenanceJournal,
   type StoredAnswer,
