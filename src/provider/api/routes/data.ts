@@ -3,7 +3,7 @@ import type { IncomingMessage } from "node:http";
 import type { FastifyInstance } from "fastify";
 import { isFredError } from "../../../core/errors.ts";
 import { isBillingOnly } from "../../../core/lease-rules.ts";
-import { failpoint } from "../../failpoints.ts";
+import { failpoint } from "../../../failpoints.ts";
 import { type PayloadStore, type PutResult, sha256Hex } from "../../store/index.ts";
 import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
 import { ApiError, refuse } from "../errors.ts";
