@@ -10,14 +10,13 @@ import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
-import type { LifecycleEvents } from "../lifecycle/index.ts";
 import type { Maintenance } from "../maintenance/index.ts";
 import type { Restorer } from "../retention/index.ts";
 import type { BackendFleet, PayloadStore, Placements, TokenTracker } from "../store/index.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
 import type { DiagnosticsLookup } from "./diagnostics.ts";
 import { ApiError, refuse, sendApiError } from "./errors.ts";
-import type { EventHub, EventHubOptions } from "./event-hub.ts";
+import type { EventHub, EventHubOptions, FrameSources } from "./event-hub.ts";
 import { maintenanceAnswer } from "./maintenance-answers.ts";
 import { type BlockSignal, TenantLeaseReads, type TenantLeaseReadsOptions } from "./tenant-lease-reads.ts";
 
@@ -55,9 +54,7 @@ export interface TenantApiDeps {
   /** Restart and update (the maintenance journal); without it those routes answer 503. */
   maintenance?: Maintenance;
   /** Applied callbacks (the lifecycle's `callback-applied`), streamed to the lease's watchers. */
-  callbacks?: {
-    on(event: "callback-applied", listener: (...args: LifecycleEvents["callback-applied"]) => void): unknown;
-  };
+  callbacks?: FrameSources["callbacks"];
   /** The event stream's hub, when the root shares it (credit notices); otherwise the API makes its own. */
   hub?: EventHub;
   /** Deadline of one tenant request, body upload and backend reads included (default 30 s). */
