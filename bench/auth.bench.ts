@@ -4,10 +4,14 @@
  */
 import { createPublicKey, verify } from "node:crypto";
 import { addressFromPubkey } from "../src/auth/address.ts";
-import { adr036SignDoc } from "../src/auth/adr036.ts";
 import { hmacSecret, signRequest, verifyRequest } from "../src/auth/hmac.ts";
 import { compressedPubkey } from "../src/auth/keys.ts";
-import { mintTenantToken, verifyTenantToken, verifyTenantTokenUncached } from "../src/auth/token.ts";
+import {
+  adr036SignDoc,
+  mintTenantToken,
+  verifyTenantToken,
+  verifyTenantTokenUncached,
+} from "../src/auth/token.ts";
 
 function rate(label: string, fn: () => void, seconds = 2): number {
   for (let i = 0; i < 500; i++) fn();

@@ -6,6 +6,8 @@ import { FredError } from "./core/errors.ts";
  * with SIGKILL the first time execution reaches one: the same as a `kill -9` or a power cut
  * at exactly that line, which a test cannot time from outside. Each daemon owns its list
  * of names and arms it from its composition root, logging a warning when any is armed.
+ * providerd's list is at the end of this file; each backend keeps its list beside the
+ * steps it names (backend/docker/maintenance/, backend/kit/retention/).
  */
 
 const armed = new Set<string>();
@@ -35,4 +37,30 @@ export function armCrashPoints<N extends string>(spec: string | undefined, known
 /** Dies here, at once and without cleanup, when `name` is armed. */
 export function crashPoint(name: string): void {
   if (armed.has(name)) process.kill(process.pid, "SIGKILL");
+}
+
+/**
+ * providerd's crash points for crash-safety tests.
+ * Armed only through the environment at startup; providerd logs a warning when any is.
+ */
+export const PROVIDERD_FAILPOINTS = [
+  /** The write-ahead attempt is durable; the backend has not been called. */
+  "provision.after-attempt-commit",
+  /** The backend answered 202 to the provision; its callback has not been applied. */
+  "provision.after-accepted",
+  /** A tenant upload was answered 202 (payload fsynced); provisioning has not started. */
+  "upload.after-accepted",
+  /** A restart/update is journaled and fsynced; the backend has not been called. */
+  "maintenance.after-admit",
+] as const;
+export type Failpoint = (typeof PROVIDERD_FAILPOINTS)[number];
+
+/** Arms providerd's points named in `spec` (comma-separated); an unknown name is an error. */
+export function armFailpoints(spec: string | undefined): Failpoint[] {
+  return armCrashPoints(spec, PROVIDERD_FAILPOINTS);
+}
+
+/** providerd's crash point: dies here, at once and without cleanup, when `name` is armed. */
+export function failpoint(name: Failpoint): void {
+  crashPoint(name);
 }

@@ -1,10 +1,10 @@
+// Tenant bearer tokens: what the tenant signs (the ADR-036 sign doc), minting and verifying.
 import { createPublicKey, type KeyObject, verify as nativeVerify } from "node:crypto";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { LRUCache } from "lru-cache";
 import { decodeBase64Std, decodeHex, encodeBase64Std, parseStrictJson } from "../core/encoding.ts";
 import { FredError } from "../core/errors.ts";
 import { addressFromPubkey, DEFAULT_BECH32_PREFIX } from "./address.ts";
-import { adr036SignDoc } from "./adr036.ts";
 import { compressedPubkey } from "./keys.ts";
 
 /**
@@ -66,6 +66,20 @@ export function tokenSignData(
   return kind === "access"
     ? `${tenant}:${leaseUuid}:${timestamp}`
     : `manifest lease data ${leaseUuid} ${metaHash} ${timestamp}`;
+}
+
+/**
+ * ADR-036 "sign arbitrary data": the data is wrapped in a legacy amino StdSignDoc with
+ * fixed empty chain id, fee, memo and zero numbers. The bytes below are the compact JSON
+ * with keys in sorted order, exactly what Keplr and cosmjs sign.
+ */
+export function adr036SignDoc(signer: string, data: Uint8Array | string): string {
+  const b64 = Buffer.from(typeof data === "string" ? Buffer.from(data, "utf8") : data).toString("base64");
+  // signer is bech32 and data is base64: neither needs JSON escaping beyond quotes.
+  return (
+    '{"account_number":"0","chain_id":"","fee":{"amount":[],"gas":"0"},"memo":"",' +
+    `"msgs":[{"type":"sign/MsgSignData","value":{"data":"${b64}","signer":${JSON.stringify(signer)}}}],"sequence":"0"}`
+  );
 }
 
 export interface MintTokenInput {

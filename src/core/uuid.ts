@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 
 /**
- * UUID rules at our edges. Operation and maintenance ids are ours and must be canonical
- * lowercase RFC 4122 version 4. Lease, SKU and provider UUIDs come from the chain, which
- * mints version 7, so for those we require only the canonical lowercase form.
+ * UUIDs: the rules at our edges, minting, and the 16 raw bytes the placement store keeps.
+ * Operation and maintenance ids are ours and must be canonical lowercase RFC 4122
+ * version 4. Lease, SKU and provider UUIDs come from the chain, which mints version 7,
+ * so for those we require only the canonical lowercase form.
  */
 /** Canonical lowercase 8-4-4-4-12 hex (exported for schemas that must show the pattern). */
 export const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -29,4 +30,14 @@ export function isLeaseUuid(value: unknown): value is string {
 
 export function newUuidV4(): string {
   return randomUUID();
+}
+
+/** Canonical UUID text ↔ its 16 raw bytes (the placement store's stored form). */
+export function uuidBytes(uuid: string): Buffer {
+  return Buffer.from(uuid.replaceAll("-", ""), "hex");
+}
+
+export function uuidText(bytes: Buffer): string {
+  const h = bytes.toString("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }

@@ -5,9 +5,9 @@ import { makeSignDoc, serializeSignDoc } from "@cosmjs/amino";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import fc from "fast-check";
 import { addressFromPubkey } from "../../src/auth/address.ts";
-import { adr036SignDoc } from "../../src/auth/adr036.ts";
 import { compressedPubkey, privateKeyFromMnemonic } from "../../src/auth/keys.ts";
 import {
+  adr036SignDoc,
   mintTenantToken,
   normalizeLowS,
   TokenError,

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, it } from "node:test";
 import { isFredError } from "../../src/core/errors.ts";
-import { armFailpoints } from "../../src/provider/failpoints.ts";
+import { armFailpoints } from "../../src/failpoints.ts";
 
 describe("crash points (FRED_FAILPOINTS)", () => {
   it("arms known names from a comma-separated list; empty or unset arms none", () => {
@@ -27,7 +27,7 @@ describe("crash points (FRED_FAILPOINTS)", () => {
 
   it("an armed point kills the process with SIGKILL, an unarmed one does nothing", () => {
     const script = (armed: string) =>
-      `import { armFailpoints, failpoint } from "./src/provider/failpoints.ts";
+      `import { armFailpoints, failpoint } from "./src/failpoints.ts";
        armFailpoints(${JSON.stringify(armed)});
        failpoint("provision.after-attempt-commit");
        console.log("survived");`;

@@ -1,5 +1,14 @@
+// The tenant event stream's core: the hub (each lease's frames, buffer and subscribers)
+// and the publisher that turns what providerd learns about a lease (an accepted upload,
+// maintenance progress, an applied callback) into the hub's frames.
 import type { LeaseStateName } from "../../chain/port.ts";
+import { KeyedMutex } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
+import { tenantSafeText } from "../../core/envelope.ts";
+import type { Logger } from "../../log.ts";
+import type { ApplyResult, LifecycleEvents, VerifiedCallback } from "../lifecycle/index.ts";
+import type { Maintenance } from "../maintenance/index.ts";
+import type { TenantLeaseReads } from "./tenant-lease-reads.ts";
 
 /**
  * Lease status events for WebSocket subscribers, with what makes a stream trustworthy:
@@ -178,5 +187,110 @@ export class EventHub {
       this.#channels.delete(uuid);
       return;
     }
+  }
+}
+
+/** The instruction a `retained` frame carries in `error` (the stream's documented place for it). */
+export const RETAINED_NOTICE =
+  "the lease's data was retained; to restore it, open a new lease with the same services and POST /v1/leases/{new_lease_uuid}/restore with this lease as from_lease_uuid";
+
+/** The status frame an applied callback stands for, if any. */
+export function callbackFrame(
+  cb: VerifiedCallback,
+  result: ApplyResult,
+): { status: string; error?: string; state?: LeaseStateName } | undefined {
+  const failed = { status: "failed", error: cb.error };
+  switch (result) {
+    // The outcome of a provision: the lease is PENDING until the ack or reject lands.
+    case "acknowledging":
+      return { status: "ready", state: "LEASE_STATE_PENDING" };
+    case "rejecting":
+      return { ...failed, state: "LEASE_STATE_PENDING" };
+    // Best effort: the lease's status (GET status) is the durable record of the retention.
+    case "retained":
+      return { status: "retained", error: RETAINED_NOTICE };
+    case "observed":
+      if (cb.status === "success") return { status: "ready" };
+      return cb.status === "failed" ? failed : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** What the publisher hears (`TenantApiDeps.maintenance` and `.callbacks`). */
+export interface FrameSources {
+  maintenance?: Maintenance | undefined;
+  callbacks?:
+    | {
+        on(
+          event: "callback-applied",
+          listener: (...args: LifecycleEvents["callback-applied"]) => void,
+        ): unknown;
+      }
+    | undefined;
+}
+
+/**
+ * Turns what providerd learns about a lease into hub frames, published one lease at a time
+ * in the order they were reported; publishing never holds up the caller (a callback
+ * answer, an upload's 202). The chain state a frame carries is read through the lease
+ * cache (coalesced, under one block old) while somebody watches the lease. A frame nobody
+ * watches takes the state its source already knows (an upload or a provision outcome
+ * happens while the lease is PENDING): a burst of 10,000 callbacks must not turn into
+ * 10,000 chain queries for frames that may never be read.
+ */
+export class LeaseEventPublisher {
+  readonly #hub: EventHub;
+  readonly #leases: TenantLeaseReads;
+  readonly #logger: Logger;
+  readonly #order = new KeyedMutex();
+  readonly #lastState = new Map<string, LeaseStateName>();
+
+  constructor(hub: EventHub, leases: TenantLeaseReads, logger: Logger) {
+    this.#hub = hub;
+    this.#leases = leases;
+    this.#logger = logger;
+  }
+
+  /**
+   * Publishes `status` for the lease; resolves once its frame went out. `knownState` is the
+   * chain state the caller knows the lease is in; it stands in for a chain read while
+   * nobody watches the lease.
+   */
+  publish(leaseUuid: string, status: string, error?: string, knownState?: LeaseStateName): Promise<void> {
+    return this.#order
+      .run(leaseUuid, async () => {
+        let state = knownState ?? this.#lastState.get(leaseUuid) ?? "LEASE_STATE_UNSPECIFIED";
+        if (knownState === undefined || this.#hub.watched(leaseUuid)) {
+          try {
+            state = (await this.#leases.read(leaseUuid))?.state ?? state;
+          } catch (err) {
+            this.#logger.debug({ err, lease_uuid: leaseUuid }, "event frame: chain state unavailable");
+          }
+        }
+        if (this.#lastState.size > 10_000) this.#lastState.clear();
+        this.#lastState.set(leaseUuid, state);
+        this.#hub.publish(leaseUuid, status, state, error === undefined ? undefined : tenantSafeText(error));
+      })
+      .catch((err) => this.#logger.warn({ err, lease_uuid: leaseUuid }, "event frame not published"));
+  }
+
+  /**
+   * Hears where frames come from, when present: the maintenance service's `progress` (a
+   * command the backend accepted) and the lifecycle's `callback-applied`.
+   */
+  listen(sources: FrameSources): void {
+    sources.maintenance?.on("progress", (lease, status) => void this.publish(lease, status));
+    sources.callbacks?.on("callback-applied", (cb, result) => this.callbackApplied(cb, result));
+  }
+
+  /** An upload was answered 202: its lease is PENDING and its provisioning starts. */
+  uploadAccepted(leaseUuid: string): void {
+    void this.publish(leaseUuid, "provisioning", undefined, "LEASE_STATE_PENDING");
+  }
+
+  callbackApplied(cb: VerifiedCallback, result: ApplyResult): void {
+    const frame = callbackFrame(cb, result);
+    if (frame !== undefined) void this.publish(cb.leaseUuid, frame.status, frame.error, frame.state);
   }
 }

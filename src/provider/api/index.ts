@@ -1,18 +1,17 @@
 import type { FastifyInstance } from "fastify";
 import { BackendCatalog } from "./backend-catalog.ts";
 import { type TenantApiDeps, type TenantContext, tenantContext } from "./context.ts";
-import { EventHub } from "./event-hub.ts";
-import { LeaseEventPublisher } from "./lease-events.ts";
+import { EventHub, LeaseEventPublisher } from "./event-hub.ts";
 import { LogAdmission } from "./log-admission.ts";
 import { registerOpenApiRoute } from "./openapi.ts";
 import { registerConnectionRoute } from "./routes/connection.ts";
 import { registerDataRoute } from "./routes/data.ts";
 import { registerEventsRoute, WS_LIMITS } from "./routes/events.ts";
 import { registerLogsRoute } from "./routes/logs.ts";
+import { registerRestartRoute } from "./routes/maintenance.ts";
 import { registerProviderRoute } from "./routes/provider.ts";
 import { registerProvisionRoute } from "./routes/provision.ts";
 import { registerReleasesRoute } from "./routes/releases.ts";
-import { registerRestartRoute } from "./routes/restart.ts";
 import { registerRestoreRoute } from "./routes/restore.ts";
 import { registerStatusRoute } from "./routes/status.ts";
 import { registerUpdateRoute } from "./routes/update.ts";
@@ -48,8 +47,7 @@ export class TenantApi {
     this.hub = deps.hub ?? new EventHub({ clock: deps.clock, ...deps.events });
     this.#ownsHub = deps.hub === undefined;
     this.events = new LeaseEventPublisher(this.hub, this.context.leases, deps.logger);
-    deps.maintenance?.on("progress", (lease, status) => void this.events.publish(lease, status));
-    deps.callbacks?.on("callback-applied", (cb, result) => this.events.callbackApplied(cb, result));
+    this.events.listen(deps);
     this.backends = new BackendCatalog(deps.config.backends);
     this.#scheduleSweep();
   }
@@ -62,11 +60,7 @@ export class TenantApi {
     registerReleasesRoute(app, ctx);
     registerLogsRoute(app, ctx, this.logs);
     registerRestoreRoute(app, ctx);
-    registerDataRoute(
-      app,
-      ctx,
-      (lease) => void this.events.publish(lease, "provisioning", undefined, "LEASE_STATE_PENDING"),
-    );
+    registerDataRoute(app, ctx, this.events);
     registerRestartRoute(app, ctx);
     registerUpdateRoute(app, ctx);
     registerEventsRoute(app, ctx, this.hub, { ...WS_LIMITS, ...ctx.deps.eventTimings });

@@ -11,8 +11,7 @@ import {
   expectationFailed,
   frameworkErrorAnswer,
 } from "./client-errors.ts";
-import { ClientIp } from "./client-ip.ts";
-import { installEdge } from "./edge.ts";
+import { ClientIp, installEdge } from "./edge.ts";
 import { type HealthSources, healthReport, isReady } from "./health.ts";
 import { type ListenerOptions, readTls } from "./listener.ts";
 import { TLS_MIN_VERSION, TlsReloader } from "./tls-reload.ts";

@@ -1,7 +1,6 @@
 import type { Logger } from "../../log.ts";
 import type { PayloadStore, Placements } from "../store/index.ts";
-import { sameInstant } from "./admitted-at.ts";
-import { type Command, MaintenanceJournal, type StoredAnswer } from "./journal.ts";
+import { type Command, MaintenanceJournal, type StoredAnswer, sameInstant } from "./journal.ts";
 
 export type { Command } from "./journal.ts";
 

@@ -3,14 +3,14 @@
  * the backend, the recovery pass), the durable maintenance journal (in the placement
  * store) and the completion rules that settle its commands. What a tenant reads (the
  * routes and the wording of each refusal) is the tenant API's
- * (src/provider/api/routes/{restart,update,maintenance}.ts, api/maintenance-answers.ts).
+ * (src/provider/api/routes/{maintenance,update}.ts, api/maintenance-answers.ts).
  */
 
-export { formatAdmittedAt } from "./admitted-at.ts";
 export { ANSWERS, type Command, type Completion, completeMaintenance, promote } from "./completion.ts";
 export {
   type CommandKind,
   DEFAULT_LIMITS,
+  formatAdmittedAt,
   type Limits,
   MaintenanceJournal,
   type Outcome,

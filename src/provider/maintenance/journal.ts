@@ -1,7 +1,7 @@
+// providerd's maintenance journal, and the admission stamp each of its commands carries.
 import type Database from "better-sqlite3";
 import type { Placements } from "../store/index.ts";
 import { sha256Hex } from "../store/index.ts";
-import { nextAdmittedAt } from "./admitted-at.ts";
 
 /**
  * providerd's durable maintenance journal, kept in the placement store's file (migration 3)
@@ -310,4 +310,40 @@ export function sameCommand(c: Command, kind: CommandKind, payload: Buffer | und
   if (c.kind !== kind) return false;
   if (kind === "restart") return true;
   return payload !== undefined && c.payloadSha256 === sha256Hex(payload);
+}
+
+/**
+ * The admission stamp of a maintenance command: microseconds since the epoch in the
+ * journal, RFC 3339 UTC with six fraction digits on the wire ("2024-01-16T14:00:00.000001Z").
+ * A backend echoes it as maintenance_admitted_at, possibly written with another number of
+ * fraction digits, so the echo is compared as an instant, never as text.
+ */
+export function formatAdmittedAt(us: number): string {
+  const ms = Math.floor(us / 1000);
+  const iso = new Date(ms).toISOString(); // …T14:00:00.000Z
+  const micros = String(us % 1_000_000).padStart(6, "0");
+  return `${iso.slice(0, 19)}.${micros}Z`;
+}
+
+const STAMP = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?Z$/;
+
+/** The instant of an RFC 3339 UTC stamp in nanoseconds; undefined when it is not one. */
+export function instantNs(text: string): bigint | undefined {
+  const m = STAMP.exec(text);
+  if (m === null) return undefined;
+  const seconds = Date.parse(`${m[1]}Z`);
+  if (Number.isNaN(seconds)) return undefined;
+  const fraction = (m[2] ?? "").padEnd(9, "0");
+  return BigInt(seconds) * 1_000_000n + BigInt(fraction);
+}
+
+/** True when `echo` names exactly the instant `us`. */
+export function sameInstant(us: number, echo: string): boolean {
+  return instantNs(echo) === BigInt(us) * 1000n;
+}
+
+/** The next stamp of a lease: now, or one microsecond after its newest command. */
+export function nextAdmittedAt(nowMs: number, newestUs: number | undefined): number {
+  const now = nowMs * 1000;
+  return newestUs === undefined || now > newestUs ? now : newestUs + 1;
 }

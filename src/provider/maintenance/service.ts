@@ -7,16 +7,16 @@ import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import { classifyState } from "../../core/reconcile/index.ts";
 import { newUuidV4 } from "../../core/uuid.ts";
+import { failpoint } from "../../failpoints.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendClient, MutationOutcome } from "../backend-client/index.ts";
 import { EVERY_LEGACY_TENANT, type ProviderConfig } from "../config/index.ts";
-import { failpoint } from "../failpoints.ts";
 import type { BackendFleet, PayloadStore, Placements } from "../store/index.ts";
-import { formatAdmittedAt } from "./admitted-at.ts";
 import { ANSWERS, type Command, promote } from "./completion.ts";
 import {
   type CommandKind,
   DEFAULT_LIMITS,
+  formatAdmittedAt,
   type Limits,
   MaintenanceJournal,
   type StoredAnswer,

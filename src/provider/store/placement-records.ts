@@ -1,4 +1,4 @@
-import { uuidText } from "./uuid-bytes.ts";
+import { uuidText } from "../../core/uuid.ts";
 
 /**
  * The records of the placements room (src/provider/store/placements.ts) as callers see

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import type { Statement } from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
-import { isCanonicalUuid, isUuidV4 } from "../../core/uuid.ts";
+import { isCanonicalUuid, isUuidV4, uuidBytes, uuidText } from "../../core/uuid.ts";
 import type { SqliteDatabase } from "../../sqlite/index.ts";
 import type { BackendFleet } from "./backend-fleet.ts";
 import { ExistsMemo } from "./exists-memo.ts";
@@ -19,7 +19,6 @@ import {
   toPlacement,
 } from "./placement-records.ts";
 import { RetainedRows } from "./retained-rows.ts";
-import { uuidBytes, uuidText } from "./uuid-bytes.ts";
 
 /**
  * The placements room of the placement store: providerd's authority on *where* each lease

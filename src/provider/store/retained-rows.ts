@@ -1,7 +1,6 @@
 import type Database from "better-sqlite3";
 import { RETENTION_MISSES_TO_RETIRE } from "../../core/reconcile/index.ts";
-import { isCanonicalUuid } from "../../core/uuid.ts";
-import { uuidBytes, uuidText } from "./uuid-bytes.ts";
+import { isCanonicalUuid, uuidBytes, uuidText } from "../../core/uuid.ts";
 
 /**
  * The retained side of the placement rows (migration 4). A confirmed placement whose owner

@@ -12,8 +12,7 @@ import { ApiError } from "../../../src/provider/api/errors.ts";
 import { LogAdmission } from "../../../src/provider/api/log-admission.ts";
 import { tenantRelease } from "../../../src/provider/api/routes/releases.ts";
 import { TenantLeaseReads } from "../../../src/provider/api/tenant-lease-reads.ts";
-import { ClientIp } from "../../../src/provider/http/client-ip.ts";
-import { installEdge } from "../../../src/provider/http/edge.ts";
+import { ClientIp, installEdge } from "../../../src/provider/http/edge.ts";
 import { chainLease } from "./harness.ts";
 
 /**

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
+import type { Failpoint } from "../../../src/failpoints.ts";
 import { BackendClient, type ProvisionEntry } from "../../../src/provider/backend-client/index.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
-import type { Failpoint } from "../../../src/provider/failpoints.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { SECRETS, SIDS, Stack } from "./stack.ts";
 

@@ -5,17 +5,15 @@ import { join } from "node:path";
 import { after, beforeEach, describe, it } from "node:test";
 import { newUuidV4 } from "../../../src/core/uuid.ts";
 import {
-  formatAdmittedAt,
-  instantNs,
-  nextAdmittedAt,
-  sameInstant,
-} from "../../../src/provider/maintenance/admitted-at.ts";
-import {
   type Admission,
   DEFAULT_LIMITS,
+  formatAdmittedAt,
+  instantNs,
   MaintenanceJournal,
+  nextAdmittedAt,
   PHASE_ALLOWANCE,
   sameCommand,
+  sameInstant,
 } from "../../../src/provider/maintenance/journal.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, beforeEach, describe, it } from "node:test";
 import { ManualClock } from "../../../src/core/clock.ts";
-import { callbackFrame, RETAINED_NOTICE } from "../../../src/provider/api/lease-events.ts";
+import { callbackFrame, RETAINED_NOTICE } from "../../../src/provider/api/event-hub.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
 import type { LifecycleDeps, VerifiedCallback } from "../../../src/provider/lifecycle/index.ts";
 import { applyCallback, sendChainAction } from "../../../src/provider/lifecycle/settle.ts";

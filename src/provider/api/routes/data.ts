@@ -3,10 +3,11 @@ import type { IncomingMessage } from "node:http";
 import type { FastifyInstance } from "fastify";
 import { isFredError } from "../../../core/errors.ts";
 import { isBillingOnly } from "../../../core/lease-rules.ts";
-import { failpoint } from "../../failpoints.ts";
+import { failpoint } from "../../../failpoints.ts";
 import { type PayloadStore, type PutResult, sha256Hex } from "../../store/index.ts";
 import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
 import { ApiError, refuse } from "../errors.ts";
+import type { LeaseEventPublisher } from "../event-hub.ts";
 
 /**
  * `POST /v1/leases/{uuid}/data` (payload token bound to the lease's meta_hash): the
@@ -84,7 +85,7 @@ async function storeDurably(payloads: PayloadStore, uuid: string, body: Buffer, 
 export function registerDataRoute(
   app: FastifyInstance,
   ctx: TenantContext,
-  onAccepted: (leaseUuid: string) => void = () => {},
+  events?: Pick<LeaseEventPublisher, "uploadAccepted">,
 ): void {
   const { config, payloads, logger } = ctx.deps;
   void app.register(async (scoped) => {
@@ -122,7 +123,7 @@ export function registerDataRoute(
           .then(() => {
             failpoint("upload.after-accepted");
             ctx.deps.payloadStored(uuid);
-            onAccepted(uuid);
+            events?.uploadAccepted(uuid);
           })
           .catch((err: unknown) =>
             logger.warn({ err, lease_uuid: uuid }, "starting provisioning after upload failed"),

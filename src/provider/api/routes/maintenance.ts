@@ -1,12 +1,13 @@
+// The tenant's maintenance routes: what POST restart and POST update share, and the
+// restart route itself (update's body check is in update.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { TokenClaims } from "../../../auth/token.ts";
 import { isUuidV4 } from "../../../core/uuid.ts";
 import type { CommandKind, CommandRequest } from "../../maintenance/index.ts";
 import { leaseUuidParam } from "../auth.ts";
-import { type Answer, type TenantContext, tenantRoute } from "../context.ts";
+import { type Answer, type RequestScope, type TenantContext, tenantRoute } from "../context.ts";
 import { ApiError, refuse } from "../errors.ts";
 import { maintenanceRefusal } from "../maintenance-answers.ts";
-import type { RequestScope } from "../request-scope.ts";
 
 /**
  * What POST restart and POST update share, in the seed's order: the lease UUID (400), the
@@ -109,4 +110,17 @@ async function handle<Input>(
     key: header.kind === "ok" ? { idempotencyKey: header.key } : { tokenKey: claims.replayKey },
   };
   return m.command(request, scope.signal);
+}
+
+/**
+ * `POST /v1/leases/{uuid}/restart` (access token, replay-protected, Idempotency-Key): the
+ * lease's containers are recreated from the same manifest, volumes kept. No body is read
+ * (existing clients send none). 202 `{"status":"restarting"}` once the backend accepted.
+ */
+export function registerRestartRoute(app: FastifyInstance, ctx: TenantContext): void {
+  registerMaintenanceRoute(app, ctx, {
+    kind: "restart",
+    read: () => Promise.resolve(undefined),
+    check: () => undefined,
+  });
 }
