@@ -96,7 +96,6 @@ export async function startProviderd(
     const maintenance = new Maintenance({
       ...deps,
       logger: part("maintenance"),
-      provisioningStarted: lc.provisioningStarted,
       onLostBackend: (lease) => onLostBackend({ store, fleet }, lease),
       registry: metrics.registry,
     });
@@ -139,7 +138,6 @@ export async function startProviderd(
         tokens,
         hub,
         logger: part("tenant-api"),
-        provisioningStarted: lc.provisioningStarted,
         payloadStored: (lease) => lc.payloadUploaded(lease),
         restorer: new Restorer({ ...deps, logger, observe: metrics.observer }, (l) => lc.provisioning(l)),
         credit: (tenantAddress, signal) => billing.monitor.status(tenantAddress, signal),

@@ -40,8 +40,6 @@ export interface TenantApiDeps {
   clients: ReadonlyMap<string, BackendClient>;
   clock: Clock;
   logger: Logger;
-  /** True while a provision of the lease is in progress (recorded attempt or request on the wire). */
-  provisioningStarted(leaseUuid: string): boolean;
   /** A payload for the lease is durably stored: start its provisioning now. */
   payloadStored(leaseUuid: string): void;
   /** The restore application behind `POST restore`; undefined answers it 503. */

@@ -293,13 +293,6 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     return this.#closeRetries.size;
   }
 
-  /**
-   * Whether the lease's provision has begun: its request is on the wire, or its write-ahead
-   * attempt is recorded. (A property, so the tenant API and maintenance can hold it as is.)
-   */
-  readonly provisioningStarted = (leaseUuid: string): boolean =>
-    this.provisioning(leaseUuid) || this.#deps.store.hasAttempt(leaseUuid);
-
   /** Whether a provision request for the lease is on the wire right now. */
   provisioning(leaseUuid: string): boolean {
     return this.#provisioner.inFlight.has(leaseUuid);

@@ -42,8 +42,6 @@ export interface MaintenanceOptions {
   queue: KeyedMutex;
   clock: Clock;
   logger: Logger;
-  /** True while a provision of the lease is in progress (recorded attempt or request on the wire). */
-  provisioningStarted(leaseUuid: string): boolean;
   /** True when the lease's record names a backend retired as lost (the tenant API's rule, one wording). */
   onLostBackend(leaseUuid: string): boolean;
   registry?: Registry;
@@ -141,8 +139,8 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
     ) {
       throw refuse("unavailable");
     }
-    if (store.attemptFor(r.leaseUuid) !== undefined || this.#options.provisioningStarted(r.leaseUuid))
-      throw new MaintenanceRefused({ kind: "busy", command: r.kind });
+    // A provision in progress always has its attempt recorded (written ahead of the request).
+    if (store.hasAttempt(r.leaseUuid)) throw new MaintenanceRefused({ kind: "busy", command: r.kind });
     let admitted: ReturnType<MaintenanceJournal["admit"]>;
     try {
       admitted = this.journal.admit(

@@ -90,7 +90,6 @@ export class Harness {
       clients: new Map(),
       clock: this.clock,
       logger: createLogger("test", "silent"),
-      provisioningStarted: () => false,
       payloadStored: () => {},
       leaseReads: { ttlMs: 0 },
       ...(typeof overrides === "function" ? overrides(this) : overrides),

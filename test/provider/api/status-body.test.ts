@@ -42,7 +42,6 @@ describe("status: the reused answer follows every change", () => {
         payloads,
         clients: backendSaying(backend),
         leaseReads: { ttlMs: 1_000 },
-        provisioningStarted: (lease: string) => hh.store.hasAttempt(lease),
         credit: async () => credit,
       };
     });

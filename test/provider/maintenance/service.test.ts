@@ -74,7 +74,6 @@ beforeEach(async () => {
       queue: new KeyedMutex(),
       clock: hh.clock,
       logger: createLogger("test", "silent"),
-      provisioningStarted: () => false,
       onLostBackend: (lease) => onLostBackend(hh, lease),
       registry,
       get limits() {

@@ -51,7 +51,8 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
       } catch (err) {
         logger.warn({ err, lease_uuid: uuid }, "payload store unreadable; status reports no payload");
       }
-      const started = ctx.deps.provisioningStarted(uuid);
+      // A provision in progress always has its attempt recorded (written ahead of the request).
+      const started = ctx.deps.store.hasAttempt(uuid);
       // A lease on a backend retired as lost has nothing to ask: it failed, for that reason.
       const lost = onLostBackend(ctx.deps, uuid);
       const found: DiagnosticsLookup = lost
