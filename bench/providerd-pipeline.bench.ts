@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { type RoutableBackend, route } from "../src/core/routing.ts";
+import { type RoutableBackend, route } from "../src/provider/router.ts";
 import { type Attempt, PlacementStore } from "../src/provider/store/index.ts";
 
 const PROVIDER = "0190f3a2-7c1e-7000-8000-0000000000aa";

@@ -1,12 +1,14 @@
 import { createHash } from "node:crypto";
 import { DEFAULT_SERVICE, LIMITS, type ProvisionRequest } from "../../core/backend-contract/index.ts";
 import type { Clock } from "../../core/clock.ts";
+import { parseRegistry } from "../../core/image-reference.ts";
 import { parseManifest } from "../../core/manifest/index.ts";
 import { badRequest, conflict, insufficientResources, WireError } from "./errors.ts";
 import type { Journal, LeaseRecord } from "./journal/journal.ts";
-import { imageRefusal } from "./registry.ts";
 import type { ResourcePool } from "./resources.ts";
 import type { InstanceSpec, LeaseItem, ParsedManifest, SkuProfile, WorkloadSpec } from "./substrate.ts";
+
+export { ImageReferenceError, parseRegistry } from "../../core/image-reference.ts";
 
 /**
  * Provision admission: everything decided before the 202. Order matters — redelivery
@@ -14,7 +16,8 @@ import type { InstanceSpec, LeaseItem, ParsedManifest, SkuProfile, WorkloadSpec 
  * acknowledged without re-validating, a differing one refused), then the head, then validation, then capacity — and the final check + reserve +
  * persist runs synchronously, so no other request can slip in between. Validation's own
  * steps live here too: items expanded into instances (`buildInstances`, restore's as
- * well) and the tenant manifest parser backends hand the kit as its `parseManifest` hook.
+ * well), the tenant manifest parser backends hand the kit as its `parseManifest` hook,
+ * and the operator's registry allowlist (`imageRefusal`).
  */
 export interface AdmissionConfig {
   journal: Journal;
@@ -239,4 +242,29 @@ export function workloadSpec(
     createdAtMs: lease.createdAtMs,
     ...(images === undefined ? {} : { images }),
   };
+}
+
+/**
+ * The operator's registry allowlist over image references (see core/image-reference.ts for
+ * how a reference names its registry). It compares domains exactly: no wildcards, and a
+ * port is part of the domain.
+ */
+export function isImageAllowed(image: string, allowed: readonly string[]): boolean {
+  try {
+    return allowed.includes(parseRegistry(image));
+  } catch {
+    return false;
+  }
+}
+
+/** Returns a tenant-safe refusal message, or undefined when the image may be used. */
+export function imageRefusal(image: string, allowed: readonly string[]): string | undefined {
+  let domain: string;
+  try {
+    domain = parseRegistry(image);
+  } catch (err) {
+    return (err as Error).message;
+  }
+  if (allowed.includes(domain)) return undefined;
+  return `image registry ${JSON.stringify(domain)} is not allowed (allowed: ${allowed.join(", ") || "none"})`;
 }

@@ -1,6 +1,6 @@
 /** Public surface of the backend kit: what a backend kind (mock, Docker, …) builds on. */
 
-export { parseTenantManifest } from "./admission.ts";
+export { imageRefusal, isImageAllowed, parseRegistry, parseTenantManifest } from "./admission.ts";
 export {
   type BackendKitOptions,
   DEFAULT_RECONCILE_INTERVAL_MS,
@@ -18,7 +18,6 @@ export { openJournalDatabase } from "./journal/identity.ts";
 export { Journal, type LeaseRecord } from "./journal/journal.ts";
 export { RECEIPT_WINDOW } from "./maintenance/store.ts";
 export { PeriodicPass } from "./periodic-pass.ts";
-export { imageRefusal, isImageAllowed, parseRegistry } from "./registry.ts";
 export {
   type PoolOptions,
   type PoolStats,

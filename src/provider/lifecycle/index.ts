@@ -3,7 +3,7 @@
 // inside this folder; their unit tests import them from their own files.
 export { type LifecycleDeps, type LifecycleObserver, silentObserver } from "./deps.ts";
 export { Lifecycle, type LifecycleEvents, type LifecycleOptions, type RecoverFn } from "./lifecycle.ts";
-export { maskRunningPayloads } from "./payload-masking.ts";
 export { leaseRequest, type ProvisionOrder, type ProvisionStep } from "./provisioner.ts";
 export { REJECT_REASONS } from "./reasons.ts";
 export type { ApplyResult, VerifiedCallback } from "./settle.ts";
+export { maskRunningPayloads } from "./settle.ts";

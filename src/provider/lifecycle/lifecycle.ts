@@ -10,12 +10,13 @@ import { CloseRetries } from "./close-retries.ts";
 import { Closer, SINGLE_CLOSE_TRY } from "./closer.ts";
 import { pushCustomDomains } from "./custom-domains.ts";
 import type { LifecycleDeps } from "./deps.ts";
-import { maskRunningPayloads } from "./payload-masking.ts";
+
 import { Provisioner, type ProvisionOrder, type ProvisionStep } from "./provisioner.ts";
 import {
   type ApplyResult,
   applyCallback,
   checkTeardown,
+  maskRunningPayloads,
   sendChainAction,
   type TeardownEvidence,
   type VerifiedCallback,

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { buildInstances } from "../../../src/backend/kit/admission.ts";
-import { WireError } from "../../../src/backend/kit/errors.ts";
 import {
+  buildInstances,
   ImageReferenceError,
   imageRefusal,
   isImageAllowed,
   parseRegistry,
-} from "../../../src/backend/kit/registry.ts";
+} from "../../../src/backend/kit/admission.ts";
+import { WireError } from "../../../src/backend/kit/errors.ts";
 import { parseItems } from "../../../src/backend/kit/server.ts";
 import { CallbackUrlError, resolveCallbackUrls } from "../../../src/core/backend-contract/index.ts";
 import { isFredError } from "../../../src/core/errors.ts";

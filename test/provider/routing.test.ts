@@ -6,7 +6,7 @@ import {
   type RoutableBackend,
   type RouteDecision,
   route,
-} from "../../src/core/routing.ts";
+} from "../../src/provider/router.ts";
 
 const A = "0190f3a2-7c1e-7000-8000-00000000000a";
 const B = "0190f3a2-7c1e-7000-8000-00000000000b";
