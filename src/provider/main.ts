@@ -5,7 +5,7 @@ import { KeyedMutex, ReleaseStack } from "../core/async/index.ts";
 import { systemClock } from "../core/clock.ts";
 import { armFailpoints } from "../failpoints.ts";
 import { createLogger } from "../log.ts";
-import { EventHub, onLostBackend, TenantApi } from "./api/index.ts";
+import { EventHub, TenantApi } from "./api/index.ts";
 import { closeBackendClients, createBackendClients } from "./backend-client/index.ts";
 import { closedByMonitor, createBilling, creditNotices } from "./billing/index.ts";
 import { blockSignal, openChainSession, providerEventFeed } from "./chain-session.ts";
@@ -96,7 +96,6 @@ export async function startProviderd(
     const maintenance = new Maintenance({
       ...deps,
       logger: part("maintenance"),
-      onLostBackend: (lease) => onLostBackend({ store, fleet }, lease),
       registry: metrics.registry,
     });
     const heap = opts.heap;

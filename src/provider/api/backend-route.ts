@@ -1,6 +1,6 @@
 import { isFredError } from "../../core/errors.ts";
 import type { BackendClient } from "../backend-client/index.ts";
-import type { BackendFleet, Placements } from "../store/index.ts";
+import { type LeaseRooms, onLostBackend } from "../store/index.ts";
 import { refuse } from "./errors.ts";
 
 /**
@@ -21,26 +21,6 @@ export type BackendRoute =
   | { kind: "attempt"; client: BackendClient }
   | { kind: "none" }
   | { kind: "unresolved" };
-
-/** The placement store's rooms a lease's route is read from. */
-export interface LeaseRooms {
-  store: Placements;
-  fleet: Pick<BackendFleet, "anyLost" | "isLost">;
-}
-
-/**
- * Whether the lease's record names a backend an operator retired as lost
- * (`fred placement retire-backend --lost`): nothing can be read from it, ever.
- */
-export function onLostBackend(rooms: LeaseRooms, leaseUuid: string): boolean {
-  const { store, fleet } = rooms;
-  // The lost set is in memory and updated by every markLost: the common case reads no row.
-  if (!fleet.anyLost) return false;
-  const placement = store.placement(leaseUuid);
-  const backend =
-    placement?.owner ?? (placement === undefined ? store.attemptFor(leaseUuid)?.backend : undefined);
-  return backend !== undefined && fleet.isLost(backend);
-}
 
 /** Throws the 410 backend_storage_lost refusal for a lease on a lost backend. */
 export function routeRead(

@@ -16,7 +16,6 @@ import { registerRestoreRoute } from "./routes/restore.ts";
 import { registerStatusRoute } from "./routes/status.ts";
 import { registerUpdateRoute } from "./routes/update.ts";
 
-export { onLostBackend } from "./backend-route.ts";
 /**
  * The tenant API: `/v1/leases/{uuid}/…` on providerd's listener. Built once by the
  * composition root from explicit dependencies; `register` adds its routes to the

@@ -25,8 +25,8 @@ export interface EdgeOptions {
   rateLimit: { rps: number; burst: number };
   corsOrigins: readonly string[];
   writeTimeoutMs: number;
-  /** Routes with their own budgets (the callback route). */
-  exempt: (path: string) => boolean;
+  /** Paths with their own budgets (the callback route): the per-IP limit skips them. */
+  exemptPaths: ReadonlySet<string>;
 }
 
 /** On every answer, including those written before routing (see client-errors.ts). */
@@ -88,7 +88,7 @@ export function installEdge(app: FastifyInstance, o: EdgeOptions): void {
     }
 
     const query = req.url.indexOf("?");
-    if (o.exempt(query < 0 ? req.url : req.url.slice(0, query))) return done();
+    if (o.exemptPaths.has(query < 0 ? req.url : req.url.slice(0, query))) return done();
     const verdict = perIp.consume(o.clientIp.of(req));
     rateLimitHeaders(reply, verdict, window);
     if (!verdict.allowed) {

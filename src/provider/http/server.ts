@@ -62,7 +62,7 @@ export function buildHttpServer(o: HttpServerOptions): ProviderServer {
     rateLimit: l.rateLimit,
     corsOrigins: l.corsOrigins,
     writeTimeoutMs: l.writeTimeoutMs,
-    exempt: (path) => path === CALLBACK_PATH,
+    exemptPaths: new Set([CALLBACK_PATH]),
   });
   app.setNotFoundHandler((_req, reply) => reply.code(404).send({ error: "not found", code: 404 }));
   app.setErrorHandler((err: { statusCode?: number }, _req, reply) => {

@@ -11,7 +11,7 @@ import { failpoint } from "../../failpoints.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendClient, MutationOutcome } from "../backend-client/index.ts";
 import { EVERY_LEGACY_TENANT, type ProviderConfig } from "../config/index.ts";
-import type { BackendFleet, PayloadStore, Placements } from "../store/index.ts";
+import { type BackendFleet, onLostBackend, type PayloadStore, type Placements } from "../store/index.ts";
 import { ANSWERS, type Command, promote } from "./completion.ts";
 import {
   type CommandKind,
@@ -42,8 +42,6 @@ export interface MaintenanceOptions {
   queue: KeyedMutex;
   clock: Clock;
   logger: Logger;
-  /** True when the lease's record names a backend retired as lost (the tenant API's rule, one wording). */
-  onLostBackend(leaseUuid: string): boolean;
   registry?: Registry;
   limits?: Limits;
   /** Bound on the recovery pass's chain read of one lease (default 10 s). */
@@ -120,7 +118,7 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
     const key = "idempotencyKey" in r.key ? r.key.idempotencyKey : `token:${r.key.tokenKey}`;
     // The backend's storage is gone for good (retired --lost): nothing can run there, and a
     // stored answer would describe workloads that no longer exist. The lease is being ended.
-    if (this.#options.onLostBackend(r.leaseUuid)) throw refuse("storage-lost");
+    if (onLostBackend(this.#options, r.leaseUuid)) throw refuse("storage-lost");
     const existing = this.journal.byKey(r.leaseUuid, key);
     if (existing !== undefined) {
       if (!sameCommand(existing, r.kind, r.payload)) throw refuse("key-reused");

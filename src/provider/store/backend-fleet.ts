@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
 import { isUuidV4 } from "../../core/uuid.ts";
 import type { SqliteDatabase } from "../../sqlite/index.ts";
+import type { Attempt, Placement } from "./placement-records.ts";
 
 /**
  * The backend fleet room of the placement store: every backend the store knows, with the
@@ -212,4 +213,27 @@ export class BackendFleet {
     this.#names.delete(backend);
     this.#lost.delete(backend);
   }
+}
+
+/** The placement store's rooms a lease's backend is judged from. */
+export interface LeaseRooms {
+  store: {
+    placement(leaseUuid: string): Placement | undefined;
+    attemptFor(leaseUuid: string): Attempt | undefined;
+  };
+  fleet: Pick<BackendFleet, "anyLost" | "isLost">;
+}
+
+/**
+ * Whether the lease's record names a backend an operator retired as lost
+ * (`fred placement retire-backend --lost`): nothing can be read from it, ever.
+ */
+export function onLostBackend(rooms: LeaseRooms, leaseUuid: string): boolean {
+  const { store, fleet } = rooms;
+  // The lost set is in memory and updated by every markLost: the common case reads no row.
+  if (!fleet.anyLost) return false;
+  const placement = store.placement(leaseUuid);
+  const backend =
+    placement?.owner ?? (placement === undefined ? store.attemptFor(leaseUuid)?.backend : undefined);
+  return backend !== undefined && fleet.isLost(backend);
 }

@@ -2,7 +2,9 @@ export {
   BackendFleet,
   type BackendPin,
   type InventoryBaseline,
+  type LeaseRooms,
   type NewBackendPin,
+  onLostBackend,
 } from "./backend-fleet.ts";
 export { CopyMarks } from "./copy-marks.ts";
 export { openProviderStores, type ProviderStores } from "./open-stores.ts";

@@ -326,7 +326,7 @@ describe("write deadline", () => {
       rateLimit: { rps: 100, burst: 100 },
       corsOrigins: [],
       writeTimeoutMs: 15_000,
-      exempt: () => false,
+      exemptPaths: new Set(),
     });
     app.get("/big", async () => "x".repeat(64 * 1024 * 1024));
     await app.listen({ host: "127.0.0.1", port: 0 });

@@ -5,7 +5,6 @@ import { Registry } from "prom-client";
 import { KeyedMutex } from "../../../src/core/async/index.ts";
 import { payloadAccepted } from "../../../src/core/lease-rules.ts";
 import { createLogger } from "../../../src/log.ts";
-import { onLostBackend } from "../../../src/provider/api/backend-route.ts";
 import { BackendClient } from "../../../src/provider/backend-client/index.ts";
 import { parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { completeMaintenance, promote } from "../../../src/provider/maintenance/completion.ts";
@@ -74,7 +73,6 @@ beforeEach(async () => {
       queue: new KeyedMutex(),
       clock: hh.clock,
       logger: createLogger("test", "silent"),
-      onLostBackend: (lease) => onLostBackend(hh, lease),
       registry,
       get limits() {
         return limits;

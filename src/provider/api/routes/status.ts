@@ -4,8 +4,9 @@ import type { TokenClaims } from "../../../auth/token.ts";
 import type { ChainLease } from "../../../chain/port.ts";
 import { withDeadline } from "../../../core/async/index.ts";
 import { FredError } from "../../../core/errors.ts";
+import { onLostBackend } from "../../store/index.ts";
 import { leaseUuidParam } from "../auth.ts";
-import { backendReadFailure, onLostBackend, routeRead } from "../backend-route.ts";
+import { backendReadFailure, routeRead } from "../backend-route.ts";
 import { type TenantContext, tenantRoute } from "../context.ts";
 import {
   type Diagnostics,
