@@ -19,6 +19,11 @@ export function leaseEnded(state: string): boolean {
   return TERMINAL_STATES.has(state);
 }
 
+/** PENDING or ACTIVE: the lease lives on chain (any other state is ended or unknown). */
+export function leaseLive(state: string): boolean {
+  return state === "LEASE_STATE_PENDING" || state === "LEASE_STATE_ACTIVE";
+}
+
 /** A lease whose items all use billing-only SKUs is acknowledged and never provisioned. */
 export function isBillingOnly(
   skus: readonly string[],

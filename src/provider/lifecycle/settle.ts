@@ -1,5 +1,6 @@
 import { withDeadline } from "../../core/async/index.ts";
 import { FredError } from "../../core/errors.ts";
+import { leaseEnded, leaseLive } from "../../core/lease-rules.ts";
 import { type Command, completeMaintenance } from "../maintenance/index.ts";
 import type { LifecycleDeps } from "./deps.ts";
 import { rejectionForFailure } from "./reasons.ts";
@@ -133,8 +134,6 @@ export type TeardownEvidence = "ended" | "running" | "lost" | "unknown";
 /** How long each of the two reads may take. */
 export const TEARDOWN_READ_BUDGET_MS = 10_000;
 
-const ENDED = new Set(["LEASE_STATE_CLOSED", "LEASE_STATE_REJECTED", "LEASE_STATE_EXPIRED"]);
-const LIVE = new Set(["LEASE_STATE_PENDING", "LEASE_STATE_ACTIVE"]);
 const WORKING = new Set(["provisioning", "ready", "restarting", "updating"]);
 
 /** Whether applying `cb` now would retire the lease's confirmed placement. */
@@ -160,8 +159,8 @@ export async function checkTeardown(
     (s) => d.chain.getLease(cb.leaseUuid, s),
   );
   if (lease === undefined) return "unknown";
-  if (ENDED.has(lease.state)) return "ended";
-  if (!LIVE.has(lease.state)) return "unknown";
+  if (leaseEnded(lease.state)) return "ended";
+  if (!leaseLive(lease.state)) return "unknown";
   const client = d.clients.get(cb.backend);
   if (client === undefined) return "unknown";
   const record = await withDeadline(
