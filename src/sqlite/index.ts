@@ -1,1 +1,7 @@
-export { type Durability, type OpenDatabaseOptions, openDatabase, type SqliteDatabase } from "./open.ts";
+export {
+  type Durability,
+  ExistsMemo,
+  type OpenDatabaseOptions,
+  openDatabase,
+  type SqliteDatabase,
+} from "./open.ts";

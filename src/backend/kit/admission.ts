@@ -1,14 +1,20 @@
 import { createHash } from "node:crypto";
 import { DEFAULT_SERVICE, LIMITS, type ProvisionRequest } from "../../core/backend-contract/index.ts";
 import type { Clock } from "../../core/clock.ts";
-import { parseRegistry } from "../../core/image-reference.ts";
-import { parseManifest } from "../../core/manifest/index.ts";
+import { parseManifest, parseRegistry, redactManifestPayload } from "../../core/manifest/index.ts";
 import { badRequest, conflict, insufficientResources, WireError } from "./errors.ts";
 import type { Journal, LeaseRecord } from "./journal/journal.ts";
 import type { ResourcePool } from "./resources.ts";
-import type { InstanceSpec, LeaseItem, ParsedManifest, SkuProfile, WorkloadSpec } from "./substrate.ts";
+import type {
+  InstanceSpec,
+  LeaseItem,
+  ParsedManifest,
+  SkuProfile,
+  Substrate,
+  WorkloadSpec,
+} from "./substrate.ts";
 
-export { ImageReferenceError, parseRegistry } from "../../core/image-reference.ts";
+export { ImageReferenceError, parseRegistry } from "../../core/manifest/index.ts";
 
 /**
  * Provision admission: everything decided before the 202. Order matters — redelivery
@@ -17,7 +23,9 @@ export { ImageReferenceError, parseRegistry } from "../../core/image-reference.t
  * persist runs synchronously, so no other request can slip in between. Validation's own
  * steps live here too: items expanded into instances (`buildInstances`, restore's as
  * well), the tenant manifest parser backends hand the kit as its `parseManifest` hook,
- * and the operator's registry allowlist (`imageRefusal`).
+ * and the operator's registry allowlist (`imageRefusal`). After the 202, `workloadSpec` and
+ * `withPinnedImages` turn an admitted lease into the spec a substrate creates (the engine's
+ * provision and the maintenance runner's restart and update both go through them).
  */
 export interface AdmissionConfig {
   journal: Journal;
@@ -245,7 +253,7 @@ export function workloadSpec(
 }
 
 /**
- * The operator's registry allowlist over image references (see core/image-reference.ts for
+ * The operator's registry allowlist over image references (see core/manifest/rules.ts for
  * how a reference names its registry). It compares domains exactly: no wildcards, and a
  * port is part of the domain.
  */
@@ -267,4 +275,44 @@ export function imageRefusal(image: string, allowed: readonly string[]): string 
   }
   if (allowed.includes(domain)) return undefined;
   return `image registry ${JSON.stringify(domain)} is not allowed (allowed: ${allowed.join(", ") || "none"})`;
+}
+
+// Pinned images: the last step before a spec is created.
+
+/**
+ * Pins a release's images before anything is created from them: the substrate resolves
+ * each service's reference (`resolveImages`), the journal records the result with the
+ * release (durably, so a crash after the pull never re-resolves a moved tag for the same
+ * release), and the spec carries it from then on. A spec already pinned, or a substrate
+ * without pinning, passes through unchanged.
+ *
+ * `reuse`: a re-provision of the lease with the same manifest (after its workload was lost
+ * or failed) keeps the images the newest earlier release of that manifest was pinned to,
+ * instead of following tags that may have moved since; a different manifest resolves anew.
+ */
+export async function withPinnedImages(
+  journal: Journal,
+  substrate: Substrate,
+  spec: WorkloadSpec,
+  signal: AbortSignal,
+  reuse: boolean,
+): Promise<WorkloadSpec> {
+  if (spec.images !== undefined || substrate.resolveImages === undefined) return spec;
+  const images =
+    (reuse ? sameManifestPins(journal, spec) : undefined) ?? (await substrate.resolveImages(spec, signal));
+  journal.pinImages(spec.leaseUuid, spec.release, images);
+  await journal.durable();
+  return { ...spec, images };
+}
+
+function sameManifestPins(
+  journal: Journal,
+  spec: WorkloadSpec,
+): Readonly<Record<string, string>> | undefined {
+  if (spec.payload === undefined) return undefined;
+  const manifest = Buffer.from(redactManifestPayload(spec.payload));
+  const earlier = journal
+    .releases(spec.leaseUuid)
+    .filter((r) => r.version < spec.release && r.images !== undefined && r.manifest?.equals(manifest));
+  return earlier.at(-1)?.images;
 }

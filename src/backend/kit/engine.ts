@@ -2,10 +2,9 @@
 import { KeyedMutex } from "../../core/async/index.ts";
 import type { ProvisionRequest } from "../../core/backend-contract/index.ts";
 import type { Logger } from "../../log.ts";
-import { type AdmissionConfig, admit, prepare, probe, workloadSpec } from "./admission.ts";
+import { type AdmissionConfig, admit, prepare, probe, withPinnedImages, workloadSpec } from "./admission.ts";
 import { captureLogs, diagnosticsCutoffMs } from "./diagnostics.ts";
 import { badRequest } from "./errors.ts";
-import { withPinnedImages } from "./image-pins.ts";
 import type { DiagnosticRecord } from "./journal/diagnostics.ts";
 import type { Failure, Journal, LeaseRecord } from "./journal/journal.ts";
 import { MaintenanceRunner } from "./maintenance/runner.ts";

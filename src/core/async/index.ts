@@ -1,3 +1,6 @@
+export { definedOnly } from "./defined-only.ts";
+export { Admission, type BucketVerdict, Coalescer, KeyedMutex, RateBuckets } from "./keyed.ts";
+export { type ReleaseErrorReporter, ReleaseStack } from "./release-stack.ts";
 export {
   Backoff,
   type BackoffPolicy,
@@ -5,8 +8,6 @@ export {
   type RetryOptions,
   retry,
   sleepOrAbort,
-} from "./backoff.ts";
-export { withDeadline, withStallDeadline } from "./deadline.ts";
-export { definedOnly } from "./defined-only.ts";
-export { Admission, type BucketVerdict, Coalescer, KeyedMutex, RateBuckets } from "./keyed.ts";
-export { type ReleaseErrorReporter, ReleaseStack } from "./release-stack.ts";
+  withDeadline,
+  withStallDeadline,
+} from "./timing.ts";

@@ -13,9 +13,13 @@ export {
   type Manifest,
   type ParseManifestOptions,
   type ParseManifestResult,
+  type Problem,
   parseManifest,
+  problemsFromIssues,
+  problemWording,
+  toPointer,
 } from "./parse.ts";
-export { type Problem, problemsFromIssues, problemWording, toPointer } from "./problems.ts";
 export { keepStoredCredentials, REDACTED_PASSWORD, redactManifestPayload } from "./redact.ts";
+export { DEFAULT_REGISTRY, ImageReferenceError, parseRegistry, registryHost } from "./rules.ts";
 export type { ServiceSpec } from "./schema.ts";
 export { manifestDocumentSchema } from "./schema.ts";

@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { parseRegistry, registryHost } from "../image-reference.ts";
 import { durationSchema } from "./duration-schema.ts";
 import { MANIFEST_LIMITS } from "./limits.ts";
 import {
@@ -10,6 +9,8 @@ import {
   exposeProblem,
   healthTestProblem,
   parsePortKey,
+  parseRegistry,
+  registryHost,
   tmpfsProblem,
 } from "./rules.ts";
 

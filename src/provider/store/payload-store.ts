@@ -3,8 +3,7 @@ import type { Statement } from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
 import { redactManifestPayload } from "../../core/manifest/index.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
-import type { SqliteDatabase } from "../../sqlite/index.ts";
-import { ExistsMemo } from "./exists-memo.ts";
+import { ExistsMemo, type SqliteDatabase } from "../../sqlite/index.ts";
 import { openStore } from "./sqlite.ts";
 
 /**

@@ -1,8 +1,6 @@
-import { uuidText } from "../../core/uuid.ts";
-
 /**
  * The records of the placements room (src/provider/store/placements.ts) as callers see
- * them, and how they are read from their rows (UUIDs are stored as their 16 raw bytes).
+ * them. Their rows, and how they are read, stay inside that room.
  */
 export type AttemptKind = "provision" | "restore";
 
@@ -50,42 +48,4 @@ export interface InventoryOutcome {
   conflicts: string[];
   /** Leases the backend reports that we have no record of (the reconciler decides). */
   unrecorded: string[];
-}
-
-export interface PlacementRow {
-  lease_uuid: Buffer;
-  state: "confirmed" | "conflict";
-  owner: string | null;
-  lifecycle_id: Buffer | null;
-  candidates: string;
-  updated_at: number;
-}
-
-export interface AttemptRow {
-  operation_id: Buffer;
-  lease_uuid: Buffer;
-  backend: string;
-  kind: AttemptKind;
-  created_at: number;
-}
-
-export function toPlacement(r: PlacementRow): Placement {
-  return {
-    leaseUuid: uuidText(r.lease_uuid),
-    state: r.state,
-    owner: r.owner ?? undefined,
-    lifecycleId: r.lifecycle_id === null ? undefined : uuidText(r.lifecycle_id),
-    candidates: JSON.parse(r.candidates) as string[],
-    updatedAt: r.updated_at,
-  };
-}
-
-export function toAttempt(r: AttemptRow): Attempt {
-  return {
-    operationId: uuidText(r.operation_id),
-    leaseUuid: uuidText(r.lease_uuid),
-    backend: r.backend,
-    kind: r.kind,
-    createdAt: r.created_at,
-  };
 }

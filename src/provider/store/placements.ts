@@ -2,21 +2,16 @@ import type Database from "better-sqlite3";
 import type { Statement } from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid, isUuidV4, uuidBytes, uuidText } from "../../core/uuid.ts";
-import type { SqliteDatabase } from "../../sqlite/index.ts";
+import { ExistsMemo, type SqliteDatabase } from "../../sqlite/index.ts";
 import type { BackendFleet } from "./backend-fleet.ts";
-import { ExistsMemo } from "./exists-memo.ts";
-import {
-  type Attempt,
-  type AttemptKind,
-  type AttemptRow,
-  type InventoryOutcome,
-  type Placement,
-  type PlacementRow,
-  type PlacementTuple,
-  type RecordResult,
-  type SettleResult,
-  toAttempt,
-  toPlacement,
+import type {
+  Attempt,
+  AttemptKind,
+  InventoryOutcome,
+  Placement,
+  PlacementTuple,
+  RecordResult,
+  SettleResult,
 } from "./placement-records.ts";
 import { RetainedRows } from "./retained-rows.ts";
 
@@ -33,6 +28,46 @@ import { RetainedRows } from "./retained-rows.ts";
  * one fsync on the thread pool serves every commit made before it (see WalDurability):
  * a block's worth of provision attempts costs one commit and one fsync.
  */
+
+// The rows as SQLite holds them (UUIDs as their 16 raw bytes), and how they are read.
+
+interface PlacementRow {
+  lease_uuid: Buffer;
+  state: "confirmed" | "conflict";
+  owner: string | null;
+  lifecycle_id: Buffer | null;
+  candidates: string;
+  updated_at: number;
+}
+
+interface AttemptRow {
+  operation_id: Buffer;
+  lease_uuid: Buffer;
+  backend: string;
+  kind: AttemptKind;
+  created_at: number;
+}
+
+function toPlacement(r: PlacementRow): Placement {
+  return {
+    leaseUuid: uuidText(r.lease_uuid),
+    state: r.state,
+    owner: r.owner ?? undefined,
+    lifecycleId: r.lifecycle_id === null ? undefined : uuidText(r.lifecycle_id),
+    candidates: JSON.parse(r.candidates) as string[],
+    updatedAt: r.updated_at,
+  };
+}
+
+function toAttempt(r: AttemptRow): Attempt {
+  return {
+    operationId: uuidText(r.operation_id),
+    leaseUuid: uuidText(r.lease_uuid),
+    backend: r.backend,
+    kind: r.kind,
+    createdAt: r.created_at,
+  };
+}
 
 /**
  * Every statement the room runs, typed and prepared once per connection. The two that

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { registryHost } from "../../../src/core/image-reference.ts";
 import {
   keepStoredCredentials,
   REDACTED_PASSWORD,
   redactManifestPayload,
+  registryHost,
 } from "../../../src/core/manifest/index.ts";
 import { expectProblem, expectValid } from "./helpers.ts";
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { ChainLease, ChainPort } from "../../../src/chain/port.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
-import { ProvisionLeaseReads } from "../../../src/provider/lifecycle/provision-lease-reads.ts";
+import { ProvisionLeaseReads } from "../../../src/provider/lifecycle/provisioner.ts";
 
 /**
  * A chain that answers from a lease list (which a test may extend) and counts the

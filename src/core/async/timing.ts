@@ -2,10 +2,10 @@ import type { Clock } from "../clock.ts";
 import { FredError } from "../errors.ts";
 
 /**
- * The one backoff policy and the one retry loop. Every place that waits and tries again
- * (a deprovision, a reconnect, a chain tx, a callback delivery, startup) uses these, over
- * the injected Clock, so tests advance time instead of sleeping and every wait is
- * cancellable by an AbortSignal.
+ * Waiting on the injected Clock, in its one home: the backoff policy and the retry loop
+ * (every place that waits and tries again: a deprovision, a reconnect, a chain tx, a
+ * callback delivery, startup), and the deadline helpers (every daemon timeout). Tests
+ * advance time instead of sleeping, and every wait is cancellable by an AbortSignal.
  */
 export interface BackoffPolicy {
   /** Delay before the second try. */
@@ -117,4 +117,60 @@ function stopped(signal: AbortSignal): FredError {
   const reason: unknown = signal.reason;
   if (reason instanceof FredError) return reason;
   return new FredError("ERR_ABORTED", "interrupted by shutdown", { cause: reason });
+}
+
+// Deadlines.
+
+/**
+ * The one deadline helper: runs `work` with a signal that aborts when `parent` does or when
+ * `ms` elapse on the injected clock, and stops waiting at that moment even if `work`
+ * ignores its signal (a hanging peer is abandoned, not awaited). A timeout rejects with
+ * `timeoutError()`, so each caller names its own failure. `parent` is undefined where only
+ * the deadline can stop the work (a probe, a shutdown phase).
+ */
+export function withDeadline<T>(
+  clock: Clock,
+  ms: number,
+  parent: AbortSignal | undefined,
+  timeoutError: () => Error,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  return withStallDeadline(clock, ms, parent, timeoutError, (signal) => work(signal));
+}
+
+/**
+ * withDeadline for a read of many parts (the pages of an inventory): `work` calls
+ * `progressed()` whenever a part arrives, and the `ms` count from there. A long read that
+ * keeps moving is never cut off by its size; one that stops is abandoned `ms` after its
+ * last progress.
+ */
+export async function withStallDeadline<T>(
+  clock: Clock,
+  ms: number,
+  parent: AbortSignal | undefined,
+  timeoutError: () => Error,
+  work: (signal: AbortSignal, progressed: () => void) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  const expire = () => controller.abort(timeoutError());
+  let cancel = clock.setTimer(ms, expire);
+  const progressed = () => {
+    if (controller.signal.aborted) return;
+    cancel();
+    cancel = clock.setTimer(ms, expire);
+  };
+  const onParent = () => controller.abort(parent?.reason);
+  if (parent?.aborted) onParent();
+  else parent?.addEventListener("abort", onParent, { once: true });
+  try {
+    const aborted = new Promise<never>((_, reject) => {
+      if (controller.signal.aborted) reject(controller.signal.reason);
+      controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true });
+    });
+    aborted.catch(() => {});
+    return await Promise.race([work(controller.signal, progressed), aborted]);
+  } finally {
+    cancel();
+    parent?.removeEventListener("abort", onParent);
+  }
 }
