@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import { request } from "undici";
 import { SIGNATURE_HEADER } from "../auth/hmac.ts";
 import { FredError } from "../core/errors.ts";
-import { isLoopbackHost } from "../provider/config/index.ts";
+import { isLoopbackHost } from "../core/host-port.ts";
 import { printJson, say } from "./output.ts";
 
 /**
@@ -35,7 +35,7 @@ function forwardOrigin(text: string): string {
   } catch {
     throw usage(`--forward ${text} is not a URL`);
   }
-  if (url.protocol !== "http:" || !isLoopbackHost(url.hostname.replace(/^\[(.*)\]$/, "$1")))
+  if (url.protocol !== "http:" || !isLoopbackHost(url.hostname))
     throw usage("--forward must be providerd's http:// URL on loopback (a local stack)");
   return url.origin;
 }

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { parseDurationMs } from "../core/duration.ts";
 import { FredError } from "../core/errors.ts";
-import { isLoopbackHost } from "../provider/config/index.ts";
+import { isLoopbackHost } from "../core/host-port.ts";
 import { commandClock } from "./chain.ts";
 import { callbackSecret, type Fixtures, readFixtures, readTenantKey } from "./loadtest-fixtures.ts";
 import { registerFixturesCommand } from "./loadtest-make.ts";
@@ -50,7 +50,7 @@ function targetUrl(o: LoadtestOptions): URL {
     throw usage(`--target ${o.target} is not a URL`);
   }
   if (target.protocol !== "http:" && target.protocol !== "https:") throw usage("--target must be http(s)://");
-  if (!isLoopbackHost(target.hostname.replace(/^\[(.*)\]$/, "$1")) && !o.remote) {
+  if (!isLoopbackHost(target.hostname) && !o.remote) {
     throw usage(`--target ${target.origin} is not loopback; pass --remote to load a provider you operate`);
   }
   return target;

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { isStrongSecret } from "../../auth/hmac.ts";
 import { parseConfigDuration } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
+import { listenAddress } from "../../core/host-port.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import {
   checkClientCaBundle,
@@ -19,13 +20,7 @@ import {
   type RetentionPolicy,
 } from "../kit/index.ts";
 import { type EgressConfig, egressConfig, egressSchema } from "./egress-config.ts";
-import {
-  type IngressConfig,
-  ingressConfig,
-  ingressSchema,
-  REFUSED_INGRESS_KEYS,
-  splitHostPort,
-} from "./ingress/index.ts";
+import { type IngressConfig, ingressConfig, ingressSchema, REFUSED_INGRESS_KEYS } from "./ingress/index.ts";
 
 /**
  * `fred backend docker -c docker-backend.yaml`: the operator's file, validated once into a
@@ -292,7 +287,7 @@ function configError(message: string): FredError {
 
 /** "host:port", ":port" or "[v6]:port" → listen host (empty = all interfaces) and port. */
 export function splitListenAddr(addr: string): { host: string; port: number } {
-  const parts = splitHostPort(addr);
+  const parts = listenAddress(addr);
   if (!parts) throw configError(`listen_addr ${JSON.stringify(addr)} is not host:port`);
   return parts;
 }

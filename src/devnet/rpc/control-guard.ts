@@ -13,27 +13,15 @@
  * URI (GET) requests and websocket frames never reach the control methods.
  */
 import type { IncomingHttpHeaders } from "node:http";
-import { splitHostPort } from "../../core/host-port.ts";
-
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
+import { isLoopbackHost, splitHostPort } from "../../core/host-port.ts";
 
 export const CONTROL_REFUSED =
   "devnet_* methods are accepted only as a JSON-RPC POST with Content-Type: application/json from this machine";
 
-export function isLoopbackIp(ip: string): boolean {
-  return ip === "::1" || ip === "::ffff:127.0.0.1" || ip.startsWith("127.");
-}
-
-/** Host part of a Host header or URL authority ("127.0.0.1:26657" → "127.0.0.1", "[::1]:1" → "[::1]"). */
+/** Host part of a Host header or URL authority ("127.0.0.1:26657" → "127.0.0.1", "[::1]:1" → "::1"). */
 function hostOf(authority: string): string {
-  const a = authority.trim().toLowerCase();
-  const split = splitHostPort(a);
-  if (split === undefined) return a;
-  return split.bracketed ? `[${split.host}]` : split.host;
-}
-
-function isLoopbackHost(host: string): boolean {
-  return LOOPBACK_HOSTS.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
+  const a = authority.trim();
+  return splitHostPort(a)?.host ?? a;
 }
 
 function isJsonContentType(value: string | undefined): boolean {
@@ -54,7 +42,7 @@ function originIsLoopback(origin: string | undefined): boolean {
 /** True when a POSTed JSON-RPC request may run the devnet_* control methods. */
 export function controlAllowed(ip: string, headers: IncomingHttpHeaders): boolean {
   return (
-    isLoopbackIp(ip) &&
+    isLoopbackHost(ip) &&
     isJsonContentType(headers["content-type"]) &&
     headers.host !== undefined &&
     isLoopbackHost(hostOf(headers.host)) &&

@@ -14,5 +14,5 @@ export {
 export { redactConfig } from "./redact.ts";
 export { REFUSED_KEYS, type Refusal, type RefusedKeys } from "./refused.ts";
 export type { BackendConfig } from "./schema.ts";
-export { type CallbackBase, isLoopbackHost } from "./urls.ts";
+export type { CallbackBase } from "./urls.ts";
 export { EVERY_LEGACY_TENANT } from "./validate.ts";

@@ -1,5 +1,5 @@
 import { isIP } from "node:net";
-import { splitHostPort } from "../../core/host-port.ts";
+import { isLoopbackHost, splitHostPort } from "../../core/host-port.ts";
 
 /**
  * URL rules for backend origins and the callback base URL. We parse the raw text
@@ -140,17 +140,12 @@ function canonicalSegment(segment: string): string {
   });
 }
 
-/** Loopback literal or localhost: allowed as plain HTTP for development. */
-export function isLoopbackHost(host: string): boolean {
-  if (host === "localhost" || host.endsWith(".localhost")) return true;
-  if (isIP(host) === 4) return host.startsWith("127.");
-  if (isIP(host) === 6) return host === "::1" || host === "0:0:0:0:0:0:0:1";
-  return false;
-}
-
-/** Addresses production mode refuses as a peer: loopback, link-local, unspecified. */
+/**
+ * Addresses production mode refuses as a peer: loopback, names under `.localhost` (meant
+ * for this machine even where the resolver does not say so), link-local, unspecified.
+ */
 export function isLocalOnlyHost(host: string): boolean {
-  if (isLoopbackHost(host)) return true;
+  if (isLoopbackHost(host) || host.toLowerCase().endsWith(".localhost")) return true;
   if (isIP(host) === 4) return host.startsWith("169.254.") || host === "0.0.0.0";
   if (isIP(host) === 6) return host === "::" || /^fe[89ab]/i.test(host);
   return false;

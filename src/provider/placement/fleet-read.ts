@@ -1,7 +1,8 @@
 import type { Clock } from "../../core/clock.ts";
 import type { FredError } from "../../core/errors.ts";
+import { isLoopbackHost } from "../../core/host-port.ts";
 import { BackendClient, type Inventory } from "../backend-client/index.ts";
-import { type BackendConfig, isLoopbackHost, type ProviderConfig } from "../config/index.ts";
+import type { BackendConfig, ProviderConfig } from "../config/index.ts";
 
 /**
  * How the offline placement tools (init, add-backend, repair --apply) read a backend's

@@ -1,8 +1,8 @@
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { isIP } from "node:net";
 import { z } from "zod";
 import { parseConfigDuration } from "../../../core/duration.ts";
+import { isLoopbackHost, listenAddress } from "../../../core/host-port.ts";
 import { isValidCustomDomain } from "../../../core/lease-items.ts";
 
 /**
@@ -25,7 +25,7 @@ const DEFAULT_RESOLVERS = ["1.1.1.1:53", "8.8.8.8:53", "9.9.9.9:53"];
 const hostPort = (name: string) =>
   z
     .string()
-    .refine((v) => splitHostPort(v) !== undefined, { message: `${name}: expected host:port or :port` });
+    .refine((v) => listenAddress(v) !== undefined, { message: `${name}: expected host:port or :port` });
 
 const tlsSchema = z.union([
   z.literal("internal"),
@@ -80,21 +80,6 @@ export interface IngressConfig {
   /** Resolvers that must answer for a custom domain to count as ready (majority when 0 in the file). */
   readonly dnsQuorum: number;
   readonly dnsCheckDisabled: boolean;
-}
-
-/** "host:port", ":port" or "[v6]:port"; undefined when it is none of those. */
-export function splitHostPort(text: string): { host: string; port: number } | undefined {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text);
-  const port = m ? Number(m[3]) : Number.NaN;
-  if (!m || !(port >= 0 && port <= 65535)) return undefined;
-  return { host: m[1] ?? m[2] ?? "", port };
-}
-
-const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "::1", "[::1]"]);
-
-function isLoopbackHost(host: string): boolean {
-  if (LOOPBACK_NAMES.has(host)) return true;
-  return isIP(host) === 4 && host.startsWith("127.");
 }
 
 /**
@@ -163,7 +148,7 @@ export function ingressConfig(
   const adminProblem = adminUrlProblem(file.admin_url);
   if (adminProblem !== undefined)
     fail(`admin_url ${JSON.stringify(file.admin_url)} is refused: ${adminProblem}`);
-  const ask = splitHostPort(file.ask_listen) as { host: string; port: number };
+  const ask = listenAddress(file.ask_listen) as { host: string; port: number };
   if (!isLoopbackHost(ask.host))
     fail("ask_listen must be a loopback address: the certificate gate answers only the local proxy");
   const health = parseConfigDuration(file.health_interval);
@@ -191,7 +176,7 @@ export function ingressConfig(
     tls: Object.freeze(tls),
     ...(file.acme_email !== undefined ? { acmeEmail: file.acme_email } : {}),
     ...(file.acme_ca !== undefined ? { acmeCa: file.acme_ca } : {}),
-    askHost: ask.host.replace(/^\[|\]$/g, ""),
+    askHost: ask.host,
     askPort: ask.port,
     healthIntervalMs: health.ok ? health.ms : 0,
     dnsResolvers: Object.freeze([...resolvers]),

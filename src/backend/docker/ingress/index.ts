@@ -4,7 +4,6 @@ export {
   ingressConfig,
   ingressSchema,
   REFUSED_INGRESS_KEYS,
-  splitHostPort,
 } from "./config.ts";
 export { dnsReadiness } from "./dns-gate.ts";
 export { chooseIngressPort, customDomainProblem, isUnderWildcard, subdomainLabel } from "./hostnames.ts";
