@@ -245,7 +245,7 @@ async function streamEvents(
           if (mode === "json") process.stdout.write(`${text}\n`);
           else printText(eventLine(frame as Record<string, unknown>));
           if (typeof frame.seq === "number") since = frame.seq;
-          if (untilEnded && /_(CLOSED|REJECTED|EXPIRED)$/.test(frame.state ?? "")) {
+          if (untilEnded && leaseEnded(frame.state ?? "")) {
             ended = true;
             ws.close(1000);
           }
