@@ -6,7 +6,6 @@ import { Keyring } from "../chain/keyring/index.ts";
 import type { Clock } from "../core/clock.ts";
 import { FredError } from "../core/errors.ts";
 import type { Logger } from "../log.ts";
-import type { BlockSignal } from "./api/index.ts";
 import type { ProviderConfig } from "./config/index.ts";
 
 /**
@@ -97,15 +96,4 @@ export function providerEventFeed(
     customDomains: true,
     logger,
   });
-}
-
-/** New blocks as the tenant API's chain-read cache follows them. */
-export function blockSignal(feed: EventFeed): BlockSignal {
-  return {
-    live: () => feed.state === "live",
-    onBlock: (listener) => {
-      feed.on("block", listener);
-      return () => feed.off("block", listener);
-    },
-  };
 }

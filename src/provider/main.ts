@@ -8,7 +8,7 @@ import { createLogger } from "../log.ts";
 import { EventHub, TenantApi } from "./api/index.ts";
 import { closeBackendClients, createBackendClients } from "./backend-client/index.ts";
 import { closedByMonitor, createBilling, creditNotices } from "./billing/index.ts";
-import { blockSignal, openChainSession, providerEventFeed } from "./chain-session.ts";
+import { openChainSession, providerEventFeed } from "./chain-session.ts";
 import { type ProviderConfig, withBoundCallbackBase } from "./config/index.ts";
 import { bindApiSocket } from "./http/bind.ts";
 import { createHealthGauge } from "./http/health.ts";
@@ -143,7 +143,7 @@ export async function startProviderd(
         maintenance,
         callbacks: lc,
         requestTimeoutMs: config.httpReadTimeoutMs + config.httpWriteTimeoutMs,
-        blocks: blockSignal(feed),
+        blocks: feed,
         registry: metrics.registry,
       }),
     );

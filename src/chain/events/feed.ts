@@ -214,6 +214,17 @@ export class EventFeed extends EventEmitter<FeedEvents> {
     return this.#metrics.state;
   }
 
+  /** Whether new blocks are being reported now (the tenant API's lease cache follows them then). */
+  live(): boolean {
+    return this.#metrics.state === "live";
+  }
+
+  /** Calls `listener` on every new block; returns the unsubscribe. */
+  onBlock(listener: () => void): () => void {
+    this.on("block", listener);
+    return () => this.off("block", listener);
+  }
+
   /** The feed's state: `live` while every channel is, else the first channel that is not. */
   #setChannelState(ch: Channel, state: FeedState): void {
     ch.state = state;

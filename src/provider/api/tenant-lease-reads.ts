@@ -7,7 +7,7 @@ import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import { refuse } from "./errors.ts";
 
-/** What the chain's event feed says about blocks. */
+/** What the chain's event feed says about blocks (EventFeed is one). */
 export interface BlockSignal {
   /** Whether new blocks are being reported now. */
   live(): boolean;

@@ -125,6 +125,31 @@ describe("event feed (websocket)", () => {
     );
   });
 
+  it("is a block signal: live() follows the state, onBlock hears each new height until unsubscribed", async () => {
+    const fake = await startFakeComet();
+    cleanups.push(() => fake.close());
+    const clock = new ManualClock();
+    const feed = feedFor(fake, clock);
+    assert.equal(feed.live(), false, "not live before it connects");
+    const heard: number[] = [];
+    const unsubscribe = feed.onBlock(() => heard.push(feed.metrics().lastHeight));
+    feed.start();
+    await feed.whenState("live");
+    assert.equal(feed.live(), true);
+    fake.push(blockEventsFrame(4, 5, []));
+    fake.push(blockEventsFrame(4, 5, [])); // the same height again: not a new block
+    fake.push(blockEventsFrame(4, 6, []));
+    await until(() => feed.metrics().lastHeight === 6, "height 6");
+    assert.deepEqual(heard, [5, 6]);
+    unsubscribe();
+    fake.push(blockEventsFrame(4, 7, []));
+    await until(() => feed.metrics().lastHeight === 7, "height 7");
+    assert.deepEqual(heard, [5, 6], "nothing after the unsubscribe");
+    clock.advance(10_001); // no block within the heartbeat window
+    await feed.whenState("backoff");
+    assert.equal(feed.live(), false);
+  });
+
   it("backoff doubles to the cap while the node is down, resets after a live connection", async () => {
     const fake = await startFakeComet();
     const port = Number(new URL(fake.url).port);

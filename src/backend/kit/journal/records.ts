@@ -1,7 +1,7 @@
 import type { InstanceSpec, LeaseItem } from "../substrate.ts";
 import type { FailureStreak } from "../terminal-budget.ts";
 
-/** What the journal stores, as its readers see it (rows decoded by statements.ts). */
+/** What the journal stores, as its readers see it (rows decoded at the end of journal.ts). */
 /** "maintenance": a restart or update is journaled and not settled (see maintenance/store.ts). */
 export type LeaseHead = "operation" | "maintenance" | "close" | "none";
 export type LeasePhase = "before_effects" | "started";
