@@ -540,22 +540,7 @@ export class Journal {
   /** The small, fixed-size part of a lease row that transitions need (no JSON, no payload). */
   #headOf(leaseUuid: string): LeaseHeadRecord | undefined {
     const r = this.#statements.getHead.get(leaseUuid) as Row | undefined;
-    if (r === undefined) return undefined;
-    return {
-      leaseUuid,
-      tenant: r.tenant as string,
-      providerUuid: r.provider_uuid as string,
-      operationId: r.operation_id as string,
-      callbackUrl: r.callback_url as string,
-      lifecycleUrl: r.lifecycle_url as string,
-      release: r.release as number,
-      head: r.head as LeaseHead,
-      status: r.status as LeaseStatus,
-      failCount: r.fail_count as number,
-      createdAtMs: r.created_at as number,
-      generation: r.generation as number,
-      streak: toStreak(r),
-    };
+    return r === undefined ? undefined : toHead(leaseUuid, r);
   }
 
   // ---- outbox ----
@@ -652,7 +637,7 @@ function parsePins(value: unknown): Readonly<Record<string, string>> | undefined
 
 // ---- row decoding and the journal's SQL, prepared once per connection ----
 
-export function toStreak(r: Row): FailureStreak {
+function toStreak(r: Row): FailureStreak {
   return {
     failures: r.streak_failures as number,
     startedAtMs: (r.streak_started_at as number | null) ?? undefined,
@@ -661,34 +646,41 @@ export function toStreak(r: Row): FailureStreak {
   };
 }
 
-export function toLease(r: Row): LeaseRecord {
+/** The head columns of a lease row (`getHead` selects only these; `lease_uuid` is the key asked). */
+function toHead(leaseUuid: string, r: Row): LeaseHeadRecord {
   return {
-    leaseUuid: r.lease_uuid as string,
+    leaseUuid,
     tenant: r.tenant as string,
     providerUuid: r.provider_uuid as string,
     operationId: r.operation_id as string,
     callbackUrl: r.callback_url as string,
     lifecycleUrl: r.lifecycle_url as string,
-    items: JSON.parse(r.items as string) as LeaseItem[],
-    instances: JSON.parse(r.instances as string) as InstanceSpec[],
-    payload: (r.payload as Buffer | null) ?? undefined,
-    payloadHash: (r.payload_hash as string | null) ?? undefined,
-    image: r.image as string,
     release: r.release as number,
     head: r.head as LeaseHead,
-    phase: (r.phase as LeasePhase | null) ?? undefined,
     status: r.status as LeaseStatus,
     failCount: r.fail_count as number,
-    reason: (r.reason as string | null) ?? undefined,
-    message: (r.message as string | null) ?? undefined,
     createdAtMs: r.created_at as number,
-    admittedAtMs: r.admitted_at as number,
     generation: r.generation as number,
     streak: toStreak(r),
   };
 }
 
-export function prepare(db: Database.Database) {
+function toLease(r: Row): LeaseRecord {
+  return {
+    ...toHead(r.lease_uuid as string, r),
+    items: JSON.parse(r.items as string) as LeaseItem[],
+    instances: JSON.parse(r.instances as string) as InstanceSpec[],
+    payload: (r.payload as Buffer | null) ?? undefined,
+    payloadHash: (r.payload_hash as string | null) ?? undefined,
+    image: r.image as string,
+    phase: (r.phase as LeasePhase | null) ?? undefined,
+    reason: (r.reason as string | null) ?? undefined,
+    message: (r.message as string | null) ?? undefined,
+    admittedAtMs: r.admitted_at as number,
+  };
+}
+
+function prepare(db: Database.Database) {
   return {
     getLease: db.prepare("SELECT * FROM leases WHERE lease_uuid = ?"),
     getHead: db.prepare(
