@@ -7,8 +7,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
-import { bundleOptions } from "../bin/bundle.js";
+import { writeBundle } from "../bin/bundle.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const LIB = join(ROOT, "lib");
@@ -25,11 +24,9 @@ function headCommit() {
 // A fresh directory: a chunk left from an earlier build would be packed, unused.
 rmSync(LIB, { recursive: true, force: true });
 const commit = headCommit();
-await build({
-  ...bundleOptions("fred", LIB),
+await writeBundle("fred", LIB, {
   // An installed package has no .git to read: --version and /health report this commit.
   define: commit === undefined ? {} : { __FRED_BUILD_COMMIT__: JSON.stringify(commit) },
-  write: true,
   logLevel: "warning",
 });
 if (!existsSync(join(LIB, "fred.mjs"))) throw new Error("esbuild wrote no lib/fred.mjs");

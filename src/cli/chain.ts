@@ -16,7 +16,7 @@ import {
   MsgFundCreditResponse,
   MsgSetItemCustomDomain,
 } from "../chain/proto/index.ts";
-import type { Clock } from "../core/clock.ts";
+import { commandClock } from "../core/clock.ts";
 import { parseCoin } from "../core/coin.ts";
 import { parseConfigDuration } from "../core/duration.ts";
 import { FredError, isFredError } from "../core/errors.ts";
@@ -43,32 +43,6 @@ export interface TxFlags extends ReadFlags {
 }
 
 const DEFAULT_RPC = "http://127.0.0.1:26657";
-
-/**
- * The system clock unrefs its timers (daemons must not be kept alive by them); a one-shot
- * command waiting for inclusion has nothing else keeping Node running, so its timers are ref'd.
- */
-export const commandClock: Clock = {
-  now: () => Date.now(),
-  setTimer(ms, fn) {
-    const handle = setTimeout(fn, ms);
-    return () => clearTimeout(handle);
-  },
-  sleep(ms, signal) {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const handle = setTimeout(() => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      }, ms);
-      const onAbort = () => {
-        clearTimeout(handle);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
-  },
-};
 
 export function withRpc(cmd: Command): Command {
   return cmd.option("--rpc <url>", "CometBFT RPC URL of the node", DEFAULT_RPC);

@@ -1,8 +1,8 @@
 import type { Command } from "commander";
+import { commandClock } from "../core/clock.ts";
 import { parseDurationMs } from "../core/duration.ts";
 import { FredError } from "../core/errors.ts";
 import { isLoopbackHost } from "../core/host-port.ts";
-import { commandClock } from "./chain.ts";
 import { callbackSecret, type Fixtures, readFixtures, readTenantKey } from "./loadtest-fixtures.ts";
 import { registerFixturesCommand } from "./loadtest-make.ts";
 import { registerRecordCommand } from "./loadtest-record.ts";

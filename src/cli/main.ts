@@ -1,22 +1,42 @@
 import { Command, CommanderError } from "commander";
 import { isFredError } from "../core/errors.ts";
 import { versionText } from "../version.ts";
-import { registerBackendCommands } from "./backend.ts";
-import { registerChainCommands } from "./chain.ts";
-import { registerRegistryCommands } from "./chain-registry.ts";
-import { registerDevnetCommands } from "./devnet.ts";
-import { registerKeysCommands } from "./keys.ts";
-import { registerLeaseCommands } from "./lease/index.ts";
-import { registerLoadtestCommand } from "./loadtest.ts";
-import { registerManifestCommands } from "./manifest.ts";
 import { ExitCode, say } from "./output.ts";
-import { registerPlacementCommands } from "./placement.ts";
-import { registerProviderCommands } from "./provider-init.ts";
-import { registerProviderdCommand } from "./providerd.ts";
-import { registerTokenCommands } from "./token.ts";
-import { registerUpCommand } from "./up/command.ts";
 
-export function buildProgram(): Command {
+type Register = (program: Command) => void;
+
+/**
+ * The top-level commands, in help order, each loaded only when it runs: a daemon then holds
+ * its own modules and nothing of the others (the devnet's codecs, the lease tools, the load
+ * test), which keeps providerd's resident memory down (#37). `fred --help`, `fred help …`
+ * and an unknown command load them all.
+ */
+const COMMANDS: [name: string, load: () => Promise<Register>][] = [
+  ["up", async () => (await import("./up/command.ts")).registerUpCommand],
+  ["token", async () => (await import("./token.ts")).registerTokenCommands],
+  ["devnet", async () => (await import("./devnet.ts")).registerDevnetCommands],
+  ["backend", async () => (await import("./backend.ts")).registerBackendCommands],
+  ["manifest", async () => (await import("./manifest.ts")).registerManifestCommands],
+  ["providerd", async () => (await import("./providerd.ts")).registerProviderdCommand],
+  ["provider", async () => (await import("./provider-init.ts")).registerProviderCommands],
+  ["placement", async () => (await import("./placement.ts")).registerPlacementCommands],
+  ["keys", async () => (await import("./keys.ts")).registerKeysCommands],
+  [
+    "chain",
+    async () => {
+      const [chain, registry] = await Promise.all([import("./chain.ts"), import("./chain-registry.ts")]);
+      return (program) => registry.registerRegistryCommands(chain.registerChainCommands(program));
+    },
+  ],
+  ["lease", async () => (await import("./lease/index.ts")).registerLeaseCommands],
+  ["loadtest", async () => (await import("./loadtest.ts")).registerLoadtestCommand],
+];
+
+/**
+ * The CLI with every command, or, given the command line, with only the command it names
+ * (all of them when it names none we know, so help and "unknown command" stay complete).
+ */
+export async function buildProgram(argv?: string[]): Promise<Command> {
   const program = new Command("fred")
     .description("Provider daemon and tools for the Manifest Network compute marketplace.")
     .showHelpAfterError()
@@ -30,18 +50,9 @@ Examples:
 
 Every command logs to stderr; stdout carries only its machine-readable output.`,
     );
-  registerUpCommand(program);
-  registerTokenCommands(program);
-  registerDevnetCommands(program);
-  registerBackendCommands(program);
-  registerManifestCommands(program);
-  registerProviderdCommand(program);
-  registerProviderCommands(program);
-  registerPlacementCommands(program);
-  registerKeysCommands(program);
-  registerRegistryCommands(registerChainCommands(program));
-  registerLeaseCommands(program);
-  registerLoadtestCommand(program);
+  const named = argv?.slice(2).find((arg) => !arg.startsWith("-"));
+  const wanted = COMMANDS.filter(([name]) => name === named);
+  for (const [, load] of wanted.length === 1 ? wanted : COMMANDS) (await load())(program);
   addVersionOptions(program);
   return program;
 }
@@ -62,7 +73,7 @@ function addVersionOptions(program: Command): void {
 
 /** Runs the CLI and returns the process exit code. */
 export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
+  const program = await buildProgram(argv);
   const override = (cmd: Command): void => {
     cmd.exitOverride();
     for (const sub of cmd.commands) override(sub);

@@ -1,10 +1,10 @@
 import type { Command } from "commander";
+import { commandClock } from "../core/clock.ts";
 import { FredError } from "../core/errors.ts";
 import { checkProviderConfig, readConfigFile, redactConfig } from "../provider/config/index.ts";
 import { startHeapPolicy } from "../provider/heap-policy.ts";
 import { startProviderd } from "../provider/main.ts";
 import { controlSocketPath, requestSweep } from "../provider/reconciler/index.ts";
-import { commandClock } from "./chain.ts";
 import { ExitCode, printJson, say } from "./output.ts";
 import { preflightLines, runPreflight } from "./providerd-preflight.ts";
 

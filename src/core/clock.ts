@@ -38,6 +38,22 @@ export const systemClock: Clock = {
   },
 };
 
+/**
+ * The system clock, with ref'd timers: systemClock's are unref'd so they never keep a daemon
+ * alive, but a one-shot command waiting on one (a tx's inclusion, a retry's backoff) has
+ * nothing else keeping Node running.
+ */
+export const commandClock: Clock = {
+  now: () => Date.now(),
+  setTimer(ms, fn) {
+    const handle = setTimeout(fn, ms);
+    return () => clearTimeout(handle);
+  },
+  sleep(ms, signal) {
+    return sleepWith(commandClock, ms, signal);
+  },
+};
+
 /** A clock that moves only when told to; timers fire in due order during `advance`. */
 export class ManualClock implements Clock {
   #now: number;

@@ -91,8 +91,8 @@ describe("commands shown in the docs", () => {
     assert.ok(all.length >= 40, `only ${all.length} commands found`);
   });
 
-  it("flags a renamed subcommand and an unknown flag (the check can fail)", () => {
-    const program = buildProgram();
+  it("flags a renamed subcommand and an unknown flag (the check can fail)", async () => {
+    const program = await buildProgram();
     assert.deepEqual(problems(program, "fred lease deploy --sku x --manifest m.json --from t --home h"), []);
     assert.match(problems(program, "fred lease deplooy --sku x")[0] ?? "", /unknown subcommand "deplooy"/);
     assert.match(problems(program, "fred lease status <uuid> --frm t")[0] ?? "", /no flag --frm/);
@@ -104,8 +104,8 @@ describe("commands shown in the docs", () => {
   });
 
   for (const file of DOCS) {
-    it(`every fred command in ${file} parses`, () => {
-      const program = buildProgram();
+    it(`every fred command in ${file} parses`, async () => {
+      const program = await buildProgram();
       const bad = shownCommands(file, readFileSync(join(REPO_ROOT, file), "utf8")).flatMap((c) =>
         problems(program, c.text).map((p) => `${c.file}:${c.line}: ${p} — ${c.text}`),
       );

@@ -1,9 +1,10 @@
 import type { Command } from "commander";
 import WebSocket from "ws";
 import { retry } from "../../core/async/index.ts";
+import { commandClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import { leaseEnded } from "../../core/lease-rules.ts";
-import { commandClock, leaseArg } from "../chain.ts";
+import { leaseArg } from "../chain.ts";
 import { printText } from "../output.ts";
 import { apiForLease, type LeaseFlags, progress, withLeaseFlags } from "./context.ts";
 import type { ApiAnswer, TenantApi } from "./tenant-api.ts";

@@ -6,8 +6,8 @@ import { addressFromPubkey } from "../../auth/address.ts";
 import { compressedPubkey } from "../../auth/keys.ts";
 import { mintTenantToken } from "../../auth/token.ts";
 import { retry } from "../../core/async/index.ts";
+import { commandClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
-import { commandClock } from "../chain.ts";
 
 /**
  * The tenant side of providerd's API for the `fred lease` commands: every request carries

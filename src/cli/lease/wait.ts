@@ -1,8 +1,8 @@
 import WebSocket from "ws";
 import { sleepOrAbort } from "../../core/async/index.ts";
+import { commandClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import { leaseEnded } from "../../core/lease-rules.ts";
-import { commandClock } from "../chain.ts";
 import type { TenantApi } from "./tenant-api.ts";
 
 /**
