@@ -1,11 +1,11 @@
 // Tenant bearer tokens: what the tenant signs (the ADR-036 sign doc), minting and verifying.
-import { createPublicKey, type KeyObject, verify as nativeVerify } from "node:crypto";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { LRUCache } from "lru-cache";
 import { decodeBase64Std, decodeHex, encodeBase64Std, parseStrictJson } from "../core/encoding.ts";
 import { FredError } from "../core/errors.ts";
 import { addressFromPubkey, DEFAULT_BECH32_PREFIX } from "./address.ts";
 import { compressedPubkey } from "./keys.ts";
+import { parseSecp256k1PublicKey, type Secp256k1PublicKey, verifySecp256k1 } from "./secp256k1.ts";
 
 /**
  * Tenant bearer tokens: base64(JSON envelope) signed with ADR-036 by the tenant's
@@ -113,11 +113,8 @@ export function mintTenantToken(input: MintTokenInput): string {
 
 const CURVE_ORDER = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 const HALF_ORDER = CURVE_ORDER >> 1n;
-// DER SubjectPublicKeyInfo prefix for an id-ecPublicKey on secp256k1 with a 33-byte point.
-const SPKI_PREFIX = Buffer.from("3036301006072a8648ce3d020106052b8104000a032200", "hex");
-
 interface CachedKey {
-  key: KeyObject;
+  key: Secp256k1PublicKey;
   addresses: Map<string, string>;
 }
 
@@ -135,9 +132,9 @@ function parsePubkey(b64: string): CachedKey {
   }
   if (raw.length !== 33)
     throw new TokenError("ERR_TOKEN_BAD_PUBKEY", "pub_key must be a 33-byte compressed key");
-  let key: KeyObject;
+  let key: Secp256k1PublicKey;
   try {
-    key = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, raw]), format: "der", type: "spki" });
+    key = parseSecp256k1PublicKey(raw);
   } catch {
     throw new TokenError("ERR_TOKEN_BAD_PUBKEY", "pub_key is not a point on secp256k1");
   }
@@ -159,7 +156,8 @@ function addressOf(entry: CachedKey, pubB64: string, prefix: string): string {
 export function normalizeLowS(sig: Uint8Array): Buffer {
   const out = Buffer.from(sig);
   const s = BigInt(`0x${out.subarray(32).toString("hex")}`);
-  if (s > HALF_ORDER) out.write((CURVE_ORDER - s).toString(16).padStart(64, "0"), 32, "hex");
+  if (s > HALF_ORDER && s < CURVE_ORDER)
+    out.write((CURVE_ORDER - s).toString(16).padStart(64, "0"), 32, "hex");
   return out;
 }
 
@@ -267,8 +265,8 @@ function verifySignedToken(token: string, nowMs: number, prefix: string): Readon
   }
   const kind: TokenKind = metaHash === undefined ? "access" : "payload";
   const doc = adr036SignDoc(tenant, tokenSignData(kind, tenant, leaseUuid, timestamp, metaHash));
-  const ok = nativeVerify("sha256", Buffer.from(doc), { key: key.key, dsaEncoding: "ieee-p1363" }, sig);
-  if (!ok) throw new TokenError("ERR_TOKEN_BAD_SIGNATURE", "signature does not verify");
+  if (!verifySecp256k1(Buffer.from(doc), sig, key.key))
+    throw new TokenError("ERR_TOKEN_BAD_SIGNATURE", "signature does not verify");
   const claims: TokenClaims = { kind, tenant, leaseUuid, timestamp, replayKey: sig.toString("base64") };
   if (metaHash !== undefined) claims.metaHash = metaHash;
   return Object.freeze(claims);

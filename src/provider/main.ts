@@ -1,3 +1,4 @@
+import { SECP256K1_VERIFIER } from "../auth/secp256k1.ts";
 import { TxMetrics } from "../chain/cosmos/tx-pipeline.ts";
 import { registerChainMetrics } from "../chain/metrics.ts";
 import { AckBatcher } from "../chain/tx/ack-batcher.ts";
@@ -210,7 +211,12 @@ export async function startProviderd(
     recovery.untilComplete(lc.signal).then(
       () => {
         if (state === "recovering") state = "running";
-        logger.info({ url: socket.url }, "providerd recovered and running");
+        // Which library checks tenant signatures: OpenSSL instead of libsecp256k1 (no addon
+        // for this platform) costs about five times the CPU per fresh token.
+        logger.info(
+          { url: socket.url, signature_verifier: SECP256K1_VERIFIER },
+          "providerd recovered and running",
+        );
       },
       (err: unknown) => {
         if (!lc.signal.aborted) logger.error({ err }, "startup recovery stopped");
