@@ -1,7 +1,7 @@
 export {
   type Durability,
-  ExistsMemo,
   type OpenDatabaseOptions,
   openDatabase,
+  ReadMemo,
   type SqliteDatabase,
 } from "./open.ts";

@@ -296,22 +296,31 @@ function headerSchemaVersion(path: string): number | undefined {
 }
 
 /**
- * Remembered answers of one "is there a row for this key?" query, for the reads `GET
- * status` makes on every poll (a tenant polls far more often than its lease changes).
+ * Remembered answers of one per-key read, for the reads `GET status` makes on every poll
+ * (a tenant polls far more often than its lease changes): whether a row exists, or the one
+ * field the poll needs.
  * In step with the table by construction: every statement that writes the table calls
  * `changed()` (which forgets everything), answers are remembered only outside a
  * transaction (so a rolled-back write leaves nothing behind), and never on a read-only
  * connection (its writer is another process, whose writes this one cannot see coming).
  * Another connection writing the same file (a tool, a test, a second process) is caught
  * by SQLite's `data_version`, which changes whenever another connection commits: the memo
- * is dropped then, so nothing depends on this connection being the only writer.
+ * is dropped then, so nothing depends on this connection being the only writer. That check
+ * is a statement of its own, so it runs once per event-loop turn, not once per read: a
+ * commit by another connection is seen from the next turn on. Nothing here can order this
+ * process's reads against another process's commits more finely anyway: no lock is held
+ * between a read and what the caller does with it.
  */
-export class ExistsMemo {
+export class ReadMemo<T> {
   readonly #db: Database.Database;
   readonly #max: number;
-  readonly #known = new Map<string, boolean>();
+  readonly #known = new Map<string, T>();
   readonly #dataVersion: Database.Statement<[], number>;
   #seenVersion: number | undefined;
+  #checkedThisTurn = false;
+  readonly #nextTurn = () => {
+    this.#checkedThisTurn = false;
+  };
 
   constructor(db: Database.Database, max = 10_000) {
     this.#db = db;
@@ -320,14 +329,17 @@ export class ExistsMemo {
   }
 
   /** `read()`'s answer for `key`, from memory while no write happened since it was read. */
-  has(key: string, read: (key: string) => boolean): boolean {
-    const version = this.#dataVersion.get();
-    if (version !== this.#seenVersion) {
-      this.#known.clear(); // another connection committed: any answer may be stale
-      this.#seenVersion = version;
+  get(key: string, read: (key: string) => T): T {
+    if (!this.#checkedThisTurn) {
+      const version = this.#dataVersion.get();
+      if (version !== this.#seenVersion) {
+        this.#known.clear(); // another connection committed: any answer may be stale
+        this.#seenVersion = version;
+      }
+      this.#checkedThisTurn = true;
+      setImmediate(this.#nextTurn).unref();
     }
-    const known = this.#known.get(key);
-    if (known !== undefined) return known;
+    if (this.#known.has(key)) return this.#known.get(key) as T;
     const found = read(key);
     if (!this.#db.inTransaction && !this.#db.readonly) {
       // Bounded: a full memo starts over rather than growing with every key ever asked.

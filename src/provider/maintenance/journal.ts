@@ -1,5 +1,7 @@
 // providerd's maintenance journal, and the admission stamp each of its commands carries.
 import type Database from "better-sqlite3";
+import type { Statement } from "better-sqlite3";
+import { ReadMemo } from "../../sqlite/index.ts";
 import type { Placements } from "../store/index.ts";
 import { sha256Hex } from "../store/index.ts";
 
@@ -123,8 +125,18 @@ function toCommand(r: Row): Command {
   };
 }
 
-function prepare(db: Database.Database) {
+/**
+ * Every statement the journal runs, prepared once per connection. Those that write the
+ * table tell `pending` first (the memo `pendingKind` answers from).
+ */
+function prepare(db: Database.Database, pending: ReadMemo<CommandKind | null>) {
   const unsettled = "phase <> 'settled'";
+  const writes = <P extends unknown[]>(statement: Statement<P>) => ({
+    run(...params: P): Database.RunResult {
+      pending.changed();
+      return statement.run(...params);
+    },
+  });
   return {
     byKey: db.prepare<[string, string], Row>(
       "SELECT * FROM maintenance WHERE lease_uuid = ? AND command_key = ?",
@@ -143,27 +155,37 @@ function prepare(db: Database.Database) {
     newest: db
       .prepare<[string], number | null>("SELECT max(admitted_at_us) FROM maintenance WHERE lease_uuid = ?")
       .pluck(),
-    insert: db.prepare(
-      `INSERT INTO maintenance (lease_uuid, command_key, maintenance_id, tenant, kind, payload,
-         payload_sha256, admitted_at_us, backend, lifecycle_id, phase, content_bytes)
-       VALUES (@lease, @key, @id, @tenant, @kind, @payload, @sha, @at, @backend, @lifecycle, 'admitted', @bytes)`,
+    insert: writes(
+      db.prepare<[Record<string, unknown>]>(
+        `INSERT INTO maintenance (lease_uuid, command_key, maintenance_id, tenant, kind, payload,
+           payload_sha256, admitted_at_us, backend, lifecycle_id, phase, content_bytes)
+         VALUES (@lease, @key, @id, @tenant, @kind, @payload, @sha, @at, @backend, @lifecycle, 'admitted', @bytes)`,
+      ),
     ),
-    evict: db.prepare<[string, string, number]>(
-      `DELETE FROM maintenance WHERE lease_uuid = ? AND phase = 'settled' AND admitted_at_us IN (
-         SELECT admitted_at_us FROM maintenance WHERE lease_uuid = ? AND phase = 'settled'
-         ORDER BY admitted_at_us LIMIT ?)`,
+    evict: writes(
+      db.prepare<[string, string, number]>(
+        `DELETE FROM maintenance WHERE lease_uuid = ? AND phase = 'settled' AND admitted_at_us IN (
+           SELECT admitted_at_us FROM maintenance WHERE lease_uuid = ? AND phase = 'settled'
+           ORDER BY admitted_at_us LIMIT ?)`,
+      ),
     ),
     count: db.prepare<[string], number>("SELECT count(*) FROM maintenance WHERE lease_uuid = ?").pluck(),
-    setPhase: db.prepare<[Phase, string, string, Phase]>(
-      "UPDATE maintenance SET phase = ? WHERE lease_uuid = ? AND maintenance_id = ? AND phase = ?",
+    setPhase: writes(
+      db.prepare<[Phase, string, string, Phase]>(
+        "UPDATE maintenance SET phase = ? WHERE lease_uuid = ? AND maintenance_id = ? AND phase = ?",
+      ),
     ),
-    settle: db.prepare(
-      `UPDATE maintenance SET phase = 'settled', outcome = @outcome, answer_status = @status,
-         answer_error = @error, answer_reason = @reason, payload = NULL, settled_at = @now
-       WHERE lease_uuid = @lease AND maintenance_id = @id AND ${unsettled}`,
+    settle: writes(
+      db.prepare<[Record<string, unknown>]>(
+        `UPDATE maintenance SET phase = 'settled', outcome = @outcome, answer_status = @status,
+           answer_error = @error, answer_reason = @reason, payload = NULL, settled_at = @now
+         WHERE lease_uuid = @lease AND maintenance_id = @id AND ${unsettled}`,
+      ),
     ),
     leases: db.prepare<[], string>("SELECT DISTINCT lease_uuid FROM maintenance").pluck(),
-    forget: db.prepare<[string]>(`DELETE FROM maintenance WHERE lease_uuid = ? AND NOT (${unsettled})`),
+    forget: writes(
+      db.prepare<[string]>(`DELETE FROM maintenance WHERE lease_uuid = ? AND NOT (${unsettled})`),
+    ),
   };
 }
 
@@ -173,10 +195,13 @@ export class MaintenanceJournal {
   readonly #store: Placements;
   readonly #stmt: ReturnType<typeof prepare>;
   readonly #tx: <T>(fn: () => T) => T;
+  /** `pendingKind`'s answers, forgotten by every write of the table. */
+  readonly #pending: ReadMemo<CommandKind | null>;
 
   private constructor(store: Placements) {
     this.#store = store;
-    this.#stmt = prepare(store.db);
+    this.#pending = new ReadMemo<CommandKind | null>(store.db);
+    this.#stmt = prepare(store.db, this.#pending);
     this.#tx = (fn) => store.batch(fn);
   }
 
@@ -283,6 +308,17 @@ export class MaintenanceJournal {
     const r = this.#stmt.pendingOf.get(leaseUuid);
     return r === undefined ? undefined : toCommand(r);
   }
+
+  /**
+   * The kind of the lease's unsettled command, if any: GET status asks on every poll, so it
+   * is answered from memory until the journal is written.
+   */
+  pendingKind(leaseUuid: string): CommandKind | undefined {
+    return this.#pending.get(leaseUuid, this.#readPendingKind) ?? undefined;
+  }
+
+  readonly #readPendingKind = (leaseUuid: string): CommandKind | null =>
+    this.#stmt.pendingOf.get(leaseUuid)?.kind ?? null;
 
   /** Every unsettled command, oldest first (the recovery pass). */
   unsettled(): Command[] {

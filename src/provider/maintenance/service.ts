@@ -104,8 +104,8 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
 
   /** "restarting"/"updating" while the lease has an unsettled command: status reads report it. */
   inProgress(leaseUuid: string): string | undefined {
-    const c = this.journal.pending(leaseUuid);
-    return c === undefined ? undefined : progressStatus(c.kind);
+    const kind = this.journal.pendingKind(leaseUuid);
+    return kind === undefined ? undefined : progressStatus(kind);
   }
 
   /** Admits (or replays) one command; a refusal is thrown as `MaintenanceRefused`. */

@@ -3,7 +3,7 @@ import type { Statement } from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
 import { redactManifestPayload } from "../../core/manifest/index.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
-import { ExistsMemo, type SqliteDatabase } from "../../sqlite/index.ts";
+import { ReadMemo, type SqliteDatabase } from "../../sqlite/index.ts";
 import { openStore } from "./sqlite.ts";
 
 /**
@@ -73,14 +73,14 @@ export class PayloadStore {
   readonly #holdingSecrets: Statement<[], string>;
   readonly #putOnce: (leaseUuid: string, sha256: string, payload: Buffer, now: number) => PutResult;
   /** `has`'s answers, forgotten by every write (put, promote, delete). */
-  readonly #stored: ExistsMemo;
+  readonly #stored: ReadMemo<boolean>;
 
   private constructor(database: SqliteDatabase) {
     const db = database.db;
     // A masked password must not linger in freed pages of the file (see `mask`).
     if (!db.readonly) db.pragma("secure_delete = ON");
     this.#database = database;
-    this.#stored = new ExistsMemo(db);
+    this.#stored = new ReadMemo<boolean>(db);
     this.#put = db.prepare(
       "INSERT INTO payloads (lease_uuid, sha256, payload, stored_at, holds_secret) VALUES (?, ?, ?, ?, ?)",
     );
@@ -218,7 +218,7 @@ export class PayloadStore {
 
   /** GET status asks on every poll: answered from memory until the next write. */
   has(leaseUuid: string): boolean {
-    return this.#stored.has(leaseUuid, this.#readHas);
+    return this.#stored.get(leaseUuid, this.#readHas);
   }
 
   readonly #readHas = (leaseUuid: string): boolean => this.#has.get(leaseUuid) !== undefined;

@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import type { Statement } from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid, isUuidV4, uuidBytes, uuidText } from "../../core/uuid.ts";
-import { ExistsMemo, type SqliteDatabase } from "../../sqlite/index.ts";
+import { ReadMemo, type SqliteDatabase } from "../../sqlite/index.ts";
 import type { BackendFleet } from "./backend-fleet.ts";
 import type {
   Attempt,
@@ -73,7 +73,7 @@ function toAttempt(r: AttemptRow): Attempt {
  * Every statement the room runs, typed and prepared once per connection. The two that
  * write the attempts table tell `attempts` first (the memo `hasAttempt` answers from).
  */
-function prepare(db: Database.Database, attempts: ExistsMemo) {
+function prepare(db: Database.Database, attempts: ReadMemo<boolean>) {
   const writesAttempts = <P extends unknown[]>(statement: Statement<P>) => ({
     run(...params: P): Database.RunResult {
       attempts.changed();
@@ -131,13 +131,13 @@ export class Placements {
   /** The retained side of the placement rows (retention and restore). */
   readonly retained: RetainedRows;
   /** `hasAttempt`'s answers, forgotten by every write of the attempts table. */
-  readonly #attempts: ExistsMemo;
+  readonly #attempts: ReadMemo<boolean>;
 
   constructor(database: SqliteDatabase, fleet: Pick<BackendFleet, "isPinned">) {
     this.#database = database;
     this.#db = database.db;
     this.#fleet = fleet;
-    this.#attempts = new ExistsMemo(this.#db);
+    this.#attempts = new ReadMemo<boolean>(this.#db);
     this.#stmt = prepare(this.#db, this.#attempts);
     this.retained = new RetainedRows(this.#db);
   }
@@ -464,7 +464,7 @@ export class Placements {
    */
   hasAttempt(leaseUuid: string): boolean {
     if (!isCanonicalUuid(leaseUuid)) return false;
-    return this.#attempts.has(leaseUuid, this.#readHasAttempt);
+    return this.#attempts.get(leaseUuid, this.#readHasAttempt);
   }
 
   readonly #readHasAttempt = (leaseUuid: string): boolean =>

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, beforeEach, describe, it } from "node:test";
+import { setImmediate } from "node:timers/promises";
 import { newUuidV4 } from "../../../src/core/uuid.ts";
 import {
   type Admission,
@@ -92,6 +93,42 @@ describe("maintenance journal", () => {
     assert.ok(journal.settle(LEASE_1, c.maintenanceId, "succeeded", { status: 202 }, T0));
     assert.equal(journal.pending(LEASE_1), undefined);
     assert.equal(journal.admit(admission()).kind, "admitted");
+  });
+
+  it("pendingKind follows every write at once, and another connection's commit from the next turn", async () => {
+    assert.equal(journal.pendingKind(LEASE_1), undefined);
+    assert.equal(journal.pendingKind(LEASE_1), undefined, "asked twice: answered from memory");
+    const r = journal.admit(admission({ kind: "update", payload: Buffer.from("{}") }));
+    assert.equal(r.kind, "admitted");
+    if (r.kind !== "admitted") return;
+    assert.equal(journal.pendingKind(LEASE_1), "update", "admitted");
+    assert.ok(journal.accepted(LEASE_1, r.command.maintenanceId));
+    assert.equal(journal.pendingKind(LEASE_1), "update", "accepted");
+    assert.ok(journal.settle(LEASE_1, r.command.maintenanceId, "succeeded", { status: 202 }, T0));
+    assert.equal(journal.pendingKind(LEASE_1), undefined, "settled");
+    // A rolled-back admission leaves nothing behind in memory.
+    assert.throws(() =>
+      store.placements.batch(() => {
+        journal.admit(admission({ leaseUuid: LEASE_2 }));
+        assert.equal(journal.pendingKind(LEASE_2), "restart", "inside the transaction");
+        throw new Error("roll back");
+      }),
+    );
+    assert.equal(journal.pendingKind(LEASE_2), undefined, "rolled back");
+    // Another connection on the same file (a tool, a second process), once this turn's
+    // shared transaction has committed.
+    await journal.durable();
+    const other = PlacementStore.open(join(root, `p${n}.db`), PROVIDER);
+    try {
+      assert.equal(
+        MaintenanceJournal.of(other.placements).admit(admission({ leaseUuid: LEASE_3 })).kind,
+        "admitted",
+      );
+    } finally {
+      other.close();
+    }
+    await setImmediate();
+    assert.equal(journal.pendingKind(LEASE_3), "restart", "the other connection's admission");
   });
 
   it("stamps a lease's commands strictly increasing, even when the clock stands still or goes back", () => {
