@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -316,13 +317,29 @@ describe("fred lease against a real stack", () => {
     assert.equal(mine?.provision_status, "ready");
   });
 
-  it("close returns after the committed close tx with the new state", async () => {
+  it("close returns after the committed close tx with the new state; events --until-ended then ends", async () => {
+    // A close sends no frame when the workload keeps no data: the stream must still end. The
+    // watcher is bounded (coreutils timeout, exit 124) so a regression fails instead of hanging.
+    const events = spawn(
+      "timeout",
+      ["60", process.execPath, FRED_BIN, "lease", "events", lease, "--until-ended", ...as("tenant1")],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let watcherErr = "";
+    events.stderr.setEncoding("utf8").on("data", (d: string) => {
+      watcherErr += d;
+    });
+    events.stdout.resume();
+    const exited = once(events, "close") as Promise<[number | null]>;
     const r = await fred(["lease", "close", lease, ...as("tenant1")]);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.json.lease_uuid, lease);
     assert.equal(r.json.state, "LEASE_STATE_CLOSED");
     assert.match(String(r.json.tx_hash), /^[0-9A-F]{64}$/);
     assert.equal(typeof r.json.height, "number");
+    const [code] = await exited;
+    assert.equal(code, 0, `fred lease events --until-ended exited ${code}: ${watcherErr}`);
+    assert.match(watcherErr, new RegExp(`lease ${lease} is closed`));
   });
 
   const leaseCount = async () => (await stack.tenant.leasesByTenant(stack.tenant.address)).length;

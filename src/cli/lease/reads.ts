@@ -5,7 +5,7 @@ import { commandClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import { leaseEnded } from "../../core/lease-rules.ts";
 import { leaseArg } from "../chain.ts";
-import { printText } from "../output.ts";
+import { printText, say } from "../output.ts";
 import { apiForLease, type LeaseFlags, progress, withLeaseFlags } from "./context.ts";
 import type { ApiAnswer, TenantApi } from "./tenant-api.ts";
 import {
@@ -100,7 +100,10 @@ export function registerLeaseReads(lease: Command): void {
       .description("Stream the lease's status frames (text: one readable line each; json: the frames)"),
   )
     .argument("<uuid>", "lease UUID")
-    .option("--until-ended", "stop when the lease is closed, rejected or expired")
+    .option(
+      "--until-ended",
+      "stop when the lease is closed, rejected or expired (seen in a frame, or by GET status every 5 s)",
+    )
     .addHelpText("after", "\nExamples:\n  $ fred lease events $LEASE --from tenant1 --home .fred/devnet")
     .action(async (uuid: string, opts: LeaseFlags & { untilEnded?: boolean }) => {
       const mode = outputMode(opts);
@@ -204,16 +207,29 @@ function abortOnSignal(name: NodeJS.Signals): AbortSignal {
   return ctl.signal;
 }
 
-/** Prints frames until Ctrl-C (or the lease's end); reconnects with `since` when the stream closes. */
+/**
+ * Prints frames until Ctrl-C (or the lease's end); reconnects with `since` when the stream
+ * closes. The stream has no frame for every end (a close whose workload kept no data sends
+ * none), so `--until-ended` also asks GET status every few seconds.
+ */
 async function streamEvents(
   api: TenantApi,
   uuid: string,
   untilEnded: boolean,
   mode: OutputMode,
 ): Promise<void> {
-  const stop = AbortSignal.any([abortOnSignal("SIGINT"), abortOnSignal("SIGTERM")]);
+  const interrupted = AbortSignal.any([abortOnSignal("SIGINT"), abortOnSignal("SIGTERM")]);
+  const over = new AbortController();
+  const stop = AbortSignal.any([interrupted, over.signal]);
   let since: number | undefined;
   let ended = false;
+  if (untilEnded)
+    void statusSaysEnded(api, uuid, stop).then((state) => {
+      if (state === undefined) return;
+      ended = true;
+      say(`fred: lease ${uuid} is ${state.replace("LEASE_STATE_", "").toLowerCase()}`);
+      over.abort();
+    });
   await retry(
     () =>
       new Promise<void>((resolve, reject) => {
@@ -248,7 +264,7 @@ async function streamEvents(
           if (typeof frame.seq === "number") since = frame.seq;
           if (untilEnded && leaseEnded(frame.state ?? "")) {
             ended = true;
-            ws.close(1000);
+            over.abort();
           }
         });
       }),
@@ -256,4 +272,16 @@ async function streamEvents(
   ).catch((err: unknown) => {
     if (!stop.aborted) throw err;
   });
+  over.abort(); // the status watch, when the stream ended first
+}
+
+/** Every 5 s, the lease's chain state from GET status, until it has ended (returned) or `stop`. */
+async function statusSaysEnded(api: TenantApi, uuid: string, stop: AbortSignal): Promise<string | undefined> {
+  while (!stop.aborted) {
+    await commandClock.sleep(5_000, stop).catch(() => {});
+    if (stop.aborted) return undefined;
+    const state = (await api.lease(uuid, "status").catch(() => undefined))?.body.state;
+    if (typeof state === "string" && leaseEnded(state)) return state;
+  }
+  return undefined;
 }
