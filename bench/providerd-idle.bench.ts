@@ -52,7 +52,7 @@ try {
   await sleep(CPU_WINDOW_MS);
   const idleCpu = (cpuSeconds(pid) - cpu0) / ((performance.now() - t0) / 1000);
   const figures = {
-    bench: "providerd-idle",
+    bench: "providerd_idle",
     node: process.version,
     providerd_rss_at_ready_mb: rssAtReady,
     providerd_rss_mb: statusMb(pid, "VmRSS"),
