@@ -353,4 +353,14 @@ export class ReadMemo<T> {
   changed(): void {
     this.#known.clear();
   }
+
+  /** `statement` (one that writes the table) with `changed()` called before each run. */
+  writes<P extends unknown[]>(statement: Database.Statement<P>): { run(...params: P): Database.RunResult } {
+    return {
+      run: (...params: P): Database.RunResult => {
+        this.changed();
+        return statement.run(...params);
+      },
+    };
+  }
 }

@@ -218,9 +218,9 @@ async function streamEvents(
   untilEnded: boolean,
   mode: OutputMode,
 ): Promise<void> {
-  const interrupted = AbortSignal.any([abortOnSignal("SIGINT"), abortOnSignal("SIGTERM")]);
+  // Ends the stream and the status watch: Ctrl-C, SIGTERM, or the lease's end.
   const over = new AbortController();
-  const stop = AbortSignal.any([interrupted, over.signal]);
+  const stop = AbortSignal.any([abortOnSignal("SIGINT"), abortOnSignal("SIGTERM"), over.signal]);
   let since: number | undefined;
   let ended = false;
   if (untilEnded)

@@ -1,6 +1,5 @@
 // providerd's maintenance journal, and the admission stamp each of its commands carries.
 import type Database from "better-sqlite3";
-import type { Statement } from "better-sqlite3";
 import { ReadMemo } from "../../sqlite/index.ts";
 import type { Placements } from "../store/index.ts";
 import { sha256Hex } from "../store/index.ts";
@@ -131,12 +130,6 @@ function toCommand(r: Row): Command {
  */
 function prepare(db: Database.Database, pending: ReadMemo<CommandKind | null>) {
   const unsettled = "phase <> 'settled'";
-  const writes = <P extends unknown[]>(statement: Statement<P>) => ({
-    run(...params: P): Database.RunResult {
-      pending.changed();
-      return statement.run(...params);
-    },
-  });
   return {
     byKey: db.prepare<[string, string], Row>(
       "SELECT * FROM maintenance WHERE lease_uuid = ? AND command_key = ?",
@@ -155,14 +148,14 @@ function prepare(db: Database.Database, pending: ReadMemo<CommandKind | null>) {
     newest: db
       .prepare<[string], number | null>("SELECT max(admitted_at_us) FROM maintenance WHERE lease_uuid = ?")
       .pluck(),
-    insert: writes(
+    insert: pending.writes(
       db.prepare<[Record<string, unknown>]>(
         `INSERT INTO maintenance (lease_uuid, command_key, maintenance_id, tenant, kind, payload,
            payload_sha256, admitted_at_us, backend, lifecycle_id, phase, content_bytes)
          VALUES (@lease, @key, @id, @tenant, @kind, @payload, @sha, @at, @backend, @lifecycle, 'admitted', @bytes)`,
       ),
     ),
-    evict: writes(
+    evict: pending.writes(
       db.prepare<[string, string, number]>(
         `DELETE FROM maintenance WHERE lease_uuid = ? AND phase = 'settled' AND admitted_at_us IN (
            SELECT admitted_at_us FROM maintenance WHERE lease_uuid = ? AND phase = 'settled'
@@ -170,12 +163,12 @@ function prepare(db: Database.Database, pending: ReadMemo<CommandKind | null>) {
       ),
     ),
     count: db.prepare<[string], number>("SELECT count(*) FROM maintenance WHERE lease_uuid = ?").pluck(),
-    setPhase: writes(
+    setPhase: pending.writes(
       db.prepare<[Phase, string, string, Phase]>(
         "UPDATE maintenance SET phase = ? WHERE lease_uuid = ? AND maintenance_id = ? AND phase = ?",
       ),
     ),
-    settle: writes(
+    settle: pending.writes(
       db.prepare<[Record<string, unknown>]>(
         `UPDATE maintenance SET phase = 'settled', outcome = @outcome, answer_status = @status,
            answer_error = @error, answer_reason = @reason, payload = NULL, settled_at = @now
@@ -183,7 +176,7 @@ function prepare(db: Database.Database, pending: ReadMemo<CommandKind | null>) {
       ),
     ),
     leases: db.prepare<[], string>("SELECT DISTINCT lease_uuid FROM maintenance").pluck(),
-    forget: writes(
+    forget: pending.writes(
       db.prepare<[string]>(`DELETE FROM maintenance WHERE lease_uuid = ? AND NOT (${unsettled})`),
     ),
   };

@@ -1,5 +1,4 @@
 import type Database from "better-sqlite3";
-import type { Statement } from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid, isUuidV4, uuidBytes, uuidText } from "../../core/uuid.ts";
 import { ReadMemo, type SqliteDatabase } from "../../sqlite/index.ts";
@@ -74,14 +73,8 @@ function toAttempt(r: AttemptRow): Attempt {
  * write the attempts table tell `attempts` first (the memo `hasAttempt` answers from).
  */
 function prepare(db: Database.Database, attempts: ReadMemo<boolean>) {
-  const writesAttempts = <P extends unknown[]>(statement: Statement<P>) => ({
-    run(...params: P): Database.RunResult {
-      attempts.changed();
-      return statement.run(...params);
-    },
-  });
   return {
-    insertAttempt: writesAttempts(
+    insertAttempt: attempts.writes(
       db.prepare<[Buffer, Buffer, string, AttemptKind, number]>(
         "INSERT OR IGNORE INTO attempts (operation_id, lease_uuid, backend, kind, created_at) VALUES (?, ?, ?, ?, ?)",
       ),
@@ -93,7 +86,7 @@ function prepare(db: Database.Database, attempts: ReadMemo<boolean>) {
       "SELECT * FROM attempts WHERE created_at <= ? ORDER BY created_at, operation_id",
     ),
     attempts: db.prepare<[], AttemptRow>("SELECT * FROM attempts ORDER BY created_at, operation_id"),
-    deleteAttempt: writesAttempts(db.prepare<[Buffer]>("DELETE FROM attempts WHERE lease_uuid = ?")),
+    deleteAttempt: attempts.writes(db.prepare<[Buffer]>("DELETE FROM attempts WHERE lease_uuid = ?")),
     placement: db.prepare<[Buffer], PlacementRow>("SELECT * FROM placements WHERE lease_uuid = ?"),
     placements: db.prepare<[], PlacementRow>("SELECT * FROM placements ORDER BY lease_uuid"),
     // The UUID's text comes from SQLite and each row is a plain array: no Buffer, no object per row.
