@@ -124,11 +124,18 @@ function toCommand(r: Row): Command {
   };
 }
 
+/** A lease's newest command, in brief: what status reads ask on every poll. */
+export interface Newest {
+  maintenanceId: string;
+  kind: CommandKind;
+  phase: Phase;
+}
+
 /**
  * Every statement the journal runs, prepared once per connection. Those that write the
- * table tell `pending` first (the memo `pendingKind` answers from).
+ * table tell `memo` first (the memo `newest` answers from).
  */
-function prepare(db: Database.Database, pending: ReadMemo<CommandKind | null>) {
+function prepare(db: Database.Database, memo: ReadMemo<Newest | null>) {
   const unsettled = "phase <> 'settled'";
   return {
     byKey: db.prepare<[string, string], Row>(
@@ -145,17 +152,21 @@ function prepare(db: Database.Database, pending: ReadMemo<CommandKind | null>) {
     tenantBusy: db
       .prepare<[string], number>(`SELECT 1 FROM maintenance WHERE tenant = ? AND ${unsettled} LIMIT 1`)
       .pluck(),
-    newest: db
+    newestAt: db
       .prepare<[string], number | null>("SELECT max(admitted_at_us) FROM maintenance WHERE lease_uuid = ?")
       .pluck(),
-    insert: pending.writes(
+    newest: db.prepare<[string], { maintenance_id: string; kind: CommandKind; phase: Phase }>(
+      `SELECT maintenance_id, kind, phase FROM maintenance WHERE lease_uuid = ?
+       ORDER BY admitted_at_us DESC LIMIT 1`,
+    ),
+    insert: memo.writes(
       db.prepare<[Record<string, unknown>]>(
         `INSERT INTO maintenance (lease_uuid, command_key, maintenance_id, tenant, kind, payload,
            payload_sha256, admitted_at_us, backend, lifecycle_id, phase, content_bytes)
          VALUES (@lease, @key, @id, @tenant, @kind, @payload, @sha, @at, @backend, @lifecycle, 'admitted', @bytes)`,
       ),
     ),
-    evict: pending.writes(
+    evict: memo.writes(
       db.prepare<[string, string, number]>(
         `DELETE FROM maintenance WHERE lease_uuid = ? AND phase = 'settled' AND admitted_at_us IN (
            SELECT admitted_at_us FROM maintenance WHERE lease_uuid = ? AND phase = 'settled'
@@ -163,12 +174,12 @@ function prepare(db: Database.Database, pending: ReadMemo<CommandKind | null>) {
       ),
     ),
     count: db.prepare<[string], number>("SELECT count(*) FROM maintenance WHERE lease_uuid = ?").pluck(),
-    setPhase: pending.writes(
+    setPhase: memo.writes(
       db.prepare<[Phase, string, string, Phase]>(
         "UPDATE maintenance SET phase = ? WHERE lease_uuid = ? AND maintenance_id = ? AND phase = ?",
       ),
     ),
-    settle: pending.writes(
+    settle: memo.writes(
       db.prepare<[Record<string, unknown>]>(
         `UPDATE maintenance SET phase = 'settled', outcome = @outcome, answer_status = @status,
            answer_error = @error, answer_reason = @reason, payload = NULL, settled_at = @now
@@ -176,7 +187,7 @@ function prepare(db: Database.Database, pending: ReadMemo<CommandKind | null>) {
       ),
     ),
     leases: db.prepare<[], string>("SELECT DISTINCT lease_uuid FROM maintenance").pluck(),
-    forget: pending.writes(
+    forget: memo.writes(
       db.prepare<[string]>(`DELETE FROM maintenance WHERE lease_uuid = ? AND NOT (${unsettled})`),
     ),
   };
@@ -188,13 +199,13 @@ export class MaintenanceJournal {
   readonly #store: Placements;
   readonly #stmt: ReturnType<typeof prepare>;
   readonly #tx: <T>(fn: () => T) => T;
-  /** `pendingKind`'s answers, forgotten by every write of the table. */
-  readonly #pending: ReadMemo<CommandKind | null>;
+  /** `newest`'s answers, forgotten by every write of the table. */
+  readonly #newest: ReadMemo<Newest | null>;
 
   private constructor(store: Placements) {
     this.#store = store;
-    this.#pending = new ReadMemo<CommandKind | null>(store.db);
-    this.#stmt = prepare(store.db, this.#pending);
+    this.#newest = new ReadMemo<Newest | null>(store.db);
+    this.#stmt = prepare(store.db, this.#newest);
     this.#tx = (fn) => store.batch(fn);
   }
 
@@ -235,7 +246,7 @@ export class MaintenanceJournal {
       ) {
         return { kind: "reserved" };
       }
-      const at = nextAdmittedAt(a.nowMs, this.#stmt.newest.get(a.leaseUuid) ?? undefined);
+      const at = nextAdmittedAt(a.nowMs, this.#stmt.newestAt.get(a.leaseUuid) ?? undefined);
       this.#stmt.insert.run({
         lease: a.leaseUuid,
         key: a.key,
@@ -303,15 +314,24 @@ export class MaintenanceJournal {
   }
 
   /**
-   * The kind of the lease's unsettled command, if any: GET status asks on every poll, so it
-   * is answered from memory until the journal is written.
+   * The lease's newest command, if any: GET status asks on every poll, so it is answered
+   * from memory until the journal is written. A lease has at most one unsettled command and
+   * nothing is admitted beside it, so when one is unsettled, it is this one.
    */
-  pendingKind(leaseUuid: string): CommandKind | undefined {
-    return this.#pending.get(leaseUuid, this.#readPendingKind) ?? undefined;
+  newest(leaseUuid: string): Newest | undefined {
+    return this.#newest.get(leaseUuid, this.#readNewest) ?? undefined;
   }
 
-  readonly #readPendingKind = (leaseUuid: string): CommandKind | null =>
-    this.#stmt.pendingOf.get(leaseUuid)?.kind ?? null;
+  /** The kind of the lease's unsettled command, if any (from `newest`). */
+  pendingKind(leaseUuid: string): CommandKind | undefined {
+    const n = this.newest(leaseUuid);
+    return n === undefined || n.phase === "settled" ? undefined : n.kind;
+  }
+
+  readonly #readNewest = (leaseUuid: string): Newest | null => {
+    const r = this.#stmt.newest.get(leaseUuid);
+    return r === undefined ? null : { maintenanceId: r.maintenance_id, kind: r.kind, phase: r.phase };
+  };
 
   /** Every unsettled command, oldest first (the recovery pass). */
   unsettled(): Command[] {

@@ -108,6 +108,16 @@ export class Maintenance extends EventEmitter<MaintenanceEvents> {
     return kind === undefined ? undefined : progressStatus(kind);
   }
 
+  /**
+   * Changes whenever the lease's newest command is admitted or moves on ("" with none). A
+   * backend read cached under one revision says nothing of the lease under the next: the
+   * "ready" read just before an update is not the lease after the update failed.
+   */
+  revision(leaseUuid: string): string {
+    const n = this.journal.newest(leaseUuid);
+    return n === undefined ? "" : `${n.maintenanceId} ${n.phase}`;
+  }
+
   /** Admits (or replays) one command; a refusal is thrown as `MaintenanceRefused`. */
   command(r: CommandRequest, signal: AbortSignal): Promise<Accepted> {
     return this.#options.queue.run(r.leaseUuid, () => this.#command(r, signal));

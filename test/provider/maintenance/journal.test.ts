@@ -95,17 +95,21 @@ describe("maintenance journal", () => {
     assert.equal(journal.admit(admission()).kind, "admitted");
   });
 
-  it("pendingKind follows every write at once, and another connection's commit from the next turn", async () => {
+  it("newest and pendingKind follow every write at once, and another connection's commit from the next turn", async () => {
     assert.equal(journal.pendingKind(LEASE_1), undefined);
     assert.equal(journal.pendingKind(LEASE_1), undefined, "asked twice: answered from memory");
     const r = journal.admit(admission({ kind: "update", payload: Buffer.from("{}") }));
     assert.equal(r.kind, "admitted");
     if (r.kind !== "admitted") return;
     assert.equal(journal.pendingKind(LEASE_1), "update", "admitted");
-    assert.ok(journal.accepted(LEASE_1, r.command.maintenanceId));
+    const id = r.command.maintenanceId;
+    assert.deepEqual(journal.newest(LEASE_1), { maintenanceId: id, kind: "update", phase: "admitted" });
+    assert.ok(journal.accepted(LEASE_1, id));
     assert.equal(journal.pendingKind(LEASE_1), "update", "accepted");
-    assert.ok(journal.settle(LEASE_1, r.command.maintenanceId, "succeeded", { status: 202 }, T0));
+    assert.equal(journal.newest(LEASE_1)?.phase, "accepted");
+    assert.ok(journal.settle(LEASE_1, id, "succeeded", { status: 202 }, T0));
     assert.equal(journal.pendingKind(LEASE_1), undefined, "settled");
+    assert.deepEqual(journal.newest(LEASE_1), { maintenanceId: id, kind: "update", phase: "settled" });
     // A rolled-back admission leaves nothing behind in memory.
     assert.throws(() =>
       store.placements.batch(() => {

@@ -94,11 +94,15 @@ async function command(
   return { status: res.status, body: text === "" ? undefined : JSON.parse(text) };
 }
 
-async function provisionStatus(lease: string): Promise<string | undefined> {
+async function statusBody(lease: string): Promise<{ provision_status?: string; reason?: string }> {
   const res = await fetch(`${stack.api}/v1/leases/${lease}/status`, {
     headers: { authorization: `Bearer ${tenant.access(lease)}` },
   });
-  return ((await res.json()) as { provision_status?: string }).provision_status;
+  return (await res.json()) as { provision_status?: string; reason?: string };
+}
+
+async function provisionStatus(lease: string): Promise<string | undefined> {
+  return (await statusBody(lease)).provision_status;
 }
 
 const settled = (lease: string, key: string) =>
@@ -267,11 +271,22 @@ describe("restart and update on real processes", () => {
   it("update, bad manifest: failed, the previous payload kept, the exact retry is 409", async () => {
     const lease = await activeLease(MANIFEST);
     const key = crypto.randomUUID();
+    // A status read just before the update must not answer for the lease after it: the
+    // mock fails the update within milliseconds, well inside the reuse of a backend read.
+    assert.deepEqual(await statusBody(lease).then((b) => [b.provision_status, b.reason]), [
+      "ready",
+      undefined,
+    ]);
     assert.equal((await command(lease, "update", { key, manifest: BAD })).status, 202);
     await settled(lease, key);
     assert.equal(
       journal((j) => j.byKey(lease, key)?.outcome),
       "failed",
+    );
+    assert.deepEqual(
+      await statusBody(lease).then((b) => [b.provision_status, b.reason]),
+      ["ready", "UpdateFailed"],
+      "the first read after the failed update is the rolled-back lease",
     );
     const stored = storedPayload(lease);
     assert.deepEqual(stored?.payload, MANIFEST);
@@ -305,15 +320,7 @@ describe("restart and update on real processes", () => {
       "failed",
     );
     assert.deepEqual(storedPayload(lease)?.payload, MANIFEST, "the payload is not promoted");
-    // providerd reuses a backend status read for up to a second: poll until it is this one.
-    let body: { provision_status?: string; reason?: string } = {};
-    await until(async () => {
-      const res = await fetch(`${stack.api}/v1/leases/${lease}/status`, {
-        headers: { authorization: `Bearer ${tenant.access(lease)}` },
-      });
-      body = (await res.json()) as typeof body;
-      return body.provision_status !== "ready" && body.provision_status !== "updating";
-    }, "the status after the update settled");
+    const body = await statusBody(lease);
     assert.deepEqual([body.provision_status, body.reason], ["failed", "UpdateFailed"]);
   });
 

@@ -58,7 +58,7 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
       const lost = onLostBackend(ctx.deps, uuid);
       const found: DiagnosticsLookup = lost
         ? { kind: "unknown" }
-        : await sharedDiagnostics(ctx, uuid, lease.state);
+        : await sharedDiagnostics(ctx, uuid, lease.state, ctx.deps.maintenance?.revision(uuid) ?? "");
       // An unsettled restart/update is reported as such, never as the ready before it.
       const progress = found.kind === "found" ? ctx.deps.maintenance?.inProgress(uuid) : undefined;
       if (!lost && found.kind === "unknown" && found.error !== undefined) {
@@ -152,7 +152,7 @@ async function fromRetainedRecord(
   claims: TokenClaims,
   include: ReadonlySet<ExtraKey>,
 ): Promise<StatusBody> {
-  const found = await sharedDiagnostics(ctx, uuid, "LEASE_STATE_UNSPECIFIED");
+  const found = await sharedDiagnostics(ctx, uuid, "LEASE_STATE_UNSPECIFIED", "");
   const d = found.kind === "found" ? found.diagnostics : undefined;
   if (d?.status !== "retained" || d.recordTenant !== claims.tenant) {
     if (d !== undefined && d.status === "retained")
@@ -177,21 +177,23 @@ async function fromRetainedRecord(
 
 /**
  * One backend read per lease, shared by concurrent polls and reused within the TTL while
- * the chain state it was read beside stays the same (a lease that just turned ACTIVE is
- * read afresh); its deadline is its own, not the first caller's. A failed read is thrown out of the
+ * the chain state it was read beside and the lease's maintenance revision stay the same (a
+ * lease that just turned ACTIVE, or whose restart/update just settled, is read afresh); its
+ * deadline is its own, not the first caller's. A failed read is thrown out of the
  * coalescer so that it is never reused, and comes back here as "unknown".
  */
 async function sharedDiagnostics(
   ctx: TenantContext,
   uuid: string,
   state: ChainLease["state"],
+  maintenanceRevision: string,
 ): Promise<DiagnosticsLookup> {
   const { clients, clock } = ctx.deps;
   // Past the deadline the read fails as a failed backend read does (a 500 when it decides the answer).
   const timedOut = () =>
     backendReadFailure(new FredError("ERR_BACKEND_TIMEOUT", "lease diagnostics: no backend answer in time"));
   try {
-    return await ctx.statusReads.get(`${uuid} ${state}`, async () => {
+    return await ctx.statusReads.get(`${uuid} ${state} ${maintenanceRevision}`, async () => {
       const found = await withDeadline(clock, ctx.requestTimeoutMs, undefined, timedOut, (signal) =>
         lookupDiagnostics(routeRead(ctx.deps, clients, uuid), clients, uuid, signal),
       );
