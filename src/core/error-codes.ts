@@ -195,6 +195,10 @@ export const ERROR_CODES = {
   },
   ERR_BACKEND_TOO_LARGE: { meaning: "a backend response exceeds its size limit", retryable: true },
   ERR_BACKEND_QUERY: { meaning: "a backend lookup asked for too few or too many leases", retryable: false },
+  ERR_BACKEND_UNSUPPORTED: {
+    meaning: "a backend answered a read with 501 unsupported: it does not implement it",
+    retryable: false,
+  },
   ERR_RECONCILE_CHAIN_LISTING: {
     meaning: "a reconciler sweep could not list the provider's leases (nothing was acted on)",
     retryable: true,
@@ -620,6 +624,11 @@ export const ERROR_CODES = {
     meaning: "restart/update cannot be served now (no payload store, journal unwritable)",
     retryable: true,
     http: 503,
+  },
+  ERR_API_USAGE_UNSUPPORTED: {
+    meaning: "the lease's backend does not sample usage (it answered 501 unsupported)",
+    retryable: false,
+    http: 501,
   },
 
   // --- devnet and fred up ----------------------------------------------------------------

@@ -18,6 +18,7 @@ import { type PoolOptions, ResourcePool } from "./resources.ts";
 import { Retention, type RetentionPolicy } from "./retention/index.ts";
 import { buildContractServer, type ContractServerOptions } from "./server.ts";
 import type { Substrate } from "./substrate.ts";
+import { DEFAULT_USAGE_SAMPLE_INTERVAL_MS, UsageSampler } from "./usage/sampler.ts";
 
 /**
  * `startBackend` is the kit's composition root: it opens and verifies the journal, rebuilds
@@ -71,6 +72,8 @@ export interface BackendKitOptions {
   diagnosticsMaxAgeMs?: number;
   /** releases_max_age: superseded and failed releases are dropped this long after creation (default 2160h; 0: never). */
   releasesMaxAgeMs?: number;
+  /** usage_sample_interval: how often the usage sampler passes over every lease (default 10 s). */
+  usageSampleIntervalMs?: number;
   bodyLimitBytes?: number;
   readTimeoutMs?: number;
   idleTimeoutMs?: number;
@@ -91,6 +94,8 @@ export interface RunningBackend {
   engine: BackendEngine;
   journal: Journal;
   retention: Retention | undefined;
+  /** The usage sampler, when the substrate can sample. */
+  usage: UsageSampler | undefined;
   sender: OutboxSender;
   server: FastifyInstance;
   close(): Promise<void>;
@@ -178,6 +183,17 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
     });
     releases.defer("engine", () => engine.stop());
     if (retention !== undefined) releases.defer("retention", () => retention.stop());
+    const sampleUsage = o.substrate.sampleUsage?.bind(o.substrate);
+    const usage =
+      sampleUsage === undefined
+        ? undefined
+        : new UsageSampler({
+            sample: sampleUsage,
+            clock,
+            intervalMs: o.usageSampleIntervalMs ?? DEFAULT_USAGE_SAMPLE_INTERVAL_MS,
+            logger,
+          });
+    if (usage !== undefined) releases.defer("usage sampler", () => usage.stop());
     const server = buildContractServer({
       engine,
       substrate: o.substrate,
@@ -193,9 +209,11 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       routes: o.routes,
       retention,
       admission: engine.admission,
+      usage,
     });
     await engine.start();
     retention?.start();
+    usage?.start();
     sender.start();
     await server.listen({ host: o.listen.host, port: o.listen.port });
     releases.defer("contract server", () => server.close());
@@ -208,6 +226,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       engine,
       journal,
       retention,
+      usage,
       sender,
       server,
       close: () => releases.close(),

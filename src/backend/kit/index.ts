@@ -28,3 +28,4 @@ export {
 export * from "./retention/index.ts";
 export { parseLeaseUuid } from "./server.ts";
 export * from "./substrate.ts";
+export { DEFAULT_USAGE_SAMPLE_INTERVAL_MS, UsageSampler } from "./usage/sampler.ts";

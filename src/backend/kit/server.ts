@@ -53,6 +53,7 @@ import {
 import type { KitMetrics } from "./metrics.ts";
 import { admitRestore, isListed, type Retention, retainedInfo, retentionsPage } from "./retention/index.ts";
 import type { LeaseItem, Substrate } from "./substrate.ts";
+import type { UsageSampler } from "./usage/sampler.ts";
 import { diagnosticInfo, provisionInfo, releaseInfo, statsInfo } from "./views.ts";
 
 /**
@@ -81,6 +82,8 @@ export interface ContractServerOptions {
   retention?: Retention | undefined;
   /** Restore admission reads the same config as provision admission. */
   admission?: Parameters<typeof admitRestore>[0];
+  /** The usage sampler (absent: the substrate cannot sample, GET /usage is 501). */
+  usage?: UsageSampler | undefined;
   /** Registers a backend kind's own routes after the contract's (same hooks: signed, enveloped). */
   routes?: (app: FastifyInstance, engine: BackendEngine) => void;
 }
@@ -332,6 +335,12 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
         return { ...live, ...failedAttemptEntries(failure?.logs, tail) };
     }
     return tailDiagnosticLogs(failure?.logs ?? {}, tail);
+  });
+  // Answered from the sampler's memory, never by waiting on the substrate. A lease known
+  // here whose instances were not sampled yet (still starting) answers with empty lists.
+  app.get(leasePath("usage", ":uuid"), async (req) => {
+    if (o.usage === undefined) throw unsupported("usage");
+    return o.usage.read(liveLease(req).leaseUuid);
   });
   app.get(
     PATHS.retentions,

@@ -158,6 +158,30 @@ export interface RetainedInventory {
   names: ReadonlySet<string>;
 }
 
+/**
+ * One instance's usage as a substrate reads it in a sampler pass (see `sampleUsage`).
+ * Counters are cumulative since the instance (container) started; the kit turns CPU time
+ * into cores between two samples of the same run (same `startedAtMs`).
+ */
+export interface InstanceSample {
+  service: string;
+  index: number;
+  cpuUsageSeconds: number;
+  cpuThrottledSeconds: number;
+  memoryBytes: number;
+  /** undefined: no limit is set. */
+  memoryLimitBytes: number | undefined;
+  networkRxBytes: number;
+  networkTxBytes: number;
+  /** From the volume file system's own accounting; undefined: the instance has no volume. */
+  diskBytes: number | undefined;
+  diskQuotaBytes: number | undefined;
+  /** Restarts of this instance since the lease was provisioned (engine restarts and maintenance). */
+  restarts: number;
+  /** When the running instance started; undefined when it is not running. */
+  startedAtMs: number | undefined;
+}
+
 export interface Substrate {
   /** Short kind name for logs and metrics, e.g. "docker" or "mock". */
   readonly kind: string;
@@ -304,6 +328,15 @@ export interface Substrate {
    * listener when a running workload dies. Returns an unsubscribe function.
    */
   subscribe?(listener: (event: RuntimeEvent) => void): () => void;
+
+  /**
+   * Optional usage sampling: one pass over every lease with running instances, keyed by
+   * lease UUID (a lease without a running instance may be left out). Called by the kit's
+   * sampler every `usage_sample_interval`, never concurrently; it must stay cheap for
+   * thousands of leases (read counters in bulk, not one engine call per instance). Without
+   * it the kit answers GET /usage/{uuid} with 501 `unsupported`.
+   */
+  sampleUsage?(signal: AbortSignal): Promise<Map<string, InstanceSample[]>>;
 
   /**
    * Optional: what is wrong with the substrate right now (its engine does not answer…),

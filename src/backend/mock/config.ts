@@ -74,6 +74,12 @@ export interface MockBackendConfig {
   readonly retainedDiskMb: number;
   /** MOCK_BACKEND_HANG_RETENTION: leases whose retain/destroy (or adopt, as destination) hangs. */
   readonly hangRetention: ReadonlySet<string>;
+  /** MOCK_BACKEND_USAGE_SAMPLE_INTERVAL: how often the usage sampler passes (10s). */
+  readonly usageSampleIntervalMs: number;
+  /** MOCK_BACKEND_USAGE=0: the substrate cannot sample usage (GET /usage answers 501), like a backend without it. */
+  readonly usage: boolean;
+  /** MOCK_BACKEND_HANG_USAGE=1: signed GET /usage/{uuid} never answers. */
+  readonly hangUsage: boolean;
   /** MOCK_BACKEND_HANG_INVENTORY=1: signed GET /provisions and GET /retentions never answer. */
   readonly hangInventory: boolean;
 }
@@ -223,6 +229,12 @@ function retentionPolicy(env: NodeJS.ProcessEnv): RetentionPolicy | undefined {
   });
 }
 
+function usageInterval(env: NodeJS.ProcessEnv): number {
+  const ms = duration(env, "MOCK_BACKEND_USAGE_SAMPLE_INTERVAL", "10s");
+  if (ms < 50) throw fail("MOCK_BACKEND_USAGE_SAMPLE_INTERVAL must be at least 50ms");
+  return ms;
+}
+
 export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig {
   const storageId = env.MOCK_BACKEND_STORAGE_ID ?? "";
   if (!isUuidV4(storageId)) throw fail("MOCK_BACKEND_STORAGE_ID is required: a canonical lowercase UUIDv4");
@@ -302,5 +314,11 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
     retainedDiskMb: count(env, "MOCK_BACKEND_RETAINED_DISK_MB"),
     hangRetention: leaseList(env, "MOCK_BACKEND_HANG_RETENTION"),
     hangInventory: bool(env, "MOCK_BACKEND_HANG_INVENTORY"),
+    usageSampleIntervalMs: usageInterval(env),
+    usage:
+      env.MOCK_BACKEND_USAGE === undefined ||
+      env.MOCK_BACKEND_USAGE === "" ||
+      bool(env, "MOCK_BACKEND_USAGE"),
+    hangUsage: bool(env, "MOCK_BACKEND_HANG_USAGE"),
   });
 }

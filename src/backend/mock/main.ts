@@ -3,9 +3,10 @@ import { type Clock, systemClock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import { parseTenantManifest, type RunningBackend, startBackend } from "../kit/index.ts";
 import type { MockBackendConfig } from "./config.ts";
-import { hangInventoryReads } from "./hang-inventory.ts";
+import { hangInventoryReads, hangUsageReads } from "./hang-inventory.ts";
 import { registerLoseRoute } from "./lose-route.ts";
 import { MockSubstrate } from "./substrate.ts";
+import { registerUsageDriveRoute } from "./usage-route.ts";
 
 /**
  * Composition root of `fred backend mock`: the real kit on a fake substrate. Without a
@@ -32,6 +33,7 @@ export async function startMockBackend(
     hangRetention: config.hangRetention,
     statePath: config.dbPath === undefined ? undefined : `${config.dbPath}.substrate`,
     skus: config.skus,
+    usage: config.usage,
   });
   const releases = new ReleaseStack((err, resource) =>
     deps.logger.warn({ err, resource }, "releasing a backend resource failed"),
@@ -56,7 +58,9 @@ export async function startMockBackend(
     https: config.tls,
     routes: (app, engine) => {
       registerLoseRoute(substrate)(app, engine);
+      registerUsageDriveRoute(substrate)(app);
       if (config.hangInventory) hangInventoryReads(app);
+      if (config.hangUsage) hangUsageReads(app);
     },
     resolveSku: substrate.resolveSku.bind(substrate),
     pool: { totals: config.capacity },
@@ -68,6 +72,7 @@ export async function startMockBackend(
     diagnosticsMaxAgeMs: config.diagnosticsMaxAgeMs,
     ...(config.retention ? { retention: config.retention } : {}),
     releasesMaxAgeMs: config.releasesMaxAgeMs,
+    usageSampleIntervalMs: config.usageSampleIntervalMs,
     readTimeoutMs: Math.max(config.readTimeoutMs, config.writeTimeoutMs),
     idleTimeoutMs: config.idleTimeoutMs,
     callbacks: {

@@ -14,6 +14,7 @@ import {
   type WorkloadSpec,
 } from "../kit/index.ts";
 import { DEFAULT_MOCK_PROFILE } from "./config.ts";
+import { type MockRunningWorkload, MockUsage, type UsageDrive } from "./usage.ts";
 
 /**
  * The mock backend's fake substrate: a workload is a record, not a process. Everything
@@ -44,6 +45,8 @@ export interface MockSubstrateOptions {
   /** SKU UUID → profile; undefined = every SKU gets DEFAULT_MOCK_PROFILE. */
   skus?: Readonly<Record<string, SkuProfile>> | undefined;
   random?: () => number;
+  /** False: no `sampleUsage` (GET /usage answers 501, as on a backend that cannot sample). Default true. */
+  usage?: boolean;
 }
 
 type MockState = "created" | "running" | "stopped" | "failed";
@@ -56,6 +59,8 @@ interface MockWorkload {
   instances: { service: string; index: number; sku: string }[];
   /** How many restarts and updates ran to completion on this workload (absent in older state files). */
   maintenance?: number;
+  /** When it last became running (its usage counters start there). */
+  startedAtMs?: number;
 }
 
 /**
@@ -81,9 +86,14 @@ export class MockSubstrate implements Substrate {
   readonly #del: Database.Statement;
   readonly #workloads = new Map<string, MockWorkload>();
   readonly #retainedMb = new Map<string, number>();
+  readonly #usage: MockUsage;
+  /** Present unless `usage: false`: the mock stands in for a backend without sampling then. */
+  readonly sampleUsage: Substrate["sampleUsage"];
 
   constructor(opts: MockSubstrateOptions) {
     this.#options = opts;
+    this.#usage = new MockUsage(opts.clock, (sku) => this.resolveSku(sku));
+    this.sampleUsage = opts.usage === false ? undefined : async () => this.#usage.sample(this.#running());
     // A fake substrate: surviving a process crash is enough (no fsync per record). Older
     // state files hold the table without a schema version, hence IF NOT EXISTS.
     this.#db = openDatabase({
@@ -108,7 +118,16 @@ export class MockSubstrate implements Substrate {
     return skus === undefined ? DEFAULT_MOCK_PROFILE : skus[sku];
   }
 
-  #save(lease: string, w: MockWorkload): void {
+  #save(lease: string, next: MockWorkload): void {
+    const prev = this.#workloads.get(lease);
+    const restarted =
+      prev?.state !== "running" || prev.release !== next.release || prev.maintenance !== next.maintenance;
+    const w: MockWorkload =
+      next.state !== "running"
+        ? { ...next, startedAtMs: undefined }
+        : restarted || next.startedAtMs === undefined
+          ? { ...next, startedAtMs: this.#options.clock.now() }
+          : next;
     this.#workloads.set(lease, w);
     this.#put.run(lease, JSON.stringify(w));
   }
@@ -268,6 +287,27 @@ export class MockSubstrate implements Substrate {
     signal: AbortSignal,
   ): Promise<void> {
     await this.#maybeHang(spec.leaseUuid, signal);
+  }
+
+  /** Test drive: a lease's CPU demand or extra disk bytes (the `/_mock/usage` route). */
+  driveUsage(leaseUuid: string, drive: UsageDrive): boolean {
+    if (this.#workloads.get(leaseUuid)?.state !== "running") return false;
+    this.#usage.drive(leaseUuid, drive);
+    return true;
+  }
+
+  #running(): MockRunningWorkload[] {
+    const out: MockRunningWorkload[] = [];
+    for (const [leaseUuid, w] of this.#workloads) {
+      if (w.state !== "running" || w.startedAtMs === undefined) continue;
+      out.push({
+        leaseUuid,
+        instances: w.instances,
+        startedAtMs: w.startedAtMs,
+        restarts: w.maintenance ?? 0,
+      });
+    }
+    return out;
   }
 
   /** Failure injection: what the lease's fake volumes will measure when it is retained. */

@@ -12,3 +12,4 @@ export {
 export * from "./callback.ts";
 export * from "./requests.ts";
 export * from "./responses.ts";
+export * from "./usage.ts";

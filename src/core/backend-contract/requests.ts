@@ -47,7 +47,7 @@ export function mutationPath(op: Mutation, storageId?: string): string {
 }
 
 /** Per-lease reads: `/{read}/{uuid}` (pass ":uuid" for a route). */
-export type LeaseRead = "info" | "provisions" | "releases" | "logs";
+export type LeaseRead = "info" | "provisions" | "releases" | "logs" | "usage";
 export function leasePath(read: LeaseRead, leaseUuid: string): string {
   return `/${read}/${leaseUuid}`;
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { isUuidV4 } from "../uuid.ts";
 import { canonicalUuid, type LeaseRead, typedOnly, type WireLeaseItem } from "./requests.ts";
+import { usageSchema } from "./usage.ts";
 
 /**
  * Response bodies a backend sends and providerd reads. Input types are what the backend
@@ -19,6 +20,7 @@ export const RESPONSE_CAPS = {
   provisionsPage: 8 * MiB,
   retentionsPage: 1 * MiB,
   logs: 16 * MiB,
+  usage: 16 * MiB,
   releases: 8 * MiB,
   stats: 1 * MiB,
   health: 64 * 1024,
@@ -317,6 +319,7 @@ export const LEASE_READS = {
   provisions: { schema: provisionInfoSchema, maxBytes: RESPONSE_CAPS.provision, what: "provision" },
   releases: { schema: releasesSchema, maxBytes: RESPONSE_CAPS.releases, what: "releases" },
   logs: { schema: logsSchema, maxBytes: RESPONSE_CAPS.logs, what: "logs" },
+  usage: { schema: usageSchema, maxBytes: RESPONSE_CAPS.usage, what: "usage" },
 } as const satisfies Record<LeaseRead, { schema: z.ZodType; maxBytes: number; what: string }>;
 
 /** The two inventories providerd walks page by page. */

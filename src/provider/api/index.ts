@@ -15,6 +15,7 @@ import { registerReleasesRoute } from "./routes/releases.ts";
 import { registerRestoreRoute } from "./routes/restore.ts";
 import { registerStatusRoute } from "./routes/status.ts";
 import { registerUpdateRoute } from "./routes/update.ts";
+import { registerUsageRoute } from "./routes/usage.ts";
 
 /**
  * The tenant API: `/v1/leases/{uuid}/…` on providerd's listener. Built once by the
@@ -62,6 +63,7 @@ export class TenantApi {
     registerDataRoute(app, ctx, this.events);
     registerRestartRoute(app, ctx);
     registerUpdateRoute(app, ctx);
+    registerUsageRoute(app, ctx);
     registerEventsRoute(app, ctx, this.hub, { ...WS_LIMITS, ...ctx.deps.eventTimings });
     registerProviderRoute(app, ctx.deps.config, this.backends);
     registerOpenApiRoute(app);

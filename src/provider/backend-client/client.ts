@@ -30,6 +30,7 @@ import {
   RESPONSE_CAPS,
   type ReleaseInfoBody,
   statsSchema,
+  type UsageBody,
 } from "../../core/backend-contract/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
@@ -40,6 +41,7 @@ import {
   classifyMutation,
   countsAsFailure,
   type ExtraRefusals,
+  isUnsupported,
   type MutationOutcome,
   type RawResponse,
   type SendInput,
@@ -289,6 +291,9 @@ export class BackendClient {
     const res = await this.#send(input);
     if (res.status === 200) return res;
     if (res.status === 404 && allow404) return undefined;
+    if (res.status === 501 && isUnsupported(res.body)) {
+      throw new FredError("ERR_BACKEND_UNSUPPORTED", `backend ${this.name} does not support ${input.path}`);
+    }
     throw new FredError(
       "ERR_BACKEND_STATUS",
       `backend ${this.name} answered ${res.status} to ${input.path}`,
@@ -386,6 +391,11 @@ export class BackendClient {
     signal?: AbortSignal,
   ): Promise<(ReleaseInfoBody & Record<string, unknown>)[] | undefined> {
     return this.#leaseRead("releases", leaseUuid, signal);
+  }
+
+  /** GET /usage/{uuid}: what the lease uses now and over the last hour; undefined on 404. */
+  usage(leaseUuid: string, signal?: AbortSignal): Promise<UsageBody | undefined> {
+    return this.#leaseRead("usage", leaseUuid, signal);
   }
 
   /** GET /info/{uuid}: connection details; undefined on 404 (not provisioned or not ready). */

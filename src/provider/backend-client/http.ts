@@ -317,9 +317,20 @@ function ambiguousFor(status: number, detail: string): MutationOutcome {
  * 409, 422, capacity 503) mean the backend is healthy and deciding; everything else
  * that is not 2xx suggests it is not.
  */
+/** A 501 whose envelope says `unsupported`: the backend does not implement the request. */
+export function isUnsupported(body: Buffer): boolean {
+  try {
+    return parseBackendError(parseStrictJson(body, ENVELOPE_LIMIT))?.code === "unsupported";
+  } catch {
+    return false;
+  }
+}
+
 export function countsAsFailure(status: number, body: Buffer): boolean {
   if (status < 400) return false;
   if (status === 400 || status === 404 || status === 409 || status === 422) return false;
+  // A backend that does not implement an operation is healthy and saying so.
+  if (status === 501) return !isUnsupported(body);
   if (status === 503) {
     try {
       return parseBackendError(parseStrictJson(body, ENVELOPE_LIMIT))?.code !== "insufficient_resources";
