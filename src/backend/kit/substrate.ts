@@ -168,6 +168,8 @@ export interface InstanceSample {
   index: number;
   cpuUsageSeconds: number;
   cpuThrottledSeconds: number;
+  /** The cores the instance may use (its CPU quota); undefined: not limited. */
+  cpuLimitCores: number | undefined;
   memoryBytes: number;
   /** undefined: no limit is set. */
   memoryLimitBytes: number | undefined;

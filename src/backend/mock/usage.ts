@@ -120,6 +120,7 @@ export class MockUsage {
       index: i.index,
       cpuUsageSeconds: c.cpuSeconds,
       cpuThrottledSeconds: c.throttledSeconds,
+      cpuLimitCores: profile.cpu_cores,
       memoryBytes: memory,
       memoryLimitBytes: limit,
       networkRxBytes: c.rxBytes,

@@ -34,6 +34,7 @@ export interface InstanceUsageBody {
   /** When this instance was last sampled (RFC 3339 UTC). */
   sampled_at: string;
   cpu_cores: number | null;
+  cpu_limit_cores: number | null;
   cpu_throttled_seconds: number;
   memory_bytes: number;
   memory_limit_bytes: number | null;
@@ -66,6 +67,7 @@ const instanceUsage = z.object({
   instance: z.int().min(0),
   sampled_at: timestamp,
   cpu_cores: amount.nullable(),
+  cpu_limit_cores: amount.nullable(),
   cpu_throttled_seconds: amount,
   memory_bytes: amount,
   memory_limit_bytes: amount.nullable(),

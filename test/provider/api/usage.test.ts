@@ -97,6 +97,7 @@ describe("GET /v1/leases/{uuid}/usage (devnet + providerd + mock backends)", () 
     assert.equal(now.instance, 0);
     assert.equal(now.memory_limit_bytes, 512 * MiB);
     assert.equal(now.disk_quota_bytes, 1024 * MiB);
+    assert.equal(now.cpu_limit_cores, 0.5);
     assert.ok(
       typeof now.cpu_cores === "number" && now.cpu_cores > 0 && now.cpu_cores <= 0.5,
       String(now.cpu_cores),

@@ -152,6 +152,7 @@ function current(s: InstanceState): InstanceUsageBody {
     instance: x.index,
     sampled_at: iso(s.latestAtMs),
     cpu_cores: s.cpuCores === undefined ? null : rounded(s.cpuCores, 4),
+    cpu_limit_cores: x.cpuLimitCores ?? null,
     cpu_throttled_seconds: rounded(x.cpuThrottledSeconds, 3) ?? 0,
     memory_bytes: x.memoryBytes,
     memory_limit_bytes: x.memoryLimitBytes ?? null,

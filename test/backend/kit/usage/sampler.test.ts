@@ -21,6 +21,7 @@ function sample(index: number, cpu: number, startedAtMs = 1000): InstanceSample 
     index,
     cpuUsageSeconds: cpu,
     cpuThrottledSeconds: 0,
+    cpuLimitCores: 1,
     memoryBytes: 100,
     memoryLimitBytes: 1000,
     networkRxBytes: 1,
