@@ -163,6 +163,11 @@ export const fileSchema = z.strictObject({
   // 0 = never expire, as in the reference.
   diagnostics_max_age: duration("diagnostics_max_age").default(DEFAULT_DIAGNOSTICS_MAX_AGE_MS),
   releases_max_age: duration("releases_max_age").default(DEFAULT_RELEASES_MAX_AGE_MS),
+  // The usage sampler's pass (docs/docker-backend.md, "Usage sampling"): at least 5 s, so an
+  // hour of history stays within the contract's 720 samples.
+  usage_sample_interval: duration("usage_sample_interval")
+    .refine((ms) => ms >= 5_000, { message: "usage_sample_interval must be at least 5s" })
+    .default(10_000),
   // Images the backend pulled and no lease uses any more (docs/docker-backend.md, "Images on
   // the host"); 0 = never collected.
   image_gc_after: duration("image_gc_after").default(DEFAULT_IMAGE_GC_AFTER_MS),
@@ -251,6 +256,8 @@ export interface DockerBackendConfig {
   readonly containerStopTimeoutMs: number;
   readonly startupVerifyDurationMs: number;
   readonly reconcileIntervalMs: number;
+  /** usage_sample_interval: how often every lease's usage is sampled (10 s, at least 5 s). */
+  readonly usageSampleIntervalMs: number;
   readonly reservationTtlMs: number;
   /** How long a lease's last failure (reason, message, captured logs) stays readable; 0 = always. */
   readonly diagnosticsMaxAgeMs: number;
@@ -459,6 +466,7 @@ export function parseDockerBackendConfig(
     containerStopTimeoutMs: file.container_stop_timeout,
     startupVerifyDurationMs: file.startup_verify_duration,
     reconcileIntervalMs: file.reconcile_interval,
+    usageSampleIntervalMs: file.usage_sample_interval,
     reservationTtlMs: file.reservation_ttl,
     diagnosticsMaxAgeMs: file.diagnostics_max_age,
     releasesMaxAgeMs: file.releases_max_age,

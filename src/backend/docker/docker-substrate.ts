@@ -7,6 +7,7 @@ import { isFredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import {
   type ConnectionInfo,
+  type InstanceSample,
   type InstanceSpec,
   type LeaseItem,
   type RetainedInventory,
@@ -50,6 +51,7 @@ import { type ContainerRow, connectionInfo, groupByLease, observeLease, servingR
 import { RetainedVolumes } from "./retention/retained-volumes.ts";
 import { type ServiceModel, serviceModels } from "./service-model.ts";
 import { startAndVerify } from "./startup.ts";
+import { DockerUsageSampler } from "./usage-sampler.ts";
 import type { IdShift } from "./userns.ts";
 import type { SeedLimits, VolumeSeeder } from "./volume-seed.ts";
 
@@ -114,6 +116,7 @@ export class DockerSubstrate implements Substrate {
   /** The images this backend brought onto the host (image-gc/), and the gate that keeps their removal apart from creates. */
   readonly imageLedger = new ImageLedger();
   readonly imageGate = new ImageGate();
+  readonly #usage: DockerUsageSampler;
 
   constructor(opts: DockerSubstrateOptions) {
     this.#config = opts.config;
@@ -122,6 +125,11 @@ export class DockerSubstrate implements Substrate {
     this.#clock = opts.clock;
     this.#log = opts.log.child({ substrate: "docker" });
     this.#volumes = opts.volumes;
+    this.#usage = new DockerUsageSampler({
+      docker: opts.docker,
+      storageId: opts.storageId,
+      volumeRoot: opts.volumes?.root,
+    });
     this.#ingress = opts.ingress;
     this.#networks = new LeaseNetworks(opts.docker, this.#log, opts.storageId, opts.egress);
     this.#egress = opts.egress;
@@ -806,6 +814,11 @@ export class DockerSubstrate implements Substrate {
    * Unhealthy while the engine does not answer a ping (leases cannot be served then), or
    * while the egress rules cannot be loaded (new tenant networks would run unfiltered).
    */
+  /** Every running instance's usage in one pass (usage-sampler.ts says how it stays cheap). */
+  sampleUsage(signal: AbortSignal): Promise<Map<string, InstanceSample[]>> {
+    return this.#usage.sample(signal);
+  }
+
   async health(signal: AbortSignal): Promise<string | undefined> {
     const egress = this.#egress?.problem();
     if (egress !== undefined) return egress;

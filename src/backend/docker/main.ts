@@ -185,6 +185,7 @@ export async function startDockerBackend(
       requirePayload: true,
       reservationTtlMs: config.reservationTtlMs,
       reconcileIntervalMs: config.reconcileIntervalMs,
+      usageSampleIntervalMs: config.usageSampleIntervalMs,
       diagnosticsMaxAgeMs: config.diagnosticsMaxAgeMs,
       releasesMaxAgeMs: config.releasesMaxAgeMs,
       retention: config.retention,
