@@ -90,16 +90,19 @@ const instanceHistory = z.object({
   disk_bytes: series,
 });
 
+/** The body's fields (the tenant's answer adds the lease's identity to them). */
+export const usageShape = {
+  sample_interval_seconds: z.number().finite().positive(),
+  instances: z.array(instanceUsage).max(MAX_INSTANCES),
+  history: z.object({
+    timestamps: z.array(timestamp).max(USAGE_HISTORY_MAX),
+    instances: z.array(instanceHistory).max(MAX_INSTANCES),
+  }),
+};
+
 /** providerd's reader of `GET /usage/{uuid}`: every history array as long as `timestamps`. */
 export const usageSchema = z
-  .object({
-    sample_interval_seconds: z.number().finite().positive(),
-    instances: z.array(instanceUsage).max(MAX_INSTANCES),
-    history: z.object({
-      timestamps: z.array(timestamp).max(USAGE_HISTORY_MAX),
-      instances: z.array(instanceHistory).max(MAX_INSTANCES),
-    }),
-  })
+  .object(usageShape)
   .refine(
     (u) =>
       u.history.instances.every((h) =>

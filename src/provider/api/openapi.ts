@@ -20,6 +20,7 @@ import {
 } from "./schemas/lease.ts";
 import { healthReportSchema, workloadsBodySchema, workloadsQuerySchema } from "./schemas/operational.ts";
 import { providerInfoSchema } from "./schemas/provider.ts";
+import { usageBodySchema } from "./schemas/usage.ts";
 
 /**
  * `GET /openapi.json`: an OpenAPI 3.1 description of providerd's tenant and operational
@@ -44,6 +45,7 @@ const COMPONENTS = {
   WorkloadsBody: workloadsBodySchema,
   MaintenanceAccepted: maintenanceAcceptedSchema,
   UpdateBody: updateBodySchema,
+  UsageBody: usageBodySchema,
 } as const;
 type Component = keyof typeof COMPONENTS;
 
@@ -91,6 +93,7 @@ const REFUSALS: Record<string, string> = {
   "500": "The chain or backend read failed",
   "502":
     "The lease's backend answered off its contract (an unreadable body or a status a read never gets); none of its text is relayed",
+  "501": "The lease's backend does not support this read (reason unsupported)",
   "503":
     "Temporarily unavailable: request deadline, chain read queue full, replay store, placement unresolved, log capacity (Retry-After: 1 where retrying soon helps)",
 };
@@ -224,6 +227,13 @@ export function openApiDocument(): Json {
         "Container logs, tail lines each",
         "LogsBody",
         parameters("query", logsQuerySchema),
+      ),
+      "/v1/leases/{lease_uuid}/usage": leaseRead(
+        "What each instance uses now, and the last hour of samples",
+        "UsageBody",
+        [],
+        "Units are in the field names; every history array is aligned with history.timestamps (null: not sampled). 501 (reason unsupported): the lease's backend does not sample usage.",
+        [...RELAYING_REFUSALS, "501"],
       ),
       "/v1/leases/{lease_uuid}/data": {
         post: {

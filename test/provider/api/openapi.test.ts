@@ -82,6 +82,8 @@ describe("GET /openapi.json (devnet + providerd + mock backends)", () => {
     assert.equal((await check.fetch(stack.api, L("releases"), `${p}/releases`, bearer(token))).status, 200);
     assert.equal((await check.fetch(stack.api, L("logs"), `${p}/logs`, bearer(token))).status, 200);
     assert.equal((await check.fetch(stack.api, L("logs"), `${p}/logs?tail=3`, bearer(token))).status, 200);
+    // The mock samples every 10 s: the first answer may have no instance yet, later ones do.
+    assert.equal((await check.fetch(stack.api, L("usage"), `${p}/usage`, bearer(token))).status, 200);
 
     const ws = await new WsClient(`${stack.api.replace(/^http/, "ws")}${p}/events?token=${token}`).open();
     try {
@@ -106,7 +108,7 @@ describe("GET /openapi.json (devnet + providerd + mock backends)", () => {
       assert.equal(a.status, code, `${path}: ${JSON.stringify(a.body)}`);
     };
     const unknown = "0190f3a2-7c1e-7000-8000-00000000cafe";
-    for (const name of ["status", "connection", "provision", "releases", "logs", "events"]) {
+    for (const name of ["status", "connection", "provision", "releases", "logs", "events", "usage"]) {
       await expect(L(name), `/v1/leases/not-a-uuid/${name}`, 400, bearer(token));
       await expect(L(name), `${p}/${name}`, 401);
       await expect(L(name), `/v1/leases/${unknown}/${name}`, 404, bearer(tenant1.fresh(unknown)));
