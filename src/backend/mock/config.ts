@@ -76,6 +76,10 @@ export interface MockBackendConfig {
   readonly hangRetention: ReadonlySet<string>;
   /** MOCK_BACKEND_HANG_INVENTORY=1: signed GET /provisions and GET /retentions never answer. */
   readonly hangInventory: boolean;
+  /** MOCK_BACKEND_LOG_INTERVAL: while a lease's logs are followed, each instance writes a line this often (1s; 0s: never). */
+  readonly logIntervalMs: number;
+  /** MOCK_BACKEND_HANG_LOG_FOLLOW=1: signed streaming log reads (`GET /logs/{uuid}?follow=true`) never answer. */
+  readonly hangLogFollow: boolean;
 }
 
 export const DEFAULT_MOCK_PROFILE: SkuProfile = Object.freeze({
@@ -302,5 +306,7 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
     retainedDiskMb: count(env, "MOCK_BACKEND_RETAINED_DISK_MB"),
     hangRetention: leaseList(env, "MOCK_BACKEND_HANG_RETENTION"),
     hangInventory: bool(env, "MOCK_BACKEND_HANG_INVENTORY"),
+    logIntervalMs: duration(env, "MOCK_BACKEND_LOG_INTERVAL", "1s"),
+    hangLogFollow: bool(env, "MOCK_BACKEND_HANG_LOG_FOLLOW"),
   });
 }

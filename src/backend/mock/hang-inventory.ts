@@ -1,4 +1,4 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { PATHS } from "../../core/backend-contract/index.ts";
 
 const INVENTORY_PATHS: ReadonlySet<string> = new Set([PATHS.provisions, PATHS.retentions]);
@@ -12,11 +12,16 @@ const INVENTORY_PATHS: ReadonlySet<string> = new Set([PATHS.provisions, PATHS.re
  * Per-lease reads (`/provisions/{uuid}`) and every other route answer as usual.
  */
 export function hangInventoryReads(app: FastifyInstance): void {
+  hangMatching(app, (req) => req.method === "GET" && INVENTORY_PATHS.has(req.url.split("?", 1)[0] as string));
+}
+
+/** Signed requests for which `match` is true are accepted and never answered (see above). */
+export function hangMatching(app: FastifyInstance, match: (req: FastifyRequest) => boolean): void {
   const stopping = new AbortController();
   // preClose runs before the server waits for in-flight requests: the hangs must not hold it.
   app.addHook("preClose", async () => stopping.abort());
   app.addHook("preHandler", async (req, reply) => {
-    if (req.method !== "GET" || !INVENTORY_PATHS.has(req.url.split("?", 1)[0] as string)) return;
+    if (!match(req)) return;
     const socket = req.raw.socket;
     await new Promise<void>((resolve) => {
       if (socket.destroyed || stopping.signal.aborted) return resolve();

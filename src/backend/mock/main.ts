@@ -4,6 +4,7 @@ import type { Logger } from "../../log.ts";
 import { parseTenantManifest, type RunningBackend, startBackend } from "../kit/index.ts";
 import type { MockBackendConfig } from "./config.ts";
 import { hangInventoryReads } from "./hang-inventory.ts";
+import { registerLogRoute } from "./log-route.ts";
 import { registerLoseRoute } from "./lose-route.ts";
 import { MockSubstrate } from "./substrate.ts";
 
@@ -32,6 +33,7 @@ export async function startMockBackend(
     hangRetention: config.hangRetention,
     statePath: config.dbPath === undefined ? undefined : `${config.dbPath}.substrate`,
     skus: config.skus,
+    logIntervalMs: config.logIntervalMs,
   });
   const releases = new ReleaseStack((err, resource) =>
     deps.logger.warn({ err, resource }, "releasing a backend resource failed"),
@@ -56,6 +58,7 @@ export async function startMockBackend(
     https: config.tls,
     routes: (app, engine) => {
       registerLoseRoute(substrate)(app, engine);
+      registerLogRoute(substrate, config.hangLogFollow)(app, engine);
       if (config.hangInventory) hangInventoryReads(app);
     },
     resolveSku: substrate.resolveSku.bind(substrate),
