@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { LOG_CLOSE, LOG_FOLLOW_LIMITS } from "../../../src/provider/api/log-follows.ts";
 import { signedClient } from "../../backend/kit/signed-client.ts";
-import { until } from "../../support/index.ts";
+import { launchFred, until } from "../../support/index.ts";
 import { mockSkus, SECRETS, Stack } from "../e2e/stack.ts";
 import { call, TenantKey } from "./tenant-client.ts";
 import { HttpRefusal, WsClient, wsUrl } from "./ws-client.ts";
@@ -139,7 +140,8 @@ describe("logs?follow=true through providerd", () => {
       await refusal(new WsClient(wsUrl(stack.api, `/v1/leases/not-a-uuid/logs?follow=true&token=x`))),
       400,
     );
-    assert.equal(await refusal(follow(lease, "&tail=0")), 400);
+    assert.equal(await refusal(follow(lease, "&tail=10001")), 400);
+    assert.equal(await refusal(follow(lease, "&tail=-1")), 400);
     assert.equal(await refusal(follow(lease, "&tail=abc")), 400);
     assert.equal(await refusal(new WsClient(wsUrl(stack.api, `/v1/leases/${lease}/logs?follow=true`))), 401);
     // An upgrade without follow=true is not a stream either.
@@ -192,6 +194,35 @@ describe("logs?follow=true through providerd", () => {
       assert.ok(at > 1);
     } finally {
       ws.close();
+    }
+  });
+
+  it("fred lease logs --follow prints lines as they are written (no polling) and exits 0 when the lease ends", async () => {
+    const lease = await activeLease();
+    const args = ["lease", "logs", lease, "--follow", "--tail", "1", "--output", "json"];
+    const flags = ["--from", "tenant1", "--home", join(stack.dir, "devnet"), "--rpc", stack.devnet.rpc];
+    // Ready once the stream's first frame (the tail line) is printed.
+    const cli = await launchFred<Record<string, unknown>>([...args, ...flags, "--provider-url", stack.api], {
+      label: "fred lease logs --follow",
+    });
+    try {
+      assert.equal(cli.ready.line, "mock app/0 started");
+      await write(lease, { line: "seen by the CLI" });
+      await until(() => cli.stdout().includes('"line":"seen by the CLI"'), "the CLI printed the new line", {
+        context: () => cli.logTail(),
+      });
+      const printed = cli
+        .stdout()
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      assert.deepEqual(printed.at(-1), { ...printed.at(-1), service: "app", instance: 0, stream: "stdout" });
+      await stack.tenant.closeLeases([lease], "done");
+      const exit = await cli.waitExit(30_000);
+      assert.equal(exit.code, 0, cli.logTail());
+      assert.match(cli.stderr(), /log stream ended/);
+    } finally {
+      await cli.kill();
     }
   });
 });

@@ -59,7 +59,8 @@ export function logFollowHandlers(ctx: TenantContext, follows: LogFollows) {
     const uuid = leaseUuidParam(req);
     if (followMode(req) !== "follow")
       throw new ApiError("ERR_API_BAD_QUERY", 400, "a WebSocket upgrade of logs needs follow=true");
-    const tail = parseTail(req);
+    // A stream may start with no tail at all (tail=0: only new lines, e.g. after a reconnect).
+    const tail = (req.query as Record<string, unknown>).tail === "0" ? 0 : parseTail(req);
     const token = queryToken(req);
     if (req.headers.authorization === undefined && token !== undefined)
       req.headers.authorization = `Bearer ${token}`;
