@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { LogDemuxer } from "../../../src/backend/docker/log-follow.ts";
+import { LogDemuxer, sinceAfter } from "../../../src/backend/docker/log-follow.ts";
 
 function frame(type: 1 | 2, text: string): Buffer {
   const payload = Buffer.from(text);
@@ -37,5 +37,18 @@ describe("the engine's log stream, decoded as it arrives", () => {
       "stdout:2026-01-01T00:00:00Z hello from a tty",
       "stdout:2026-01-01T00:00:01Z again",
     ]);
+  });
+});
+
+describe("sinceAfter: resuming a container's log stream just after its last line read", () => {
+  it("is the engine's seconds.nanoseconds one nanosecond later", () => {
+    assert.equal(sinceAfter("2026-01-01T00:00:00.123456789Z"), "1767225600.123456790");
+    assert.equal(sinceAfter("2026-01-01T00:00:00.999999999Z"), "1767225601.000000000");
+    assert.equal(sinceAfter("2026-01-01T00:00:00.5Z"), "1767225600.500000001");
+    assert.equal(sinceAfter("2026-01-01T00:00:00Z"), "1767225600.000000001");
+  });
+  it("is undefined for a timestamp that is not the engine's", () => {
+    assert.equal(sinceAfter("yesterday"), undefined);
+    assert.equal(sinceAfter("2026-01-01 00:00:00Z"), undefined);
   });
 });
