@@ -108,7 +108,8 @@ describe("logs?follow=true against hostile peers", () => {
           return (await attempt(lease)).status === 101;
         },
         "providerd cuts the client that stopped reading, freeing its slot",
-        { timeoutMs: 120_000, intervalMs: 100 },
+        // Before the missed pongs would cut it (that is another bound): this one is the buffer's.
+        { timeoutMs: LOG_FOLLOW_LIMITS.pongTimeoutMs - 10_000, intervalMs: 100 },
       );
       // Once it reads again it finds the connection dropped: no close frame (1006).
       socket.resume();
