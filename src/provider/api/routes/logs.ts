@@ -1,10 +1,10 @@
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { readRouted, routeRead } from "../backend-route.ts";
 import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
 import { ApiError, refuse } from "../errors.ts";
 import { LOG_CONTENT_BUDGET_BYTES, type LogAdmission, logCapacity } from "../log-admission.ts";
 import type { LogFollows } from "../log-follows.ts";
-import { DEFAULT_TAIL, type LogsBody, logsQuerySchema } from "../schemas/lease.ts";
+import type { LogsBody } from "../schemas/lease.ts";
 import { logFollowHandlers } from "./log-follow.ts";
 import { FOLLOW_NEEDS_UPGRADE, followMode, parseTail } from "./logs-query.ts";
 
