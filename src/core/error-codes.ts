@@ -540,6 +540,16 @@ export const ERROR_CODES = {
     http: 503,
   },
   ERR_API_LOGS_BUSY: { meaning: "log read capacity is exhausted; retry shortly", retryable: true, http: 503 },
+  ERR_API_LOG_FOLLOW_FULL: {
+    meaning: "too many log streams are open for the lease or the provider; retry shortly",
+    retryable: true,
+    http: 503,
+  },
+  ERR_API_LOG_FOLLOW_UNSUPPORTED: {
+    meaning: "the lease's backend cannot stream logs (it answered 501); read the tail instead",
+    retryable: false,
+    http: 501,
+  },
   ERR_API_BAD_RESTORE: {
     meaning:
       "a restore is refused as malformed: bad or equal from_lease_uuid, billing-only target, or items that do not match the retained set",

@@ -2,6 +2,7 @@
 import { setMaxListeners } from "node:events";
 import type Docker from "dockerode";
 import type { Registry } from "prom-client";
+import type { LogEvent } from "../../core/backend-contract/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { isFredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
@@ -39,6 +40,7 @@ import { ensurePinned, type ImageDeps, type ImageFacts, PullMetrics, resolveImag
 import { type Ingress, leaseRoutes, withFqdns } from "./ingress/index.ts";
 import { InstanceVolumes } from "./instance-volumes.ts";
 import { LeaseNetworks } from "./lease-networks.ts";
+import { followContainerLogs } from "./log-follow.ts";
 import { applyLogBudget, demuxLogStream, LOG_UNAVAILABLE } from "./logs.ts";
 import {
   type MaintenanceDeps,
@@ -778,6 +780,18 @@ export class DockerSubstrate implements Substrate {
       }
     }
     return applyLogBudget(entries);
+  }
+
+  /** The streaming log read (log-follow.ts): the lease's containers' engine log streams, merged. */
+  followLogs(leaseUuid: string, tail: number, signal: AbortSignal): AsyncIterable<LogEvent> {
+    this.#shareable(signal);
+    const deps = {
+      docker: this.#docker,
+      clock: this.#clock,
+      log: this.#log,
+      list: (s: AbortSignal) => this.#list(s, leaseUuid),
+    };
+    return followContainerLogs(deps, leaseUuid, tail, signal);
   }
 
   async connection(leaseUuid: string, signal: AbortSignal): Promise<ConnectionInfo | undefined> {

@@ -17,15 +17,20 @@ export function demuxLogStream(raw: Buffer): string {
   const chunks: Buffer[] = [];
   let offset = 0;
   while (offset + 8 <= raw.length) {
-    const type = raw[offset];
-    const framed = (type === 0 || type === 1 || type === 2) && raw.readUIntBE(offset + 1, 3) === 0;
-    if (!framed) return offset === 0 ? raw.toString("utf8") : Buffer.concat(chunks).toString("utf8");
+    if (!isFrameHeader(raw, offset))
+      return offset === 0 ? raw.toString("utf8") : Buffer.concat(chunks).toString("utf8");
     const size = raw.readUInt32BE(offset + 4);
     chunks.push(raw.subarray(offset + 8, Math.min(raw.length, offset + 8 + size)));
     offset += 8 + size;
   }
   if (offset === 0 && raw.length > 0) return raw.toString("utf8");
   return Buffer.concat(chunks).toString("utf8");
+}
+
+/** Whether the 8 bytes at `offset` are a frame header: stream type 0-2, then three zero bytes. */
+export function isFrameHeader(raw: Buffer, offset: number): boolean {
+  const type = raw[offset];
+  return (type === 0 || type === 1 || type === 2) && raw.readUIntBE(offset + 1, 3) === 0;
 }
 
 /** Keeps the last `tail` lines (a trailing newline does not count as an extra line). */

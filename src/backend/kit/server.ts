@@ -50,6 +50,7 @@ import {
   unsupported,
   WireError,
 } from "./errors.ts";
+import { followRequested, LogFollows } from "./log-follow.ts";
 import type { KitMetrics } from "./metrics.ts";
 import { admitRestore, isListed, type Retention, retainedInfo, retentionsPage } from "./retention/index.ts";
 import type { LeaseItem, Substrate } from "./substrate.ts";
@@ -317,8 +318,17 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
   });
   // Live containers first (with a rolled-back update's failed/ entries beside them); once
   // they are gone, the logs captured with the last failure.
-  app.get(leasePath("logs", ":uuid"), async (req) => {
+  const follows = new LogFollows(app, {
+    substrate,
+    leaseExists: (uuid) => journal.getLease(uuid) !== undefined,
+    storageId,
+    clock: o.clock,
+    logger: log,
+  });
+  app.get(leasePath("logs", ":uuid"), async (req, reply) => {
     const uuid = leaseParam(req);
+    const mode = followRequested(req);
+    if (mode === "bad") throw badRequest("follow must be true or false");
     const lease = journal.getLease(uuid);
     const failure = engine.diagnostic(uuid);
     if (!lease && !failure) throw notFound();
@@ -329,6 +339,8 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
         throw badRequest("tail must be a non-negative integer");
       tail = Math.min(Number(raw), LIMITS.maxTail);
     }
+    // The streaming read (log-follow.ts): the live workload's lines, held open.
+    if (mode === "follow") return follows.serve(req, reply, uuid, tail);
     if (lease) {
       const live = await bounded("logs", (s) => substrate.logs(lease.leaseUuid, tail, s));
       if (Object.keys(live).length > 0 || failure?.logs === undefined)

@@ -1,4 +1,4 @@
-import type { WireLeaseItem } from "../../core/backend-contract/index.ts";
+import type { LogEvent, WireLeaseItem } from "../../core/backend-contract/index.ts";
 import { FredError } from "../../core/errors.ts";
 
 /**
@@ -289,6 +289,17 @@ export interface Substrate {
 
   /** Log text per instance key `<service>/<index>`, at most `tail` lines each. */
   logs(leaseUuid: string, tail: number, signal: AbortSignal): Promise<Record<string, string>>;
+
+  /**
+   * Optional streaming log read (`GET /logs/{uuid}?follow=true`): the last `tail` lines of
+   * each instance, then every new line as it is written, and an instance event whenever an
+   * instance's container is replaced (restart, update) before the new container's lines.
+   * Must keep following across restarts and updates of the lease; returns (ends) once the
+   * lease's workload is gone. Must not buffer without bound: the kit pulls the next event
+   * only when the client took the last one. `signal` aborts the read (client gone,
+   * shutdown). Without it the kit answers the follow read with 501 `unsupported`.
+   */
+  followLogs?(leaseUuid: string, tail: number, signal: AbortSignal): AsyncIterable<LogEvent>;
 
   /** Connection details of a running lease; `undefined` when it is not running. */
   connection(leaseUuid: string, signal: AbortSignal): Promise<ConnectionInfo | undefined>;

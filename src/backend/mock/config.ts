@@ -82,6 +82,10 @@ export interface MockBackendConfig {
   readonly hangUsage: boolean;
   /** MOCK_BACKEND_HANG_INVENTORY=1: signed GET /provisions and GET /retentions never answer. */
   readonly hangInventory: boolean;
+  /** MOCK_BACKEND_LOG_INTERVAL: while a lease's logs are followed, each instance writes a line this often (1s; 0s: never). */
+  readonly logIntervalMs: number;
+  /** MOCK_BACKEND_HANG_LOG_FOLLOW=1: signed streaming log reads (`GET /logs/{uuid}?follow=true`) never answer. */
+  readonly hangLogFollow: boolean;
 }
 
 export const DEFAULT_MOCK_PROFILE: SkuProfile = Object.freeze({
@@ -320,5 +324,7 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
       env.MOCK_BACKEND_USAGE === "" ||
       bool(env, "MOCK_BACKEND_USAGE"),
     hangUsage: bool(env, "MOCK_BACKEND_HANG_USAGE"),
+    logIntervalMs: duration(env, "MOCK_BACKEND_LOG_INTERVAL", "1s"),
+    hangLogFollow: bool(env, "MOCK_BACKEND_HANG_LOG_FOLLOW"),
   });
 }

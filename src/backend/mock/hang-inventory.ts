@@ -1,4 +1,4 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { leasePath, PATHS } from "../../core/backend-contract/index.ts";
 
 const INVENTORY_PATHS: ReadonlySet<string> = new Set([PATHS.provisions, PATHS.retentions]);
@@ -12,21 +12,23 @@ const INVENTORY_PATHS: ReadonlySet<string> = new Set([PATHS.provisions, PATHS.re
  * Per-lease reads (`/provisions/{uuid}`) and every other route answer as usual.
  */
 export function hangInventoryReads(app: FastifyInstance): void {
-  hangReads(app, (path) => INVENTORY_PATHS.has(path));
+  hangMatching(app, (req) => req.method === "GET" && INVENTORY_PATHS.has(pathOf(req)));
 }
 
 /** MOCK_BACKEND_HANG_USAGE: every signed `GET /usage/{uuid}` hangs the same way. */
 export function hangUsageReads(app: FastifyInstance): void {
-  hangReads(app, (path) => path.startsWith(leasePath("usage", "")));
+  hangMatching(app, (req) => req.method === "GET" && pathOf(req).startsWith(leasePath("usage", "")));
 }
 
-/** Signed GETs whose path `matches` are accepted and never answered (see above). */
-function hangReads(app: FastifyInstance, matches: (path: string) => boolean): void {
+const pathOf = (req: FastifyRequest) => req.url.split("?", 1)[0] as string;
+
+/** Signed requests for which `match` is true are accepted and never answered (see above). */
+export function hangMatching(app: FastifyInstance, match: (req: FastifyRequest) => boolean): void {
   const stopping = new AbortController();
   // preClose runs before the server waits for in-flight requests: the hangs must not hold it.
   app.addHook("preClose", async () => stopping.abort());
   app.addHook("preHandler", async (req, reply) => {
-    if (req.method !== "GET" || !matches(req.url.split("?", 1)[0] as string)) return;
+    if (!match(req)) return;
     const socket = req.raw.socket;
     await new Promise<void>((resolve) => {
       if (socket.destroyed || stopping.signal.aborted) return resolve();

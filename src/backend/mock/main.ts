@@ -4,6 +4,7 @@ import type { Logger } from "../../log.ts";
 import { parseTenantManifest, type RunningBackend, startBackend } from "../kit/index.ts";
 import type { MockBackendConfig } from "./config.ts";
 import { hangInventoryReads, hangUsageReads } from "./hang-inventory.ts";
+import { registerLogRoute } from "./log-route.ts";
 import { registerLoseRoute } from "./lose-route.ts";
 import { MockSubstrate } from "./substrate.ts";
 import { registerUsageDriveRoute } from "./usage-route.ts";
@@ -34,6 +35,7 @@ export async function startMockBackend(
     statePath: config.dbPath === undefined ? undefined : `${config.dbPath}.substrate`,
     skus: config.skus,
     usage: config.usage,
+    logIntervalMs: config.logIntervalMs,
   });
   const releases = new ReleaseStack((err, resource) =>
     deps.logger.warn({ err, resource }, "releasing a backend resource failed"),
@@ -59,6 +61,7 @@ export async function startMockBackend(
     routes: (app, engine) => {
       registerLoseRoute(substrate)(app, engine);
       registerUsageDriveRoute(substrate)(app);
+      registerLogRoute(substrate, config.hangLogFollow)(app, engine);
       if (config.hangInventory) hangInventoryReads(app);
       if (config.hangUsage) hangUsageReads(app);
     },

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type Database from "better-sqlite3";
+import type { LogEvent, LogLineEvent } from "../../core/backend-contract/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { openDatabase } from "../../sqlite/index.ts";
 import {
@@ -14,6 +15,7 @@ import {
   type WorkloadSpec,
 } from "../kit/index.ts";
 import { DEFAULT_MOCK_PROFILE } from "./config.ts";
+import { MockLogFeed } from "./log-feed.ts";
 import { type MockRunningWorkload, MockUsage, type UsageDrive } from "./usage.ts";
 
 /**
@@ -47,6 +49,8 @@ export interface MockSubstrateOptions {
   random?: () => number;
   /** False: no `sampleUsage` (GET /usage answers 501, as on a backend that cannot sample). Default true. */
   usage?: boolean;
+  /** While a lease's logs are followed, each instance writes a line this often (0: never; default 1 s). */
+  logIntervalMs?: number;
 }
 
 type MockState = "created" | "running" | "stopped" | "failed";
@@ -89,11 +93,17 @@ export class MockSubstrate implements Substrate {
   readonly #usage: MockUsage;
   /** Present unless `usage: false`: the mock stands in for a backend without sampling then. */
   readonly sampleUsage: Substrate["sampleUsage"];
+  readonly #logFeed: MockLogFeed;
 
   constructor(opts: MockSubstrateOptions) {
     this.#options = opts;
     this.#usage = new MockUsage(opts.clock, (sku) => this.resolveSku(sku));
     this.sampleUsage = opts.usage === false ? undefined : async () => this.#usage.sample(this.#running());
+    this.#logFeed = new MockLogFeed({
+      clock: opts.clock,
+      intervalMs: opts.logIntervalMs ?? 1_000,
+      instances: (lease) => this.#workloads.get(lease)?.instances,
+    });
     // A fake substrate: surviving a process crash is enough (no fsync per record). Older
     // state files hold the table without a schema version, hence IF NOT EXISTS.
     this.#db = openDatabase({
@@ -185,6 +195,7 @@ export class MockSubstrate implements Substrate {
       });
     }
     this.#save(spec.leaseUuid, { ...w, state: "running", maintenance: (w.maintenance ?? 0) + 1 });
+    this.#logFeed.changed(spec.leaseUuid, "restarted");
   }
 
   /**
@@ -221,6 +232,7 @@ export class MockSubstrate implements Substrate {
       state: "running",
       maintenance: (w.maintenance ?? 0) + 1,
     });
+    this.#logFeed.changed(current.leaseUuid, "replaced");
   }
 
   #fresh(spec: WorkloadSpec): MockWorkload {
@@ -246,6 +258,7 @@ export class MockSubstrate implements Substrate {
   #forget(leaseUuid: string): void {
     this.#workloads.delete(leaseUuid);
     this.#del.run(leaseUuid);
+    this.#logFeed.ended(leaseUuid);
   }
 
   destroyLease(leaseUuid: string): Promise<void> {
@@ -352,6 +365,22 @@ export class MockSubstrate implements Substrate {
         .join("");
     }
     return out;
+  }
+
+  followLogs(leaseUuid: string, tail: number, signal: AbortSignal): AsyncIterable<LogEvent> {
+    return this.#logFeed.follow(leaseUuid, tail, signal);
+  }
+
+  /** Failure injection: the lease's instances write these lines now; false when it has no workload. */
+  writeLogs(leaseUuid: string, lines: readonly Omit<LogLineEvent, "ts">[]): boolean {
+    if (!this.#workloads.has(leaseUuid)) return false;
+    this.#logFeed.write(leaseUuid, lines);
+    return true;
+  }
+
+  /** The lease's instances as (service, index), or undefined when it has no workload. */
+  instancesOf(leaseUuid: string): readonly { service: string; index: number }[] | undefined {
+    return this.#workloads.get(leaseUuid)?.instances;
   }
 
   async connection(leaseUuid: string): Promise<ConnectionInfo | undefined> {

@@ -7,6 +7,7 @@ import { leaseEnded } from "../../core/lease-rules.ts";
 import { leaseArg } from "../chain.ts";
 import { printText, say } from "../output.ts";
 import { apiForLease, type LeaseFlags, progress, withLeaseFlags } from "./context.ts";
+import { streamLogs } from "./follow-logs.ts";
 import type { ApiAnswer, TenantApi } from "./tenant-api.ts";
 import {
   emit,
@@ -58,7 +59,7 @@ export function registerLeaseReads(lease: Command): void {
     .option("--tail <n>", "lines per container, 1 to 10000", "100")
     .option(
       "--follow",
-      "keep printing new lines until Ctrl-C (text: <time> <service/instance> | <line>; json: {instance, line, time})",
+      "stream new lines until the lease ends or Ctrl-C (text: <ts> <service/instance> | <line>; json: the stream's frames {service, instance, ts, stream, line})",
     )
     .addHelpText(
       "after",
@@ -71,7 +72,12 @@ export function registerLeaseReads(lease: Command): void {
       const api = await apiForLease(opts, leaseArg(uuid));
       const read = async () =>
         (await explainEnded(api, uuid, () => api.lease(uuid, `logs?tail=${opts.tail}`))).body;
-      if (opts.follow === true) return followLogs(read, mode);
+      if (opts.follow === true) {
+        const stop = AbortSignal.any([abortOnSignal("SIGINT"), abortOnSignal("SIGTERM")]);
+        if ((await streamLogs(api, uuid, opts.tail, mode, stop)) !== "unsupported") return;
+        say("fred: this provider does not stream logs; polling the tail every 2 s instead");
+        return followLogs(read, mode, stop);
+      }
       const body = await read();
       emit(mode, body, () => logLines(body.logs));
     });
@@ -182,12 +188,16 @@ export function newLines(before: readonly string[], now: readonly string[]): str
 }
 
 /**
- * Polls the log tail and prints the lines not printed yet. The API's lines carry no time of
- * their own, so each is stamped with when this command first saw it.
+ * For a provider that does not stream logs (an older one): polls the log tail and prints
+ * the lines not printed yet. The API's lines carry no time of their own, so each is
+ * stamped with when this command first saw it.
  */
-async function followLogs(read: () => Promise<Record<string, unknown>>, mode: OutputMode): Promise<void> {
+async function followLogs(
+  read: () => Promise<Record<string, unknown>>,
+  mode: OutputMode,
+  stop: AbortSignal,
+): Promise<void> {
   const seen = new Map<string, string[]>();
-  const stop = AbortSignal.any([abortOnSignal("SIGINT"), abortOnSignal("SIGTERM")]);
   while (!stop.aborted) {
     const logs = ((await read()).logs ?? {}) as Record<string, string>;
     const time = new Date().toISOString();

@@ -268,15 +268,15 @@ export class RateBuckets {
     this.#idleMs = opts.idleMs ?? 3 * 60_000;
   }
 
-  /** Spends one token of `key`'s bucket when there is one. */
-  consume(key: string): BucketVerdict {
+  /** Spends `cost` tokens (one by default: a request; bytes for a byte rate) of `key`'s bucket when it holds them. */
+  consume(key: string, cost = 1): BucketVerdict {
     const now = this.#clock.now();
     let b = this.#buckets.get(key);
     if (b === undefined || now - b.at > this.#idleMs) b = { tokens: this.burst, at: now };
     b.tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.rps);
     b.at = now;
-    const allowed = b.tokens >= 1;
-    if (allowed) b.tokens -= 1;
+    const allowed = b.tokens >= cost;
+    if (allowed) b.tokens -= cost;
     this.#buckets.set(key, b);
     return {
       allowed,

@@ -10,6 +10,7 @@ export {
   type ValidationCode,
 } from "../envelope.ts";
 export * from "./callback.ts";
+export * from "./log-stream.ts";
 export * from "./requests.ts";
 export * from "./responses.ts";
 export * from "./usage.ts";

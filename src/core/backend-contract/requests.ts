@@ -71,6 +71,8 @@ export const QUERY = {
   continue: "continue",
   leaseUuid: "lease_uuid",
   tail: "tail",
+  /** `GET /logs/{uuid}?follow=true`: the streaming log read (log-stream.ts). */
+  follow: "follow",
 } as const;
 
 const MiB = 1024 * 1024;

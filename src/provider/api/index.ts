@@ -3,6 +3,7 @@ import { BackendCatalog } from "./backend-catalog.ts";
 import { type TenantApiDeps, type TenantContext, tenantContext } from "./context.ts";
 import { EventHub, LeaseEventPublisher } from "./event-hub.ts";
 import { LogAdmission } from "./log-admission.ts";
+import { LogFollows } from "./log-follows.ts";
 import { registerOpenApiRoute } from "./openapi.ts";
 import { registerConnectionRoute } from "./routes/connection.ts";
 import { registerDataRoute } from "./routes/data.ts";
@@ -16,6 +17,7 @@ import { registerRestoreRoute } from "./routes/restore.ts";
 import { registerStatusRoute } from "./routes/status.ts";
 import { registerUpdateRoute } from "./routes/update.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
+import { registerWebSocketScope } from "./websockets.ts";
 
 /**
  * The tenant API: `/v1/leases/{uuid}/…` on providerd's listener. Built once by the
@@ -33,6 +35,8 @@ const SWEEP_INTERVAL_MS = 30_000;
 export class TenantApi {
   readonly context: TenantContext;
   readonly logs: LogAdmission;
+  /** Open `logs?follow=true` streams (caps; closed with 1001 at shutdown). */
+  readonly follows: LogFollows;
   readonly hub: EventHub;
   readonly events: LeaseEventPublisher;
   readonly backends: BackendCatalog;
@@ -44,6 +48,7 @@ export class TenantApi {
   constructor(deps: TenantApiDeps) {
     this.context = tenantContext(deps);
     this.logs = new LogAdmission();
+    this.follows = new LogFollows();
     this.hub = deps.hub ?? new EventHub({ clock: deps.clock, ...deps.events });
     this.#ownsHub = deps.hub === undefined;
     this.events = new LeaseEventPublisher(this.hub, this.context.leases, deps.logger);
@@ -58,13 +63,27 @@ export class TenantApi {
     registerConnectionRoute(app, ctx);
     registerProvisionRoute(app, ctx);
     registerReleasesRoute(app, ctx);
-    registerLogsRoute(app, ctx, this.logs);
     registerRestoreRoute(app, ctx);
     registerDataRoute(app, ctx, this.events);
     registerRestartRoute(app, ctx);
     registerUpdateRoute(app, ctx);
     registerUsageRoute(app, ctx);
-    registerEventsRoute(app, ctx, this.hub, { ...WS_LIMITS, ...ctx.deps.eventTimings });
+    const eventLimits = { ...WS_LIMITS, ...ctx.deps.eventTimings };
+    registerWebSocketScope(
+      app,
+      {
+        maxPayload: eventLimits.maxMessageBytes,
+        // Shutdown: every subscriber hears 1001 before the listener closes.
+        preClose: () => {
+          this.hub.close(1001, "server shutting down");
+          this.follows.close(1001, "server shutting down");
+        },
+      },
+      (scoped) => {
+        registerEventsRoute(scoped, ctx, this.hub, eventLimits);
+        registerLogsRoute(scoped, ctx, this.logs, this.follows);
+      },
+    );
     registerProviderRoute(app, ctx.deps.config, this.backends);
     registerOpenApiRoute(app);
   }

@@ -126,6 +126,35 @@ function leaseRead(
   };
 }
 
+/** The logs read's second form: `follow=true` upgraded to a WebSocket (routes/log-follow.ts). */
+const logFollowQuerySchema = z.object({
+  follow: z
+    .enum(["true", "false"])
+    .optional()
+    .describe("true with a WebSocket upgrade: stream the lines as written"),
+  token: z
+    .string()
+    .optional()
+    .describe("The access token, when no Authorization header can be set (follow only)"),
+});
+
+function withLogFollow(read: Json): Json {
+  const get = (read as { get: Record<string, unknown> }).get;
+  return {
+    get: {
+      ...get,
+      description:
+        'With follow=true and a WebSocket upgrade: a stream of JSON text frames {service, instance, ts, stream, line}, starting with the last tail lines (tail may be 0 here), plus {"type":"instance",…} when a container was replaced and {"type":"dropped",…} counting lines past the rate. Refusals are plain HTTP answers before the upgrade (follow=true without an upgrade is 400; 501 when the backend cannot stream; 503 at the stream caps). Close codes: 4000 lease ended, 1001 shutdown, 1011 backend stream broken, 1013 lifetime, 1008 client data.',
+      parameters: [...(get.parameters as Json[]), ...parameters("query", logFollowQuerySchema)],
+      responses: {
+        "101": { description: "Switching Protocols (follow=true): the stream of log frames" },
+        ...(get.responses as Record<string, Json>),
+        "501": { description: "follow=true: the lease's backend cannot stream logs" },
+      },
+    },
+  };
+}
+
 /** `POST restore`: its refusals mean more than the shared wording says. */
 const RESTORE_REFUSALS: Record<string, string> = {
   "400":
@@ -223,10 +252,8 @@ export function openApiDocument(): Json {
         "Two forms. Without include, exactly the reference's keys. With include=terminal_budget (alone or beside credit, which adds nothing here), also terminal_budget when the backend reports one. Another include value, or include given twice, is 400.",
       ),
       "/v1/leases/{lease_uuid}/releases": leaseRead("The lease's release history", "ReleasesBody"),
-      "/v1/leases/{lease_uuid}/logs": leaseRead(
-        "Container logs, tail lines each",
-        "LogsBody",
-        parameters("query", logsQuerySchema),
+      "/v1/leases/{lease_uuid}/logs": withLogFollow(
+        leaseRead("Container logs, tail lines each", "LogsBody", parameters("query", logsQuerySchema)),
       ),
       "/v1/leases/{lease_uuid}/usage": leaseRead(
         "What each instance uses now, and the last hour of samples",

@@ -16,6 +16,8 @@ import {
   type LeaseInfo,
   type LeaseRead,
   LIMITS,
+  LOG_STREAM,
+  type LogStreamEvent,
   leasePath,
   MUTATION_ACCEPTED,
   type Mutation,
@@ -46,6 +48,7 @@ import {
   type RawResponse,
   type SendInput,
 } from "./http.ts";
+import { logStreamEvents } from "./log-stream.ts";
 
 /**
  * The typed client providerd uses for one backend. Mutations answer with a
@@ -378,6 +381,36 @@ export class BackendClient {
     signal?: AbortSignal,
   ): Promise<(ProvisionInfoBody & Record<string, unknown>) | undefined> {
     return this.#leaseRead("provisions", leaseUuid, signal);
+  }
+
+  /**
+   * GET /logs/{uuid}?follow=true&tail=N: the lease's log events as the backend streams
+   * them (read as they arrive, never whole); undefined on 404. Any other refusal throws
+   * ERR_BACKEND_STATUS with the status (501: the backend cannot stream logs). Held-open
+   * streams do not pass the circuit breaker (a quiet stream is not a failure); a fenced
+   * backend is not asked. `signal` (the tenant left) ends the stream.
+   */
+  async followLogs(
+    leaseUuid: string,
+    tail: number,
+    signal: AbortSignal,
+  ): Promise<AsyncGenerator<LogStreamEvent> | undefined> {
+    if (this.backend.fenced) {
+      throw new FredError("ERR_BACKEND_FENCED", `backend ${this.name} is fenced; nothing is sent to it`);
+    }
+    const res = await this.#transport.stream({
+      path: leasePath("logs", leaseUuid),
+      query: { [QUERY.follow]: "true", [QUERY.tail]: String(tail) },
+      idleMs: LOG_STREAM.idleMs,
+      maxErrorBytes: 64 * 1024,
+      signal,
+    });
+    if ("stream" in res) return logStreamEvents(res.stream, this.name);
+    if (res.status === 404) return undefined;
+    throw new FredError("ERR_BACKEND_STATUS", `backend ${this.name} answered ${res.status} to a log follow`, {
+      retryable: res.status >= 500 && res.status !== 501,
+      details: { status: res.status },
+    });
   }
 
   /** GET /logs/{uuid}?tail=N: log text per "<service>/<instance>" key; undefined on 404. */

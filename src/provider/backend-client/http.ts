@@ -35,6 +35,21 @@ export interface SendInput {
   signal?: AbortSignal;
 }
 
+/** A streaming answer: the body of a 200 as it arrives; any other status's body read whole (capped). */
+export type StreamResponse =
+  | { status: 200; storageId: string; stream: AsyncIterable<Buffer> & { destroy(): void } }
+  | { status: number; storageId: string; body: Buffer };
+
+export interface StreamInput {
+  path: string;
+  query: Record<string, string>;
+  /** The longest silence allowed between two chunks of the body. */
+  idleMs: number;
+  /** Cap of an error answer's body. */
+  maxErrorBytes: number;
+  signal: AbortSignal;
+}
+
 export interface TransportOptions {
   backend: BackendConfig;
   /** Signing key: the backend's hmac_secret, or the legacy callback_secret. */
@@ -43,6 +58,8 @@ export interface TransportOptions {
   storageId: string | undefined;
   clock?: Clock;
   connections?: number;
+  /** Connections for held-open streams (log follows), apart from the request pool (default 64). */
+  streamConnections?: number;
 }
 
 /** Encodes query parameters with sorted keys, as the reference's Go client does. */
@@ -63,11 +80,14 @@ export class BackendTransport {
   readonly #secret: Buffer;
   readonly #clock: Clock;
   readonly #timeoutMs: number;
+  /** Held-open streams get their own connections, so they never starve the pool's requests. */
+  readonly #streams: Pool;
 
-  private constructor(opts: TransportOptions, pool: Pool) {
+  private constructor(opts: TransportOptions, pool: Pool, streams: Pool) {
     this.name = opts.backend.name;
     this.storageId = opts.storageId;
     this.#pool = pool;
+    this.#streams = streams;
     this.#secret = hmacSecret(opts.secret);
     this.#clock = opts.clock ?? systemClock;
     this.#timeoutMs = opts.backend.timeoutMs;
@@ -96,11 +116,71 @@ export class BackendTransport {
       bodyTimeout: b.timeoutMs,
       ...(connect === undefined ? {} : { connect }),
     });
-    return new BackendTransport(opts, pool);
+    const streams = new Pool(b.url, {
+      connections: opts.streamConnections ?? 64,
+      headersTimeout: b.timeoutMs,
+      ...(connect === undefined ? {} : { connect }),
+    });
+    return new BackendTransport(opts, pool, streams);
   }
 
   async close(): Promise<void> {
-    await this.#pool.close();
+    // Open streams are cut (destroy), not waited for: they end only when their lease does.
+    await Promise.all([this.#pool.close(), this.#streams.destroy()]);
+  }
+
+  /**
+   * A signed GET whose 200 body is read as it arrives (never buffered whole): the headers
+   * must come within the backend's timeout, then each chunk within `idleMs` of the last.
+   * The caller's `signal` (the tenant left) ends the stream.
+   */
+  async stream(input: StreamInput): Promise<StreamResponse> {
+    const query: Record<string, string> = { ...input.query };
+    if (this.storageId !== undefined) query[QUERY.storageId] = this.storageId;
+    const uri = `${input.path}${encodeQuery(query)}`;
+    const timestamp = Math.floor(this.#clock.now() / 1000);
+    const headers = {
+      [SIGNATURE_HEADER]: signRequest(this.#secret, { method: "GET", uri, body: undefined, timestamp }),
+    };
+    try {
+      const res = await this.#streams.request({
+        path: uri,
+        method: "GET",
+        headers,
+        signal: input.signal,
+        headersTimeout: this.#timeoutMs,
+        bodyTimeout: input.idleMs,
+      });
+      let storageId: string;
+      try {
+        storageId = this.#checkStorageHeader(res.headers[STORAGE_HEADER]);
+      } catch (err) {
+        res.body.destroy();
+        throw err;
+      }
+      if (res.statusCode === 200) return { status: 200, storageId, stream: res.body };
+      return {
+        status: res.statusCode,
+        storageId,
+        body: await readCapped(res.body, input.maxErrorBytes, this.name),
+      };
+    } catch (err) {
+      if (err instanceof FredError) throw err;
+      if (input.signal.aborted) throw input.signal.reason;
+      const code = (err as { code?: string }).code;
+      if (code === "UND_ERR_HEADERS_TIMEOUT")
+        throw new FredError(
+          "ERR_BACKEND_TIMEOUT",
+          `backend ${this.name} did not answer within ${this.#timeoutMs} ms`,
+          {
+            retryable: true,
+          },
+        );
+      throw new FredError("ERR_BACKEND_TRANSPORT", `backend ${this.name}: ${(err as Error).message}`, {
+        retryable: true,
+        cause: err,
+      });
+    }
   }
 
   async send(input: SendInput): Promise<RawResponse> {

@@ -1,4 +1,3 @@
-import websocket from "@fastify/websocket";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { WebSocket } from "ws";
 import type { ChainLease } from "../../../chain/port.ts";
@@ -162,33 +161,22 @@ export function registerEventsRoute(
       socket.close(1011, "internal error");
     });
   }
-
-  void app.register(async (scoped) => {
-    await scoped.register(websocket, {
-      options: { maxPayload: limits.maxMessageBytes },
-      // Shutdown: every subscriber hears 1001 before the listener closes.
-      preClose: (done) => {
-        hub.close(1001, "server shutting down");
-        done();
-      },
-    });
-    scoped.route({
-      method: "GET",
-      url: "/v1/leases/:lease_uuid/events",
-      preValidation: async (req, reply) => {
-        try {
-          upgrades.set(req, await authorize(req, reply));
-        } catch (err) {
-          return sendApiError(reply, err, logger);
-        }
-      },
-      handler: async (_req, reply) =>
-        reply.code(400).send(tenantError(400, "expected a WebSocket upgrade request")),
-      wsHandler: (socket, req) => {
-        const up = upgrades.get(req);
-        if (up === undefined) socket.close(1011, "internal error");
-        else serve(socket, up);
-      },
-    });
+  app.route({
+    method: "GET",
+    url: "/v1/leases/:lease_uuid/events",
+    preValidation: async (req, reply) => {
+      try {
+        upgrades.set(req, await authorize(req, reply));
+      } catch (err) {
+        return sendApiError(reply, err, logger);
+      }
+    },
+    handler: async (_req, reply) =>
+      reply.code(400).send(tenantError(400, "expected a WebSocket upgrade request")),
+    wsHandler: (socket, req) => {
+      const up = upgrades.get(req);
+      if (up === undefined) socket.close(1011, "internal error");
+      else serve(socket, up);
+    },
   });
 }

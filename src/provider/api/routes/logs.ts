@@ -1,32 +1,39 @@
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { readRouted, routeRead } from "../backend-route.ts";
 import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
 import { ApiError, refuse } from "../errors.ts";
 import { LOG_CONTENT_BUDGET_BYTES, type LogAdmission, logCapacity } from "../log-admission.ts";
-import { DEFAULT_TAIL, type LogsBody, logsQuerySchema } from "../schemas/lease.ts";
+import type { LogFollows } from "../log-follows.ts";
+import type { LogsBody } from "../schemas/lease.ts";
+import { logFollowHandlers } from "./log-follow.ts";
+import { FOLLOW_NEEDS_UPGRADE, followMode, parseTail } from "./logs-query.ts";
 
 /**
  * `GET /v1/leases/{uuid}/logs?tail=N` (access token, no replay, any state): the owner's
  * container logs, `tail` lines per container (default 100, 1..10000). Admission (see
  * log-admission.ts) bounds how many run and how much is materialised at once; the slot
  * is held until the answer is written, within the listener's write deadline.
+ * With `follow=true` and a WebSocket upgrade the same path streams (log-follow.ts); so the
+ * route is registered in the WebSocket scope (`app` here is that scope).
  */
 export { DEFAULT_TAIL, MAX_TAIL } from "../schemas/lease.ts";
+export { parseTail } from "./logs-query.ts";
 
-export function parseTail(req: FastifyRequest): number {
-  const query = logsQuerySchema.safeParse(req.query ?? {});
-  if (!query.success) {
-    throw new ApiError("ERR_API_BAD_TAIL", 400, query.error.issues[0]?.message ?? "invalid tail");
-  }
-  const tail = query.data.tail;
-  return tail === undefined || tail === "" ? DEFAULT_TAIL : Number(tail);
-}
-
-export function registerLogsRoute(app: FastifyInstance, ctx: TenantContext, admission: LogAdmission): void {
+export function registerLogsRoute(
+  app: FastifyInstance,
+  ctx: TenantContext,
+  admission: LogAdmission,
+  follows: LogFollows,
+): void {
   const { clients, config } = ctx.deps;
-  app.get(
-    "/v1/leases/:lease_uuid/logs",
-    tenantRoute(ctx, async (req, reply, scope) => {
+  const follow = logFollowHandlers(ctx, follows);
+  app.route({
+    method: "GET",
+    url: "/v1/leases/:lease_uuid/logs",
+    preValidation: follow.preValidation,
+    wsHandler: follow.wsHandler,
+    handler: tenantRoute(ctx, async (req, reply, scope) => {
+      if (followMode(req) === "follow") throw new ApiError("ERR_API_BAD_QUERY", 400, FOLLOW_NEEDS_UPGRADE);
       const ticket = admission.admit(scope.signal);
       // The slot is held until the answer is written (the listener's write deadline bounds that).
       reply.raw.once("close", () => ticket.release());
@@ -49,5 +56,5 @@ export function registerLogsRoute(app: FastifyInstance, ctx: TenantContext, admi
       reply.type("application/json");
       return { status: 200, body };
     }),
-  );
+  });
 }
