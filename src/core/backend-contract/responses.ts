@@ -21,6 +21,7 @@ export const RESPONSE_CAPS = {
   retentionsPage: 1 * MiB,
   logs: 16 * MiB,
   usage: 16 * MiB,
+  usagePage: 16 * MiB,
   releases: 8 * MiB,
   stats: 1 * MiB,
   health: 64 * 1024,
