@@ -63,7 +63,11 @@ async function usageOf(lease: string): Promise<UsageBody> {
 }
 
 /** The value of `name{lease_uuid="lease",…}` in an exposition text, or undefined. */
-function valueOf(text: string, name: string, lease: string): { labels: string; value: number } | undefined {
+function seriesValue(
+  text: string,
+  name: string,
+  lease: string,
+): { labels: string; value: number } | undefined {
   const m = new RegExp(`^${name}\\{(lease_uuid="${lease}"[^}]*)\\} (\\S+)$`, "m").exec(text);
   return m === null ? undefined : { labels: m[1] as string, value: Number(m[2]) };
 }
@@ -93,12 +97,12 @@ describe("lease_usage_metrics (devnet + providerd + mock backends)", () => {
     await until(
       async () => {
         text = await metrics();
-        return valueOf(text, "fred_lease_cpu_cores", running) !== undefined;
+        return seriesValue(text, "fred_lease_cpu_cores", running) !== undefined;
       },
       "the lease's usage series on /metrics",
       { timeoutMs: 60_000, intervalMs: 250, context: () => leaseLines(text).join("\n") },
     );
-    const memory = valueOf(text, "fred_lease_memory_bytes", running)!;
+    const memory = seriesValue(text, "fred_lease_memory_bytes", running)!;
     assert.equal(memory.labels, `lease_uuid="${running}",service="app",instance="0"`);
     for (const line of leaseLines(text).filter((l) => l.includes("{")))
       assert.match(line, /\{lease_uuid="[0-9a-f-]{36}",service="[^"]+",instance="\d+"\} /, line);
@@ -107,18 +111,18 @@ describe("lease_usage_metrics (devnet + providerd + mock backends)", () => {
     const usage = await usageOf(running);
     const now = usage.instances[0]!;
     const history = usage.history.instances[0]!;
-    assert.equal(valueOf(text, "fred_lease_memory_limit_bytes", running)!.value, now.memory_limit_bytes);
-    assert.equal(valueOf(text, "fred_lease_disk_quota_bytes", running)!.value, now.disk_quota_bytes);
+    assert.equal(seriesValue(text, "fred_lease_memory_limit_bytes", running)!.value, now.memory_limit_bytes);
+    assert.equal(seriesValue(text, "fred_lease_disk_quota_bytes", running)!.value, now.disk_quota_bytes);
     assert.ok(history.memory_bytes!.includes(memory.value), `${memory.value} in ${history.memory_bytes}`);
-    const rx = valueOf(text, "fred_lease_network_receive_bytes_total", running)!.value;
+    const rx = seriesValue(text, "fred_lease_network_receive_bytes_total", running)!.value;
     assert.ok(history.network_rx_bytes!.includes(rx), `${rx} in ${history.network_rx_bytes}`);
-    const tx = valueOf(text, "fred_lease_network_transmit_bytes_total", running)!.value;
+    const tx = seriesValue(text, "fred_lease_network_transmit_bytes_total", running)!.value;
     assert.ok(history.network_tx_bytes!.includes(tx), `${tx} in ${history.network_tx_bytes}`);
-    const disk = valueOf(text, "fred_lease_disk_bytes", running)!.value;
+    const disk = seriesValue(text, "fred_lease_disk_bytes", running)!.value;
     assert.ok(history.disk_bytes!.includes(disk), `${disk} in ${history.disk_bytes}`);
-    const cores = valueOf(text, "fred_lease_cpu_cores", running)!.value;
+    const cores = seriesValue(text, "fred_lease_cpu_cores", running)!.value;
     assert.ok(cores > 0 && cores <= 0.5, String(cores));
-    assert.ok(valueOf(text, "fred_lease_cpu_throttled_seconds_total", running) !== undefined);
+    assert.ok(seriesValue(text, "fred_lease_cpu_throttled_seconds_total", running) !== undefined);
     assert.match(text, /^fred_lease_usage_series_left_out 0$/m);
   });
 
@@ -126,7 +130,7 @@ describe("lease_usage_metrics (devnet + providerd + mock backends)", () => {
     skip: PROMTOOL_SKIP,
   }, async () => {
     const text = await metrics();
-    assert.ok(valueOf(text, "fred_lease_memory_bytes", running) !== undefined);
+    assert.ok(seriesValue(text, "fred_lease_memory_bytes", running) !== undefined);
     assert.equal(promtoolMetricsProblems(text), "");
   });
 
