@@ -25,6 +25,7 @@ import type { ProviderdOptions, ProviderdState, RunningProviderd } from "./runni
 import { shutDown } from "./shutdown.ts";
 import { registerSignerMetrics, startSigners } from "./signers/index.ts";
 import { openProviderStores, scheduleSnapshots } from "./store/index.ts";
+import { UsageMetricsPoll } from "./usage-metrics/index.ts";
 
 export type { ProviderdOptions, ProviderdState, RunningProviderd } from "./running.ts";
 
@@ -189,6 +190,18 @@ export async function startProviderd(
       lc.signal,
     );
     releases.defer("stats poll", stopStats);
+    // lease_usage_metrics: per-lease usage series on /metrics; off, nothing polls.
+    if (config.leaseUsageMetrics) {
+      const usage = new UsageMetricsPoll({
+        backends: config.backends,
+        clients,
+        registry: metrics.registry,
+        clock,
+        logger: part("usage-metrics"),
+      });
+      usage.start();
+      releases.defer("usage metrics poll", () => usage.stop());
+    }
     // `fred providerd reconcile`: the operator's sweep over a 0600 unix socket beside the store.
     const control = await listenControlSocket(
       controlSocketPath(config.placementStoreDbPath),

@@ -54,6 +54,7 @@ import { followRequested, LogFollows } from "./log-follow.ts";
 import type { KitMetrics } from "./metrics.ts";
 import { admitRestore, isListed, type Retention, retainedInfo, retentionsPage } from "./retention/index.ts";
 import type { LeaseItem, Substrate } from "./substrate.ts";
+import { usagePage } from "./usage/page.ts";
 import type { UsageSampler } from "./usage/sampler.ts";
 import { diagnosticInfo, provisionInfo, releaseInfo, statsInfo } from "./views.ts";
 
@@ -353,6 +354,10 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
   app.get(leasePath("usage", ":uuid"), async (req) => {
     if (o.usage === undefined) throw unsupported("usage");
     return o.usage.read(liveLease(req).leaseUuid);
+  });
+  app.get(PATHS.usage, async (req) => {
+    if (o.usage === undefined) throw unsupported("usage");
+    return usagePage(o.usage, req.query as Record<string, unknown>);
   });
   app.get(
     PATHS.retentions,

@@ -1,5 +1,6 @@
 export { definedOnly } from "./defined-only.ts";
 export { Admission, type BucketVerdict, Coalescer, KeyedMutex, RateBuckets } from "./keyed.ts";
+export { PeriodicPass } from "./periodic-pass.ts";
 export { type ReleaseErrorReporter, ReleaseStack } from "./release-stack.ts";
 export {
   Backoff,

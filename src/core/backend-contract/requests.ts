@@ -59,6 +59,8 @@ export const PATHS = {
   /** Inventory: `?limit=&continue=` pages, or repeated `?lease_uuid=` filters. */
   provisions: "/provisions",
   retentions: "/retentions",
+  /** Every sampled lease's current usage: `?limit=&continue=` pages (see usage.ts). */
+  usage: "/usage",
 } as const;
 
 /** Served without a signature (verifying there is optional for a backend). */

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { isUuidV4 } from "../uuid.ts";
 import { canonicalUuid, type LeaseRead, typedOnly, type WireLeaseItem } from "./requests.ts";
-import { usageSchema } from "./usage.ts";
+import { usagePageSchema, usageSchema } from "./usage.ts";
 
 /**
  * Response bodies a backend sends and providerd reads. Input types are what the backend
@@ -21,6 +21,7 @@ export const RESPONSE_CAPS = {
   retentionsPage: 1 * MiB,
   logs: 16 * MiB,
   usage: 16 * MiB,
+  usagePage: 16 * MiB,
   releases: 8 * MiB,
   stats: 1 * MiB,
   health: 64 * 1024,
@@ -322,8 +323,9 @@ export const LEASE_READS = {
   usage: { schema: usageSchema, maxBytes: RESPONSE_CAPS.usage, what: "usage" },
 } as const satisfies Record<LeaseRead, { schema: z.ZodType; maxBytes: number; what: string }>;
 
-/** The two inventories providerd walks page by page. */
+/** The lists providerd walks page by page (the two inventories, and current usage). */
 export const INVENTORIES = {
   provisions: { schema: provisionsPageSchema, maxBytes: RESPONSE_CAPS.provisionsPage },
   retentions: { schema: retentionsPageSchema, maxBytes: RESPONSE_CAPS.retentionsPage },
+  usage: { schema: usagePageSchema, maxBytes: RESPONSE_CAPS.usagePage },
 } as const;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { canonicalUuid } from "./requests.ts";
 
 /**
  * `GET /usage/{uuid}`: what a lease's instances use, as the backend's sampler last saw it,
@@ -110,3 +111,37 @@ export const usageSchema = z
       ),
     { message: "history arrays must align with history.timestamps" },
   ) satisfies z.ZodType<UsageBody>;
+
+/**
+ * `GET /usage` (no lease): the current usage of every lease the backend samples, without
+ * history, for providerd's Prometheus export (`lease_usage_metrics`). Keyset pages in lease
+ * UUID order like `GET /provisions`: `?limit=` (default and ceiling 5000) and
+ * `?continue=<the last lease UUID of the previous page>`; `continue` is in the answer only
+ * when the page is full. A lease whose instances are not sampled yet is not listed.
+ */
+export interface LeaseUsageRow {
+  lease_uuid: string;
+  instances: InstanceUsageBody[];
+}
+
+export interface UsagePageBody {
+  sample_interval_seconds: number;
+  leases: LeaseUsageRow[];
+  continue?: string;
+}
+
+/** providerd's reader of one `GET /usage` page. */
+export const usagePageSchema = z
+  .object({
+    sample_interval_seconds: usageShape.sample_interval_seconds,
+    leases: z.array(z.object({ lease_uuid: canonicalUuid(), instances: usageShape.instances })),
+    continue: z
+      .union([z.literal(""), canonicalUuid()])
+      .optional()
+      .transform((c) => (c === "" ? undefined : c)),
+  })
+  .transform((o) => ({
+    items: o.leases,
+    continueToken: o.continue,
+    sampleIntervalSeconds: o.sample_interval_seconds,
+  }));

@@ -15,6 +15,7 @@ import {
   LEASE_READS,
   type LeaseInfo,
   type LeaseRead,
+  type LeaseUsageRow,
   LIMITS,
   LOG_STREAM,
   type LogStreamEvent,
@@ -429,6 +430,31 @@ export class BackendClient {
   /** GET /usage/{uuid}: what the lease uses now and over the last hour; undefined on 404. */
   usage(leaseUuid: string, signal?: AbortSignal): Promise<UsageBody | undefined> {
     return this.#leaseRead("usage", leaseUuid, signal);
+  }
+
+  /**
+   * GET /usage walked to its end: every lease the backend samples with its instances'
+   * current figures (no history), and the backend's sampling interval. A backend that
+   * cannot sample: ERR_BACKEND_UNSUPPORTED. `onPage` as for `inventory`.
+   */
+  async currentUsage(
+    signal?: AbortSignal,
+    onPage?: () => void,
+  ): Promise<{ leases: LeaseUsageRow[]; sampleIntervalSeconds: number }> {
+    let sampleIntervalSeconds = 0;
+    const { items } = await walk(
+      async (c) => {
+        const page = (await this.#page<LeaseUsageRow>("usage", c, signal)) as StoragePage<LeaseUsageRow> & {
+          sampleIntervalSeconds: number;
+        };
+        sampleIntervalSeconds = page.sampleIntervalSeconds;
+        onPage?.();
+        return page;
+      },
+      this.name,
+      "usage",
+    );
+    return { leases: items, sampleIntervalSeconds };
   }
 
   /** GET /info/{uuid}: connection details; undefined on 404 (not provisioned or not ready). */

@@ -200,6 +200,8 @@ export const fileFields = z.strictObject({
   // finish provisions faster than that (large fleets, benchmarks) may raise them.
   callback_rate_limit_rps: positiveNum().prefault(100),
   callback_rate_limit_burst: positiveInt().prefault(200),
+  // Per-lease usage gauges on /metrics, read from each backend's GET /usage (off: no polling).
+  lease_usage_metrics: bool().prefault(false),
 
   // Last, so problems read top-level keys first, then each backend in turn.
   backends: z

@@ -1,6 +1,7 @@
 import {
   type InstanceHistoryBody,
   type InstanceUsageBody,
+  type LeaseUsageRow,
   USAGE_HISTORY_MAX,
   USAGE_HISTORY_METRICS,
   type UsageBody,
@@ -101,11 +102,26 @@ export class UsageSampler {
     }
   }
 
+  /**
+   * Up to `limit` sampled leases after `after` in lease UUID order, each instance's current
+   * figures (the `GET /usage` page's rows). Sorting the keys costs O(n log n) per page;
+   * at 10,000 leases that is a few milliseconds, answered from memory.
+   */
+  currentPage(after: string | undefined, limit: number): LeaseUsageRow[] {
+    const leases = [...this.#leases.keys()].filter((l) => after === undefined || l > after).sort();
+    return leases.slice(0, limit).map((lease_uuid) => ({
+      lease_uuid,
+      instances: [...(this.#leases.get(lease_uuid)?.values() ?? [])].sort(byInstance).map(current),
+    }));
+  }
+
+  get sampleIntervalSeconds(): number {
+    return this.#options.intervalMs / 1000;
+  }
+
   /** The `GET /usage/{uuid}` body: empty lists when nothing of the lease was sampled yet. */
   read(leaseUuid: string): UsageBody {
-    const states = [...(this.#leases.get(leaseUuid)?.values() ?? [])].sort(
-      (a, b) => a.latest.service.localeCompare(b.latest.service) || a.latest.index - b.latest.index,
-    );
+    const states = [...(this.#leases.get(leaseUuid)?.values() ?? [])].sort(byInstance);
     // One pass samples every instance at the same instant, so the instances share
     // timestamps; one that was not there at some pass gets null there.
     const times = new Set<number>();
@@ -136,6 +152,9 @@ export class UsageSampler {
     };
   }
 }
+
+const byInstance = (a: InstanceState, b: InstanceState) =>
+  a.latest.service.localeCompare(b.latest.service) || a.latest.index - b.latest.index;
 
 /** Average cores since the previous sample of the same run; undefined across a restart. */
 function coresBetween(prev: InstanceState, sample: InstanceSample, atMs: number): number | undefined {
