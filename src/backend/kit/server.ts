@@ -50,6 +50,7 @@ import {
   unsupported,
   WireError,
 } from "./errors.ts";
+import { registerExecRoute } from "./exec-route.ts";
 import type { KitMetrics } from "./metrics.ts";
 import { admitRestore, isListed, type Retention, retainedInfo, retentionsPage } from "./retention/index.ts";
 import type { LeaseItem, Substrate } from "./substrate.ts";
@@ -376,6 +377,7 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     return out;
   });
 
+  registerExecRoute(app, { journal, substrate, logger: o.logger, storageId });
   o.routes?.(app, engine);
   return app;
 }

@@ -76,6 +76,8 @@ export interface MockBackendConfig {
   readonly hangRetention: ReadonlySet<string>;
   /** MOCK_BACKEND_HANG_INVENTORY=1: signed GET /provisions and GET /retentions never answer. */
   readonly hangInventory: boolean;
+  /** MOCK_BACKEND_HANG_EXEC=1: signed GET /shell/{uuid} is accepted and never answered (no upgrade). */
+  readonly hangExec: boolean;
 }
 
 export const DEFAULT_MOCK_PROFILE: SkuProfile = Object.freeze({
@@ -302,5 +304,6 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
     retainedDiskMb: count(env, "MOCK_BACKEND_RETAINED_DISK_MB"),
     hangRetention: leaseList(env, "MOCK_BACKEND_HANG_RETENTION"),
     hangInventory: bool(env, "MOCK_BACKEND_HANG_INVENTORY"),
+    hangExec: bool(env, "MOCK_BACKEND_HANG_EXEC"),
   });
 }

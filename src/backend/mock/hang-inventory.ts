@@ -10,13 +10,17 @@ const INVENTORY_PATHS: ReadonlySet<string> = new Set([PATHS.provisions, PATHS.re
  * still refused 401) and ends only when the client gives up or the server stops; the socket
  * is then dropped with no response, so the reader sees a transport failure, never a body.
  * Per-lease reads (`/provisions/{uuid}`) and every other route answer as usual.
+ * MOCK_BACKEND_HANG_EXEC uses the same hang for `GET /shell/{uuid}`: the upgrade is never answered.
  */
-export function hangInventoryReads(app: FastifyInstance): void {
+export function hangInventoryReads(
+  app: FastifyInstance,
+  hangs: (path: string) => boolean = (path) => INVENTORY_PATHS.has(path),
+): void {
   const stopping = new AbortController();
   // preClose runs before the server waits for in-flight requests: the hangs must not hold it.
   app.addHook("preClose", async () => stopping.abort());
   app.addHook("preHandler", async (req, reply) => {
-    if (req.method !== "GET" || !INVENTORY_PATHS.has(req.url.split("?", 1)[0] as string)) return;
+    if (req.method !== "GET" || !hangs(req.url.split("?", 1)[0] as string)) return;
     const socket = req.raw.socket;
     await new Promise<void>((resolve) => {
       if (socket.destroyed || stopping.signal.aborted) return resolve();

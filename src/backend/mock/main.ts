@@ -1,4 +1,5 @@
 import { ReleaseStack } from "../../core/async/index.ts";
+import { execPath } from "../../core/backend-contract/index.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import { parseTenantManifest, type RunningBackend, startBackend } from "../kit/index.ts";
@@ -57,6 +58,7 @@ export async function startMockBackend(
     routes: (app, engine) => {
       registerLoseRoute(substrate)(app, engine);
       if (config.hangInventory) hangInventoryReads(app);
+      if (config.hangExec) hangInventoryReads(app, (path) => path.startsWith(execPath("")));
     },
     resolveSku: substrate.resolveSku.bind(substrate),
     pool: { totals: config.capacity },

@@ -4,6 +4,9 @@ import type { Clock } from "../../core/clock.ts";
 import { openDatabase } from "../../sqlite/index.ts";
 import {
   type ConnectionInfo,
+  type ExecRequest,
+  type ExecSession,
+  ExecTargetMissing,
   type InstanceSpec,
   type RetainedSet,
   type RetainedVolume,
@@ -14,6 +17,7 @@ import {
   type WorkloadSpec,
 } from "../kit/index.ts";
 import { DEFAULT_MOCK_PROFILE } from "./config.ts";
+import { mockExec } from "./exec.ts";
 
 /**
  * The mock backend's fake substrate: a workload is a record, not a process. Everything
@@ -312,6 +316,17 @@ export class MockSubstrate implements Substrate {
         .join("");
     }
     return out;
+  }
+
+  /** Shell sessions whose command still runs (tests read it to prove none leaks). */
+  readonly execSessions = new Set<ExecSession>();
+
+  async exec(leaseUuid: string, req: ExecRequest): Promise<ExecSession> {
+    const w = this.#workloads.get(leaseUuid);
+    if (!w?.instances.some((i) => i.service === req.service && i.index === req.instance)) {
+      throw new ExecTargetMissing();
+    }
+    return mockExec(req, this.execSessions);
   }
 
   async connection(leaseUuid: string): Promise<ConnectionInfo | undefined> {

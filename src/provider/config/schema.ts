@@ -200,6 +200,14 @@ export const fileFields = z.strictObject({
   // finish provisions faster than that (large fleets, benchmarks) may raise them.
   callback_rate_limit_rps: positiveNum().prefault(100),
   callback_rate_limit_burst: positiveInt().prefault(200),
+  // Tenant shells (GET /v1/leases/{uuid}/shell): on by default, bounded per lease, per
+  // provider, in idle time, length and output rate.
+  tenant_shell_enabled: bool().prefault(true),
+  tenant_shell_sessions_per_lease: positiveInt().prefault(4),
+  tenant_shell_sessions_total: positiveInt().prefault(64),
+  tenant_shell_idle_timeout: positiveDuration().prefault("10m"),
+  tenant_shell_max_duration: positiveDuration().prefault("1h"),
+  tenant_shell_output_bytes_per_second: positiveInt().prefault(1_048_576),
 
   // Last, so problems read top-level keys first, then each backend in turn.
   backends: z

@@ -1,4 +1,3 @@
-import websocket from "@fastify/websocket";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { WebSocket } from "ws";
 import type { ChainLease } from "../../../chain/port.ts";
@@ -52,6 +51,7 @@ function eventsQuery(req: FastifyRequest) {
   return query.data;
 }
 
+/** Registered inside the tenant API's WebSocket scope (websockets.ts), which closes the hub at shutdown. */
 export function registerEventsRoute(
   app: FastifyInstance,
   ctx: TenantContext,
@@ -126,7 +126,12 @@ export function registerEventsRoute(
       close: (code, reason) => socket.close(code, reason),
     };
     socket.on("close", stop);
-    socket.on("message", () => socket.close(1008, "client messages not allowed"));
+    // The shared WebSocket server takes messages up to the shell's size: this stream's own cap is here.
+    socket.on("message", (data: Buffer) =>
+      data.length > limits.maxMessageBytes
+        ? socket.close(1009, "message too large")
+        : socket.close(1008, "client messages not allowed"),
+    );
     if (hub.subscribe(sub) !== "ok") {
       socket.close(1013, "too many connections");
       return;
@@ -163,32 +168,22 @@ export function registerEventsRoute(
     });
   }
 
-  void app.register(async (scoped) => {
-    await scoped.register(websocket, {
-      options: { maxPayload: limits.maxMessageBytes },
-      // Shutdown: every subscriber hears 1001 before the listener closes.
-      preClose: (done) => {
-        hub.close(1001, "server shutting down");
-        done();
-      },
-    });
-    scoped.route({
-      method: "GET",
-      url: "/v1/leases/:lease_uuid/events",
-      preValidation: async (req, reply) => {
-        try {
-          upgrades.set(req, await authorize(req, reply));
-        } catch (err) {
-          return sendApiError(reply, err, logger);
-        }
-      },
-      handler: async (_req, reply) =>
-        reply.code(400).send(tenantError(400, "expected a WebSocket upgrade request")),
-      wsHandler: (socket, req) => {
-        const up = upgrades.get(req);
-        if (up === undefined) socket.close(1011, "internal error");
-        else serve(socket, up);
-      },
-    });
+  app.route({
+    method: "GET",
+    url: "/v1/leases/:lease_uuid/events",
+    preValidation: async (req, reply) => {
+      try {
+        upgrades.set(req, await authorize(req, reply));
+      } catch (err) {
+        return sendApiError(reply, err, logger);
+      }
+    },
+    handler: async (_req, reply) =>
+      reply.code(400).send(tenantError(400, "expected a WebSocket upgrade request")),
+    wsHandler: (socket, req) => {
+      const up = upgrades.get(req);
+      if (up === undefined) socket.close(1011, "internal error");
+      else serve(socket, up);
+    },
   });
 }
