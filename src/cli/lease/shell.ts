@@ -129,6 +129,7 @@ export async function runShell(api: TenantApi, uuid: string, req: ShellRequest):
         } else if (data[0] === CHANNEL.status) exitCode = parseExitStatus(payload);
       });
       ws.on("error", () => {});
+      ws.resume();
       ws.on("close", (code, reason) => {
         if (exitCode !== undefined) return resolve(exitCode);
         reject(
@@ -156,7 +157,11 @@ function closeText(code: number, reason: string): string {
 /** Resolves on the upgrade; rejects with the API's refusal (its message and hint) otherwise. */
 function opened(ws: WebSocket): Promise<void> {
   return new Promise((resolve, reject) => {
-    ws.once("open", () => resolve());
+    ws.once("open", () => {
+      // Frames may arrive with the handshake: hold them until runShell listens (it resumes).
+      ws.pause();
+      resolve();
+    });
     ws.once("unexpected-response", (_req, res) => {
       let text = "";
       res.on("data", (c: Buffer) => {
