@@ -13,6 +13,8 @@ import {
   type RetainedSet,
   type RetainedVolume,
   type RuntimeEvent,
+  type ExecRequest,
+  type ExecSession,
   type Substrate,
   SubstrateError,
   type WorkloadObservation,
@@ -22,6 +24,7 @@ import type { BtrfsVolumes } from "./btrfs-volumes.ts";
 import type { DockerBackendConfig } from "./config.ts";
 import { buildContainerSpec } from "./container-spec.ts";
 import { DeathReports } from "./death-reports.ts";
+import { dockerExec } from "./exec.ts";
 import type { EgressFirewall } from "./egress-firewall.ts";
 import {
   ambiguous,
@@ -770,6 +773,11 @@ export class DockerSubstrate implements Substrate {
       }
     }
     return applyLogBudget(entries);
+  }
+
+  /** A shell session in one of the lease's containers (see exec.ts). */
+  exec(leaseUuid: string, req: ExecRequest, signal: AbortSignal): Promise<ExecSession> {
+    return dockerExec(this.#docker, leaseUuid, req, signal, this.#log);
   }
 
   async connection(leaseUuid: string, signal: AbortSignal): Promise<ConnectionInfo | undefined> {
