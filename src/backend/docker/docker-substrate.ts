@@ -7,14 +7,14 @@ import { isFredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import {
   type ConnectionInfo,
+  type ExecRequest,
+  type ExecSession,
   type InstanceSpec,
   type LeaseItem,
   type RetainedInventory,
   type RetainedSet,
   type RetainedVolume,
   type RuntimeEvent,
-  type ExecRequest,
-  type ExecSession,
   type Substrate,
   SubstrateError,
   type WorkloadObservation,
@@ -24,7 +24,6 @@ import type { BtrfsVolumes } from "./btrfs-volumes.ts";
 import type { DockerBackendConfig } from "./config.ts";
 import { buildContainerSpec } from "./container-spec.ts";
 import { DeathReports } from "./death-reports.ts";
-import { dockerExec } from "./exec.ts";
 import type { EgressFirewall } from "./egress-firewall.ts";
 import {
   ambiguous,
@@ -36,6 +35,7 @@ import {
   withPhase,
 } from "./engine.ts";
 import type { EventSupervisor } from "./event-supervisor.ts";
+import { dockerExec } from "./exec.ts";
 import { ImageGate, ImageLedger } from "./image-gc/index.ts";
 import { ensurePinned, type ImageDeps, type ImageFacts, PullMetrics, resolveImage } from "./images.ts";
 import { type Ingress, leaseRoutes, withFqdns } from "./ingress/index.ts";
