@@ -640,6 +640,36 @@ export const ERROR_CODES = {
     retryable: false,
     http: 501,
   },
+  ERR_API_SHELL_DISABLED: {
+    meaning: "the provider turned tenant shells off (tenant_shell_enabled: false)",
+    retryable: false,
+    http: 403,
+  },
+  ERR_API_SHELL_UNKNOWN_TARGET: {
+    meaning: "a shell session names a service or instance the lease does not have",
+    retryable: false,
+    http: 404,
+  },
+  ERR_API_SHELL_NOT_READY: {
+    meaning: "a shell session was asked for a lease whose workload is not ready",
+    retryable: true,
+    http: 409,
+  },
+  ERR_API_SHELL_LEASE_LIMIT: {
+    meaning: "the lease already has its maximum of open shell sessions",
+    retryable: true,
+    http: 429,
+  },
+  ERR_API_SHELL_BUSY: {
+    meaning: "the provider already has its maximum of open shell sessions",
+    retryable: true,
+    http: 503,
+  },
+  ERR_API_SHELL_UNSUPPORTED: {
+    meaning: "the lease's backend does not implement shell sessions",
+    retryable: false,
+    http: 501,
+  },
 
   // --- devnet and fred up ----------------------------------------------------------------
   ERR_DEVNET_CONFIG: { meaning: "a devnet option (gas price, tenant count) is invalid", retryable: false },
@@ -667,6 +697,11 @@ export const BACKEND_BODY_CODES = {
   },
   client_certificate_not_allowed: { meaning: "403: the client certificate is not allowed", field: "code" },
   unsupported: { meaning: "501: the backend does not implement the operation", field: "code" },
+  not_ready: { meaning: "409: the lease is not ready, so no shell can start in it", field: "code" },
+  unknown_target: {
+    meaning: "404: a shell session names a service or instance the lease does not have",
+    field: "code",
+  },
   maintenance_expired: {
     meaning: "409: a restart or update not newer than the lease's newest one, with no receipt left; not run",
     field: "code",

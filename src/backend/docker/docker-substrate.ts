@@ -8,6 +8,8 @@ import { isFredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import {
   type ConnectionInfo,
+  type ExecRequest,
+  type ExecSession,
   type InstanceSample,
   type InstanceSpec,
   type LeaseItem,
@@ -35,6 +37,7 @@ import {
   withPhase,
 } from "./engine.ts";
 import type { EventSupervisor } from "./event-supervisor.ts";
+import { dockerExec } from "./exec.ts";
 import { ImageGate, ImageLedger } from "./image-gc/index.ts";
 import { ensurePinned, type ImageDeps, type ImageFacts, PullMetrics, resolveImage } from "./images.ts";
 import { type Ingress, leaseRoutes, withFqdns } from "./ingress/index.ts";
@@ -792,6 +795,11 @@ export class DockerSubstrate implements Substrate {
       list: (s: AbortSignal) => this.#list(s, leaseUuid),
     };
     return followContainerLogs(deps, leaseUuid, tail, signal);
+  }
+
+  /** A shell session in one of the lease's containers (see exec.ts). */
+  exec(leaseUuid: string, req: ExecRequest, signal: AbortSignal): Promise<ExecSession> {
+    return dockerExec(this.#docker, leaseUuid, req, signal, this.#log);
   }
 
   async connection(leaseUuid: string, signal: AbortSignal): Promise<ConnectionInfo | undefined> {

@@ -50,6 +50,7 @@ import {
   unsupported,
   WireError,
 } from "./errors.ts";
+import { registerExecRoute } from "./exec-route.ts";
 import { followRequested, LogFollows } from "./log-follow.ts";
 import type { KitMetrics } from "./metrics.ts";
 import { admitRestore, isListed, type Retention, retainedInfo, retentionsPage } from "./retention/index.ts";
@@ -402,6 +403,7 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     return out;
   });
 
+  registerExecRoute(app, { journal, substrate, logger: o.logger, storageId });
   o.routes?.(app, engine);
   return app;
 }

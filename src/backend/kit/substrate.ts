@@ -1,5 +1,7 @@
+import type { Readable, Writable } from "node:stream";
 import type { LogEvent, WireLeaseItem } from "../../core/backend-contract/index.ts";
 import { FredError } from "../../core/errors.ts";
+import type { TerminalSize } from "../../core/exec-channel.ts";
 
 /**
  * The one seam a backend kind implements. The kit owns HTTP, the journal, accounting and
@@ -358,8 +360,54 @@ export interface Substrate {
    */
   health?(signal: AbortSignal): Promise<string | undefined>;
 
+  /**
+   * Optional: starts `req.argv` inside one running instance of the lease, with the
+   * instance's own user, limits and namespaces (a shell session, GET /shell/{uuid}).
+   * Resolves once the command runs; the kit relays its streams and calls `kill` when the
+   * session ends for any reason. Throws `ExecTargetMissing` when the service or instance
+   * does not exist (404). Without it the kit answers the route with 501 `unsupported`.
+   */
+  exec?(leaseUuid: string, req: ExecRequest, signal: AbortSignal): Promise<ExecSession>;
+
   /** Releases clients and watchers. Called once, after the kit stopped calling in. */
   close(): Promise<void>;
+}
+
+/** Which instance a shell session runs in, and what it runs. */
+export interface ExecRequest {
+  service: string;
+  instance: number;
+  tty: boolean;
+  argv: readonly string[];
+}
+
+/**
+ * A command started by `Substrate.exec`. Streams keep Node's backpressure: the kit stops
+ * reading stdout/stderr while its client is behind, and waits for stdin's drain.
+ */
+export interface ExecSession {
+  /** The command's stdin; `end()` closes it (the client's half-close). */
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  /** Undefined with a TTY: a terminal has one output stream. */
+  readonly stderr: Readable | undefined;
+  /** Sets the terminal's size (TTY sessions; ignored otherwise). */
+  resize(size: TerminalSize): void;
+  /** The exit code, once the command ended and its output was read to the end. */
+  readonly exit: Promise<number>;
+  /**
+   * Ends the command and everything it started, resolving once nothing of it runs.
+   * Idempotent; called at the end of every session, even after a normal exit.
+   */
+  kill(): Promise<void>;
+}
+
+/** The service or instance a shell session names does not exist in the lease. */
+export class ExecTargetMissing extends Error {
+  constructor(message = "unknown service or instance") {
+    super(message);
+    this.name = "ExecTargetMissing";
+  }
 }
 
 export type SubstrateOutcome = "definite" | "ambiguous";

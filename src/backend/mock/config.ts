@@ -86,6 +86,8 @@ export interface MockBackendConfig {
   readonly logIntervalMs: number;
   /** MOCK_BACKEND_HANG_LOG_FOLLOW=1: signed streaming log reads (`GET /logs/{uuid}?follow=true`) never answer. */
   readonly hangLogFollow: boolean;
+  /** MOCK_BACKEND_HANG_EXEC=1: signed GET /shell/{uuid} is accepted and never answered (no upgrade). */
+  readonly hangExec: boolean;
 }
 
 export const DEFAULT_MOCK_PROFILE: SkuProfile = Object.freeze({
@@ -326,5 +328,6 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
     hangUsage: bool(env, "MOCK_BACKEND_HANG_USAGE"),
     logIntervalMs: duration(env, "MOCK_BACKEND_LOG_INTERVAL", "1s"),
     hangLogFollow: bool(env, "MOCK_BACKEND_HANG_LOG_FOLLOW"),
+    hangExec: bool(env, "MOCK_BACKEND_HANG_EXEC"),
   });
 }

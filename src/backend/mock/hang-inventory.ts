@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { leasePath, PATHS } from "../../core/backend-contract/index.ts";
+import { execPath, leasePath, PATHS } from "../../core/backend-contract/index.ts";
 
 const INVENTORY_PATHS: ReadonlySet<string> = new Set([PATHS.provisions, PATHS.retentions]);
 
@@ -10,6 +10,7 @@ const INVENTORY_PATHS: ReadonlySet<string> = new Set([PATHS.provisions, PATHS.re
  * still refused 401) and ends only when the client gives up or the server stops; the socket
  * is then dropped with no response, so the reader sees a transport failure, never a body.
  * Per-lease reads (`/provisions/{uuid}`) and every other route answer as usual.
+ * MOCK_BACKEND_HANG_EXEC uses the same hang for `GET /shell/{uuid}`: the upgrade is never answered.
  */
 export function hangInventoryReads(app: FastifyInstance): void {
   hangMatching(app, (req) => req.method === "GET" && INVENTORY_PATHS.has(pathOf(req)));
@@ -21,6 +22,11 @@ export function hangUsageReads(app: FastifyInstance): void {
 }
 
 const pathOf = (req: FastifyRequest) => req.url.split("?", 1)[0] as string;
+
+/** MOCK_BACKEND_HANG_EXEC: every signed `GET /shell/{uuid}` (an upgrade) hangs the same way. */
+export function hangExecUpgrades(app: FastifyInstance): void {
+  hangMatching(app, (req) => req.method === "GET" && pathOf(req).startsWith(execPath("")));
+}
 
 /** Signed requests for which `match` is true are accepted and never answered (see above). */
 export function hangMatching(app: FastifyInstance, match: (req: FastifyRequest) => boolean): void {

@@ -5,6 +5,8 @@ import type { MockSubstrate } from "./substrate.ts";
 /** The mock's failure-injection routes; signed like every contract route. */
 export const LOSE_PATH = "/_mock/lose/:uuid";
 export const RETAINED_SIZE_PATH = "/_mock/retained-size/:uuid";
+/** `GET /_mock/exec-sessions`: `{"running": n}`, the shell commands still running. */
+export const EXEC_SESSIONS_PATH = "/_mock/exec-sessions";
 
 /**
  * `POST /_mock/lose/{lease_uuid}`: the lease's workload vanishes the way a crashed host
@@ -23,6 +25,7 @@ function leaseParam(req: FastifyRequest): string {
 
 export function registerLoseRoute(substrate: MockSubstrate) {
   return (app: FastifyInstance, engine: BackendEngine): void => {
+    app.get(EXEC_SESSIONS_PATH, async () => ({ running: substrate.execSessions.size }));
     app.post(LOSE_PATH, async (req: FastifyRequest) => {
       const uuid = leaseParam(req);
       if (engine.journal.getLease(uuid) === undefined) throw notFound();

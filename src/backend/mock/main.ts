@@ -3,7 +3,7 @@ import { type Clock, systemClock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import { parseTenantManifest, type RunningBackend, startBackend } from "../kit/index.ts";
 import type { MockBackendConfig } from "./config.ts";
-import { hangInventoryReads, hangUsageReads } from "./hang-inventory.ts";
+import { hangExecUpgrades, hangInventoryReads, hangUsageReads } from "./hang-inventory.ts";
 import { registerLogRoute } from "./log-route.ts";
 import { registerLoseRoute } from "./lose-route.ts";
 import { MockSubstrate } from "./substrate.ts";
@@ -64,6 +64,7 @@ export async function startMockBackend(
       registerLogRoute(substrate, config.hangLogFollow)(app, engine);
       if (config.hangInventory) hangInventoryReads(app);
       if (config.hangUsage) hangUsageReads(app);
+      if (config.hangExec) hangExecUpgrades(app);
     },
     resolveSku: substrate.resolveSku.bind(substrate),
     pool: { totals: config.capacity },

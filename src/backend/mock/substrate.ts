@@ -5,6 +5,9 @@ import type { Clock } from "../../core/clock.ts";
 import { openDatabase } from "../../sqlite/index.ts";
 import {
   type ConnectionInfo,
+  type ExecRequest,
+  type ExecSession,
+  ExecTargetMissing,
   type InstanceSpec,
   type RetainedSet,
   type RetainedVolume,
@@ -15,6 +18,7 @@ import {
   type WorkloadSpec,
 } from "../kit/index.ts";
 import { DEFAULT_MOCK_PROFILE } from "./config.ts";
+import { mockExec } from "./exec.ts";
 import { MockLogFeed } from "./log-feed.ts";
 import { type MockRunningWorkload, MockUsage, type UsageDrive } from "./usage.ts";
 
@@ -381,6 +385,17 @@ export class MockSubstrate implements Substrate {
   /** The lease's instances as (service, index), or undefined when it has no workload. */
   instancesOf(leaseUuid: string): readonly { service: string; index: number }[] | undefined {
     return this.#workloads.get(leaseUuid)?.instances;
+  }
+
+  /** Shell sessions whose command still runs (tests read it to prove none leaks). */
+  readonly execSessions = new Set<ExecSession>();
+
+  async exec(leaseUuid: string, req: ExecRequest): Promise<ExecSession> {
+    const w = this.#workloads.get(leaseUuid);
+    if (!w?.instances.some((i) => i.service === req.service && i.index === req.instance)) {
+      throw new ExecTargetMissing();
+    }
+    return mockExec(req, this.execSessions);
   }
 
   async connection(leaseUuid: string): Promise<ConnectionInfo | undefined> {

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { registerLeaseJourney } from "./journey.ts";
 import { registerLeaseReads } from "./reads.ts";
+import { registerLeaseShell } from "./shell.ts";
 import { registerLeaseUsage } from "./usage.ts";
 
 export { LOCAL_PROVIDER_URL, readManifest, UP_TLS_DIR } from "./context.ts";
@@ -27,4 +28,5 @@ Examples:
   registerLeaseJourney(lease);
   registerLeaseReads(lease);
   registerLeaseUsage(lease);
+  registerLeaseShell(lease);
 }

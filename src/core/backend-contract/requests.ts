@@ -52,6 +52,15 @@ export function leasePath(read: LeaseRead, leaseUuid: string): string {
   return `/${read}/${leaseUuid}`;
 }
 
+/**
+ * A shell session in a lease's instance: `GET /shell/{uuid}?service=&instance=&tty=&command=`
+ * (command repeated, one argv entry each), signed like every GET and upgraded to a
+ * WebSocket speaking src/core/exec-channel.ts's framing.
+ */
+export function execPath(leaseUuid: string): string {
+  return `/shell/${leaseUuid}`;
+}
+
 export const PATHS = {
   health: "/health",
   stats: "/stats",

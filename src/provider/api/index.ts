@@ -1,4 +1,6 @@
 import type { FastifyInstance } from "fastify";
+import { SHELL_CLOSE } from "../../core/exec-channel.ts";
+import type { ProviderConfig } from "../config/index.ts";
 import { BackendCatalog } from "./backend-catalog.ts";
 import { type TenantApiDeps, type TenantContext, tenantContext } from "./context.ts";
 import { EventHub, LeaseEventPublisher } from "./event-hub.ts";
@@ -14,10 +16,13 @@ import { registerProviderRoute } from "./routes/provider.ts";
 import { registerProvisionRoute } from "./routes/provision.ts";
 import { registerReleasesRoute } from "./routes/releases.ts";
 import { registerRestoreRoute } from "./routes/restore.ts";
+import { registerShellRoute } from "./routes/shell.ts";
 import { registerStatusRoute } from "./routes/status.ts";
 import { registerUpdateRoute } from "./routes/update.ts";
 import { registerUsageRoute } from "./routes/usage.ts";
-import { registerWebSocketScope } from "./websockets.ts";
+import type { RelayLimits } from "./shell-relay.ts";
+import { ShellSessions } from "./shell-sessions.ts";
+import { registerWebSocketRoutes } from "./websockets.ts";
 
 /**
  * The tenant API: `/v1/leases/{uuid}/…` on providerd's listener. Built once by the
@@ -32,6 +37,17 @@ export type { BlockSignal } from "./tenant-lease-reads.ts";
 
 const SWEEP_INTERVAL_MS = 30_000;
 
+/** A shell session's limits: the operator's (tenant_shell_*) and two fixed bounds. */
+function shellLimits(config: ProviderConfig): RelayLimits {
+  return {
+    idleMs: config.tenantShellIdleTimeoutMs,
+    maxDurationMs: config.tenantShellMaxDurationMs,
+    outputBytesPerSecond: config.tenantShellOutputBytesPerSecond,
+    maxBufferedBytes: 1024 * 1024,
+    resizeIntervalMs: 100,
+  };
+}
+
 export class TenantApi {
   readonly context: TenantContext;
   readonly logs: LogAdmission;
@@ -40,6 +56,8 @@ export class TenantApi {
   readonly hub: EventHub;
   readonly events: LeaseEventPublisher;
   readonly backends: BackendCatalog;
+  /** Open tenant shell sessions (caps, shutdown). */
+  readonly shells: ShellSessions;
   #cancelSweep: (() => void) | undefined;
   #closed = false;
   /** A hub the root lent is the root's to close. */
@@ -54,6 +72,10 @@ export class TenantApi {
     this.events = new LeaseEventPublisher(this.hub, this.context.leases, deps.logger);
     this.events.listen(deps);
     this.backends = new BackendCatalog(deps.config.backends);
+    this.shells = new ShellSessions({
+      perLease: deps.config.tenantShellSessionsPerLease,
+      total: deps.config.tenantShellSessionsTotal,
+    });
     this.#scheduleSweep();
   }
 
@@ -68,21 +90,19 @@ export class TenantApi {
     registerRestartRoute(app, ctx);
     registerUpdateRoute(app, ctx);
     registerUsageRoute(app, ctx);
-    const eventLimits = { ...WS_LIMITS, ...ctx.deps.eventTimings };
-    registerWebSocketScope(
+    registerWebSocketRoutes(
       app,
-      {
-        maxPayload: eventLimits.maxMessageBytes,
-        // Shutdown: every subscriber hears 1001 before the listener closes.
-        preClose: () => {
-          this.hub.close(1001, "server shutting down");
-          this.follows.close(1001, "server shutting down");
-        },
+      // Shutdown: every stream hears its close code before the listener closes.
+      () => {
+        this.hub.close(1001, "server shutting down");
+        this.follows.close(1001, "server shutting down");
+        this.shells.closeAll(SHELL_CLOSE.shutdown, "server shutting down");
       },
-      (scoped) => {
-        registerEventsRoute(scoped, ctx, this.hub, eventLimits);
-        registerLogsRoute(scoped, ctx, this.logs, this.follows);
-      },
+      [
+        (scoped) => registerEventsRoute(scoped, ctx, this.hub, { ...WS_LIMITS, ...ctx.deps.eventTimings }),
+        (scoped) => registerLogsRoute(scoped, ctx, this.logs, this.follows),
+        (scoped) => registerShellRoute(scoped, ctx, this.hub, this.shells, shellLimits(ctx.deps.config)),
+      ],
     );
     registerProviderRoute(app, ctx.deps.config, this.backends);
     registerOpenApiRoute(app);

@@ -15,6 +15,7 @@ import {
   releasesBodySchema,
   restoreAcceptedSchema,
   restoreBodySchema,
+  shellQuerySchema,
   statusBodySchema,
   updateBodySchema,
 } from "./schemas/lease.ts";
@@ -320,6 +321,21 @@ export function openApiDocument(): Json {
           responses: {
             "101": { description: "Switching Protocols: the stream of EventFrame texts" },
             ...refusals(LEASE_REFUSALS),
+          },
+        },
+      },
+      "/v1/leases/{lease_uuid}/shell": {
+        get: {
+          summary: "WebSocket running a command in the lease's service (v5.channel.k8s.io framing)",
+          description:
+            "Single-use access token, ACTIVE leases only; every refusal comes before the upgrade, as a plain HTTP answer. Binary messages, first byte the channel: 0 stdin, 1 stdout, 2 stderr, 3 exit status (Kubernetes Status JSON), 4 resize {Width,Height}, 255 close of a stream ([255,0]: stdin closed). Close codes: 1000 exited, 1001 shutdown, 1008 malformed frame, 1009 over 64 KiB, 1011 backend failed, 4000 idle timeout, 4001 maximum duration.",
+          security: bearer,
+          parameters: [...lease, ...parameters("query", shellQuerySchema)],
+          responses: {
+            "101": { description: "Switching Protocols (subprotocol v5.channel.k8s.io): the session" },
+            ...refusals(LEASE_REFUSALS),
+            "409": { description: "The lease's workload is not ready (reason not_ready)", ...json("Error") },
+            "501": { description: "The lease's backend does not support shell sessions", ...json("Error") },
           },
         },
       },

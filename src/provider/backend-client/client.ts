@@ -7,6 +7,7 @@ import {
   circuitBreaker,
   handleType,
 } from "cockatiel";
+import type WebSocket from "ws";
 import type { z } from "zod";
 import {
   type BackendStats,
@@ -35,10 +36,12 @@ import {
   statsSchema,
   type UsageBody,
 } from "../../core/backend-contract/index.ts";
-import type { Clock } from "../../core/clock.ts";
+import { type Clock, systemClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
+import type { ExecQuery } from "../../core/exec-channel.ts";
 import type { BackendConfig } from "../config/index.ts";
 import { decodeBody } from "./decode.ts";
+import { openExecSocket } from "./exec.ts";
 import {
   BackendTransport,
   classifyMutation,
@@ -130,8 +133,10 @@ export class BackendClient {
   readonly backend: BackendConfig;
   readonly #transport: BackendTransport;
   readonly #breaker: CircuitBreakerPolicy;
+  readonly #clock: Clock;
 
   private constructor(opts: BackendClientOptions, transport: BackendTransport) {
+    this.#clock = opts.clock ?? systemClock;
     this.name = opts.backend.name;
     this.backend = opts.backend;
     this.#transport = transport;
@@ -171,6 +176,16 @@ export class BackendClient {
 
   async close(): Promise<void> {
     await this.#transport.close();
+  }
+
+  /** A shell session on this backend: the open WebSocket (see exec.ts). Not through the breaker: one session's refusal says nothing of the backend's health. */
+  openExec(leaseUuid: string, target: ExecQuery, signal: AbortSignal): Promise<WebSocket> {
+    if (this.backend.fenced) {
+      return Promise.reject(
+        new FredError("ERR_BACKEND_FENCED", `backend ${this.name} is fenced; nothing is sent to it`),
+      );
+    }
+    return openExecSocket(this.#transport, this.#clock, leaseUuid, target, signal);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -73,6 +73,8 @@ export function encodeQuery(query: Record<string, string | readonly string[]>): 
   return text === "" ? "" : `?${text}`;
 }
 
+type TlsConnect = { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized: boolean };
+
 export class BackendTransport {
   readonly name: string;
   readonly storageId: string | undefined;
@@ -82,8 +84,11 @@ export class BackendTransport {
   readonly #timeoutMs: number;
   /** Held-open streams get their own connections, so they never starve the pool's requests. */
   readonly #streams: Pool;
+  /** The base URL and TLS options, for connections outside the pools (shell WebSockets). */
+  readonly url: string;
+  readonly tls: TlsConnect | undefined;
 
-  private constructor(opts: TransportOptions, pool: Pool, streams: Pool) {
+  private constructor(opts: TransportOptions, pool: Pool, streams: Pool, tls: TlsConnect | undefined) {
     this.name = opts.backend.name;
     this.storageId = opts.storageId;
     this.#pool = pool;
@@ -91,6 +96,26 @@ export class BackendTransport {
     this.#secret = hmacSecret(opts.secret);
     this.#clock = opts.clock ?? systemClock;
     this.#timeoutMs = opts.backend.timeoutMs;
+    this.url = opts.backend.url;
+    this.tls = tls;
+  }
+
+  get timeoutMs(): number {
+    return this.#timeoutMs;
+  }
+
+  /** The request target (storage ID added) and its signature header, as `send` makes them. */
+  sign(method: "GET" | "POST", path: string, query: Record<string, string | readonly string[]> = {}) {
+    const all = { ...query };
+    if (this.storageId !== undefined) all[QUERY.storageId] = this.storageId;
+    const uri = `${path}${encodeQuery(all)}`;
+    const timestamp = Math.floor(this.#clock.now() / 1000);
+    return { uri, headers: { [SIGNATURE_HEADER]: signRequest(this.#secret, { method, uri, timestamp }) } };
+  }
+
+  /** Throws ERR_BACKEND_IDENTITY unless `value` is exactly one storage ID, the pinned one once pinned. */
+  checkStorageHeader(value: string | string[] | undefined): string {
+    return this.#checkStorageHeader(value);
   }
 
   static async create(opts: TransportOptions): Promise<BackendTransport> {
@@ -121,7 +146,7 @@ export class BackendTransport {
       headersTimeout: b.timeoutMs,
       ...(connect === undefined ? {} : { connect }),
     });
-    return new BackendTransport(opts, pool, streams);
+    return new BackendTransport(opts, pool, streams, connect);
   }
 
   async close(): Promise<void> {

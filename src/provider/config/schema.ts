@@ -202,6 +202,14 @@ export const fileFields = z.strictObject({
   callback_rate_limit_burst: positiveInt().prefault(200),
   // Per-lease usage gauges on /metrics, read from each backend's GET /usage (off: no polling).
   lease_usage_metrics: bool().prefault(false),
+  // Tenant shells (GET /v1/leases/{uuid}/shell): on by default, bounded per lease, per
+  // provider, in idle time, length and output rate.
+  tenant_shell_enabled: bool().prefault(true),
+  tenant_shell_sessions_per_lease: positiveInt().prefault(4),
+  tenant_shell_sessions_total: positiveInt().prefault(64),
+  tenant_shell_idle_timeout: positiveDuration().prefault("10m"),
+  tenant_shell_max_duration: positiveDuration().prefault("1h"),
+  tenant_shell_output_bytes_per_second: positiveInt().prefault(1_048_576),
 
   // Last, so problems read top-level keys first, then each backend in turn.
   backends: z

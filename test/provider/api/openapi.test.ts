@@ -4,6 +4,7 @@ import { after, before, describe, it } from "node:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { openApiDocument } from "../../../src/provider/api/openapi.ts";
 import { until } from "../../support/index.ts";
+import { ShellClient } from "../e2e/shell-client.ts";
 import { mockSkus, Stack, sha256 } from "../e2e/stack.ts";
 import { Harness } from "./harness.ts";
 import { OpenApiCheck } from "./openapi-check.ts";
@@ -95,6 +96,13 @@ describe("GET /openapi.json (devnet + providerd + mock backends)", () => {
       ws.ws.close();
       await ws.closed;
     }
+
+    const shell = await new ShellClient(
+      `${stack.api.replace(/^http/, "ws")}${p}/shell?command=echo&command=hi&token=${tenant1.fresh(lease)}`,
+    ).open();
+    assert.deepEqual(check.problems(L("shell"), "get", 101, undefined), []);
+    assert.equal((await shell.closed).code, 1000);
+    assert.equal(shell.stdout, "hi\n");
   });
 
   it("real answers of every lease route conform: refusals", async () => {
@@ -124,6 +132,7 @@ describe("GET /openapi.json (devnet + providerd + mock backends)", () => {
     await expect(L("events"), `${p}/events?since=x`, 400, bearer(token));
     // A plain GET of the stream (no upgrade) is a 400 envelope.
     await expect(L("events"), `${p}/events`, 400, bearer(token));
+    await expect(L("shell"), `${p}/shell`, 400, bearer(token));
 
     // mock-2 never finishes: its leases keep an unresolved attempt, so reads that need an owner are 503.
     const [slow] = await stack.createLeases(1, "docker-large");

@@ -51,6 +51,7 @@ function eventsQuery(req: FastifyRequest) {
   return query.data;
 }
 
+/** Registered inside the tenant API's WebSocket scope (websockets.ts), which closes the hub at shutdown. */
 export function registerEventsRoute(
   app: FastifyInstance,
   ctx: TenantContext,
@@ -125,7 +126,12 @@ export function registerEventsRoute(
       close: (code, reason) => socket.close(code, reason),
     };
     socket.on("close", stop);
-    socket.on("message", () => socket.close(1008, "client messages not allowed"));
+    // The shared WebSocket server takes messages up to the shell's size: this stream's own cap is here.
+    socket.on("message", (data: Buffer) =>
+      data.length > limits.maxMessageBytes
+        ? socket.close(1009, "message too large")
+        : socket.close(1008, "client messages not allowed"),
+    );
     if (hub.subscribe(sub) !== "ok") {
       socket.close(1013, "too many connections");
       return;

@@ -50,6 +50,7 @@ export function providerInfo(config: ProviderConfig, catalog: BackendCatalog): P
     },
     token_lifetime_seconds: TOKEN_MAX_AGE_SECONDS,
     token_future_skew_seconds: TOKEN_MAX_FUTURE_SKEW_SECONDS,
+    features: { shell: config.tenantShellEnabled },
   };
 }
 

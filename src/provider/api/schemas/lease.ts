@@ -64,6 +64,28 @@ export const eventsQuerySchema = z.object({
   notices: once("notices").optional().describe("Any value but 0/false: also send reset and notice frames"),
 });
 
+/**
+ * `GET shell` query, for the OpenAPI document; requests are read by parseExecQuery
+ * (src/core/exec-channel.ts), whose checks these descriptions state.
+ */
+export const shellQuerySchema = z.object({
+  service: z.string().optional().describe("The service to enter (default: the lease's first)"),
+  instance: z
+    .string()
+    .regex(/^\d{1,4}$/)
+    .optional()
+    .describe("0-based instance of the service (default 0)"),
+  tty: z
+    .enum(["true", "false", "1", "0"])
+    .optional()
+    .describe("A terminal: one output stream, resizes apply"),
+  command: z
+    .array(z.string())
+    .optional()
+    .describe("Repeatable: one argv entry each (default the image's shell, /bin/sh; at most 64, 16 KiB)"),
+  token: once("token").optional().describe("The access token, when no Authorization header can be set"),
+});
+
 /** The keys of ours a status or provision answer carries only when `include` asks for them. */
 export const EXTRA_KEYS = ["credit", "terminal_budget"] as const;
 export type ExtraKey = (typeof EXTRA_KEYS)[number];

@@ -47,6 +47,11 @@ export const providerInfoSchema = z.object({
   }),
   token_lifetime_seconds: z.number().int(),
   token_future_skew_seconds: z.number().int(),
+  features: z
+    .object({
+      shell: z.boolean().describe("GET /v1/leases/{uuid}/shell is served (tenant_shell_enabled)"),
+    })
+    .describe("Optional tenant features this provider serves"),
 });
 
 export type ProviderInfo = z.infer<typeof providerInfoSchema>;
