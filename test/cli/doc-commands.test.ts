@@ -78,6 +78,8 @@ export function problems(program: Command, text: string): string[] {
   const accepted = flagsOf(cmd);
   const out: string[] = [];
   for (const w of argv.slice(i)) {
+    // Past `--` the words are another program's (fred lease shell $LEASE -- sh -c …).
+    if (w === "--") break;
     if (!/^--?[a-zA-Z]/.test(w)) continue;
     const flag = w.split("=")[0] as string;
     if (!accepted.has(flag)) out.push(`"${cmd.name()}" has no flag ${flag}`);
@@ -97,6 +99,8 @@ describe("commands shown in the docs", () => {
     assert.match(problems(program, "fred lease deplooy --sku x")[0] ?? "", /unknown subcommand "deplooy"/);
     assert.match(problems(program, "fred lease status <uuid> --frm t")[0] ?? "", /no flag --frm/);
     assert.deepEqual(problems(program, "fred lease status|connect <uuid> --from t"), []);
+    assert.deepEqual(problems(program, "fred lease shell <uuid> --service web -- sh -c 'exit 3'"), []);
+    assert.match(problems(program, "fred lease shell <uuid> --servce web -- sh")[0] ?? "", /no flag --servce/);
     assert.match(
       problems(program, "fred lease status|conect <uuid>")[0] ?? "",
       /unknown subcommand "conect"/,
