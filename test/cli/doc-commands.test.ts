@@ -100,7 +100,10 @@ describe("commands shown in the docs", () => {
     assert.match(problems(program, "fred lease status <uuid> --frm t")[0] ?? "", /no flag --frm/);
     assert.deepEqual(problems(program, "fred lease status|connect <uuid> --from t"), []);
     assert.deepEqual(problems(program, "fred lease shell <uuid> --service web -- sh -c 'exit 3'"), []);
-    assert.match(problems(program, "fred lease shell <uuid> --servce web -- sh")[0] ?? "", /no flag --servce/);
+    assert.match(
+      problems(program, "fred lease shell <uuid> --servce web -- sh")[0] ?? "",
+      /no flag --servce/,
+    );
     assert.match(
       problems(program, "fred lease status|conect <uuid>")[0] ?? "",
       /unknown subcommand "conect"/,

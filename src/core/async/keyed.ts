@@ -270,14 +270,9 @@ export class RateBuckets {
 
   /** Spends `cost` tokens (one by default: a request; bytes for a byte rate) of `key`'s bucket when it holds them. */
   consume(key: string, cost = 1): BucketVerdict {
-    const now = this.#clock.now();
-    let b = this.#buckets.get(key);
-    if (b === undefined || now - b.at > this.#idleMs) b = { tokens: this.burst, at: now };
-    b.tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.rps);
-    b.at = now;
+    const b = this.#refilled(key);
     const allowed = b.tokens >= cost;
     if (allowed) b.tokens -= cost;
-    this.#buckets.set(key, b);
     return {
       allowed,
       limit: this.burst,
@@ -290,5 +285,27 @@ export class RateBuckets {
   /** 0 when allowed; otherwise the whole seconds to wait (for Retry-After). */
   take(key: string): number {
     return this.consume(key).retryAfterSeconds;
+  }
+
+  /**
+   * Spends `cost` tokens even past empty, the bucket going into debt: for what was already
+   * received and must be paced, not refused (a shell's output). Returns the milliseconds
+   * until the debt is paid (0 when there is none), for the caller to pause that long.
+   */
+  spend(key: string, cost: number): number {
+    const b = this.#refilled(key);
+    b.tokens -= cost;
+    return b.tokens >= 0 ? 0 : Math.ceil((-b.tokens / this.rps) * 1000);
+  }
+
+  /** `key`'s bucket with the tokens earned since it was last used (full when new or idle). */
+  #refilled(key: string): { tokens: number; at: number } {
+    const now = this.#clock.now();
+    let b = this.#buckets.get(key);
+    if (b === undefined || now - b.at > this.#idleMs) b = { tokens: this.burst, at: now };
+    b.tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.rps);
+    b.at = now;
+    this.#buckets.set(key, b);
+    return b;
   }
 }

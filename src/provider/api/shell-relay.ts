@@ -1,4 +1,5 @@
 import type WebSocket from "ws";
+import { RateBuckets } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { CHANNEL, parseExitStatus, parseResize, SHELL_CLOSE } from "../../core/exec-channel.ts";
 
@@ -81,20 +82,18 @@ export function relayShell(tenant: WebSocket, backend: WebSocket, limits: RelayL
     if (holds.size === 0 && !ended) backend.resume();
   };
 
-  // RateBuckets answers in whole seconds per call; a byte rate needs the wait in ms.
-  let allowance = limits.outputBytesPerSecond;
-  let allowanceAt = clock.now();
+  // The output is paced, never dropped: bytes already read from the backend go into the
+  // bucket's debt, and the backend is paused until it is paid.
+  const output = new RateBuckets(limits.outputBytesPerSecond, limits.outputBytesPerSecond, clock, {
+    maxKeys: 1,
+  });
   let rateTimer: (() => void) | undefined;
   timers.push(() => rateTimer?.());
   const pace = (bytes: number) => {
-    const now = clock.now();
-    const rate = limits.outputBytesPerSecond;
-    allowance = Math.min(rate, allowance + ((now - allowanceAt) / 1000) * rate);
-    allowanceAt = now;
-    allowance -= bytes;
-    if (allowance >= 0 || rateTimer !== undefined) return;
+    const waitMs = output.spend("output", bytes);
+    if (waitMs === 0 || rateTimer !== undefined) return;
     hold("rate");
-    rateTimer = clock.setTimer(Math.ceil((-allowance / rate) * 1000), () => {
+    rateTimer = clock.setTimer(waitMs, () => {
       rateTimer = undefined;
       release("rate");
     });

@@ -4,6 +4,7 @@ import {
   Backoff,
   Coalescer,
   KeyedMutex,
+  RateBuckets,
   retry,
   withDeadline,
   withStallDeadline,
@@ -265,5 +266,22 @@ describe("withStallDeadline", () => {
     await assert.rejects(stalled, /stalled/);
     assert.equal(seen?.aborted, true);
     progress(); // progress after the deadline changes nothing
+  });
+});
+
+describe("RateBuckets", () => {
+  it("consume refuses past the bucket; spend goes into debt and says how long it takes to pay", () => {
+    const clock = new ManualClock(0);
+    const bytes = new RateBuckets(1000, 1000, clock);
+    assert.equal(bytes.consume("a", 600).allowed, true);
+    assert.equal(bytes.consume("a", 600).allowed, false, "400 left: refused, nothing spent");
+    assert.equal(bytes.spend("a", 600), 200, "200 in debt at 1000/s: 200 ms");
+    assert.equal(bytes.spend("a", 100), 300, "deeper in debt");
+    clock.advance(300);
+    assert.equal(bytes.spend("a", 0), 0, "paid");
+    clock.advance(5_000);
+    assert.equal(bytes.spend("a", 1000), 0, "refilled to the burst, never past it");
+    assert.equal(bytes.spend("a", 1), 1);
+    assert.equal(bytes.spend("b", 999), 0, "keys are separate");
   });
 });

@@ -2,15 +2,15 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { WebSocket } from "ws";
 import type { ChainLease } from "../../../chain/port.ts";
 import { withDeadline } from "../../../core/async/index.ts";
-import { tenantError } from "../../../core/envelope.ts";
 import { FredError } from "../../../core/errors.ts";
 import { leaseUuidParam } from "../auth.ts";
 import { routeRead } from "../backend-route.ts";
 import type { EventTimings, TenantContext } from "../context.ts";
 import { type DiagnosticsLookup, lookupDiagnostics } from "../diagnostics.ts";
-import { ApiError, sendApiError } from "../errors.ts";
+import { ApiError } from "../errors.ts";
 import type { EventFrame, EventHub, Notice, Subscriber } from "../event-hub.ts";
 import { eventsQuerySchema } from "../schemas/lease.ts";
+import { keepAlive, upgradeRoute } from "../websockets.ts";
 
 /**
  * `GET /v1/leases/{uuid}/events`: a push-only WebSocket of the lease's status frames.
@@ -35,8 +35,6 @@ interface Upgrade {
   since: number | undefined;
   notices: boolean;
 }
-
-const upgrades = new WeakMap<FastifyRequest, Upgrade>();
 
 /** How long a connection's first snapshot waits for the backend's record. */
 const SNAPSHOT_READ_MS = 5_000;
@@ -137,19 +135,11 @@ export function registerEventsRoute(
       return;
     }
     timers.push(
-      clock.setTimer(limits.lifetimeMs, () => socket.close(1013, "max connection lifetime reached")),
+      keepAlive(socket, clock, limits, {
+        dead: drop,
+        expired: () => socket.close(1013, "max connection lifetime reached"),
+      }),
     );
-    let cancelPongDeadline = clock.setTimer(limits.pongTimeoutMs, drop);
-    timers.push(() => cancelPongDeadline());
-    socket.on("pong", () => {
-      cancelPongDeadline();
-      cancelPongDeadline = clock.setTimer(limits.pongTimeoutMs, drop);
-    });
-    const ping = () => {
-      if (socket.readyState === socket.OPEN) socket.ping();
-      timers.push(clock.setTimer(limits.pingIntervalMs, ping));
-    };
-    timers.push(clock.setTimer(limits.pingIntervalMs, ping));
 
     void (async () => {
       const resume = up.since === undefined ? undefined : hub.resume(up.lease.uuid, up.since);
@@ -167,22 +157,5 @@ export function registerEventsRoute(
       socket.close(1011, "internal error");
     });
   }
-  app.route({
-    method: "GET",
-    url: "/v1/leases/:lease_uuid/events",
-    preValidation: async (req, reply) => {
-      try {
-        upgrades.set(req, await authorize(req, reply));
-      } catch (err) {
-        return sendApiError(reply, err, logger);
-      }
-    },
-    handler: async (_req, reply) =>
-      reply.code(400).send(tenantError(400, "expected a WebSocket upgrade request")),
-    wsHandler: (socket, req) => {
-      const up = upgrades.get(req);
-      if (up === undefined) socket.close(1011, "internal error");
-      else serve(socket, up);
-    },
-  });
+  upgradeRoute(app, { url: "/v1/leases/:lease_uuid/events", logger, authorize, serve });
 }

@@ -6,8 +6,9 @@ import { isFredError } from "../../../core/errors.ts";
 import { leaseUuidParam } from "../auth.ts";
 import { backendReadFailure, ownerOrRefuse, routeRead } from "../backend-route.ts";
 import type { TenantContext } from "../context.ts";
-import { ApiError, refuse, sendApiError } from "../errors.ts";
+import { ApiError, refuse } from "../errors.ts";
 import { type FollowSlot, LOG_CLOSE, type LogFollows, type TenantLogFrame } from "../log-follows.ts";
+import { keepAlive } from "../websockets.ts";
 import { followMode, parseTail } from "./logs-query.ts";
 
 /**
@@ -29,8 +30,6 @@ interface Opened {
   events: AsyncGenerator<LogStreamEvent>;
   stop: AbortController;
 }
-
-const opened = new WeakMap<FastifyRequest, Opened>();
 
 function queryToken(req: FastifyRequest): string | undefined {
   const raw = (req.query as Record<string, unknown> | undefined)?.token;
@@ -147,18 +146,12 @@ export function logFollowHandlers(ctx: TenantContext, follows: LogFollows) {
       send({ service, instance, ts, stream, line: event.line });
     };
 
-    timers.push(clock.setTimer(limits.lifetimeMs, () => close(1013, "max connection lifetime reached")));
-    let cancelPongDeadline = clock.setTimer(limits.pongTimeoutMs, drop);
-    timers.push(() => cancelPongDeadline());
-    socket.on("pong", () => {
-      cancelPongDeadline();
-      cancelPongDeadline = clock.setTimer(limits.pongTimeoutMs, drop);
-    });
-    const ping = () => {
-      if (socket.readyState === socket.OPEN) socket.ping();
-      timers.push(clock.setTimer(limits.pingIntervalMs, ping));
-    };
-    timers.push(clock.setTimer(limits.pingIntervalMs, ping));
+    timers.push(
+      keepAlive(socket, clock, limits, {
+        dead: drop,
+        expired: () => close(1013, "max connection lifetime reached"),
+      }),
+    );
 
     void (async () => {
       for await (const event of up.events) {
@@ -178,20 +171,5 @@ export function logFollowHandlers(ctx: TenantContext, follows: LogFollows) {
     });
   }
 
-  return {
-    /** Runs on every GET of the logs path; only an upgrade request is this route's. */
-    preValidation: async (req: FastifyRequest, reply: FastifyReply) => {
-      if (!req.ws) return;
-      try {
-        opened.set(req, await open(req, reply));
-      } catch (err) {
-        return sendApiError(reply, err, logger);
-      }
-    },
-    wsHandler: (socket: WebSocket, req: FastifyRequest) => {
-      const up = opened.get(req);
-      if (up === undefined) socket.close(1011, "internal error");
-      else serve(socket, up);
-    },
-  };
+  return { authorize: open, serve };
 }

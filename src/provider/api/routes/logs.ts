@@ -5,6 +5,7 @@ import { ApiError, refuse } from "../errors.ts";
 import { LOG_CONTENT_BUDGET_BYTES, type LogAdmission, logCapacity } from "../log-admission.ts";
 import type { LogFollows } from "../log-follows.ts";
 import type { LogsBody } from "../schemas/lease.ts";
+import { upgradeRoute } from "../websockets.ts";
 import { logFollowHandlers } from "./log-follow.ts";
 import { FOLLOW_NEEDS_UPGRADE, followMode, parseTail } from "./logs-query.ts";
 
@@ -27,11 +28,10 @@ export function registerLogsRoute(
 ): void {
   const { clients, config } = ctx.deps;
   const follow = logFollowHandlers(ctx, follows);
-  app.route({
-    method: "GET",
+  upgradeRoute(app, {
     url: "/v1/leases/:lease_uuid/logs",
-    preValidation: follow.preValidation,
-    wsHandler: follow.wsHandler,
+    logger: ctx.deps.logger,
+    ...follow,
     handler: tenantRoute(ctx, async (req, reply, scope) => {
       if (followMode(req) === "follow") throw new ApiError("ERR_API_BAD_QUERY", 400, FOLLOW_NEEDS_UPGRADE);
       const ticket = admission.admit(scope.signal);

@@ -4,10 +4,11 @@ import { isFredError } from "../../../core/errors.ts";
 import { type ExecQuery, parseExecQuery, SHELL_SUBPROTOCOL } from "../../../core/exec-channel.ts";
 import { backendReadFailure, ownerOrRefuse, routeRead } from "../backend-route.ts";
 import { authorizeLease, type TenantContext } from "../context.ts";
-import { ApiError, refuse, sendApiError } from "../errors.ts";
+import { ApiError, refuse } from "../errors.ts";
 import type { EventHub } from "../event-hub.ts";
 import { type RelayLimits, relayShell } from "../shell-relay.ts";
 import type { ShellSessions, ShellSlot } from "../shell-sessions.ts";
+import { upgradeRoute } from "../websockets.ts";
 
 /**
  * `GET /v1/leases/{uuid}/shell`: a command in one instance of the tenant's ACTIVE lease,
@@ -26,8 +27,6 @@ interface Upgrade {
   slot: ShellSlot;
   startedAt: number;
 }
-
-const upgrades = new WeakMap<FastifyRequest, Upgrade>();
 
 function shellQuery(req: FastifyRequest): { token: string | undefined; target: ExecQuery } {
   const { token, ...rest } = (req.query ?? {}) as Record<string, unknown>;
@@ -110,7 +109,7 @@ export function registerShellRoute(
       req.raw.socket.off("close", onGone);
       // Upgrade refused or the client gone before it: nothing of the session may stay.
       req.raw.socket.once("close", () => {
-        if (upgrades.has(req) && !served.has(req)) {
+        if (!served.has(req)) {
           backend.terminate();
           slot.release();
         }
@@ -125,7 +124,8 @@ export function registerShellRoute(
 
   const served = new WeakSet<FastifyRequest>();
 
-  function serve(socket: WebSocket, up: Upgrade): void {
+  function serve(socket: WebSocket, up: Upgrade, req: FastifyRequest): void {
+    served.add(req);
     const relay = relayShell(socket, up.backend, limits, clock);
     const untrack = sessions.track((code, reason) => relay.stop(code, reason));
     void relay.done.then((r) => {
@@ -150,27 +150,5 @@ export function registerShellRoute(
     });
   }
 
-  app.route({
-    method: "GET",
-    url: "/v1/leases/:lease_uuid/shell",
-    preValidation: async (req, reply) => {
-      try {
-        upgrades.set(req, await authorize(req, reply));
-      } catch (err) {
-        return sendApiError(reply, err, logger);
-      }
-    },
-    handler: async (_req, reply) =>
-      sendApiError(
-        reply,
-        new ApiError("ERR_API_BAD_QUERY", 400, "expected a WebSocket upgrade request"),
-        logger,
-      ),
-    wsHandler: (socket, req) => {
-      const up = upgrades.get(req);
-      if (up === undefined) return socket.close(1011, "internal error");
-      served.add(req);
-      serve(socket, up);
-    },
-  });
+  upgradeRoute(app, { url: "/v1/leases/:lease_uuid/shell", logger, authorize, serve });
 }
