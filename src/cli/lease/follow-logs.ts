@@ -1,4 +1,3 @@
-import WebSocket from "ws";
 import { retry } from "../../core/async/index.ts";
 import { commandClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
@@ -49,10 +48,7 @@ export async function streamLogs(
         // After a reconnect only new lines (tail=0): the tail was printed already.
         const path = `/v1/leases/${uuid}/logs?follow=true&tail=${first ? tail : "0"}`;
         first = false;
-        const ws = new WebSocket(api.url(path).replace(/^http/, "ws"), {
-          headers: { authorization: `Bearer ${api.token(uuid, undefined, false)}` },
-          ...api.wsOptions(),
-        });
+        const ws = api.webSocket(uuid, path, { unique: false });
         const finish = () => {
           ws.close(1000);
           resolve();

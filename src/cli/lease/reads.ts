@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import WebSocket from "ws";
 import { retry } from "../../core/async/index.ts";
 import { commandClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
@@ -233,21 +232,22 @@ async function streamEvents(
   const stop = AbortSignal.any([abortOnSignal("SIGINT"), abortOnSignal("SIGTERM"), over.signal]);
   let since: number | undefined;
   let ended = false;
+  // Whichever sees it first, a frame or the status watch, says so once.
+  const end = (state: string) => {
+    if (ended) return;
+    ended = true;
+    say(`fred: lease ${uuid} is ${state.replace("LEASE_STATE_", "").toLowerCase()}`);
+    over.abort();
+  };
   if (untilEnded)
     void statusSaysEnded(api, uuid, stop).then((state) => {
-      if (state === undefined) return;
-      ended = true;
-      say(`fred: lease ${uuid} is ${state.replace("LEASE_STATE_", "").toLowerCase()}`);
-      over.abort();
+      if (state !== undefined) end(state);
     });
   await retry(
     () =>
       new Promise<void>((resolve, reject) => {
         const path = `/v1/leases/${uuid}/events${since === undefined ? "" : `?since=${since}`}`;
-        const ws = new WebSocket(api.url(path).replace(/^http/, "ws"), {
-          headers: { authorization: `Bearer ${api.token(uuid)}` },
-          ...api.wsOptions(),
-        });
+        const ws = api.webSocket(uuid, path);
         const finish = () => {
           ws.close(1000);
           resolve();
@@ -272,10 +272,7 @@ async function streamEvents(
           if (mode === "json") process.stdout.write(`${text}\n`);
           else printText(eventLine(frame as Record<string, unknown>));
           if (typeof frame.seq === "number") since = frame.seq;
-          if (untilEnded && leaseEnded(frame.state ?? "")) {
-            ended = true;
-            over.abort();
-          }
+          if (untilEnded && leaseEnded(frame.state ?? "")) end(frame.state as string);
         });
       }),
     { clock: commandClock, backoff: { initialMs: 500, maxMs: 10_000 }, signal: stop },

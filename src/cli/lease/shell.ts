@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import WebSocket from "ws";
+import type WebSocket from "ws";
 import { FredError } from "../../core/errors.ts";
 import {
   CHANNEL,
@@ -71,11 +71,9 @@ export async function runShell(api: TenantApi, uuid: string, req: ShellRequest):
   const params = new URLSearchParams({ instance: String(req.instance), tty: String(tty) });
   if (req.service !== undefined) params.set("service", req.service);
   for (const arg of req.argv) params.append("command", arg);
-  const url = api.url(`/v1/leases/${uuid}/shell?${params}`).replace(/^http/, "ws");
-  const ws = new WebSocket(url, [SHELL_SUBPROTOCOL], {
-    headers: { authorization: `Bearer ${api.token(uuid)}` },
+  const ws = api.webSocket(uuid, `/v1/leases/${uuid}/shell?${params}`, {
+    protocols: [SHELL_SUBPROTOCOL],
     perMessageDeflate: false,
-    ...api.wsOptions(),
   });
   await opened(ws);
 

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { Agent, fetch } from "undici";
+import WebSocket from "ws";
 import { addressFromPubkey } from "../../auth/address.ts";
 import { compressedPubkey } from "../../auth/keys.ts";
 import { mintTenantToken } from "../../auth/token.ts";
@@ -70,8 +71,21 @@ export class TenantApi {
   }
 
   /** TLS options for the event stream's websocket (the same trust as the HTTP calls). */
-  wsOptions(): { ca?: string[] } {
-    return this.#ca === undefined ? {} : { ca: this.#ca };
+  /**
+   * A WebSocket to `path` (events, logs?follow, shell) carrying a token for the lease in
+   * its Authorization header, trusting what the API's HTTPS requests trust. `unique: false`
+   * reuses this second's token (streams that are not replay-protected reconnect with it).
+   */
+  webSocket(
+    leaseUuid: string,
+    path: string,
+    o: { protocols?: string[]; unique?: boolean; perMessageDeflate?: boolean } = {},
+  ): WebSocket {
+    return new WebSocket(this.url(path).replace(/^http/, "ws"), o.protocols ?? [], {
+      headers: { authorization: `Bearer ${this.token(leaseUuid, undefined, o.unique ?? true)}` },
+      ...(o.perMessageDeflate === undefined ? {} : { perMessageDeflate: o.perMessageDeflate }),
+      ...(this.#ca === undefined ? {} : { ca: this.#ca }),
+    });
   }
 
   /** A new key for one logical command (UUIDv4, as the API requires). */

@@ -1,4 +1,3 @@
-import WebSocket from "ws";
 import { sleepOrAbort } from "../../core/async/index.ts";
 import { commandClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
@@ -105,11 +104,7 @@ function streamUntilSettled(
   onFrame: (f: Frame) => void,
 ): Promise<void> {
   return new Promise((resolve, reject) => {
-    const url = api.url(`/v1/leases/${uuid}/events`).replace(/^http/, "ws");
-    const ws = new WebSocket(url, {
-      headers: { authorization: `Bearer ${api.token(uuid)}` },
-      ...api.wsOptions(),
-    });
+    const ws = api.webSocket(uuid, `/v1/leases/${uuid}/events`);
     const done = (err?: Error) => {
       signal.removeEventListener("abort", onAbort);
       ws.removeAllListeners();
