@@ -1,12 +1,22 @@
 /**
- * Shell round trip: one byte to `cat` in a lease's container and its echo back, through
- * the Docker backend's contract route (`GET /shell/{uuid}`, signed, the kit's relay, the
- * engine's exec API) against `docker exec -i <container> cat` on the same container in the
- * same run. providerd's relay is not in this path (the whole stack with a chain is too heavy
- * for this bench; the e2e tests cover it through the mock): what is measured is the backend's
- * share. Prints one JSON line:
- *   shell_round_trip   p50/p99 ms through the backend, the same for docker exec, the p50
- *                      ratio (goal ≤ 1.5) and the load average at the end.
+ * Shell round trip: one byte to `cat` in a lease's container and its echo back, against
+ * `docker exec -i <container> cat` on the same container in the same run. Two paths:
+ *   - the Docker backend's contract route alone (`GET /shell/{uuid}`, signed, the kit's
+ *     relay, the engine's exec API), the backend started in this process: its share;
+ *   - the tenant's route through providerd (`GET /v1/leases/{uuid}/shell`, ADR-036 token,
+ *     providerd's relay, then the same contract route), with a devnet, `fred backend docker`
+ *     and providerd as real processes: what a tenant sees. The same through providerd and
+ *     the mock backend (its built-in `cat`, no engine) shows providerd's own share.
+ * Prints JSON lines, each with the load average beside it:
+ *   shell_round_trip             backend route: p50/p99 ms, the same for docker exec, the
+ *                                p50 ratio (goal ≤ 1.5) and the p99 ratio.
+ *   shell_round_trip_providerd   backend "docker": through providerd + fred backend docker,
+ *                                the same fields against docker exec on that lease's
+ *                                container; backend "mock": through providerd + the mock
+ *                                backend, and its ratios against that docker exec run.
+ *                                Skipped with BENCH_SHELL_PROVIDERD=0.
+ *
+ * Usage: flock /tmp/docker-tests.lock npm run bench -- shell
  */
 import { spawn } from "node:child_process";
 import { loadavg } from "node:os";
@@ -17,24 +27,35 @@ import { execPath, SIGNATURE_HEADER } from "../src/core/backend-contract/index.t
 import { CHANNEL, frame, SHELL_SUBPROTOCOL } from "../src/core/exec-channel.ts";
 import { encodeQuery } from "../src/provider/backend-client/http.ts";
 import {
+  type DockerProcess,
+  type DockerTestSetup,
   manifest,
   prepareDockerBackend,
   SECRET,
   SKU,
+  spawnDockerBackend,
   startInProcess,
 } from "../test/backend/docker/helpers.ts";
 import { provisionAndWait, provisionBody } from "../test/backend/docker/provision-helper.ts";
 import { startReceiver } from "../test/backend/kit/receiver.ts";
 import { signedClient } from "../test/backend/kit/signed-client.ts";
-import { holdEngineLock } from "../test/support/docker.ts";
+import { call, TenantKey } from "../test/provider/api/tenant-client.ts";
+import { ShellClient } from "../test/provider/e2e/shell-client.ts";
+import { mockSkus, SECRETS, Stack, sha256 } from "../test/provider/e2e/stack.ts";
+import { dockerCli, holdEngineLock } from "../test/support/docker.ts";
+import { until } from "../test/support/index.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 300);
+const THROUGH_PROVIDERD = process.env.BENCH_SHELL_PROVIDERD !== "0";
 
 const percentile = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number;
 };
 const round = (x: number) => Math.round(x * 100) / 100;
+const ratio = (a: number[], b: number[], p: number) =>
+  Number((percentile(a, p) / percentile(b, p)).toFixed(2));
+const load = () => loadavg().map((l) => Number(l.toFixed(2)));
 
 /** Round trips of one byte through `send`, timed until `echoed` resolves. */
 async function measure(send: (b: Buffer) => void, echoed: () => Promise<void>): Promise<number[]> {
@@ -62,8 +83,40 @@ function nextData(on: (listener: () => void) => void): () => Promise<void> {
     });
 }
 
-async function main(): Promise<void> {
-  await holdEngineLock();
+/** Round trips over an open shell WebSocket running `cat` (channel 0 in, channel 1 out). */
+function overShell(ws: WebSocket): Promise<number[]> {
+  return measure(
+    (b) => ws.send(frame(CHANNEL.stdin, b)),
+    nextData((l) => ws.on("message", (d: Buffer) => d[0] === CHANNEL.stdout && l())),
+  );
+}
+
+/** Round trips through `docker exec -i <container> cat`. */
+async function overDockerExec(container: string): Promise<number[]> {
+  const child = spawn("docker", ["exec", "-i", container, "cat"], { stdio: ["pipe", "pipe", "inherit"] });
+  const direct = await measure(
+    (b) => child.stdin.write(b),
+    nextData((l) => child.stdout.on("data", l)),
+  );
+  child.stdin.end();
+  return direct;
+}
+
+/** p50/p99 of `via` and of docker exec, and their ratios. */
+function figures(via: number[], direct: number[]) {
+  return {
+    p50_ms: round(percentile(via, 50)),
+    p99_ms: round(percentile(via, 99)),
+    docker_exec_p50_ms: round(percentile(direct, 50)),
+    docker_exec_p99_ms: round(percentile(direct, 99)),
+    p50_ratio: ratio(via, direct, 50),
+    p99_ratio: ratio(via, direct, 99),
+    goal_ratio: 1.5,
+  };
+}
+
+/** The Docker backend's contract route alone, the backend in this process. */
+async function backendRoute(): Promise<void> {
   const setup = prepareDockerBackend({ startup_verify_duration: "0s" });
   const backend = await startInProcess(setup);
   const rx = await startReceiver(SECRET);
@@ -88,33 +141,17 @@ async function main(): Promise<void> {
       ws.once("unexpected-response", (_q, res) => reject(new Error(`shell ${res.statusCode}`)));
       ws.once("error", reject);
     });
-    const viaBackend = await measure(
-      (b) => ws.send(frame(CHANNEL.stdin, b)),
-      nextData((l) => ws.on("message", (d: Buffer) => d[0] === CHANNEL.stdout && l())),
-    );
+    const viaBackend = await overShell(ws);
     ws.close();
-
-    const child = spawn("docker", ["exec", "-i", instanceName(call.lease, "app", 0), "cat"], {
-      stdio: ["pipe", "pipe", "inherit"],
-    });
-    const direct = await measure(
-      (b) => child.stdin.write(b),
-      nextData((l) => child.stdout.on("data", l)),
-    );
-    child.stdin.end();
+    const direct = await overDockerExec(instanceName(call.lease, "app", 0));
 
     console.log(
       JSON.stringify({
         bench: "shell_round_trip",
         rounds: ROUNDS,
         path: "docker backend contract route (no providerd)",
-        p50_ms: round(percentile(viaBackend, 50)),
-        p99_ms: round(percentile(viaBackend, 99)),
-        docker_exec_p50_ms: round(percentile(direct, 50)),
-        docker_exec_p99_ms: round(percentile(direct, 99)),
-        p50_ratio: Number((percentile(viaBackend, 50) / percentile(direct, 50)).toFixed(2)),
-        goal_ratio: 1.5,
-        loadavg: loadavg().map((l) => Number(l.toFixed(2))),
+        ...figures(viaBackend, direct),
+        loadavg: load(),
       }),
     );
   } finally {
@@ -128,4 +165,117 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+/** Idles forever as PID 1; the shell's `cat` runs beside it. */
+const WORKLOAD = Buffer.from(JSON.stringify({ image: "fred-test/unhealthy:1" }));
+
+/** The tenant's route through providerd: a devnet, a mock backend, `fred backend docker`, providerd. */
+async function throughProviderd(): Promise<void> {
+  const stack = new Stack();
+  let setup: DockerTestSetup | undefined;
+  let docker: DockerProcess | undefined;
+  let tenant!: TenantKey;
+
+  const ready = async (lease: string) => {
+    await stack.waitState([lease], "LEASE_STATE_ACTIVE", 120_000);
+    await until(
+      async () => {
+        const r = await call(stack.api, `/v1/leases/${lease}/status`, tenant.access(lease));
+        return r.body.state === "LEASE_STATE_ACTIVE" && r.body.provision_status === "ready";
+      },
+      "providerd reads the lease ACTIVE and ready",
+      { timeoutMs: 120_000, intervalMs: 200 },
+    );
+  };
+  const cat = async (lease: string) =>
+    (
+      await new ShellClient(`${stack.api.replace(/^http/, "ws")}/v1/leases/${lease}/shell?command=cat`, {
+        headers: { authorization: `Bearer ${tenant.fresh(lease)}` },
+      }).open()
+    ).ws;
+
+  try {
+    await stack.start(
+      (s) => [{ MOCK_BACKEND_SKUS: mockSkus(s.sku("docker-small")), MOCK_BACKEND_DELAY: "0s" }],
+      async (s) => {
+        tenant = new TenantKey(s.account("tenant1").private_key_hex);
+        setup = prepareDockerBackend({
+          sku_mapping: { [s.sku("docker-medium")]: "tiny" },
+          sku_profiles: { tiny: { cpu_cores: 0.25, memory_mb: 32, disk_mb: 0 } },
+          container_stop_timeout: "1s",
+        });
+        docker = await spawnDockerBackend(setup.configPath, 120_000);
+        s.extraConfig = {
+          backends: [
+            {
+              name: "mock-1",
+              url: s.mocks[0]!.ready.url,
+              hmac_secret: SECRETS[0],
+              default: true,
+              skus: [s.sku("docker-small")],
+            },
+            { name: "docker-1", url: docker.ready.url, hmac_secret: SECRET, skus: [s.sku("docker-medium")] },
+          ],
+        };
+      },
+    );
+    await stack.startProviderd();
+
+    const [onDocker] = (await stack.createLeases(1, "docker-medium", sha256(WORKLOAD))) as [string];
+    const upload = await call(
+      stack.api,
+      `/v1/leases/${onDocker}/data`,
+      tenant.payload(onDocker, Buffer.from(sha256(WORKLOAD)).toString("hex")),
+      { method: "POST", body: WORKLOAD, headers: { "content-type": "application/octet-stream" } },
+    );
+    if (upload.status !== 202) throw new Error(`upload ${upload.status}: ${upload.text}`);
+    const [onMock] = (await stack.createLeases(1, "docker-small")) as [string];
+    await Promise.all([ready(onDocker), ready(onMock)]);
+
+    const ws = await cat(onDocker);
+    const viaDocker = await overShell(ws);
+    ws.close();
+    const container = (
+      await dockerCli([
+        "ps",
+        "-q",
+        "--filter",
+        `label=fred.lease_uuid=${onDocker}`,
+        "--filter",
+        "status=running",
+      ])
+    ).out.trim();
+    const direct = await overDockerExec(container);
+    console.log(
+      JSON.stringify({
+        bench: "shell_round_trip_providerd",
+        backend: "docker",
+        rounds: ROUNDS,
+        path: "providerd + fred backend docker (real processes)",
+        ...figures(viaDocker, direct),
+        loadavg: load(),
+      }),
+    );
+
+    const mockWs = await cat(onMock);
+    const viaMock = await overShell(mockWs);
+    mockWs.close();
+    console.log(
+      JSON.stringify({
+        bench: "shell_round_trip_providerd",
+        backend: "mock",
+        rounds: ROUNDS,
+        path: "providerd + mock backend (built-in cat, no engine); ratios against the docker exec run above",
+        ...figures(viaMock, direct),
+        loadavg: load(),
+      }),
+    );
+  } finally {
+    await stack.close();
+    await docker?.stop();
+    await setup?.cleanup();
+  }
+}
+
+await holdEngineLock();
+await backendRoute();
+if (THROUGH_PROVIDERD) await throughProviderd();
