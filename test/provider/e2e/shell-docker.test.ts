@@ -154,7 +154,8 @@ describe("tenant shell on the real Docker backend (devnet + providerd + fred bac
     });
     s.ws.close();
     await s.closed;
-    await until(async () => !(await top()).includes("sleep"), "no sleep left in docker top", {
+    // PID 1 of the image is itself a `sleep 2147483647`: only the session's own is looked for.
+    await until(async () => !/sleep 1000\b/.test(await top()), "no sleep 1000 left in docker top", {
       timeoutMs: 30_000,
       intervalMs: 200,
       context: () => backend?.logTail() ?? "",
