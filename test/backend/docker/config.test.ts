@@ -89,6 +89,19 @@ describe("docker backend config", () => {
     assert.match(refusal(minimal({ diagnostics_max_age: 3600 })), /diagnostics_max_age/);
   });
 
+  it("usage_sample_interval defaults to 10s, takes a Go duration and refuses one under 5s by name", () => {
+    assert.equal(parseDockerBackendConfig(minimal()).usageSampleIntervalMs, 10_000);
+    assert.equal(
+      parseDockerBackendConfig(minimal({ usage_sample_interval: "30s" })).usageSampleIntervalMs,
+      30_000,
+    );
+    assert.match(
+      refusal(minimal({ usage_sample_interval: "1s" })),
+      /usage_sample_interval must be at least 5s/,
+    );
+    assert.match(refusal(minimal({ usage_sample_interval: "often" })), /usage_sample_interval/);
+  });
+
   it("releases_max_age defaults to 2160h, takes a Go duration (0 = never expire) and refuses junk by name", () => {
     assert.equal(parseDockerBackendConfig(minimal()).releasesMaxAgeMs, 2160 * 3_600_000);
     assert.equal(
