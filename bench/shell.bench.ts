@@ -13,7 +13,9 @@
  *   shell_round_trip_providerd   backend "docker": through providerd + fred backend docker,
  *                                the same fields against docker exec on that lease's
  *                                container; backend "mock": through providerd + the mock
- *                                backend, and its ratios against that docker exec run.
+ *                                backend, and its ratios against the same docker exec.
+ * The paths compared in one line are measured interleaved, round by round, so a change of
+ * load during the run moves them alike instead of moving their ratio.
  *                                Skipped with BENCH_SHELL_PROVIDERD=0.
  *
  * Usage: flock /tmp/docker-tests.lock npm run bench -- shell
@@ -57,15 +59,27 @@ const ratio = (a: number[], b: number[], p: number) =>
   Number((percentile(a, p) / percentile(b, p)).toFixed(2));
 const load = () => loadavg().map((l) => Number(l.toFixed(2)));
 
-/** Round trips of one byte through `send`, timed until `echoed` resolves. */
-async function measure(send: (b: Buffer) => void, echoed: () => Promise<void>): Promise<number[]> {
-  const out: number[] = [];
+/** One way to send a byte to `cat` and learn that its echo came back. */
+interface EchoPath {
+  send(b: Buffer): void;
+  echoed(): Promise<void>;
+}
+
+/**
+ * Round trips of one byte over each path, interleaved round by round (path A, path B, path
+ * A, …), so that every path meets the same load: the ratio of two paths measured one after
+ * the other moved with whatever else the machine was doing in between.
+ */
+async function measure(...paths: EchoPath[]): Promise<number[][]> {
+  const out = paths.map((): number[] => []);
   for (let i = 0; i < ROUNDS + 20; i++) {
-    const at = performance.now();
-    const wait = echoed();
-    send(Buffer.from("x"));
-    await wait;
-    if (i >= 20) out.push(performance.now() - at); // the first 20 warm up
+    for (const [k, path] of paths.entries()) {
+      const at = performance.now();
+      const wait = path.echoed();
+      path.send(Buffer.from("x"));
+      await wait;
+      if (i >= 20) out[k]?.push(performance.now() - at); // the first 20 warm up
+    }
   }
   return out;
 }
@@ -83,23 +97,22 @@ function nextData(on: (listener: () => void) => void): () => Promise<void> {
     });
 }
 
-/** Round trips over an open shell WebSocket running `cat` (channel 0 in, channel 1 out). */
-function overShell(ws: WebSocket): Promise<number[]> {
-  return measure(
-    (b) => ws.send(frame(CHANNEL.stdin, b)),
-    nextData((l) => ws.on("message", (d: Buffer) => d[0] === CHANNEL.stdout && l())),
-  );
+/** An open shell WebSocket running `cat` (channel 0 in, channel 1 out). */
+function overShell(ws: WebSocket): EchoPath {
+  return {
+    send: (b) => ws.send(frame(CHANNEL.stdin, b)),
+    echoed: nextData((l) => ws.on("message", (d: Buffer) => d[0] === CHANNEL.stdout && l())),
+  };
 }
 
-/** Round trips through `docker exec -i <container> cat`. */
-async function overDockerExec(container: string): Promise<number[]> {
+/** `docker exec -i <container> cat`; `close` ends it. */
+function overDockerExec(container: string): EchoPath & { close(): void } {
   const child = spawn("docker", ["exec", "-i", container, "cat"], { stdio: ["pipe", "pipe", "inherit"] });
-  const direct = await measure(
-    (b) => child.stdin.write(b),
-    nextData((l) => child.stdout.on("data", l)),
-  );
-  child.stdin.end();
-  return direct;
+  return {
+    send: (b) => child.stdin.write(b),
+    echoed: nextData((l) => child.stdout.on("data", l)),
+    close: () => child.stdin.end(),
+  };
 }
 
 /** p50/p99 of `via` and of docker exec, and their ratios. */
@@ -141,9 +154,10 @@ async function backendRoute(): Promise<void> {
       ws.once("unexpected-response", (_q, res) => reject(new Error(`shell ${res.statusCode}`)));
       ws.once("error", reject);
     });
-    const viaBackend = await overShell(ws);
+    const exec = overDockerExec(instanceName(call.lease, "app", 0));
+    const [viaBackend = [], direct = []] = await measure(overShell(ws), exec);
     ws.close();
-    const direct = await overDockerExec(instanceName(call.lease, "app", 0));
+    exec.close();
 
     console.log(
       JSON.stringify({
@@ -231,9 +245,6 @@ async function throughProviderd(): Promise<void> {
     const [onMock] = (await stack.createLeases(1, "docker-small")) as [string];
     await Promise.all([ready(onDocker), ready(onMock)]);
 
-    const ws = await cat(onDocker);
-    const viaDocker = await overShell(ws);
-    ws.close();
     const container = (
       await dockerCli([
         "ps",
@@ -244,7 +255,12 @@ async function throughProviderd(): Promise<void> {
         "status=running",
       ])
     ).out.trim();
-    const direct = await overDockerExec(container);
+    const [ws, mockWs] = [await cat(onDocker), await cat(onMock)];
+    const exec = overDockerExec(container);
+    const [viaDocker = [], direct = [], viaMock = []] = await measure(overShell(ws), exec, overShell(mockWs));
+    ws.close();
+    mockWs.close();
+    exec.close();
     console.log(
       JSON.stringify({
         bench: "shell_round_trip_providerd",
@@ -256,15 +272,12 @@ async function throughProviderd(): Promise<void> {
       }),
     );
 
-    const mockWs = await cat(onMock);
-    const viaMock = await overShell(mockWs);
-    mockWs.close();
     console.log(
       JSON.stringify({
         bench: "shell_round_trip_providerd",
         backend: "mock",
         rounds: ROUNDS,
-        path: "providerd + mock backend (built-in cat, no engine); ratios against the docker exec run above",
+        path: "providerd + mock backend (built-in cat, no engine); ratios against the docker exec rounds above",
         ...figures(viaMock, direct),
         loadavg: load(),
       }),
