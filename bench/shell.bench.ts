@@ -128,6 +128,25 @@ function figures(via: number[], direct: number[]) {
   };
 }
 
+/** The backend's signed contract route (`GET /shell/{uuid}`) running `cat` in service "app". */
+async function contractShell(backendUrl: string, lease: string): Promise<WebSocket> {
+  const uri = `${execPath(lease)}${encodeQuery({ service: "app", instance: "0", tty: "false", command: ["cat"] })}`;
+  const signature = signRequest(hmacSecret(SECRET), {
+    method: "GET",
+    uri,
+    timestamp: Math.floor(Date.now() / 1000),
+  });
+  const ws = new WebSocket(`${backendUrl.replace(/^http/, "ws")}${uri}`, [SHELL_SUBPROTOCOL], {
+    headers: { [SIGNATURE_HEADER]: signature },
+  });
+  await new Promise((resolve, reject) => {
+    ws.once("open", resolve);
+    ws.once("unexpected-response", (_q, res) => reject(new Error(`shell ${res.statusCode}`)));
+    ws.once("error", reject);
+  });
+  return ws;
+}
+
 /** The Docker backend's contract route alone, the backend in this process. */
 async function backendRoute(): Promise<void> {
   const setup = prepareDockerBackend({ startup_verify_duration: "0s" });
@@ -140,20 +159,7 @@ async function backendRoute(): Promise<void> {
     const done = await provisionAndWait(c, rx, call);
     if (done.status !== "success") throw new Error(`provision: ${JSON.stringify(done)}`);
 
-    const uri = `${execPath(call.lease)}${encodeQuery({ service: "app", instance: "0", tty: "false", command: ["cat"] })}`;
-    const signature = signRequest(hmacSecret(SECRET), {
-      method: "GET",
-      uri,
-      timestamp: Math.floor(Date.now() / 1000),
-    });
-    const ws = new WebSocket(`${backend.url.replace(/^http/, "ws")}${uri}`, [SHELL_SUBPROTOCOL], {
-      headers: { [SIGNATURE_HEADER]: signature },
-    });
-    await new Promise((resolve, reject) => {
-      ws.once("open", resolve);
-      ws.once("unexpected-response", (_q, res) => reject(new Error(`shell ${res.statusCode}`)));
-      ws.once("error", reject);
-    });
+    const ws = await contractShell(backend.url, call.lease);
     const exec = overDockerExec(instanceName(call.lease, "app", 0));
     const [viaBackend = [], direct = []] = await measure(overShell(ws), exec);
     ws.close();
@@ -256,10 +262,15 @@ async function throughProviderd(): Promise<void> {
       ])
     ).out.trim();
     const [ws, mockWs] = [await cat(onDocker), await cat(onMock)];
+    const backendWs = await contractShell(docker!.ready.url, onDocker);
     const exec = overDockerExec(container);
-    const [viaDocker = [], direct = [], viaMock = []] = await measure(overShell(ws), exec, overShell(mockWs));
-    ws.close();
-    mockWs.close();
+    const [viaDocker = [], direct = [], viaMock = [], viaBackend = []] = await measure(
+      overShell(ws),
+      exec,
+      overShell(mockWs),
+      overShell(backendWs),
+    );
+    for (const open of [ws, mockWs, backendWs]) open.close();
     exec.close();
     console.log(
       JSON.stringify({
@@ -279,6 +290,16 @@ async function throughProviderd(): Promise<void> {
         rounds: ROUNDS,
         path: "providerd + mock backend (built-in cat, no engine); ratios against the docker exec rounds above",
         ...figures(viaMock, direct),
+        loadavg: load(),
+      }),
+    );
+    console.log(
+      JSON.stringify({
+        bench: "shell_round_trip_providerd",
+        backend: "docker-direct",
+        rounds: ROUNDS,
+        path: "the same fred backend docker process, its contract route called directly (no providerd): providerd's share is the docker line minus this one",
+        ...figures(viaBackend, direct),
         loadavg: load(),
       }),
     );
