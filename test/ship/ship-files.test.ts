@@ -27,6 +27,7 @@ const compose = parse(read("deploy/compose.yaml")) as {
       volumes?: string[];
       environment?: Record<string, string>;
       userns_mode?: string;
+      pid?: string;
     }
   >;
 };
@@ -79,6 +80,8 @@ describe("Dockerfile and deploy/compose.yaml", () => {
     assert.ok(backend?.volumes?.includes("/var/run/docker.sock:/var/run/docker.sock"));
     // Under the engine's userns-remap the backend keeps host root and reads the remap ranges.
     assert.equal(backend?.userns_mode, "host");
+    // A closed shell session's command is killed by its host PID (the engine cannot end it).
+    assert.equal(backend?.pid, "host");
     for (const file of ["/etc/subuid", "/etc/subgid"])
       assert.ok(backend?.volumes?.includes(`${file}:${file}:ro`), `the backend reads ${file}`);
     assert.match(String(backend?.environment?.FRED_HEALTH_URL), /^http:\/\/127\.0\.0\.1:9001\/health$/);
