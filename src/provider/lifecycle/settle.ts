@@ -190,7 +190,8 @@ export async function maskRunningPayloads(
   if (payloads === undefined) return;
   let wrote = false;
   for (const lease of leases) {
-    if (d.store.placement(lease)?.state !== "confirmed") continue;
+    // Most leases store no payload: the memoized check spares them the placement read.
+    if (!payloads.has(lease) || d.store.placement(lease)?.state !== "confirmed") continue;
     try {
       if (payloads.mask(lease))
         d.logger.info({ lease_uuid: lease }, "registry passwords masked in the stored payload");
