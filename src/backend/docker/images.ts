@@ -2,6 +2,7 @@ import type Docker from "dockerode";
 import { Counter, Histogram, type Registry } from "prom-client";
 import type { Clock } from "../../core/clock.ts";
 import { isFredError } from "../../core/errors.ts";
+import { imageRepository } from "../../core/manifest/index.ts";
 import type { Logger } from "../../log.ts";
 import type { ImagePullPolicy } from "./config.ts";
 import { ambiguous, definite, engineMessage, engineStatus, isNotFound, withPhase } from "./engine.ts";
@@ -92,14 +93,6 @@ export function pullFailureKind(err: unknown): PullFailureKind {
   return "failed";
 }
 
-/** `name[:tag][@digest]` → `name` (a port in the registry part is not a tag). */
-export function repositoryOf(ref: string): string {
-  const at = ref.indexOf("@");
-  const noDigest = at >= 0 ? ref.slice(0, at) : ref;
-  const colon = noDigest.lastIndexOf(":");
-  return colon > noDigest.lastIndexOf("/") ? noDigest.slice(0, colon) : noDigest;
-}
-
 /** Docker's familiar form of a repository: docker.io/library/x and docker.io/x read as x. */
 function familiar(repo: string): string {
   return repo.replace(/^(?:docker\.io|index\.docker\.io)\//, "").replace(/^library\//, "");
@@ -107,8 +100,8 @@ function familiar(repo: string): string {
 
 /** The image's repo digest for `ref`'s repository, else its ID: what containers are created from. */
 export function pinOf(ref: string, id: string, repoDigests: readonly string[]): string {
-  const repo = familiar(repositoryOf(ref));
-  const match = repoDigests.find((d) => familiar(repositoryOf(d)) === repo && d.includes("@sha256:"));
+  const repo = familiar(imageRepository(ref));
+  const match = repoDigests.find((d) => familiar(imageRepository(d)) === repo && d.includes("@sha256:"));
   return match ?? id;
 }
 

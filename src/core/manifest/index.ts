@@ -20,6 +20,12 @@ export {
   toPointer,
 } from "./parse.ts";
 export { keepStoredCredentials, REDACTED_PASSWORD, redactManifestPayload } from "./redact.ts";
-export { DEFAULT_REGISTRY, ImageReferenceError, parseRegistry, registryHost } from "./rules.ts";
+export {
+  DEFAULT_REGISTRY,
+  ImageReferenceError,
+  imageRepository,
+  parseRegistry,
+  registryHost,
+} from "./rules.ts";
 export type { ServiceSpec } from "./schema.ts";
 export { manifestDocumentSchema } from "./schema.ts";

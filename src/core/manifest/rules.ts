@@ -229,6 +229,18 @@ export class ImageReferenceError extends FredError<"ERR_IMAGE_REFERENCE"> {
   }
 }
 
+/**
+ * An image reference without its tag or digest: `name[:tag][@digest]` → `name`. A port in
+ * the registry part is not a tag (`127.0.0.1:5000/app` stays whole). No validation: for
+ * references already accepted (`parseRegistry`) or reported by the engine.
+ */
+export function imageRepository(ref: string): string {
+  const at = ref.indexOf("@");
+  const named = at < 0 ? ref : ref.slice(0, at);
+  const colon = named.lastIndexOf(":");
+  return colon > named.lastIndexOf("/") ? named.slice(0, colon) : named;
+}
+
 export function parseRegistry(image: string): string {
   if (typeof image !== "string" || image === "") throw new ImageReferenceError("image is required");
   if (image.length > 4096) throw new ImageReferenceError("image reference is too long");

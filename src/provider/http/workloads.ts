@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { withDeadline } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
+import { imageRepository } from "../../core/manifest/index.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import type { BackendClient, ProvisionEntry } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
@@ -52,14 +53,6 @@ export function lookupUuids(query: unknown): string[] | string {
   if (list.length > MAX_LOOKUP_UUIDS) return `too many lease_uuid values (max ${MAX_LOOKUP_UUIDS})`;
   if (!list.every((u) => typeof u === "string" && isCanonicalUuid(u))) return "invalid lease_uuid";
   return [...new Set(list as string[])];
-}
-
-/** An image reference without its tag or digest (a registry's host:port is kept). */
-export function imageRepository(image: string): string {
-  const at = image.indexOf("@");
-  const named = at < 0 ? image : image.slice(0, at);
-  const colon = named.lastIndexOf(":");
-  return colon > named.lastIndexOf("/") ? named.slice(0, colon) : named;
 }
 
 function workloadOf(e: ProvisionEntry, backend: string): Workload {

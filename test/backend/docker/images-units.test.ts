@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { pinOf, pullFailureKind, repositoryOf } from "../../../src/backend/docker/images.ts";
+import { pinOf, pullFailureKind } from "../../../src/backend/docker/images.ts";
 import { FredError } from "../../../src/core/errors.ts";
+import { imageRepository } from "../../../src/core/manifest/index.ts";
 
 /** The pure parts of image pulling and pinning (the engine-backed paths: images-registry.test.ts). */
 const engineError = (statusCode: number, message: string) =>
@@ -31,11 +32,11 @@ describe("docker images: pull failure kinds and pins", () => {
     assert.equal(pullFailureKind(engineError(500, "connection reset by peer")), "failed");
   });
 
-  it("repositoryOf strips tag and digest, never a registry port", () => {
-    assert.equal(repositoryOf("127.0.0.1:5000/app:1"), "127.0.0.1:5000/app");
-    assert.equal(repositoryOf("127.0.0.1:5000/app"), "127.0.0.1:5000/app");
-    assert.equal(repositoryOf(`nginx@sha256:${"a".repeat(64)}`), "nginx");
-    assert.equal(repositoryOf("ghcr.io/acme/web:1.2"), "ghcr.io/acme/web");
+  it("imageRepository strips tag and digest, never a registry port", () => {
+    assert.equal(imageRepository("127.0.0.1:5000/app:1"), "127.0.0.1:5000/app");
+    assert.equal(imageRepository("127.0.0.1:5000/app"), "127.0.0.1:5000/app");
+    assert.equal(imageRepository(`nginx@sha256:${"a".repeat(64)}`), "nginx");
+    assert.equal(imageRepository("ghcr.io/acme/web:1.2"), "ghcr.io/acme/web");
   });
 
   it("pins the repo digest of the reference's repository, else the image ID", () => {
