@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
-import { readFileSync, statSync } from "node:fs";
+import { chmodSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { Agent, fetch as undiciFetch } from "undici";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
-import { until } from "../../support/index.ts";
+import { TestPki } from "../../helpers/certs.ts";
+import { runFred, until } from "../../support/index.ts";
 import { mockSkus, Stack } from "../e2e/stack.ts";
 
 /**
@@ -388,5 +390,74 @@ describe("operator dashboard API (devnet + two mock backends + providerd)", () =
     assert.deepEqual(await limited.json(), { error: "too many failed authentication attempts", code: 429 });
     const ok = await fetch(`${stack.operator}/api/fleet`, { headers: auth() });
     assert.equal(ok.status, 200);
+  });
+
+  it("refuses to start with a token file others may read, or an empty one, naming the key", async () => {
+    await stack.stopProviderd();
+    const path = join(dirname(stack.placementPath), "operator-token");
+    try {
+      chmodSync(path, 0o644);
+      const open = await runFred(["providerd", "-c", stack.configPath]);
+      assert.equal(open.code, 1);
+      assert.match(
+        open.stderr,
+        /operator_token_file .*operator-token has mode 0644: it must not be readable or writable by group or others/,
+      );
+      chmodSync(path, 0o600);
+      writeFileSync(path, "");
+      const empty = await runFred(["providerd", "-c", stack.configPath]);
+      assert.equal(empty.code, 1);
+      assert.match(empty.stderr, /operator_token_file .*operator-token is empty/);
+    } finally {
+      chmodSync(path, 0o600);
+      writeFileSync(path, `${token}\n`);
+    }
+  });
+
+  it("with operator_client_ca_file: a client certificate of that CA needs no token; no certificate, no connection", async () => {
+    const pki = new TestPki(stack.dir);
+    pki.selfSigned("op-ca", "/CN=fred operator test CA");
+    pki.issue(
+      "op-server",
+      "op-ca",
+      "/CN=127.0.0.1",
+      "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+    );
+    pki.issue("op-client", "op-ca", "/CN=operator", "extendedKeyUsage=clientAuth\n");
+    pki.selfSigned("other-ca", "/CN=somebody else");
+    pki.issue("stranger", "other-ca", "/CN=stranger", "extendedKeyUsage=clientAuth\n");
+    stack.writeConfig(stack.backendOverrides, {
+      ...stack.extraConfig,
+      operator_tls_cert_file: pki.file("op-server.pem"),
+      operator_tls_key_file: pki.file("op-server.key"),
+      operator_client_ca_file: pki.file("op-ca.pem"),
+    });
+    await stack.startProviderd();
+    const url = stack.operator;
+    assert.match(url, /^https:\/\/127\.0\.0\.1:\d+$/);
+    const ca = readFileSync(pki.file("op-ca.pem"), "utf8");
+    const client = new Agent({
+      connect: {
+        ca,
+        cert: readFileSync(pki.file("op-client.pem")),
+        key: readFileSync(pki.file("op-client.key")),
+      },
+    });
+    const res = await undiciFetch(`${url}/api/fleet`, { dispatcher: client });
+    assert.equal(res.status, 200);
+    assert.equal(((await res.json()) as { backends: unknown[] }).backends.length, 2);
+
+    const anonymous = new Agent({ connect: { ca } });
+    await assert.rejects(undiciFetch(`${url}/api/fleet`, { dispatcher: anonymous, headers: auth() }));
+    await assert.rejects(undiciFetch(`${url}/`, { dispatcher: anonymous }));
+    const stranger = new Agent({
+      connect: {
+        ca,
+        cert: readFileSync(pki.file("stranger.pem")),
+        key: readFileSync(pki.file("stranger.key")),
+      },
+    });
+    await assert.rejects(undiciFetch(`${url}/api/fleet`, { dispatcher: stranger }));
+    await Promise.all([client.close(), anonymous.close(), stranger.close()]);
   });
 });
