@@ -35,6 +35,7 @@ before(async () => {
   await stack.startProviderd({
     FRED_DASHBOARD_SAMPLE_MS: String(SAMPLE_MS),
     FRED_DASHBOARD_CHAIN_TTL_MS: "200",
+    FRED_LOG_LEVEL: "info",
   });
   token = readFileSync(join(dirname(stack.placementPath), "operator-token"), "utf8").trim();
   onOne = await stack.createLeases(2, "docker-small");
@@ -96,7 +97,10 @@ describe("operator dashboard API (devnet + two mock backends + providerd)", () =
     const path = join(dirname(stack.placementPath), "operator-token");
     assert.equal(statSync(path).mode & 0o777, 0o600);
     assert.match(token, /^[0-9a-f]{64}$/);
-    assert.ok(!stack.providerd!.logTail().includes(token), "the token is never logged");
+    const log = stack.providerd!.stderr();
+    assert.ok(!log.includes(token), "the token is never logged");
+    assert.match(log, new RegExp(`"path":"${path}".*"msg":"operator token created \\(mode 0600\\)"`));
+    assert.match(log, new RegExp(`"url":"${stack.operator}".*"msg":"dashboard listening"`));
   });
 
   it("GET /api/overview counts leases as the chain and the placement store do", async () => {
