@@ -464,4 +464,32 @@ describe("operator dashboard API (devnet + two mock backends + providerd)", () =
     await assert.rejects(undiciFetch(`${url}/api/fleet`, { dispatcher: stranger }));
     await Promise.all([client.close(), anonymous.close(), stranger.close()]);
   });
+
+  // Last: the chain goes away for good.
+  it("without the chain: the overview still answers (chain counts null, records kept), the lease list 503", async () => {
+    await stack.devnet.stop();
+    const headers = { authorization: `Bearer ${token}` };
+    const get = (path: string) =>
+      undiciFetch(`${stack.operator}${path}`, {
+        headers,
+        dispatcher: new Agent({
+          connect: {
+            ca: readFileSync(join(stack.dir, "op-ca.pem")),
+            cert: readFileSync(join(stack.dir, "op-client.pem")),
+            key: readFileSync(join(stack.dir, "op-client.key")),
+          },
+        }),
+      });
+    let o: Overview | undefined;
+    await until(async () => {
+      const res = await get("/api/overview");
+      o = (await res.json()) as Overview;
+      return res.status === 200 && o.leases.chain === null;
+    }, "overview without chain counts");
+    assert.equal(o!.leases.records.confirmed, onOne.length + onTwo.length);
+    const list = await get("/api/leases");
+    assert.equal(list.status, 503);
+    assert.deepEqual(await list.json(), { error: "the chain did not answer; try again shortly", code: 503 });
+    assert.ok(Number(list.headers.get("retry-after")) >= 1);
+  });
 });
