@@ -227,6 +227,9 @@ export type RetentionsPageBody = z.input<typeof retentionsPageSchema>;
 export interface BackendStats {
   totalCpuCores: number;
   allocatedCpuCores: number;
+  /** Memory and disk in MB, when the backend reports them (the operator's dashboard shows them). */
+  memoryMb?: { allocated: number; total: number };
+  diskMb?: { allocated: number; total: number };
   diskWithheld: boolean;
   /**
    * Registry domains the backend accepts images from: a list is exactly those (empty:
@@ -236,11 +239,15 @@ export interface BackendStats {
   allowedRegistries?: readonly string[] | null;
 }
 
-/** GET /stats (memory, disk, available_* and counts too; providerd reads only these). */
+/** GET /stats (available_* and counts too; providerd reads only these). */
 export const statsSchema = z
   .object({
     total_cpu_cores: z.number().min(0),
     allocated_cpu_cores: z.number().min(0),
+    total_memory_mb: z.number().min(0).optional(),
+    allocated_memory_mb: z.number().min(0).optional(),
+    total_disk_mb: z.number().min(0).optional(),
+    allocated_disk_mb: z.number().min(0).optional(),
     disk_withheld: z.boolean().optional(),
     allowed_registries: z.array(z.string().min(1).max(255)).max(1_000).nullable().optional(),
   })
@@ -250,6 +257,10 @@ export const statsSchema = z
       allocatedCpuCores: o.allocated_cpu_cores,
       diskWithheld: o.disk_withheld === true,
     };
+    if (o.total_memory_mb !== undefined && o.allocated_memory_mb !== undefined)
+      stats.memoryMb = { allocated: o.allocated_memory_mb, total: o.total_memory_mb };
+    if (o.total_disk_mb !== undefined && o.allocated_disk_mb !== undefined)
+      stats.diskMb = { allocated: o.allocated_disk_mb, total: o.total_disk_mb };
     if (o.allowed_registries !== undefined) stats.allowedRegistries = o.allowed_registries;
     return stats;
   });

@@ -102,6 +102,8 @@ interface Fleet {
     draining: boolean;
     breaker: string;
     cpu: { allocated: number; total: number } | null;
+    memory: { allocated: number; total: number } | null;
+    disk: { allocated: number; total: number } | null;
     leases: number;
     skus: string[];
     last_inventory_at: string | null;
@@ -172,6 +174,13 @@ describe("operator dashboard API (devnet + two mock backends + providerd)", () =
       assert.equal(b.fenced, false);
       assert.equal(b.breaker, "closed");
       assert.ok(b.last_inventory_at !== null);
+      // Memory and disk as the backend's /stats reports them (MB there, bytes here).
+      assert.ok(b.memory !== null && b.memory.total > 0 && b.memory.total % (1024 * 1024) === 0, b.name);
+      assert.ok(b.disk !== null && b.disk.allocated <= b.disk.total, b.name);
+      // One reading: every lease holds 0.5 cores, 512 MB and 1024 MB of disk (mockSkus).
+      const leasesHeld = b.cpu!.allocated / 0.5;
+      assert.equal(b.memory.allocated, leasesHeld * 512 * 1024 * 1024, b.name);
+      assert.equal(b.disk.allocated, leasesHeld * 1024 * 1024 * 1024, b.name);
     }
     assert.deepEqual(one!.skus, [stack.sku("docker-small")]);
   });

@@ -3,12 +3,16 @@ import { iso, isoOrNull } from "./shapes.ts";
 
 /**
  * `GET /api/fleet`: every configured backend. Health is the latest routing poll's
- * `/stats` answer (the reconciler's latest sweep before the first poll); CPU comes from
- * that reading; memory and disk are null because `/stats` does not report them; version
- * is null because no backend route reports it; leases count the confirmed placements the
+ * `/stats` answer (the reconciler's latest sweep before the first poll); CPU, memory and
+ * disk come from that reading (memory and disk in bytes; null when a backend does not
+ * report them); version is null because no backend route reports it; leases count the confirmed placements the
  * store holds for the backend; last_inventory_at is the latest complete inventory read.
  */
 const BREAKER = { closed: "closed", open: "open", "half-open": "half_open", isolated: "open" } as const;
+
+const MB = 1024 * 1024;
+const bytes = (mb: { allocated: number; total: number } | undefined) =>
+  mb === undefined ? null : { allocated: mb.allocated * MB, total: mb.total * MB };
 
 export async function fleet(ctx: DashboardContext) {
   const { s } = ctx;
@@ -39,8 +43,8 @@ export async function fleet(ctx: DashboardContext) {
         default: b.isDefault,
         breaker: client === undefined ? null : BREAKER[client.circuitState],
         cpu: stats === undefined ? null : { allocated: stats.allocatedCpuCores, total: stats.totalCpuCores },
-        memory: null,
-        disk: null,
+        memory: bytes(stats?.memoryMb),
+        disk: bytes(stats?.diskMb),
         disk_withheld: stats?.diskWithheld ?? null,
         leases: tally.byBackend.get(b.name) ?? 0,
         skus: [...b.skus],
