@@ -11,6 +11,7 @@ import {
   expectationFailed,
   frameworkErrorAnswer,
 } from "./client-errors.ts";
+import { installApiMetrics } from "./api-metrics.ts";
 import { ClientIp, installEdge } from "./edge.ts";
 import { type HealthSources, healthReport, isReady } from "./health.ts";
 import { type ListenerOptions, readTls } from "./listener.ts";
@@ -56,6 +57,7 @@ export function buildHttpServer(o: HttpServerOptions): ProviderServer {
   }) as unknown as FastifyInstance;
   app.server.on("checkExpectation", expectationFailed);
   app.server.on("connect", connectRefused);
+  installApiMetrics(app, o.metrics);
   installEdge(app, {
     clock: o.clock,
     clientIp: new ClientIp(l.trustedProxies),
