@@ -9,14 +9,14 @@ import type { FeedMetrics } from "./events/feed.ts";
 
 /** A gauge factory on `registry` whose values are read at scrape time by `collect`. */
 export function scrapeGauge(registry: Registry) {
-  return (name: string, help: string, labelNames: string[], collect: (g: Gauge) => void) =>
+  return (name: string, help: string, labelNames: string[], collect: (g: Gauge) => void | Promise<void>) =>
     new Gauge({
       name,
       help,
       labelNames,
       registers: [registry],
       collect() {
-        collect(this);
+        return collect(this);
       },
     });
 }

@@ -28,7 +28,7 @@ import { Restorer } from "./retention/index.ts";
 import { Router } from "./router.ts";
 import type { ProviderdOptions, ProviderdState, RunningProviderd } from "./running.ts";
 import { shutDown } from "./shutdown.ts";
-import { registerSignerMetrics, startSigners } from "./signers/index.ts";
+import { registerProviderBalance, registerSignerMetrics, startSigners } from "./signers/index.ts";
 import { openProviderStores, scheduleSnapshots } from "./store/index.ts";
 import { UsageMetricsPoll } from "./usage-metrics/index.ts";
 
@@ -99,6 +99,13 @@ export async function startProviderd(
 
     registerChainMetrics(metrics.registry, { feed: () => feed.metrics(), tx: txMetrics });
     registerSignerMetrics(metrics.registry, signers);
+    registerProviderBalance(metrics.registry, {
+      address: config.providerAddress,
+      denom: config.feeDenom,
+      read: (address, denom, signal) => chain.balance(address, denom, signal),
+      clock,
+      logger: part("signers"),
+    });
     const queue = new KeyedMutex();
     const deps = { config, chain, store, fleet, payloads, clients, router, acks, queue, clock };
     const lc = new Lifecycle({
