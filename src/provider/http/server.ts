@@ -15,6 +15,7 @@ import { installApiMetrics } from "./api-metrics.ts";
 import { ClientIp, installEdge } from "./edge.ts";
 import { type HealthSources, healthReport, isReady } from "./health.ts";
 import { type ListenerOptions, readTls } from "./listener.ts";
+import { recordCertificateExpiry } from "./tls-expiry.ts";
 import { TLS_MIN_VERSION, TlsReloader } from "./tls-reload.ts";
 import { registerWorkloadsRoute, type WorkloadsSources } from "./workloads.ts";
 
@@ -91,7 +92,10 @@ export function buildHttpServer(o: HttpServerOptions): ProviderServer {
   registerCallbackIngress(app, o.callbacks);
   o.tenant?.register(app);
   if (l.tls === undefined) return { app, reloadTls: () => false };
-  const reloader = new TlsReloader(l.tls, app.server as unknown as TlsServer, o.clock, o.logger);
+  recordCertificateExpiry(o.metrics, "api", tls!.cert);
+  const reloader = new TlsReloader(l.tls, app.server as unknown as TlsServer, o.clock, o.logger, (cert) =>
+    recordCertificateExpiry(o.metrics, "api", cert),
+  );
   reloader.watch();
   app.addHook("onClose", async () => reloader.close());
   return { app, reloadTls: () => reloader.reload() };
