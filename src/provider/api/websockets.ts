@@ -2,10 +2,10 @@ import type { IncomingMessage } from "node:http";
 import websocket from "@fastify/websocket";
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
 import type { WebSocket } from "ws";
-import { upgradeAccepted } from "../http/api-metrics.ts";
 import type { Clock } from "../../core/clock.ts";
 import { SHELL_LIMITS, SHELL_SUBPROTOCOL } from "../../core/exec-channel.ts";
 import type { Logger } from "../../log.ts";
+import { upgradeAccepted } from "../http/api-metrics.ts";
 import { ApiError, sendApiError } from "./errors.ts";
 
 /**
@@ -36,7 +36,9 @@ export function registerWebSocketRoutes(
       },
     });
     // A hijacked reply never reaches onResponse: the accepted upgrade is counted here.
-    scoped.websocketServer.on("connection", (_socket: WebSocket, raw: IncomingMessage) => upgradeAccepted(raw));
+    scoped.websocketServer.on("connection", (_socket: WebSocket, raw: IncomingMessage) =>
+      upgradeAccepted(raw),
+    );
     for (const register of routes) register(scoped);
   });
 }

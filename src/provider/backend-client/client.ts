@@ -380,7 +380,9 @@ export class BackendClient {
     const input: SendInput = { method: "GET", path: leasePath(read, leaseUuid), maxBytes };
     if (query !== undefined) input.query = query;
     const res = await this.#readResponse(withSignal(input, signal), LEASE_READ_OPERATIONS[read], true);
-    return res === undefined ? undefined : (this.#decode(schema, res.body, maxBytes, what) as LeaseReadResult[R]);
+    return res === undefined
+      ? undefined
+      : (this.#decode(schema, res.body, maxBytes, what) as LeaseReadResult[R]);
   }
 
   /** One inventory page and the storage identity it came from (`T`: the inventory's row). */

@@ -1,7 +1,6 @@
 import { Counter, Histogram, type Registry } from "prom-client";
 import { scrapeCounter, scrapeGauge } from "../../chain/metrics.ts";
 import type { BackendConfig } from "../config/index.ts";
-import type { BackendClient } from "./client.ts";
 
 /**
  * `fred_backend_*` as providerd sees its backends. What happens per call (requests,
@@ -68,7 +67,7 @@ export function registerFleetGauges(
   registry: Registry,
   sources: {
     backends: readonly BackendConfig[];
-    clients: ReadonlyMap<string, BackendClient>;
+    clients: ReadonlyMap<string, { circuitState: keyof typeof BREAKER_VALUE }>;
     routingFallbacks: () => number;
   },
 ): void {

@@ -5,13 +5,13 @@ import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { TenantApi } from "../api/index.ts";
 import { CALLBACK_PATH, type CallbackIngressOptions, registerCallbackIngress } from "../callbacks/ingress.ts";
+import { installApiMetrics } from "./api-metrics.ts";
 import {
   clientErrorAnswer,
   connectRefused,
   expectationFailed,
   frameworkErrorAnswer,
 } from "./client-errors.ts";
-import { installApiMetrics } from "./api-metrics.ts";
 import { ClientIp, installEdge } from "./edge.ts";
 import { type HealthSources, healthReport, isReady } from "./health.ts";
 import { type ListenerOptions, readTls } from "./listener.ts";

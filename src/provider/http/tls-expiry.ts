@@ -22,7 +22,11 @@ function expiryGauge(registry: Registry): Gauge<"listener"> {
 }
 
 /** Records the notAfter of the first certificate in `certPem` (the served leaf) for `listener`. */
-export function recordCertificateExpiry(registry: Registry, listener: "api" | "operator", certPem: Buffer): void {
+export function recordCertificateExpiry(
+  registry: Registry,
+  listener: "api" | "operator",
+  certPem: Buffer,
+): void {
   const notAfter = new X509Certificate(certPem).validToDate.getTime();
   expiryGauge(registry).set({ listener }, Math.floor(notAfter / 1000));
 }
