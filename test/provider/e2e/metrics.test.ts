@@ -55,7 +55,7 @@ before(async () => {
         { skus: small },
         { skus: [s.sku("docker-large")] },
         { skus: [s.sku("docker-large")] },
-        { skus: [s.sku("docker-small")], fenced: true, hmacSecret: SECRET4 },
+        { skus: [s.sku("docker-small")], hmacSecret: SECRET4 },
         { skus: [s.sku("docker-small")], draining: true, hmacSecret: SECRET5 },
       ];
       s.extraConfig = {
@@ -70,6 +70,9 @@ before(async () => {
       };
     },
   );
+  // Fenced once pinned: placement init refuses to run with a fenced backend.
+  stack.backendOverrides[3]!.fenced = true;
+  stack.writeConfig();
   tenant1 = new TenantKey(stack.account("tenant1").private_key_hex);
   tenant2 = new TenantKey(stack.account("tenant2").private_key_hex);
   await stack.startProviderd();
