@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
 /**
  * The Docker backend's own workload families: container starts by outcome, exits of a
@@ -66,4 +66,30 @@ export function exitReason(oomKilled: boolean, exitCode: number | undefined): Ex
   if (exitCode === 0) return "completed";
   if (exitCode !== undefined && exitCode > 128) return "killed";
   return "error";
+}
+
+/**
+ * Tenant volumes' quota usage, summed over every lease the usage sampler saw on its last
+ * pass (btrfs qgroups; both 0 without durable volumes). Read at scrape time.
+ */
+export function registerVolumeGauges(
+  registry: Registry,
+  totals: () => { usedBytes: number; quotaBytes: number } | undefined,
+): void {
+  new Gauge({
+    name: "fred_docker_volume_used_bytes",
+    help: "Bytes used by tenant volumes, summed over leases (last usage pass)",
+    registers: [registry],
+    collect() {
+      this.set(totals()?.usedBytes ?? 0);
+    },
+  });
+  new Gauge({
+    name: "fred_docker_volume_quota_bytes",
+    help: "Quotas set on tenant volumes, summed over leases (last usage pass)",
+    registers: [registry],
+    collect() {
+      this.set(totals()?.quotaBytes ?? 0);
+    },
+  });
 }

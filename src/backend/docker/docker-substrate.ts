@@ -8,6 +8,8 @@ import { isFredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import {
   type ConnectionInfo,
+  type DestroyRefusal,
+  destroysRefused,
   type ExecRequest,
   type ExecSession,
   type InstanceSample,
@@ -118,6 +120,7 @@ export class DockerSubstrate implements Substrate {
   readonly #maintenance: MaintenanceDeps;
   readonly #images: ImageDeps;
   readonly #metrics: DockerMetrics;
+  readonly #destroyRefused: (reason: DestroyRefusal) => void;
   /** Resources found under a lease's name or label that were not ours to touch. */
   staleHandles = 0;
   /** The images this backend brought onto the host (image-gc/), and the gate that keeps their removal apart from creates. */
@@ -148,6 +151,7 @@ export class DockerSubstrate implements Substrate {
       metrics: new PullMetrics(opts.metricsRegistry),
     };
     this.#metrics = new DockerMetrics(opts.metricsRegistry);
+    this.#destroyRefused = destroysRefused(opts.metricsRegistry);
     this.retained = opts.volumes ? new RetainedVolumes(opts.volumes, opts.storageId) : undefined;
     this.#instanceVolumes = new InstanceVolumes({
       docker: opts.docker,
@@ -684,7 +688,10 @@ export class DockerSubstrate implements Substrate {
         { storageId: this.#storageId, leaseUuid },
         signal,
       );
-      if (!removed) this.#reportStale(volume.name, leaseUuid, {}, "volume owner file names another owner");
+      if (!removed) {
+        this.#destroyRefused("foreign_owner");
+        this.#reportStale(volume.name, leaseUuid, {}, "volume owner file names another owner");
+      }
     }
   }
 
