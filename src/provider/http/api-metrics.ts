@@ -12,7 +12,7 @@ import { Counter, Histogram, type Registry } from "prom-client";
  */
 
 /** Which bucket refused a 429, noted where the refusal is written (`noteRateLimited`). */
-export type Limiter = "ip" | "tenant" | "maintenance" | "shell" | "other";
+export type Limiter = "ip" | "tenant" | "maintenance" | "shell" | "callback" | "other";
 
 const refusedBy = new WeakMap<IncomingMessage, Limiter>();
 
