@@ -65,12 +65,23 @@ export function installApiMetrics(app: FastifyInstance, registry: Registry): voi
     labelNames: ["limiter"],
     registers,
   });
+  // One pair of label-bound children per (method, route, status), kept: the set is bounded
+  // by the routes, and a bound child skips prom-client's per-call label hashing.
+  const series = new Map<string, { count: () => void; time: (seconds: number) => void }>();
   const count = (req: FastifyRequest, status: number, seconds: number) => {
     if (status === 429) limited.inc({ limiter: refusedBy.get(req.raw) ?? "other" });
     const route = routeOf(req);
     if (!isTenantRoute(route)) return;
-    requests.inc({ method: req.method, route, status: String(status) });
-    duration.observe({ method: req.method, route }, seconds);
+    const key = `${req.method} ${status} ${route}`;
+    let s = series.get(key);
+    if (s === undefined) {
+      const counter = requests.labels({ method: req.method, route, status: String(status) });
+      const histogram = duration.labels({ method: req.method, route });
+      s = { count: () => counter.inc(), time: (v) => histogram.observe(v) };
+      series.set(key, s);
+    }
+    s.count();
+    s.time(seconds);
   };
   app.addHook("onRequest", (req, _reply, done) => {
     if (req.headers.upgrade !== undefined) {
