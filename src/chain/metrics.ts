@@ -9,14 +9,14 @@ import type { FeedMetrics } from "./events/feed.ts";
 
 /** A gauge factory on `registry` whose values are read at scrape time by `collect`. */
 export function scrapeGauge(registry: Registry) {
-  return (name: string, help: string, labelNames: string[], collect: (g: Gauge) => void) =>
+  return (name: string, help: string, labelNames: string[], collect: (g: Gauge) => void | Promise<void>) =>
     new Gauge({
       name,
       help,
       labelNames,
       registers: [registry],
       collect() {
-        collect(this);
+        return collect(this);
       },
     });
 }
@@ -84,6 +84,17 @@ export function registerChainMetrics(
     counter("fred_chain_tx_outcomes_total", "Transactions by outcome", ["outcome"], (set) => {
       for (const [outcome, n] of tx.outcomes) set(n, { outcome });
     });
+    counter(
+      "fred_chain_transactions_total",
+      "Transactions providerd sent, by what they do and whether they were included successfully",
+      ["type", "outcome"],
+      (set) => {
+        for (const [key, n] of tx.transactions) {
+          const [type, outcome] = key.split(" ");
+          set(n, { type, outcome });
+        }
+      },
+    );
     counter("fred_chain_gas_used_total", "Gas used by included transactions", [], (set) => set(tx.gasUsed));
     counter("fred_chain_fees_paid_total", "Fees paid, per denom", ["denom"], (set) => {
       for (const [denom, amount] of tx.feesPaid) set(Number(amount), { denom });

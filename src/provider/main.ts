@@ -7,7 +7,12 @@ import { systemClock } from "../core/clock.ts";
 import { armFailpoints } from "../failpoints.ts";
 import { createLogger } from "../log.ts";
 import { EventHub, TenantApi } from "./api/index.ts";
-import { closeBackendClients, createBackendClients } from "./backend-client/index.ts";
+import {
+  closeBackendClients,
+  createBackendCallMetrics,
+  createBackendClients,
+  registerFleetGauges,
+} from "./backend-client/index.ts";
 import { closedByMonitor, createBilling, creditNotices } from "./billing/index.ts";
 import { openChainSession, providerEventFeed } from "./chain-session.ts";
 import { type ProviderConfig, withBoundCallbackBase } from "./config/index.ts";
@@ -30,7 +35,7 @@ import { Restorer } from "./retention/index.ts";
 import { Router } from "./router.ts";
 import type { ProviderdOptions, ProviderdState, RunningProviderd } from "./running.ts";
 import { shutDown } from "./shutdown.ts";
-import { registerSignerMetrics, startSigners } from "./signers/index.ts";
+import { registerProviderBalance, registerSignerMetrics, startSigners } from "./signers/index.ts";
 import { openProviderStores, scheduleSnapshots } from "./store/index.ts";
 import { UsageMetricsPoll } from "./usage-metrics/index.ts";
 
@@ -75,7 +80,14 @@ export async function startProviderd(
     const chain = await openChainSession(config, opts.env, clock, part("chain"), txMetrics);
     releases.defer("chain client", () => chain.disconnect());
 
-    const clients = await createBackendClients(config, fleet.pins(), clock);
+    // Built before the clients, which report every call to it.
+    const metrics = createProviderMetrics();
+    const clients = await createBackendClients(
+      config,
+      fleet.pins(),
+      clock,
+      createBackendCallMetrics(metrics.registry),
+    );
     releases.defer("backend clients", () => closeBackendClients(clients));
     const router = new Router({ backends: config.backends, clock });
     // With sub_signer_count > 0 each ack lane is a sub-signer (converged before lease work).
@@ -95,9 +107,15 @@ export async function startProviderd(
     const consumer = feed.subscribe("lifecycle", 10_000);
     releases.defer("event feed", () => feed.stop());
 
-    const metrics = createProviderMetrics();
     registerChainMetrics(metrics.registry, { feed: () => feed.metrics(), tx: txMetrics });
     registerSignerMetrics(metrics.registry, signers);
+    registerProviderBalance(metrics.registry, {
+      address: config.providerAddress,
+      denom: config.feeDenom,
+      read: (address, denom, signal) => chain.balance(address, denom, signal),
+      clock,
+      logger: part("signers"),
+    });
     const activity = new DashboardActivity(clock);
     const queue = new KeyedMutex();
     const deps = { config, chain, store, fleet, payloads, clients, router, acks, queue, clock };
@@ -124,10 +142,16 @@ export async function startProviderd(
     registerStateGauges(metrics.registry, {
       records: () => store.counts(),
       awaitingPayload: () => lc.awaitingPayload,
+      payloadsStored: () => payloads?.count() ?? 0,
       backendHealthy: () => recovery.backendHealthy,
       queueDepths: () => ({ lease: queue.depth, ack: acks.queued, feed: consumer.queued }),
       feed: () => feed.metrics(),
       now: () => clock.now(),
+    });
+    registerFleetGauges(metrics.registry, {
+      backends: config.backends,
+      clients,
+      routingFallbacks: () => router.fallbacks,
     });
 
     const hub = new EventHub({ clock });

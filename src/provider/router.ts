@@ -25,6 +25,8 @@ export class Router {
   readonly #loads = new Map<string, { load: BackendLoad; at: number }>();
   readonly #inFlight = new Map<string, number>();
   #roundRobin = 0;
+  /** Choices made round-robin because no matching backend had usable load figures (a metric). */
+  fallbacks = 0;
 
   constructor(opts: RouterOptions) {
     this.#backends = opts.backends;
@@ -46,6 +48,7 @@ export class Router {
       roundRobin: this.#roundRobin,
     });
     this.#roundRobin = decision.roundRobin;
+    if (decision.kind === "backend" && decision.unmeasured === true) this.fallbacks++;
     return decision;
   }
 
@@ -173,6 +176,8 @@ export type RouteDecision =
       backend: string;
       via: "only-match" | "fallback" | "load" | "round-robin";
       roundRobin: number;
+      /** Round-robin because none of the matching backends had usable load figures. */
+      unmeasured?: true;
     }
   | {
       kind: "unroutable";
@@ -220,7 +225,7 @@ export function route(input: RouteInput): RouteDecision {
   if (open.length === 1) return { kind: "backend", backend: open[0]!.name, via: "only-match", roundRobin };
 
   const withLoad = open.filter((b) => usableLoad(input.loads?.get(b.name)));
-  if (withLoad.length === 0) return pickRoundRobin(open, roundRobin);
+  if (withLoad.length === 0) return pickRoundRobin(open, roundRobin, true);
 
   const key = (b: RoutableBackend) => {
     const load = input.loads?.get(b.name);
@@ -248,12 +253,17 @@ function compare(
   return a.inFlight - b.inFlight;
 }
 
-function pickRoundRobin(candidates: readonly RoutableBackend[], counter: number): RouteDecision {
+function pickRoundRobin(
+  candidates: readonly RoutableBackend[],
+  counter: number,
+  unmeasured = false,
+): RouteDecision {
   const index = ((counter % candidates.length) + candidates.length) % candidates.length;
   return {
     kind: "backend",
     backend: candidates[index]!.name,
     via: "round-robin",
     roundRobin: (counter + 1) % Number.MAX_SAFE_INTEGER,
+    ...(unmeasured ? { unmeasured: true as const } : {}),
   };
 }

@@ -18,7 +18,7 @@ export class TestPki {
    * A self-signed certificate: a CA, or a server certificate that is its own CA.
    * `extension` is one openssl `-addext` value, e.g. "subjectAltName=IP:127.0.0.1".
    */
-  selfSigned(name: string, subject: string, extension?: string): void {
+  selfSigned(name: string, subject: string, extension?: string, days = 2): void {
     openssl(
       "req",
       "-x509",
@@ -29,7 +29,7 @@ export class TestPki {
       "-subj",
       subject,
       "-days",
-      "2",
+      String(days),
       ...(extension === undefined ? [] : ["-addext", extension]),
       "-out",
       this.file(`${name}.pem`),

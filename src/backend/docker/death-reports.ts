@@ -36,6 +36,8 @@ export interface DeathReportsOptions {
   isBusy: (lease: string) => boolean;
   /** Every container of this deployment (any state). */
   listOurs: (signal: AbortSignal) => Promise<ContainerRow[]>;
+  /** Hears each death reported from the live stream (the exits metric). */
+  onExit?: (death: ContainerDeath) => void;
 }
 
 export class DeathReports {
@@ -104,6 +106,7 @@ export class DeathReports {
     };
     if (death.labels[LABEL.operationId]) event.operationId = death.labels[LABEL.operationId];
     this.#opts.log.warn({ lease_uuid: lease, container: death.containerId }, "container died");
+    this.#opts.onExit?.(death);
     this.#emit(event);
   }
 

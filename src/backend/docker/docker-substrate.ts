@@ -8,6 +8,8 @@ import { isFredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import {
   type ConnectionInfo,
+  type DestroyRefusal,
+  destroysRefused,
   type ExecRequest,
   type ExecSession,
   type InstanceSample,
@@ -26,6 +28,7 @@ import type { BtrfsVolumes } from "./btrfs-volumes.ts";
 import type { DockerBackendConfig } from "./config.ts";
 import { buildContainerSpec } from "./container-spec.ts";
 import { DeathReports } from "./death-reports.ts";
+import { DockerMetrics, exitReason } from "./docker-metrics.ts";
 import type { EgressFirewall } from "./egress-firewall.ts";
 import {
   ambiguous,
@@ -36,7 +39,7 @@ import {
   isNotFound,
   withPhase,
 } from "./engine.ts";
-import type { EventSupervisor } from "./event-supervisor.ts";
+import type { ContainerDeath, EventSupervisor } from "./event-supervisor.ts";
 import { dockerExec } from "./exec.ts";
 import { ImageGate, ImageLedger } from "./image-gc/index.ts";
 import { ensurePinned, type ImageDeps, type ImageFacts, PullMetrics, resolveImage } from "./images.ts";
@@ -116,6 +119,8 @@ export class DockerSubstrate implements Substrate {
   readonly #raisedSignals = new WeakSet<AbortSignal>();
   readonly #maintenance: MaintenanceDeps;
   readonly #images: ImageDeps;
+  readonly #metrics: DockerMetrics;
+  readonly #destroyRefused: (reason: DestroyRefusal) => void;
   /** Resources found under a lease's name or label that were not ours to touch. */
   staleHandles = 0;
   /** The images this backend brought onto the host (image-gc/), and the gate that keeps their removal apart from creates. */
@@ -145,6 +150,8 @@ export class DockerSubstrate implements Substrate {
       pullTimeoutMs: opts.config.imagePullTimeoutMs,
       metrics: new PullMetrics(opts.metricsRegistry),
     };
+    this.#metrics = new DockerMetrics(opts.metricsRegistry);
+    this.#destroyRefused = destroysRefused(opts.metricsRegistry);
     this.retained = opts.volumes ? new RetainedVolumes(opts.volumes, opts.storageId) : undefined;
     this.#instanceVolumes = new InstanceVolumes({
       docker: opts.docker,
@@ -165,6 +172,7 @@ export class DockerSubstrate implements Substrate {
       storageId: opts.storageId,
       isBusy: (lease) => this.#busy.has(lease),
       listOurs: (signal) => this.#list(signal),
+      onExit: (death) => this.#countExit(death),
     });
     this.#maintenance = {
       docker: opts.docker,
@@ -233,6 +241,18 @@ export class DockerSubstrate implements Substrate {
     }
   }
 
+  /** A workload's container ended on its own: why, from the engine's record of it (OOM flag). */
+  #countExit(death: ContainerDeath): void {
+    this.#docker
+      .getContainer(death.containerId)
+      .inspect()
+      .then(
+        (info) => exitReason(info.State?.OOMKilled === true, death.exitCode),
+        () => exitReason(false, death.exitCode),
+      )
+      .then((reason) => this.#metrics.containerExit(reason));
+  }
+
   /** Our containers of one lease (or all leases), by label. */
   async #list(signal: AbortSignal, lease?: string): Promise<ContainerRow[]> {
     this.#shareable(signal);
@@ -255,11 +275,14 @@ export class DockerSubstrate implements Substrate {
       using _creating = await this.imageGate.creating();
       const models = this.#models(spec);
       const byName = new Map(models.map((m) => [m.name, m]));
-      const images = await this.#ensureImages(spec, models, signal);
+      const now = () => this.#clock.now();
+      const images = await this.#metrics.timed("pull", now, () => this.#ensureImages(spec, models, signal));
       const seeder = this.#instanceVolumes.seeder(spec);
       let done = false;
       try {
-        await this.#createInstances(spec, byName, images, seeder, signal);
+        await this.#metrics.timed("create", now, () =>
+          this.#createInstances(spec, byName, images, seeder, signal),
+        );
         done = true;
       } finally {
         // A helper left behind after a success would block startup: that is ambiguous.
@@ -475,6 +498,7 @@ export class DockerSubstrate implements Substrate {
             (r) => r.Labels?.[LABEL.release] === release && !replacing.has(r.Id),
           ),
         startStopped,
+        metrics: this.#metrics,
         startTimeoutMs: this.#config.containerStartTimeoutMs,
         verifyMs: this.#config.startupVerifyDurationMs,
         deadlineMs: this.#clock.now() + this.#config.provisionTimeoutMs,
@@ -664,7 +688,10 @@ export class DockerSubstrate implements Substrate {
         { storageId: this.#storageId, leaseUuid },
         signal,
       );
-      if (!removed) this.#reportStale(volume.name, leaseUuid, {}, "volume owner file names another owner");
+      if (!removed) {
+        this.#destroyRefused("foreign_owner");
+        this.#reportStale(volume.name, leaseUuid, {}, "volume owner file names another owner");
+      }
     }
   }
 

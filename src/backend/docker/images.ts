@@ -48,9 +48,16 @@ const PINNED_GONE = "the release's pinned image is no longer on this host and ha
 export class PullMetrics {
   readonly duration: Histogram<"outcome">;
   readonly failures: Counter<"reason">;
+  readonly pulls: Counter<"outcome">;
 
   constructor(registry: Registry | undefined) {
     const registers = registry ? [registry] : [];
+    this.pulls = new Counter({
+      name: "fred_docker_image_pulls_total",
+      help: "Image pulls from a registry, by outcome (success or failed)",
+      labelNames: ["outcome"] as const,
+      registers,
+    });
     this.duration = new Histogram({
       name: "fred_docker_image_pull_seconds",
       help: "Time of image pulls from a registry, by outcome (ok or failed)",
@@ -164,8 +171,10 @@ async function pull(deps: ImageDeps, ref: string, auth: PullAuth | undefined, si
       pullStream(deps.docker, ref, auth, s),
     );
     deps.metrics.duration.observe({ outcome: "ok" }, (deps.clock.now() - started) / 1000);
+    deps.metrics.pulls.inc({ outcome: "success" });
   } catch (err) {
     deps.metrics.duration.observe({ outcome: "failed" }, (deps.clock.now() - started) / 1000);
+    deps.metrics.pulls.inc({ outcome: "failed" });
     if (signal.aborted) throw ambiguous(`pull ${ref}`, err);
     const kind = pullFailureKind(err);
     deps.metrics.failures.inc({ reason: kind });

@@ -16,6 +16,7 @@ import {
 } from "../kit/index.ts";
 import { assertBtrfsWithQuotas, BtrfsVolumes } from "./btrfs-volumes.ts";
 import type { DockerBackendConfig } from "./config.ts";
+import { registerVolumeGauges } from "./docker-metrics.ts";
 import { DockerSubstrate } from "./docker-substrate.ts";
 import { EgressFirewall } from "./egress-firewall.ts";
 import { connectDocker, engineMessage, withPhase } from "./engine.ts";
@@ -191,8 +192,10 @@ export async function startDockerBackend(
       retention: config.retention,
       bodyLimitBytes: config.maxRequestBodySize,
       metricsRegistry: registry,
+      ...(volumes === undefined ? {} : { dataPath: config.volumeDataPath }),
       ...(deps.callbackCaPem === undefined ? {} : { callbacks: { extraCaPem: deps.callbackCaPem } }),
     });
+    registerVolumeGauges(registry, () => running.usage?.volumeTotals());
     if (ingress) {
       await rebuildRoutes(running, substrate, startup.signal);
       await ingress.activate();

@@ -3,6 +3,7 @@ import { retry } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import { SubstrateError } from "../kit/index.ts";
+import type { DockerMetrics } from "./docker-metrics.ts";
 import { ambiguous, definite, engineMessage, engineStatus, withPhase } from "./engine.ts";
 import { LABEL } from "./names.ts";
 import { type ContainerRow, failureOf, instancePhase, isUp } from "./observe.ts";
@@ -33,6 +34,8 @@ export interface StartupDeps {
   log: Logger;
   /** Start exited instances again instead of failing on them (a release being restored). */
   startStopped?: boolean;
+  /** Start outcomes and stage times (docker-metrics.ts). */
+  metrics?: DockerMetrics;
 }
 
 function rowsOf(rows: readonly ContainerRow[], service: string): ContainerRow[] {
@@ -62,6 +65,16 @@ export function isHostPortCollision(err: unknown): boolean {
 }
 
 async function startOne(deps: StartupDeps, row: ContainerRow, signal: AbortSignal): Promise<void> {
+  try {
+    await startWithRetries(deps, row, signal);
+    deps.metrics?.containerStart("success");
+  } catch (err) {
+    deps.metrics?.containerStart("failed");
+    throw err;
+  }
+}
+
+async function startWithRetries(deps: StartupDeps, row: ContainerRow, signal: AbortSignal): Promise<void> {
   try {
     await retry(
       () =>
@@ -118,6 +131,7 @@ export async function startAndVerify(
 ): Promise<void> {
   // Health checks are the proof where every service has one; otherwise the grace window is.
   const graceMs = models.every(hasActiveHealthCheck) ? 0 : deps.verifyMs;
+  const started = deps.clock.now();
   for (const model of startOrder(models)) {
     for (const [target, condition] of Object.entries(model.dependsOn)) {
       if (condition === "service_healthy") await waitHealthy(deps, target, signal);
@@ -133,6 +147,12 @@ export async function startAndVerify(
   // The window opens once every container has been started: a slow engine (starts that
   // take seconds under load) must not use up the window before the last one even runs.
   const begun = deps.clock.now();
+  deps.metrics?.stage("start", (begun - started) / 1000);
+  await verify(deps, graceMs, begun, signal);
+  deps.metrics?.stage("healthy", (deps.clock.now() - begun) / 1000);
+}
+
+async function verify(deps: StartupDeps, graceMs: number, begun: number, signal: AbortSignal): Promise<void> {
   for (;;) {
     const rows = await deps.list(signal);
     failIfBroken(rows);

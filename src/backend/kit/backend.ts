@@ -1,3 +1,4 @@
+import { dirname } from "node:path";
 import { rootCertificates } from "node:tls";
 import type { FastifyInstance } from "fastify";
 import type { Registry } from "prom-client";
@@ -13,6 +14,7 @@ import { BackendEngine } from "./engine.ts";
 import { openJournalDatabase } from "./journal/identity.ts";
 import { Journal } from "./journal/journal.ts";
 import { createKitMetrics } from "./metrics.ts";
+import { destroysRefused, registerDiskGauges, retentionMetrics } from "./ops-metrics.ts";
 import { OutboxSender } from "./outbox-sender.ts";
 import { type PoolOptions, ResourcePool } from "./resources.ts";
 import { Retention, type RetentionPolicy } from "./retention/index.ts";
@@ -55,6 +57,8 @@ export interface BackendKitOptions {
   listen: { host: string; port: number };
   /** Serve HTTPS; `clientCa` (+ `clientAllowedNames`) turns on mutual TLS. */
   https?: ContractHttpsOptions;
+  /** The file system fred_backend_disk_*_bytes report on (default: the journal's directory). */
+  dataPath?: string;
   /** The backend kind's metrics registry; the kit adds its own metrics to it and serves it. */
   metricsRegistry?: Registry;
   /** Extra routes of a backend kind (signed like every contract route), e.g. the mock's failure injection. */
@@ -140,6 +144,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
     );
     const pool = new ResourcePool(o.pool);
     const metrics = createKitMetrics(journal, pool, o.metricsRegistry);
+    registerDiskGauges(metrics.registry, o.dataPath ?? dirname(o.journal.path));
     const sender = new OutboxSender({
       journal,
       secret: secrets[0] as Buffer,
@@ -162,6 +167,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
             logger,
             policy: o.retention,
             parseManifest: o.parseManifest,
+            observe: retentionMetrics(metrics.registry),
           });
     const engine = new BackendEngine({
       journal,
@@ -180,6 +186,7 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       releasesMaxAgeMs: o.releasesMaxAgeMs ?? DEFAULT_RELEASES_MAX_AGE_MS,
       wakeOutbox: sender.wake.bind(sender),
       retention,
+      onDestroyRefused: destroysRefused(metrics.registry),
     });
     releases.defer("engine", () => engine.stop());
     if (retention !== undefined) releases.defer("retention", () => retention.stop());

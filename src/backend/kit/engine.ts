@@ -1,4 +1,5 @@
 // Over 500 lines: the backend engine drives every lease operation (admit, start, settle, maintenance, close, recovery) through one lease queue; its steps read together.
+
 import { KeyedMutex } from "../../core/async/index.ts";
 import type { ProvisionRequest } from "../../core/backend-contract/index.ts";
 import type { Logger } from "../../log.ts";
@@ -8,6 +9,7 @@ import { badRequest } from "./errors.ts";
 import type { DiagnosticRecord } from "./journal/diagnostics.ts";
 import type { Failure, Journal, LeaseRecord } from "./journal/journal.ts";
 import { MaintenanceRunner } from "./maintenance/runner.ts";
+import type { DestroyRefusal } from "./ops-metrics.ts";
 import type { ResourcePool } from "./resources.ts";
 import type { Retention } from "./retention/index.ts";
 import { type RuntimeEvent, type Substrate, SubstrateError, substrateOutcomeOf } from "./substrate.ts";
@@ -32,6 +34,8 @@ export interface EngineConfig extends AdmissionConfig {
   wakeOutbox(lease: string): void;
   /** Retention of closed leases' data (retention/): absent = a close destroys. */
   retention?: Retention | undefined;
+  /** An orphan's data kept because nothing proves its lease closed (ops-metrics.ts). */
+  onDestroyRefused?: (reason: DestroyRefusal) => void;
 }
 
 export type EngineEvent = "recovery:done" | "operation:settled" | "maintenance:settled" | "close:done";
@@ -406,6 +410,8 @@ export class BackendEngine {
         await this.#gate.tryRun(obs.leaseUuid, async () => {
           if (journal.getLease(obs.leaseUuid)?.head === "operation") return;
           logger.info({ lease_uuid: obs.leaseUuid, closed }, "removing an orphaned workload");
+          // Without a tombstone the workload goes but its data stays: that destroy is refused.
+          if (!closed) this.#config.onDestroyRefused?.("no_tombstone");
           const removal = closed
             ? substrate.destroyLease(obs.leaseUuid, signal)
             : substrate.removeWorkload(obs.leaseUuid, signal);

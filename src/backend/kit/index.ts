@@ -17,6 +17,7 @@ export { badRequest, notFound, WireError } from "./errors.ts";
 export { openJournalDatabase } from "./journal/identity.ts";
 export { Journal, type LeaseRecord } from "./journal/journal.ts";
 export { RECEIPT_WINDOW } from "./maintenance/store.ts";
+export { type DestroyRefusal, destroysRefused } from "./ops-metrics.ts";
 export { PeriodicPass } from "./periodic-pass.ts";
 export {
   type PoolOptions,

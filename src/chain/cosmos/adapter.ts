@@ -49,7 +49,7 @@ import {
   skuAllowedList,
   skuRecord,
 } from "./skus.ts";
-import { execAs, laneFault, parseCoinText } from "./sub-signers.ts";
+import { balanceOf, execAs, laneFault, parseCoinText } from "./sub-signers.ts";
 import { TxMetrics, TxPipeline, type TxPipelineOptions, type TxResult } from "./tx-pipeline.ts";
 
 export interface CosmosChainOptions {
@@ -263,6 +263,10 @@ export class CosmosChain implements ChainPort {
       providerUuid,
       signal,
     );
+  }
+  /** An account's bank balance in one denom (the sub-signer lanes' own read). */
+  balance(address: string, denom: string, signal?: AbortSignal): Promise<bigint> {
+    return balanceOf(this.#conn, address, denom, signal);
   }
   latestBlock(signal?: AbortSignal): Promise<BlockInfo> {
     return q.latestBlock(this.#conn, signal);

@@ -20,6 +20,7 @@ import { Backoff, sleepOrAbort, withDeadline } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
+import { MsgAcknowledgeLease, MsgCloseLease, MsgRejectLease, MsgWithdraw } from "../proto/index.ts";
 import { feeFor, type GasConfig, type GasSource, outOfGasRetry, planGas } from "../tx/build.ts";
 import { classifyCode, classifyRpcError, expectedSequence, type TxFailure } from "../tx/classify.ts";
 import { abciQuery, chainError, type NodeConnection } from "./rpc.ts";
@@ -74,9 +75,41 @@ export class TxMetrics {
   broadcasts = 0;
   simulationFailures = 0;
 
+  /** Sent transactions by "type outcome" (fred_chain_transactions_total). */
+  readonly transactions = new Map<`${TxType} ${"success" | "failed"}`, number>();
+
   count(outcome: string): void {
     this.outcomes.set(outcome, (this.outcomes.get(outcome) ?? 0) + 1);
   }
+
+  transaction(type: TxType, outcome: "success" | "failed"): void {
+    const key = `${type} ${outcome}` as const;
+    this.transactions.set(key, (this.transactions.get(key) ?? 0) + 1);
+  }
+}
+
+/** What a transaction does, by its first lease message (authz MsgExec looked through). */
+export type TxType = "acknowledge" | "reject" | "close" | "withdraw" | "other";
+
+const TX_TYPES: Readonly<Record<string, TxType>> = {
+  [MsgAcknowledgeLease.typeUrl]: "acknowledge",
+  [MsgRejectLease.typeUrl]: "reject",
+  [MsgCloseLease.typeUrl]: "close",
+  [MsgWithdraw.typeUrl]: "withdraw",
+};
+
+export function txType(messages: readonly EncodeObject[]): TxType {
+  for (const m of messages) {
+    const inner =
+      m.typeUrl === "/cosmos.authz.v1beta1.MsgExec"
+        ? ((m.value as { msgs?: { typeUrl: string }[] }).msgs ?? []).map((x) => x.typeUrl)
+        : [m.typeUrl];
+    for (const url of inner) {
+      const type = TX_TYPES[url];
+      if (type !== undefined) return type;
+    }
+  }
+  return "other";
 }
 
 type Sent =
@@ -251,6 +284,21 @@ export class TxPipeline {
   async send(
     messages: readonly EncodeObject[],
     opts: { memo?: string; signal?: AbortSignal } = {},
+  ): Promise<TxResult> {
+    const type = txType(messages);
+    try {
+      const result = await this.#send(messages, opts);
+      this.metrics.transaction(type, "success");
+      return result;
+    } catch (err) {
+      this.metrics.transaction(type, "failed");
+      throw err;
+    }
+  }
+
+  async #send(
+    messages: readonly EncodeObject[],
+    opts: { memo?: string; signal?: AbortSignal },
   ): Promise<TxResult> {
     const { clock } = this.#options;
     const deadline = clock.now() + this.#options.txTimeoutMs;

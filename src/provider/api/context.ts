@@ -13,6 +13,7 @@ import type { ProviderConfig } from "../config/index.ts";
 import type { Maintenance } from "../maintenance/index.ts";
 import type { Restorer } from "../retention/index.ts";
 import type { BackendFleet, PayloadStore, Placements, TokenTracker } from "../store/index.ts";
+import { type TenantCounters, tenantCounters } from "./api-counters.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
 import type { DiagnosticsLookup } from "./diagnostics.ts";
 import { ApiError, refuse, sendApiError } from "./errors.ts";
@@ -83,6 +84,8 @@ export interface TenantContext {
   logger: Logger;
   /** Tenant answers a backend's off-contract answer turned into a 502 (fred_backend_malformed_error_body_total). */
   badGateways: Counter;
+  /** Upload outcomes and dropped event frames (api-counters.ts). */
+  counters: TenantCounters;
 }
 
 export function tenantContext(deps: TenantApiDeps): TenantContext {
@@ -96,6 +99,7 @@ export function tenantContext(deps: TenantApiDeps): TenantContext {
       help: "Tenant reads answered 502 because the lease's backend answered off its contract",
       registers: deps.registry === undefined ? [] : [deps.registry],
     }),
+    counters: tenantCounters(deps.registry),
     auth: new TenantAuth({
       clock: deps.clock,
       bech32Prefix: deps.config.bech32Prefix,

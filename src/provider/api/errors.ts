@@ -2,6 +2,7 @@ import type { FastifyReply } from "fastify";
 import { tenantError } from "../../core/envelope.ts";
 import { type ErrorCode, FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
+import { type Limiter, noteRateLimited } from "../http/api-metrics.ts";
 
 /**
  * The tenant API's one error edge. Handlers throw `ApiError` (status, a public message
@@ -64,6 +65,13 @@ export const refuse = {
     ),
 };
 
+/** Which limiter each 429 code stands for (fred_api_rate_limited_total's label). */
+const LIMITERS: Partial<Record<ErrorCode, Limiter>> = {
+  ERR_API_RATE_LIMITED: "tenant",
+  ERR_API_MAINTENANCE_RESERVED: "maintenance",
+  ERR_API_SHELL_LEASE_LIMIT: "shell",
+};
+
 /** Writes `err` as the documented envelope; internal failures are logged, not sent. */
 export function sendApiError(reply: FastifyReply, err: unknown, logger: Logger): FastifyReply {
   if (reply.sent) return reply;
@@ -73,5 +81,6 @@ export function sendApiError(reply: FastifyReply, err: unknown, logger: Logger):
   }
   if (err.status >= 500) logger.warn({ err: err.cause ?? err, code: err.code }, "tenant request refused");
   if (err.retryAfterSeconds !== undefined) reply.header("retry-after", String(err.retryAfterSeconds));
+  if (err.status === 429) noteRateLimited(reply.request.raw, LIMITERS[err.code] ?? "other");
   return reply.code(err.status).send(tenantError(err.status, err.publicMessage, err.reason));
 }

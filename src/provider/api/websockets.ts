@@ -1,9 +1,11 @@
+import type { IncomingMessage } from "node:http";
 import websocket from "@fastify/websocket";
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
 import type { WebSocket } from "ws";
 import type { Clock } from "../../core/clock.ts";
 import { SHELL_LIMITS, SHELL_SUBPROTOCOL } from "../../core/exec-channel.ts";
 import type { Logger } from "../../log.ts";
+import { upgradeAccepted } from "../http/api-metrics.ts";
 import { ApiError, sendApiError } from "./errors.ts";
 
 /**
@@ -33,6 +35,10 @@ export function registerWebSocketRoutes(
         done();
       },
     });
+    // A hijacked reply never reaches onResponse: the accepted upgrade is counted here.
+    scoped.websocketServer.on("connection", (_socket: WebSocket, raw: IncomingMessage) =>
+      upgradeAccepted(raw),
+    );
     for (const register of routes) register(scoped);
   });
 }

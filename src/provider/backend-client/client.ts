@@ -53,6 +53,7 @@ import {
   type SendInput,
 } from "./http.ts";
 import { logStreamEvents } from "./log-stream.ts";
+import { type BackendCallObserver, silentCalls } from "./metrics.ts";
 
 /**
  * The typed client providerd uses for one backend. Mutations answer with a
@@ -62,6 +63,20 @@ import { logStreamEvents } from "./log-stream.ts";
  */
 /** What each per-lease read decodes to (TypeScript cannot correlate the table's entries itself). */
 type LeaseReadResult = { [R in LeaseRead]: z.output<(typeof LEASE_READS)[R]["schema"]> };
+
+/** The `operation` label of each per-lease read and inventory (fred_backend_requests_total). */
+const LEASE_READ_OPERATIONS: Record<LeaseRead, string> = {
+  info: "info",
+  provisions: "provision_info",
+  releases: "releases",
+  logs: "logs",
+  usage: "usage",
+};
+const INVENTORY_OPERATIONS: Record<keyof typeof INVENTORIES, string> = {
+  provisions: "list",
+  retentions: "list_retentions",
+  usage: "list_usage",
+};
 
 /** Hard stop for a paginated walk, so a looping cursor cannot spin forever. */
 const MAX_PAGES = 10_000;
@@ -120,6 +135,8 @@ export interface BackendClientOptions {
   breakerThreshold?: number;
   /** How long the circuit stays open before one trial request (reference: 60 s). */
   halfOpenAfterMs?: number;
+  /** Where each call's status and latency are reported (metrics.ts). */
+  observe?: BackendCallObserver;
 }
 
 class CountedFailure extends Error {
@@ -134,9 +151,11 @@ export class BackendClient {
   readonly #transport: BackendTransport;
   readonly #breaker: CircuitBreakerPolicy;
   readonly #clock: Clock;
+  readonly #observe: BackendCallObserver;
 
   private constructor(opts: BackendClientOptions, transport: BackendTransport) {
     this.#clock = opts.clock ?? systemClock;
+    this.#observe = opts.observe ?? silentCalls;
     this.name = opts.backend.name;
     this.backend = opts.backend;
     this.#transport = transport;
@@ -192,14 +211,20 @@ export class BackendClient {
     await this.close();
   }
 
-  /** Sends through the breaker; a counted failure status still returns its response. */
-  async #send(input: SendInput): Promise<RawResponse> {
+  /**
+   * Sends through the breaker; a counted failure status still returns its response. The one
+   * place every request passes: each is reported to the observer as `operation`.
+   */
+  async #send(input: SendInput, operation: string): Promise<RawResponse> {
     if (this.backend.fenced) {
       throw new FredError("ERR_BACKEND_FENCED", `backend ${this.name} is fenced; nothing is sent to it`);
     }
+    const started = performance.now();
+    let status: number | "error" = "error";
     try {
       return await this.#breaker.execute(async () => {
         const res = await this.#transport.send(input);
+        status = res.status;
         if (countsAsFailure(res.status, res.body)) throw new CountedFailure(res);
         return res;
       });
@@ -210,6 +235,18 @@ export class BackendClient {
           retryable: true,
         });
       }
+      throw err;
+    } finally {
+      this.#observe.call(this.name, operation, status, (performance.now() - started) / 1000);
+    }
+  }
+
+  /** `decodeBody`, with an undecodable answer reported to the observer. */
+  #decode<S extends z.ZodType>(schema: S, body: Buffer, max: number, what: string): z.output<S> {
+    try {
+      return decodeBody(schema, body, max, this.name, what);
+    } catch (err) {
+      this.#observe.malformed(this.name);
       throw err;
     }
   }
@@ -235,11 +272,16 @@ export class BackendClient {
       const path = mutationPath(op, sid);
       res = await this.#send(
         withSignal({ method: "POST", path, body, maxBytes: RESPONSE_CAPS.mutation }, signal),
+        op,
       );
     } catch (err) {
       return mutationFailure(err);
     }
-    return classifyMutation(res.status, MUTATION_ACCEPTED[op], res.body, refusals);
+    const outcome = classifyMutation(res.status, MUTATION_ACCEPTED[op], res.body, refusals);
+    if (outcome.kind === "ambiguous" && outcome.reason === "malformed") this.#observe.malformed(this.name);
+    if (outcome.kind === "refused" && outcome.code === "insufficient_resources")
+      this.#observe.insufficientResources(this.name);
+    return outcome;
   }
 
   provision(req: ProvisionRequest, signal?: AbortSignal): Promise<MutationOutcome> {
@@ -306,8 +348,12 @@ export class BackendClient {
   }
 
   /** GET helper: 200 → response; 404 → undefined when `allow404`; else ERR_BACKEND_STATUS. */
-  async #readResponse(input: SendInput, allow404 = false): Promise<RawResponse | undefined> {
-    const res = await this.#send(input);
+  async #readResponse(
+    input: SendInput,
+    operation: string,
+    allow404 = false,
+  ): Promise<RawResponse | undefined> {
+    const res = await this.#send(input, operation);
     if (res.status === 200) return res;
     if (res.status === 404 && allow404) return undefined;
     if (res.status === 501 && isUnsupported(res.body)) {
@@ -333,10 +379,10 @@ export class BackendClient {
     const { schema, maxBytes, what } = LEASE_READS[read];
     const input: SendInput = { method: "GET", path: leasePath(read, leaseUuid), maxBytes };
     if (query !== undefined) input.query = query;
-    const res = await this.#readResponse(withSignal(input, signal), true);
+    const res = await this.#readResponse(withSignal(input, signal), LEASE_READ_OPERATIONS[read], true);
     return res === undefined
       ? undefined
-      : (decodeBody(schema, res.body, maxBytes, this.name, what) as LeaseReadResult[R]);
+      : (this.#decode(schema, res.body, maxBytes, what) as LeaseReadResult[R]);
   }
 
   /** One inventory page and the storage identity it came from (`T`: the inventory's row). */
@@ -349,8 +395,8 @@ export class BackendClient {
     const query: Record<string, string> = { [QUERY.limit]: String(LIMITS.inventoryPage) };
     if (cursor !== undefined) query[QUERY.continue] = cursor;
     const input: SendInput = { method: "GET", path: PATHS[inventory], query, maxBytes };
-    const res = (await this.#readResponse(withSignal(input, signal)))!;
-    const page = decodeBody(schema, res.body, maxBytes, this.name, inventory) as Page<T>;
+    const res = (await this.#readResponse(withSignal(input, signal), INVENTORY_OPERATIONS[inventory]))!;
+    const page = this.#decode(schema, res.body, maxBytes, inventory) as Page<T>;
     return { ...page, storageId: res.storageId };
   }
 
@@ -387,8 +433,9 @@ export class BackendClient {
     const cap = RESPONSE_CAPS.stats;
     const res = await this.#readResponse(
       withSignal({ method: "GET", path: PATHS.stats, maxBytes: cap }, signal),
+      "stats",
     );
-    return decodeBody(statsSchema, res!.body, cap, this.name, "stats");
+    return this.#decode(statsSchema, res!.body, cap, "stats");
   }
 
   /** GET /provisions/{uuid}: the backend's diagnostics record; undefined on 404. */
@@ -414,13 +461,22 @@ export class BackendClient {
     if (this.backend.fenced) {
       throw new FredError("ERR_BACKEND_FENCED", `backend ${this.name} is fenced; nothing is sent to it`);
     }
-    const res = await this.#transport.stream({
-      path: leasePath("logs", leaseUuid),
-      query: { [QUERY.follow]: "true", [QUERY.tail]: String(tail) },
-      idleMs: LOG_STREAM.idleMs,
-      maxErrorBytes: 64 * 1024,
-      signal,
-    });
+    const started = performance.now();
+    let res: Awaited<ReturnType<BackendTransport["stream"]>>;
+    try {
+      res = await this.#transport.stream({
+        path: leasePath("logs", leaseUuid),
+        query: { [QUERY.follow]: "true", [QUERY.tail]: String(tail) },
+        idleMs: LOG_STREAM.idleMs,
+        maxErrorBytes: 64 * 1024,
+        signal,
+      });
+    } catch (err) {
+      this.#observe.call(this.name, "logs_follow", "error", (performance.now() - started) / 1000);
+      throw err;
+    }
+    // Timed to the answer's headers: the stream itself lasts as long as the tenant watches.
+    this.#observe.call(this.name, "logs_follow", res.status, (performance.now() - started) / 1000);
     if ("stream" in res) return logStreamEvents(res.stream, this.name);
     if (res.status === 404) return undefined;
     throw new FredError("ERR_BACKEND_STATUS", `backend ${this.name} answered ${res.status} to a log follow`, {
@@ -480,7 +536,10 @@ export class BackendClient {
   /** GET /health: true only for 200 {"status":"healthy"}. */
   async healthy(signal?: AbortSignal): Promise<boolean> {
     const cap = RESPONSE_CAPS.health;
-    const res = await this.#send(withSignal({ method: "GET", path: PATHS.health, maxBytes: cap }, signal));
+    const res = await this.#send(
+      withSignal({ method: "GET", path: PATHS.health, maxBytes: cap }, signal),
+      "health",
+    );
     if (res.status !== 200) return false;
     try {
       decodeBody(healthySchema, res.body, cap, this.name, "health");
@@ -499,8 +558,9 @@ export class BackendClient {
     const query = { [QUERY.leaseUuid]: leaseUuids };
     const res = await this.#readResponse(
       withSignal({ method: "GET", path: PATHS.provisions, query, maxBytes: cap }, signal),
+      "list",
     );
-    return decodeBody(provisionsPageSchema, res!.body, cap, this.name, "provisions").items;
+    return this.#decode(provisionsPageSchema, res!.body, cap, "provisions").items;
   }
 }
 

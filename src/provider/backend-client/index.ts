@@ -19,4 +19,10 @@ export {
   encodeQuery,
   type MutationOutcome,
 } from "./http.ts";
+export {
+  type BackendCallObserver,
+  createBackendCallMetrics,
+  registerFleetGauges,
+  silentCalls,
+} from "./metrics.ts";
 export { closeBackendClients, createBackendClients } from "./registry.ts";

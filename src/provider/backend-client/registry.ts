@@ -2,6 +2,7 @@ import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import { BackendClient } from "./client.ts";
+import type { BackendCallObserver } from "./metrics.ts";
 
 /**
  * One client per configured backend, pinned to the storage ID the placement store
@@ -12,6 +13,7 @@ export async function createBackendClients(
   config: ProviderConfig,
   pins: ReadonlyMap<string, string>,
   clock: Clock,
+  observe?: BackendCallObserver,
 ): Promise<Map<string, BackendClient>> {
   const missing = config.backends.filter((b) => !pins.has(b.name)).map((b) => b.name);
   if (missing.length > 0) {
@@ -30,6 +32,7 @@ export async function createBackendClients(
           secret: backend.hmacSecret || config.callbackSecret,
           storageId: pins.get(backend.name),
           clock,
+          ...(observe === undefined ? {} : { observe }),
         }),
       );
     }

@@ -6,6 +6,7 @@ import { parseStrictJson } from "../../core/encoding.ts";
 import { FredError, isFredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendConfig } from "../config/index.ts";
+import { noteRateLimited } from "../http/api-metrics.ts";
 import type { ApplyResult, VerifiedCallback } from "../lifecycle/index.ts";
 import { parseCallbackBody, parseCapability } from "./parse.ts";
 
@@ -155,6 +156,7 @@ export function registerCallbackIngress(app: FastifyInstance, o: CallbackIngress
 
 function tooMany(reply: FastifyReply, waitSeconds: number, o: CallbackIngressOptions) {
   o.observe("rate_limited");
+  noteRateLimited(reply.request.raw, "callback");
   return reply
     .code(429)
     .header("retry-after", String(waitSeconds))

@@ -84,6 +84,7 @@ export async function serveDashboard(
     readTimeoutMs: config.httpReadTimeoutMs,
     writeTimeoutMs: config.httpWriteTimeoutMs,
     idleTimeoutMs: config.httpIdleTimeoutMs,
+    metrics: sources.registry,
     clock,
     logger,
   });

@@ -1,11 +1,13 @@
 import type { Server as TlsServer } from "node:tls";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import type { Registry } from "prom-client";
 import type { Clock } from "../../core/clock.ts";
 import { tenantError } from "../../core/envelope.ts";
 import type { Logger } from "../../log.ts";
 import { ApiError } from "../api/errors.ts";
 import { clientErrorAnswer, frameworkErrorAnswer } from "../http/client-errors.ts";
 import { readTls, type TlsFiles } from "../http/listener.ts";
+import { recordCertificateExpiry } from "../http/tls-expiry.ts";
 import { TLS_MIN_VERSION, TlsReloader } from "../http/tls-reload.ts";
 import type { OperatorAuth } from "./auth.ts";
 import type { DashboardContext } from "./context.ts";
@@ -37,6 +39,8 @@ export interface OperatorServerOptions {
   readTimeoutMs: number;
   writeTimeoutMs: number;
   idleTimeoutMs: number;
+  /** Where the served certificate's expiry is exported (listener="operator"). */
+  metrics: Registry;
   clock: Clock;
   logger: Logger;
 }
@@ -145,8 +149,11 @@ export function buildOperatorServer(o: OperatorServerOptions): OperatorServer {
     registerApiRoutes(api, o.context);
   });
 
-  if (o.tls === undefined) return { app, reloadTls: () => false };
-  const reloader = new TlsReloader(o.tls, app.server as unknown as TlsServer, o.clock, o.logger);
+  if (o.tls === undefined || tls === undefined) return { app, reloadTls: () => false };
+  recordCertificateExpiry(o.metrics, "operator", tls.cert);
+  const reloader = new TlsReloader(o.tls, app.server as unknown as TlsServer, o.clock, o.logger, (cert) =>
+    recordCertificateExpiry(o.metrics, "operator", cert),
+  );
   reloader.watch();
   app.addHook("onClose", async () => reloader.close());
   return { app, reloadTls: () => reloader.reload() };

@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type BucketVerdict, RateBuckets } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { tenantError } from "../../core/envelope.ts";
+import { noteRateLimited } from "./api-metrics.ts";
 
 /**
  * What every answer of providerd's listener goes through, in this order:
@@ -92,6 +93,7 @@ export function installEdge(app: FastifyInstance, o: EdgeOptions): void {
     const verdict = perIp.consume(o.clientIp.of(req));
     rateLimitHeaders(reply, verdict, window);
     if (!verdict.allowed) {
+      noteRateLimited(req.raw, "ip");
       rateLimited(reply);
       return;
     }

@@ -10,6 +10,8 @@ import type { LifecycleObserver } from "../lifecycle/index.ts";
 export interface MetricSources {
   /** Durable lease records (the placement store's counts). */
   records: () => { placements: number; conflicts: number; attempts: number };
+  /** Payloads the payload store holds (none without a store). */
+  payloadsStored: () => number;
   /** Leases waiting for their tenant's payload (in memory). */
   awaitingPayload: () => number;
   backendHealthy: () => Map<string, boolean>;
@@ -56,9 +58,16 @@ export function createProviderMetrics(): ProviderMetrics {
     help: "Closes not queued for a retry because the retry queue held its 1,024 leases (the next sweep retries them)",
     registers,
   });
+  const callbackTimeouts = new Counter({
+    name: "fred_callback_timeouts_total",
+    help: "Provision attempts that passed provision_callback_timeout without their callback",
+    labelNames: ["backend"],
+    registers,
+  });
   return {
     registry,
     observer: {
+      callbackTimeout: (backend) => callbackTimeouts.inc({ backend }),
       provisionSent: (backend, outcome) => sent.inc({ backend, outcome }),
       provisionSettled: (backend, outcome, ms) => latency.observe({ backend, outcome }, ms / 1000),
       callback: (outcome) => callbacks.inc({ outcome }),
@@ -81,6 +90,22 @@ export function registerStateGauges(registry: Registry, sources: MetricSources):
       this.set({ state: "conflict" }, c.conflicts);
       this.set({ state: "attempt" }, c.attempts);
       this.set({ state: "awaiting_payload" }, sources.awaitingPayload());
+    },
+  });
+  new Gauge({
+    name: "fred_provisions_in_flight",
+    help: "Provision attempts recorded (sent or being sent) whose callback has not come yet",
+    registers,
+    collect() {
+      this.set(sources.records().attempts);
+    },
+  });
+  new Gauge({
+    name: "fred_payloads_stored",
+    help: "Tenant payloads the payload store holds for provisioning",
+    registers,
+    collect() {
+      this.set(sources.payloadsStored());
     },
   });
   new Gauge({

@@ -5,6 +5,7 @@ import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { TenantApi } from "../api/index.ts";
 import { CALLBACK_PATH, type CallbackIngressOptions, registerCallbackIngress } from "../callbacks/ingress.ts";
+import { installApiMetrics } from "./api-metrics.ts";
 import {
   clientErrorAnswer,
   connectRefused,
@@ -14,6 +15,7 @@ import {
 import { ClientIp, installEdge } from "./edge.ts";
 import { type HealthSources, healthReport, isReady } from "./health.ts";
 import { type ListenerOptions, readTls } from "./listener.ts";
+import { recordCertificateExpiry } from "./tls-expiry.ts";
 import { TLS_MIN_VERSION, TlsReloader } from "./tls-reload.ts";
 import { registerWorkloadsRoute, type WorkloadsSources } from "./workloads.ts";
 
@@ -56,6 +58,7 @@ export function buildHttpServer(o: HttpServerOptions): ProviderServer {
   }) as unknown as FastifyInstance;
   app.server.on("checkExpectation", expectationFailed);
   app.server.on("connect", connectRefused);
+  installApiMetrics(app, o.metrics);
   installEdge(app, {
     clock: o.clock,
     clientIp: new ClientIp(l.trustedProxies),
@@ -89,7 +92,10 @@ export function buildHttpServer(o: HttpServerOptions): ProviderServer {
   registerCallbackIngress(app, o.callbacks);
   o.tenant?.register(app);
   if (l.tls === undefined) return { app, reloadTls: () => false };
-  const reloader = new TlsReloader(l.tls, app.server as unknown as TlsServer, o.clock, o.logger);
+  recordCertificateExpiry(o.metrics, "api", tls!.cert);
+  const reloader = new TlsReloader(l.tls, app.server as unknown as TlsServer, o.clock, o.logger, (cert) =>
+    recordCertificateExpiry(o.metrics, "api", cert),
+  );
   reloader.watch();
   app.addHook("onClose", async () => reloader.close());
   return { app, reloadTls: () => reloader.reload() };

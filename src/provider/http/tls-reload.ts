@@ -25,7 +25,17 @@ export class TlsReloader {
   /** Certificates put in service since start (for tests and logs). */
   reloads = 0;
 
-  constructor(files: TlsFiles, server: Server, clock: Clock, logger: Logger) {
+  readonly #onReloaded: (cert: Buffer) => void;
+
+  /** `onReloaded` hears each certificate put in service (the expiry gauge). */
+  constructor(
+    files: TlsFiles,
+    server: Server,
+    clock: Clock,
+    logger: Logger,
+    onReloaded: (cert: Buffer) => void = () => {},
+  ) {
+    this.#onReloaded = onReloaded;
     this.#files = files;
     this.#server = server;
     this.#clock = clock;
@@ -36,7 +46,9 @@ export class TlsReloader {
   reload(): boolean {
     try {
       // The client CA (mTLS) is part of the context too: a reload keeps requiring it.
-      this.#server.setSecureContext({ ...readTls(this.#files), minVersion: TLS_MIN_VERSION });
+      const tls = readTls(this.#files);
+      this.#server.setSecureContext({ ...tls, minVersion: TLS_MIN_VERSION });
+      this.#onReloaded(tls.cert);
     } catch (err) {
       this.#logger.error({ err }, "TLS certificate reload refused; the current certificate stays in service");
       return false;

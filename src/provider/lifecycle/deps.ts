@@ -36,6 +36,8 @@ export interface LifecycleObserver {
   callbackContradicted(backend: string): void;
   /** A close to retry was dropped because the retry queue was full (the sweep has it). */
   closeRetryDropped(): void;
+  /** A provision attempt passed provision_callback_timeout without its callback (once per attempt). */
+  callbackTimeout(backend: string): void;
 }
 
 export const silentObserver: LifecycleObserver = {
@@ -44,4 +46,5 @@ export const silentObserver: LifecycleObserver = {
   callback: () => {},
   callbackContradicted: () => {},
   closeRetryDropped: () => {},
+  callbackTimeout: () => {},
 };

@@ -62,6 +62,8 @@ export class Provisioner {
   readonly #deps: LifecycleDeps;
   /** Leases whose provision request is on the wire right now. */
   readonly inFlight = new Set<string>();
+  /** Operation ids already reported overdue (kept only while they stay overdue). */
+  readonly overdue = new Set<string>();
 
   readonly leases: ProvisionLeaseReads;
 

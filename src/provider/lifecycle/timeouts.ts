@@ -33,6 +33,7 @@ export async function checkOverdueAttempts(
   const due = d.clock.now() - d.config.provisionCallbackTimeoutMs;
   // Only overdue rows are read: a burst leaves thousands of young attempts behind.
   const overdue = d.store.attemptsCreatedBy(due).filter((a) => !provisioner.inFlight.has(a.leaseUuid));
+  reportNewlyOverdue(d, provisioner.overdue, overdue);
   const byBackend = new Map<string, Attempt[]>();
   for (const a of overdue) byBackend.set(a.backend, [...(byBackend.get(a.backend) ?? []), a]);
   for (const [backend, attempts] of byBackend) {
@@ -63,6 +64,17 @@ export async function checkOverdueAttempts(
     }
   }
   return verdicts;
+}
+
+/** Each attempt is reported once when it first turns up overdue; `seen` keeps only the current ones. */
+function reportNewlyOverdue(d: LifecycleDeps, seen: Set<string>, overdue: readonly Attempt[]): void {
+  const now = new Set(overdue.map((a) => a.operationId));
+  for (const id of seen) if (!now.has(id)) seen.delete(id);
+  for (const a of overdue) {
+    if (seen.has(a.operationId)) continue;
+    seen.add(a.operationId);
+    d.observe.callbackTimeout(a.backend);
+  }
 }
 
 async function decide(

@@ -70,6 +70,7 @@ export class PayloadStore {
   readonly #promote: Statement<[string, string, Buffer, number]>;
   readonly #mask: Statement<[Buffer, string, string]>;
   readonly #leases: Statement<[], string>;
+  readonly #count: Statement<[], number>;
   readonly #holdingSecrets: Statement<[], string>;
   readonly #putOnce: (leaseUuid: string, sha256: string, payload: Buffer, now: number) => PutResult;
   /** `has`'s answers, forgotten by every write (put, promote, delete). */
@@ -102,6 +103,7 @@ export class PayloadStore {
       .prepare<[], string>("SELECT lease_uuid FROM payloads WHERE holds_secret = 1 ORDER BY lease_uuid")
       .pluck();
     this.#leases = db.prepare<[], string>("SELECT lease_uuid FROM payloads ORDER BY lease_uuid").pluck();
+    this.#count = db.prepare<[], number>("SELECT COUNT(*) FROM payloads").pluck();
     this.#putOnce = db.transaction((leaseUuid: string, sha256: string, payload: Buffer, now: number) => {
       const existing = this.#get.get(leaseUuid);
       if (existing !== undefined) {
@@ -226,6 +228,11 @@ export class PayloadStore {
   /** Every lease with a stored payload (the reconciler's payload cleanup reads this). */
   leases(): string[] {
     return this.#leases.all();
+  }
+
+  /** How many payloads are held (the fred_payloads_stored gauge, read at scrape time). */
+  count(): number {
+    return this.#count.get() ?? 0;
   }
 
   delete(leaseUuid: string): boolean {

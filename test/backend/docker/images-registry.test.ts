@@ -281,5 +281,7 @@ describe("docker backend: pull, pin and private registries", { skip }, () => {
     assert.match(everything, /fred_docker_image_pull_failures_total\{reason="unauthorized"\} [1-9]/);
     assert.match(everything, /fred_docker_image_pull_failures_total\{reason="not_found"\} [1-9]/);
     assert.match(everything, /fred_docker_image_pull_seconds_count\{outcome="ok"\} [1-9]/);
+    assert.match(everything, /fred_docker_image_pulls_total\{outcome="success"\} [1-9]/);
+    assert.match(everything, /fred_docker_image_pulls_total\{outcome="failed"\} [1-9]/);
   });
 });

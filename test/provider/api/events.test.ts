@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, it } from "node:test";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { EventHub } from "../../../src/provider/api/event-hub.ts";
 import { until } from "../../support/index.ts";
+import { sample } from "../../support/metrics.ts";
 import { Harness } from "./harness.ts";
 import { call } from "./tenant-client.ts";
 import { type HttpRefusal, stalledSubscriber, WsClient, wsUrl } from "./ws-client.ts";
@@ -205,6 +206,7 @@ describe("lease event stream", () => {
       await h.api.events.publish(LEASE, "ready", filler);
     }
     assert.equal(h.api.hub.subscribers, 0, "the stalled client was dropped");
+    assert.equal(sample(await h.registry.metrics(), "fred_events_dropped_total"), 1);
     slow.resume();
     await closed;
   });

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Fastify, { type FastifyInstance } from "fastify";
+import { Registry } from "prom-client";
 import { addressFromPubkey } from "../../../src/auth/address.ts";
 import { compressedPubkey } from "../../../src/auth/keys.ts";
 import type { ChainLease, ChainPort } from "../../../src/chain/port.ts";
@@ -46,6 +47,8 @@ export class Harness {
   readonly leases = new Map<string, ChainLease>();
   readonly key = new TenantKey(TENANT_KEY_HEX);
   readonly other = new TenantKey(OTHER_KEY_HEX);
+  /** Where the API's counters register (one per harness). */
+  readonly registry = new Registry();
   readonly tenant = addressFromPubkey(compressedPubkey(this.key.privateKey));
   placementStore!: PlacementStore;
   /** The placement store's rooms, as the API receives them. */
@@ -92,6 +95,7 @@ export class Harness {
       logger: createLogger("test", "silent"),
       payloadStored: () => {},
       leaseReads: { ttlMs: 0 },
+      registry: this.registry,
       ...(typeof overrides === "function" ? overrides(this) : overrides),
     });
     this.app = Fastify();

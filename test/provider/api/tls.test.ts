@@ -7,6 +7,8 @@ import { connect } from "node:tls";
 import { Agent, fetch as undiciFetch } from "undici";
 import { TestPki } from "../../helpers/certs.ts";
 import { until } from "../../support/index.ts";
+import { sample } from "../../support/metrics.ts";
+import { PROMTOOL_SKIP, promtoolMetricsProblems } from "../../support/promtool.ts";
 import { mockSkus, Stack } from "../e2e/stack.ts";
 
 /**
@@ -106,5 +108,26 @@ describe("providerd HTTPS listener", () => {
     copyFileSync(pki.file("api-3.key"), keyFile);
     stack.providerd!.signal("SIGHUP");
     await until(async () => (await handshake()).fingerprint === fingerprint("api-3"), "the completed pair");
+  });
+
+  it("fred_tls_certificate_expiry_timestamp_seconds is the served certificate's notAfter, after reloads too", async () => {
+    const dispatcher = new Agent({ connect: { rejectUnauthorized: false } });
+    const expiry = async () => {
+      const res = await undiciFetch(`${https()}/metrics`, { dispatcher });
+      const text = await res.text();
+      if (!PROMTOOL_SKIP) assert.equal(promtoolMetricsProblems(text), "");
+      return sample(text, "fred_tls_certificate_expiry_timestamp_seconds", { listener: "api" });
+    };
+    const notAfter = (name: string) =>
+      Math.floor(new X509Certificate(readFileSync(pki.file(`${name}.pem`))).validToDate.getTime() / 1000);
+    assert.equal(await expiry(), notAfter("api-3"));
+    // A certificate valid for 30 days, not 2: the gauge must follow the reload.
+    pki.selfSigned("api-4", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1", 30);
+    copyFileSync(pki.file("api-4.key"), keyFile);
+    copyFileSync(pki.file("api-4.pem"), certFile);
+    stack.providerd!.signal("SIGHUP");
+    await until(async () => (await expiry()) === notAfter("api-4"), "the renewed certificate's notAfter");
+    assert.ok(notAfter("api-4") - notAfter("api-3") > 20 * 86_400);
+    await dispatcher.close();
   });
 });

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { X509Certificate } from "node:crypto";
 import { chmodSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { dirname, join } from "node:path";
@@ -7,6 +8,7 @@ import { Agent, fetch as undiciFetch } from "undici";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { TestPki } from "../../helpers/certs.ts";
 import { runFred, until } from "../../support/index.ts";
+import { sample, scrape } from "../../support/metrics.ts";
 import { mockSkus, Stack } from "../e2e/stack.ts";
 
 /**
@@ -503,6 +505,13 @@ describe("operator dashboard API (devnet + two mock backends + providerd)", () =
     });
     await assert.rejects(undiciFetch(`${url}/api/fleet`, { dispatcher: stranger }));
     await Promise.all([client.close(), anonymous.close(), stranger.close()]);
+    // The served certificate's expiry is exported beside the API listener's.
+    const notAfter = Date.parse(new X509Certificate(readFileSync(pki.file("op-server.pem"))).validTo) / 1000;
+    const exposition = await scrape(`${stack.api}/metrics`);
+    assert.equal(
+      sample(exposition, "fred_tls_certificate_expiry_timestamp_seconds", { listener: "operator" }),
+      notAfter,
+    );
   });
 
   // Last: the chain goes away for good.

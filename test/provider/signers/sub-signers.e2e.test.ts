@@ -19,6 +19,7 @@ import {
 } from "../../../src/chain/cosmos/sub-signers.ts";
 import { MsgAcknowledgeLease } from "../../../src/chain/proto/index.ts";
 import { runFred, until } from "../../support/index.ts";
+import { sample } from "../../support/metrics.ts";
 import { mockSkus, Stack } from "../e2e/stack.ts";
 import { RpcProxy } from "./rpc-proxy.ts";
 
@@ -218,6 +219,14 @@ describe("providerd with authz sub-signer lanes (devnet + mock backend + provide
     const lanes = subs.map((s) => s.address);
     for (const s of signers) assert.ok(lanes.includes(s), `${s} is a sub-signer, not the provider key`);
     assert.equal(new Set(signers).size, 3, `all three lanes signed: ${signers.join(", ")}`);
+    // Sent as authz MsgExec, still counted as acknowledgements (the last one once its
+    // sender has seen it included, which may be after the lease shows ACTIVE).
+    await until(async () => {
+      const text = await (await fetch(`${stack.api}/metrics`)).text();
+      return (
+        (sample(text, "fred_chain_transactions_total", { type: "acknowledge", outcome: "success" }) ?? 0) >= 6
+      );
+    }, "six acknowledge txs counted");
   });
 
   it("re-creates a revoked grant after the grant error, and the lease is acknowledged anyway", async () => {

@@ -2,6 +2,7 @@ import type { Clock } from "../../../core/clock.ts";
 import type { Logger } from "../../../log.ts";
 import type { AdmissionConfig } from "../admission.ts";
 import type { Failure, Journal, LeaseRecord } from "../journal/journal.ts";
+import type { RetentionObserver } from "../ops-metrics.ts";
 import { PeriodicPass } from "../periodic-pass.ts";
 import type { ResourcePool } from "../resources.ts";
 import type { ParsedManifest, Substrate, WorkloadSpec } from "../substrate.ts";
@@ -24,6 +25,8 @@ export interface RetentionOptions {
   logger: Logger;
   policy: RetentionPolicy;
   parseManifest: AdmissionConfig["parseManifest"];
+  /** Sweep outcomes and the bytes expired data freed (ops-metrics.ts). */
+  observe?: RetentionObserver;
 }
 
 /** What a close's teardown did, and the row change that commits with the close. */
@@ -53,7 +56,15 @@ export class Retention {
     this.#pass = new PeriodicPass({
       clock: o.clock,
       intervalMs: () => this.policy.reapIntervalMs,
-      run: (signal) => this.#sweepOnce(signal),
+      run: async (signal) => {
+        try {
+          await this.#sweepOnce(signal);
+          o.observe?.sweep("success");
+        } catch (err) {
+          o.observe?.sweep("failed");
+          throw err;
+        }
+      },
       onError: (err) => this.#log.error({ err }, "retention sweep failed"),
       afterRun: () => {
         for (const l of this.#listeners) l("retention:swept");
@@ -261,7 +272,8 @@ export class Retention {
         continue;
       }
       retentionCrashPoint("retention.reap.after-delete");
-      store.tx(() => store.remove(row));
+      if (store.tx(() => store.remove(row)) && (row.reapReason === "expired" || row.reapReason === "evicted"))
+        this.#options.observe?.freed(row.volumes.reduce((n, v) => n + v.bytes, 0));
     }
     await this.#discardFailedCopies(signal);
     await this.#pruneOrphans(signal);

@@ -74,6 +74,18 @@ export class UsageSampler {
     return this.#leases.size;
   }
 
+  /** Disk used and quota summed over every sampled instance's volume, as of the last pass. */
+  volumeTotals(): { usedBytes: number; quotaBytes: number } {
+    let usedBytes = 0;
+    let quotaBytes = 0;
+    for (const instances of this.#leases.values())
+      for (const { latest } of instances.values()) {
+        usedBytes += latest.diskBytes ?? 0;
+        quotaBytes += latest.diskQuotaBytes ?? 0;
+      }
+    return { usedBytes, quotaBytes };
+  }
+
   async #sample(signal: AbortSignal): Promise<void> {
     const samples = await this.#options.sample(signal);
     const atMs = this.#options.clock.now();

@@ -1,11 +1,12 @@
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { isFredError } from "../../../core/errors.ts";
 import { isBillingOnly } from "../../../core/lease-rules.ts";
 import { failpoint } from "../../../failpoints.ts";
 import { type PayloadStore, type PutResult, sha256Hex } from "../../store/index.ts";
-import { authorizeLease, type TenantContext, tenantRoute } from "../context.ts";
+import type { UploadOutcome } from "../api-counters.ts";
+import { authorizeLease, type RequestScope, type TenantContext, tenantRoute } from "../context.ts";
 import { ApiError, refuse } from "../errors.ts";
 import type { LeaseEventPublisher } from "../event-hub.ts";
 
@@ -22,13 +23,25 @@ const bad = (message: string, reason?: string) =>
 const notStored = (message: string, cause?: unknown) =>
   new ApiError("ERR_API_PAYLOAD_NOT_STORED", 409, message, cause === undefined ? {} : { cause });
 
+/** The upload outcome a refusal stands for, where its status alone does not say (fred_payload_uploads_total). */
+const outcomes = new WeakMap<ApiError, UploadOutcome>();
+function tagged(err: ApiError, outcome: UploadOutcome): ApiError {
+  outcomes.set(err, outcome);
+  return err;
+}
+
+function uploadOutcome(err: unknown): UploadOutcome {
+  if (!(err instanceof ApiError)) return "error";
+  return outcomes.get(err) ?? (err.status >= 500 ? "error" : "invalid");
+}
+
 /** Reads the raw body up to `max` bytes; over it (or a broken stream) is a 400. */
 /** The reference's text for a body that could not be read (too large, or the stream failed). */
 const UNREADABLE_BODY = "failed to read request body";
 
 export function readBody(raw: IncomingMessage, max: number, signal: AbortSignal): Promise<Buffer> {
   const declared = Number(raw.headers["content-length"] ?? Number.NaN);
-  if (declared > max) return Promise.reject(bad(UNREADABLE_BODY));
+  if (declared > max) return Promise.reject(tagged(bad(UNREADABLE_BODY), "too_large"));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -38,7 +51,7 @@ export function readBody(raw: IncomingMessage, max: number, signal: AbortSignal)
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > max) fail(bad(UNREADABLE_BODY));
+      if (size > max) fail(tagged(bad(UNREADABLE_BODY), "too_large"));
       else chunks.push(chunk);
     };
     const onEnd = () => {
@@ -46,7 +59,7 @@ export function readBody(raw: IncomingMessage, max: number, signal: AbortSignal)
       resolve(Buffer.concat(chunks, size));
     };
     const onError = () => fail(bad(UNREADABLE_BODY));
-    const onAbort = () => fail(refuse.timeout());
+    const onAbort = () => fail(tagged(refuse.timeout(), "error"));
     const cleanup = () => {
       raw.off("data", onData).off("end", onEnd).off("error", onError);
       signal.removeEventListener("abort", onAbort);
@@ -60,16 +73,17 @@ export function readBody(raw: IncomingMessage, max: number, signal: AbortSignal)
 async function storeDurably(payloads: PayloadStore, uuid: string, body: Buffer, now: number): Promise<void> {
   let stored: PutResult;
   try {
-    if (payloads.has(uuid)) throw notStored("payload already received");
+    if (payloads.has(uuid)) throw tagged(notStored("payload already received"), "conflict");
     stored = payloads.put(uuid, body, now);
   } catch (err) {
     if (err instanceof ApiError) throw err;
-    throw notStored(
-      isFredError(err, "ERR_PAYLOAD_CONFLICT") ? "payload already received" : "payload could not be stored",
-      err,
+    const conflict = isFredError(err, "ERR_PAYLOAD_CONFLICT");
+    throw tagged(
+      notStored(conflict ? "payload already received" : "payload could not be stored", err),
+      conflict ? "conflict" : "error",
     );
   }
-  if (stored !== "stored") throw notStored("payload already received");
+  if (stored !== "stored") throw tagged(notStored("payload already received"), "conflict");
   try {
     await payloads.durable();
   } catch (err) {
@@ -78,7 +92,7 @@ async function storeDurably(payloads: PayloadStore, uuid: string, body: Buffer, 
     } catch {
       // The row stays un-synced; the same upload is refused as a duplicate until an operator looks.
     }
-    throw notStored("payload could not be stored", err);
+    throw tagged(notStored("payload could not be stored", err), "error");
   }
 }
 
@@ -95,42 +109,54 @@ export function registerDataRoute(
     scoped.post(
       "/v1/leases/:lease_uuid/data",
       tenantRoute(ctx, async (req, reply, scope) => {
-        const answered = new Promise<void>((resolve) => reply.raw.once("close", resolve));
-        const { uuid, claims, lease } = await authorizeLease(ctx, req, reply, {
-          kind: "payload",
-          replay: false,
-        });
-        const skus = lease.items.map((i) => i.skuUuid);
-        if (isBillingOnly(skus, config.billingOnlySkus))
-          throw bad("lease is billing-only; it takes no payload", "billing_only");
-        if (lease.state !== "LEASE_STATE_PENDING") throw refuse.leaseNotFound("lease not pending");
-        if (lease.metaHash === "") throw bad("lease does not expect payload");
-        const signed = Buffer.from((claims.metaHash ?? "").toLowerCase(), "hex");
-        const expected = Buffer.from(lease.metaHash, "hex");
-        if (signed.length !== expected.length || !timingSafeEqual(signed, expected)) {
-          logger.warn({ lease_uuid: uuid }, "payload token meta_hash does not match the lease");
-          throw refuse.unauthorized();
+        try {
+          const answer = await upload(req, reply, scope);
+          ctx.counters.upload("stored", answer.bytes);
+          return { status: answer.status };
+        } catch (err) {
+          ctx.counters.upload(uploadOutcome(err));
+          throw err;
         }
-        const body = await readBody(req.raw, config.maxRequestBodySize, scope.signal);
-        if (body.length === 0) throw bad("payload is empty");
-        if (sha256Hex(body) !== lease.metaHash) throw bad("payload hash does not match meta_hash");
-        if (payloads === undefined) throw notStored("payload store is not configured");
-        await storeDurably(payloads, uuid, body, ctx.deps.clock.now());
-        // Provisioning starts once the 202 is written (or the client is gone): the payload is on disk.
-        // The payload is already durable; a failure to start provisioning here is logged for
-        // the operator, never left as an unhandled rejection.
-        answered
-          .then(() => {
-            failpoint("upload.after-accepted");
-            ctx.deps.payloadStored(uuid);
-            events?.uploadAccepted(uuid);
-          })
-          .catch((err: unknown) =>
-            logger.warn({ err, lease_uuid: uuid }, "starting provisioning after upload failed"),
-          );
-        logger.info({ lease_uuid: uuid, bytes: body.length }, "payload received");
-        return { status: 202 };
       }),
     );
   });
+
+  async function upload(req: FastifyRequest, reply: FastifyReply, scope: RequestScope) {
+    const answered = new Promise<void>((resolve) => reply.raw.once("close", resolve));
+    const { uuid, claims, lease } = await authorizeLease(ctx, req, reply, {
+      kind: "payload",
+      replay: false,
+    });
+    const skus = lease.items.map((i) => i.skuUuid);
+    if (isBillingOnly(skus, config.billingOnlySkus))
+      throw bad("lease is billing-only; it takes no payload", "billing_only");
+    if (lease.state !== "LEASE_STATE_PENDING") throw refuse.leaseNotFound("lease not pending");
+    if (lease.metaHash === "") throw bad("lease does not expect payload");
+    const signed = Buffer.from((claims.metaHash ?? "").toLowerCase(), "hex");
+    const expected = Buffer.from(lease.metaHash, "hex");
+    if (signed.length !== expected.length || !timingSafeEqual(signed, expected)) {
+      logger.warn({ lease_uuid: uuid }, "payload token meta_hash does not match the lease");
+      throw refuse.unauthorized();
+    }
+    const body = await readBody(req.raw, config.maxRequestBodySize, scope.signal);
+    if (body.length === 0) throw bad("payload is empty");
+    if (sha256Hex(body) !== lease.metaHash)
+      throw tagged(bad("payload hash does not match meta_hash"), "hash_mismatch");
+    if (payloads === undefined) throw tagged(notStored("payload store is not configured"), "error");
+    await storeDurably(payloads, uuid, body, ctx.deps.clock.now());
+    // Provisioning starts once the 202 is written (or the client is gone): the payload is on disk.
+    // The payload is already durable; a failure to start provisioning here is logged for
+    // the operator, never left as an unhandled rejection.
+    answered
+      .then(() => {
+        failpoint("upload.after-accepted");
+        ctx.deps.payloadStored(uuid);
+        events?.uploadAccepted(uuid);
+      })
+      .catch((err: unknown) =>
+        logger.warn({ err, lease_uuid: uuid }, "starting provisioning after upload failed"),
+      );
+    logger.info({ lease_uuid: uuid, bytes: body.length }, "payload received");
+    return { status: 202, bytes: body.length };
+  }
 }

@@ -112,6 +112,7 @@ export function registerEventsRoute(
       }
       if (socket.bufferedAmount > limits.maxBufferedBytes) {
         logger.info({ lease_uuid: up.lease.uuid }, "event subscriber too slow; disconnected");
+        ctx.counters.eventDropped();
         drop();
         return;
       }
