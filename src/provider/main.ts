@@ -18,7 +18,6 @@ import { openChainSession, providerEventFeed } from "./chain-session.ts";
 import { type ProviderConfig, withBoundCallbackBase } from "./config/index.ts";
 import {
   bindOperatorListener,
-  countTenantAnswers,
   DashboardActivity,
   dashboardTestTiming,
   serveDashboard,
@@ -212,7 +211,6 @@ export async function startProviderd(
       clock,
       logger: part("http"),
     });
-    if (operator !== undefined) countTenantAnswers(app, activity);
     await socket.serve(app);
     releases.defer("HTTP server", () => app.close());
     const dashboard =

@@ -3,9 +3,9 @@ import type { LifecycleObserver } from "../lifecycle/index.ts";
 
 /**
  * What happened in this process that the dashboard counts: settled provisions (by hour
- * for the last 24 h, and each one's latency within the current sample step) and tenant
- * API answers. Fed by a tap on the lifecycle observer and an onResponse hook on the
- * tenant listener; lost at restart like every in-process figure of the dashboard.
+ * for the last 24 h, and each one's latency within the current sample step). Fed by a tap
+ * on the lifecycle observer; lost at restart like every in-process figure of the
+ * dashboard. (Tenant API rates come from `fred_api_requests_total`, not from here.)
  */
 const HOUR_MS = 3_600_000;
 const HOURS = 24;
@@ -23,8 +23,6 @@ export interface StepActivity {
   provisions: number;
   /** Seconds, unsorted. */
   latencies: number[];
-  apiRequests: number;
-  apiErrors: number;
 }
 
 export class DashboardActivity {
@@ -61,12 +59,6 @@ export class DashboardActivity {
     }
   }
 
-  /** A tenant API answer (`/v1/…`); 5xx count as errors. */
-  tenantAnswered(status: number): void {
-    this.#step.apiRequests++;
-    if (status >= 500) this.#step.apiErrors++;
-  }
-
   /** The last 24 hours, oldest first, every hour present (zeros where none settled). */
   provisionsPerHour(): HourTally[] {
     const current = Math.floor(this.#clock.now() / HOUR_MS) * HOUR_MS;
@@ -101,7 +93,7 @@ export class DashboardActivity {
 }
 
 function emptyStep(): StepActivity {
-  return { provisions: 0, latencies: [], apiRequests: 0, apiErrors: 0 };
+  return { provisions: 0, latencies: [] };
 }
 
 /** The q-quantile (0..1) of `values` by nearest rank; null when there are none. */

@@ -19,6 +19,8 @@ export interface AlertInputs {
   lastBlockAtMs: number;
   /** By backend: did it answer the latest sweep (fenced: false)? */
   backendHealthy: ReadonlyMap<string, boolean>;
+  /** Backends fenced in the config (FredBackendFenced, not FredBackendUnhealthy). */
+  fenced: ReadonlySet<string>;
   /** End of the latest complete reconciler sweep. */
   lastSweepSuccessAtMs: number | undefined;
 }
@@ -27,6 +29,7 @@ export interface AlertInputs {
 export const IN_PROCESS_RULES = {
   FredChainFeedStalled: "page",
   FredBackendUnhealthy: "page",
+  FredBackendFenced: "page",
   FredReconcilerNotSucceeding: "warn",
 } as const;
 
@@ -47,11 +50,17 @@ export function alertsNow(i: AlertInputs): AlertNow[] {
       });
   }
   for (const [backend, healthy] of i.backendHealthy) {
-    if (!healthy)
+    if (i.fenced.has(backend))
+      out.push({
+        name: "FredBackendFenced",
+        severity: IN_PROCESS_RULES.FredBackendFenced,
+        summary: `backend ${backend} is fenced`,
+      });
+    else if (!healthy)
       out.push({
         name: "FredBackendUnhealthy",
         severity: IN_PROCESS_RULES.FredBackendUnhealthy,
-        summary: `backend ${backend} is unhealthy or fenced`,
+        summary: `backend ${backend} is unreachable`,
       });
   }
   const since = (i.nowMs - (i.lastSweepSuccessAtMs ?? i.startedAtMs)) / 1000;

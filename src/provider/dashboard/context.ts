@@ -2,7 +2,7 @@ import { Coalescer } from "../../core/async/index.ts";
 import type { BackendStats } from "../backend-client/index.ts";
 import { DashboardActivity, quantile } from "./activity.ts";
 import { ChainView, MAX_LEASE_ROWS } from "./chain-view.ts";
-import { metricByLabel, metricSum } from "./registry-reads.ts";
+import { metricByLabel, metricSum, metricValues } from "./registry-reads.ts";
 import { type Sample, SampleRing } from "./sample-ring.ts";
 import type { DashboardSources, OwnerReads, StatsReading } from "./sources.ts";
 
@@ -42,6 +42,8 @@ export class DashboardContext {
   readonly #tally: Coalescer<StoreTally>;
   readonly #ownerReads: Coalescer<OwnerReads>;
   #withdrawnTotal = 0;
+  /** `fred_api_requests_total` at the previous sample (the counter starts with the process). */
+  #apiAnswersBefore = { all: 0, errors: 0 };
   #lastWithdrawalAtMs: number | undefined;
 
   constructor(s: DashboardSources, o: DashboardContextOptions = {}) {
@@ -117,17 +119,31 @@ export class DashboardContext {
     this.chain.close();
   }
 
+  /** The tenant API's answers so far (`fred_api_requests_total`): all, and 5xx. */
+  async #apiAnswers(): Promise<{ all: number; errors: number }> {
+    let all = 0;
+    let errors = 0;
+    for (const v of await metricValues(this.s.registry, "fred_api_requests_total")) {
+      all += v.value;
+      if (String(v.labels.status).startsWith("5")) errors += v.value;
+    }
+    return { all, errors };
+  }
+
   async #sample(stepMs: number): Promise<Omit<Sample, "t">> {
     const step = this.activity.takeStep();
     const seconds = stepMs / 1000;
+    const answers = await this.#apiAnswers();
+    const before = this.#apiAnswersBefore;
+    this.#apiAnswersBefore = answers;
     const { byDenom } = await this.withdrawn();
     return {
       leasesActive: this.s.store.counts().placements,
       provisionsPerMinute: step.provisions / (seconds / 60),
       latencyP50: quantile(step.latencies, 0.5),
       latencyP99: quantile(step.latencies, 0.99),
-      apiRequestsPerSecond: step.apiRequests / seconds,
-      apiErrorsPerSecond: step.apiErrors / seconds,
+      apiRequestsPerSecond: (answers.all - before.all) / seconds,
+      apiErrorsPerSecond: (answers.errors - before.errors) / seconds,
       earnings: Object.fromEntries(byDenom),
       creditCloses: await this.creditCloses(),
     };

@@ -101,14 +101,6 @@ export async function serveDashboard(
   };
 }
 
-/** Counts the tenant API's answers (`/v1/…`) for the charts' request and error rates. */
-export function countTenantAnswers(app: FastifyInstance, activity: DashboardActivity): void {
-  app.addHook("onResponse", (req, reply, done) => {
-    if (req.url.startsWith("/v1/")) activity.tenantAnswered(reply.statusCode);
-    done();
-  });
-}
-
 /**
  * Tests only: FRED_DASHBOARD_SAMPLE_MS shortens the sample ring's step and
  * FRED_DASHBOARD_CHAIN_TTL_MS the chain memo, so a process test sees samples and fresh

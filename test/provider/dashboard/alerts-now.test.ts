@@ -31,6 +31,7 @@ const calm = {
     ["a", true],
     ["b", true],
   ]),
+  fenced: new Set<string>(),
   lastSweepSuccessAtMs: NOW - 60_000,
 };
 
@@ -55,17 +56,22 @@ describe("alerts evaluated in process", () => {
     assert.deepEqual(alertsNow({ ...calm, lastBlockAtMs: 0 }), []);
   });
 
-  it("FredBackendUnhealthy once per backend that did not answer or is fenced", () => {
+  it("FredBackendUnhealthy once per unfenced backend that did not answer; FredBackendFenced for a fenced one", () => {
     const fired = alertsNow({
       ...calm,
       backendHealthy: new Map([
         ["a", true],
         ["b", false],
+        ["c", false],
       ]),
+      fenced: new Set(["c"]),
     });
     assert.deepEqual(
       fired.map((a) => [a.name, a.summary]),
-      [["FredBackendUnhealthy", "backend b is unhealthy or fenced"]],
+      [
+        ["FredBackendUnhealthy", "backend b is unreachable"],
+        ["FredBackendFenced", "backend c is fenced"],
+      ],
     );
   });
 

@@ -83,15 +83,13 @@ describe("dashboard activity", () => {
     a.provisionSettled("failed", 3_000);
     clock.advance(3_600_000);
     a.provisionSettled("success", 2_000);
-    a.tenantAnswered(200);
-    a.tenantAnswered(503);
     const hours = a.provisionsPerHour();
     assert.equal(hours.length, 24);
     assert.deepEqual(hours.at(-2), { hourMs: Date.UTC(2026, 0, 1, 10), succeeded: 1, failed: 1 });
     assert.deepEqual(hours.at(-1), { hourMs: Date.UTC(2026, 0, 1, 11), succeeded: 1, failed: 0 });
     const step = a.takeStep();
-    assert.deepEqual(step, { provisions: 3, latencies: [1, 3, 2], apiRequests: 2, apiErrors: 1 });
-    assert.deepEqual(a.takeStep(), { provisions: 0, latencies: [], apiRequests: 0, apiErrors: 0 });
+    assert.deepEqual(step, { provisions: 3, latencies: [1, 3, 2] });
+    assert.deepEqual(a.takeStep(), { provisions: 0, latencies: [] });
     clock.advance(24 * 3_600_000);
     assert.ok(a.provisionsPerHour().every((h) => h.succeeded === 0 && h.failed === 0));
   });

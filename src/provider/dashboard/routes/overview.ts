@@ -83,6 +83,7 @@ export async function overview(ctx: DashboardContext) {
       startedAtMs: ctx.startedAtMs,
       lastBlockAtMs: feed.lastBlockAtMs,
       backendHealthy: s.backendHealthy(),
+      fenced: new Set(s.config.backends.filter((b) => b.fenced).map((b) => b.name)),
       lastSweepSuccessAtMs: sweep?.lastSuccessAt,
     }),
   };
