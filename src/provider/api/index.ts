@@ -32,6 +32,8 @@ import { registerWebSocketRoutes } from "./websockets.ts";
  * `close` stops its timers (the replay-store sweep).
  */
 export type { TenantApiDeps } from "./context.ts";
+export { tenantDiagnostics } from "./diagnostics.ts";
+export { ApiError } from "./errors.ts";
 export { EventHub } from "./event-hub.ts";
 export type { BlockSignal } from "./tenant-lease-reads.ts";
 

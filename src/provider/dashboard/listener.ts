@@ -4,7 +4,7 @@ import type { Registry } from "prom-client";
 import type { Clock } from "../../core/clock.ts";
 import { tenantError } from "../../core/envelope.ts";
 import type { Logger } from "../../log.ts";
-import { ApiError } from "../api/errors.ts";
+import { ApiError } from "../api/index.ts";
 import { clientErrorAnswer, frameworkErrorAnswer } from "../http/client-errors.ts";
 import { readTls, type TlsFiles } from "../http/listener.ts";
 import { recordCertificateExpiry } from "../http/tls-expiry.ts";

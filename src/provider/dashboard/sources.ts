@@ -4,7 +4,7 @@ import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendClient, BackendStats } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
-import type { MaintenanceJournal } from "../maintenance/journal.ts";
+import type { MaintenanceJournal } from "../maintenance/index.ts";
 import type { SweepSummary } from "../reconciler/index.ts";
 import type { BackendFleet, Placements } from "../store/index.ts";
 

@@ -1,7 +1,6 @@
 import type { ChainLease } from "../../../chain/port.ts";
 import { isCanonicalUuid } from "../../../core/uuid.ts";
-import { tenantDiagnostics } from "../../api/diagnostics.ts";
-import { ApiError } from "../../api/errors.ts";
+import { ApiError, tenantDiagnostics } from "../../api/index.ts";
 import { shortState } from "../chain-view.ts";
 import type { DashboardContext } from "../context.ts";
 import type { OwnerReads } from "../sources.ts";

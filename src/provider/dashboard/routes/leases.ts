@@ -1,6 +1,6 @@
 import { isAccountAddress } from "../../../auth/address.ts";
 import { isCanonicalUuid } from "../../../core/uuid.ts";
-import { ApiError } from "../../api/errors.ts";
+import { ApiError } from "../../api/index.ts";
 import { CHAIN_STATES, type LeaseRow } from "../chain-view.ts";
 import type { DashboardContext } from "../context.ts";
 import { iso, isoOrNull } from "./shapes.ts";

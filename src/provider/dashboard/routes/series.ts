@@ -1,4 +1,4 @@
-import { ApiError } from "../../api/errors.ts";
+import { ApiError } from "../../api/index.ts";
 import type { DashboardContext } from "../context.ts";
 
 /**
