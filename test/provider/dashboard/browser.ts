@@ -6,15 +6,16 @@ import { REPO_ROOT } from "../../support/index.ts";
 /**
  * The dashboard's browser tests drive Debian's chromium headless through playwright-core
  * (which downloads no browser). On a developer machine without it they skip with the line
- * below; in CI (`CI=true`, where .ci/run installs it) a missing chromium is a failure.
+ * below; in CI (`CI=true`, or REQUIRE_BROWSER=1 which .ci/run sets after installing it) a
+ * missing chromium is a failure.
  */
 export const CHROMIUM = "/usr/bin/chromium";
 export const ARTIFACTS = join(REPO_ROOT, "test-artifacts", "dashboard");
 
 export function browserSkip(): false | string {
   if (existsSync(CHROMIUM)) return false;
-  if (process.env.CI === "true")
-    throw new Error(`CI=true but ${CHROMIUM} is missing: .ci/run installs Debian's chromium package`);
+  if (process.env.CI === "true" || process.env.REQUIRE_BROWSER === "1")
+    throw new Error(`${CHROMIUM} is missing (CI=true or REQUIRE_BROWSER=1): .ci/run installs Debian's chromium`);
   return `no ${CHROMIUM} (apt-get install chromium): the dashboard's browser tests skip`;
 }
 
