@@ -15,7 +15,9 @@ export const ARTIFACTS = join(REPO_ROOT, "test-artifacts", "dashboard");
 export function browserSkip(): false | string {
   if (existsSync(CHROMIUM)) return false;
   if (process.env.CI === "true" || process.env.REQUIRE_BROWSER === "1")
-    throw new Error(`${CHROMIUM} is missing (CI=true or REQUIRE_BROWSER=1): .ci/run installs Debian's chromium`);
+    throw new Error(
+      `${CHROMIUM} is missing (CI=true or REQUIRE_BROWSER=1): .ci/run installs Debian's chromium`,
+    );
   return `no ${CHROMIUM} (apt-get install chromium): the dashboard's browser tests skip`;
 }
 
