@@ -139,9 +139,8 @@ describe("the operator dashboard against a real stack", { skip }, () => {
     await until(
       async () => {
         shown = await countTables(page);
-        const sameChain = Object.entries(shown["On chain"] ?? {}).every(
-          ([k, v]) => Number(v) === (chain[k] ?? 0),
-        );
+        const onChain = Object.entries(shown["On chain"] ?? {});
+        const sameChain = onChain.length > 0 && onChain.every(([k, v]) => Number(v) === (chain[k] ?? 0));
         const sameRecords =
           Number(shown["Placement records"]?.confirmed) === records.confirmed &&
           Number(shown["Placement records"]?.conflicts) === records.conflicts &&
@@ -204,11 +203,7 @@ describe("the operator dashboard against a real stack", { skip }, () => {
 
   it("the charts page loads its series", async () => {
     await page.getByRole("link", { name: "Charts" }).click();
-    await page
-      .getByRole("heading", { name: "Provision latency" })
-      .or(page.getByText("Provision latency"))
-      .first()
-      .waitFor();
+    await page.getByText("Provision latency", { exact: true }).waitFor();
     assert.equal(await page.locator("figure.chart").count(), 5);
     await shot("charts");
   });
