@@ -52,7 +52,8 @@ the placement store pinned. stdout gets {"ok","config","online":{"ok","checks":[
 exit 1 if any check failed.
   $ FRED_KEYRING_PASSPHRASE=… fred providerd --check-config --online -c /etc/fred/providerd.yaml
 
-Running, it prints one line {"url","provider_uuid"} on stdout once the API listens, then
+Running, it prints one line {"url","provider_uuid","operator_url"} on stdout once the API
+listens (operator_url: the dashboard's listener, absent when operator_listen_addr is ""), then
 logs to stderr. SIGHUP (systemctl reload) reloads tls_cert_file/tls_key_file (so does a change to
 either); nothing else is reloaded, other changes need a restart. SIGUSR1 runs a
 reconciler sweep now (one already running is followed by exactly one more), as does
@@ -109,7 +110,11 @@ needs FRED_KEYRING_PASSPHRASE. Operator guide: docs/providerd.md.
         running.reloadTls();
       };
       say(`fred providerd: listening on ${running.url}`);
-      printJson({ url: running.url, provider_uuid: result.config.providerUuid });
+      printJson({
+        url: running.url,
+        provider_uuid: result.config.providerUuid,
+        ...(running.operatorUrl === undefined ? {} : { operator_url: running.operatorUrl }),
+      });
       // SIGUSR1: the operator's on-demand reconciler sweep (its outcome is logged and metered).
       process.on("SIGUSR1", () => void running.reconcile().catch(() => {}));
       await new Promise<void>((resolve) => {

@@ -11,6 +11,13 @@ import { closeBackendClients, createBackendClients } from "./backend-client/inde
 import { closedByMonitor, createBilling, creditNotices } from "./billing/index.ts";
 import { openChainSession, providerEventFeed } from "./chain-session.ts";
 import { type ProviderConfig, withBoundCallbackBase } from "./config/index.ts";
+import {
+  bindOperatorListener,
+  countTenantAnswers,
+  DashboardActivity,
+  dashboardTestTiming,
+  serveDashboard,
+} from "./dashboard/index.ts";
 import { bindApiSocket } from "./http/bind.ts";
 import { createHealthGauge } from "./http/health.ts";
 import { listenerOptions } from "./http/listener.ts";
@@ -58,6 +65,9 @@ export async function startProviderd(
       "API socket",
       await bindApiSocket(fileConfig.apiListenAddr, listener.tls === undefined ? "http" : "https"),
     );
+    // The operator dashboard's port and token: a taken port or a refused token file stops here.
+    const operator = await bindOperatorListener(fileConfig, part("dashboard"));
+    if (operator !== undefined) releases.use("operator socket", operator.socket);
     // Without callback_base_url the base is this bound URL, known before anything is built.
     const config = withBoundCallbackBase(fileConfig, socket.url);
 
@@ -88,12 +98,13 @@ export async function startProviderd(
     const metrics = createProviderMetrics();
     registerChainMetrics(metrics.registry, { feed: () => feed.metrics(), tx: txMetrics });
     registerSignerMetrics(metrics.registry, signers);
+    const activity = new DashboardActivity(clock);
     const queue = new KeyedMutex();
     const deps = { config, chain, store, fleet, payloads, clients, router, acks, queue, clock };
     const lc = new Lifecycle({
       ...deps,
       logger: part("lifecycle"),
-      observe: metrics.observer,
+      observe: operator === undefined ? metrics.observer : activity.tap(metrics.observer),
     });
     const maintenance = new Maintenance({
       ...deps,
@@ -177,14 +188,38 @@ export async function startProviderd(
       clock,
       logger: part("http"),
     });
+    if (operator !== undefined) countTenantAnswers(app, activity);
     await socket.serve(app);
     releases.defer("HTTP server", () => app.close());
+    const dashboard =
+      operator === undefined
+        ? undefined
+        : await serveDashboard(
+            operator,
+            {
+              config,
+              clock,
+              logger: part("dashboard"),
+              chain,
+              store,
+              fleet,
+              clients,
+              feed: () => feed.metrics(),
+              backendHealthy: () => recovery.backendHealthy,
+              lastSweep: () => recovery.lastSweep,
+              registry: metrics.registry,
+              awaitingPayload: () => lc.awaitingPayload,
+            },
+            { activity, ...dashboardTestTiming(opts.env, part("dashboard")) },
+          );
+    if (dashboard !== undefined) releases.defer("operator dashboard", () => dashboard.close());
     // Routing loads and GET /v1/provider; a backend that answers again may trigger a sweep.
     const stopStats = router.pollStats(
       clients,
       opts.statsIntervalMs ?? 15_000,
       (readings) => {
         tenant.backends.record(readings);
+        dashboard?.context.recordStats(readings);
         recovery.observeReadings(readings, lc.signal);
       },
       lc.signal,
@@ -239,11 +274,15 @@ export async function startProviderd(
     let stopping: Promise<void> | undefined;
     return {
       url: socket.url,
+      operatorUrl: operator?.url,
       get state() {
         return state;
       },
       lifecycle: lc,
-      reloadTls,
+      reloadTls: () => {
+        const operatorReloaded = dashboard?.reloadTls() ?? false;
+        return reloadTls() || operatorReloaded;
+      },
       reconcile: () => recovery.sweep(lc.signal),
       stop() {
         const drain = async () => {

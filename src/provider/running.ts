@@ -23,6 +23,8 @@ export type ProviderdState = "starting" | "recovering" | "running" | "stopping" 
 
 export interface RunningProviderd {
   url: string;
+  /** The operator dashboard's URL (undefined: operator_listen_addr is ""). */
+  operatorUrl: string | undefined;
   readonly state: ProviderdState;
   readonly lifecycle: Lifecycle;
   /** Serves the TLS certificate files' current content (SIGHUP); false when refused or plain HTTP. */

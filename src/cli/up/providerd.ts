@@ -8,6 +8,7 @@ import { FredError } from "../../core/errors.ts";
 import { readKeys } from "../../devnet/home.ts";
 import { createLogger } from "../../log.ts";
 import { type ProviderConfig, parseProviderConfig } from "../../provider/config/index.ts";
+import { readOperatorToken } from "../../provider/dashboard/index.ts";
 import { startProviderd } from "../../provider/main.ts";
 import { CometRpcChainHistory } from "../../provider/placement/chain-history.ts";
 import { initPlacementStore } from "../../provider/placement/init.ts";
@@ -21,6 +22,8 @@ import { registerProviderApiUrl } from "./provider-record.ts";
  * account in a test keyring, `placement init` on the first start, then the daemon.
  */
 const PREFERRED_PORT = 8080;
+/** The operator dashboard's port (operator_listen_addr's default) when free. */
+const PREFERRED_OPERATOR_PORT = 8081;
 
 function portIsFree(port: number): Promise<boolean> {
   return new Promise((done) => {
@@ -79,6 +82,9 @@ export const providerdUpComponent: UpComponent = {
       await keyring.add("provider", provider.mnemonic);
     }
     const port = (await portIsFree(PREFERRED_PORT)) ? PREFERRED_PORT : await freePort();
+    const operatorPort = (await portIsFree(PREFERRED_OPERATOR_PORT))
+      ? PREFERRED_OPERATOR_PORT
+      : await freePort();
     // HTTPS when fred up made its local CA (the chain takes only an https api_url).
     const certFile = ctx.facts.get("tls_cert_file");
     const keyFile = ctx.facts.get("tls_key_file");
@@ -102,6 +108,8 @@ export const providerdUpComponent: UpComponent = {
       placement_store_db_path: join(dir, "placements.db"),
       payload_store_db_path: join(dir, "payloads.db"),
       token_tracker_db_path: join(dir, "tokens.db"),
+      // The dashboard; its token is made beside the stores (operator-token, 0600) on first start.
+      operator_listen_addr: `127.0.0.1:${operatorPort}`,
       // The Manifest team's tenant tools (written for the reference v0.13) send restart and
       // update without Idempotency-Key: a local stack admits every tenant on the legacy terms.
       maintenance_legacy_idempotency_tenants: ["*"],
@@ -149,6 +157,11 @@ export const providerdUpComponent: UpComponent = {
     const running = await startProviderd(config, { env: process.env, logger });
     const url = `${scheme}://127.0.0.1:${port}`;
     ctx.facts.set("providerd_url", url);
+    // The token rides in the fragment: a browser never sends it to the server, nor logs it.
+    const dashboard =
+      running.operatorUrl === undefined
+        ? undefined
+        : `${running.operatorUrl}/#token=${readOperatorToken(config.operatorTokenFile)}`;
     const record =
       scheme === "https"
         ? await registerProviderApiUrl({
@@ -168,6 +181,7 @@ export const providerdUpComponent: UpComponent = {
           ? `            provider record on chain: api_url ${url} (${record})`
           : `            api_url not registered on chain (${record.refused}); tenants pass --provider-url ${url}`,
         `            health: curl ${caFile === undefined ? "" : `--cacert ${caFile} `}${url}/health`,
+        ...(dashboard === undefined ? [] : [`dashboard   ${dashboard}`]),
         `            create a lease: fred chain lease create --sku docker-small --from tenant1 --home ${devnetHome} --rpc ${rpc}`,
         `            watch it become ACTIVE: fred chain lease show <lease_uuid> --rpc ${rpc}`,
       ],

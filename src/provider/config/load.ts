@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import type { z } from "zod";
 import { FredError } from "../../core/errors.ts";
 import { ConfigError, decodeConfig, type Env } from "./decode.ts";
@@ -52,6 +53,11 @@ function toConfig(file: FileConfig) {
     callbackBaseFromListener: fileBase === undefined,
     /** CometBFT RPC (extension); derived from websocket_url when rpc_url is not set. */
     rpcUrl: rpcUrlOf(file),
+    /** operator_token_file, or operator-token beside the placement store (the state directory). */
+    operatorTokenFile:
+      file.operator_token_file === ""
+        ? join(dirname(file.placement_store_db_path), "operator-token")
+        : file.operator_token_file,
   };
 }
 

@@ -61,6 +61,15 @@ const listenAddr = text().superRefine((value, ctx) => {
     ctx.addIssue({ code: "custom", message: "port must be between 0 and 65535" });
 });
 
+/** A listen address, or "" for a listener that is off. */
+const optionalListenAddr = text().superRefine((value, ctx) => {
+  if (value === "") return;
+  const m = LISTEN.exec(value);
+  if (!m) ctx.addIssue({ code: "custom", message: 'must be "host:port", ":port" or "" (off)' });
+  else if (Number(m[2]) > 65535)
+    ctx.addIssue({ code: "custom", message: "port must be between 0 and 65535" });
+});
+
 const coin = () => text().regex(COIN_RE, "must be an amount with denomination, e.g. 10000000umfx");
 const positiveInt = () => int().positive("must be greater than zero");
 const positiveNum = () => num().positive("must be greater than zero");
@@ -210,6 +219,16 @@ export const fileFields = z.strictObject({
   tenant_shell_idle_timeout: positiveDuration().prefault("10m"),
   tenant_shell_max_duration: positiveDuration().prefault("1h"),
   tenant_shell_output_bytes_per_second: positiveInt().prefault(1_048_576),
+
+  // The operator dashboard (docs/providerd.md "Operator dashboard"): its own listener, never
+  // the tenant port; "" turns it off. The token file defaults to operator-token beside the
+  // placement store (created 0600 on first start); the TLS pair serves HTTPS and a client
+  // CA requires a client certificate it signed.
+  operator_listen_addr: optionalListenAddr.prefault("127.0.0.1:8081"),
+  operator_token_file: text().prefault(""),
+  operator_tls_cert_file: optionalText(),
+  operator_tls_key_file: optionalText(),
+  operator_client_ca_file: optionalText(),
 
   // Last, so problems read top-level keys first, then each backend in turn.
   backends: z

@@ -21,6 +21,7 @@ export function checkTopLevel(file: FileConfig, problems: string[]): void {
   checkNumbers(file, problems);
   checkSubSigners(file, problems);
   checkTenants(file.maintenance_legacy_idempotency_tenants, prefix, problems);
+  checkOperatorListener(file, problems);
 }
 
 function checkCallback(file: FileConfig, problems: string[]): void {
@@ -147,5 +148,55 @@ function checkTenants(tenants: readonly string[], prefix: string, problems: stri
       );
     } else if (seen.has(t)) problems.push(`maintenance_legacy_idempotency_tenants lists ${t} more than once`);
     seen.add(t);
+  }
+}
+
+/** Hosts that accept connections on every interface: they overlap any other host. */
+const WILDCARD_HOSTS = new Set(["", "0.0.0.0", "[::]", "::"]);
+
+function sameListenHost(a: string, b: string): boolean {
+  const local = (h: string) => (h === "localhost" ? "127.0.0.1" : h.toLowerCase());
+  return WILDCARD_HOSTS.has(a) || WILDCARD_HOSTS.has(b) || local(a) === local(b);
+}
+
+/** The operator listener (the dashboard): its own port, and each of its keys used or refused. */
+function checkOperatorListener(file: FileConfig, problems: string[]): void {
+  const addr = file.operator_listen_addr;
+  const cert = file.operator_tls_cert_file;
+  const key = file.operator_tls_key_file;
+  const ca = file.operator_client_ca_file;
+  if (addr === "") {
+    const set = (
+      [
+        ["operator_token_file", file.operator_token_file],
+        ["operator_tls_cert_file", cert],
+        ["operator_tls_key_file", key],
+        ["operator_client_ca_file", ca],
+      ] as const
+    ).filter(([, v]) => v !== "");
+    for (const [name] of set)
+      problems.push(`${name} has no effect: operator_listen_addr is "" (the operator listener is off)`);
+    return;
+  }
+  const operator = splitHostPort(addr);
+  const api = splitHostPort(file.api_listen_addr);
+  if (
+    operator !== undefined &&
+    api !== undefined &&
+    Number(operator.port) !== 0 &&
+    Number(operator.port) === Number(api.port) &&
+    sameListenHost(operator.host, api.host)
+  ) {
+    problems.push(
+      `operator_listen_addr (${addr}) must not collide with api_listen_addr (${file.api_listen_addr}): the dashboard never shares the tenant port`,
+    );
+  }
+  if ((cert === "") !== (key === "")) {
+    problems.push("operator_tls_cert_file and operator_tls_key_file must be set together");
+  }
+  if (ca !== "" && cert === "") {
+    problems.push(
+      "operator_client_ca_file requires operator_tls_cert_file and operator_tls_key_file (client certificates are checked over HTTPS)",
+    );
   }
 }

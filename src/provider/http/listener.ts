@@ -23,11 +23,16 @@ export interface ListenerOptions {
 export interface TlsFiles {
   certFile: string;
   keyFile: string;
+  /** CA bundle that signs the client certificates this listener requires (mTLS). */
+  caFile?: string;
+  /** The config keys named when a file cannot be read (the tenant listener's by default). */
+  keys?: { cert: string; key: string; ca?: string };
 }
 
 export interface TlsMaterial {
   cert: Buffer;
   key: Buffer;
+  ca?: Buffer;
 }
 
 export function listenerOptions(config: ProviderConfig): ListenerOptions {
@@ -55,5 +60,8 @@ export function readTls(files: TlsFiles): TlsMaterial {
       );
     }
   };
-  return { cert: read("tls_cert_file", files.certFile), key: read("tls_key_file", files.keyFile) };
+  const keys = files.keys ?? { cert: "tls_cert_file", key: "tls_key_file" };
+  const material: TlsMaterial = { cert: read(keys.cert, files.certFile), key: read(keys.key, files.keyFile) };
+  if (files.caFile !== undefined) material.ca = read(keys.ca ?? "ca_file", files.caFile);
+  return material;
 }

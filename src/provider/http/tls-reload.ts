@@ -35,8 +35,8 @@ export class TlsReloader {
   /** Reads the pair again and serves it to new connections; false (and logged) when refused. */
   reload(): boolean {
     try {
-      const { cert, key } = readTls(this.#files);
-      this.#server.setSecureContext({ cert, key, minVersion: TLS_MIN_VERSION });
+      // The client CA (mTLS) is part of the context too: a reload keeps requiring it.
+      this.#server.setSecureContext({ ...readTls(this.#files), minVersion: TLS_MIN_VERSION });
     } catch (err) {
       this.#logger.error({ err }, "TLS certificate reload refused; the current certificate stays in service");
       return false;
@@ -47,8 +47,13 @@ export class TlsReloader {
   }
 
   watch(debounceMs = 200): void {
-    const names = new Set([basename(this.#files.certFile), basename(this.#files.keyFile)]);
-    for (const dir of new Set([dirname(this.#files.certFile), dirname(this.#files.keyFile)])) {
+    const files = [
+      this.#files.certFile,
+      this.#files.keyFile,
+      ...(this.#files.caFile ? [this.#files.caFile] : []),
+    ];
+    const names = new Set(files.map((f) => basename(f)));
+    for (const dir of new Set(files.map((f) => dirname(f)))) {
       const w = watch(dir, { persistent: false }, (_event, name) => {
         if (name !== null && !names.has(String(name))) return;
         this.#pending?.();

@@ -1,3 +1,9 @@
 export { controlSocketPath, listenControlSocket, requestSweep } from "./control.ts";
 export { type InventoryReadiness, READY_INVENTORY } from "./readiness.ts";
-export { Reconciler, type ReconcilerDeps, type SweepOutcome, type SweepReport } from "./reconciler.ts";
+export {
+  Reconciler,
+  type ReconcilerDeps,
+  type SweepOutcome,
+  type SweepReport,
+  type SweepSummary,
+} from "./reconciler.ts";

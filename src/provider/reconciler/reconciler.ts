@@ -40,6 +40,17 @@ export interface SweepReport {
   actions: number;
 }
 
+/** What the latest sweep did, for the operator dashboard (times in ms since the epoch). */
+export interface SweepSummary {
+  outcome: SweepOutcome;
+  endedAt: number;
+  durationMs: number;
+  /** Planned actions by kind (act may have skipped some whose lease moved on). */
+  actions: Readonly<Record<string, number>>;
+  /** The end of the latest complete sweep, if any. */
+  lastSuccessAt: number | undefined;
+}
+
 /** Startup sweeps: 1 s after one that left a backend unanswered, doubling up to 30 s. */
 const STARTUP_BACKOFF = { initialMs: 1_000, maxMs: 30_000 };
 
@@ -59,6 +70,7 @@ export class Reconciler {
   /** Unfenced backends that have answered a sweep since startup. */
   readonly #everAnswered = new Set<string>();
   #readiness: InventoryReadiness = READY_INVENTORY;
+  #lastSweep: SweepSummary | undefined;
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
@@ -75,6 +87,11 @@ export class Reconciler {
   /** The placement inventory's readiness after the latest sweep that listed the chain (for /readyz). */
   get inventoryReadiness(): InventoryReadiness {
     return this.#readiness;
+  }
+
+  /** The latest sweep's outcome, duration and actions (undefined before the first ends). */
+  get lastSweep(): SweepSummary | undefined {
+    return this.#lastSweep;
   }
 
   /** One sweep, or the one queued after the running sweep (never two at once). */
@@ -102,10 +119,13 @@ export class Reconciler {
     const { lifecycle, config, clock, logger } = this.#deps;
     const deadlineMs = this.#deps.readDeadlineMs ?? 10_000;
     const end = this.metrics.duration.startTimer();
+    const startedAt = clock.now();
+    const actionKinds: Record<string, number> = {};
     let report: SweepReport;
     try {
       const { input, pending } = await collect(this.#deps, deadlineMs, signal, this.#deps.inventoryStallMs);
       const p = plan(input);
+      for (const a of p.actions) actionKinds[a.kind] = (actionKinds[a.kind] ?? 0) + 1;
       for (const s of p.skips) this.metrics.skips.inc({ pass: s.pass, reason: s.reason });
       for (const name of this.backendHealthy.keys()) this.backendHealthy.set(name, p.answered.includes(name));
       const fencedSet = new Set(config.backends.filter((b) => b.fenced).map((b) => b.name));
@@ -146,6 +166,14 @@ export class Reconciler {
     this.metrics.runs.inc({ outcome: report.outcome });
     this.metrics.sweepComplete.set(report.outcome === "complete" ? 1 : 0);
     if (report.outcome === "complete") this.metrics.lastSuccess.set(clock.now() / 1000);
+    const endedAt = clock.now();
+    this.#lastSweep = {
+      outcome: report.outcome,
+      endedAt,
+      durationMs: endedAt - startedAt,
+      actions: actionKinds,
+      lastSuccessAt: report.outcome === "complete" ? endedAt : this.#lastSweep?.lastSuccessAt,
+    };
     return report;
   }
 

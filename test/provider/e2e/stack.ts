@@ -75,7 +75,7 @@ export class Stack {
   mocks: Launched<MockReady>[] = [];
   keys!: DevnetKeys;
   tenant!: CosmosChain;
-  providerd: Launched<{ url: string }> | undefined;
+  providerd: Launched<{ url: string; operator_url?: string }> | undefined;
   /** providerd's URL from its first ready line ("" before): its port is kept for restarts. */
   apiUrl = "";
   configPath = "";
@@ -156,6 +156,8 @@ export class Stack {
       ...(this.apiUrl === "" ? {} : { callback_base_url: this.apiUrl }),
       placement_store_db_path: this.placementPath,
       payload_store_db_path: this.payloadPath,
+      // The dashboard's listener on a free port: stacks run side by side, 8081 is one port.
+      operator_listen_addr: "127.0.0.1:0",
       provision_callback_timeout: "20s",
       shutdown_timeout: "5s",
       // Tests poll and probe far faster than any client should: the listener's budgets are
@@ -182,6 +184,13 @@ export class Stack {
     writeFileSync(this.configPath, stringify(config));
   }
 
+  /** The operator dashboard's URL of the running providerd (its port changes at each start). */
+  get operator(): string {
+    const url = this.providerd?.ready.operator_url;
+    if (url === undefined) throw new Error("providerd runs without the operator listener");
+    return url;
+  }
+
   get api(): string {
     if (this.apiUrl === "") throw new Error("providerd has not started yet: no API URL");
     return this.apiUrl;
@@ -205,10 +214,14 @@ export class Stack {
    * to its environment for this run only (e.g. `FRED_FAILPOINTS`).
    */
   async launchProviderd(env: Record<string, string> = {}): Promise<void> {
-    this.providerd = await start<{ url: string }>("providerd", ["providerd", "-c", this.configPath], {
-      FRED_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
-      ...env,
-    });
+    this.providerd = await start<{ url: string; operator_url?: string }>(
+      "providerd",
+      ["providerd", "-c", this.configPath],
+      {
+        FRED_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
+        ...env,
+      },
+    );
     if (this.apiUrl === "") {
       // The first start bound a free port; restarts keep it, so callbacks a backend still
       // holds for the earlier process reach the next one, as on a real host.

@@ -1,0 +1,130 @@
+import type { Server as TlsServer } from "node:tls";
+import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
+import type { Clock } from "../../core/clock.ts";
+import { tenantError } from "../../core/envelope.ts";
+import type { Logger } from "../../log.ts";
+import { ApiError } from "../api/errors.ts";
+import { clientErrorAnswer, frameworkErrorAnswer } from "../http/client-errors.ts";
+import { readTls, type TlsFiles } from "../http/listener.ts";
+import { TLS_MIN_VERSION, TlsReloader } from "../http/tls-reload.ts";
+import type { OperatorAuth } from "./auth.ts";
+import type { DashboardContext } from "./context.ts";
+import { registerApiRoutes } from "./routes/index.ts";
+import { staticFile, type WebRoot } from "./static-files.ts";
+
+/**
+ * The operator listener: its own Fastify instance on operator_listen_addr, never the
+ * tenant port. `/` and `/assets/*` (the page, no data) are served to anyone; `/api/*`
+ * (read only, GET) needs the operator token or a verified client certificate. Every
+ * answer carries the page's security headers; `/api/` answers are never cached.
+ */
+export const OPERATOR_SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy":
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+};
+
+const READ_METHODS = new Set(["GET", "HEAD"]);
+
+export interface OperatorServerOptions {
+  context: DashboardContext;
+  auth: OperatorAuth;
+  web: WebRoot;
+  /** HTTPS (with `caFile`: client certificates required and verified). */
+  tls: TlsFiles | undefined;
+  readTimeoutMs: number;
+  writeTimeoutMs: number;
+  idleTimeoutMs: number;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface OperatorServer {
+  app: FastifyInstance;
+  reloadTls(): boolean;
+}
+
+function isApi(url: string): boolean {
+  const path = url.split("?", 1)[0] as string;
+  return path === "/api" || path.startsWith("/api/");
+}
+
+export function buildOperatorServer(o: OperatorServerOptions): OperatorServer {
+  const tls = o.tls === undefined ? undefined : readTls(o.tls);
+  const mtls = tls?.ca !== undefined;
+  const app = Fastify({
+    logger: false,
+    // Read only: no route takes a body.
+    bodyLimit: 1024,
+    requestTimeout: o.readTimeoutMs,
+    keepAliveTimeout: o.idleTimeoutMs,
+    return503OnClosing: true,
+    clientErrorHandler: clientErrorAnswer,
+    frameworkErrors: frameworkErrorAnswer,
+    ...(tls === undefined
+      ? {}
+      : {
+          https: {
+            ...tls,
+            minVersion: TLS_MIN_VERSION,
+            ...(mtls ? { requestCert: true, rejectUnauthorized: true } : {}),
+          },
+        }),
+  }) as unknown as FastifyInstance;
+
+  app.addHook("onRequest", (req, reply, done) => {
+    reply.headers(OPERATOR_SECURITY_HEADERS);
+    const api = isApi(req.url);
+    if (api) reply.header("cache-control", "no-store");
+    if (!READ_METHODS.has(req.method)) {
+      reply.header("allow", "GET, HEAD").code(405).send(tenantError(405, "method not allowed"));
+      return;
+    }
+    if (!api) return done();
+    const verdict = o.auth.check(req);
+    if (verdict.ok) return done();
+    if (verdict.status === 429) {
+      reply
+        .header("retry-after", String(verdict.retryAfterSeconds))
+        .code(429)
+        .send(tenantError(429, "too many failed authentication attempts"));
+      return;
+    }
+    reply.header("www-authenticate", "Bearer").code(401).send(tenantError(401, "unauthorized"));
+  });
+  // A response not delivered in time (a client that does not read) loses its connection.
+  app.addHook("onSend", (_req, reply, payload, done) => {
+    const res = reply.raw;
+    const cancel = o.clock.setTimer(o.writeTimeoutMs, () => res.destroy());
+    res.once("close", cancel);
+    done(null, payload);
+  });
+
+  app.setNotFoundHandler(async (req, reply) => {
+    if (!isApi(req.url)) {
+      const file = await staticFile(o.web, req.url.split("?", 1)[0] as string);
+      if (file !== undefined) return reply.code(200).header("content-type", file.type).send(file.body);
+    }
+    return reply.code(404).send(tenantError(404, "not found"));
+  });
+  app.setErrorHandler((err: unknown, _req, reply: FastifyReply) => {
+    if (err instanceof ApiError) {
+      return reply.code(err.status).send(tenantError(err.status, err.publicMessage, err.reason));
+    }
+    const status = (err as { statusCode?: number }).statusCode;
+    if (status !== undefined && status >= 400 && status < 500)
+      return reply.code(status).send(tenantError(status, "bad request"));
+    o.logger.error({ err }, "operator request failed");
+    return reply.code(500).send(tenantError(500, "internal error"));
+  });
+
+  registerApiRoutes(app, o.context);
+
+  if (o.tls === undefined) return { app, reloadTls: () => false };
+  const reloader = new TlsReloader(o.tls, app.server as unknown as TlsServer, o.clock, o.logger);
+  reloader.watch();
+  app.addHook("onClose", async () => reloader.close());
+  return { app, reloadTls: () => reloader.reload() };
+}

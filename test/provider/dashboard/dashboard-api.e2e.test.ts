@@ -1,0 +1,238 @@
+import assert from "node:assert/strict";
+import { readFileSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { PlacementStore } from "../../../src/provider/store/index.ts";
+import { until } from "../../support/index.ts";
+import { mockSkus, Stack } from "../e2e/stack.ts";
+
+/**
+ * The operator dashboard's read API through real processes: a devnet, two mock backends
+ * (mock-1 serves docker-small, mock-2 docker-medium) with leases on both, and providerd
+ * with its operator listener on a free port. Each answer is checked against the chain and
+ * the placement store; every /api/ route refuses without the token and gives no data.
+ */
+const stack = new Stack();
+let token: string;
+let onOne: string[];
+let onTwo: string[];
+let closed: string;
+
+const SAMPLE_MS = 500;
+
+before(async () => {
+  await stack.start(
+    (s) => [
+      { MOCK_BACKEND_SKUS: mockSkus(s.sku("docker-small")), MOCK_BACKEND_DELAY: "0s" },
+      { MOCK_BACKEND_SKUS: mockSkus(s.sku("docker-medium")), MOCK_BACKEND_DELAY: "0s" },
+    ],
+    (s) => {
+      s.backendOverrides = [{ skus: [s.sku("docker-small")] }, { skus: [s.sku("docker-medium")] }];
+    },
+  );
+  await stack.startProviderd({
+    FRED_DASHBOARD_SAMPLE_MS: String(SAMPLE_MS),
+    FRED_DASHBOARD_CHAIN_TTL_MS: "200",
+  });
+  token = readFileSync(join(dirname(stack.placementPath), "operator-token"), "utf8").trim();
+  onOne = await stack.createLeases(2, "docker-small");
+  onTwo = await stack.createLeases(1, "docker-medium");
+  closed = (await stack.createLeases(1, "docker-small"))[0] as string;
+  await stack.waitState([...onOne, ...onTwo, closed], "LEASE_STATE_ACTIVE");
+  await stack.tenant.closeLeases([closed], "done");
+  await stack.waitState([closed], "LEASE_STATE_CLOSED");
+});
+
+after(async () => {
+  await stack.close();
+});
+
+const auth = () => ({ authorization: `Bearer ${token}` });
+
+async function api<T>(path: string): Promise<T> {
+  const res = await fetch(`${stack.operator}${path}`, { headers: auth() });
+  assert.equal(res.status, 200, `${path}: ${await res.clone().text()}`);
+  return (await res.json()) as T;
+}
+
+function placements(): PlacementStore {
+  return PlacementStore.open(stack.placementPath, stack.keys.provider_uuid, { readonly: true });
+}
+
+interface Overview {
+  provider: { address: string; version: string; uptime_seconds: number };
+  chain: { height: number | null; last_block_at: string | null; lag_seconds: number | null };
+  leases: {
+    chain: Record<string, number> | null;
+    records: { confirmed: number; provisioning: number; conflicts: number };
+  };
+  provisions_per_hour: { hour: string; succeeded: number; failed: number }[];
+  earnings: { withdrawn: unknown[]; accrued: { denom: string; amount: string }[] | null };
+  credit_closes: { last_24h: number; total: number };
+  reconciler: { last_sweep_at: string | null; complete: boolean | null; actions: Record<string, number> };
+  alerts: { name: string; severity: string; summary: string }[];
+}
+
+interface Fleet {
+  backends: {
+    name: string;
+    url_host: string;
+    healthy: boolean;
+    storage_id: string | null;
+    fenced: boolean;
+    draining: boolean;
+    breaker: string;
+    cpu: { allocated: number; total: number } | null;
+    leases: number;
+    skus: string[];
+    last_inventory_at: string | null;
+  }[];
+}
+
+describe("operator dashboard API (devnet + two mock backends + providerd)", () => {
+  it("creates the token file 0600 beside the placement store, 64 hex characters", () => {
+    const path = join(dirname(stack.placementPath), "operator-token");
+    assert.equal(statSync(path).mode & 0o777, 0o600);
+    assert.match(token, /^[0-9a-f]{64}$/);
+    assert.ok(!stack.providerd!.logTail().includes(token), "the token is never logged");
+  });
+
+  it("GET /api/overview counts leases as the chain and the placement store do", async () => {
+    const active = [...onOne, ...onTwo];
+    let o: Overview | undefined;
+    await until(async () => {
+      o = await api<Overview>("/api/overview");
+      return o.leases.chain?.active === active.length && o.leases.chain?.closed === 1;
+    }, "overview counts the chain's leases");
+    const chainActive = (await Promise.all(active.map((u) => stack.leaseState(u)))).filter(
+      (s) => s === "LEASE_STATE_ACTIVE",
+    ).length;
+    assert.equal(o!.leases.chain!.active, chainActive);
+    assert.equal(o!.leases.chain!.pending, 0);
+    assert.equal(o!.provider.address, stack.account("provider").address);
+    const store = placements();
+    try {
+      await until(async () => {
+        o = await api<Overview>("/api/overview");
+        return o.leases.records.confirmed === store.placements.counts().placements;
+      }, "overview counts the store's records");
+      assert.equal(o!.leases.records.confirmed, active.length);
+      assert.equal(o!.leases.records.conflicts, store.placements.counts().conflicts);
+    } finally {
+      store.close();
+    }
+    assert.ok(o!.chain.height !== null && o!.chain.height > 0);
+    assert.equal(o!.provisions_per_hour.length, 24);
+    const provisioned = o!.provisions_per_hour.reduce((n, h) => n + h.succeeded, 0);
+    assert.equal(provisioned, active.length + 1, "four provisions settled in this process");
+    assert.ok(o!.reconciler.last_sweep_at !== null);
+    assert.equal(o!.reconciler.complete, true);
+    assert.ok(Array.isArray(o!.earnings.accrued));
+    assert.deepEqual(o!.alerts, []);
+  });
+
+  it("GET /api/fleet lists both backends with their leases, storage and CPU", async () => {
+    let f: Fleet | undefined;
+    await until(async () => {
+      f = await api<Fleet>("/api/fleet");
+      return f.backends.every((b) => b.cpu !== null) && f.backends[0]?.leases === onOne.length;
+    }, "fleet with stats and store counts");
+    const [one, two] = f!.backends;
+    assert.equal(one!.name, "mock-1");
+    assert.equal(two!.name, "mock-2");
+    assert.equal(one!.url_host, new URL(stack.mocks[0]!.ready.url).host);
+    assert.equal(one!.storage_id, stack.mocks[0]!.ready.storage_id);
+    assert.equal(two!.storage_id, stack.mocks[1]!.ready.storage_id);
+    assert.equal(one!.leases, onOne.length);
+    assert.equal(two!.leases, onTwo.length);
+    for (const b of f!.backends) {
+      assert.equal(b.healthy, true);
+      assert.equal(b.fenced, false);
+      assert.equal(b.breaker, "closed");
+      assert.ok(b.last_inventory_at !== null);
+    }
+    assert.deepEqual(one!.skus, [stack.sku("docker-small")]);
+  });
+
+  it("every /api/ route answers 401 without the token or with a wrong one, and no data", async () => {
+    for (const path of [
+      "/api/overview",
+      "/api/fleet",
+      "/api/leases",
+      `/api/leases/${onOne[0]}`,
+      "/api/series",
+    ]) {
+      for (const headers of [{}, { authorization: `Bearer ${"0".repeat(64)}` }]) {
+        const res = await fetch(`${stack.operator}${path}`, { headers });
+        assert.equal(res.status, 401, path);
+        assert.equal(res.headers.get("www-authenticate"), "Bearer");
+        assert.equal(res.headers.get("cache-control"), "no-store");
+        assert.deepEqual(await res.json(), { error: "unauthorized", code: 401 });
+      }
+    }
+  });
+
+  it("the token without its Bearer scheme, or with a character changed, is refused", async () => {
+    const changed = `${token.slice(0, -1)}${token.endsWith("0") ? "1" : "0"}`;
+    for (const authorization of [token, `Bearer ${changed}`, `Basic ${token}`]) {
+      const res = await fetch(`${stack.operator}/api/overview`, { headers: { authorization } });
+      assert.equal(res.status, 401, authorization.slice(0, 8));
+    }
+  });
+
+  it("any other method is 405; an unknown /api/ route is 404; both with the envelope", async () => {
+    for (const method of ["POST", "PUT", "DELETE", "PATCH"]) {
+      const res = await fetch(`${stack.operator}/api/overview`, { method, headers: auth() });
+      assert.equal(res.status, 405, method);
+      assert.equal(res.headers.get("allow"), "GET, HEAD");
+      assert.deepEqual(await res.json(), { error: "method not allowed", code: 405 });
+    }
+    const missing = await fetch(`${stack.operator}/api/nothing`, { headers: auth() });
+    assert.equal(missing.status, 404);
+    assert.deepEqual(await missing.json(), { error: "not found", code: 404 });
+  });
+
+  it("serves the page shell without a token, with the security headers, and nothing outside its root", async () => {
+    const page = await fetch(`${stack.operator}/`);
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get("content-type") ?? "", /^text\/html/);
+    assert.match(await page.text(), /<html/);
+    assert.equal(
+      page.headers.get("content-security-policy"),
+      "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+    );
+    assert.equal(page.headers.get("x-content-type-options"), "nosniff");
+    assert.equal(page.headers.get("referrer-policy"), "no-referrer");
+    for (const path of [
+      "/assets/../../../../package.json",
+      "/assets/%2e%2e/%2e%2e/config/schema.ts",
+      "/package.json",
+    ]) {
+      const res = await fetch(`${stack.operator}${path}`);
+      assert.equal(res.status, 404, path);
+    }
+  });
+
+  it("the tenant port serves nothing of the dashboard, and GET /v1/provider shows no operator detail", async () => {
+    const res = await fetch(`${stack.api}/api/overview`, { headers: auth() });
+    assert.equal(res.status, 404);
+    const info = await (await fetch(`${stack.api}/v1/provider`)).text();
+    assert.ok(!info.includes("operator"), info);
+    assert.ok(!info.includes(new URL(stack.operator).port), "the operator port is not published");
+  });
+
+  // Last: it leaves this address without failure budget for a while.
+  it("limits failed attempts per address (429 with Retry-After); the right token still passes", async () => {
+    let limited: Response | undefined;
+    for (let i = 0; i < 40 && limited === undefined; i++) {
+      const res = await fetch(`${stack.operator}/api/fleet`, { headers: { authorization: "Bearer wrong" } });
+      if (res.status === 429) limited = res;
+      else assert.equal(res.status, 401);
+    }
+    assert.ok(limited !== undefined, "refused after the burst of failures");
+    assert.ok(Number(limited.headers.get("retry-after")) >= 1);
+    assert.deepEqual(await limited.json(), { error: "too many failed authentication attempts", code: 429 });
+    const ok = await fetch(`${stack.operator}/api/fleet`, { headers: auth() });
+    assert.equal(ok.status, 200);
+  });
+});
