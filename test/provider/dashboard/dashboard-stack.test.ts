@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
-import { pickFreePort, REPO_ROOT, runFred, until } from "../../support/index.ts";
+import { REPO_ROOT, runFred, until } from "../../support/index.ts";
 import { mockSkus, Stack } from "../e2e/stack.ts";
 import { ARTIFACTS, browserSkip, column, countTables, launchBrowser, tabTo, watch } from "./browser.ts";
 
@@ -18,11 +17,11 @@ import { ARTIFACTS, browserSkip, column, countTables, launchBrowser, tabTo, watc
  * are also written to docs/images/ for the operator guide.
  */
 const skip = browserSkip();
-const TOKEN = randomBytes(32).toString("hex");
 const MANIFEST = { image: "docker.io/library/nginx:1.27", ports: { "80/tcp": {} } };
 
 const stack = new Stack();
 let dashboard = "";
+let token = "";
 let browser: Browser;
 let page: Page;
 let watcher: ReturnType<typeof watch>;
@@ -54,20 +53,15 @@ describe("the operator dashboard against a real stack", { skip }, () => {
         { MOCK_BACKEND_SKUS: mockSkus(s.sku("docker-small")) },
         { MOCK_BACKEND_SKUS: mockSkus(s.sku("docker-medium")) },
       ],
-      async (s) => {
+      (s) => {
         s.backendOverrides = [{ skus: [s.sku("docker-small")] }, { skus: [s.sku("docker-medium")] }];
-        const tokenFile = join(s.dir, "operator-token");
-        writeFileSync(tokenFile, `${TOKEN}\n`, { mode: 0o600 });
-        const port = await pickFreePort();
-        s.extraConfig = { operator_listen_addr: `127.0.0.1:${port}`, operator_token_file: tokenFile };
-        dashboard = `http://127.0.0.1:${port}`;
       },
     );
-    await stack.startProviderd();
-    await until(async () => (await fetch(`${dashboard}/`)).status === 200, "the operator listener serves /", {
-      intervalMs: 100,
-      context: () => stack.providerd?.logTail() ?? "",
-    });
+    // Short memo of the chain's counts, so a refresh shows a change within a second.
+    await stack.startProviderd({ FRED_DASHBOARD_SAMPLE_MS: "500", FRED_DASHBOARD_CHAIN_TTL_MS: "200" });
+    dashboard = stack.operator;
+    // providerd made the token file (0600) beside its stores, as `fred up` does.
+    token = readFileSync(join(dirname(stack.placementPath), "operator-token"), "utf8").trim();
 
     const manifest = join(stack.dir, "app.json");
     writeFileSync(manifest, JSON.stringify(MANIFEST));
@@ -100,7 +94,7 @@ describe("the operator dashboard against a real stack", { skip }, () => {
       `/api/leases/${deployed[0]}`,
       "/api/series?window=1h",
     ]) {
-      for (const auth of [undefined, "Bearer wrong-token", `Basic ${TOKEN}`]) {
+      for (const auth of [undefined, "Bearer wrong-token", `Basic ${token}`]) {
         const res = await fetch(
           `${dashboard}${path}`,
           auth === undefined ? {} : { headers: { authorization: auth } },
@@ -126,9 +120,9 @@ describe("the operator dashboard against a real stack", { skip }, () => {
   });
 
   it("the overview's lease counts equal the chain's and the placement store's", async () => {
-    await page.goto(`${dashboard}/#token=${TOKEN}`);
+    await page.goto(`${dashboard}/#token=${token}`);
     await page.getByRole("table", { name: "On chain" }).waitFor();
-    assert.ok(!page.url().includes(TOKEN), "the token left the address bar");
+    assert.ok(!page.url().includes(token), "the token left the address bar");
 
     const chain = await chainCounts();
     const records = await recordCounts();

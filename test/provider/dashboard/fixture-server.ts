@@ -13,13 +13,8 @@ import { listenLoopback, REPO_ROOT } from "../../support/index.ts";
  * dashboard-stack.test.ts; this one lets the page be checked on data a stack cannot easily
  * make (markup in tenant strings, many pages of leases, alerts firing).
  */
-export const VENDOR: Record<string, string> = {
-  "preact.mjs": "node_modules/preact/dist/preact.mjs",
-  "preact-hooks.mjs": "node_modules/preact/hooks/dist/hooks.mjs",
-  "htm.mjs": "node_modules/htm/dist/htm.mjs",
-  "uplot.mjs": "node_modules/uplot/dist/uPlot.esm.js",
-  "uplot.css": "node_modules/uplot/dist/uPlot.min.css",
-};
+/** The libraries the development page imports through its import map, as providerd allows them. */
+const VENDOR_PACKAGES = ["preact", "htm", "uplot"];
 
 const CSP =
   "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
@@ -90,9 +85,14 @@ export async function startFixtureServer(opts: { token: string; data: FixtureDat
       return api(url, res, opts.data, json);
     }
     if (url.pathname === "/") return send(res, 200, TYPES[".html"]!, index);
-    const vendor = /^\/assets\/vendor\/([\w.-]+)$/.exec(url.pathname)?.[1];
-    if (vendor !== undefined && opts.packagedDir === undefined && VENDOR[vendor] !== undefined) {
-      return send(res, 200, TYPES[extname(vendor)]!, readFileSync(join(REPO_ROOT, VENDOR[vendor])));
+    // /assets/vendor/<package>/<path> → node_modules/<package>/<path>, from source only.
+    const vendor = /^\/assets\/vendor\/([\w-]+)\/([\w./-]+)$/.exec(url.pathname);
+    if (vendor !== null && opts.packagedDir === undefined && VENDOR_PACKAGES.includes(vendor[1]!)) {
+      if (!vendor[2]!.includes("..")) {
+        const type = TYPES[extname(vendor[2]!)];
+        if (type !== undefined)
+          return send(res, 200, type, readFileSync(join(REPO_ROOT, "node_modules", vendor[1]!, vendor[2]!)));
+      }
     }
     const asset = /^\/assets\/([\w-]+\.(?:js|css|svg))$/.exec(url.pathname)?.[1];
     if (asset !== undefined) {

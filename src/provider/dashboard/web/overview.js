@@ -55,7 +55,7 @@ function Overview({ o }) {
     <section aria-labelledby="leases-h">
       <h2 id="leases-h">Leases by state</h2>
       <div class="side-by-side">
-        <${CountTable} caption="On chain" counts=${o.leases.chain} />
+        <${CountTable} caption="On chain" counts=${o.leases.chain} unknown="unknown: the chain did not answer" />
         <${CountTable} caption="Placement records" counts=${o.leases.records} />
       </div>
     </section>

@@ -15,13 +15,13 @@ export function LoadStatus({ state, what }) {
 }
 
 /** A two-column table of label → count, with a caption naming it (tests read it by caption). */
-export function CountTable({ caption, counts, label = "State" }) {
+export function CountTable({ caption, counts, label = "State", unknown = "unknown" }) {
   const rows = Object.entries(counts ?? {});
   return html`<table class="counts">
     <caption>${caption}</caption>
     <thead><tr><th scope="col">${label}</th><th scope="col" class="num">Count</th></tr></thead>
     <tbody>
-      ${rows.length === 0 ? html`<tr><td colspan="2">none</td></tr>` : null}
+      ${rows.length === 0 ? html`<tr><td colspan="2">${counts == null ? unknown : "none"}</td></tr>` : null}
       ${rows.map(
         ([k, v]) => html`<tr key=${k}><th scope="row">${k}</th><td class="num">${formatNumber(v)}</td></tr>`,
       )}
