@@ -209,6 +209,7 @@ export async function startProviderd(
               lastSweep: () => recovery.lastSweep,
               registry: metrics.registry,
               awaitingPayload: () => lc.awaitingPayload,
+              maintenance: maintenance.journal,
             },
             { activity, ...dashboardTestTiming(opts.env, part("dashboard")) },
           );

@@ -41,6 +41,12 @@ export interface Withdrawable {
   asOfMs: number;
 }
 
+export interface LeaseRead {
+  ok: true;
+  lease: ChainLease | undefined;
+  asOfMs: number;
+}
+
 /** Rows kept at most (about 200 bytes each): counts go on past it, the search does not. */
 export const MAX_LEASE_ROWS = 200_000;
 
@@ -61,7 +67,7 @@ export class ChainView {
   readonly #o: ChainViewOptions;
   readonly #listing: Coalescer<Memo<LeaseListing>>;
   readonly #withdrawable: Coalescer<Memo<Withdrawable>>;
-  readonly #leases: Coalescer<Memo<{ ok: true; lease: ChainLease | undefined }>>;
+  readonly #leases: Coalescer<Memo<LeaseRead>>;
   readonly #abort = new AbortController();
 
   constructor(o: ChainViewOptions) {
@@ -85,11 +91,12 @@ export class ChainView {
     );
   }
 
-  lease(uuid: string): Promise<Memo<{ ok: true; lease: ChainLease | undefined }>> {
+  lease(uuid: string): Promise<Memo<LeaseRead>> {
     return this.#leases.get(uuid, () =>
       this.#remembered("lease read", async () => ({
         ok: true as const,
         lease: await this.#o.chain.getLease(uuid, this.#abort.signal),
+        asOfMs: this.#o.clock.now(),
       })),
     );
   }

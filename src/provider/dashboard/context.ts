@@ -4,7 +4,7 @@ import { DashboardActivity, quantile } from "./activity.ts";
 import { ChainView } from "./chain-view.ts";
 import { metricByLabel, metricSum } from "./registry-reads.ts";
 import { type Sample, SampleRing } from "./sample-ring.ts";
-import type { DashboardSources, StatsReading } from "./sources.ts";
+import type { DashboardSources, OwnerReads, StatsReading } from "./sources.ts";
 
 /**
  * The dashboard's state, built once by providerd's composition root: the sources it reads,
@@ -40,6 +40,7 @@ export class DashboardContext {
   readonly ring: SampleRing;
   readonly #stats = new Map<string, StatsReading>();
   readonly #tally: Coalescer<StoreTally>;
+  readonly #ownerReads: Coalescer<OwnerReads>;
   #withdrawnTotal = 0;
   #lastWithdrawalAtMs: number | undefined;
 
@@ -55,6 +56,7 @@ export class DashboardContext {
     });
     this.activity = o.activity ?? new DashboardActivity(s.clock);
     this.#tally = new Coalescer({ clock: s.clock, ttlMs: 10_000, maxEntries: 1 });
+    this.#ownerReads = new Coalescer({ clock: s.clock, ttlMs: 10_000, maxEntries: 256 });
     this.ring = new SampleRing({
       clock: s.clock,
       ...(o.sampleStepMs === undefined ? {} : { stepMs: o.sampleStepMs }),
@@ -71,6 +73,11 @@ export class DashboardContext {
 
   stats(backend: string): StatsReading | undefined {
     return this.#stats.get(backend);
+  }
+
+  /** A lease's reads on its owner backend, reused for 10 s (page views add no backend load). */
+  ownerReads(uuid: string, owner: string | undefined, read: () => Promise<OwnerReads>): Promise<OwnerReads> {
+    return this.#ownerReads.get(`${uuid}/${owner ?? ""}`, read);
   }
 
   storeTally(): Promise<StoreTally> {

@@ -4,6 +4,7 @@ import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendClient, BackendStats } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
+import type { MaintenanceJournal } from "../maintenance/journal.ts";
 import type { SweepSummary } from "../reconciler/index.ts";
 import type { BackendFleet, Placements } from "../store/index.ts";
 
@@ -18,9 +19,12 @@ export interface DashboardSources {
   clock: Clock;
   logger: Logger;
   chain: Pick<ChainPort, "getLease" | "leasePagesByProvider" | "providerWithdrawable">;
-  store: Pick<Placements, "placement" | "attemptFor" | "counts" | "eachPlacement">;
+  store: Pick<Placements, "placement" | "attemptFor" | "counts" | "eachPlacement" | "unresolvedAttempts">;
   fleet: Pick<BackendFleet, "backends">;
-  clients: ReadonlyMap<string, Pick<BackendClient, "circuitState">>;
+  /** Breaker states, and a lease's own reads on its owner (the lease page, memoized). */
+  clients: ReadonlyMap<string, Pick<BackendClient, "circuitState" | "provisionInfo" | "releases" | "usage">>;
+  /** A lease's newest maintenance command (restart/update), for its events. */
+  maintenance: Pick<MaintenanceJournal, "newest" | "byMaintenanceId">;
   feed: () => { lastHeight: number; lastBlockAtMs: number };
   /** By backend: did it answer the latest sweep (fenced: false)? */
   backendHealthy: () => ReadonlyMap<string, boolean>;
@@ -34,4 +38,12 @@ export interface DashboardSources {
 export interface StatsReading {
   stats: BackendStats | undefined;
   atMs: number;
+}
+
+export interface OwnerReads {
+  diagnostics: Record<string, unknown> | null;
+  releases: Record<string, unknown>[];
+  usage: Record<string, unknown> | null;
+  /** Whether the owner answered every read ("ok"), or which did not. */
+  read: "ok" | "failed" | "no_owner";
 }

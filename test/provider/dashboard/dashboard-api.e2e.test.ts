@@ -154,6 +154,160 @@ describe("operator dashboard API (devnet + two mock backends + providerd)", () =
     assert.deepEqual(one!.skus, [stack.sku("docker-small")]);
   });
 
+  it("GET /api/leases lists the chain's leases with their records; filters, pages and finds by UUID or tenant", async () => {
+    type Row = {
+      uuid: string;
+      tenant: string;
+      state: string;
+      backend: string | null;
+      sku: string | null;
+      record_state: string | null;
+      created_at: string | null;
+    };
+    type Page = { leases: Row[]; next_cursor: string | null };
+    const all = await api<Page>("/api/leases");
+    const uuids = [...onOne, ...onTwo, closed];
+    assert.deepEqual(
+      all.leases.map((l) => l.uuid),
+      [...uuids].sort(),
+    );
+    assert.equal(all.next_cursor, null);
+    const byUuid = new Map(all.leases.map((l) => [l.uuid, l]));
+    for (const u of onOne) {
+      assert.equal(byUuid.get(u)!.backend, "mock-1");
+      assert.equal(byUuid.get(u)!.state, "active");
+      assert.equal(byUuid.get(u)!.record_state, "confirmed");
+      assert.equal(byUuid.get(u)!.sku, stack.sku("docker-small"));
+      assert.equal(byUuid.get(u)!.tenant, stack.tenant.address);
+      assert.ok(byUuid.get(u)!.created_at !== null);
+    }
+    assert.equal(byUuid.get(onTwo[0]!)!.backend, "mock-2");
+    assert.equal(byUuid.get(closed)!.state, "closed");
+
+    const active = await api<Page>("/api/leases?state=active");
+    assert.equal(active.leases.length, onOne.length + onTwo.length);
+    const two = await api<Page>("/api/leases?backend=mock-2");
+    assert.deepEqual(
+      two.leases.map((l) => l.uuid),
+      onTwo,
+    );
+    const medium = await api<Page>(`/api/leases?sku=${stack.sku("docker-medium")}`);
+    assert.deepEqual(
+      medium.leases.map((l) => l.uuid),
+      onTwo,
+    );
+    const found = await api<Page>(`/api/leases?q=${onOne[0]!.slice(0, 13)}`);
+    assert.ok(found.leases.some((l) => l.uuid === onOne[0]));
+    assert.ok(found.leases.every((l) => l.uuid.startsWith(onOne[0]!.slice(0, 13))));
+    const mine = await api<Page>(`/api/leases?q=${stack.tenant.address}`);
+    assert.equal(mine.leases.length, uuids.length);
+    const other = await api<Page>(`/api/leases?q=${stack.account("tenant2").address}`);
+    assert.deepEqual(other.leases, []);
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Page = await api<Page>(`/api/leases?limit=2${cursor === null ? "" : `&cursor=${cursor}`}`);
+      assert.ok(page.leases.length <= 2);
+      seen.push(...page.leases.map((l) => l.uuid));
+      cursor = page.next_cursor;
+    } while (cursor !== null);
+    assert.deepEqual(seen, [...uuids].sort());
+  });
+
+  it("GET /api/leases refuses bad query values with 400 and the envelope", async () => {
+    for (const q of [
+      "limit=0",
+      "limit=201",
+      "limit=abc",
+      "state=running",
+      "backend=nope",
+      "sku=not-a-uuid",
+      "q=manifest1notanaddress",
+      "q=ZZZ",
+      "cursor=%%%",
+      "cursor=bm90LWEtdXVpZA",
+      "color=red",
+      "state=active&state=closed",
+    ]) {
+      const res = await fetch(`${stack.operator}/api/leases?${q}`, { headers: auth() });
+      assert.equal(res.status, 400, q);
+      const body = (await res.json()) as { error: string; code: number };
+      assert.equal(body.code, 400, q);
+      assert.equal(typeof body.error, "string");
+    }
+  });
+
+  it("GET /api/leases/{uuid}: chain state, placement, releases, events; 404 unknown, 400 malformed", async () => {
+    type Detail = {
+      uuid: string;
+      tenant: string;
+      chain: { state: string; items: { sku: string; quantity: number }[] } | null;
+      placement: { backend: string; state: string; since: string } | null;
+      attempts: unknown[];
+      releases: { version: number; status: string; image: string | null }[];
+      diagnostics: { status: string } | null;
+      events: { at: string; kind: string; detail: string }[];
+    };
+    const d = await api<Detail>(`/api/leases/${onTwo[0]}`);
+    assert.equal(d.uuid, onTwo[0]);
+    assert.equal(d.tenant, stack.tenant.address);
+    assert.equal(d.chain!.state, "active");
+    assert.deepEqual(d.chain!.items, [{ sku: stack.sku("docker-medium"), quantity: 1 }]);
+    assert.equal(d.placement!.backend, "mock-2");
+    assert.equal(d.placement!.state, "confirmed");
+    assert.deepEqual(d.attempts, []);
+    assert.ok(d.releases.length >= 1, "the owner's release history");
+    assert.equal(d.releases[0]!.version, 1);
+    assert.ok(!JSON.stringify(d).includes('manifest"'), "no manifest in the answer");
+    assert.equal(d.diagnostics!.status, "ready");
+    assert.ok(d.events.some((e) => e.kind === "chain_created"));
+    assert.ok(d.events.some((e) => e.kind === "placement_confirmed"));
+
+    const gone = await api<Detail>(`/api/leases/${closed}`);
+    assert.equal(gone.chain!.state, "closed");
+
+    const unknown = await fetch(`${stack.operator}/api/leases/${crypto.randomUUID()}`, { headers: auth() });
+    assert.equal(unknown.status, 404);
+    assert.deepEqual(await unknown.json(), { error: "lease not found", code: 404 });
+    for (const bad of ["not-a-uuid", onTwo[0]!.toUpperCase(), `${onTwo[0]}0`]) {
+      const res = await fetch(`${stack.operator}/api/leases/${bad}`, { headers: auth() });
+      assert.equal(res.status, 400, bad);
+      assert.deepEqual(await res.json(), { error: "invalid lease UUID format", code: 400 });
+    }
+  });
+
+  it("GET /api/series: samples every step, the provisions and API requests counted; bad windows 400", async () => {
+    type Series = {
+      step_seconds: number;
+      window_seconds: number;
+      series: Record<string, [number, number | null][]> & { earnings: Record<string, [number, number][]> };
+    };
+    await fetch(`${stack.api}/v1/provider`);
+    let s: Series | undefined;
+    await until(async () => {
+      s = await api<Series>("/api/series?window=1h");
+      const leases = s.series.leases_active!;
+      const asked = s.series.api_requests_per_second!.some(([, v]) => (v ?? 0) > 0);
+      return asked && leases.length >= 2 && leases.at(-1)![1] === onOne.length + onTwo.length;
+    }, "samples with the active leases and the tenant API request");
+    assert.equal(s!.step_seconds, SAMPLE_MS / 1000);
+    assert.equal(s!.window_seconds, 3600);
+    const provisions = s!.series.provisions_per_minute!.reduce((n, [, v]) => n + (v ?? 0), 0);
+    assert.ok(provisions > 0, "a provision was counted in some step");
+    const latencies = s!.series.provision_latency_p50_seconds!.filter(([, v]) => v !== null);
+    assert.ok(latencies.length > 0, "a step with provisions has a latency");
+    const requests = s!.series.api_requests_per_second!.reduce((n, [, v]) => n + (v ?? 0), 0);
+    assert.ok(requests > 0, "tenant API requests counted");
+    for (const [t] of s!.series.leases_active!) assert.ok(Number.isInteger(t) && t > 1_700_000_000);
+    assert.equal((await api<Series>("/api/series")).window_seconds, 86_400);
+    for (const q of ["window=2h", "window=", "window=24h&x=1", "window=1h&window=6h"]) {
+      const res = await fetch(`${stack.operator}/api/series?${q}`, { headers: auth() });
+      assert.equal(res.status, 400, q);
+      assert.equal(((await res.json()) as { code: number }).code, 400);
+    }
+  });
+
   it("every /api/ route answers 401 without the token or with a wrong one, and no data", async () => {
     for (const path of [
       "/api/overview",
