@@ -131,6 +131,7 @@ export const FIXTURE: FixtureData = {
       diagnostics: { last_error: HOSTILE, restarts: 0 },
       events: [{ at: iso(3580), kind: "provisioned", detail: `ready ${HOSTILE}` }],
       usage: null,
+      backend_read: "ok",
     },
   },
   series: {

@@ -26,11 +26,7 @@ export function FleetPage({ tick }) {
           ["Version", (b) => b.version ?? UNKNOWN],
           ["Storage ID", (b) => (b.storage_id == null ? UNKNOWN : html`<code>${b.storage_id}</code>`)],
           ["Service", serviceState],
-          [
-            "Breaker",
-            (b) =>
-              html`<span class=${b.breaker === "closed" ? "badge ok" : "badge bad"}>${b.breaker.replace("_", " ")}</span>`,
-          ],
+          ["Breaker", breakerState],
           [
             "CPU",
             (b) =>
@@ -54,6 +50,11 @@ export function FleetPage({ tick }) {
       />`
     }
   </section>`;
+}
+
+function breakerState(b) {
+  if (b.breaker == null) return UNKNOWN;
+  return html`<span class=${b.breaker === "closed" ? "badge ok" : "badge bad"}>${b.breaker.replace("_", " ")}</span>`;
 }
 
 function serviceState(b) {

@@ -17,8 +17,16 @@ export function LeasePage({ params, tick }) {
   </section>`;
 }
 
+/** Why releases, diagnostics or usage may be missing: the owner backend's read. */
+const BACKEND_READ = {
+  failed: "The backend that holds this lease did not answer: releases, diagnostics and usage may be missing.",
+  no_owner: "No backend holds this lease: there are no releases, diagnostics or usage to read.",
+};
+
 function Lease({ l }) {
+  const note = BACKEND_READ[l.backend_read];
   return html`
+    ${note && html`<p class="note">${note}</p>`}
     <div class="cards">
       <section class="card" aria-labelledby="chain-h">
         <h2 id="chain-h">Chain</h2>
@@ -43,9 +51,12 @@ function Lease({ l }) {
             ? html`<p>No placement record.</p>`
             : html`<${Facts}
                 items=${[
-                  ["Backend", l.placement.backend],
+                  ["Backend", l.placement.backend ?? UNKNOWN],
                   ["State", l.placement.state],
                   ["Since", html`<${Time} iso=${l.placement.since} />`],
+                  ...(l.placement.candidates?.length
+                    ? [["Candidates", l.placement.candidates.join(", ")]]
+                    : []),
                 ]}
               />`
         }
@@ -55,13 +66,14 @@ function Lease({ l }) {
       <h2 id="releases-h">Releases</h2>
       <${DataTable}
         caption="Releases, newest last"
-        rowKey=${(r) => r.version}
+        rowKey=${(r) => `${r.version}-${r.created_at}`}
         empty="No release yet."
         columns=${[
-          ["Version", (r) => r.version, "num"],
-          ["Status", (r) => r.status],
-          ["Image", (r) => html`<code>${r.image}</code>`],
+          ["Version", (r) => r.version ?? UNKNOWN, "num"],
+          ["Status", (r) => r.status ?? UNKNOWN],
+          ["Image", (r) => (r.image == null ? UNKNOWN : html`<code>${r.image}</code>`)],
           ["Created", (r) => html`<${Time} iso=${r.created_at} />`],
+          ["Reason", (r) => r.reason ?? ""],
         ]}
         rows=${l.releases}
       />
