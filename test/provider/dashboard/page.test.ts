@@ -146,6 +146,8 @@ for (const mode of ["source", "packaged"] as const) {
       assert.equal(await page.locator("main img").count(), 0);
       assert.equal(await page.evaluate("document.body.dataset.owned ?? null"), null);
       assert.ok(((await page.locator("#diag-h + dl").textContent()) ?? "").includes(HOSTILE));
+      assert.deepEqual(await column(page, "Last sample per instance", "Memory"), ["128 MiB of 512 MiB"]);
+      assert.deepEqual(await column(page, "Last sample per instance", "Disk"), ["—"]);
       await page.screenshot({ path: join(ARTIFACTS, `fixture-${mode}-lease.png`), fullPage: true });
     });
 

@@ -29,7 +29,10 @@ export function TimeChart({ title, series, format = (v) => formatNumber(v), bars
       width: Math.max(el.clientWidth, 200),
       height: HEIGHT,
       legend: { live: true },
-      scales: { x: { time: true } },
+      // Bars centre on their hour: half a step of room at each end keeps the first and last whole.
+      scales: {
+        x: bars ? { time: true, range: (_u, min, max) => padded(min, max, data[0]) } : { time: true },
+      },
       axes: [{}, { values: (_u, ticks) => ticks.map((v) => format(v)), size: 70 }],
       series: [
         {},
@@ -38,7 +41,9 @@ export function TimeChart({ title, series, format = (v) => formatNumber(v), bars
           stroke: COLORS[i % COLORS.length],
           fill: bars ? `${COLORS[i % COLORS.length]}99` : undefined,
           width: 2,
-          paths: bars ? uPlot.paths.bars({ size: [0.8 / series.length, 40], align: 1 }) : undefined,
+          // Side by side: the first series' bar left of the tick, the second's right of it.
+          paths: bars ? uPlot.paths.bars({ size: [0.4, 40], align: i === 0 ? -1 : 1 }) : undefined,
+          points: bars ? { show: false } : undefined,
           value: (_u, v) => (v == null ? UNKNOWN : format(v)),
         })),
       ],
@@ -68,8 +73,16 @@ export function TimeChart({ title, series, format = (v) => formatNumber(v), bars
   return html`<figure class="chart">
     <figcaption>${title}</figcaption>
     ${empty ? html`<p class="muted">No samples yet.</p>` : html`<div class="chart-box" ref=${box}></div>`}
-    <p class="chart-latest">Latest: ${latest.join(" · ")}</p>
+    ${latest.length > 0 && html`<p class="chart-latest">Latest: ${latest.join(" · ")}</p>`}
   </figure>`;
+}
+
+/** The x range of bars at times `xs`: half the smallest step beyond each end. */
+function padded(min, max, xs) {
+  let step = Number.POSITIVE_INFINITY;
+  for (let i = 1; i < xs.length; i++) step = Math.min(step, xs[i] - xs[i - 1]);
+  const half = Number.isFinite(step) ? step / 2 : 1800;
+  return [min - half, max + half];
 }
 
 /** The Charts page: /api/series for the chosen window. */

@@ -1,7 +1,7 @@
 // One lease: chain state, placement, attempts, releases, diagnostics, events and usage.
 // Image names, reasons and event details are tenant-influenced: all of it is text.
 import { useApi } from "./api.js";
-import { UNKNOWN } from "./format.js";
+import { formatBytes, formatDuration, formatNumber, UNKNOWN } from "./format.js";
 import { html } from "./html.js";
 import { DataTable, Facts, LoadStatus, ObjectFacts, Time } from "./ui.js";
 
@@ -108,15 +108,35 @@ function Lease({ l }) {
         rows=${l.events}
       />
     </section>
-    <div class="cards">
-      <section class="card" aria-labelledby="diag-h">
-        <h2 id="diag-h">Diagnostics</h2>
-        <${ObjectFacts} value=${l.diagnostics} />
-      </section>
-      <section class="card" aria-labelledby="usage-h">
-        <h2 id="usage-h">Usage</h2>
-        ${l.usage == null ? html`<p>No usage figures for this lease.</p>` : html`<${ObjectFacts} value=${l.usage} />`}
-      </section>
-    </div>
+    <section aria-labelledby="usage-h">
+      <h2 id="usage-h">Usage</h2>
+      ${l.usage == null ? html`<p>No usage figures for this lease.</p>` : html`<${Usage} usage=${l.usage} />`}
+    </section>
+    <section class="card narrow" aria-labelledby="diag-h">
+      <h2 id="diag-h">Diagnostics</h2>
+      <${ObjectFacts} value=${l.diagnostics} />
+    </section>
+  `;
+}
+
+/** The backend's last usage sample per instance (GET /usage through providerd). */
+function Usage({ usage }) {
+  const of = (used, limit, fmt) =>
+    used == null ? UNKNOWN : limit == null ? fmt(used) : `${fmt(used)} of ${fmt(limit)}`;
+  return html`
+    <${DataTable}
+      caption=${`Last sample per instance (every ${usage.sample_interval_seconds ?? "?"} s)`}
+      empty="No instance sampled."
+      columns=${[
+        ["Instance", (u) => `${u.service ?? "?"}/${u.instance ?? 0}`],
+        ["CPU", (u) => of(u.cpu_cores, u.cpu_limit_cores, (v) => `${formatNumber(v)} cores`)],
+        ["Memory", (u) => of(u.memory_bytes, u.memory_limit_bytes, formatBytes)],
+        ["Disk", (u) => of(u.disk_bytes, u.disk_quota_bytes, formatBytes)],
+        ["Net in / out", (u) => `${formatBytes(u.network_rx_bytes)} / ${formatBytes(u.network_tx_bytes)}`],
+        ["Restarts", (u) => formatNumber(u.restarts), "num"],
+        ["Up for", (u) => formatDuration(u.uptime_seconds)],
+      ]}
+      rows=${usage.instances ?? []}
+    />
   `;
 }

@@ -43,8 +43,14 @@ export function Facts({ items }) {
 export function ObjectFacts({ value }) {
   if (value === null || value === undefined) return html`<p>${UNKNOWN}</p>`;
   return html`<${Facts}
-    items=${Object.entries(value).map(([k, v]) => [k, typeof v === "object" && v !== null ? html`<code class="json">${JSON.stringify(v, null, 1)}</code>` : String(v)])}
+    items=${Object.entries(value).map(([k, v]) => [k, factValue(v)])}
   />`;
+}
+
+function factValue(v) {
+  if (v === null || v === undefined) return UNKNOWN;
+  if (typeof v === "object") return html`<code class="json">${JSON.stringify(v, null, 1)}</code>`;
+  return String(v);
 }
 
 export function Time({ iso }) {
