@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
@@ -204,6 +204,10 @@ describe("the operator dashboard against a real stack", { skip }, () => {
 
   it("is keyboard-usable: Tab reaches the nav links and the search box", async () => {
     await page.goto(`${dashboard}/#/leases`);
+    await page.getByRole("table", { name: "Leases" }).waitFor();
+    // A fresh load, so Tab starts from the top; once the page's reads are done, so the
+    // reload cancels none of them.
+    await page.waitForLoadState("networkidle");
     await page.reload();
     await page.getByRole("table", { name: "Leases" }).waitFor();
     assert.ok(await tabTo(page, 'nav a[href="#/"]'), "Tab reaches the Overview link");
@@ -246,6 +250,9 @@ async function shot(name: string): Promise<void> {
   if (process.env.UPDATE_DOCS_SCREENSHOTS === "1" && (name === "overview" || name === "fleet")) {
     const dir = join(REPO_ROOT, "docs", "images");
     mkdirSync(dir, { recursive: true });
-    await page.screenshot({ path: join(dir, `dashboard-${name}.png`) });
+    const file = join(dir, `dashboard-${name}.png`);
+    await page.screenshot({ path: file, fullPage: true });
+    // The docs keep small pictures: a bigger one means the page grew, and the docs should look.
+    assert.ok(statSync(file).size < 200_000, `${file} is ${statSync(file).size} bytes`);
   }
 }

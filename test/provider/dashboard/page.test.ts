@@ -170,7 +170,9 @@ for (const mode of ["source", "packaged"] as const) {
     it("is keyboard-usable: Tab reaches the nav links and the search box, with a visible focus", async () => {
       await page.goto(`${server.url}/#/leases`);
       await page.getByRole("table", { name: "Leases" }).waitFor();
-      // A fresh load: Tab starts from the top of the document.
+      // A fresh load, so Tab starts from the top; once the page's reads are done, so the
+      // reload cancels none of them.
+      await page.waitForLoadState("networkidle");
       await page.reload();
       await page.getByRole("table", { name: "Leases" }).waitFor();
       assert.match((await tabTo(page, 'nav a[href="#/fleet"]')) ?? "", /Fleet/);

@@ -9,9 +9,9 @@ export function LoadStatus({ state, what }) {
   if (state.error !== null)
     text = `Could not load ${what}: ${state.error.message}${state.data === null ? "" : " (showing the last answer)"}`;
   else if (state.loading && state.data === null) text = `Loading ${what}…`;
-  return html`<div class=${state.error === null ? "load-status" : "load-status error"} aria-live="polite">
-    ${text}
-  </div>`;
+  // No child at all when there is nothing to say: the region stays (aria-live needs it in the
+  // DOM before its text changes) but takes no room (.load-status:empty).
+  return html`<div class=${state.error === null ? "load-status" : "load-status error"} aria-live="polite">${text || null}</div>`;
 }
 
 /** A two-column table of label → count, with a caption naming it (tests read it by caption). */
