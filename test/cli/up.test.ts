@@ -35,6 +35,16 @@ describe("fred up (npm start)", () => {
       assert.ok(faucet, "the faucet URL is printed");
       assert.equal(((await (await fetch(`${faucet}/status`)).json()) as { status: string }).status, "ok");
       assert.equal(up.stdout(), "", "fred up keeps stdout free of logs");
+      // The dashboard's link: the operator listener, its token in the fragment (never sent).
+      const dashboard = /dashboard\s+(http:\/\/127\.0\.0\.1:\d+)\/#token=([0-9a-f]{64})/.exec(stderr);
+      assert.ok(dashboard, "the dashboard URL is printed with its token");
+      const [, operator, token] = dashboard;
+      assert.equal(readFileSync(join(home, "providerd", "operator-token"), "utf8").trim(), token);
+      const overview = await fetch(`${operator}/api/overview`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(overview.status, 200);
+      assert.equal((await fetch(`${operator}/api/overview`)).status, 401);
 
       const created = await runFred([
         "chain",

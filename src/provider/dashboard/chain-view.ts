@@ -47,8 +47,8 @@ export interface LeaseRead {
   asOfMs: number;
 }
 
-/** Rows kept at most (about 200 bytes each): counts go on past it, the search does not. */
-export const MAX_LEASE_ROWS = 200_000;
+/** Rows kept at most (about 200 bytes each, 10 MB): counts go on past it, the search does not. */
+export const MAX_LEASE_ROWS = 50_000;
 
 export function shortState(state: LeaseStateName): ChainStateName | "unspecified" {
   const s = state.replace("LEASE_STATE_", "").toLowerCase();

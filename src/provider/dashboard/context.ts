@@ -1,7 +1,7 @@
 import { Coalescer } from "../../core/async/index.ts";
 import type { BackendStats } from "../backend-client/index.ts";
 import { DashboardActivity, quantile } from "./activity.ts";
-import { ChainView } from "./chain-view.ts";
+import { ChainView, MAX_LEASE_ROWS } from "./chain-view.ts";
 import { metricByLabel, metricSum } from "./registry-reads.ts";
 import { type Sample, SampleRing } from "./sample-ring.ts";
 import type { DashboardSources, OwnerReads, StatsReading } from "./sources.ts";
@@ -30,7 +30,7 @@ export interface StoreTally {
 }
 
 /** Records kept in the lease list's memo at most (as many as the chain rows). */
-const MAX_TALLY_RECORDS = 200_000;
+const MAX_TALLY_RECORDS = MAX_LEASE_ROWS;
 
 export class DashboardContext {
   readonly s: DashboardSources;

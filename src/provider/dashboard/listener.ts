@@ -111,6 +111,7 @@ export function buildOperatorServer(o: OperatorServerOptions): OperatorServer {
   });
   app.setErrorHandler((err: unknown, _req, reply: FastifyReply) => {
     if (err instanceof ApiError) {
+      if (err.retryAfterSeconds !== undefined) reply.header("retry-after", String(err.retryAfterSeconds));
       return reply.code(err.status).send(tenantError(err.status, err.publicMessage, err.reason));
     }
     const status = (err as { statusCode?: number }).statusCode;

@@ -76,8 +76,9 @@ export async function staticFile(web: WebRoot, urlPath: string): Promise<StaticF
   else if (rel.startsWith("/assets/vendor/")) {
     const pkg = rel.slice("/assets/vendor/".length).split("/")[0] ?? "";
     if (web.modules === undefined || !VENDOR_PACKAGES.includes(pkg)) return undefined;
-    base = web.modules;
-    rel = rel.slice("/assets/vendor".length);
+    // The package's own directory is the root: `..` cannot reach a sibling package.
+    base = join(web.modules, pkg);
+    rel = rel.slice(`/assets/vendor/${pkg}`.length);
   } else if (rel.startsWith("/assets/")) rel = rel.slice("/assets".length);
   else return undefined;
   const path = normalize(join(base, rel));

@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
-import { readFileSync, statSync } from "node:fs";
+import { chmodSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { Agent, fetch as undiciFetch } from "undici";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
-import { until } from "../../support/index.ts";
+import { TestPki } from "../../helpers/certs.ts";
+import { runFred, until } from "../../support/index.ts";
 import { mockSkus, Stack } from "../e2e/stack.ts";
 
 /**
@@ -33,6 +35,7 @@ before(async () => {
   await stack.startProviderd({
     FRED_DASHBOARD_SAMPLE_MS: String(SAMPLE_MS),
     FRED_DASHBOARD_CHAIN_TTL_MS: "200",
+    FRED_LOG_LEVEL: "info",
   });
   token = readFileSync(join(dirname(stack.placementPath), "operator-token"), "utf8").trim();
   onOne = await stack.createLeases(2, "docker-small");
@@ -94,7 +97,10 @@ describe("operator dashboard API (devnet + two mock backends + providerd)", () =
     const path = join(dirname(stack.placementPath), "operator-token");
     assert.equal(statSync(path).mode & 0o777, 0o600);
     assert.match(token, /^[0-9a-f]{64}$/);
-    assert.ok(!stack.providerd!.logTail().includes(token), "the token is never logged");
+    const log = stack.providerd!.stderr();
+    assert.ok(!log.includes(token), "the token is never logged");
+    assert.match(log, new RegExp(`"path":"${path}".*"msg":"operator token created \\(mode 0600\\)"`));
+    assert.match(log, new RegExp(`"url":"${stack.operator}".*"msg":"dashboard listening"`));
   });
 
   it("GET /api/overview counts leases as the chain and the placement store do", async () => {
@@ -388,5 +394,102 @@ describe("operator dashboard API (devnet + two mock backends + providerd)", () =
     assert.deepEqual(await limited.json(), { error: "too many failed authentication attempts", code: 429 });
     const ok = await fetch(`${stack.operator}/api/fleet`, { headers: auth() });
     assert.equal(ok.status, 200);
+  });
+
+  it("refuses to start with a token file others may read, or an empty one, naming the key", async () => {
+    await stack.stopProviderd();
+    const path = join(dirname(stack.placementPath), "operator-token");
+    try {
+      chmodSync(path, 0o644);
+      const open = await runFred(["providerd", "-c", stack.configPath]);
+      assert.equal(open.code, 1);
+      assert.match(
+        open.stderr,
+        /operator_token_file .*operator-token has mode 0644: it must not be readable or writable by group or others/,
+      );
+      chmodSync(path, 0o600);
+      writeFileSync(path, "");
+      const empty = await runFred(["providerd", "-c", stack.configPath]);
+      assert.equal(empty.code, 1);
+      assert.match(empty.stderr, /operator_token_file .*operator-token is empty/);
+    } finally {
+      chmodSync(path, 0o600);
+      writeFileSync(path, `${token}\n`);
+    }
+  });
+
+  it("with operator_client_ca_file: a client certificate of that CA needs no token; no certificate, no connection", async () => {
+    const pki = new TestPki(stack.dir);
+    pki.selfSigned("op-ca", "/CN=fred operator test CA");
+    pki.issue(
+      "op-server",
+      "op-ca",
+      "/CN=127.0.0.1",
+      "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+    );
+    pki.issue("op-client", "op-ca", "/CN=operator", "extendedKeyUsage=clientAuth\n");
+    pki.selfSigned("other-ca", "/CN=somebody else");
+    pki.issue("stranger", "other-ca", "/CN=stranger", "extendedKeyUsage=clientAuth\n");
+    stack.writeConfig(stack.backendOverrides, {
+      ...stack.extraConfig,
+      operator_tls_cert_file: pki.file("op-server.pem"),
+      operator_tls_key_file: pki.file("op-server.key"),
+      operator_client_ca_file: pki.file("op-ca.pem"),
+    });
+    await stack.startProviderd();
+    const url = stack.operator;
+    assert.match(url, /^https:\/\/127\.0\.0\.1:\d+$/);
+    const ca = readFileSync(pki.file("op-ca.pem"), "utf8");
+    const client = new Agent({
+      connect: {
+        ca,
+        cert: readFileSync(pki.file("op-client.pem")),
+        key: readFileSync(pki.file("op-client.key")),
+      },
+    });
+    const res = await undiciFetch(`${url}/api/fleet`, { dispatcher: client });
+    assert.equal(res.status, 200);
+    assert.equal(((await res.json()) as { backends: unknown[] }).backends.length, 2);
+
+    const anonymous = new Agent({ connect: { ca } });
+    await assert.rejects(undiciFetch(`${url}/api/fleet`, { dispatcher: anonymous, headers: auth() }));
+    await assert.rejects(undiciFetch(`${url}/`, { dispatcher: anonymous }));
+    const stranger = new Agent({
+      connect: {
+        ca,
+        cert: readFileSync(pki.file("stranger.pem")),
+        key: readFileSync(pki.file("stranger.key")),
+      },
+    });
+    await assert.rejects(undiciFetch(`${url}/api/fleet`, { dispatcher: stranger }));
+    await Promise.all([client.close(), anonymous.close(), stranger.close()]);
+  });
+
+  // Last: the chain goes away for good.
+  it("without the chain: the overview still answers (chain counts null, records kept), the lease list 503", async () => {
+    await stack.devnet.stop();
+    const headers = { authorization: `Bearer ${token}` };
+    const get = (path: string) =>
+      undiciFetch(`${stack.operator}${path}`, {
+        headers,
+        dispatcher: new Agent({
+          connect: {
+            ca: readFileSync(join(stack.dir, "op-ca.pem")),
+            cert: readFileSync(join(stack.dir, "op-client.pem")),
+            key: readFileSync(join(stack.dir, "op-client.key")),
+          },
+        }),
+      });
+    let o: Overview | undefined;
+    await until(async () => {
+      const res = await get("/api/overview");
+      o = (await res.json()) as Overview;
+      return res.status === 200 && o.leases.chain === null;
+    }, "overview without chain counts");
+    assert.equal(o!.leases.records.confirmed, onOne.length + onTwo.length);
+    const list = await get("/api/leases");
+    assert.equal(list.status, 503);
+    assert.deepEqual(await list.json(), { error: "the chain did not answer; try again shortly", code: 503 });
+    assert.ok(Number(list.headers.get("retry-after")) >= 1);
   });
 });
