@@ -14,7 +14,7 @@ const STATES = [
   ["expired", "expired (chain)"],
   ["confirmed", "confirmed (record)"],
   ["provisioning", "provisioning (record)"],
-  ["failed", "failed (record)"],
+  ["conflict", "conflict (record)"],
 ];
 
 export function LeasesPage({ params, tick }) {
@@ -45,6 +45,10 @@ export function LeasesPage({ params, tick }) {
           ]}
           rows=${leases}
         />
+        ${
+          state.data.truncated &&
+          html`<p class="note">Only the first 50,000 leases (by UUID) are searched; the overview's counts cover all.</p>`
+        }
         <nav class="pager" aria-label="Pages">
           ${params.cursor && html`<a href=${leasesHash({ ...params, cursor: undefined })}>First page</a>`}
           ${
