@@ -30,7 +30,8 @@ export async function launchBrowser(): Promise<Browser> {
 /**
  * Everything a page did wrong while watched: console errors and warnings (CSP violations
  * among them), uncaught exceptions, requests that failed and responses of 400 or more.
- * `expect(pattern)` excuses the problems a test causes on purpose (a refused token).
+ * `excusing(patterns, action)` excuses the problems a test causes on purpose (a refused
+ * token, an unknown lease) while `action` runs, and only then.
  */
 export function watch(page: Page) {
   const problems: string[] = [];
@@ -53,8 +54,13 @@ export function watch(page: Page) {
   });
   return {
     problems,
-    expect(pattern: RegExp) {
-      excused.push(pattern);
+    async excusing<T>(patterns: RegExp[], action: () => Promise<T>): Promise<T> {
+      excused.push(...patterns);
+      try {
+        return await action();
+      } finally {
+        excused.length = 0;
+      }
     },
     clear() {
       problems.length = 0;

@@ -45,7 +45,7 @@ export class ApiError extends Error {
 /** GET `path` (an /api/ path) as JSON; throws ApiError (status 0 when the request failed). */
 export async function getJson(path) {
   const token = readToken();
-  if (token === undefined) throw unauthorized();
+  if (token === undefined) throw unauthorized(token);
   let res;
   try {
     res = await fetch(path, {
@@ -56,7 +56,7 @@ export async function getJson(path) {
   } catch {
     throw new ApiError(0, "providerd did not answer");
   }
-  if (res.status === 401) throw unauthorized();
+  if (res.status === 401) throw unauthorized(token);
   let body;
   try {
     body = await res.json();
@@ -70,9 +70,15 @@ export async function getJson(path) {
   return body;
 }
 
-function unauthorized() {
-  forgetToken();
-  for (const listener of unauthorizedListeners) listener();
+/**
+ * The token `refused` is forgotten and the form comes back, unless another token replaced
+ * it meanwhile (a late 401 for the old token must not drop the one just pasted).
+ */
+function unauthorized(refused) {
+  if (readToken() === refused) {
+    forgetToken();
+    for (const listener of unauthorizedListeners) listener();
+  }
   return new ApiError(401, "the operator token was refused");
 }
 
