@@ -54,8 +54,8 @@ exit 1 if any check failed.
 
 Running, it prints one line {"url","provider_uuid","operator_url"} on stdout once the API
 listens (operator_url: the dashboard's listener, absent when operator_listen_addr is ""), then
-logs to stderr. SIGHUP (systemctl reload) reloads tls_cert_file/tls_key_file (so does a change to
-either); nothing else is reloaded, other changes need a restart. SIGUSR1 runs a
+logs to stderr. SIGHUP (systemctl reload) reloads tls_cert_file/tls_key_file and the operator
+listener's operator_tls_* files (so does a change to any of them); nothing else is reloaded, other changes need a restart. SIGUSR1 runs a
 reconciler sweep now (one already running is followed by exactly one more), as does
 \`fred providerd reconcile -c <config>\`, which also prints the sweep's result. The placement store must exist (fred placement init). The file keyring
 needs FRED_KEYRING_PASSPHRASE. Operator guide: docs/providerd.md.

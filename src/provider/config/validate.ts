@@ -1,7 +1,7 @@
 import { isAbsolute, normalize, resolve } from "node:path";
 import { isAccountAddress } from "../../auth/address.ts";
 import { parseCoin } from "../../core/coin.ts";
-import { splitHostPort } from "../../core/host-port.ts";
+import { isLoopbackHost, splitHostPort } from "../../core/host-port.ts";
 import type { FileConfig } from "./schema.ts";
 import { isLocalOnlyHost } from "./urls.ts";
 
@@ -197,6 +197,12 @@ function checkOperatorListener(file: FileConfig, problems: string[]): void {
   if (ca !== "" && cert === "") {
     problems.push(
       "operator_client_ca_file requires operator_tls_cert_file and operator_tls_key_file (client certificates are checked over HTTPS)",
+    );
+  }
+  // The bearer token must not cross a network in clear text.
+  if (file.production_mode && cert === "" && operator !== undefined && !isLoopbackHost(operator.host)) {
+    problems.push(
+      "operator_listen_addr off loopback requires operator_tls_cert_file and operator_tls_key_file in production_mode",
     );
   }
 }

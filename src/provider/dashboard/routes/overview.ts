@@ -30,6 +30,7 @@ export async function overview(ctx: DashboardContext) {
       address: s.config.providerAddress,
       uuid: s.config.providerUuid,
       version: fredVersion().version,
+      commit: fredVersion().commit ?? null,
       uptime_seconds: Math.floor((now - ctx.startedAtMs) / 1000),
     },
     chain: {
