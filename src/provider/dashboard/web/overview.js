@@ -28,7 +28,13 @@ function Overview({ o }) {
         <${Facts}
           items=${[
             ["Address", html`<code>${o.provider.address}</code>`],
-            ["Version", o.provider.version],
+            ["Provider UUID", o.provider.uuid == null ? UNKNOWN : html`<code>${o.provider.uuid}</code>`],
+            [
+              "Version",
+              o.provider.commit
+                ? `${o.provider.version} (commit ${o.provider.commit.slice(0, 12)})`
+                : o.provider.version,
+            ],
             ["Up for", formatDuration(o.provider.uptime_seconds)],
             ["Chain height", formatNumber(o.chain.height)],
             ["Last block", html`<${Time} iso=${o.chain.last_block_at} />`],
@@ -108,7 +114,10 @@ function Overview({ o }) {
         <${CountTable} caption="Actions of the last sweep" label="Action" counts=${o.reconciler.actions} />
       </section>
     </div>
-    <p class="muted">Generated <${Time} iso=${o.generated_at} />.</p>
+    <p class="muted">
+      Generated <${Time} iso=${o.generated_at} />. Counts made in process (provisions, withdrawals,
+      credit closes) start at <${Time} iso=${o.in_process_since} />, when providerd started.
+    </p>
   `;
 }
 
