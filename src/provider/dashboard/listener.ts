@@ -1,5 +1,5 @@
 import type { Server as TlsServer } from "node:tls";
-import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Clock } from "../../core/clock.ts";
 import { tenantError } from "../../core/envelope.ts";
 import type { Logger } from "../../log.ts";
@@ -46,9 +46,16 @@ export interface OperatorServer {
   reloadTls(): boolean;
 }
 
-function isApi(url: string): boolean {
-  const path = url.split("?", 1)[0] as string;
-  return path === "/api" || path.startsWith("/api/");
+/** Whether a path names the API, however it is spelt (escapes, `.` and empty segments, case). */
+function isApiPath(path: string): boolean {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    return true;
+  }
+  const segments = decoded.split("/").filter((seg) => seg !== "" && seg !== ".");
+  return segments[0]?.toLowerCase() === "api";
 }
 
 export function buildOperatorServer(o: OperatorServerOptions): OperatorServer {
@@ -74,26 +81,32 @@ export function buildOperatorServer(o: OperatorServerOptions): OperatorServer {
         }),
   }) as unknown as FastifyInstance;
 
+  // Methods and headers for every answer, whatever path it names. No answer is cached:
+  // /api/ answers change with state, and the page is small.
   app.addHook("onRequest", (req, reply, done) => {
     reply.headers(OPERATOR_SECURITY_HEADERS);
-    const api = isApi(req.url);
-    if (api) reply.header("cache-control", "no-store");
+    reply.header("cache-control", "no-store");
     if (!READ_METHODS.has(req.method)) {
       reply.header("allow", "GET, HEAD").code(405).send(tenantError(405, "method not allowed"));
       return;
     }
-    if (!api) return done();
+    done();
+  });
+  // The token is checked by the routes' own hook (an encapsulated plugin), not by looking at
+  // the URL: the router also matches `/%61pi/…` or `/./api/…`, which a prefix test would miss.
+  const authorize = (req: FastifyRequest, reply: FastifyReply): boolean => {
     const verdict = o.auth.check(req);
-    if (verdict.ok) return done();
+    if (verdict.ok) return true;
     if (verdict.status === 429) {
       reply
         .header("retry-after", String(verdict.retryAfterSeconds))
         .code(429)
         .send(tenantError(429, "too many failed authentication attempts"));
-      return;
+      return false;
     }
     reply.header("www-authenticate", "Bearer").code(401).send(tenantError(401, "unauthorized"));
-  });
+    return false;
+  };
   // A response not delivered in time (a client that does not read) loses its connection.
   app.addHook("onSend", (_req, reply, payload, done) => {
     const res = reply.raw;
@@ -103,8 +116,12 @@ export function buildOperatorServer(o: OperatorServerOptions): OperatorServer {
   });
 
   app.setNotFoundHandler(async (req, reply) => {
-    if (!isApi(req.url)) {
-      const file = await staticFile(o.web, req.url.split("?", 1)[0] as string);
+    const path = req.url.split("?", 1)[0] as string;
+    // An /api/ path no route has is answered 404 to the token's holder only.
+    if (isApiPath(path)) {
+      if (!authorize(req, reply)) return reply;
+    } else {
+      const file = await staticFile(o.web, path);
       if (file !== undefined) return reply.code(200).header("content-type", file.type).send(file.body);
     }
     return reply.code(404).send(tenantError(404, "not found"));
@@ -121,7 +138,12 @@ export function buildOperatorServer(o: OperatorServerOptions): OperatorServer {
     return reply.code(500).send(tenantError(500, "internal error"));
   });
 
-  registerApiRoutes(app, o.context);
+  app.register(async (api) => {
+    api.addHook("onRequest", (req, reply, done) => {
+      if (authorize(req, reply)) done();
+    });
+    registerApiRoutes(api, o.context);
+  });
 
   if (o.tls === undefined) return { app, reloadTls: () => false };
   const reloader = new TlsReloader(o.tls, app.server as unknown as TlsServer, o.clock, o.logger);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { chmodSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Agent, fetch as undiciFetch } from "undici";
@@ -51,6 +52,21 @@ after(async () => {
 });
 
 const auth = () => ({ authorization: `Bearer ${token}` });
+
+/** A GET with the path sent exactly as written (fetch would normalize `/./` and more). */
+function rawGet(base: string, path: string): Promise<{ status: number; body: string }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: hostname, port, path, method: "GET" }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (body += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
 
 async function api<T>(path: string): Promise<T> {
   const res = await fetch(`${stack.operator}${path}`, { headers: auth() });
@@ -329,6 +345,21 @@ describe("operator dashboard API (devnet + two mock backends + providerd)", () =
         assert.equal(res.headers.get("cache-control"), "no-store");
         assert.deepEqual(await res.json(), { error: "unauthorized", code: 401 });
       }
+    }
+  });
+
+  it("an API path spelt otherwise (escapes, dot segments, case) is still refused without the token", async () => {
+    for (const path of [
+      "/%61pi/overview",
+      "/api/%6fverview",
+      "/./api/fleet",
+      "/API/overview",
+      "//api/overview",
+      "/api/nothing",
+    ]) {
+      const res = await rawGet(stack.operator, path);
+      assert.equal(res.status, 401, path);
+      assert.deepEqual(JSON.parse(res.body), { error: "unauthorized", code: 401 }, path);
     }
   });
 
