@@ -174,6 +174,10 @@ describe("npm run release", { skip }, () => {
     for (const f of [
       "bin/fred.js",
       "lib/fred.mjs",
+      "lib/dashboard/index.html",
+      "lib/dashboard/app.js",
+      "lib/dashboard/styles.css",
+      "lib/dashboard/favicon.svg",
       "npm-shrinkwrap.json",
       "package.json",
       "README.md",
