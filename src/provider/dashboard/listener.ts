@@ -28,6 +28,16 @@ export const OPERATOR_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "x-frame-options": "DENY",
 };
 
+/** The headers for pages from `web`: from source, script-src also admits the import map by its hash. */
+export function operatorSecurityHeaders(web: WebRoot): Readonly<Record<string, string>> {
+  if (web.importMapHash === undefined) return OPERATOR_SECURITY_HEADERS;
+  const csp = OPERATOR_SECURITY_HEADERS["content-security-policy"] as string;
+  return {
+    ...OPERATOR_SECURITY_HEADERS,
+    "content-security-policy": csp.replace("script-src 'self'", `script-src 'self' ${web.importMapHash}`),
+  };
+}
+
 const READ_METHODS = new Set(["GET", "HEAD"]);
 
 export interface OperatorServerOptions {
@@ -87,8 +97,9 @@ export function buildOperatorServer(o: OperatorServerOptions): OperatorServer {
 
   // Methods and headers for every answer, whatever path it names. No answer is cached:
   // /api/ answers change with state, and the page is small.
+  const securityHeaders = operatorSecurityHeaders(o.web);
   app.addHook("onRequest", (req, reply, done) => {
-    reply.headers(OPERATOR_SECURITY_HEADERS);
+    reply.headers(securityHeaders);
     reply.header("cache-control", "no-store");
     if (!READ_METHODS.has(req.method)) {
       reply.header("allow", "GET, HEAD").code(405).send(tenantError(405, "method not allowed"));

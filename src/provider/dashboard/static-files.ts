@@ -1,4 +1,5 @@
-import { existsSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { dirname, extname, join, normalize, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -36,6 +37,21 @@ export interface WebRoot {
   /** node_modules, in development (the vendor packages); undefined in a package. */
   modules: string | undefined;
   kind: "source" | "package";
+  /**
+   * The CSP source admitting the page's inline import map (`'sha256-…'`), from source only:
+   * to CSP an inline import map is an inline script, which `script-src 'self'` refuses.
+   * The packaged page has none.
+   */
+  importMapHash?: string;
+}
+
+/** `'sha256-<base64>'` of the text of index.html's `<script type="importmap">`, or undefined. */
+export function importMapHash(indexHtml: string): string | undefined {
+  const map = /<script type="importmap">([\s\S]*?)<\/script>/.exec(indexHtml);
+  if (map === null) return undefined;
+  return `'sha256-${createHash("sha256")
+    .update(map[1] as string, "utf8")
+    .digest("base64")}'`;
 }
 
 /** The package root: the nearest directory above this module holding package.json. */
@@ -52,8 +68,15 @@ function packageRoot(): string {
 /** A clone's sources win over a lib/ left by an earlier `npm pack`, as bin/fred.js does. */
 export function findWebRoot(root = packageRoot()): WebRoot {
   const source = join(root, "src", "provider", "dashboard", "web");
-  if (existsSync(join(source, "index.html")))
-    return { dir: source, modules: join(root, "node_modules"), kind: "source" };
+  if (existsSync(join(source, "index.html"))) {
+    const hash = importMapHash(readFileSync(join(source, "index.html"), "utf8"));
+    return {
+      dir: source,
+      modules: join(root, "node_modules"),
+      kind: "source",
+      ...(hash === undefined ? {} : { importMapHash: hash }),
+    };
+  }
   return { dir: join(root, "lib", "dashboard"), modules: undefined, kind: "package" };
 }
 

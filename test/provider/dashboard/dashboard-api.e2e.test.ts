@@ -5,6 +5,7 @@ import { request as httpRequest } from "node:http";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Agent, fetch as undiciFetch } from "undici";
+import { findWebRoot } from "../../../src/provider/dashboard/static-files.ts";
 import { PlacementStore } from "../../../src/provider/store/index.ts";
 import { TestPki } from "../../helpers/certs.ts";
 import { runFred, until } from "../../support/index.ts";
@@ -399,9 +400,13 @@ describe("operator dashboard API (devnet + two mock backends + providerd)", () =
     assert.equal(page.status, 200);
     assert.match(page.headers.get("content-type") ?? "", /^text\/html/);
     assert.match(await page.text(), /<html/);
+    // From source the page's inline import map is admitted by its hash, and nothing else inline.
+    const web = findWebRoot();
+    assert.equal(web.kind, "source");
+    assert.match(web.importMapHash ?? "", /^'sha256-[A-Za-z0-9+/]{43}='$/);
     assert.equal(
       page.headers.get("content-security-policy"),
-      "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+      `default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self' ${web.importMapHash}; connect-src 'self'; frame-ancestors 'none'`,
     );
     assert.equal(page.headers.get("x-content-type-options"), "nosniff");
     assert.equal(page.headers.get("referrer-policy"), "no-referrer");
