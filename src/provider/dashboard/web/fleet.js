@@ -24,7 +24,14 @@ export function FleetPage({ tick }) {
               html`<span class=${b.healthy ? "badge ok" : "badge bad"}>${b.healthy ? "healthy" : "unhealthy"}</span>`,
           ],
           ["Version", (b) => b.version ?? UNKNOWN],
-          ["Storage ID", (b) => (b.storage_id == null ? UNKNOWN : html`<code>${b.storage_id}</code>`)],
+          [
+            "Storage ID",
+            // The first group is enough to tell backends apart; the whole ID is in the title.
+            (b) =>
+              b.storage_id == null
+                ? UNKNOWN
+                : html`<code title=${b.storage_id}>${b.storage_id.split("-")[0]}…</code>`,
+          ],
           ["Service", serviceState],
           ["Breaker", breakerState],
           [
