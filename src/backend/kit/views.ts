@@ -1,4 +1,5 @@
 import type { ProvisionInfoBody, ReleaseInfoBody, StatsBody } from "../../core/backend-contract/index.ts";
+import { versionText } from "../../version.ts";
 import type { DiagnosticRecord } from "./journal/diagnostics.ts";
 import type { LeaseRecord, ReleaseRecord } from "./journal/journal.ts";
 import type { PoolStats } from "./resources.ts";
@@ -67,6 +68,11 @@ export function releaseInfo(r: ReleaseRecord): ReleaseInfoBody {
  * providerd can tell tenants before they pay which images a backend would run. Without
  * an allowlist the field is null ("any registry"); an empty list admits no image.
  */
+/** `GET /stats`: the pool's figures, the registry allowlist and (ours) the backend's version. */
 export function statsInfo(pool: PoolStats, allowedRegistries: readonly string[] | undefined): StatsBody {
-  return { ...pool, allowed_registries: allowedRegistries === undefined ? null : [...allowedRegistries] };
+  return {
+    ...pool,
+    allowed_registries: allowedRegistries === undefined ? null : [...allowedRegistries],
+    version: versionText(),
+  };
 }

@@ -230,6 +230,8 @@ export interface BackendStats {
   /** Memory and disk in MB, when the backend reports them (the operator's dashboard shows them). */
   memoryMb?: { allocated: number; total: number };
   diskMb?: { allocated: number; total: number };
+  /** The backend's version, when it says (ours do: "0.1.0 (commit …)"; the reference's do not). */
+  version?: string;
   diskWithheld: boolean;
   /**
    * Registry domains the backend accepts images from: a list is exactly those (empty:
@@ -249,6 +251,7 @@ export const statsSchema = z
     total_disk_mb: z.number().min(0).optional(),
     allocated_disk_mb: z.number().min(0).optional(),
     disk_withheld: z.boolean().optional(),
+    version: z.string().min(1).max(200).optional(),
     allowed_registries: z.array(z.string().min(1).max(255)).max(1_000).nullable().optional(),
   })
   .transform((o): BackendStats => {
@@ -261,6 +264,7 @@ export const statsSchema = z
       stats.memoryMb = { allocated: o.allocated_memory_mb, total: o.total_memory_mb };
     if (o.total_disk_mb !== undefined && o.allocated_disk_mb !== undefined)
       stats.diskMb = { allocated: o.allocated_disk_mb, total: o.total_disk_mb };
+    if (o.version !== undefined) stats.version = o.version;
     if (o.allowed_registries !== undefined) stats.allowedRegistries = o.allowed_registries;
     return stats;
   });

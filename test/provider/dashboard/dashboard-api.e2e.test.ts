@@ -105,6 +105,7 @@ interface Fleet {
     draining: boolean;
     breaker: string;
     cpu: { allocated: number; total: number } | null;
+    version: string | null;
     memory: { allocated: number; total: number } | null;
     disk: { allocated: number; total: number } | null;
     leases: number;
@@ -177,6 +178,7 @@ describe("operator dashboard API (devnet + two mock backends + providerd)", () =
       assert.equal(b.fenced, false);
       assert.equal(b.breaker, "closed");
       assert.ok(b.last_inventory_at !== null);
+      assert.match(String(b.version), /^\d+\.\d+\.\d+/, `${b.name}: the version its /stats reports`);
       // Memory and disk as the backend's /stats reports them (MB there, bytes here).
       assert.ok(b.memory !== null && b.memory.total > 0 && b.memory.total % (1024 * 1024) === 0, b.name);
       assert.ok(b.disk !== null && b.disk.allocated <= b.disk.total, b.name);

@@ -5,7 +5,7 @@ import { iso, isoOrNull } from "./shapes.ts";
  * `GET /api/fleet`: every configured backend. Health is the latest routing poll's
  * `/stats` answer (the reconciler's latest sweep before the first poll); CPU, memory and
  * disk come from that reading (memory and disk in bytes; null when a backend does not
- * report them); version is null because no backend route reports it; leases count the confirmed placements the
+ * report them), and the version our backends add to it (null from others); leases count the confirmed placements the
  * store holds for the backend; last_inventory_at is the latest complete inventory read.
  */
 const BREAKER = { closed: "closed", open: "open", "half-open": "half_open", isolated: "open" } as const;
@@ -36,7 +36,7 @@ export async function fleet(ctx: DashboardContext) {
         name: b.name,
         url_host: new URL(b.url).host,
         healthy,
-        version: null,
+        version: stats?.version ?? null,
         storage_id: pin?.storageId ?? null,
         fenced: b.fenced,
         draining: b.draining,
