@@ -243,7 +243,8 @@ export class DockerSubstrate implements Substrate {
 
   /** A workload's container ended on its own: why, from the engine's record of it (OOM flag). */
   #countExit(death: ContainerDeath): void {
-    this.#docker
+    // Counting only: an inspect that fails still counts the exit, by its code alone.
+    void this.#docker
       .getContainer(death.containerId)
       .inspect()
       .then(

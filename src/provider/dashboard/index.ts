@@ -1,10 +1,8 @@
-import type { FastifyInstance } from "fastify";
 import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import { type BoundApiSocket, bindApiSocket } from "../http/bind.ts";
 import type { TlsFiles } from "../http/listener.ts";
-import type { DashboardActivity } from "./activity.ts";
 import { OperatorAuth } from "./auth.ts";
 import { DashboardContext, type DashboardContextOptions } from "./context.ts";
 import { buildOperatorServer } from "./listener.ts";
