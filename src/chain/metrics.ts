@@ -1,9 +1,10 @@
 /**
  * Prometheus view of the chain client: the feed's liveness (last height, last event time,
- * reconnects, drops, malformed events) and the tx pipeline's outcomes, gas and fees. Values
- * are read at scrape time from the live objects, so nothing here is on a hot path.
+ * reconnects, drops, malformed events) and the tx pipeline's outcomes, gas and fees, read at
+ * scrape time from the live objects; and each ABCI query's duration, observed as it ends
+ * (one histogram observation per query: the node round trip dwarfs it).
  */
-import { Counter, Gauge, type LabelValues, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type LabelValues, type Registry } from "prom-client";
 import type { TxMetrics } from "./cosmos/tx-pipeline.ts";
 import type { FeedMetrics } from "./events/feed.ts";
 
@@ -99,6 +100,14 @@ export function registerChainMetrics(
     counter("fred_chain_fees_paid_total", "Fees paid, per denom", ["denom"], (set) => {
       for (const [denom, amount] of tx.feesPaid) set(Number(amount), { denom });
     });
+    const queries = new Histogram({
+      name: "fred_chain_query_duration_seconds",
+      help: "ABCI queries to the chain node, by query path (answered, refused or timed out)",
+      labelNames: ["query"],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    });
+    tx.onQuery = (query, seconds) => queries.observe({ query }, seconds);
     counter(
       "fred_chain_simulation_failures_total",
       "Gas simulations that failed (fallback gas used)",

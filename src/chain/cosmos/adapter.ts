@@ -508,7 +508,14 @@ export class CosmosChain implements ChainPort {
 }
 
 export async function openCosmosChain(opts: CosmosChainOptions): Promise<CosmosChain> {
-  const conn = await connectNode(opts.rpcUrl, opts.queryTimeoutMs ?? 10_000, opts.clock ?? systemClock);
+  const metrics = opts.metrics;
+  const conn = await connectNode(
+    opts.rpcUrl,
+    opts.queryTimeoutMs ?? 10_000,
+    opts.clock ?? systemClock,
+    // Read at each query: the registration sets the hook after the chain is opened.
+    (path, seconds) => metrics?.onQuery(path, seconds),
+  );
   let chainId = opts.chainId;
   if (chainId === undefined || chainId === "") {
     try {

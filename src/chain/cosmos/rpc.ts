@@ -31,6 +31,8 @@ export async function connectNode(
   url: string,
   requestTimeoutMs = 10_000,
   clock: Clock = systemClock,
+  /** Each query's path and its duration, answered or not (the chain client's metrics). */
+  onQuery: (path: string, seconds: number) => void = () => {},
 ): Promise<NodeConnection> {
   let http = url;
   if (/^wss?:\/\//.test(http)) http = http.replace(/^ws/, "http").replace(/\/websocket\/?$/, "");
@@ -79,8 +81,14 @@ export async function connectNode(
     }
     return abciValue(reply, path);
   };
-  const abci = (path: string, data: Uint8Array, signal?: AbortSignal): Promise<Uint8Array> =>
-    withDeadline(clock, requestTimeoutMs, signal, timedOut(path), (s) => query(path, data, s));
+  const abci = async (path: string, data: Uint8Array, signal?: AbortSignal): Promise<Uint8Array> => {
+    const started = performance.now();
+    try {
+      return await withDeadline(clock, requestTimeoutMs, signal, timedOut(path), (s) => query(path, data, s));
+    } finally {
+      onQuery(path, (performance.now() - started) / 1000);
+    }
+  };
   return {
     url: http,
     comet,

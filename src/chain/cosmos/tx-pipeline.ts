@@ -78,6 +78,12 @@ export class TxMetrics {
   /** Sent transactions by "type outcome" (fred_chain_transactions_total). */
   readonly transactions = new Map<`${TxType} ${"success" | "failed"}`, number>();
 
+  /**
+   * Hears each ABCI query's path and duration (fred_chain_query_duration_seconds); the
+   * metrics registration sets it, the node connection calls it.
+   */
+  onQuery: (path: string, seconds: number) => void = () => {};
+
   count(outcome: string): void {
     this.outcomes.set(outcome, (this.outcomes.get(outcome) ?? 0) + 1);
   }

@@ -241,6 +241,23 @@ describe("providerd metric families (devnet + mock backends + providerd)", () =>
     assert.ok(Math.abs(shown - onChain) < onChain * 0.01, `${shown} vs ${onChain}`);
   });
 
+  it("chain queries are timed by query path (the lease reads providerd has made)", async () => {
+    const text = await scrapeUntil(
+      (t) => (sample(t, "fred_chain_query_duration_seconds_count") ?? 0) > 0,
+      "a chain query timed",
+    );
+    const paths = new Set(
+      [...text.matchAll(/^fred_chain_query_duration_seconds_count\{query="([^"]+)"\} (\d+)/gm)].map(
+        (m) => m[1],
+      ),
+    );
+    // The sweep and the tenant reads above ask the billing module for leases.
+    assert.ok(
+      [...paths].some((p) => /billing\.v1\.Query\/Lease/.test(p as string)),
+      [...paths].join(", "),
+    );
+  });
+
   it("capacity refusals, callback timeouts and provisions in flight on the docker-large backends", async () => {
     // Routing spreads docker-large between the two (equal load, then round-robin, then the
     // lower CPU ratio): a few leases reach both.
