@@ -138,7 +138,13 @@ describe("backend client: requests", () => {
 
   it("stats and info decode strictly; 404 info is 'not provisioned'", async () => {
     const c = await client();
-    assert.deepEqual(await c.stats(), { totalCpuCores: 8, allocatedCpuCores: 2, diskWithheld: false });
+    // Memory is kept (the dashboard shows it); disk is absent here, so it is not made up.
+    assert.deepEqual(await c.stats(), {
+      totalCpuCores: 8,
+      allocatedCpuCores: 2,
+      memoryMb: { allocated: 0, total: 1024 },
+      diskWithheld: false,
+    });
     assert.equal(await c.info(LEASE), undefined);
     fake.script.set("info", [
       { status: 200, body: { host: "h", ports: { "80/tcp": {} }, metadata: { a: "b" } } },
