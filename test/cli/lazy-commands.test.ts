@@ -7,7 +7,8 @@ import { fileURLToPath } from "node:url";
 import { runFred } from "../support/process.ts";
 
 // A module hook that writes down every module the process loads, so a test sees what a
-// command really brings into memory (not what its imports say it might).
+// command really brings into memory (not what its imports say it might), and at exit node's
+// own modules (process.moduleLoadList: "NativeModule internal/…").
 const dir = mkdtempSync(join(tmpdir(), "fred-lazy-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const hook = join(dir, "record-loads.mjs");
@@ -16,25 +17,39 @@ writeFileSync(
   `import { registerHooks } from "node:module";
 import { appendFileSync } from "node:fs";
 registerHooks({ load(url, context, next) { appendFileSync(process.env.LOADED_FILE, url + "\\n"); return next(url, context); } });
+process.on("exit", () => appendFileSync(process.env.LOADED_FILE, process.moduleLoadList.map((m) => "builtin " + m + "\\n").join("")));
 `,
 );
 
-/** The sources (src/… paths, from the bundle's per-module comments) and packages `fred <args>` loads. */
-async function loadedBy(args: string[]): Promise<{ sources: Set<string>; packages: Set<string> }> {
+/**
+ * The sources (src/… paths, from the bundle's per-module comments), packages, package files
+ * (`undici/index.js`) and node's own modules (`internal/deps/undici/undici`) `fred <args>` loads.
+ */
+async function loadedBy(
+  args: string[],
+): Promise<{ sources: Set<string>; packages: Set<string>; files: Set<string>; builtins: Set<string> }> {
   const list = join(dir, `${args.join("-")}.txt`);
   const r = await runFred(args, { env: { NODE_OPTIONS: `--import ${hook}`, LOADED_FILE: list } });
   assert.equal(r.code, 0, r.stderr);
   const sources = new Set<string>();
   const packages = new Set<string>();
+  const files = new Set<string>();
+  const builtins = new Set<string>();
   for (const url of readFileSync(list, "utf8").trim().split("\n")) {
+    if (url.startsWith("builtin ")) {
+      builtins.add(url.replace(/^builtin (NativeModule |Internal Binding )?/, ""));
+      continue;
+    }
     const pkg = url.match(/\/node_modules\/((?:@[^/]+\/)?[^/]+)\//);
-    if (pkg !== null) packages.add(pkg[1]!);
-    else if (/\/(dist|lib)\/fred-?[^/]*\.mjs$/.test(url) || url.endsWith("/lib/fred.mjs")) {
+    if (pkg !== null) {
+      packages.add(pkg[1]!);
+      files.add(url.replace(/^.*\/node_modules\//, ""));
+    } else if (/\/(dist|lib)\/fred-?[^/]*\.mjs$/.test(url) || url.endsWith("/lib/fred.mjs")) {
       for (const m of readFileSync(fileURLToPath(url), "utf8").matchAll(/^\/\/ (src\/\S+\.ts)$/gm))
         sources.add(m[1]!);
     }
   }
-  return { sources, packages };
+  return { sources, packages, files, builtins };
 }
 
 const under = (sources: Set<string>, prefix: string) => [...sources].filter((s) => s.startsWith(prefix));
@@ -60,6 +75,23 @@ describe("each command loads only its own modules", () => {
       assert.deepEqual(under(sources, other), [], `fred providerd loaded ${other}`);
     }
     assert.ok(!packages.has("tar-stream"), "fred providerd loaded tar-stream");
+  });
+
+  // docs/benchmarks.md, "Idle memory": what providerd uses only to send a transaction, or
+  // never, stays out of its resident set.
+  it("fred providerd loads neither cosmjs's signing stack nor the fetch side of undici", async () => {
+    const { packages, files, builtins } = await loadedBy(["providerd", "--help"]);
+    // The controls: the chain client and the backend transport were loaded.
+    assert.ok(packages.has("@cosmjs/tendermint-rpc"), [...packages].join(" "));
+    assert.ok(files.has("undici/lib/dispatcher/pool.js"), "undici's Pool was not loaded");
+    assert.ok(builtins.has("http"), "node:http was not loaded");
+    for (const signingOnly of ["@cosmjs/stargate", "@cosmjs/proto-signing", "@cosmjs/amino"])
+      assert.ok(!packages.has(signingOnly), `fred providerd loaded ${signingOnly}`);
+    assert.ok(
+      !files.has("undici/index.js"),
+      "fred providerd loaded undici's index (fetch, WebSocket, caches)",
+    );
+    assert.ok(!builtins.has("internal/deps/undici/undici"), "fred providerd loaded node's bundled undici");
   });
 
   it("fred token loads no daemon (no HTTP server framework, no SQLite)", async () => {

@@ -26,8 +26,6 @@ import { AuthInfo, TxRaw } from "cosmjs-types/cosmos/tx/v1beta1/tx";
 import {
   billingAminoConverters,
   billingRegistryTypes,
-  chainAminoTypes,
-  chainRegistry,
   LeaseState,
   MsgAcknowledgeLease,
   MsgCancelLease,
@@ -40,6 +38,7 @@ import {
   MsgWithdraw,
   Unit,
 } from "../../src/chain/proto/index.ts";
+import { chainAminoTypes, chainRegistry } from "../../src/chain/proto/signing.ts";
 import { rpc } from "./helpers.ts";
 import { type Chain, getLease, startChain } from "./modules/harness.ts";
 

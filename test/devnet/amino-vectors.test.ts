@@ -30,11 +30,8 @@ import {
 import { GenericAuthorization } from "cosmjs-types/cosmos/authz/v1beta1/authz";
 import { AuthInfo, TxBody } from "cosmjs-types/cosmos/tx/v1beta1/tx";
 import {
-  aminoSignBytes,
   BillingMsgUpdateParams,
   billingAminoConverters,
-  chainAminoTypes,
-  chainRegistry,
   MsgAcknowledgeLease,
   MsgCancelLease,
   MsgCloseLease,
@@ -53,6 +50,7 @@ import {
   SkuMsgUpdateParams,
   Unit,
 } from "../../src/chain/proto/index.ts";
+import { aminoSignBytes, chainAminoTypes, chainRegistry } from "../../src/chain/proto/signing.ts";
 import { aminoSignDoc } from "../../src/devnet/tx/amino.ts";
 import { verifySecp256k1 } from "../../src/devnet/tx/verify.ts";
 

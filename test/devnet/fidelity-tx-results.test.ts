@@ -11,12 +11,12 @@ import { assertIsDeliverTxSuccess, GasPrice, SigningStargateClient } from "@cosm
 import { GenericAuthorization } from "cosmjs-types/cosmos/authz/v1beta1/authz";
 import { MsgSend } from "cosmjs-types/cosmos/bank/v1beta1/tx";
 import {
-  chainRegistry,
   MsgAcknowledgeLease,
   MsgCreateLease,
   MsgCreateLeaseResponse,
   MsgRejectLease,
 } from "../../src/chain/proto/index.ts";
+import { chainRegistry } from "../../src/chain/proto/signing.ts";
 import { type Devnet, devnet } from "../support/index.ts";
 import { stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
 

@@ -38,7 +38,7 @@ import {
 import { blockEventsFetcher } from "./block-events.ts";
 import * as q from "./queries.ts";
 import { connectNode, type NodeConnection } from "./rpc.ts";
-import { chainRegistry, type TxSigner } from "./signer.ts";
+import type { TxSigner } from "./signer.ts";
 import { SignerLanes, type SignerLanesOptions } from "./signer-lanes.ts";
 import {
   activeSkus,
@@ -50,6 +50,7 @@ import {
   skuRecord,
 } from "./skus.ts";
 import { balanceOf, execAs, laneFault, parseCoinText } from "./sub-signers.ts";
+import { txMessages } from "./tx-messages.ts";
 import { TxMetrics, TxPipeline, type TxPipelineOptions, type TxResult } from "./tx-pipeline.ts";
 
 export interface CosmosChainOptions {
@@ -149,7 +150,6 @@ export class CosmosChain implements ChainPort {
     checkGasConfig(gas);
     this.#pipelineOptions = {
       conn,
-      registry: chainRegistry(),
       chainId,
       gas,
       clock: opts.clock ?? systemClock,
@@ -386,10 +386,7 @@ export class CosmosChain implements ChainPort {
       // Lease messages are always the provider's; a sub-signer delivers them inside MsgExec.
       const provider = this.#requirePipeline();
       const msgs = leaseMsgs(kind, provider.signer.address, group, reason);
-      const wrapped =
-        pipeline === provider
-          ? msgs
-          : [execAs(this.#pipelineOptions.registry, pipeline.signer.address, msgs)];
+      const wrapped = pipeline === provider ? msgs : [execAs(txMessages, pipeline.signer.address, msgs)];
       const res = await pipeline.send(wrapped, signal === undefined ? {} : { signal });
       for (const u of group)
         outcomes.set(u, { leaseUuid: u, status: t.ok, txHash: res.txHash, height: res.height });

@@ -1,16 +1,16 @@
 /**
- * The node connection: a cosmjs Comet38Client over HTTP for status, blocks and broadcasts,
- * and ABCI queries as plain JSON-RPC POSTs on a keep-alive undici pool (each request bounded
- * by `requestTimeoutMs` on the injected clock and by the caller's signal). Errors become
+ * The node connection: JSON-RPC POSTs on one keep-alive undici pool, for ABCI queries and
+ * under a cosmjs Comet38Client (status, blocks, broadcasts), each request bounded by
+ * `requestTimeoutMs` on the injected clock (and a query by the caller's signal). Errors become
  * FredErrors: a gRPC NotFound is `ERR_CHAIN_NOT_FOUND` (callers turn it into `undefined`),
  * other query failures `ERR_CHAIN_QUERY`, a request past its deadline retryable
  * `ERR_CHAIN_RPC_TIMEOUT`, and other transport failures retryable `ERR_CHAIN_UNAVAILABLE`.
  */
-import { Comet38Client, HttpClient } from "@cosmjs/tendermint-rpc";
-import { Pool } from "undici";
+import { Comet38Client, type RpcClient } from "@cosmjs/tendermint-rpc";
 import { withDeadline } from "../../core/async/index.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
+import { Pool } from "../../http-pool.ts";
 
 export interface NodeConnection {
   readonly url: string;
@@ -38,25 +38,25 @@ export async function connectNode(
   if (/^wss?:\/\//.test(http)) http = http.replace(/^ws/, "http").replace(/\/websocket\/?$/, "");
   if (!/^https?:\/\//.test(http))
     throw new FredError("ERR_CONFIG", `chain RPC URL must be http(s) or ws(s): ${url}`);
-  const comet = Comet38Client.create(new HttpClient(http, requestTimeoutMs));
   const target = new URL(http);
   const pool = new Pool(target.origin, { connections: QUERY_CONNECTIONS });
   let id = 0;
-  const timedOut = (path: string) => () =>
+  const timedOut = (what: string) => () =>
     new FredError(
       "ERR_CHAIN_RPC_TIMEOUT",
-      `${path}: chain node did not answer within ${requestTimeoutMs} ms`,
+      `${what}: chain node did not answer within ${requestTimeoutMs} ms`,
       {
         retryable: true,
       },
     );
-  const query = async (path: string, data: Uint8Array, signal: AbortSignal): Promise<Uint8Array> => {
-    const body = JSON.stringify({
-      jsonrpc: "2.0",
-      id: ++id,
-      method: "abci_query",
-      params: { path, data: Buffer.from(data).toString("hex"), prove: false },
-    });
+  /** One JSON-RPC call on the pool: the parsed reply (an error reply is the caller's to read). */
+  const call = async (
+    method: string,
+    params: unknown,
+    what: string,
+    signal: AbortSignal,
+  ): Promise<unknown> => {
+    const body = JSON.stringify({ jsonrpc: "2.0", id: ++id, method, params });
     const res = await pool.request({
       path: target.pathname,
       method: "POST",
@@ -68,18 +68,39 @@ export async function connectNode(
       await res.body.dump();
       // A 5xx is the node (or its proxy) failing, worth another try; a 4xx is this query refused.
       const code = res.statusCode >= 500 ? "ERR_CHAIN_UNAVAILABLE" : "ERR_CHAIN_QUERY";
-      throw new FredError(code, `${path}: chain node answered HTTP ${res.statusCode}`, { retryable: true });
+      throw new FredError(code, `${what}: chain node answered HTTP ${res.statusCode}`, { retryable: true });
     }
-    let reply: unknown;
     try {
-      reply = JSON.parse(await res.body.text());
+      return JSON.parse(await res.body.text());
     } catch (err) {
-      throw new FredError("ERR_CHAIN_QUERY", `${path}: chain node sent a reply that is not JSON`, {
+      throw new FredError("ERR_CHAIN_QUERY", `${what}: chain node sent a reply that is not JSON`, {
         retryable: true,
         cause: err,
       });
     }
-    return abciValue(reply, path);
+  };
+  // cosmjs's own HttpClient goes through fetch, and with it Node's bundled undici and web
+  // streams (several MB for the life of the process): its status, block and broadcast calls
+  // take the query pool instead, each within requestTimeoutMs. A JSON-RPC error becomes the
+  // Error cosmjs's client throws (the error object as JSON), which the tx path reads.
+  const rpc: RpcClient = {
+    execute: async (request) => {
+      const reply = (await withDeadline(clock, requestTimeoutMs, undefined, timedOut(request.method), (s) =>
+        call(request.method, request.params, request.method, s),
+      )) as { error?: unknown; result?: unknown } | null;
+      if (reply?.error !== undefined) throw new Error(JSON.stringify(reply.error));
+      if (reply === null || typeof reply !== "object" || !("result" in reply))
+        throw new FredError("ERR_CHAIN_QUERY", `${request.method}: malformed JSON-RPC reply`, {
+          retryable: true,
+        });
+      return reply as Awaited<ReturnType<RpcClient["execute"]>>;
+    },
+    disconnect: () => {},
+  };
+  const comet = Comet38Client.create(rpc);
+  const query = async (path: string, data: Uint8Array, signal: AbortSignal): Promise<Uint8Array> => {
+    const params = { path, data: Buffer.from(data).toString("hex"), prove: false };
+    return abciValue(await call("abci_query", params, path, signal), path);
   };
   const abci = async (path: string, data: Uint8Array, signal?: AbortSignal): Promise<Uint8Array> => {
     const started = performance.now();
@@ -138,11 +159,9 @@ export function websocketUrlFor(rpcUrl: string): string {
 /** How the node words a missing key (gRPC NotFound, or the store's own text). */
 const NOT_FOUND = /rpc error: code = NotFound|key not found/i;
 /**
- * Transport failures as cosmjs's HTTP client words them (its errors carry no code); our own
- * query path throws typed FredErrors and undici's carry a code (`transportCode`). cosmjs
- * bounds status, block and broadcast calls itself (the `requestTimeoutMs` given to its
- * HttpClient, which takes no signal and so cannot run under withDeadline): its timeout
- * surfaces as a `TimeoutError` and is typed `ERR_CHAIN_RPC_TIMEOUT` like ours.
+ * Transport failures as fetch-based clients word them (their errors carry no code); our own
+ * requests throw typed FredErrors, and undici's errors carry a code (`transportCode`). A
+ * `TimeoutError` (an AbortSignal.timeout) is typed `ERR_CHAIN_RPC_TIMEOUT` like ours.
  */
 const TRANSPORT =
   /fetch failed|ECONNREFUSED|ECONNRESET|timeout|aborted|socket hang up|Bad status on response: 5/i;

@@ -6,7 +6,7 @@
  * expiry) for the three lease messages and keeps their fee balances above a floor. This
  * file holds the reads, the messages and the failure classes; `signer-lanes.ts` the lanes.
  */
-import type { EncodeObject, Registry } from "@cosmjs/proto-signing";
+import type { EncodeObject } from "@cosmjs/proto-signing";
 import { GenericAuthorization } from "cosmjs-types/cosmos/authz/v1beta1/authz";
 import { QueryGrantsRequest, QueryGrantsResponse } from "cosmjs-types/cosmos/authz/v1beta1/query";
 import { MsgExec, MsgGrant } from "cosmjs-types/cosmos/authz/v1beta1/tx";
@@ -18,6 +18,7 @@ import { FredError } from "../../core/errors.ts";
 import { MsgAcknowledgeLease, MsgCloseLease, MsgRejectLease } from "../proto/index.ts";
 import { abciQuery, abciQueryOptional, type NodeConnection } from "./rpc.ts";
 import { signerFromKey, type TxSigner } from "./signer.ts";
+import type { MessageEncoder } from "./tx-messages.ts";
 
 export const LEASE_MSG_TYPE_URLS = [
   MsgAcknowledgeLease.typeUrl,
@@ -41,7 +42,11 @@ export function deriveSubSigners(mnemonic: string, count: number, prefix?: strin
 }
 
 /** Wraps provider-sent messages so `grantee` can deliver them under the provider's grant. */
-export function execAs(registry: Registry, grantee: string, msgs: readonly EncodeObject[]): EncodeObject {
+export function execAs(
+  registry: MessageEncoder,
+  grantee: string,
+  msgs: readonly EncodeObject[],
+): EncodeObject {
   return {
     typeUrl: "/cosmos.authz.v1beta1.MsgExec",
     value: MsgExec.fromPartial({ grantee, msgs: msgs.map((m) => registry.encodeAsAny(m)) }),

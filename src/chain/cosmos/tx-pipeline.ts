@@ -10,8 +10,8 @@
  * number and sequence and lets one send at a time sign with them.
  */
 import { createHash } from "node:crypto";
-import type { EncodeObject, Registry } from "@cosmjs/proto-signing";
-import { accountFromAny } from "@cosmjs/stargate";
+import type { EncodeObject } from "@cosmjs/proto-signing";
+import { BaseAccount } from "cosmjs-types/cosmos/auth/v1beta1/auth";
 import { QueryAccountRequest, QueryAccountResponse } from "cosmjs-types/cosmos/auth/v1beta1/query";
 import { TxMsgData } from "cosmjs-types/cosmos/base/abci/v1beta1/abci";
 import { SimulateRequest, SimulateResponse } from "cosmjs-types/cosmos/tx/v1beta1/service";
@@ -24,11 +24,17 @@ import { MsgAcknowledgeLease, MsgCloseLease, MsgRejectLease, MsgWithdraw } from 
 import { feeFor, type GasConfig, type GasSource, outOfGasRetry, planGas } from "../tx/build.ts";
 import { classifyCode, classifyRpcError, expectedSequence, type TxFailure } from "../tx/classify.ts";
 import { abciQuery, chainError, type NodeConnection } from "./rpc.ts";
-import { buildSignedTx, buildSimulationTx, type TxSigner } from "./signer.ts";
+import {
+  type AminoSignBytes,
+  aminoSignBytesLoader,
+  buildSignedTx,
+  buildSimulationTx,
+  type TxSigner,
+} from "./signer.ts";
+import { type MessageEncoder, messageEncoderFor } from "./tx-messages.ts";
 
 export interface TxPipelineOptions {
   conn: NodeConnection;
-  registry: Registry;
   chainId: string;
   gas: GasConfig;
   clock: Clock;
@@ -194,6 +200,26 @@ export class SequenceOwner {
   }
 }
 
+/**
+ * The account number and sequence of an auth account. A key is a BaseAccount, decoded here;
+ * the module and vesting kinds go through @cosmjs/stargate's decoder, loaded only for them.
+ */
+async function accountState(account: Any): Promise<AccountState> {
+  if (account.typeUrl === "/cosmos.auth.v1beta1.BaseAccount") {
+    const base = BaseAccount.decode(account.value);
+    return { accountNumber: base.accountNumber, sequence: Number(base.sequence) };
+  }
+  const { accountFromAny } = await import("@cosmjs/stargate");
+  const acct = accountFromAny(account);
+  return { accountNumber: BigInt(acct.accountNumber), sequence: acct.sequence };
+}
+
+/** How one send encodes its messages, and an amino-json signer's sign bytes. */
+interface Encoding {
+  registry: MessageEncoder;
+  aminoSignBytes?: AminoSignBytes;
+}
+
 // ---- the pipeline ----
 
 export class TxPipeline {
@@ -233,8 +259,7 @@ export class TxPipeline {
         "ERR_CHAIN_ACCOUNT_NOT_FOUND",
         `account ${this.signer.address} does not exist on chain`,
       );
-    const acct = accountFromAny(res.account);
-    return { accountNumber: BigInt(acct.accountNumber), sequence: acct.sequence };
+    return accountState(res.account);
   }
 
   /**
@@ -245,8 +270,9 @@ export class TxPipeline {
     sequence: number,
     messages: readonly EncodeObject[],
     memo: string,
+    encoding: Encoding,
   ): Promise<number | undefined | { staleSequence: number }> {
-    const tx = buildSimulationTx(this.#options.registry, this.signer, sequence, messages, memo);
+    const tx = buildSimulationTx(encoding.registry, this.signer, sequence, messages, memo);
     try {
       const ms = this.#options.simulateTimeoutMs ?? 5000;
       const timedOut = () => new FredError("ERR_CHAIN_SIMULATE_TIMEOUT", `simulation took over ${ms} ms`);
@@ -314,11 +340,15 @@ export class TxPipeline {
     const memo = opts.memo ?? "";
     let gasOverride: number | undefined;
     let lastFailure = "";
+    const encoding: Encoding = {
+      registry: await messageEncoderFor(messages),
+      ...(this.signer.signMode === "amino-json" ? { aminoSignBytes: await aminoSignBytesLoader() } : {}),
+    };
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       opts.signal?.throwIfAborted();
       if (clock.now() >= deadline) break;
       const sent = await this.owner.exclusive(
-        async (acct) => this.#signAndBroadcast(acct, messages, memo, gasOverride),
+        async (acct) => this.#signAndBroadcast(acct, messages, memo, gasOverride, encoding),
         opts.signal,
       );
       if (sent.kind === "retry") {
@@ -394,6 +424,7 @@ export class TxPipeline {
     messages: readonly EncodeObject[],
     memo: string,
     gasOverride: number | undefined,
+    encoding: Encoding,
   ): Promise<{ value: Sent; consumed: boolean }> {
     let gas: number;
     let gasSource: GasSource;
@@ -401,7 +432,7 @@ export class TxPipeline {
       gas = gasOverride;
       gasSource = "retry";
     } else {
-      const simulated = await this.#simulate(acct.sequence, messages, memo);
+      const simulated = await this.#simulate(acct.sequence, messages, memo, encoding);
       if (typeof simulated === "object") {
         return {
           value: {
@@ -418,7 +449,7 @@ export class TxPipeline {
     }
     const fee = feeFor(gas, this.#options.gas.gasPrice);
     const tx = buildSignedTx({
-      registry: this.#options.registry,
+      ...encoding,
       signer: this.signer,
       chainId: this.#options.chainId,
       accountNumber: acct.accountNumber,

@@ -1,8 +1,11 @@
 /**
  * Public surface of our chain codecs: liftedinit.billing.v1 and liftedinit.sku.v1 messages,
- * queries and state types, plus registry and amino helpers for cosmjs:
+ * queries and state types, plus their registry entries and amino converters for cosmjs.
+ * cosmjs's full registry and the amino signing tables are in ./signing.ts, apart: they load
+ * @cosmjs/stargate and every SDK module it knows, which a daemon signing direct never needs
+ * (chain/cosmos/tx-messages.ts).
  *
- *   const registry = chainRegistry();            // SDK default types + ours
+ *   const registry = chainRegistry();            // SDK default types + ours (./signing.ts)
  *   const aminoTypes = chainAminoTypes(registry); // amino signers (Keplr, Ledger) need these
  */
 export { aminoTypeOf } from "./amino.ts";
@@ -18,5 +21,4 @@ export {
 } from "./codec.ts";
 export * from "./cosmos.ts";
 export { billingAminoConverters, billingRegistryTypes } from "./registry.ts";
-export { type AminoSignInput, aminoSignBytes, chainAminoTypes, chainRegistry } from "./signing.ts";
 export * from "./sku.ts";

@@ -1,5 +1,4 @@
 import { readFile } from "node:fs/promises";
-import { Pool } from "undici";
 import { hmacSecret, signRequest } from "../../auth/hmac.ts";
 import { withDeadline } from "../../core/async/index.ts";
 import { QUERY, SIGNATURE_HEADER, STORAGE_HEADER } from "../../core/backend-contract/index.ts";
@@ -8,6 +7,7 @@ import { parseStrictJson } from "../../core/encoding.ts";
 import { parseBackendError } from "../../core/envelope.ts";
 import { FredError } from "../../core/errors.ts";
 import { isUuidV4 } from "../../core/uuid.ts";
+import { Pool } from "../../http-pool.ts";
 import type { BackendConfig } from "../config/index.ts";
 
 // The HTTP exchange with one backend: the signed transport, then what its answer to a

@@ -1,9 +1,13 @@
 import { chmodSync, lstatSync, unlinkSync } from "node:fs";
-import { createServer, request } from "node:http";
 import { dirname, join } from "node:path";
 import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import type { SweepReport } from "./reconciler.ts";
+
+// Not `import … from "node:http"`: node builds a builtin's ES module namespace by reading
+// every export, and node:http's lazy WebSocket export then loads node's bundled undici
+// (fetch, WebSocket, web streams: several MB for the life of the daemon, unused).
+const { createServer, request } = process.getBuiltinModule("node:http");
 
 /**
  * The operator's on-demand sweep over a local unix socket (`fred providerd reconcile`),

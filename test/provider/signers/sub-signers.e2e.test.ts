@@ -4,12 +4,7 @@ import { MsgRevoke } from "cosmjs-types/cosmos/authz/v1beta1/tx";
 import { cosmosHdPath, privateKeyFromMnemonic } from "../../../src/auth/keys.ts";
 import { type CosmosChain, openCosmosChain } from "../../../src/chain/cosmos/adapter.ts";
 import { connectNode, type NodeConnection } from "../../../src/chain/cosmos/rpc.ts";
-import {
-  buildSignedTx,
-  chainRegistry,
-  signerFromKey,
-  type TxSigner,
-} from "../../../src/chain/cosmos/signer.ts";
+import { buildSignedTx, signerFromKey, type TxSigner } from "../../../src/chain/cosmos/signer.ts";
 import {
   balanceOf,
   deriveSubSigners,
@@ -17,6 +12,7 @@ import {
   missingLeaseGrants,
   sendMsg,
 } from "../../../src/chain/cosmos/sub-signers.ts";
+import { txMessages } from "../../../src/chain/cosmos/tx-messages.ts";
 import { MsgAcknowledgeLease } from "../../../src/chain/proto/index.ts";
 import { runFred, until } from "../../support/index.ts";
 import { sample } from "../../support/metrics.ts";
@@ -142,7 +138,7 @@ async function drain(index: number): Promise<void> {
     const fee = 5n; // 200,000 gas × the devnet's 0.000025umfx minimum
     const balance = await balanceOf(conn, signer.address, "umfx");
     const tx = buildSignedTx({
-      registry: chainRegistry(),
+      registry: txMessages,
       signer,
       chainId: stack.keys.chain_id,
       accountNumber: account.accountNumber,
