@@ -27,7 +27,7 @@ import { usageBodySchema } from "./schemas/usage.ts";
  * `GET /openapi.json`: an OpenAPI 3.1 description of providerd's tenant and operational
  * routes, generated from the zod schemas the handlers parse with and build their answers
  * as (zod writes JSON Schema 2020-12, the dialect OpenAPI 3.1 uses). Built once, at
- * registration. The backend callback route is not part of it: only backends call it.
+ * the first request. The backend callback route is not part of it: only backends call it.
  */
 type Json = Record<string, unknown>;
 
@@ -392,6 +392,11 @@ export function openApiDocument(): Json {
 }
 
 export function registerOpenApiRoute(app: FastifyInstance): void {
-  const body = JSON.stringify(openApiDocument());
-  app.get("/openapi.json", async (_req, reply) => reply.code(200).type("application/json").send(body));
+  // Built at the first request, not at start: the document and zod's JSON Schema pass over
+  // every schema would otherwise be held by every daemon that is never asked for it.
+  let body: string | undefined;
+  app.get("/openapi.json", async (_req, reply) => {
+    body ??= JSON.stringify(openApiDocument());
+    return reply.code(200).type("application/json").send(body);
+  });
 }

@@ -7,6 +7,7 @@ import type { Logger } from "../../log.ts";
 import { ApiError } from "../api/index.ts";
 import { clientErrorAnswer, frameworkErrorAnswer } from "../http/client-errors.ts";
 import { readTls, type TlsFiles } from "../http/listener.ts";
+import { NO_JSON_SCHEMAS } from "../http/no-json-schemas.ts";
 import { recordCertificateExpiry } from "../http/tls-expiry.ts";
 import { TLS_MIN_VERSION, TlsReloader } from "../http/tls-reload.ts";
 import type { OperatorAuth } from "./auth.ts";
@@ -84,6 +85,7 @@ export function buildOperatorServer(o: OperatorServerOptions): OperatorServer {
     return503OnClosing: true,
     clientErrorHandler: clientErrorAnswer,
     frameworkErrors: frameworkErrorAnswer,
+    schemaController: NO_JSON_SCHEMAS,
     ...(tls === undefined
       ? {}
       : {

@@ -15,6 +15,7 @@ import {
 import { ClientIp, installEdge } from "./edge.ts";
 import { type HealthSources, healthReport, isReady } from "./health.ts";
 import { type ListenerOptions, readTls } from "./listener.ts";
+import { NO_JSON_SCHEMAS } from "./no-json-schemas.ts";
 import { recordCertificateExpiry } from "./tls-expiry.ts";
 import { TLS_MIN_VERSION, TlsReloader } from "./tls-reload.ts";
 import { registerWorkloadsRoute, type WorkloadsSources } from "./workloads.ts";
@@ -54,6 +55,7 @@ export function buildHttpServer(o: HttpServerOptions): ProviderServer {
     return503OnClosing: true,
     clientErrorHandler: clientErrorAnswer,
     frameworkErrors: frameworkErrorAnswer,
+    schemaController: NO_JSON_SCHEMAS,
     ...(tls === undefined ? {} : { https: { ...tls, minVersion: TLS_MIN_VERSION } }),
   }) as unknown as FastifyInstance;
   app.server.on("checkExpectation", expectationFailed);
