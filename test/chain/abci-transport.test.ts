@@ -216,3 +216,145 @@ describe("chain node connection: ABCI queries over JSON-RPC", () => {
     }
   });
 });
+
+describe("chain node connection: status, broadcast, the tx index and block results", () => {
+  const STATUS = {
+    node_info: { network: "fred-devnet-1", id: "ab", moniker: "n" },
+    sync_info: { latest_block_height: "42", latest_block_time: "2026-12-05T10:00:00.123456789Z" },
+  };
+  const TX = {
+    hash: "AB",
+    height: "9",
+    index: 0,
+    tx: "eA==",
+    tx_result: { code: 0, data: Buffer.from([1, 2]).toString("base64"), gas_wanted: "200", gas_used: "150" },
+  };
+
+  /** A node answering each method with `results[method]` (a result, or a full reply when it has `error`). */
+  async function nodeOf(results: Record<string, unknown>) {
+    const calls: { method: string; params: Record<string, unknown> }[] = [];
+    const n = await node((body, res) => {
+      calls.push({ method: body.method, params: body.params });
+      const r = results[body.method] as { error?: unknown } | undefined;
+      res.end(
+        JSON.stringify(
+          r?.error !== undefined ? { jsonrpc: "2.0", id: 1, ...r } : { jsonrpc: "2.0", id: 1, result: r },
+        ),
+      );
+    });
+    servers.push(n.server);
+    return { conn: await connectNode(`${n.url}/rpc`, 5_000), calls };
+  }
+
+  it("sends cosmjs's params and reads what the chain client uses", async () => {
+    const { conn, calls } = await nodeOf({
+      status: STATUS,
+      broadcast_tx_sync: { code: 32, codespace: "sdk", log: "account sequence mismatch", hash: "AB" },
+      tx_search: { txs: [TX], total_count: "1" },
+      block_results: { height: "7", finalize_block_events: [{ type: "lease_expired", attributes: [] }] },
+    });
+    try {
+      assert.deepEqual(await conn.status(), {
+        network: "fred-devnet-1",
+        latestBlockHeight: 42,
+        latestBlockTime: new Date("2026-12-05T10:00:00.123Z"),
+      });
+      assert.deepEqual(await conn.broadcastTxSync(new Uint8Array([0x78])), {
+        code: 32,
+        codespace: "sdk",
+        log: "account sequence mismatch",
+      });
+      assert.deepEqual(await conn.findTx("AB"), {
+        height: 9,
+        code: 0,
+        codespace: "",
+        log: "",
+        gasWanted: 200n,
+        gasUsed: 150n,
+        data: Buffer.from([1, 2]),
+      });
+      assert.deepEqual(await conn.blockEvents(7), [{ type: "lease_expired", attributes: [] }]);
+      assert.deepEqual(calls, [
+        { method: "status", params: {} },
+        { method: "broadcast_tx_sync", params: { tx: "eA==" } },
+        { method: "tx_search", params: { query: "tx.hash='AB'" } },
+        { method: "block_results", params: { height: "7" } },
+      ]);
+    } finally {
+      conn.close();
+    }
+  });
+
+  it("a tx not indexed yet is undefined; a block without events is an empty list", async () => {
+    const { conn } = await nodeOf({
+      tx_search: { txs: [], total_count: "0" },
+      block_results: { height: "7" },
+    });
+    try {
+      assert.equal(await conn.findTx("AB"), undefined);
+      assert.deepEqual(await conn.blockEvents(7), []);
+    } finally {
+      conn.close();
+    }
+  });
+
+  it("results off the protocol are retryable ERR_CHAIN_QUERY naming the field", async () => {
+    const cases: [
+      string,
+      unknown,
+      (c: Awaited<ReturnType<typeof nodeOf>>["conn"]) => Promise<unknown>,
+      RegExp,
+    ][] = [
+      ["status", { node_info: {}, sync_info: STATUS.sync_info }, (c) => c.status(), /network/],
+      [
+        "status",
+        { ...STATUS, sync_info: { latest_block_height: "42", latest_block_time: "soon" } },
+        (c) => c.status(),
+        /latest_block_time/,
+      ],
+      [
+        "status",
+        { ...STATUS, sync_info: { ...STATUS.sync_info, latest_block_height: "-1" } },
+        (c) => c.status(),
+        /latest_block_height/,
+      ],
+      ["broadcast_tx_sync", { code: "0" }, (c) => c.broadcastTxSync(new Uint8Array(1)), /code/],
+      ["broadcast_tx_sync", null, (c) => c.broadcastTxSync(new Uint8Array(1)), /result/],
+      ["tx_search", { txs: "none" }, (c) => c.findTx("AB"), /txs/],
+      [
+        "tx_search",
+        { txs: [{ ...TX, tx_result: { ...TX.tx_result, gas_used: 150 } }] },
+        (c) => c.findTx("AB"),
+        /gas_used/,
+      ],
+      ["tx_search", { txs: [{ ...TX, height: 9 }] }, (c) => c.findTx("AB"), /height/],
+      ["block_results", { finalize_block_events: {} }, (c) => c.blockEvents(1), /finalize_block_events/],
+    ];
+    for (const [method, result, call, field] of cases) {
+      const { conn } = await nodeOf({ [method]: result });
+      try {
+        await assert.rejects(call(conn), (err) => {
+          assert.ok(isFredError(err, "ERR_CHAIN_QUERY"), `${method}: ${String(err)}`);
+          assert.equal(err.retryable, true);
+          assert.match(err.message, field);
+          return true;
+        });
+      } finally {
+        conn.close();
+      }
+    }
+  });
+
+  it("a JSON-RPC error is thrown in cosmjs's words, which the tx path classifies", async () => {
+    const error = { code: -32603, message: "Internal error", data: "tx already exists in cache" };
+    const { conn } = await nodeOf({ broadcast_tx_sync: { error } });
+    try {
+      await assert.rejects(conn.broadcastTxSync(new Uint8Array(1)), (err: Error) => {
+        assert.equal(err.message, JSON.stringify(error));
+        return true;
+      });
+    } finally {
+      conn.close();
+    }
+  });
+});

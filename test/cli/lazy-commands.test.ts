@@ -79,14 +79,22 @@ describe("each command loads only its own modules", () => {
 
   // docs/benchmarks.md, "Idle memory": what providerd uses only to send a transaction, or
   // never, stays out of its resident set.
-  it("fred providerd loads neither cosmjs's signing stack nor the fetch side of undici", async () => {
-    const { packages, files, builtins } = await loadedBy(["providerd", "--help"]);
+  it("fred providerd loads none of cosmjs's clients nor the fetch side of undici", async () => {
+    const { sources, packages, files, builtins } = await loadedBy(["providerd", "--help"]);
     // The controls: the chain client and the backend transport were loaded.
-    assert.ok(packages.has("@cosmjs/tendermint-rpc"), [...packages].join(" "));
+    assert.ok(sources.has("src/chain/cosmos/tx-pipeline.ts"), "the chain client was not loaded");
+    assert.ok(packages.has("cosmjs-types"), [...packages].join(" "));
     assert.ok(files.has("undici/lib/dispatcher/pool.js"), "undici's Pool was not loaded");
     assert.ok(builtins.has("http"), "node:http was not loaded");
-    for (const signingOnly of ["@cosmjs/stargate", "@cosmjs/proto-signing", "@cosmjs/amino"])
-      assert.ok(!packages.has(signingOnly), `fred providerd loaded ${signingOnly}`);
+    for (const unused of [
+      "@cosmjs/stargate",
+      "@cosmjs/proto-signing",
+      "@cosmjs/amino",
+      "@cosmjs/tendermint-rpc",
+      "@cosmjs/crypto",
+      "xstream",
+    ])
+      assert.ok(!packages.has(unused), `fred providerd loaded ${unused}`);
     assert.ok(
       !files.has("undici/index.js"),
       "fred providerd loaded undici's index (fetch, WebSocket, caches)",

@@ -516,7 +516,7 @@ export async function openCosmosChain(opts: CosmosChainOptions): Promise<CosmosC
   let chainId = opts.chainId;
   if (chainId === undefined || chainId === "") {
     try {
-      chainId = (await conn.comet.status()).nodeInfo.network;
+      chainId = (await conn.status()).network;
     } catch (err) {
       conn.close();
       throw new FredError(

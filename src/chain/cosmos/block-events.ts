@@ -7,7 +7,7 @@ export function blockEventsFetcher(
   return async (height, signal) => {
     signal.throwIfAborted();
     try {
-      return (await conn.comet.blockResults(height)).finalizeBlockEvents;
+      return await conn.blockEvents(height);
     } catch (err) {
       throw chainError(err, `block_results ${height}`);
     }

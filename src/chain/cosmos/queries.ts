@@ -314,7 +314,7 @@ export async function hasLeaseHistory(
 export async function network(conn: NodeConnection, signal?: AbortSignal): Promise<string> {
   signal?.throwIfAborted();
   try {
-    return (await conn.comet.status()).nodeInfo.network;
+    return (await conn.status()).network;
   } catch (err) {
     throw chainError(err, "status");
   }
@@ -323,11 +323,8 @@ export async function network(conn: NodeConnection, signal?: AbortSignal): Promi
 export async function latestBlock(conn: NodeConnection, signal?: AbortSignal): Promise<BlockInfo> {
   signal?.throwIfAborted();
   try {
-    const status = await conn.comet.status();
-    return {
-      height: status.syncInfo.latestBlockHeight,
-      time: new Date(status.syncInfo.latestBlockTime.getTime()),
-    };
+    const status = await conn.status();
+    return { height: status.latestBlockHeight, time: status.latestBlockTime };
   } catch (err) {
     throw chainError(err, "status");
   }

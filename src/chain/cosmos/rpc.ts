@@ -1,20 +1,34 @@
 /**
- * The node connection: JSON-RPC POSTs on one keep-alive undici pool, for ABCI queries and
- * under a cosmjs Comet38Client (status, blocks, broadcasts), each request bounded by
- * `requestTimeoutMs` on the injected clock (and a query by the caller's signal). Errors become
+ * The node connection: CometBFT JSON-RPC POSTs on one keep-alive undici pool (ABCI queries,
+ * status, broadcasts, the tx index and block results, decoded by comet-json.ts), each bounded
+ * by `requestTimeoutMs` on the injected clock (and a query by the caller's signal). Errors become
  * FredErrors: a gRPC NotFound is `ERR_CHAIN_NOT_FOUND` (callers turn it into `undefined`),
  * other query failures `ERR_CHAIN_QUERY`, a request past its deadline retryable
  * `ERR_CHAIN_RPC_TIMEOUT`, and other transport failures retryable `ERR_CHAIN_UNAVAILABLE`.
  */
-import { Comet38Client, type RpcClient } from "@cosmjs/tendermint-rpc";
 import { withDeadline } from "../../core/async/index.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import { Pool } from "../../http-pool.ts";
+import {
+  type CheckTxResult,
+  decodeBlockEvents,
+  decodeBroadcastTxSync,
+  decodeFirstTx,
+  decodeStatus,
+  type IncludedTx,
+  type NodeStatus,
+} from "./comet-json.ts";
 
 export interface NodeConnection {
   readonly url: string;
-  readonly comet: Comet38Client;
+  status(): Promise<NodeStatus>;
+  /** broadcast_tx_sync: CheckTx's answer. */
+  broadcastTxSync(tx: Uint8Array): Promise<CheckTxResult>;
+  /** The transaction with this hash (upper-case hex) once the node has indexed it. */
+  findTx(hash: string): Promise<IncludedTx | undefined>;
+  /** block_results' finalize-block events of one height. */
+  blockEvents(height: number): Promise<unknown[]>;
   /** One ABCI query at the latest height: the response's value bytes. */
   abci(path: string, data: Uint8Array, signal?: AbortSignal): Promise<Uint8Array>;
   close(): void;
@@ -79,25 +93,19 @@ export async function connectNode(
       });
     }
   };
-  // cosmjs's own HttpClient goes through fetch, and with it Node's bundled undici and web
-  // streams (several MB for the life of the process): its status, block and broadcast calls
-  // take the query pool instead, each within requestTimeoutMs. A JSON-RPC error becomes the
-  // Error cosmjs's client throws (the error object as JSON), which the tx path reads.
-  const rpc: RpcClient = {
-    execute: async (request) => {
-      const reply = (await withDeadline(clock, requestTimeoutMs, undefined, timedOut(request.method), (s) =>
-        call(request.method, request.params, request.method, s),
-      )) as { error?: unknown; result?: unknown } | null;
-      if (reply?.error !== undefined) throw new Error(JSON.stringify(reply.error));
-      if (reply === null || typeof reply !== "object" || !("result" in reply))
-        throw new FredError("ERR_CHAIN_QUERY", `${request.method}: malformed JSON-RPC reply`, {
-          retryable: true,
-        });
-      return reply as Awaited<ReturnType<RpcClient["execute"]>>;
-    },
-    disconnect: () => {},
+  /**
+   * One call's result. A JSON-RPC error is thrown as cosmjs's client threw it (the error
+   * object as JSON in the message), which chainError and the tx path classify by its words.
+   */
+  const result = async (method: string, params: Record<string, unknown>): Promise<unknown> => {
+    const reply = (await withDeadline(clock, requestTimeoutMs, undefined, timedOut(method), (s) =>
+      call(method, params, method, s),
+    )) as { error?: unknown; result?: unknown } | null;
+    if (reply?.error !== undefined) throw new Error(JSON.stringify(reply.error));
+    if (reply === null || typeof reply !== "object" || !("result" in reply))
+      throw new FredError("ERR_CHAIN_QUERY", `${method}: malformed JSON-RPC reply`, { retryable: true });
+    return reply.result;
   };
-  const comet = Comet38Client.create(rpc);
   const query = async (path: string, data: Uint8Array, signal: AbortSignal): Promise<Uint8Array> => {
     const params = { path, data: Buffer.from(data).toString("hex"), prove: false };
     return abciValue(await call("abci_query", params, path, signal), path);
@@ -112,10 +120,13 @@ export async function connectNode(
   };
   return {
     url: http,
-    comet,
+    status: async () => decodeStatus(await result("status", {})),
+    broadcastTxSync: async (tx) =>
+      decodeBroadcastTxSync(await result("broadcast_tx_sync", { tx: Buffer.from(tx).toString("base64") })),
+    findTx: async (hash) => decodeFirstTx(await result("tx_search", { query: `tx.hash='${hash}'` })),
+    blockEvents: async (height) => decodeBlockEvents(await result("block_results", { height: String(height) })),
     abci,
     close: () => {
-      comet.disconnect();
       void pool.close();
     },
   };

@@ -23,6 +23,7 @@ import type { Logger } from "../../log.ts";
 import { MsgAcknowledgeLease, MsgCloseLease, MsgRejectLease, MsgWithdraw } from "../proto/index.ts";
 import { feeFor, type GasConfig, type GasSource, outOfGasRetry, planGas } from "../tx/build.ts";
 import { classifyCode, classifyRpcError, expectedSequence, type TxFailure } from "../tx/classify.ts";
+import type { CheckTxResult } from "./comet-json.ts";
 import { abciQuery, chainError, type NodeConnection } from "./rpc.ts";
 import {
   type AminoSignBytes,
@@ -461,9 +462,9 @@ export class TxPipeline {
     });
     const hash = txHashOf(tx);
     this.metrics.broadcasts++;
-    let res: Awaited<ReturnType<NodeConnection["comet"]["broadcastTxSync"]>>;
+    let res: CheckTxResult;
     try {
-      res = await this.#options.conn.comet.broadcastTxSync({ tx });
+      res = await this.#options.conn.broadcastTxSync(tx);
     } catch (err) {
       const failure = classifyRpcError(err);
       const text = `${(err as Error).message} ${((err as Error).cause as Error | undefined)?.message ?? ""}`;
@@ -510,19 +511,17 @@ export class TxPipeline {
       const wait = Math.min(this.#options.txPollIntervalMs, Math.max(0, deadline - clock.now()));
       await clock.sleep(wait, signal);
       try {
-        const found = await this.#options.conn.comet.txSearch({ query: `tx.hash='${hash}'` });
-        const tx = found.txs[0];
+        const tx = await this.#options.conn.findTx(hash);
         if (tx !== undefined) {
-          const data = tx.result.data;
           return {
             txHash: hash,
             height: tx.height,
-            code: tx.result.code,
-            codespace: tx.result.codespace ?? "",
-            rawLog: tx.result.log ?? "",
-            gasWanted: Number(tx.result.gasWanted),
-            gasUsed: Number(tx.result.gasUsed),
-            msgResponses: data !== undefined && data.length > 0 ? TxMsgData.decode(data).msgResponses : [],
+            code: tx.code,
+            codespace: tx.codespace,
+            rawLog: tx.log,
+            gasWanted: Number(tx.gasWanted),
+            gasUsed: Number(tx.gasUsed),
+            msgResponses: tx.data.length > 0 ? TxMsgData.decode(tx.data).msgResponses : [],
           };
         }
       } catch (err) {
