@@ -124,7 +124,8 @@ export async function connectNode(
     broadcastTxSync: async (tx) =>
       decodeBroadcastTxSync(await result("broadcast_tx_sync", { tx: Buffer.from(tx).toString("base64") })),
     findTx: async (hash) => decodeFirstTx(await result("tx_search", { query: `tx.hash='${hash}'` })),
-    blockEvents: async (height) => decodeBlockEvents(await result("block_results", { height: String(height) })),
+    blockEvents: async (height) =>
+      decodeBlockEvents(await result("block_results", { height: String(height) })),
     abci,
     close: () => {
       void pool.close();

@@ -13,14 +13,20 @@ import { createHash } from "node:crypto";
 import type { EncodeObject } from "@cosmjs/proto-signing";
 import { BaseAccount } from "cosmjs-types/cosmos/auth/v1beta1/auth";
 import { QueryAccountRequest, QueryAccountResponse } from "cosmjs-types/cosmos/auth/v1beta1/query";
-import { TxMsgData } from "cosmjs-types/cosmos/base/abci/v1beta1/abci";
-import { SimulateRequest, SimulateResponse } from "cosmjs-types/cosmos/tx/v1beta1/service";
 import type { Any } from "cosmjs-types/google/protobuf/any";
 import { Backoff, sleepOrAbort, withDeadline } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
-import { MsgAcknowledgeLease, MsgCloseLease, MsgRejectLease, MsgWithdraw } from "../proto/index.ts";
+import {
+  MsgAcknowledgeLease,
+  MsgCloseLease,
+  MsgRejectLease,
+  MsgWithdraw,
+  SimulateRequest,
+  SimulateResponse,
+  TxMsgData,
+} from "../proto/index.ts";
 import { feeFor, type GasConfig, type GasSource, outOfGasRetry, planGas } from "../tx/build.ts";
 import { classifyCode, classifyRpcError, expectedSequence, type TxFailure } from "../tx/classify.ts";
 import type { CheckTxResult } from "./comet-json.ts";

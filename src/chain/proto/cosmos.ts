@@ -1,7 +1,10 @@
 /**
- * The few Cosmos/Google messages our billing and sku messages embed, declared with our codec so
- * they share its reader/writer. Shapes match cosmjs-types (Coin amounts are decimal strings,
- * Timestamp seconds are bigint) so values pass between the two without conversion.
+ * The few Cosmos/Google messages our billing and sku messages embed, and the parts of the SDK's
+ * tx service the chain client reads (Simulate's gas, a result's message responses), declared
+ * with our codec so they share its reader/writer. cosmjs-types' own codecs of the latter bring
+ * CometBFT's whole ABCI and block type tree along (about 0.4 MB of module sources). Shapes
+ * match cosmjs-types (Coin amounts are decimal strings, Timestamp seconds are bigint) so values
+ * pass between the two without conversion.
  */
 import { f, message } from "./codec.ts";
 
@@ -31,6 +34,32 @@ export const PageResponse = message("/cosmos.base.query.v1beta1.PageResponse", {
   total: f.uint64(2),
 });
 export type PageResponse = ReturnType<typeof PageResponse.decode>;
+
+export const Any = message("/google.protobuf.Any", {
+  typeUrl: f.string(1),
+  value: f.bytes(2),
+});
+export type Any = ReturnType<typeof Any.decode>;
+
+/** A delivered tx's result data: one response per message (field 1, the pre-0.46 form, unread). */
+export const TxMsgData = message("/cosmos.base.abci.v1beta1.TxMsgData", {
+  msgResponses: f.repeatedMessage(2, Any),
+});
+
+export const GasInfo = message("/cosmos.base.abci.v1beta1.GasInfo", {
+  gasWanted: f.uint64(1),
+  gasUsed: f.uint64(2),
+});
+
+/** Simulate's request: the tx's bytes (field 1, the deprecated decoded tx, is never sent). */
+export const SimulateRequest = message("/cosmos.tx.v1beta1.SimulateRequest", {
+  txBytes: f.bytes(2),
+});
+
+/** Simulate's response: its gas (field 2, the execution result, is not read). */
+export const SimulateResponse = message("/cosmos.tx.v1beta1.SimulateResponse", {
+  gasInfo: f.message(1, GasInfo),
+});
 
 /** Converts nanoseconds since the Unix epoch to a Timestamp. */
 export function timestampFromNanos(nanos: bigint): Timestamp {

@@ -2,8 +2,13 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Registry } from "@cosmjs/proto-signing";
 import { AminoTypes, createDefaultAminoConverters, defaultRegistryTypes } from "@cosmjs/stargate";
+import { TxMsgData as CosmjsTxMsgData } from "cosmjs-types/cosmos/base/abci/v1beta1/abci";
 import { PageRequest as CosmjsPageRequest } from "cosmjs-types/cosmos/base/query/v1beta1/pagination";
 import { Coin as CosmjsCoin } from "cosmjs-types/cosmos/base/v1beta1/coin";
+import {
+  SimulateRequest as CosmjsSimulateRequest,
+  SimulateResponse as CosmjsSimulateResponse,
+} from "cosmjs-types/cosmos/tx/v1beta1/service";
 import { LEASE_STATES } from "../../../src/chain/port.ts";
 import {
   billingAminoConverters,
@@ -15,6 +20,9 @@ import {
   MsgWithdrawResponse,
   QueryLeasesByProviderResponse,
   QueryProviderWithdrawableRequest,
+  SimulateRequest,
+  SimulateResponse,
+  TxMsgData,
   toBytes,
   toBytesWithEncoded,
 } from "../../../src/chain/proto/index.ts";
@@ -118,6 +126,28 @@ describe("billing codecs", () => {
       value: { tenant, items: [{ sku_uuid: sku, quantity: "1" }], meta_hash: "" },
     });
     assert.deepEqual(amino.fromAmino(json).value, value);
+  });
+
+  it("reads Simulate and a tx's message responses as cosmjs-types writes them, and writes Simulate's request alike", () => {
+    const txBytes = new Uint8Array([10, 3, 1, 2, 3]);
+    assert.deepEqual(
+      toBytes(SimulateRequest, { txBytes }),
+      CosmjsSimulateRequest.encode(CosmjsSimulateRequest.fromPartial({ txBytes })).finish(),
+    );
+    const response = CosmjsSimulateResponse.fromPartial({
+      gasInfo: { gasWanted: 0n, gasUsed: 81_234n },
+      result: { log: "ok", events: [{ type: "message", attributes: [{ key: "action", value: "x" }] }] },
+    });
+    const read = SimulateResponse.decode(CosmjsSimulateResponse.encode(response).finish());
+    assert.deepEqual(read.gasInfo, { gasWanted: 0n, gasUsed: 81_234n });
+    const msgResponses = [
+      { typeUrl: MsgWithdrawResponse.typeUrl, value: new Uint8Array([1]) },
+      { typeUrl: "/cosmos.bank.v1beta1.MsgSendResponse", value: new Uint8Array() },
+    ];
+    const data = CosmjsTxMsgData.encode(
+      CosmjsTxMsgData.fromPartial({ data: [{ msgType: "legacy", data: new Uint8Array([9]) }], msgResponses }),
+    ).finish();
+    assert.deepEqual(TxMsgData.decode(data).msgResponses, msgResponses);
   });
 
   it("gives every Msg and response a type URL in the liftedinit packages", () => {
