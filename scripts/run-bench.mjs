@@ -13,9 +13,13 @@ const files = readdirSync("bench")
 // Benchmarks measure the daemons as they ship: the V8 flags the systemd units and the image
 // set in NODE_OPTIONS (test/deploy checks the three agree), inherited by what a bench spawns.
 const DAEMON_NODE_OPTIONS = "--max-semi-space-size=16";
+// providerd's own unit (and compose service) also fixes malloc's mmap threshold; the e2e
+// stack (test/provider/e2e/stack.ts) gives FRED_ENV_PROVIDERD to providerd alone.
+const PROVIDERD_GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=65536";
 const env = {
   ...process.env,
   NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} ${DAEMON_NODE_OPTIONS}`.trim(),
+  FRED_ENV_PROVIDERD: process.env.FRED_ENV_PROVIDERD ?? `GLIBC_TUNABLES=${PROVIDERD_GLIBC_TUNABLES}`,
 };
 let failed = 0;
 for (const file of files) {

@@ -88,6 +88,18 @@ describe("deploy/ files", () => {
     assert.equal(/DAEMON_NODE_OPTIONS = "([^"]+)"/.exec(bench)?.[1], image, "scripts/run-bench.mjs");
   });
 
+  it("the providerd unit, its compose service and the benchmarks fix the same malloc tunables", () => {
+    const unit = readFileSync(join(DEPLOY, "systemd", "fred-providerd.service"), "utf8");
+    const tunables = /^Environment=GLIBC_TUNABLES=(.+)$/m.exec(unit)?.[1];
+    assert.ok(tunables, "fred-providerd.service sets no GLIBC_TUNABLES");
+    const compose = parse(readFileSync(join(DEPLOY, "compose.yaml"), "utf8")) as {
+      services: Record<string, { environment?: Record<string, string> }>;
+    };
+    assert.equal(compose.services.providerd?.environment?.GLIBC_TUNABLES, tunables, "deploy/compose.yaml");
+    const bench = readFileSync(join(REPO_ROOT, "scripts", "run-bench.mjs"), "utf8");
+    assert.equal(/PROVIDERD_GLIBC_TUNABLES = "([^"]+)"/.exec(bench)?.[1], tunables, "scripts/run-bench.mjs");
+  });
+
   // `systemctl reload` must do what the daemon's own help calls a reload, nothing else.
   for (const unit of units) {
     const text = readFileSync(join(DEPLOY, "systemd", unit), "utf8");

@@ -53,9 +53,24 @@ function profile(role: string): Pick<LaunchOptions<unknown>, "nodeFlags"> {
   return flags.length === 0 ? {} : { nodeFlags: flags };
 }
 
+/**
+ * `FRED_ENV_PROVIDERD="GLIBC_TUNABLES=… K=V"`: environment for one role, as its own unit
+ * sets it (scripts/run-bench.mjs passes providerd's), or for memory experiments.
+ */
+function roleEnv(role: string): Record<string, string> {
+  const spec = process.env[`FRED_ENV_${role.replace(/\W/g, "_").toUpperCase()}`] ?? "";
+  const pairs = spec.split(" ").filter((kv) => kv.includes("="));
+  return Object.fromEntries(pairs.map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
+}
+
 /** A stack process: ready when it prints its JSON line (within 120 s on a busy machine). */
 function start<T>(role: string, args: string[], env: Record<string, string | undefined> = {}) {
-  return launchFred<T>(args, { label: role, env, readyTimeoutMs: 120_000, ...profile(role) });
+  return launchFred<T>(args, {
+    label: role,
+    env: { ...roleEnv(role), ...env },
+    readyTimeoutMs: 120_000,
+    ...profile(role),
+  });
 }
 
 export interface BackendOverrides {
