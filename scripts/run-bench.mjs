@@ -15,7 +15,7 @@ const files = readdirSync("bench")
 const DAEMON_NODE_OPTIONS = "--max-semi-space-size=16";
 // providerd's own unit (and compose service) also fixes malloc's mmap threshold; the e2e
 // stack (test/provider/e2e/stack.ts) gives FRED_ENV_PROVIDERD to providerd alone.
-const PROVIDERD_GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=65536";
+const PROVIDERD_GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=131072";
 const env = {
   ...process.env,
   NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} ${DAEMON_NODE_OPTIONS}`.trim(),
