@@ -193,6 +193,35 @@ describe("Coalescer", () => {
     clock.advance(1);
     assert.equal(await c.get("k", async () => ++loads), 2);
   });
+
+  it("invalidate() drops one key's answer and detaches its running load; others stay", async () => {
+    const clock = new ManualClock();
+    const c = new Coalescer<string>({ clock, ttlMs: 1000 });
+    await c.get("other", async () => "kept");
+    assert.equal(await c.get("k", async () => "old"), "old");
+    c.invalidate("k");
+    assert.equal(await c.get("k", async () => "new"), "new", "the cached answer was dropped");
+    let release!: (v: string) => void;
+    const early = c.get("k2", () => new Promise<string>((r) => (release = r)));
+    c.invalidate("k2");
+    const late = c.get("k2", async () => "fresh");
+    release("stale");
+    assert.deepEqual([await early, await late], ["stale", "fresh"], "the late caller started its own load");
+    assert.equal(await c.get("k2", async () => "again"), "fresh", "the detached load did not cache");
+    assert.equal(await c.get("other", async () => "reloaded"), "kept");
+  });
+
+  it("chooses each answer's ttl from the answer when given a function", async () => {
+    const clock = new ManualClock();
+    const c = new Coalescer<string>({ clock, ttlMs: (v) => (v === "settled" ? 10_000 : 1_000) });
+    await c.get("a", async () => "settled");
+    await c.get("b", async () => "moving");
+    clock.advance(1_001);
+    assert.equal(await c.get("a", async () => "reloaded"), "settled");
+    assert.equal(await c.get("b", async () => "reloaded"), "reloaded");
+    clock.advance(9_000);
+    assert.equal(await c.get("a", async () => "reloaded"), "reloaded");
+  });
 });
 
 describe("withDeadline", () => {
