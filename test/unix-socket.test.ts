@@ -24,16 +24,21 @@ describe("listenUnixSocket", () => {
       const path = join(dir, `mode-${mode.toString(8)}.sock`);
       const umask = process.umask(0);
       const server = createServer();
+      let inForce: number;
       try {
         await listenUnixSocket(server, path, { mode, refuse });
       } finally {
-        process.umask(umask);
+        // umask(x) sets x and answers the mask in force before: what the listener left.
+        inForce = process.umask(umask);
       }
-      const stat = lstatSync(path);
-      assert.ok(stat.isSocket());
-      assert.equal((stat.mode & 0o777).toString(8), mode.toString(8));
-      assert.equal(process.umask(), umask, "the process umask is restored");
-      await close(server);
+      try {
+        assert.equal(inForce, 0, "the umask the listener found is restored");
+        const stat = lstatSync(path);
+        assert.ok(stat.isSocket());
+        assert.equal((stat.mode & 0o777).toString(8), mode.toString(8));
+      } finally {
+        await close(server);
+      }
       assert.throws(() => lstatSync(path), /ENOENT/);
     }
   });
