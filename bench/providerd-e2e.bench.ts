@@ -47,6 +47,11 @@ function cpuDetail(pid: number | undefined): Record<string, number> {
   return out;
 }
 
+/** Write system calls a process made so far (sockets and files: syscw in /proc/<pid>/io). */
+function writeCalls(pid: number | undefined): number {
+  return Number(readFileSync(`/proc/${pid}/io`, "utf8").match(/^syscw: (\d+)$/m)?.[1] ?? 0);
+}
+
 /** Resident memory of a process (VmRSS now, or VmHWM: its peak so far), in MB. */
 function rssMb(pid: number | undefined, field: "VmRSS" | "VmHWM"): number {
   const line = readFileSync(`/proc/${pid}/status`, "utf8").match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"));
@@ -158,6 +163,7 @@ try {
   const t0 = performance.now();
   const cpu0 = Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, cpuSeconds(pid)]));
   const detail0 = Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, cpuDetail(pid)]));
+  const writes0 = Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, writeCalls(pid)]));
   const createdAt = Number((await call(url, "status")).sync_info.latest_block_height);
   await call(url, "devnet_resume");
   stargate.disconnect();
@@ -191,6 +197,9 @@ try {
       return [k, Object.fromEntries(after.filter(([, s]) => s !== 0))];
     }),
   );
+  const writes = Object.fromEntries(
+    Object.entries(processes).map(([k, pid]) => [k, writeCalls(pid) - (writes0[k] ?? 0)]),
+  );
   const active = (await stack.tenant.leasesByProvider(provider, "LEASE_STATE_ACTIVE")).length;
   if (active !== LEASES) throw new Error(`expected ${LEASES} ACTIVE leases, found ${active}`);
   console.log(
@@ -205,6 +214,8 @@ try {
       cpu_s: cpu,
       // The same split by thread: main thread user/system, the others by name.
       cpu_threads_s: detail,
+      // Write system calls (socket sends, WAL pages) each process made in that window.
+      write_syscalls: writes,
       providerd_rss_before_mb: rssBefore,
       providerd_peak_rss_mb: rssMb(processes.providerd, "VmHWM"),
       load1: Number(loadavg()[0]!.toFixed(2)),
