@@ -16,8 +16,7 @@ import type Database from "better-sqlite3";
  * `write()` goes one step further (the backend journal and the placement store use it):
  * the writes of one event-loop turn share one SQLite transaction, each inside its own
  * savepoint (a write that throws undoes its own changes, not its neighbours'), and that
- * transaction commits when the turn ends (or, when an fsync is running then, as soon as it
- * ends: the turns an fsync outlasts share one commit). So a burst of callers (a block's provision
+ * transaction commits when the turn ends. So a burst of callers (a block's provision
  * attempts, a batch of callbacks) costs one commit and one fsync, with no queue between
  * them and the database: each caller writes synchronously and then awaits `durable()`.
  * A commit writes every page it touched to the WAL, and a burst's writes touch the same
@@ -148,12 +147,6 @@ export class WalDurability {
   }
 
   #endTurn(): void {
-    // While an fsync runs, the turn's transaction stays open for the turns that follow and
-    // commits when that fsync ends, right before the next one: one commit per fsync rather
-    // than one per turn. A burst's turns rewrite the same pages (the tables' tails, the index
-    // leaves), and every commit writes each page it touched to the WAL again; nothing waits
-    // on the later commit, since no caller hears durable before the fsync after it anyway.
-    if (this.#flushing) return;
     this.#commitBatch();
     if (this.#waiters.length > 0) this.#flush();
   }
@@ -186,7 +179,6 @@ export class WalDurability {
       if (this.#closed) return; // close() settled the waiters
       if (err) {
         for (const w of this.#waiters.splice(0)) w.reject(err);
-        this.#commitBatch(); // no turn's end is pending for a transaction held over the fsync
         return;
       }
       this.#stats.fsyncs++;
@@ -194,9 +186,6 @@ export class WalDurability {
       const ready = this.#waiters.filter((w) => w.target <= this.#flushed);
       this.#waiters = this.#waiters.filter((w) => w.target > this.#flushed);
       for (const w of ready) w.resolve();
-      // The writes of the turns this fsync outlasted (see #endTurn): committed now, and
-      // fsynced at once when someone waits for them.
-      this.#commitBatch();
       this.#maybeCheckpoint();
       if (this.#waiters.length > 0 && !this.#batchOpen) this.#flush();
     });

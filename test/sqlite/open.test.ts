@@ -199,24 +199,6 @@ describe("openDatabase write() under group commit", () => {
     assert.deepEqual(outside(path), [1, 3, 4], "durable() commits the turn before its fsync");
   });
 
-  it("the turns an fsync outlasts share one commit, made before the next fsync", async () => {
-    const path = fresh();
-    using d = openDatabase({ path, migrations: V1, durability: "group-commit" });
-    const insert = d.db.prepare("INSERT INTO a (x) VALUES (?)");
-    // A burst as the daemons see it: every turn writes and waits for its write to be durable.
-    const waits: Promise<void>[] = [];
-    for (let turn = 0; turn < 200; turn++) {
-      d.write(() => insert.run(turn));
-      waits.push(d.durable());
-      await turnEnd();
-    }
-    await Promise.all(waits);
-    const { transactions, fsyncs } = d.stats;
-    assert.ok(fsyncs < 200, `${fsyncs} fsyncs: each covered several turns`);
-    assert.ok(transactions <= fsyncs + 1, `${transactions} commits for ${fsyncs} fsyncs`);
-    assert.equal(outside(path).length, 200, "every write committed");
-  });
-
   it("close() commits an open turn", () => {
     const path = fresh();
     const d = openDatabase({ path, migrations: V1, durability: "group-commit" });
