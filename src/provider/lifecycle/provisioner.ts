@@ -463,6 +463,18 @@ export class ProvisionLeaseReads {
     }
   }
 
+  /** Resolves the first batch waiting on the running listing that asks for `lease`; false if none does. */
+  #answerJoiner(lease: ChainLease): boolean {
+    for (const batch of this.#joiners) {
+      const waiters = batch.get(lease.uuid);
+      if (waiters === undefined) continue;
+      batch.delete(lease.uuid);
+      for (const w of waiters) w.resolve(lease);
+      return true;
+    }
+    return false;
+  }
+
   /** Answers `batch` from the running listing's pages until it ends. */
   async #join(batch: Map<string, Waiter[]>, listing = this.#listing): Promise<void> {
     this.#joiners.add(batch);
@@ -478,9 +490,11 @@ export class ProvisionLeaseReads {
     this.sweeps++;
     this.#listed = new Map();
     this.#listedAt = Number.POSITIVE_INFINITY;
+    // Each listed lease answers a waiting request at once, or stays for later ones: a page
+    // is matched against the waiting batches lease by lease, not every batch against the
+    // whole listing again (10,000 waiting leases × 100 pages).
     const add = (page: readonly ChainLease[]) => {
-      for (const l of page) this.#listed.set(l.uuid, l);
-      for (const batch of this.#joiners) this.#answerFromListing(batch);
+      for (const l of page) if (!this.#answerJoiner(l)) this.#listed.set(l.uuid, l);
     };
     let paged = false;
     this.#listing = this.#chain
