@@ -197,19 +197,34 @@ export class OutboxSender {
     }
   }
 
+  /** This turn's attestation of the journal's identity (deliveries started together share one). */
+  #attestation: boolean | undefined;
+  #attested(): boolean {
+    if (this.#attestation === undefined) {
+      this.#attestation = this.#options.journal.attest();
+      setImmediate(() => {
+        this.#attestation = undefined;
+      });
+    }
+    return this.#attestation;
+  }
+
   /** One attempt chain for one row; true when a 2xx came back. */
   async #deliver(row: OutboxRow, signal: AbortSignal): Promise<boolean> {
-    const log = this.#options.logger.child({
-      lease_uuid: row.leaseUuid,
-      delivery_id: row.deliveryId,
-      kind: row.kind,
-    });
+    // Made only when something is logged: a child logger serializes its bindings when made.
+    let child: Logger | undefined;
+    const log = () =>
+      (child ??= this.#options.logger.child({
+        lease_uuid: row.leaseUuid,
+        delivery_id: row.deliveryId,
+        kind: row.kind,
+      }));
     if (row.storageId !== this.#options.journal.storageId) {
-      log.error("outbox row carries another storage id; refusing to send (identity drift)");
+      log().error("outbox row carries another storage id; refusing to send (identity drift)");
       return false;
     }
-    if (!this.#options.journal.attest()) {
-      log.error("journal storage identity could not be re-attested; delivery deferred");
+    if (!this.#attested()) {
+      log().error("journal storage identity could not be re-attested; delivery deferred");
       return false;
     }
     const { clock, chainDeadlineMs } = this.#options;
@@ -228,24 +243,29 @@ export class OutboxSender {
       return true;
     } catch (err) {
       if (isFredError(err, "ERR_CALLBACK_DELIVERY_TIMEOUT"))
-        log.warn({ err }, "callback delivery deadline reached; left to the replay loop");
+        log().warn({ err }, "callback delivery deadline reached; left to the replay loop");
       return false;
     }
   }
 
   /** The tries of one delivery chain, `between` apart; resolves on the first 2xx. */
-  async #tries(row: OutboxRow, chain: AbortSignal, between: readonly number[], log: Logger): Promise<void> {
+  async #tries(
+    row: OutboxRow,
+    chain: AbortSignal,
+    between: readonly number[],
+    log: () => Logger,
+  ): Promise<void> {
     await retry(
       async (attempt) => {
         const status = await this.#post(row, chain).catch((err: unknown) => {
-          log.warn(
+          log().warn(
             { attempt, err: (err as Error).message, code: (err as { code?: unknown }).code },
             "callback attempt failed",
           );
           return 0;
         });
         if (status >= 200 && status < 300) return;
-        if (status !== 0) log.warn({ attempt, status }, "callback refused");
+        if (status !== 0) log().warn({ attempt, status }, "callback refused");
         this.#options.onAttemptFailed?.(row);
         throw new CallbackNotDelivered(status);
       },

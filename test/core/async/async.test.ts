@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { describe, it } from "node:test";
 import {
   Backoff,
@@ -248,6 +249,40 @@ describe("withDeadline", () => {
     const p = withDeadline(clock, 100, parent.signal, timeout, () => new Promise<never>(() => {}));
     parent.abort(new Error("shutting down"));
     await assert.rejects(p, /shutting down/);
+  });
+
+  it("once the work settles, or throws at once, no timer and no listener on the parent stays", async () => {
+    const clock = new ManualClock(0);
+    const parent = new AbortController();
+    assert.equal(await withDeadline(clock, 100, parent.signal, timeout, async () => "done"), "done");
+    await assert.rejects(
+      withDeadline(clock, 100, parent.signal, timeout, () => {
+        throw new Error("refused at once");
+      }),
+      /refused at once/,
+    );
+    await assert.rejects(
+      withDeadline(clock, 100, parent.signal, timeout, async () => {
+        throw new Error("failed later");
+      }),
+      /failed later/,
+    );
+    assert.equal(clock.pendingTimers, 0);
+    assert.equal(getEventListeners(parent.signal, "abort").length, 0);
+  });
+
+  it("a parent aborted already stops the work at once, with the parent's reason", async () => {
+    const clock = new ManualClock(0);
+    const parent = new AbortController();
+    parent.abort(new Error("shut down before"));
+    let seen: AbortSignal | undefined;
+    const p = withDeadline(clock, 100, parent.signal, timeout, (s) => {
+      seen = s;
+      return new Promise<never>(() => {});
+    });
+    await assert.rejects(p, /shut down before/);
+    assert.equal(seen?.aborted, true);
+    assert.equal(clock.pendingTimers, 0);
   });
 
   it("without a parent only the deadline stops the work", async () => {
