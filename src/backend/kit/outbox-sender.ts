@@ -12,7 +12,7 @@ import type { Journal, OutboxRow } from "./journal/journal.ts";
  * row is in flight (FIFO), a failing head blocks only its own lease, and a delivery chain
  * is up to three signed POSTs (after 0 s, 1 s, 5 s) inside one deadline. Any 2xx removes
  * exactly that row. One replay loop per process drains at start, on wake and every 30 s,
- * with at most 16 leases sending at once. Callback URLs carry bearer capabilities and are
+ * with at most 64 leases sending at once. Callback URLs carry bearer capabilities and are
  * never logged.
  */
 export interface OutboxSenderOptions {
@@ -37,7 +37,12 @@ export interface OutboxSenderOptions {
 export const CALLBACK_BACKOFF_MS = [0, 1_000, 5_000] as const;
 export const CALLBACK_CHAIN_DEADLINE_MS = 135_000;
 export const CALLBACK_REPLAY_INTERVAL_MS = 30_000;
-export const CALLBACK_CONCURRENCY = 16;
+/**
+ * Leases sending at once: as many as the kit's callback dispatcher keeps connections per
+ * receiver (64, backend.ts). With 16, a burst's results reached providerd a dozen at a time,
+ * so its commits and fsyncs for them were shared by few callbacks each.
+ */
+export const CALLBACK_CONCURRENCY = 64;
 export const LIFECYCLE_MAX_AGE_MS = 24 * 3600_000;
 const RESPONSE_READ_LIMIT = 4096;
 
