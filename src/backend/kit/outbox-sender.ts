@@ -191,7 +191,7 @@ export class OutboxSender {
       if (await this.#deliver(row, signal)) {
         this.#options.journal.removeDelivered(row);
         this.#options.onDelivered?.(row);
-        if (this.#options.journal.outboxHead(lease)) this.#pending.add(lease);
+        if (this.#options.journal.hasOutbox(lease)) this.#pending.add(lease);
       } else if (!signal.aborted) {
         this.#backoffUntil.set(lease, this.#options.clock.now() + this.#options.replayIntervalMs);
         this.#pending.add(lease);

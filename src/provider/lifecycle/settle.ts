@@ -92,13 +92,13 @@ export function applyCallback(d: LifecycleDeps, cb: VerifiedCallback): Applied {
     log.info(ids, "teardown reported complete; placement retired");
     return { result: "retired" };
   }
-  const attempt = d.store.attemptFor(cb.leaseUuid);
-  if (attempt?.operationId !== cb.capability.id || attempt.backend !== cb.backend)
-    return { result: "ignored-stale" };
   if (cb.status !== "success" && cb.status !== "failed") return { result: "ignored-stale" };
   const now = d.clock.now();
-  const settled = d.store.settleOperation(cb.leaseUuid, cb.capability.id, cb.status, now);
+  // Only the exact attempt, at the backend that called back, is settled: read and settled in
+  // one step (anything else changes nothing).
+  const settled = d.store.settleOperation(cb.leaseUuid, cb.capability.id, cb.status, now, cb.backend);
   if (settled.kind !== "settled") return { result: "ignored-stale" };
+  const attempt = settled.attempt;
   d.observe.provisionSettled(cb.backend, cb.status, now - attempt.createdAt);
   if (cb.status === "failed") {
     const reason = rejectionForFailure(cb.error, attempt.kind);

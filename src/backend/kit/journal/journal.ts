@@ -596,6 +596,11 @@ export class Journal {
     };
   }
 
+  /** Whether `leaseUuid` has an undelivered callback (outboxHead without building the row). */
+  hasOutbox(leaseUuid: string): boolean {
+    return this.#statements.outboxAny.get(leaseUuid) !== undefined;
+  }
+
   /** Lifecycle observations older than `maxAgeMs` are dropped; results never expire. */
   expireLifecycle(nowMs: number, maxAgeMs: number): number {
     return this.#write(() => this.#statements.expireLifecycle.run(nowMs - maxAgeMs).changes);
@@ -761,6 +766,7 @@ function prepare(db: Database.Database) {
       "SELECT lease_uuid, min(seq) AS first FROM outbox GROUP BY lease_uuid ORDER BY first",
     ),
     outboxHead: db.prepare("SELECT * FROM outbox WHERE lease_uuid = ? ORDER BY seq LIMIT 1"),
+    outboxAny: db.prepare("SELECT 1 FROM outbox WHERE lease_uuid = ? LIMIT 1"),
     deleteOutbox: db.prepare("DELETE FROM outbox WHERE seq = ? AND delivery_id = ?"),
     countOutbox: db.prepare("SELECT count(*) AS n FROM outbox"),
     expireLifecycle: db.prepare("DELETE FROM outbox WHERE kind = 'lifecycle' AND created_at < ?"),
