@@ -9,7 +9,7 @@
  * Digging in: E2E_LOG_LEVEL=info BENCH_PROVIDERD_LOG=/tmp/providerd.log keeps providerd's
  * log; FRED_PROFILE_DIR=/tmp/prof writes a CPU profile of every process of the stack.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { StargateClient } from "@cosmjs/stargate";
 import { MsgCreateLease, toBytes } from "../src/chain/proto/index.ts";
@@ -25,6 +25,31 @@ const TENANTS = Math.max(1, Math.ceil(LEASES / PER_TENANT));
 function cpuSeconds(pid: number | undefined): number {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * Where a process's CPU went so far, from /proc (Linux): its main thread's user and system
+ * seconds, and the seconds of its other threads by name (V8Worker: V8's GC and compiler
+ * helpers; libuv-worker: the thread pool, where fsync and the journals' group commits run).
+ */
+function cpuDetail(pid: number | undefined): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const f = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+    const [user, sys] = [Number(f[11]) / 100, Number(f[12]) / 100];
+    if (tid === String(pid)) {
+      out.main_user = user;
+      out.main_sys = sys;
+    } else out[name] = (out[name] ?? 0) + user + sys;
+  }
+  return out;
+}
+
+/** Write system calls a process made so far (sockets and files: syscw in /proc/<pid>/io). */
+function writeCalls(pid: number | undefined): number {
+  return Number(readFileSync(`/proc/${pid}/io`, "utf8").match(/^syscw: (\d+)$/m)?.[1] ?? 0);
 }
 
 /** Resident memory of a process (VmRSS now, or VmHWM: its peak so far), in MB. */
@@ -137,6 +162,8 @@ try {
   await call(url, "devnet_produce_block");
   const t0 = performance.now();
   const cpu0 = Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, cpuSeconds(pid)]));
+  const detail0 = Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, cpuDetail(pid)]));
+  const writes0 = Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, writeCalls(pid)]));
   const createdAt = Number((await call(url, "status")).sync_info.latest_block_height);
   await call(url, "devnet_resume");
   stargate.disconnect();
@@ -160,6 +187,19 @@ try {
   const cpu = Object.fromEntries(
     Object.entries(processes).map(([k, pid]) => [k, Number((cpuSeconds(pid) - cpu0[k]!).toFixed(2))]),
   );
+  const detail = Object.fromEntries(
+    Object.entries(processes).map(([k, pid]) => {
+      const before = detail0[k]!;
+      const after = Object.entries(cpuDetail(pid)).map(([t, s]) => [
+        t,
+        Number((s - (before[t] ?? 0)).toFixed(2)),
+      ]);
+      return [k, Object.fromEntries(after.filter(([, s]) => s !== 0))];
+    }),
+  );
+  const writes = Object.fromEntries(
+    Object.entries(processes).map(([k, pid]) => [k, writeCalls(pid) - (writes0[k] ?? 0)]),
+  );
   const active = (await stack.tenant.leasesByProvider(provider, "LEASE_STATE_ACTIVE")).length;
   if (active !== LEASES) throw new Error(`expected ${LEASES} ACTIVE leases, found ${active}`);
   console.log(
@@ -172,6 +212,10 @@ try {
       goal_s: 10,
       // CPU seconds each process used from the block's commit until all were ACTIVE.
       cpu_s: cpu,
+      // The same split by thread: main thread user/system, the others by name.
+      cpu_threads_s: detail,
+      // Write system calls (socket sends, WAL pages) each process made in that window.
+      write_syscalls: writes,
       providerd_rss_before_mb: rssBefore,
       providerd_peak_rss_mb: rssMb(processes.providerd, "VmHWM"),
       load1: Number(loadavg()[0]!.toFixed(2)),

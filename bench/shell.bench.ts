@@ -14,6 +14,10 @@
  *                                the same fields against docker exec on that lease's
  *                                container; backend "mock": through providerd + the mock
  *                                backend, and its ratios against the same docker exec.
+ *                                `transport`: "tcp" for a backend reached over loopback
+ *                                TCP; "unix" for a second `fred backend docker` co-located
+ *                                with providerd on a Unix socket (listen_addr unix:/…), through
+ *                                providerd and called directly, against the same docker exec.
  * The paths compared in one line are measured interleaved, round by round, so a change of
  * load during the run moves them alike instead of moving their ratio.
  *                                Skipped with BENCH_SHELL_PROVIDERD=0.
@@ -21,7 +25,10 @@
  * Usage: flock /tmp/docker-tests.lock npm run bench -- shell
  */
 import { spawn } from "node:child_process";
-import { loadavg } from "node:os";
+import { mkdtempSync, rmSync } from "node:fs";
+import { connect } from "node:net";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
 import WebSocket from "ws";
 import { hmacSecret, signRequest } from "../src/auth/hmac.ts";
 import { instanceName } from "../src/backend/docker/names.ts";
@@ -47,6 +54,7 @@ import { mockSkus, SECRETS, Stack, sha256 } from "../test/provider/e2e/stack.ts"
 import { dockerCli, holdEngineLock } from "../test/support/docker.ts";
 import { until } from "../test/support/index.ts";
 
+const UNIX_SECRET = "bench-unix-socket-backend-secret-0123456789";
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 300);
 const THROUGH_PROVIDERD = process.env.BENCH_SHELL_PROVIDERD !== "0";
 
@@ -128,16 +136,22 @@ function figures(via: number[], direct: number[]) {
   };
 }
 
-/** The backend's signed contract route (`GET /shell/{uuid}`) running `cat` in service "app". */
-async function contractShell(backendUrl: string, lease: string): Promise<WebSocket> {
+/**
+ * The backend's signed contract route (`GET /shell/{uuid}`) running `cat` in service "app";
+ * `backendUrl` is the backend's ready-line URL, `unix:/path` for one on a socket.
+ */
+async function contractShell(backendUrl: string, lease: string, secret = SECRET): Promise<WebSocket> {
   const uri = `${execPath(lease)}${encodeQuery({ service: "app", instance: "0", tty: "false", command: ["cat"] })}`;
-  const signature = signRequest(hmacSecret(SECRET), {
+  const signature = signRequest(hmacSecret(secret), {
     method: "GET",
     uri,
     timestamp: Math.floor(Date.now() / 1000),
   });
-  const ws = new WebSocket(`${backendUrl.replace(/^http/, "ws")}${uri}`, [SHELL_SUBPROTOCOL], {
+  const socketPath = backendUrl.startsWith("unix:") ? backendUrl.slice("unix:".length) : undefined;
+  const base = socketPath === undefined ? backendUrl.replace(/^http/, "ws") : "ws://localhost";
+  const ws = new WebSocket(`${base}${uri}`, [SHELL_SUBPROTOCOL], {
     headers: { [SIGNATURE_HEADER]: signature },
+    ...(socketPath === undefined ? {} : { createConnection: () => connect(socketPath) }),
   });
   await new Promise((resolve, reject) => {
     ws.once("open", resolve);
@@ -188,11 +202,17 @@ async function backendRoute(): Promise<void> {
 /** Idles forever as PID 1; the shell's `cat` runs beside it. */
 const WORKLOAD = Buffer.from(JSON.stringify({ image: "fred-test/unhealthy:1" }));
 
-/** The tenant's route through providerd: a devnet, a mock backend, `fred backend docker`, providerd. */
+/**
+ * The tenant's route through providerd: a devnet, a mock backend, two `fred backend docker`
+ * (one on loopback TCP, one on a Unix socket beside providerd), providerd.
+ */
 async function throughProviderd(): Promise<void> {
   const stack = new Stack();
   let setup: DockerTestSetup | undefined;
   let docker: DockerProcess | undefined;
+  let unixSetup: DockerTestSetup | undefined;
+  let unixDocker: DockerProcess | undefined;
+  const socketDir = mkdtempSync(join(tmpdir(), "fred-bench-sock-"));
   let tenant!: TenantKey;
 
   const ready = async (lease: string) => {
@@ -223,7 +243,19 @@ async function throughProviderd(): Promise<void> {
           sku_profiles: { tiny: { cpu_cores: 0.25, memory_mb: 32, disk_mb: 0 } },
           container_stop_timeout: "1s",
         });
-        docker = await spawnDockerBackend(setup.configPath, 120_000);
+        unixSetup = prepareDockerBackend({
+          name: "docker-unix",
+          listen_addr: `unix:${join(socketDir, "docker-backend.sock")}`,
+          // providerd refuses one HMAC key on two backends.
+          callback_secret: UNIX_SECRET,
+          sku_mapping: { [s.sku("docker-large")]: "tiny" },
+          sku_profiles: { tiny: { cpu_cores: 0.25, memory_mb: 32, disk_mb: 0 } },
+          container_stop_timeout: "1s",
+        });
+        [docker, unixDocker] = await Promise.all([
+          spawnDockerBackend(setup.configPath, 120_000),
+          spawnDockerBackend(unixSetup.configPath, 120_000),
+        ]);
         s.extraConfig = {
           backends: [
             {
@@ -234,22 +266,34 @@ async function throughProviderd(): Promise<void> {
               skus: [s.sku("docker-small")],
             },
             { name: "docker-1", url: docker.ready.url, hmac_secret: SECRET, skus: [s.sku("docker-medium")] },
+            {
+              name: "docker-unix",
+              url: unixDocker.ready.url,
+              hmac_secret: UNIX_SECRET,
+              skus: [s.sku("docker-large")],
+            },
           ],
         };
       },
     );
     await stack.startProviderd();
 
-    const [onDocker] = (await stack.createLeases(1, "docker-medium", sha256(WORKLOAD))) as [string];
-    const upload = await call(
-      stack.api,
-      `/v1/leases/${onDocker}/data`,
-      tenant.payload(onDocker, Buffer.from(sha256(WORKLOAD)).toString("hex")),
-      { method: "POST", body: WORKLOAD, headers: { "content-type": "application/octet-stream" } },
-    );
-    if (upload.status !== 202) throw new Error(`upload ${upload.status}: ${upload.text}`);
+    /** A lease of `sku` whose payload is WORKLOAD, uploaded through providerd. */
+    const deployed = async (sku: string): Promise<string> => {
+      const [lease] = (await stack.createLeases(1, sku, sha256(WORKLOAD))) as [string];
+      const upload = await call(
+        stack.api,
+        `/v1/leases/${lease}/data`,
+        tenant.payload(lease, Buffer.from(sha256(WORKLOAD)).toString("hex")),
+        { method: "POST", body: WORKLOAD, headers: { "content-type": "application/octet-stream" } },
+      );
+      if (upload.status !== 202) throw new Error(`upload ${upload.status}: ${upload.text}`);
+      return lease;
+    };
+    const onDocker = await deployed("docker-medium");
+    const onUnix = await deployed("docker-large");
     const [onMock] = (await stack.createLeases(1, "docker-small")) as [string];
-    await Promise.all([ready(onDocker), ready(onMock)]);
+    await Promise.all([ready(onDocker), ready(onUnix), ready(onMock)]);
 
     const container = (
       await dockerCli([
@@ -261,52 +305,63 @@ async function throughProviderd(): Promise<void> {
         "status=running",
       ])
     ).out.trim();
-    const [ws, mockWs] = [await cat(onDocker), await cat(onMock)];
+    const [ws, mockWs, unixWs] = [await cat(onDocker), await cat(onMock), await cat(onUnix)];
     const backendWs = await contractShell(docker!.ready.url, onDocker);
+    const unixBackendWs = await contractShell(unixDocker!.ready.url, onUnix, UNIX_SECRET);
     const exec = overDockerExec(container);
-    const [viaDocker = [], direct = [], viaMock = [], viaBackend = []] = await measure(
-      overShell(ws),
-      exec,
-      overShell(mockWs),
-      overShell(backendWs),
-    );
-    for (const open of [ws, mockWs, backendWs]) open.close();
+    const [viaDocker = [], direct = [], viaMock = [], viaBackend = [], viaUnix = [], viaUnixBackend = []] =
+      await measure(
+        overShell(ws),
+        exec,
+        overShell(mockWs),
+        overShell(backendWs),
+        overShell(unixWs),
+        overShell(unixBackendWs),
+      );
+    for (const open of [ws, mockWs, backendWs, unixWs, unixBackendWs]) open.close();
     exec.close();
-    console.log(
-      JSON.stringify({
-        bench: "shell_round_trip_providerd",
-        backend: "docker",
-        rounds: ROUNDS,
-        path: "providerd + fred backend docker (real processes)",
-        ...figures(viaDocker, direct),
-        loadavg: load(),
-      }),
+    const line = (backend: string, transport: string | undefined, path: string, via: number[]) =>
+      console.log(
+        JSON.stringify({
+          bench: "shell_round_trip_providerd",
+          backend,
+          ...(transport === undefined ? {} : { transport }),
+          rounds: ROUNDS,
+          path,
+          ...figures(via, direct),
+          loadavg: load(),
+        }),
+      );
+    line("docker", "tcp", "providerd + fred backend docker (real processes)", viaDocker);
+    line(
+      "mock",
+      undefined,
+      "providerd + mock backend (built-in cat, no engine); ratios against the docker exec rounds above",
+      viaMock,
     );
-
-    console.log(
-      JSON.stringify({
-        bench: "shell_round_trip_providerd",
-        backend: "mock",
-        rounds: ROUNDS,
-        path: "providerd + mock backend (built-in cat, no engine); ratios against the docker exec rounds above",
-        ...figures(viaMock, direct),
-        loadavg: load(),
-      }),
+    line(
+      "docker-direct",
+      "tcp",
+      "the same fred backend docker process, its contract route called directly (no providerd): providerd's share is the docker line minus this one",
+      viaBackend,
     );
-    console.log(
-      JSON.stringify({
-        bench: "shell_round_trip_providerd",
-        backend: "docker-direct",
-        rounds: ROUNDS,
-        path: "the same fred backend docker process, its contract route called directly (no providerd): providerd's share is the docker line minus this one",
-        ...figures(viaBackend, direct),
-        loadavg: load(),
-      }),
+    line(
+      "docker",
+      "unix",
+      "providerd + a second fred backend docker co-located on a Unix socket (listen_addr unix:/…); ratios against the docker exec rounds above",
+      viaUnix,
+    );
+    line(
+      "docker-direct",
+      "unix",
+      "that socket backend's contract route called directly over the socket (no providerd)",
+      viaUnixBackend,
     );
   } finally {
     await stack.close();
-    await docker?.stop();
-    await setup?.cleanup();
+    await Promise.all([docker?.stop(), unixDocker?.stop()]);
+    await Promise.all([setup?.cleanup(), unixSetup?.cleanup()]);
+    rmSync(socketDir, { recursive: true, force: true });
   }
 }
 

@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { createHmac, hash, timingSafeEqual } from "node:crypto";
 import { FredError } from "../core/errors.ts";
 
 /**
@@ -11,7 +11,7 @@ export { SIGNATURE_HEADER } from "../core/backend-contract/index.ts";
 export const MIN_SECRET_BYTES = 32;
 export const HMAC_MAX_AGE_MS = 5 * 60_000;
 export const HMAC_MAX_FUTURE_SKEW_MS = 60_000;
-const EMPTY_BODY_SHA256 = createHash("sha256").digest("hex");
+const EMPTY_BODY_SHA256 = hash("sha256", "", "hex");
 
 export type HmacErrorCode =
   | "ERR_HMAC_MISSING"
@@ -43,15 +43,14 @@ export function hmacSecret(secret: string | Uint8Array): Buffer {
   return bytes;
 }
 
+/** The body's sha256 in one call (no Hash object): it runs for every signed request and callback. */
 function bodyHash(body: Uint8Array | string | undefined): string {
   if (body === undefined || body.length === 0) return EMPTY_BODY_SHA256;
-  return createHash("sha256").update(body).digest("hex");
+  return hash("sha256", body, "hex");
 }
 
-function mac(secret: Buffer, t: number, method: string, uri: string, body: Uint8Array | string | undefined) {
-  return createHmac("sha256", secret)
-    .update(`${t}\n${method}\n${uri}\n${bodyHash(body)}`)
-    .digest();
+function mac(secret: Buffer, t: number, method: string, uri: string, bodySha256: string) {
+  return createHmac("sha256", secret).update(`${t}\n${method}\n${uri}\n${bodySha256}`).digest();
 }
 
 export interface SignInput {
@@ -64,7 +63,7 @@ export interface SignInput {
 }
 
 export function signRequest(secret: Buffer, input: SignInput): string {
-  const digest = mac(secret, input.timestamp, input.method, input.uri, input.body).toString("hex");
+  const digest = mac(secret, input.timestamp, input.method, input.uri, bodyHash(input.body)).toString("hex");
   return `t=${input.timestamp},sha256=${digest}`;
 }
 
@@ -115,8 +114,9 @@ export function verifyRequest(input: VerifyInput): number {
     throw new HmacError("ERR_HMAC_FUTURE", "signature timestamp is in the future");
   }
   const uri = (input.canonicalPathPrefix ?? "") + input.uri;
+  const bodySha256 = bodyHash(input.body);
   for (let i = 0; i < input.secrets.length; i++) {
-    const expected = mac(input.secrets[i] as Buffer, timestamp, input.method, uri, input.body);
+    const expected = mac(input.secrets[i] as Buffer, timestamp, input.method, uri, bodySha256);
     if (timingSafeEqual(expected, digest)) return i;
   }
   throw new HmacError("ERR_HMAC_MISMATCH", "invalid signature");

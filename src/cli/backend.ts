@@ -21,7 +21,7 @@ Environment (the mock reads no config file):
   MOCK_BACKEND_STORAGE_ID        canonical UUIDv4 of this deployment's storage (required)
   MOCK_BACKEND_CALLBACK_SECRET   HMAC key for requests and callbacks, ≥ 32 bytes (required)
   MOCK_BACKEND_PREVIOUS_CALLBACK_SECRET  verify-only previous key during rotation
-  MOCK_BACKEND_ADDR              listen address (default 127.0.0.1:9000)
+  MOCK_BACKEND_ADDR              listen address: host:port (default 127.0.0.1:9000), or unix:/absolute/path (a socket, mode 0660)
   MOCK_BACKEND_NAME              backend name; must equal providerd's backends[].name (default mock-backend)
   MOCK_BACKEND_DELAY             simulated provisioning time, Go duration (default 0s)
   MOCK_BACKEND_DB_PATH           SQLite journal file; unset = in-memory journal (lost on exit)

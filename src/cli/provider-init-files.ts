@@ -10,6 +10,7 @@ import { availableParallelism, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { stringify } from "yaml";
 import { FredError } from "../core/errors.ts";
+import { isUnixAddress } from "../core/unix-address.ts";
 
 export interface SkuProfile {
   name: string;
@@ -130,7 +131,9 @@ function portOf(urlText: string): string {
 export function renderBackendConfig(plan: InitPlan, secret: string): string {
   const config = {
     name: "docker",
-    listen_addr: `${new URL(plan.backendUrl).hostname}:${portOf(plan.backendUrl)}`,
+    listen_addr: isUnixAddress(plan.backendUrl)
+      ? plan.backendUrl
+      : `${new URL(plan.backendUrl).hostname}:${portOf(plan.backendUrl)}`,
     callback_secret: secret,
     db_path: join(plan.stateDir, "docker-backend.db"),
     docker_host: "unix:///var/run/docker.sock",

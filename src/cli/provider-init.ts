@@ -19,6 +19,7 @@ import {
 } from "../chain/proto/index.ts";
 import { parseCoin } from "../core/coin.ts";
 import { FredError } from "../core/errors.ts";
+import { isUnixAddress, parseUnixAddress } from "../core/unix-address.ts";
 import { isCanonicalUuid } from "../core/uuid.ts";
 import { type TxFlags, txClient, using, withTx } from "./chain.ts";
 import { printJson, say } from "./output.ts";
@@ -263,8 +264,14 @@ function checkFlags(opts: InitFlags): SkuDef[] {
     throw new FredError("ERR_USAGE", "--api-url must be an https:// URL (the chain accepts no other)");
   if (opts.payoutAddress !== undefined && !isAccountAddress(opts.payoutAddress))
     throw new FredError("ERR_USAGE", "--payout-address must be a manifest1… account address");
-  if (!/^https?:\/\/[^/?#@\s]+:[0-9]+\/?$/.test(opts.backendUrl))
-    throw new FredError("ERR_USAGE", "--backend-url must be http(s)://host:port, e.g. http://127.0.0.1:9001");
+  if (isUnixAddress(opts.backendUrl)) {
+    const unix = parseUnixAddress(opts.backendUrl);
+    if (!unix.ok) throw new FredError("ERR_USAGE", `--backend-url ${unix.problem}`);
+  } else if (!/^https?:\/\/[^/?#@\s]+:[0-9]+\/?$/.test(opts.backendUrl))
+    throw new FredError(
+      "ERR_USAGE",
+      "--backend-url must be http(s)://host:port, e.g. http://127.0.0.1:9001, or unix:/absolute/socket/path",
+    );
   if (!/^https?:\/\/[^/?#@\s]+(:[0-9]+)?\/?$/.test(opts.callbackBaseUrl))
     throw new FredError(
       "ERR_USAGE",
@@ -295,7 +302,11 @@ export function registerProviderCommands(program: Command): void {
       "send nothing: the provider (--provider-uuid) and SKUs must be on chain already",
     )
     .option("--as-authority", "the signing key is x/sku's module authority (it is not on the allowed list)")
-    .option("--backend-url <url>", "where providerd reaches the Docker backend", "http://127.0.0.1:9001")
+    .option(
+      "--backend-url <url>",
+      "where providerd reaches the Docker backend: http(s)://host:port, or unix:/path for a socket on this host",
+      "http://127.0.0.1:9001",
+    )
     .option(
       "--callback-base-url <url>",
       "providerd's API as the backend reaches it (providerd listens on its port)",

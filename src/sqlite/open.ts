@@ -13,10 +13,11 @@ import { type Atomic, WalDurability } from "./wal-durability.ts";
  * Durability says what a commit costs and promises:
  * - `group-commit`: commits do not wait for the disk; `durable()` resolves once one
  *   fsync covers every commit counted so far (see WalDurability). For stores whose
- *   effects leave the process (providerd's placement store, the backend journal).
+ *   effects leave the process (providerd's placement store, the backend journal), and the
+ *   mock substrate's state, for its commits shared per turn.
  * - `full`: every commit is fsynced before it returns (`synchronous = FULL`).
  * - `normal`: survives a process crash, not an OS crash (`synchronous = NORMAL`): the
- *   devnet chain and the mock substrate, which are development tools.
+ *   devnet chain, a development tool.
  *
  * `readonly` opens an existing file without writing anything (no migration, no
  * checkpoint), so tools and tests can read a live daemon's file beside its writer.

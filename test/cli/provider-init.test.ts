@@ -167,6 +167,7 @@ describe("fred provider init", () => {
     const host = [
       ...["--host-cpu-cores", "1.5", "--host-memory-mb", "512", "--host-disk-mb", "2048"],
       ...["--callback-base-url", "https://10.0.0.2:9443"],
+      ...["--backend-url", "unix:/run/fred/docker-backend.sock"],
     ];
     const r = await init("four", ...skip, "--sku", "docker-medium:720000upwr:1:1024", ...host, ...key());
     assert.equal(r.code, 0, r.stderr);
@@ -176,6 +177,9 @@ describe("fred provider init", () => {
     const providerd = parse(readFileSync(join(work, "four", "providerd.yaml"), "utf8"));
     assert.equal(providerd.api_listen_addr, ":9443");
     assert.equal(providerd.callback_base_url, "https://10.0.0.2:9443");
+    // A co-located backend: both files name the same socket.
+    assert.deepEqual(backend.listen, { socketPath: "/run/fred/docker-backend.sock" });
+    assert.equal(providerd.backends[0].url, "unix:/run/fred/docker-backend.sock");
     assert.match(
       r.stderr,
       /warning: SKU docker-medium is larger than the whole host \(1\.5 cores, 512 MB memory/,
@@ -230,6 +234,10 @@ describe("fred provider init", () => {
         /--callback-base-url must/,
       ],
       [["--sku", "a:3600upwr:1:512", "--rpc", dn.rpc], /exactly one key/],
+      [
+        ["--sku", "a:3600upwr:1:512", "--backend-url", "unix:run/backend.sock", ...key()],
+        /--backend-url must name an absolute socket path/,
+      ],
       [
         ["--sku", "a:3600upwr:1:512", "--host-memory-mb", "0", ...key()],
         /--host-memory-mb.*whole number above 0/,

@@ -6,7 +6,6 @@ import { z } from "zod";
 import { isStrongSecret } from "../../auth/hmac.ts";
 import { parseConfigDuration } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
-import { listenAddress } from "../../core/host-port.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import {
   checkClientCaBundle,
@@ -15,9 +14,12 @@ import {
   DEFAULT_RELEASES_MAX_AGE_MS,
   DEFAULT_RETENTION_MAX_AGE_MS,
   DEFAULT_RETENTION_REAP_INTERVAL_MS,
+  type ListenAddress,
   type PartitionSource,
+  parseBackendListen,
   parsePartitionSource,
   type RetentionPolicy,
+  tlsOnSocketProblem,
 } from "../kit/index.ts";
 import { type EgressConfig, egressConfig, egressSchema } from "./egress-config.ts";
 import { type IngressConfig, ingressConfig, ingressSchema, REFUSED_INGRESS_KEYS } from "./ingress/index.ts";
@@ -207,8 +209,8 @@ export interface SkuProfile {
 export interface DockerBackendConfig {
   readonly logLevel: (typeof LOG_LEVELS)[number];
   readonly name: string;
-  readonly listenHost: string;
-  readonly listenPort: number;
+  /** listen_addr: a TCP host and port, or a Unix socket path (`unix:/…`, created 0660). */
+  readonly listen: ListenAddress;
   readonly maxRequestBodySize: number;
   readonly tls?: {
     readonly certFile: string;
@@ -292,11 +294,11 @@ function configError(message: string): FredError {
   return new FredError("ERR_CONFIG", `docker backend config: ${message}`);
 }
 
-/** "host:port", ":port" or "[v6]:port" → listen host (empty = all interfaces) and port. */
-export function splitListenAddr(addr: string): { host: string; port: number } {
-  const parts = listenAddress(addr);
-  if (!parts) throw configError(`listen_addr ${JSON.stringify(addr)} is not host:port`);
-  return parts;
+/** "host:port", ":port" (host "" = all interfaces), "[v6]:port" or "unix:/absolute/path". */
+export function parseListenAddr(addr: string): ListenAddress {
+  const parsed = parseBackendListen(addr);
+  if (!parsed.ok) throw configError(`listen_addr ${JSON.stringify(addr)} ${parsed.problem}`);
+  return parsed.value;
 }
 
 function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): void {
@@ -308,6 +310,7 @@ function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): void {
 }
 
 function crossCheck(file: FileConfig): void {
+  const onSocket = "socketPath" in parseListenAddr(file.listen_addr);
   for (const [sku, profile] of Object.entries(file.sku_mapping)) {
     if (!isCanonicalUuid(sku))
       throw configError(`sku_mapping key ${JSON.stringify(sku)} is not a lowercase UUID`);
@@ -321,6 +324,8 @@ function crossCheck(file: FileConfig): void {
   }
   if ((file.tls_cert_file === undefined) !== (file.tls_key_file === undefined))
     throw configError("tls_cert_file and tls_key_file must be set together");
+  if (onSocket && file.tls_cert_file !== undefined)
+    throw configError(tlsOnSocketProblem(["tls_cert_file", "tls_key_file"]));
   if (file.tls_client_allowed_names !== undefined && file.tls_client_ca_file === undefined)
     throw configError(
       "tls_client_allowed_names needs tls_client_ca_file (the CA that vouches for the names)",
@@ -330,8 +335,11 @@ function crossCheck(file: FileConfig): void {
       "tls_client_ca_file needs tls_cert_file and tls_key_file (mutual TLS is part of HTTPS)",
     );
   if (file.production_mode) {
-    if (file.tls_cert_file === undefined)
-      throw configError("production_mode requires tls_cert_file and tls_key_file");
+    // A socket is not a network address: its file mode, not TLS, decides who connects.
+    if (file.tls_cert_file === undefined && !onSocket)
+      throw configError(
+        "production_mode requires tls_cert_file and tls_key_file (or a unix: listen_addr for a backend co-located with providerd)",
+      );
     if (file.volume_filesystem !== "btrfs")
       throw configError("production_mode requires volume_filesystem: btrfs (enforced disk sizes)");
   }
@@ -393,7 +401,6 @@ export function parseDockerBackendConfig(
   crossCheck(file);
   const baseDir = opts.baseDir ?? process.cwd();
   const abs = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
-  const { host, port } = splitListenAddr(file.listen_addr);
   let ingress: IngressConfig | undefined;
   let egress: EgressConfig;
   try {
@@ -405,8 +412,7 @@ export function parseDockerBackendConfig(
   const config: DockerBackendConfig = {
     logLevel: file.log_level,
     name: file.name,
-    listenHost: host,
-    listenPort: port,
+    listen: parseListenAddr(file.listen_addr),
     maxRequestBodySize: file.max_request_body_size,
     ...(file.tls_cert_file !== undefined && file.tls_key_file !== undefined
       ? {

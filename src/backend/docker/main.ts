@@ -163,7 +163,7 @@ export async function startDockerBackend(
       clock,
       secret: config.callbackSecret,
       ...(config.previousCallbackSecret ? { previousSecret: config.previousCallbackSecret } : {}),
-      listen: { host: config.listenHost, port: config.listenPort },
+      listen: config.listen,
       https: config.tls ? httpsOptions(config.tls) : undefined,
       resolveSku: (sku) => {
         const name = config.skuMapping[sku];

@@ -6,7 +6,10 @@ import { Agent } from "undici";
 import { hmacSecret } from "../../auth/hmac.ts";
 import { ReleaseStack } from "../../core/async/index.ts";
 import { type Clock, systemClock } from "../../core/clock.ts";
+import { FredError } from "../../core/errors.ts";
+import { unixAddress } from "../../core/unix-address.ts";
 import type { Logger } from "../../log.ts";
+import { listenUnixSocket } from "../../unix-socket.ts";
 import type { AdmissionConfig } from "./admission.ts";
 import { type ContractHttpsOptions, checkHttpsOptions } from "./client-tls.ts";
 import { DEFAULT_DIAGNOSTICS_MAX_AGE_MS } from "./diagnostics.ts";
@@ -54,7 +57,7 @@ export interface BackendKitOptions {
   secret: string;
   /** Verify-only previous key during rotation. */
   previousSecret?: string;
-  listen: { host: string; port: number };
+  listen: ListenAddress;
   /** Serve HTTPS; `clientCa` (+ `clientAllowedNames`) turns on mutual TLS. */
   https?: ContractHttpsOptions;
   /** The file system fred_backend_disk_*_bytes report on (default: the journal's directory). */
@@ -92,7 +95,14 @@ export interface BackendKitOptions {
   };
 }
 
+/**
+ * A TCP host and port, or a Unix socket path for a backend co-located with providerd
+ * (created 0660: its owner and group may connect; see src/unix-socket.ts).
+ */
+export type ListenAddress = { host: string; port: number } | { socketPath: string };
+
 export interface RunningBackend {
+  /** What providerd's backends[].url takes: `http(s)://host:port`, or `unix:/path` on a socket. */
   url: string;
   storageId: string;
   engine: BackendEngine;
@@ -127,6 +137,11 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
       logger.warn({ err, resource }, "releasing a backend resource failed"),
     );
   try {
+    if (o.https && "socketPath" in o.listen)
+      throw new FredError(
+        "ERR_CONFIG",
+        "TLS on a Unix socket is refused: the socket is local by construction",
+      );
     if (o.https) checkHttpsOptions(o.https);
     const secrets = [hmacSecret(o.secret), ...(o.previousSecret ? [hmacSecret(o.previousSecret)] : [])];
     const journal = releases.use("journal", new Journal({ ...o.journal, backendName: o.name }));
@@ -222,13 +237,10 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
     retention?.start();
     usage?.start();
     sender.start();
-    await server.listen({ host: o.listen.host, port: o.listen.port });
+    const url = await listen(server, o.listen, o.https !== undefined);
     releases.defer("contract server", () => server.close());
-    const addr = server.server.address();
-    const port = typeof addr === "object" && addr ? addr.port : o.listen.port;
-    const host = o.listen.host.includes(":") ? `[${o.listen.host}]` : o.listen.host;
     const running: RunningBackend = {
-      url: `${o.https ? "https" : "http"}://${host}:${port}`,
+      url,
       storageId: journal.storageId,
       engine,
       journal,
@@ -253,4 +265,24 @@ export async function startBackend(o: BackendKitOptions): Promise<RunningBackend
     await releases.close().catch(() => {});
     throw err;
   }
+}
+
+/** Binds the contract server and returns the URL providerd reaches it by. */
+async function listen(server: FastifyInstance, at: ListenAddress, https: boolean): Promise<string> {
+  if ("socketPath" in at) {
+    // Fastify's listen() binds after an await; the socket's mode is set by a bind we make
+    // ourselves, once the routes are ready. Fastify's close() still closes this server.
+    await server.ready();
+    await listenUnixSocket(server.server, at.socketPath, {
+      mode: 0o660,
+      refuse: (message) =>
+        new FredError("ERR_CONFIG", `listen address ${unixAddress(at.socketPath)}: ${message}`),
+    });
+    return unixAddress(at.socketPath);
+  }
+  await server.listen({ host: at.host, port: at.port });
+  const addr = server.server.address();
+  const port = typeof addr === "object" && addr ? addr.port : at.port;
+  const host = at.host.includes(":") ? `[${at.host}]` : at.host;
+  return `${https ? "https" : "http"}://${host}:${port}`;
 }

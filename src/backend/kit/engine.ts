@@ -194,21 +194,27 @@ export class BackendEngine {
   }
 
   async #runOperation(admitted: LeaseRecord, signal: AbortSignal): Promise<void> {
-    const log = this.#config.logger.child({
-      lease_uuid: admitted.leaseUuid,
-      operation_id: admitted.operationId,
-    });
+    // Made only when something is logged: a child logger serializes its bindings when made.
+    let child: Logger | undefined;
+    const log = () =>
+      (child ??= this.#config.logger.child({
+        lease_uuid: admitted.leaseUuid,
+        operation_id: admitted.operationId,
+      }));
     const lease = this.#config.journal.markStarted(admitted.leaseUuid, admitted.generation, admitted);
     if (!lease) return; // the head moved (closed or expired) before any effect
     await this.#config.journal.durable(); // "started" must be durable before the first effect
+    const { substrate } = this.#config;
     let spec = workloadSpec(
       lease,
       this.#config.backendName,
       this.#config.journal.storageId,
       this.#config.parseManifest,
-      this.#config.journal.pinnedImages(lease.leaseUuid, lease.release),
+      // Only a substrate that resolves images ever pinned any (withPinnedImages).
+      substrate.resolveImages === undefined
+        ? undefined
+        : this.#config.journal.pinnedImages(lease.leaseUuid, lease.release),
     );
-    const { substrate } = this.#config;
     try {
       // A re-provision after a failure: the failed release's containers go first; its
       // volumes stay, holding the tenant's data for this release.
@@ -228,9 +234,9 @@ export class BackendEngine {
     } catch (err) {
       if (substrateOutcomeOf(err) === "definite" && !signal.aborted) {
         const e = err as SubstrateError;
-        log.warn({ reason: e.reason, err: e }, "provision failed");
+        log().warn({ reason: e.reason, err: e }, "provision failed");
         // The failed instances are still there (stopped): their logs go with the failure.
-        const logs = await captureLogs(substrate, lease.leaseUuid, signal, log, this.#config.clock);
+        const logs = await captureLogs(substrate, lease.leaseUuid, signal, log(), this.#config.clock);
         const failure =
           (await this.#config.retention?.restoreFailure(lease, failureOf(e), signal)) ?? failureOf(e);
         const now = this.#config.clock.now();
@@ -241,12 +247,12 @@ export class BackendEngine {
         }
       } else {
         // Ambiguous: leave the intent pending; recovery classifies it from the substrate.
-        log.warn({ err }, "provision outcome ambiguous; left for recovery");
+        log().warn({ err }, "provision outcome ambiguous; left for recovery");
         if (this.#stillOurs(lease)) return;
       }
     }
     // The head moved while we worked (expired or closed): never leave what we made running.
-    await this.#cleanupIfStale(lease, log);
+    await this.#cleanupIfStale(lease, log());
   }
 
   #stillOurs(lease: LeaseRecord): boolean {

@@ -7,6 +7,7 @@ export {
   DEFAULT_RELEASES_MAX_AGE_MS,
   DEFAULT_RESERVATION_TTL_MS,
   initializeStorageIdentity,
+  type ListenAddress,
   type RunningBackend,
   startBackend,
 } from "./backend.ts";
@@ -16,6 +17,7 @@ export { BackendEngine, type EngineEvent } from "./engine.ts";
 export { badRequest, notFound, WireError } from "./errors.ts";
 export { openJournalDatabase } from "./journal/identity.ts";
 export { Journal, type LeaseRecord } from "./journal/journal.ts";
+export { parseBackendListen, tlsOnSocketProblem } from "./listen-address.ts";
 export { RECEIPT_WINDOW } from "./maintenance/store.ts";
 export { type DestroyRefusal, destroysRefused } from "./ops-metrics.ts";
 export { PeriodicPass } from "./periodic-pass.ts";

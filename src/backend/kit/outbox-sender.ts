@@ -12,7 +12,7 @@ import type { Journal, OutboxRow } from "./journal/journal.ts";
  * row is in flight (FIFO), a failing head blocks only its own lease, and a delivery chain
  * is up to three signed POSTs (after 0 s, 1 s, 5 s) inside one deadline. Any 2xx removes
  * exactly that row. One replay loop per process drains at start, on wake and every 30 s,
- * with at most 16 leases sending at once. Callback URLs carry bearer capabilities and are
+ * with at most 64 leases sending at once. Callback URLs carry bearer capabilities and are
  * never logged.
  */
 export interface OutboxSenderOptions {
@@ -37,7 +37,12 @@ export interface OutboxSenderOptions {
 export const CALLBACK_BACKOFF_MS = [0, 1_000, 5_000] as const;
 export const CALLBACK_CHAIN_DEADLINE_MS = 135_000;
 export const CALLBACK_REPLAY_INTERVAL_MS = 30_000;
-export const CALLBACK_CONCURRENCY = 16;
+/**
+ * Leases sending at once: as many as the kit's callback dispatcher keeps connections per
+ * receiver (64, backend.ts). With 16, a burst's results reached providerd a dozen at a time,
+ * so its commits and fsyncs for them were shared by few callbacks each.
+ */
+export const CALLBACK_CONCURRENCY = 64;
 export const LIFECYCLE_MAX_AGE_MS = 24 * 3600_000;
 const RESPONSE_READ_LIMIT = 4096;
 
@@ -186,7 +191,7 @@ export class OutboxSender {
       if (await this.#deliver(row, signal)) {
         this.#options.journal.removeDelivered(row);
         this.#options.onDelivered?.(row);
-        if (this.#options.journal.outboxHead(lease)) this.#pending.add(lease);
+        if (this.#options.journal.hasOutbox(lease)) this.#pending.add(lease);
       } else if (!signal.aborted) {
         this.#backoffUntil.set(lease, this.#options.clock.now() + this.#options.replayIntervalMs);
         this.#pending.add(lease);
@@ -197,19 +202,34 @@ export class OutboxSender {
     }
   }
 
+  /** This turn's attestation of the journal's identity (deliveries started together share one). */
+  #attestation: boolean | undefined;
+  #attested(): boolean {
+    if (this.#attestation === undefined) {
+      this.#attestation = this.#options.journal.attest();
+      setImmediate(() => {
+        this.#attestation = undefined;
+      });
+    }
+    return this.#attestation;
+  }
+
   /** One attempt chain for one row; true when a 2xx came back. */
   async #deliver(row: OutboxRow, signal: AbortSignal): Promise<boolean> {
-    const log = this.#options.logger.child({
-      lease_uuid: row.leaseUuid,
-      delivery_id: row.deliveryId,
-      kind: row.kind,
-    });
+    // Made only when something is logged: a child logger serializes its bindings when made.
+    let child: Logger | undefined;
+    const log = () =>
+      (child ??= this.#options.logger.child({
+        lease_uuid: row.leaseUuid,
+        delivery_id: row.deliveryId,
+        kind: row.kind,
+      }));
     if (row.storageId !== this.#options.journal.storageId) {
-      log.error("outbox row carries another storage id; refusing to send (identity drift)");
+      log().error("outbox row carries another storage id; refusing to send (identity drift)");
       return false;
     }
-    if (!this.#options.journal.attest()) {
-      log.error("journal storage identity could not be re-attested; delivery deferred");
+    if (!this.#attested()) {
+      log().error("journal storage identity could not be re-attested; delivery deferred");
       return false;
     }
     const { clock, chainDeadlineMs } = this.#options;
@@ -228,24 +248,29 @@ export class OutboxSender {
       return true;
     } catch (err) {
       if (isFredError(err, "ERR_CALLBACK_DELIVERY_TIMEOUT"))
-        log.warn({ err }, "callback delivery deadline reached; left to the replay loop");
+        log().warn({ err }, "callback delivery deadline reached; left to the replay loop");
       return false;
     }
   }
 
   /** The tries of one delivery chain, `between` apart; resolves on the first 2xx. */
-  async #tries(row: OutboxRow, chain: AbortSignal, between: readonly number[], log: Logger): Promise<void> {
+  async #tries(
+    row: OutboxRow,
+    chain: AbortSignal,
+    between: readonly number[],
+    log: () => Logger,
+  ): Promise<void> {
     await retry(
       async (attempt) => {
         const status = await this.#post(row, chain).catch((err: unknown) => {
-          log.warn(
+          log().warn(
             { attempt, err: (err as Error).message, code: (err as { code?: unknown }).code },
             "callback attempt failed",
           );
           return 0;
         });
         if (status >= 200 && status < 300) return;
-        if (status !== 0) log.warn({ attempt, status }, "callback refused");
+        if (status !== 0) log().warn({ attempt, status }, "callback refused");
         this.#options.onAttemptFailed?.(row);
         throw new CallbackNotDelivered(status);
       },

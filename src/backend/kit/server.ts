@@ -122,9 +122,10 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
 
-  app.addHook("onSend", async (_req, reply, payload) => {
+  // Callback-style hooks: an async hook costs a promise and a microtask turn per request.
+  app.addHook("onSend", (_req, reply, payload, done) => {
     reply.header(STORAGE_HEADER, storageId);
-    return payload;
+    done(null, payload);
   });
 
   if (o.https?.clientCa !== undefined) {
@@ -160,9 +161,9 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
     });
   }
 
-  app.addHook("preHandler", async (req) => {
-    const path = req.url.split("?", 1)[0] as string;
-    if (UNAUTHENTICATED_PATHS.has(path)) return;
+  const authenticate = (req: FastifyRequest): void => {
+    const q = req.url.indexOf("?");
+    if (UNAUTHENTICATED_PATHS.has(q < 0 ? req.url : req.url.slice(0, q))) return;
     const body = req.body instanceof Buffer ? req.body : undefined;
     verifyRequest({
       header: req.headers[SIGNATURE_HEADER] as string | undefined,
@@ -172,10 +173,20 @@ export function buildContractServer(o: ContractServerOptions): FastifyInstance {
       nowMs: o.clock.now(),
       secrets: o.secrets,
     });
-    const q = (req.query as Record<string, unknown>)[QUERY.storageId];
-    if (q !== undefined && (Array.isArray(q) || q !== storageId)) throw storageMismatch();
+    const sidQuery = (req.query as Record<string, unknown>)[QUERY.storageId];
+    if (sidQuery !== undefined && (Array.isArray(sidQuery) || sidQuery !== storageId))
+      throw storageMismatch();
     const sid = (req.params as Record<string, unknown> | undefined)?.storageId;
     if (sid !== undefined && sid !== storageId) throw storageMismatch();
+  };
+  app.addHook("preHandler", (req, _reply, done) => {
+    try {
+      authenticate(req);
+    } catch (err) {
+      done(err as Error);
+      return;
+    }
+    done();
   });
 
   app.setErrorHandler((err: unknown, req: FastifyRequest, reply: FastifyReply) => {

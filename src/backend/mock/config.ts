@@ -3,14 +3,16 @@ import { isStrongSecret, MIN_SECRET_BYTES } from "../../auth/hmac.ts";
 import { parseConfigDuration } from "../../core/duration.ts";
 import { FredError } from "../../core/errors.ts";
 import { isCanonicalUuid, isUuidV4 } from "../../core/uuid.ts";
-import type { PoolTotals, SkuProfile } from "../kit/index.ts";
+import type { ListenAddress, PoolTotals, SkuProfile } from "../kit/index.ts";
 import {
   checkClientCaBundle,
   DEFAULT_ORPHAN_CONFIRMATIONS,
   DEFAULT_RETENTION_MAX_AGE_MS,
   DEFAULT_RETENTION_REAP_INTERVAL_MS,
+  parseBackendListen,
   RECEIPT_WINDOW,
   type RetentionPolicy,
+  tlsOnSocketProblem,
 } from "../kit/index.ts";
 
 /**
@@ -19,8 +21,8 @@ import {
  * injection). Validated once into a frozen object; secrets never appear in errors.
  */
 export interface MockBackendConfig {
-  readonly host: string;
-  readonly port: number;
+  /** MOCK_BACKEND_ADDR: host:port, or unix:/absolute/path (a socket created 0660). */
+  readonly listen: ListenAddress;
   readonly name: string;
   readonly storageId: string;
   readonly delayMs: number;
@@ -155,12 +157,11 @@ function jsonEnv(env: NodeJS.ProcessEnv, key: string): unknown {
   }
 }
 
-function listenAddress(raw: string): { host: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(raw);
-  const port = m ? Number(m[3]) : Number.NaN;
-  if (!m || !(port >= 0 && port <= 65535))
-    throw fail(`MOCK_BACKEND_ADDR ${JSON.stringify(raw)} is not host:port`);
-  return { host: m[1] ?? (m[2] === "" ? "0.0.0.0" : (m[2] as string)), port };
+function listenAddress(raw: string): ListenAddress {
+  const parsed = parseBackendListen(raw);
+  if (!parsed.ok) throw fail(`MOCK_BACKEND_ADDR ${JSON.stringify(raw)} ${parsed.problem}`);
+  const at = parsed.value;
+  return "host" in at && at.host === "" ? { host: "0.0.0.0", port: at.port } : at;
 }
 
 /** MOCK_BACKEND_TLS_CLIENT_CA_FILE / _ALLOWED_NAMES: mutual TLS on the HTTPS listener. */
@@ -257,6 +258,9 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
   if ((certFile === undefined) !== (keyFile === undefined)) {
     throw fail("MOCK_BACKEND_TLS_CERT_FILE and MOCK_BACKEND_TLS_KEY_FILE must be set together");
   }
+  const listen = listenAddress(env.MOCK_BACKEND_ADDR ?? "127.0.0.1:9000");
+  if (certFile !== undefined && "socketPath" in listen)
+    throw fail(tlsOnSocketProblem(["MOCK_BACKEND_TLS_CERT_FILE", "MOCK_BACKEND_TLS_KEY_FILE"]));
   let tls: MockBackendConfig["tls"];
   if (certFile && keyFile) {
     try {
@@ -291,7 +295,7 @@ export function loadMockBackendConfig(env: NodeJS.ProcessEnv): MockBackendConfig
     .map((s) => s.trim())
     .filter((s) => s !== "");
   return Object.freeze({
-    ...listenAddress(env.MOCK_BACKEND_ADDR ?? "127.0.0.1:9000"),
+    listen,
     name: env.MOCK_BACKEND_NAME || "mock-backend",
     storageId,
     delayMs: duration(env, "MOCK_BACKEND_DELAY", "0s"),

@@ -56,7 +56,7 @@ export async function startMockBackend(
     clock,
     secret: config.secret,
     previousSecret: config.previousSecret,
-    listen: { host: config.host, port: config.port },
+    listen: config.listen,
     https: config.tls,
     routes: (app, engine) => {
       registerLoseRoute(substrate)(app, engine);

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type Database from "better-sqlite3";
 import type { LogEvent, LogLineEvent } from "../../core/backend-contract/index.ts";
 import type { Clock } from "../../core/clock.ts";
-import { openDatabase } from "../../sqlite/index.ts";
+import { openDatabase, type SqliteDatabase } from "../../sqlite/index.ts";
 import {
   type ConnectionInfo,
   type ExecRequest,
@@ -89,7 +89,7 @@ function namesFailingImage(spec: WorkloadSpec, tag = FAILING_IMAGE_TAG): boolean
 export class MockSubstrate implements Substrate {
   readonly kind = "mock";
   readonly #options: MockSubstrateOptions;
-  readonly #db: Database.Database;
+  readonly #database: SqliteDatabase;
   readonly #put: Database.Statement;
   readonly #del: Database.Statement;
   readonly #workloads = new Map<string, MockWorkload>();
@@ -108,17 +108,22 @@ export class MockSubstrate implements Substrate {
       intervalMs: opts.logIntervalMs ?? 1_000,
       instances: (lease) => this.#workloads.get(lease)?.instances,
     });
-    // A fake substrate: surviving a process crash is enough (no fsync per record). Older
+    // A fake substrate: a record only has to survive a process crash, so the records written
+    // in one event-loop turn (a burst's creates and starts) share one commit at the turn's
+    // end, as the journal's writes do (group commit), instead of a commit each: at two
+    // records per provision those commits were a tenth of a mock backend's CPU in a burst.
+    // Nothing waits on the fsync; it is asked for only so the WAL is checkpointed. Older
     // state files hold the table without a schema version, hence IF NOT EXISTS.
-    this.#db = openDatabase({
+    this.#database = openDatabase({
       path: opts.statePath ?? ":memory:",
       migrations: ["CREATE TABLE IF NOT EXISTS workloads (lease_uuid TEXT PRIMARY KEY, doc TEXT NOT NULL)"],
-      durability: "normal",
+      durability: "group-commit",
       label: "mock substrate state",
-    }).db;
-    this.#put = this.#db.prepare("INSERT OR REPLACE INTO workloads (lease_uuid, doc) VALUES (?, ?)");
-    this.#del = this.#db.prepare("DELETE FROM workloads WHERE lease_uuid = ?");
-    for (const row of this.#db.prepare("SELECT lease_uuid, doc FROM workloads").all() as {
+    });
+    const db = this.#database.db;
+    this.#put = db.prepare("INSERT OR REPLACE INTO workloads (lease_uuid, doc) VALUES (?, ?)");
+    this.#del = db.prepare("DELETE FROM workloads WHERE lease_uuid = ?");
+    for (const row of db.prepare("SELECT lease_uuid, doc FROM workloads").all() as {
       lease_uuid: string;
       doc: string;
     }[]) {
@@ -143,7 +148,13 @@ export class MockSubstrate implements Substrate {
           ? { ...next, startedAtMs: this.#options.clock.now() }
           : next;
     this.#workloads.set(lease, w);
-    this.#put.run(lease, JSON.stringify(w));
+    this.#persist(() => this.#put.run(lease, JSON.stringify(w)));
+  }
+
+  /** One record's write, committed with the rest of the turn's (see the constructor). */
+  #persist(write: () => unknown): void {
+    this.#database.writeStatement(write);
+    this.#database.durable().catch(() => {});
   }
 
   async create(spec: WorkloadSpec, signal: AbortSignal): Promise<void> {
@@ -261,7 +272,7 @@ export class MockSubstrate implements Substrate {
 
   #forget(leaseUuid: string): void {
     this.#workloads.delete(leaseUuid);
-    this.#del.run(leaseUuid);
+    this.#persist(() => this.#del.run(leaseUuid));
     this.#logFeed.ended(leaseUuid);
   }
 
@@ -419,7 +430,7 @@ export class MockSubstrate implements Substrate {
   }
 
   async close(): Promise<void> {
-    if (this.#db.open) this.#db.close();
+    this.#database.close();
   }
 }
 

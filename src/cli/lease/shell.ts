@@ -1,5 +1,7 @@
 import type { Command } from "commander";
 import type WebSocket from "ws";
+import { retry } from "../../core/async/index.ts";
+import { commandClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import {
   CHANNEL,
@@ -71,11 +73,29 @@ export async function runShell(api: TenantApi, uuid: string, req: ShellRequest):
   const params = new URLSearchParams({ instance: String(req.instance), tty: String(tty) });
   if (req.service !== undefined) params.set("service", req.service);
   for (const arg of req.argv) params.append("command", arg);
-  const ws = api.webSocket(uuid, `/v1/leases/${uuid}/shell?${params}`, {
-    protocols: [SHELL_SUBPROTOCOL],
-    perMessageDeflate: false,
-  });
-  await opened(ws);
+  const path = `/v1/leases/${uuid}/shell?${params}`;
+  // A shell token is single use, stamped to the second and signed deterministically: a fred
+  // process that opened a shell on this lease in the same second spent this very token. One
+  // more upgrade with a fresh token (this process's next second) settles that; a second 401
+  // is a real refusal.
+  const ws = await retry(
+    async () => {
+      const socket = api.webSocket(uuid, path, { protocols: [SHELL_SUBPROTOCOL], perMessageDeflate: false });
+      try {
+        await opened(socket);
+        return socket;
+      } catch (err) {
+        socket.terminate();
+        throw err;
+      }
+    },
+    {
+      clock: commandClock,
+      attempts: 2,
+      backoff: { initialMs: 0, maxMs: 0 },
+      retryable: (err) => err instanceof FredError && err.details?.status === 401,
+    },
+  );
 
   const stdin = process.stdin;
   const raw = tty && stdin.isTTY === true;

@@ -155,24 +155,27 @@ export class Admission<T> {
 /**
  * The one coalescing helper: concurrent callers asking for the same key share one
  * in-flight load, and a settled value may be reused for `ttlMs` (0 = only while in
- * flight). A failed load is never cached, so an error can never become a cached answer.
+ * flight; a function of the value lets a settled answer live longer than a transitional
+ * one). A failed load is never cached, so an error can never become a cached answer.
  */
+/** How long a settled value is reused: fixed, or chosen per value. */
+export type Ttl<V> = number | ((value: V) => number);
+
 export class Coalescer<V> {
   readonly #inflight = new Map<string, Promise<V>>();
   readonly #cache = new Map<string, { value: V; until: number }>();
   readonly #clock: Clock;
-  readonly #ttlMs: number;
+  readonly #ttlMs: Ttl<V>;
   readonly #maxEntries: number;
-  #generation = 0;
 
-  constructor(opts: { clock: Clock; ttlMs?: number; maxEntries?: number }) {
+  constructor(opts: { clock: Clock; ttlMs?: Ttl<V>; maxEntries?: number }) {
     this.#clock = opts.clock;
     this.#ttlMs = opts.ttlMs ?? 0;
     this.#maxEntries = opts.maxEntries ?? 10_000;
   }
 
   /** `ttlMs` overrides the constructor's for the answer of a load this call starts. */
-  get(key: string, load: () => Promise<V>, ttlMs = this.#ttlMs): Promise<V> {
+  get(key: string, load: () => Promise<V>, ttlMs: Ttl<V> = this.#ttlMs): Promise<V> {
     const cached = this.#cache.get(key);
     if (cached !== undefined) {
       if (cached.until > this.#clock.now()) return Promise.resolve(cached.value);
@@ -180,19 +183,19 @@ export class Coalescer<V> {
     }
     const running = this.#inflight.get(key);
     if (running !== undefined) return running;
-    const generation = this.#generation;
-    const settle = () => {
-      if (this.#inflight.get(key) === p) this.#inflight.delete(key);
-    };
     const p: Promise<V> = load().then(
       (value) => {
-        settle();
-        // A load that began before clear() may hold what clear() was meant to drop.
-        if (ttlMs > 0 && generation === this.#generation) this.#remember(key, value, ttlMs);
+        // Only the load still registered for its key may cache: one detached by invalidate()
+        // or clear() may hold what they were meant to drop.
+        if (this.#inflight.get(key) === p) {
+          this.#inflight.delete(key);
+          const ttl = typeof ttlMs === "number" ? ttlMs : ttlMs(value);
+          if (ttl > 0) this.#remember(key, value, ttl);
+        }
         return value;
       },
       (err: unknown) => {
-        settle();
+        if (this.#inflight.get(key) === p) this.#inflight.delete(key);
         throw err;
       },
     );
@@ -200,19 +203,19 @@ export class Coalescer<V> {
     return p;
   }
 
-  /** Forgets a cached value (the next `get` loads again). */
+  /**
+   * Forgets the key's cached value and detaches a load already running for it (it still
+   * answers its own callers, but is neither shared nor cached): the next `get` loads afresh.
+   */
   invalidate(key: string): void {
     this.#cache.delete(key);
+    this.#inflight.delete(key);
   }
 
-  /**
-   * Forgets every cached value, and keeps loads already running from caching theirs (they
-   * still answer their own callers): what was true before the clear may no longer be.
-   */
+  /** As invalidate(), for every key: what was true before the clear may no longer be. */
   clear(): void {
     this.#cache.clear();
     this.#inflight.clear();
-    this.#generation++;
   }
 
   /** Loads in flight (a gauge for bounded-concurrency checks). */

@@ -144,33 +144,58 @@ export function withDeadline<T>(
  * keeps moving is never cut off by its size; one that stops is abandoned `ms` after its
  * last progress.
  */
-export async function withStallDeadline<T>(
+export function withStallDeadline<T>(
   clock: Clock,
   ms: number,
   parent: AbortSignal | undefined,
   timeoutError: () => Error,
   work: (signal: AbortSignal, progressed: () => void) => Promise<T>,
 ): Promise<T> {
+  // One promise settled by whichever comes first (the work, the deadline, the parent's
+  // abort), instead of a race between the work and a second promise: this runs for every
+  // backend request, chain query and callback, so its allocations count.
   const controller = new AbortController();
-  const expire = () => controller.abort(timeoutError());
-  let cancel = clock.setTimer(ms, expire);
+  let settled = false;
+  let cancel: () => void;
+  let rejectWith!: (reason: unknown) => void;
+  const end = (): boolean => {
+    if (settled) return false;
+    settled = true;
+    cancel();
+    parent?.removeEventListener("abort", onParent);
+    return true;
+  };
+  const stop = (reason: unknown) => {
+    if (!end()) return;
+    controller.abort(reason);
+    rejectWith(reason);
+  };
+  const expire = () => stop(timeoutError());
+  const onParent = () => stop(parent?.reason);
   const progressed = () => {
-    if (controller.signal.aborted) return;
+    if (settled) return;
     cancel();
     cancel = clock.setTimer(ms, expire);
   };
-  const onParent = () => controller.abort(parent?.reason);
-  if (parent?.aborted) onParent();
-  else parent?.addEventListener("abort", onParent, { once: true });
-  try {
-    const aborted = new Promise<never>((_, reject) => {
-      if (controller.signal.aborted) reject(controller.signal.reason);
-      controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true });
-    });
-    aborted.catch(() => {});
-    return await Promise.race([work(controller.signal, progressed), aborted]);
-  } finally {
-    cancel();
-    parent?.removeEventListener("abort", onParent);
-  }
+  return new Promise<T>((resolve, reject) => {
+    rejectWith = reject;
+    cancel = clock.setTimer(ms, expire);
+    if (parent?.aborted) onParent();
+    else parent?.addEventListener("abort", onParent);
+    let running: Promise<T>;
+    try {
+      running = work(controller.signal, progressed);
+    } catch (err) {
+      if (end()) reject(err);
+      return;
+    }
+    running.then(
+      (value) => {
+        if (end()) resolve(value);
+      },
+      (err: unknown) => {
+        if (end()) reject(err);
+      },
+    );
+  });
 }

@@ -5,7 +5,7 @@ import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
 import { Counter, type Registry } from "prom-client";
 import type { TokenClaims } from "../../auth/token.ts";
 import type { ChainLease, ChainPort, LeaseStateName } from "../../chain/port.ts";
-import { Coalescer, RateBuckets } from "../../core/async/index.ts";
+import { type Coalescer, RateBuckets } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendClient } from "../backend-client/index.ts";
@@ -15,10 +15,10 @@ import type { Restorer } from "../retention/index.ts";
 import type { BackendFleet, PayloadStore, Placements, TokenTracker } from "../store/index.ts";
 import { type TenantCounters, tenantCounters } from "./api-counters.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
-import type { DiagnosticsLookup } from "./diagnostics.ts";
 import { ApiError, refuse, sendApiError } from "./errors.ts";
 import type { EventHub, EventHubOptions, FrameSources } from "./event-hub.ts";
 import { maintenanceAnswer } from "./maintenance-answers.ts";
+import { type ProvisionRead, provisionReads } from "./provision-reads.ts";
 import { type BlockSignal, TenantLeaseReads, type TenantLeaseReadsOptions } from "./tenant-lease-reads.ts";
 
 export interface EventTimings {
@@ -75,11 +75,11 @@ export interface TenantContext {
   auth: TenantAuth;
   leases: TenantLeaseReads;
   /**
-   * The backend's provision record behind `GET status`, shared by concurrent requests for a
-   * lease and reused for as long as a chain read is (`leaseReads.ttlMs`), so a tenant
-   * polling at its rate limit does not turn every poll into a backend call.
+   * The backend's provision record behind `GET status` by lease, shared by concurrent
+   * requests and reused (provisionReadTtl), so tenants polling with a fresh token on every
+   * request do not turn every poll into a backend call.
    */
-  statusReads: Coalescer<DiagnosticsLookup>;
+  statusReads: Coalescer<ProvisionRead>;
   requestTimeoutMs: number;
   logger: Logger;
   /** Tenant answers a backend's off-contract answer turned into a 502 (fred_backend_malformed_error_body_total). */
@@ -116,7 +116,11 @@ export function tenantContext(deps: TenantApiDeps): TenantContext {
           }
         : {}),
     }),
-    statusReads: new Coalescer({ clock: deps.clock, ttlMs: deps.leaseReads?.ttlMs ?? 1_000 }),
+    statusReads: provisionReads({
+      clock: deps.clock,
+      transitionalMs: deps.leaseReads?.ttlMs ?? 1_000,
+      callbacks: deps.callbacks,
+    }),
     leases: new TenantLeaseReads({
       chain: deps.chain,
       clock: deps.clock,

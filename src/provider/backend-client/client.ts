@@ -601,6 +601,9 @@ async function walk<T>(
   });
 }
 
+/** Connect errors after which no byte of a request can have reached the backend. */
+const NEVER_CONNECTED: ReadonlySet<unknown> = new Set(["ECONNREFUSED", "ENOENT"]);
+
 function mutationFailure(err: unknown): MutationOutcome {
   if (!(err instanceof FredError)) {
     return {
@@ -621,9 +624,10 @@ function mutationFailure(err: unknown): MutationOutcome {
     case "ERR_BACKEND_TOO_LARGE":
       return { kind: "ambiguous", reason: "too-large", detail: err.message };
     case "ERR_BACKEND_TRANSPORT":
-      // A refused connection never carried the request (a restarting backend); any other
-      // transport failure may have come after the backend read it.
-      if ((err.cause as { code?: unknown } | undefined)?.code === "ECONNREFUSED")
+      // A refused connection never carried the request (a restarting backend; on a Unix
+      // socket also a missing socket file, ENOENT); any other transport failure may have
+      // come after the backend read it.
+      if (NEVER_CONNECTED.has((err.cause as { code?: unknown } | undefined)?.code))
         return { kind: "not-sent", reason: "connect-refused", detail: err.message };
       return { kind: "ambiguous", reason: "transport", detail: err.message };
     default:

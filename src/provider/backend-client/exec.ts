@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import WebSocket from "ws";
 import { execPath, STORAGE_HEADER } from "../../core/backend-contract/index.ts";
 import type { Clock } from "../../core/clock.ts";
@@ -27,11 +28,14 @@ export function openExecSocket(
   const url = `${transport.url.replace(/^http/, "ws").replace(/\/$/, "")}${uri}`;
   const name = transport.name;
   return new Promise((resolve, reject) => {
+    const socketPath = transport.socketPath;
     const ws = new WebSocket(url, [SHELL_SUBPROTOCOL], {
       headers,
       maxPayload: SHELL_LIMITS.maxFrameBytes,
       perMessageDeflate: false,
       ...(transport.tls ?? {}),
+      // A co-located backend on a Unix socket: the same upgrade, over the socket.
+      ...(socketPath === "" ? {} : { createConnection: () => connect(socketPath) }),
     });
     let settled = false;
     const fail = (err: unknown) => {

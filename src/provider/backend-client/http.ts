@@ -73,6 +73,24 @@ export function encodeQuery(query: Record<string, string | readonly string[]>): 
   return text === "" ? "" : `?${text}`;
 }
 
+/**
+ * The origin requests are made for: the backend's own, or for a socket a placeholder the
+ * Host header carries (the contract signs method, path and body, never the host).
+ */
+function httpOrigin(b: BackendConfig): string {
+  return b.socketPath === "" ? b.url : "http://localhost";
+}
+
+/**
+ * Connections per backend for requests. A burst admits 256 provisions at once
+ * (PROVISION_ADMISSION); with 16 connections most of them waited in the pool's queue and
+ * each backend saw a dozen requests per fsync of its journal. At 64 a backend's commits
+ * and fsyncs are shared by several times as many provisions, and so are providerd's for
+ * the callbacks that follow: a 10,000-lease burst made about a third fewer write calls on
+ * every process and used about a seventh less CPU (docs/benchmarks-history.md).
+ */
+const REQUEST_CONNECTIONS = 64;
+
 type TlsConnect = { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized: boolean };
 
 export class BackendTransport {
@@ -84,8 +102,9 @@ export class BackendTransport {
   readonly #timeoutMs: number;
   /** Held-open streams get their own connections, so they never starve the pool's requests. */
   readonly #streams: Pool;
-  /** The base URL and TLS options, for connections outside the pools (shell WebSockets). */
+  /** The HTTP base URL, socket path ("" for TCP) and TLS options, for connections outside the pools (shell WebSockets). */
   readonly url: string;
+  readonly socketPath: string;
   readonly tls: TlsConnect | undefined;
 
   private constructor(opts: TransportOptions, pool: Pool, streams: Pool, tls: TlsConnect | undefined) {
@@ -96,7 +115,8 @@ export class BackendTransport {
     this.#secret = hmacSecret(opts.secret);
     this.#clock = opts.clock ?? systemClock;
     this.#timeoutMs = opts.backend.timeoutMs;
-    this.url = opts.backend.url;
+    this.url = httpOrigin(opts.backend);
+    this.socketPath = opts.backend.socketPath;
     this.tls = tls;
   }
 
@@ -135,15 +155,19 @@ export class BackendTransport {
             rejectUnauthorized: !b.tlsSkipVerify,
           }
         : undefined;
-    const pool = new Pool(b.url, {
-      connections: opts.connections ?? 16,
+    const origin = httpOrigin(b);
+    const socket = b.socketPath === "" ? {} : { socketPath: b.socketPath };
+    const pool = new Pool(origin, {
+      connections: opts.connections ?? REQUEST_CONNECTIONS,
       headersTimeout: b.timeoutMs,
       bodyTimeout: b.timeoutMs,
+      ...socket,
       ...(connect === undefined ? {} : { connect }),
     });
-    const streams = new Pool(b.url, {
+    const streams = new Pool(origin, {
       connections: opts.streamConnections ?? 64,
       headersTimeout: b.timeoutMs,
+      ...socket,
       ...(connect === undefined ? {} : { connect }),
     });
     return new BackendTransport(opts, pool, streams, connect);

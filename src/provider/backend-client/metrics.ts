@@ -50,10 +50,22 @@ export function createBackendCallMetrics(registry: Registry): BackendCallObserve
     labelNames: ["backend"],
     registers,
   });
+  // Label-bound children kept per (backend, operation, status), as the API metrics do: the
+  // set is bounded by the configuration, and a bound child skips prom-client's label hashing
+  // on each of the two calls every request makes.
+  const series = new Map<string, { count: () => void; time: (seconds: number) => void }>();
   return {
     call(backend, operation, status, seconds) {
-      requests.inc({ backend, operation, status: String(status) });
-      duration.observe({ backend, operation }, seconds);
+      const key = `${backend}\u0000${operation}\u0000${status}`;
+      let s = series.get(key);
+      if (s === undefined) {
+        const counter = requests.labels({ backend, operation, status: String(status) });
+        const histogram = duration.labels({ backend, operation });
+        s = { count: () => counter.inc(), time: (v) => histogram.observe(v) };
+        series.set(key, s);
+      }
+      s.count();
+      s.time(seconds);
     },
     malformed: (backend) => malformed.inc({ backend }),
     insufficientResources: (backend) => capacity.inc({ backend }),

@@ -98,10 +98,12 @@ export const backendFields = z.strictObject(
 
 const backendSchema = backendFields.transform(({ url, default: isDefault, ...rest }) => ({
   ...camelize(backendFields, rest),
-  /** Origin without trailing slash, e.g. "http://127.0.0.1:9001". */
+  /** Origin without trailing slash, e.g. "http://127.0.0.1:9001", or "unix:/run/fred/backend.sock". */
   url: url.origin,
   scheme: url.scheme,
   host: url.host,
+  /** A co-located backend's socket path ("" for an http(s) url). */
+  socketPath: url.socketPath,
   /** `default: true` in the file: fallback for SKUs no backend lists. */
   isDefault,
 }));

@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
 import { isLoopbackHost, splitHostPort } from "../../core/host-port.ts";
+import { isUnixAddress, parseUnixAddress, unixAddress } from "../../core/unix-address.ts";
 
 /**
  * URL rules for backend origins and the callback base URL. We parse the raw text
@@ -21,6 +22,7 @@ export interface ParsedAuthority {
 
 export type UrlCheck<T> = { ok: true; value: T } | { ok: false; problem: string };
 
+const ABSOLUTE_URL = "must be an absolute http:// or https:// URL";
 const SCHEME = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//;
 const HOST_CHARS = /^[A-Za-z0-9._-]+$/;
 
@@ -28,7 +30,7 @@ export function parseAuthority(text: string): UrlCheck<ParsedAuthority> {
   const m = SCHEME.exec(text);
   const scheme = m?.[1]?.toLowerCase();
   if (!m || (scheme !== "http" && scheme !== "https")) {
-    return { ok: false, problem: `must be an absolute http:// or https:// URL` };
+    return { ok: false, problem: ABSOLUTE_URL };
   }
   const afterScheme = text.slice(m[0].length);
   const end = afterScheme.search(/[/?#]/);
@@ -65,14 +67,41 @@ export function parseAuthority(text: string): UrlCheck<ParsedAuthority> {
   return { ok: true, value: { scheme, host, port, origin, rest } };
 }
 
-/** A backend URL: an origin only (a single trailing "/" is tolerated). */
-export function parseBackendOrigin(text: string): UrlCheck<ParsedAuthority> {
+/**
+ * Where providerd reaches a backend: an http(s) origin, or a Unix socket for a backend on
+ * the same host (`unix:/run/fred/docker-backend.sock`, src/core/unix-address.ts).
+ */
+export interface BackendOrigin {
+  scheme: "http" | "https" | "unix";
+  /** Lower-cased hostname; "" for a socket. */
+  host: string;
+  /** `scheme://authority` as written (lower-cased), or `unix:/path` for a socket. */
+  origin: string;
+  /** The socket's absolute path; "" for an http(s) origin. */
+  socketPath: string;
+}
+
+/** A backend URL: an origin only (a single trailing "/" is tolerated), or `unix:/absolute/path`. */
+export function parseBackendOrigin(text: string): UrlCheck<BackendOrigin> {
+  if (isUnixAddress(text)) {
+    const unix = parseUnixAddress(text);
+    if (!unix.ok) return unix;
+    return {
+      ok: true,
+      value: { scheme: "unix", host: "", origin: unixAddress(unix.path), socketPath: unix.path },
+    };
+  }
   const parsed = parseAuthority(text);
-  if (!parsed.ok) return parsed;
+  if (!parsed.ok) {
+    return parsed.problem === ABSOLUTE_URL
+      ? { ok: false, problem: `must be an absolute http:// or https:// URL, or unix:/absolute/socket/path` }
+      : parsed;
+  }
   if (parsed.value.rest !== "" && parsed.value.rest !== "/") {
     return { ok: false, problem: `must be an origin with no path, query or fragment` };
   }
-  return parsed;
+  const { scheme, host, origin } = parsed.value;
+  return { ok: true, value: { scheme, host, origin, socketPath: "" } };
 }
 
 export interface CallbackBase {

@@ -16,16 +16,30 @@ export function checkBackends(file: FileConfig, problems: string[]): void {
     const earlier = names.get(b.name);
     if (earlier !== undefined) problems.push(`${at}.name "${b.name}" duplicates backends[${earlier}].name`);
     else names.set(b.name, i);
-    if (productionMode && b.scheme !== "https")
+    // A Unix socket is local by construction: no network peer can reach or impersonate it
+    // unless the socket's own file permissions let it, so neither rule below concerns it.
+    if (productionMode && b.scheme === "http")
       problems.push(`${at}.url must use https:// in production_mode`);
-    if (productionMode && isLocalOnlyHost(b.host)) {
+    if (productionMode && b.scheme !== "unix" && isLocalOnlyHost(b.host)) {
       problems.push(
         `${at}.url must not point at a loopback, link-local or unspecified address in production_mode`,
       );
     }
     const usesTls =
       b.tlsCaFile !== "" || b.tlsSkipVerify || b.tlsClientCertFile !== "" || b.tlsClientKeyFile !== "";
-    if (usesTls && b.scheme !== "https") {
+    if (usesTls && b.scheme === "unix") {
+      const keys = (
+        [
+          ["tls_ca_file", b.tlsCaFile !== ""],
+          ["tls_skip_verify", b.tlsSkipVerify],
+          ["tls_client_cert_file", b.tlsClientCertFile !== ""],
+          ["tls_client_key_file", b.tlsClientKeyFile !== ""],
+        ] as const
+      ).flatMap(([key, set]) => (set ? [`${at}.${key}`] : []));
+      problems.push(
+        `${keys.join(", ")} cannot be used with a unix: url (TLS over a local socket protects nothing; the socket's file mode decides who connects)`,
+      );
+    } else if (usesTls && b.scheme !== "https") {
       problems.push(
         `${at} TLS settings (tls_ca_file, tls_skip_verify, tls_client_*) require an https:// url`,
       );

@@ -68,8 +68,8 @@ const UNTIL_ANSWERED = "ERR_PROVISION_NOT_SENT";
  * Provision workflows started at once, and so the bound on new provisions between their
  * attempt commit and the backend's answer (a workflow keeps its slot until its first try
  * ends). A block of 10,000 new leases otherwise puts 10,000 requests (bodies, handlers,
- * promises) into the backends' connection pools together; 16 connections per backend
- * cannot send more than a few dozen at a time anyway, so the rest only held memory (peak
+ * promises) into the backends' connection pools together; 64 connections per backend
+ * cannot send more than a few hundred at a time anyway, so the rest only held memory (peak
  * RSS 425–460 MB). Leases beyond it wait as bare keys, their chain reads already started.
  */
 export const PROVISION_ADMISSION = 256;

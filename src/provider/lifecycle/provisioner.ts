@@ -186,20 +186,22 @@ export class Provisioner {
     delivery: "first" | "again",
   ): Promise<ProvisionStep> {
     const { clients, router, store, acks, config, logger } = this.#deps;
-    const log = logger.child({
+    // The lease's fields go with each line, not into a child logger: a child serializes its
+    // bindings when made, whether or not anything is logged at the configured level.
+    const ids = {
       lease_uuid: attempt.leaseUuid,
       backend: attempt.backend,
       operation_id: attempt.operationId,
-    });
+    };
     const client = clients.get(attempt.backend);
     if (client === undefined) {
-      log.warn("attempted backend is no longer configured; attempt left for the operator");
+      logger.warn(ids, "attempted backend is no longer configured; attempt left for the operator");
       return "ambiguous";
     }
     const request = leaseRequest(config, lease, attempt);
     const source = attempt.kind === "restore" ? store.retained.sourceOf(attempt.leaseUuid) : undefined;
     if (attempt.kind === "restore" && source === undefined) {
-      log.warn("restore attempt without a claimed source; attempt left for the operator");
+      logger.warn(ids, "restore attempt without a claimed source; attempt left for the operator");
       return "ambiguous";
     }
     this.inFlight.add(attempt.leaseUuid);
@@ -224,13 +226,13 @@ export class Provisioner {
     switch (outcome.kind) {
       case "accepted":
         failpoint("provision.after-accepted");
-        log.info("provision accepted; waiting for the callback");
+        logger.info(ids, "provision accepted; waiting for the callback");
         return "sent";
       case "refused": {
         store.clearRefusedAttempt(attempt.leaseUuid, attempt.operationId);
         await store.durable();
         const reason = rejectionForRefusal(outcome);
-        log.warn({ status: outcome.status, reason }, "provision refused");
+        logger.warn({ ...ids, status: outcome.status, reason }, "provision refused");
         if (reason !== undefined && attempt.kind === "provision") acks.reject(attempt.leaseUuid, reason);
         return "refused";
       }
@@ -240,7 +242,10 @@ export class Provisioner {
           // process's, or a killed providerd's) may have: the backend may hold the lease,
           // so the attempt stays and the next sweep or timeout check redelivers it.
           // Clearing it here made the lease look recordless and sent it to a second backend.
-          log.warn({ reason: outcome.reason, detail: outcome.detail }, "redelivery not sent; attempt kept");
+          logger.warn(
+            { ...ids, reason: outcome.reason, detail: outcome.detail },
+            "redelivery not sent; attempt kept",
+          );
           return "ambiguous";
         }
         // Nothing of this operation ever left this process, so the write-ahead row proves
@@ -248,8 +253,8 @@ export class Provisioner {
         store.clearRefusedAttempt(attempt.leaseUuid, attempt.operationId);
         throw new FredError("ERR_PROVISION_NOT_SENT", outcome.detail, { retryable: true });
       case "ambiguous":
-        log.warn(
-          { reason: outcome.reason, detail: outcome.detail },
+        logger.warn(
+          { ...ids, reason: outcome.reason, detail: outcome.detail },
           "provision outcome unknown; attempt kept",
         );
         return "ambiguous";
@@ -458,6 +463,18 @@ export class ProvisionLeaseReads {
     }
   }
 
+  /** Resolves the first batch waiting on the running listing that asks for `lease`; false if none does. */
+  #answerJoiner(lease: ChainLease): boolean {
+    for (const batch of this.#joiners) {
+      const waiters = batch.get(lease.uuid);
+      if (waiters === undefined) continue;
+      batch.delete(lease.uuid);
+      for (const w of waiters) w.resolve(lease);
+      return true;
+    }
+    return false;
+  }
+
   /** Answers `batch` from the running listing's pages until it ends. */
   async #join(batch: Map<string, Waiter[]>, listing = this.#listing): Promise<void> {
     this.#joiners.add(batch);
@@ -473,9 +490,11 @@ export class ProvisionLeaseReads {
     this.sweeps++;
     this.#listed = new Map();
     this.#listedAt = Number.POSITIVE_INFINITY;
+    // Each listed lease answers a waiting request at once, or stays for later ones: a page
+    // is matched against the waiting batches lease by lease, not every batch against the
+    // whole listing again (10,000 waiting leases × 100 pages).
     const add = (page: readonly ChainLease[]) => {
-      for (const l of page) this.#listed.set(l.uuid, l);
-      for (const batch of this.#joiners) this.#answerFromListing(batch);
+      for (const l of page) if (!this.#answerJoiner(l)) this.#listed.set(l.uuid, l);
     };
     let paged = false;
     this.#listing = this.#chain

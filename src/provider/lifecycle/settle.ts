@@ -60,11 +60,14 @@ export function sendChainAction(d: Pick<LifecycleDeps, "acks">, leaseUuid: strin
 }
 
 export function applyCallback(d: LifecycleDeps, cb: VerifiedCallback): Applied {
-  const log = d.logger.child({
+  // The lease's fields go with each line, not into a child logger (which serializes its
+  // bindings when made, whether or not anything is logged at the configured level).
+  const ids = {
     lease_uuid: cb.leaseUuid,
     backend: cb.backend,
     [cb.capability.kind === "operation" ? "operation_id" : "lifecycle_id"]: cb.capability.id,
-  });
+  };
+  const log = d.logger;
   if (cb.capability.kind === "lifecycle") {
     const placement = d.store.placement(cb.leaseUuid);
     if (
@@ -82,31 +85,31 @@ export function applyCallback(d: LifecycleDeps, cb: VerifiedCallback): Applied {
       // The data is restorable: the row stays (owner and storage identity) for routing a restore.
       const storageId = d.fleet.pins().get(cb.backend) ?? "";
       d.store.retained.mark(cb.leaseUuid, cb.backend, storageId, d.clock.now());
-      log.info("teardown reported complete with the data retained; placement kept as retained");
+      log.info(ids, "teardown reported complete with the data retained; placement kept as retained");
       return { result: "retained" };
     }
     d.store.retirePlacement(cb.leaseUuid, cb.backend);
-    log.info("teardown reported complete; placement retired");
+    log.info(ids, "teardown reported complete; placement retired");
     return { result: "retired" };
   }
-  const attempt = d.store.attemptFor(cb.leaseUuid);
-  if (attempt?.operationId !== cb.capability.id || attempt.backend !== cb.backend)
-    return { result: "ignored-stale" };
   if (cb.status !== "success" && cb.status !== "failed") return { result: "ignored-stale" };
   const now = d.clock.now();
-  const settled = d.store.settleOperation(cb.leaseUuid, cb.capability.id, cb.status, now);
+  // Only the exact attempt, at the backend that called back, is settled: read and settled in
+  // one step (anything else changes nothing).
+  const settled = d.store.settleOperation(cb.leaseUuid, cb.capability.id, cb.status, now, cb.backend);
   if (settled.kind !== "settled") return { result: "ignored-stale" };
+  const attempt = settled.attempt;
   d.observe.provisionSettled(cb.backend, cb.status, now - attempt.createdAt);
   if (cb.status === "failed") {
     const reason = rejectionForFailure(cb.error, attempt.kind);
-    log.info({ reason, kind: attempt.kind }, "backend reported the operation failed; rejecting");
+    log.info({ ...ids, reason, kind: attempt.kind }, "backend reported the operation failed; rejecting");
     return { result: "rejecting", chain: { kind: "reject", reason } };
   }
   if (settled.placement?.state !== "confirmed") {
-    log.warn("success callback produced a placement conflict; left for the operator");
+    log.warn(ids, "success callback produced a placement conflict; left for the operator");
     return { result: "settled-conflict" };
   }
-  log.info({ kind: attempt.kind }, "operation succeeded; acknowledging");
+  log.info({ ...ids, kind: attempt.kind }, "operation succeeded; acknowledging");
   return { result: "acknowledging", chain: { kind: "acknowledge" } };
 }
 

@@ -21,8 +21,12 @@ export interface FleetReadDeps {
   ) => Promise<BackendClient>;
 }
 
-/** Inventory-reading modes trust response bodies, so they need verified HTTPS unless on loopback. */
+/**
+ * Inventory-reading modes trust response bodies, so they need verified HTTPS unless on
+ * loopback or a Unix socket (local by construction; its file mode decides who listens).
+ */
 export function inventoryTransportProblem(b: BackendConfig): string | undefined {
+  if (b.scheme === "unix") return undefined;
   if (b.scheme === "https") {
     return b.tlsSkipVerify
       ? `backend ${b.name}: tls_skip_verify cannot vouch for inventory responses`

@@ -1,7 +1,7 @@
-import { chmodSync, lstatSync, unlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
+import { listenUnixSocket } from "../../unix-socket.ts";
 import type { SweepReport } from "./reconciler.ts";
 
 // Not `import … from "node:http"`: node builds a builtin's ES module namespace by reading
@@ -33,7 +33,6 @@ export async function listenControlSocket(
   reconcile: () => Promise<SweepReport>,
   logger: Logger,
 ): Promise<ControlSocket> {
-  removeStaleSocket(path);
   const server = createServer((req, res) => {
     const answer = (status: number, body: unknown) => {
       res.writeHead(status, { "content-type": "application/json" }).end(`${JSON.stringify(body)}\n`);
@@ -48,20 +47,11 @@ export async function listenControlSocket(
       },
     );
   });
-  // The socket is never reachable by another user, not even between bind and chmod.
-  const umask = process.umask(0o177);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(path, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
-  } finally {
-    process.umask(umask);
-  }
-  chmodSync(path, 0o600);
+  // Never reachable by another user; a live providerd's socket is refused, a dead one's replaced.
+  await listenUnixSocket(server, path, {
+    mode: 0o600,
+    refuse: (message) => new FredError("ERR_CONTROL_SOCKET", message),
+  });
   return {
     path,
     close: () =>
@@ -70,19 +60,6 @@ export async function listenControlSocket(
         server.closeAllConnections();
       }),
   };
-}
-
-/** A socket file left by a providerd that died; anything else at the path is not ours to remove. */
-function removeStaleSocket(path: string): void {
-  let isSocket: boolean;
-  try {
-    isSocket = lstatSync(path).isSocket();
-  } catch {
-    return;
-  }
-  if (!isSocket)
-    throw new FredError("ERR_CONTROL_SOCKET", `${path} exists and is not a socket; refusing to replace it`);
-  unlinkSync(path);
 }
 
 /** The client side: asks the daemon at `path` for a sweep and resolves to its report. */

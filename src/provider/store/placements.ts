@@ -217,17 +217,20 @@ export class Placements {
    * Applies the exact operation's callback (lease from the body, operation id from the
    * authenticated URL). `success` confirms the attempted backend as owner (or records a
    * conflict when another backend already owns the lease); `failed` clears the attempt.
-   * An unknown, stale or already settled id changes nothing.
+   * An unknown, stale or already settled id changes nothing; so does an attempt at another
+   * backend than `from` (the backend that called back), when given.
    */
   settleOperation(
     leaseUuid: string,
     operationId: string,
     outcome: "success" | "failed",
     now: number,
+    from?: string,
   ): SettleResult {
     return this.#atomic((): SettleResult => {
       const row = this.#exactAttempt(leaseUuid, operationId);
-      if (row === undefined) return { kind: "unknown-operation" };
+      if (row === undefined || (from !== undefined && row.backend !== from))
+        return { kind: "unknown-operation" };
       const attempt = toAttempt(row);
       this.#stmt.deleteAttempt.run(row.lease_uuid);
       this.retained.attemptEnded(

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { get } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -86,6 +87,27 @@ describe("fred backend docker (CLI)", { skip }, () => {
     const r = fred(["backend", "docker", "-c", config({ releases_db_path: "r.db" })]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /releases_db_path.*db_path/);
+  });
+
+  it("listens on a unix: socket (mode 0660), answers /health over it, and removes it on a clean stop", async () => {
+    const socketPath = join(dir, "backend.sock");
+    const setup = prepareDockerBackend({ volume_filesystem: "none", listen_addr: `unix:${socketPath}` });
+    const proc = await spawnDockerBackend(setup.configPath);
+    try {
+      assert.equal(proc.ready.url, `unix:${socketPath}`);
+      assert.equal((lstatSync(socketPath).mode & 0o777).toString(8), "660");
+      const status = await new Promise<number | undefined>((resolve, reject) =>
+        get({ socketPath, path: "/health" }, (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        }).on("error", reject),
+      );
+      assert.equal(status, 200);
+    } finally {
+      await proc.stop();
+      await setup.cleanup();
+    }
+    assert.throws(() => lstatSync(socketPath), /ENOENT/);
   });
 
   it("with volume_filesystem: none, disk-bearing SKUs are refused and /stats says disk_withheld", async () => {

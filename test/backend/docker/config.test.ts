@@ -7,8 +7,8 @@ import { describe, it } from "node:test";
 import {
   loadDockerBackendConfig,
   parseDockerBackendConfig,
+  parseListenAddr,
   redactedConfig,
-  splitListenAddr,
 } from "../../../src/backend/docker/config.ts";
 import { isFredError } from "../../../src/core/errors.ts";
 
@@ -39,8 +39,7 @@ describe("docker backend config", () => {
   it("fills the reference defaults and freezes the result", () => {
     const c = parseDockerBackendConfig(minimal(), { baseDir: "/etc/fred" });
     assert.equal(c.name, "docker");
-    assert.equal(c.listenHost, "");
-    assert.equal(c.listenPort, 9001);
+    assert.deepEqual(c.listen, { host: "", port: 9001 });
     assert.equal(c.dockerHost, "unix:///var/run/docker.sock");
     assert.equal(c.hostBindIp, "0.0.0.0");
     assert.deepEqual([c.totalCpuCores, c.totalMemoryMb, c.totalDiskMb], [8, 16384, 102400]);
@@ -126,8 +125,7 @@ describe("docker backend config", () => {
         DOCKER_BACKEND_MAX_REQUEST_BODY_SIZE: "4096",
       },
     });
-    assert.equal(c.listenHost, "127.0.0.1");
-    assert.equal(c.listenPort, 9555);
+    assert.deepEqual(c.listen, { host: "127.0.0.1", port: 9555 });
     assert.equal(c.callbackSecret, "z".repeat(40));
     assert.equal(c.previousCallbackSecret, "p".repeat(32));
     assert.equal(redactedConfig(c).previousCallbackSecret, "[redacted]");
@@ -398,9 +396,31 @@ describe("docker backend config", () => {
   });
 
   it("splits listen addresses", () => {
-    assert.deepEqual(splitListenAddr(":9001"), { host: "", port: 9001 });
-    assert.deepEqual(splitListenAddr("[::1]:0"), { host: "::1", port: 0 });
-    assert.throws(() => splitListenAddr("host:70000"));
+    assert.deepEqual(parseListenAddr(":9001"), { host: "", port: 9001 });
+    assert.deepEqual(parseListenAddr("[::1]:0"), { host: "::1", port: 0 });
+    assert.throws(() => parseListenAddr("host:70000"));
+  });
+
+  it("listens on a unix socket: unix:/absolute/path, with no TLS, admitted in production mode", () => {
+    const c = parseDockerBackendConfig(minimal({ listen_addr: "unix:/run/fred/docker-backend.sock" }));
+    assert.deepEqual(c.listen, { socketPath: "/run/fred/docker-backend.sock" });
+    const env = parseDockerBackendConfig(minimal(), { env: { DOCKER_BACKEND_ADDR: "unix:/run/b.sock" } });
+    assert.deepEqual(env.listen, { socketPath: "/run/b.sock" });
+    const production = parseDockerBackendConfig(
+      minimal({ listen_addr: "unix:/run/fred/b.sock", production_mode: true }),
+    );
+    assert.equal(production.tls, undefined);
+    for (const [addr, problem] of [
+      ["unix:run/b.sock", /listen_addr "unix:run\/b.sock" must name an absolute socket path/],
+      ["unix:///run/b.sock", /not a unix:\/\/ URL/],
+      ["unix:/run/../b.sock", /must be normalized/],
+      [`unix:/${"s".repeat(120)}`, /at most 107 bytes/],
+    ] as const)
+      assert.match(refusal(minimal({ listen_addr: addr })), problem);
+    assert.match(
+      refusal(minimal({ listen_addr: "unix:/run/b.sock", tls_cert_file: "c.pem", tls_key_file: "k.pem" })),
+      /tls_cert_file and tls_key_file cannot be used with a unix: listen address/,
+    );
   });
 
   it("loads the documented example file as is", () => {

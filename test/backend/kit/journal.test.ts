@@ -210,8 +210,10 @@ describe("journal heads, settlement and outbox", () => {
     assert.equal(j.recordRuntimeFailure(lease, undefined, { reason: "X", message: "m" }, 6), true);
     assert.equal(j.getLease(lease)?.status, "failed");
     const head = j.outboxHead(lease);
+    assert.equal(j.hasOutbox(lease), true);
     assert.ok(head && j.removeDelivered(head));
     assert.equal(j.outboxHead(lease), undefined);
+    assert.equal(j.hasOutbox(lease), false);
   });
 
   it("removes exactly the delivered row", () => {

@@ -8,7 +8,11 @@ import pino from "pino";
 import { Agent, type Dispatcher } from "undici";
 import { hmacSecret } from "../../../src/auth/hmac.ts";
 import { Journal } from "../../../src/backend/kit/journal/journal.ts";
-import { OutboxSender, type OutboxSenderOptions } from "../../../src/backend/kit/outbox-sender.ts";
+import {
+  CALLBACK_CONCURRENCY,
+  OutboxSender,
+  type OutboxSenderOptions,
+} from "../../../src/backend/kit/outbox-sender.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
 import { until as poll } from "../../support/index.ts";
@@ -210,18 +214,21 @@ describe("outbox sender", () => {
     }
   });
 
-  it("sends at most 16 leases at once", async () => {
+  it(`sends at most ${CALLBACK_CONCURRENCY} leases at once`, async () => {
     fresh();
     rx.setMode("hold");
-    const leases = Array.from({ length: 20 }, () => settle());
+    const leases = Array.from({ length: CALLBACK_CONCURRENCY + 4 }, () => settle());
     sender.start();
     try {
       // With every slot taken the sender is at rest: nothing starts until a request ends.
       await until(
-        () => rx.held() === 16 && sender.load.inFlight === 16 && sender.load.waiting === 4,
-        "16 in flight, 4 waiting for a slot",
+        () =>
+          rx.held() === CALLBACK_CONCURRENCY &&
+          sender.load.inFlight === CALLBACK_CONCURRENCY &&
+          sender.load.waiting === 4,
+        `${CALLBACK_CONCURRENCY} in flight, 4 waiting for a slot`,
       );
-      assert.equal(rx.held(), 16);
+      assert.equal(rx.held(), CALLBACK_CONCURRENCY);
       rx.setMode(200);
       rx.releaseHeld(200);
       await until(() => journal.outboxSize() === 0, "all delivered");

@@ -159,3 +159,51 @@ describe("mock backend config: MOCK_BACKEND_MAINTENANCE_RECEIPTS", () => {
     }
   });
 });
+
+describe("mock backend config: MOCK_BACKEND_ADDR", () => {
+  const env = (extra: Record<string, string>): NodeJS.ProcessEnv => ({
+    MOCK_BACKEND_STORAGE_ID: randomUUID(),
+    MOCK_BACKEND_CALLBACK_SECRET: SECRET,
+    ...extra,
+  });
+  const refusal = (extra: Record<string, string>): string => {
+    try {
+      loadMockBackendConfig(env(extra));
+    } catch (err) {
+      assert.ok(isFredError(err, "ERR_CONFIG"), String(err));
+      return err.message;
+    }
+    assert.fail("config was accepted");
+  };
+
+  it("takes host:port (an empty host is every interface) or unix:/absolute/path", () => {
+    assert.deepEqual(loadMockBackendConfig(env({})).listen, { host: "127.0.0.1", port: 9000 });
+    assert.deepEqual(loadMockBackendConfig(env({ MOCK_BACKEND_ADDR: ":0" })).listen, {
+      host: "0.0.0.0",
+      port: 0,
+    });
+    assert.deepEqual(loadMockBackendConfig(env({ MOCK_BACKEND_ADDR: "[::1]:9100" })).listen, {
+      host: "::1",
+      port: 9100,
+    });
+    assert.deepEqual(loadMockBackendConfig(env({ MOCK_BACKEND_ADDR: "unix:/run/fred/mock.sock" })).listen, {
+      socketPath: "/run/fred/mock.sock",
+    });
+  });
+
+  it("refuses a bad address, a relative socket path, and TLS on a socket, naming the variables", () => {
+    assert.match(refusal({ MOCK_BACKEND_ADDR: "9000" }), /MOCK_BACKEND_ADDR "9000" is not host:port/);
+    assert.match(
+      refusal({ MOCK_BACKEND_ADDR: "unix:mock.sock" }),
+      /MOCK_BACKEND_ADDR "unix:mock.sock" must name an absolute socket path/,
+    );
+    assert.match(
+      refusal({
+        MOCK_BACKEND_ADDR: "unix:/run/fred/mock.sock",
+        MOCK_BACKEND_TLS_CERT_FILE: "/etc/fred/c.pem",
+        MOCK_BACKEND_TLS_KEY_FILE: "/etc/fred/k.pem",
+      }),
+      /MOCK_BACKEND_TLS_CERT_FILE and MOCK_BACKEND_TLS_KEY_FILE cannot be used with a unix: listen address/,
+    );
+  });
+});

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { describe, it } from "node:test";
 import {
   Backoff,
@@ -193,6 +194,35 @@ describe("Coalescer", () => {
     clock.advance(1);
     assert.equal(await c.get("k", async () => ++loads), 2);
   });
+
+  it("invalidate() drops one key's answer and detaches its running load; others stay", async () => {
+    const clock = new ManualClock();
+    const c = new Coalescer<string>({ clock, ttlMs: 1000 });
+    await c.get("other", async () => "kept");
+    assert.equal(await c.get("k", async () => "old"), "old");
+    c.invalidate("k");
+    assert.equal(await c.get("k", async () => "new"), "new", "the cached answer was dropped");
+    let release!: (v: string) => void;
+    const early = c.get("k2", () => new Promise<string>((r) => (release = r)));
+    c.invalidate("k2");
+    const late = c.get("k2", async () => "fresh");
+    release("stale");
+    assert.deepEqual([await early, await late], ["stale", "fresh"], "the late caller started its own load");
+    assert.equal(await c.get("k2", async () => "again"), "fresh", "the detached load did not cache");
+    assert.equal(await c.get("other", async () => "reloaded"), "kept");
+  });
+
+  it("chooses each answer's ttl from the answer when given a function", async () => {
+    const clock = new ManualClock();
+    const c = new Coalescer<string>({ clock, ttlMs: (v) => (v === "settled" ? 10_000 : 1_000) });
+    await c.get("a", async () => "settled");
+    await c.get("b", async () => "moving");
+    clock.advance(1_001);
+    assert.equal(await c.get("a", async () => "reloaded"), "settled");
+    assert.equal(await c.get("b", async () => "reloaded"), "reloaded");
+    clock.advance(9_000);
+    assert.equal(await c.get("a", async () => "reloaded"), "reloaded");
+  });
 });
 
 describe("withDeadline", () => {
@@ -219,6 +249,40 @@ describe("withDeadline", () => {
     const p = withDeadline(clock, 100, parent.signal, timeout, () => new Promise<never>(() => {}));
     parent.abort(new Error("shutting down"));
     await assert.rejects(p, /shutting down/);
+  });
+
+  it("once the work settles, or throws at once, no timer and no listener on the parent stays", async () => {
+    const clock = new ManualClock(0);
+    const parent = new AbortController();
+    assert.equal(await withDeadline(clock, 100, parent.signal, timeout, async () => "done"), "done");
+    await assert.rejects(
+      withDeadline(clock, 100, parent.signal, timeout, () => {
+        throw new Error("refused at once");
+      }),
+      /refused at once/,
+    );
+    await assert.rejects(
+      withDeadline(clock, 100, parent.signal, timeout, async () => {
+        throw new Error("failed later");
+      }),
+      /failed later/,
+    );
+    assert.equal(clock.pendingTimers, 0);
+    assert.equal(getEventListeners(parent.signal, "abort").length, 0);
+  });
+
+  it("a parent aborted already stops the work at once, with the parent's reason", async () => {
+    const clock = new ManualClock(0);
+    const parent = new AbortController();
+    parent.abort(new Error("shut down before"));
+    let seen: AbortSignal | undefined;
+    const p = withDeadline(clock, 100, parent.signal, timeout, (s) => {
+      seen = s;
+      return new Promise<never>(() => {});
+    });
+    await assert.rejects(p, /shut down before/);
+    assert.equal(seen?.aborted, true);
+    assert.equal(clock.pendingTimers, 0);
   });
 
   it("without a parent only the deadline stops the work", async () => {

@@ -1,20 +1,25 @@
 import type { BackendConfig } from "../../../src/provider/config/index.ts";
+import { parseBackendOrigin } from "../../../src/provider/config/urls.ts";
 
 /**
  * A `backends[]` entry as providerd's config loader would produce it, pointing at `url`
- * (scheme and host taken from it) with `hmacSecret`; `over` changes any field.
+ * (scheme, host or socket path taken from it, `unix:/path` included) with `hmacSecret`;
+ * `over` changes any field.
  */
 export function backendConfigFor(
   url: string,
   hmacSecret: string,
   over: Partial<BackendConfig> = {},
 ): BackendConfig {
-  const u = new URL(url);
+  const parsed = parseBackendOrigin(url);
+  if (!parsed.ok) throw new Error(`backend url ${url} ${parsed.problem}`);
+  const { origin, scheme, host, socketPath } = parsed.value;
   return {
     name: "test",
-    url: u.origin,
-    scheme: u.protocol === "https:" ? "https" : "http",
-    host: u.hostname,
+    url: origin,
+    scheme,
+    host,
+    socketPath,
     hmacSecret,
     hmacSecretPrevious: "",
     skus: [],

@@ -369,6 +369,17 @@ describe("backend client: outcome classification over HTTP", () => {
     assert.equal(out.kind === "not-sent" && out.reason, "connect-refused");
   });
 
+  it("a backend socket with no file (a co-located backend that is not running) delivered nothing: not sent", async () => {
+    const c = await BackendClient.create({
+      backend: backendConfig("unix:/nonexistent-fred-test-dir/backend.sock"),
+      secret: SECRET,
+      storageId: SID,
+    });
+    clients.push(c);
+    const out = await c.provision(provisionRequest);
+    assert.equal(out.kind === "not-sent" && out.reason, "connect-refused", JSON.stringify(out));
+  });
+
   it("an oversized inventory page is refused at the cap", async () => {
     const c = await client();
     const huge = { provisions: [{ lease_uuid: LEASE, status: "x".repeat(9 * 1024 * 1024) }] };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { backend, OTHER_ADDRESS, problemsOf, SECRET_1, SKU_A } from "./fixtures.ts";
+import { backend, OTHER_ADDRESS, problemsOf, SECRET_1, SECRET_2, SKU_A } from "./fixtures.ts";
 
 type Mutation = (c: Record<string, unknown>) => void;
 
@@ -65,12 +65,12 @@ const RULES: [string, Mutation, string[]][] = [
   [
     "backend url scheme",
     (c) => (backend(c, 0).url = "ftp://127.0.0.1:9001"),
-    ["backends[0].url must be an absolute http:// or https:// URL"],
+    ["backends[0].url must be an absolute http:// or https:// URL, or unix:/absolute/socket/path"],
   ],
   [
     "backend url relative",
     (c) => (backend(c, 0).url = "127.0.0.1:9001"),
-    ["backends[0].url must be an absolute http:// or https:// URL"],
+    ["backends[0].url must be an absolute http:// or https:// URL, or unix:/absolute/socket/path"],
   ],
   [
     "backend url user info",
@@ -460,6 +460,66 @@ const RULES: [string, Mutation, string[]][] = [
     [
       'maintenance_legacy_idempotency_tenants: "*" admits every tenant and must be the list\'s only entry, not mixed with addresses',
     ],
+  ],
+  // A backend co-located with providerd, reached over a Unix socket (unix:/absolute/path).
+  ["backend url unix socket", (c) => (backend(c, 1).url = "unix:/run/fred/docker-backend.sock"), []],
+  [
+    "backend url unix socket: relative path",
+    (c) => (backend(c, 1).url = "unix:run/backend.sock"),
+    [
+      "backends[1].url must name an absolute socket path (e.g. unix:/run/fred/backend.sock), not a relative one",
+    ],
+  ],
+  [
+    "backend url unix socket: the unix:// form",
+    (c) => (backend(c, 1).url = "unix:///run/backend.sock"),
+    [
+      "backends[1].url must be unix: followed by an absolute path with one leading slash (e.g. unix:/run/fred/backend.sock), not a unix:// URL",
+    ],
+  ],
+  [
+    "backend url unix socket: not normalized",
+    (c) => (backend(c, 1).url = "unix:/run//backend.sock"),
+    ['backends[1].url socket path must be normalized: no empty, "." or ".." segments and no trailing slash'],
+  ],
+  [
+    "backend url unix socket: longer than a socket address holds",
+    (c) => (backend(c, 1).url = `unix:/run/${"s".repeat(100)}.sock`),
+    ["backends[1].url socket path must be at most 107 bytes (the kernel's limit for a socket address)"],
+  ],
+  [
+    "backend url unix socket: TLS keys refused, each named",
+    (c) => {
+      Object.assign(backend(c, 1), {
+        url: "unix:/run/fred/docker-backend.sock",
+        tls_ca_file: "/etc/fred/ca.pem",
+        tls_client_cert_file: "/etc/fred/c.pem",
+        tls_client_key_file: "/etc/fred/k.pem",
+      });
+    },
+    [
+      "backends[1].tls_ca_file, backends[1].tls_client_cert_file, backends[1].tls_client_key_file cannot be used with a unix: url (TLS over a local socket protects nothing; the socket's file mode decides who connects)",
+    ],
+  ],
+  [
+    "backend url unix socket: tls_skip_verify refused too",
+    (c) => Object.assign(backend(c, 1), { url: "unix:/run/b.sock", tls_skip_verify: true }),
+    [
+      "backends[1].tls_skip_verify cannot be used with a unix: url (TLS over a local socket protects nothing; the socket's file mode decides who connects)",
+    ],
+  ],
+  [
+    "production: a unix socket backend is admitted (local by construction) beside an https one",
+    (c) => {
+      c.production_mode = true;
+      c.token_tracker_db_path = "/var/lib/fred/tokens.db";
+      c.callback_base_url = "https://fred.example.com";
+      c.backends = [
+        { name: "a", url: "https://a.example.com", hmac_secret: SECRET_1, default: true },
+        { name: "b", url: "unix:/run/fred/docker-backend.sock", hmac_secret: SECRET_2 },
+      ];
+    },
+    [],
   ],
 ];
 

@@ -369,6 +369,22 @@ describe("fred lease shell", () => {
     assert.match(r.stderr, /^err$/m);
   });
 
+  it("two shells opened on one lease in the same second both run (the second token is re-minted once)", async () => {
+    // Started together, both processes stamp their first token with the same second: the
+    // same bytes, so one of them finds it spent (401) and must open again with a new one.
+    const runs = await Promise.all(
+      ["one", "two"].map((word) => runFred(["lease", "shell", lease, ...as(), "--", "echo", word])),
+    );
+    assert.deepEqual(
+      runs.map((r) => [r.code, r.stdout]),
+      [
+        [0, "one\n"],
+        [0, "two\n"],
+      ],
+      runs.map((r) => r.stderr).join("\n"),
+    );
+  });
+
   it("a refusal prints the API's message and exits 1", async () => {
     const r = await runFred(["lease", "shell", lease, "--service", "nope", ...as(), "--", "echo"]);
     assert.equal(r.code, 1);

@@ -211,16 +211,24 @@ export class Stack {
     return this.apiUrl;
   }
 
-  /** Stops mock `i`; `restartMock` brings it back on the same port with the same journal. */
+  /**
+   * A `MOCK_BACKEND_ADDR` for mock `i` on a Unix socket in the stack's directory (give it in
+   * `mockEnv`): its ready line then says `unix:/…`, which is what providerd's config gets.
+   */
+  mockSocket(i: number): string {
+    return `unix:${join(this.dir, `mock-${i + 1}.sock`)}`;
+  }
+
+  /** Stops mock `i`; `restartMock` brings it back on the same port (or socket) with the same journal. */
   async stopMock(i: number): Promise<void> {
     await this.mocks[i]!.stop();
   }
 
   async restartMock(i: number): Promise<void> {
-    const port = new URL(this.mocks[i]!.ready.url).port;
+    const url = this.mocks[i]!.ready.url;
     this.mocks[i] = await start<MockReady>(`mock-${i + 1}`, ["backend", "mock"], {
       ...this.mockEnvs[i]!,
-      MOCK_BACKEND_ADDR: `127.0.0.1:${port}`,
+      MOCK_BACKEND_ADDR: url.startsWith("unix:") ? url : `127.0.0.1:${new URL(url).port}`,
     });
   }
 

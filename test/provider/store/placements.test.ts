@@ -81,6 +81,10 @@ describe("placements: attempts and settlement", () => {
       kind: "unknown-operation",
     });
     assert.equal(store.placements.clearRefusedAttempt(LEASE_1, OP_2), undefined);
+    // The exact id, reported by a backend other than the attempted one, settles nothing either.
+    assert.deepEqual(store.placements.settleOperation(LEASE_1, OP_1, "success", T0 + 4, "one"), {
+      kind: "unknown-operation",
+    });
     assert.equal(store.placements.attemptFor(LEASE_1)?.operationId, OP_1);
     assert.equal(store.placements.hasAttempt(LEASE_1), true);
     assert.equal(store.placements.hasAttempt(LEASE_2), false);

@@ -332,7 +332,9 @@ export class Journal {
   }
 
   markStarted(leaseUuid: string, generation: number, known?: LeaseRecord): LeaseRecord | undefined {
-    const changed = this.#write(() => this.#statements.markStarted.run(leaseUuid, generation).changes);
+    const changed = this.#database.writeStatement(
+      () => this.#statements.markStarted.run(leaseUuid, generation).changes,
+    );
     if (changed !== 1) return undefined;
     if (known?.leaseUuid === leaseUuid && known.generation === generation) {
       return { ...known, phase: "started", generation: generation + 1 };
@@ -345,7 +347,8 @@ export class Journal {
     return this.#write(() => {
       const lease = this.#currentOperation(leaseUuid, generation);
       if (!lease) return false;
-      this.#statements.supersedeActive.run(leaseUuid, lease.release);
+      // A lease's first release has no earlier one to supersede.
+      if (lease.release > 1) this.#statements.supersedeActive.run(leaseUuid, lease.release);
       this.#statements.setReleaseStatus.run("active", null, null, leaseUuid, lease.release);
       this.#statements.settleLease.run("ready", null, null, 0, leaseUuid);
       this.#putStreak(leaseUuid, afterReady(lease.streak, nowMs));
@@ -593,6 +596,11 @@ export class Journal {
     };
   }
 
+  /** Whether `leaseUuid` has an undelivered callback (outboxHead without building the row). */
+  hasOutbox(leaseUuid: string): boolean {
+    return this.#statements.outboxAny.get(leaseUuid) !== undefined;
+  }
+
   /** Lifecycle observations older than `maxAgeMs` are dropped; results never expire. */
   expireLifecycle(nowMs: number, maxAgeMs: number): number {
     return this.#write(() => this.#statements.expireLifecycle.run(nowMs - maxAgeMs).changes);
@@ -617,7 +625,10 @@ export class Journal {
 
   /** Removes exactly the delivered row (seq + delivery id), never a replacement. */
   removeDelivered(row: OutboxRow): boolean {
-    return this.#write(() => this.#statements.deleteOutbox.run(row.seq, row.deliveryId).changes === 1);
+    // One statement: atomic alone, so it joins the turn's transaction without a savepoint.
+    return this.#database.writeStatement(
+      () => this.#statements.deleteOutbox.run(row.seq, row.deliveryId).changes === 1,
+    );
   }
 
   outboxSize(): number {
@@ -755,6 +766,7 @@ function prepare(db: Database.Database) {
       "SELECT lease_uuid, min(seq) AS first FROM outbox GROUP BY lease_uuid ORDER BY first",
     ),
     outboxHead: db.prepare("SELECT * FROM outbox WHERE lease_uuid = ? ORDER BY seq LIMIT 1"),
+    outboxAny: db.prepare("SELECT 1 FROM outbox WHERE lease_uuid = ? LIMIT 1"),
     deleteOutbox: db.prepare("DELETE FROM outbox WHERE seq = ? AND delivery_id = ?"),
     countOutbox: db.prepare("SELECT count(*) AS n FROM outbox"),
     expireLifecycle: db.prepare("DELETE FROM outbox WHERE kind = 'lifecycle' AND created_at < ?"),

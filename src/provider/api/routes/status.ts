@@ -16,12 +16,13 @@ import {
 } from "../diagnostics.ts";
 import { refuse } from "../errors.ts";
 import { parseInclude } from "../include.ts";
+import type { ProvisionRead } from "../provision-reads.ts";
 import type { ExtraKey, StatusBody } from "../schemas/lease.ts";
 
 /**
  * `GET /v1/leases/{uuid}/status` (access token, no replay, any state): the chain state
  * as its protobuf enum name, what providerd holds for the lease, and — best effort —
- * the backend's provision status (coalesced per lease, at most one chain-read TTL old). A
+ * the backend's provision status (coalesced per lease; how old it may be: provisionReadTtl). A
  * backend that cannot answer only drops those fields. Retained data adds its retained
  * fields (restore shape, hint, partition, deadline).
  * By default the body has exactly the reference's keys; `?include=` adds ours:
@@ -176,30 +177,36 @@ async function fromRetainedRecord(
 }
 
 /**
- * One backend read per lease, shared by concurrent polls and reused within the TTL while
- * the chain state it was read beside and the lease's maintenance revision stay the same (a
- * lease that just turned ACTIVE, or whose restart/update just settled, is read afresh); its
- * deadline is its own, not the first caller's. A failed read is thrown out of the
- * coalescer so that it is never reused, and comes back here as "unknown".
+ * One backend read per lease, shared by concurrent polls and reused (provisionReadTtl)
+ * while the chain state it was read beside and the lease's maintenance revision stay the
+ * same (a lease that just turned ACTIVE, or whose restart/update just moved on, is read
+ * afresh); its deadline is its own, not the first caller's. A failed read is thrown out of
+ * the coalescer so that it is never reused, and comes back here as "unknown".
  */
 async function sharedDiagnostics(
   ctx: TenantContext,
   uuid: string,
   state: ChainLease["state"],
-  maintenanceRevision: string,
+  revision: string,
 ): Promise<DiagnosticsLookup> {
   const { clients, clock } = ctx.deps;
   // Past the deadline the read fails as a failed backend read does (a 500 when it decides the answer).
   const timedOut = () =>
     backendReadFailure(new FredError("ERR_BACKEND_TIMEOUT", "lease diagnostics: no backend answer in time"));
+  const load = async (): Promise<ProvisionRead> => {
+    const found = await withDeadline(clock, ctx.requestTimeoutMs, undefined, timedOut, (signal) =>
+      lookupDiagnostics(routeRead(ctx.deps, clients, uuid), clients, uuid, signal),
+    );
+    if (found.kind === "unknown" && found.error !== undefined) throw found.error;
+    return { found, state, revision };
+  };
   try {
-    return await ctx.statusReads.get(`${uuid} ${state} ${maintenanceRevision}`, async () => {
-      const found = await withDeadline(clock, ctx.requestTimeoutMs, undefined, timedOut, (signal) =>
-        lookupDiagnostics(routeRead(ctx.deps, clients, uuid), clients, uuid, signal),
-      );
-      if (found.kind === "unknown" && found.error !== undefined) throw found.error;
-      return found;
-    });
+    let read = await ctx.statusReads.get(uuid, load);
+    if (read.state !== state || read.revision !== revision) {
+      ctx.statusReads.invalidate(uuid);
+      read = await ctx.statusReads.get(uuid, load);
+    }
+    return read.found;
   } catch (err) {
     return { kind: "unknown", error: err as Error };
   }

@@ -34,7 +34,8 @@ export async function fleet(ctx: DashboardContext) {
           : stats !== undefined;
       return {
         name: b.name,
-        url_host: new URL(b.url).host,
+        // A co-located backend's socket has no host: its unix:/path says where it is.
+        url_host: b.scheme === "unix" ? b.url : new URL(b.url).host,
         healthy,
         version: stats?.version ?? null,
         storage_id: pin?.storageId ?? null,
