@@ -328,6 +328,21 @@ describe("chain node connection: status, broadcast, the tx index and block resul
         /gas_used/,
       ],
       ["tx_search", { txs: [{ ...TX, height: 9 }] }, (c) => c.findTx("AB"), /height/],
+      ["tx_search", { txs: [{ ...TX, tx_result: undefined }] }, (c) => c.findTx("AB"), /tx_result/],
+      [
+        "tx_search",
+        { txs: [{ ...TX, tx_result: { ...TX.tx_result, data: 5 } }] },
+        (c) => c.findTx("AB"),
+        /data/,
+      ],
+      [
+        "tx_search",
+        { txs: [{ ...TX, tx_result: { ...TX.tx_result, codespace: 7 } }] },
+        (c) => c.findTx("AB"),
+        /codespace/,
+      ],
+      ["broadcast_tx_sync", { code: 3, log: ["x"] }, (c) => c.broadcastTxSync(new Uint8Array(1)), /log/],
+      ["status", { node_info: STATUS.node_info }, (c) => c.status(), /sync_info/],
       ["block_results", { finalize_block_events: {} }, (c) => c.blockEvents(1), /finalize_block_events/],
     ];
     for (const [method, result, call, field] of cases) {

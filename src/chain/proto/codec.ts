@@ -182,6 +182,17 @@ function partialOne(spec: FieldSpec<unknown>, value: unknown): unknown {
   return value;
 }
 
+/** The wire type each kind is written with (no table has a packed repeated scalar). */
+const WIRE_TYPE: Record<FieldSpec<unknown>["kind"], WireType> = {
+  string: WireType.LengthDelimited,
+  bytes: WireType.LengthDelimited,
+  message: WireType.LengthDelimited,
+  bool: WireType.Varint,
+  uint64: WireType.Varint,
+  uint32: WireType.Varint,
+  enum: WireType.Varint,
+};
+
 /** Declares a message: `typeUrl` is `/` + the full proto name. */
 export function message<F extends Fields>(typeUrl: string, fields: F): MessageCodec<Infer<F>> {
   const entries = Object.entries(fields) as [string, FieldSpec<unknown>][];
@@ -232,6 +243,10 @@ export function message<F extends Fields>(typeUrl: string, fields: F): MessageCo
           continue;
         }
         const [name, spec] = hit;
+        // A declared field in another wire type is not this message (a varint read as a
+        // sub-message's length would decode whatever follows as that sub-message).
+        if (wireType !== WIRE_TYPE[spec.kind])
+          throw new Error(`${typeUrl}: field ${name} (${no}) has wire type ${wireType}`);
         if (spec.repeated) (out[name] as unknown[]).push(readOne(reader, spec));
         else out[name] = readOne(reader, spec);
       }

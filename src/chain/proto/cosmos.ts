@@ -2,7 +2,8 @@
  * The few Cosmos/Google messages our billing and sku messages embed, and the parts of the SDK's
  * tx service the chain client reads (Simulate's gas, a result's message responses), declared
  * with our codec so they share its reader/writer. cosmjs-types' own codecs of the latter bring
- * CometBFT's whole ABCI and block type tree along (about 0.4 MB of module sources). Shapes
+ * CometBFT's whole ABCI and block type tree along (about 0.4 MB of module sources; an idle
+ * providerd's V8 heap in use 28.7 → 28.0 MB without them). Shapes
  * match cosmjs-types (Coin amounts are decimal strings, Timestamp seconds are bigint) so values
  * pass between the two without conversion.
  */

@@ -150,6 +150,34 @@ describe("billing codecs", () => {
     assert.deepEqual(TxMsgData.decode(data).msgResponses, msgResponses);
   });
 
+  it("refuses a malformed Simulate answer or message-response list instead of reading part of it", () => {
+    const gas = CosmjsSimulateResponse.encode(
+      CosmjsSimulateResponse.fromPartial({ gasInfo: { gasWanted: 0n, gasUsed: 81_234n } }),
+    ).finish();
+    const cases: [string, () => unknown, RegExp][] = [
+      ["cut short", () => SimulateResponse.decode(gas.subarray(0, gas.length - 1)), /premature EOF/],
+      // gas_info as a varint: read as a length, it would decode what follows as the gas.
+      [
+        "gas_info not a message",
+        () => SimulateResponse.decode(new Uint8Array([0x08, 0x00])),
+        /gasInfo \(1\)/,
+      ],
+      ["a zero tag", () => SimulateResponse.decode(new Uint8Array([0x00])), /illegal tag/],
+      [
+        "a skipped result cut short",
+        () => SimulateResponse.decode(new Uint8Array([0x12, 0x7f, 0x01])),
+        /EOF/,
+      ],
+      ["a response cut short", () => TxMsgData.decode(new Uint8Array([0x12, 0x09, 0x0a, 0x01])), /EOF/],
+      [
+        "a response's type URL a varint",
+        () => TxMsgData.decode(new Uint8Array([0x12, 0x02, 0x08, 0x01])),
+        /typeUrl/,
+      ],
+    ];
+    for (const [what, decode, message] of cases) assert.throws(decode, message, what);
+  });
+
   it("gives every Msg and response a type URL in the liftedinit packages", () => {
     assert.ok(billingRegistryTypes.length >= 34);
     for (const [url] of billingRegistryTypes) assert.match(url, /^\/liftedinit\.(billing|sku)\.v1\.Msg\w+$/);
