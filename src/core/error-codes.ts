@@ -227,7 +227,20 @@ export const ERROR_CODES = {
   },
 
   // --- providerd: stores -----------------------------------------------------------------
-  ERR_STORE_OPEN: { meaning: "a store file cannot be inspected, created or opened", retryable: false },
+  ERR_STORE_OPEN: {
+    meaning: "a store file or database cannot be inspected, created or opened",
+    retryable: false,
+  },
+  ERR_STORE_UNREACHABLE: {
+    meaning:
+      "the PostgreSQL store cannot be reached (connection refused or timed out, authentication refused); retried",
+    retryable: true,
+  },
+  ERR_NOT_LEADER: {
+    meaning:
+      "this providerd instance does not hold the leader lease (a standby, or a leader that lost it): only the leader writes",
+    retryable: false,
+  },
   ERR_STORE_MISSING: { meaning: "a store file that must exist does not", retryable: false },
   ERR_STORE_EXISTS: { meaning: "a store file that must not exist already does", retryable: false },
   ERR_STORE_UNSAFE: {
