@@ -52,7 +52,7 @@ for (const sub of [LAYOUT.providerd, "docker-backend", "mock-backend", LAYOUT.de
   mkdirSync(join(out, sub), { recursive: true });
 }
 const chain = await writeDevnetHome(join(out, LAYOUT.devnet));
-writeProviderdStores(join(out, LAYOUT.providerd), chain);
+await writeProviderdStores(join(out, LAYOUT.providerd), chain);
 writeDockerJournal(join(out, LAYOUT.dockerJournal), chain);
 await writeMockBackend(join(out, "mock-backend"), chain);
 
@@ -78,7 +78,7 @@ try {
     ),
     lease_roles: chain.leases,
     providerd: {
-      ...readProviderd(join(scratch, LAYOUT.providerd), chain.providerUuid),
+      ...(await readProviderd(join(scratch, LAYOUT.providerd), chain.providerUuid)),
       tokens: TOKENS.map((t) => ({ key: t.key, expires_at: t.expiresAt })),
     },
     docker_backend: readJournal(join(scratch, LAYOUT.dockerJournal), BACKENDS[0].storageId, "docker-1"),

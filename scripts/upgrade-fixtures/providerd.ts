@@ -11,7 +11,7 @@ import { AT, BACKENDS, OPS, TOKENS } from "./ids.ts";
  * retained record, restart and update commands in the maintenance journal (one settled,
  * one pending), uploaded and promoted payloads, and spent tenant tokens.
  */
-export function writeProviderdStores(dir: string, chain: FixtureLeases): void {
+export async function writeProviderdStores(dir: string, chain: FixtureLeases): Promise<void> {
   const { leases: l } = chain;
   const store = PlacementStore.create(
     join(dir, "placements.db"),
@@ -107,7 +107,7 @@ export function writeProviderdStores(dir: string, chain: FixtureLeases): void {
 
   const tokens = TokenTracker.open(join(dir, "tokens.db"));
   try {
-    for (const t of TOKENS) tokens.tryUse(t.key, t.expiresAt, AT);
+    for (const t of TOKENS) await tokens.tryUse(t.key, t.expiresAt, AT);
   } finally {
     tokens.close();
   }

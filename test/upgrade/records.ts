@@ -32,7 +32,7 @@ export interface ProviderdRecords {
   token_count: number;
 }
 
-export function readProviderd(dir: string, providerUuid: string): ProviderdRecords {
+export async function readProviderd(dir: string, providerUuid: string): Promise<ProviderdRecords> {
   const store = PlacementStore.open(join(dir, "placements.db"), providerUuid);
   let records: Omit<ProviderdRecords, "payloads" | "token_count">;
   try {
@@ -77,7 +77,7 @@ export function readProviderd(dir: string, providerUuid: string): ProviderdRecor
   }
   const tokens = TokenTracker.open(join(dir, "tokens.db"));
   try {
-    return { ...records, payloads: payloadRecords, token_count: tokens.size() };
+    return { ...records, payloads: payloadRecords, token_count: await tokens.size() };
   } finally {
     tokens.close();
   }

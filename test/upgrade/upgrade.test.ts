@@ -94,11 +94,15 @@ for (const set of sets) {
       const providerd = join(dir, LAYOUT.providerd);
       const p = manifest.providerd;
       const { tokens: spent, ...records } = p;
-      assertKeeps(readProviderd(providerd, p.provider_uuid), records);
+      assertKeeps(await readProviderd(providerd, p.provider_uuid), records);
       // A spent token is still spent: using it again is refused as a replay.
       using tokens = TokenTracker.open(join(providerd, "tokens.db"));
       for (const t of spent) {
-        assert.equal(tokens.tryUse(t.key, t.expires_at, Date.now()), false, `token ${t.key} is still spent`);
+        assert.equal(
+          await tokens.tryUse(t.key, t.expires_at, Date.now()),
+          false,
+          `token ${t.key} is still spent`,
+        );
       }
       const d = manifest.docker_backend;
       assertKeeps(readJournal(join(dir, LAYOUT.dockerJournal), d.storage_id, "docker-1"), d);

@@ -10,7 +10,7 @@ import type { Clock } from "../../core/clock.ts";
 import { isCanonicalUuid } from "../../core/uuid.ts";
 import type { Logger } from "../../log.ts";
 import { rateLimitHeaders } from "../http/edge.ts";
-import type { TokenTracker } from "../store/index.ts";
+import type { ReplayStore } from "../store/index.ts";
 import { ApiError, refuse } from "./errors.ts";
 
 /**
@@ -26,7 +26,7 @@ export interface AuthOptions {
   clock: Clock;
   bech32Prefix: string;
   /** Replay store; undefined disables replay protection (development only). */
-  tokens: TokenTracker | undefined;
+  tokens: ReplayStore | undefined;
   logger: Logger;
   /** Per-tenant buckets (`tenant_rate_limit_*`), spent once a token verifies; undefined: off. */
   tenantLimit?: RateBuckets;
@@ -71,12 +71,12 @@ export class TenantAuth {
    * comparison (as in the reference), so a replay-protected token is spent even when it
    * names another lease.
    */
-  authenticate(
+  async authenticate(
     req: FastifyRequest,
     reply: FastifyReply,
     leaseUuid: string,
     need: AuthRequirement,
-  ): TokenClaims {
+  ): Promise<TokenClaims> {
     const token = bearerToken(req.headers.authorization);
     if (token === undefined) throw refuse.unauthorized();
     let claims: TokenClaims;
@@ -92,7 +92,7 @@ export class TenantAuth {
     if (claims.kind !== need.kind) throw refuse.unauthorized();
     this.#limit(claims.tenant, reply);
     need.beforeSpend?.(claims);
-    if (need.replay) this.#spend(claims);
+    if (need.replay) await this.#spend(claims);
     if (claims.leaseUuid !== leaseUuid) {
       this.#options.logger.debug({ lease_uuid: leaseUuid }, "tenant token names another lease");
       throw refuse.unauthorized();
@@ -112,14 +112,14 @@ export class TenantAuth {
     }
   }
 
-  #spend(claims: TokenClaims): void {
+  async #spend(claims: TokenClaims): Promise<void> {
     const tracker = this.#options.tokens;
     if (tracker === undefined) return;
     // The row outlives the token's validity window, after which it could not verify anyway.
     const expiresAt = (claims.timestamp + TOKEN_MAX_AGE_SECONDS + 1) * 1000;
     let first: boolean;
     try {
-      first = tracker.tryUse(claims.replayKey, expiresAt, this.#options.clock.now());
+      first = await tracker.tryUse(claims.replayKey, expiresAt, this.#options.clock.now());
     } catch (err) {
       throw refuse.unavailable("ERR_API_REPLAY_STORE", err);
     }
@@ -133,9 +133,9 @@ export class TenantAuth {
   }
 
   /** Deletes replay rows whose tokens expired; a failure is only logged (the next sweep retries). */
-  sweep(): void {
+  async sweep(): Promise<void> {
     try {
-      this.#options.tokens?.sweep(this.#options.clock.now());
+      await this.#options.tokens?.sweep(this.#options.clock.now());
     } catch (err) {
       this.#options.logger.warn({ err }, "token replay sweep failed");
     }

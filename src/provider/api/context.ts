@@ -12,7 +12,7 @@ import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import type { Maintenance } from "../maintenance/index.ts";
 import type { Restorer } from "../retention/index.ts";
-import type { BackendFleet, PayloadStore, Placements, TokenTracker } from "../store/index.ts";
+import type { BackendFleet, PayloadStore, Placements, ReplayStore } from "../store/index.ts";
 import { type TenantCounters, tenantCounters } from "./api-counters.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
 import { ApiError, refuse, sendApiError } from "./errors.ts";
@@ -37,7 +37,7 @@ export interface TenantApiDeps {
   /** The pinned backends (storage identities, lost backends, baselines). */
   fleet: BackendFleet;
   payloads: PayloadStore | undefined;
-  tokens: TokenTracker | undefined;
+  tokens: ReplayStore | undefined;
   clients: ReadonlyMap<string, BackendClient>;
   clock: Clock;
   logger: Logger;
@@ -150,7 +150,7 @@ export async function authorizeLease(
   state?: LeaseStateName,
 ): Promise<AuthorizedLease> {
   const uuid = leaseUuidParam(req);
-  const claims = ctx.auth.authenticate(req, reply, uuid, need);
+  const claims = await ctx.auth.authenticate(req, reply, uuid, need);
   return { uuid, claims, lease: await ctx.leases.owned(claims, state) };
 }
 

@@ -114,8 +114,7 @@ export class TenantApi {
   #scheduleSweep(): void {
     if (this.#closed) return;
     this.#cancelSweep = this.context.deps.clock.setTimer(SWEEP_INTERVAL_MS, () => {
-      this.context.auth.sweep();
-      this.#scheduleSweep();
+      void this.context.auth.sweep().finally(() => this.#scheduleSweep());
     });
   }
 

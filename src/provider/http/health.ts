@@ -7,7 +7,7 @@ import { fredVersion } from "../../version.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import type { InventoryReadiness } from "../reconciler/index.ts";
-import type { BackendFleet, PayloadStore, Placements, TokenTracker } from "../store/index.ts";
+import type { BackendFleet, PayloadStore, Placements, ReplayStore } from "../store/index.ts";
 
 /**
  * The body `/health` and `/readyz` share. Remote probes (chain, backends) run together
@@ -26,7 +26,7 @@ export interface HealthSources {
   /** The pinned backends (storage identities, lost backends, baselines). */
   fleet: BackendFleet;
   payloads: PayloadStore | undefined;
-  tokens: TokenTracker | undefined;
+  tokens: ReplayStore | undefined;
   inFlight: () => number;
   feedLive: () => boolean;
   recoveryDone: () => boolean;
@@ -107,7 +107,17 @@ export async function healthReport(s: HealthSources): Promise<HealthReport> {
   }
   if (s.tokens !== undefined) {
     const tokens = s.tokens;
-    checks.token_tracker = local(() => tokens.size(), "token tracker is unreadable");
+    remote.push(
+      tokens
+        .size()
+        .then(
+          (): Check => ({ status: "healthy" }),
+          (): Check => ({ status: "unhealthy", message: "token tracker is unreadable" }),
+        )
+        .then((c) => {
+          checks.token_tracker = c;
+        }),
+    );
   }
   checks.placement_store =
     s.store.failure === undefined

@@ -20,6 +20,7 @@ export type {
 } from "./placement-records.ts";
 export { PlacementStore } from "./placement-store.ts";
 export { Placements } from "./placements.ts";
+export type { ReplayStore } from "./replay-store.ts";
 export { type RetainedRecord, RetainedRows } from "./retained-rows.ts";
 export { backupBeside, fileStamp, type SnapshotSet, snapshotSets, takeSnapshot } from "./snapshot.ts";
 export { SnapshotSchedule, scheduleSnapshots } from "./snapshot-schedule.ts";

@@ -1,13 +1,10 @@
 import type { Statement } from "better-sqlite3";
 import { FredError } from "../../core/errors.ts";
 import type { SqliteDatabase } from "../../sqlite/index.ts";
+import type { ReplayStore } from "./replay-store.ts";
 import { openStore } from "./sqlite.ts";
 
-/**
- * Replay protection for tenant tokens: the first use of a token key is recorded with
- * the time after which the token could no longer verify anyway; a second use before
- * then is a replay. Expired rows are swept, never needed again.
- */
+/** The replay store (replay-store.ts) in its own SQLite file, each use committed and fsynced. */
 const MIGRATIONS = [
   `CREATE TABLE used_tokens (
      token_key  TEXT PRIMARY KEY,
@@ -16,7 +13,7 @@ const MIGRATIONS = [
    CREATE INDEX used_tokens_by_expiry ON used_tokens(expires_at);`,
 ];
 
-export class TokenTracker {
+export class TokenTracker implements ReplayStore {
   readonly #database: SqliteDatabase;
   readonly #insert: Statement<[string, number]>;
   readonly #lookup: Statement<[string], number>;
@@ -58,21 +55,16 @@ export class TokenTracker {
     this.close();
   }
 
-  /**
-   * Records the first use of `tokenKey`; returns false when it was already used and has
-   * not expired (a replay). An expired row is reused, since its token no longer verifies.
-   */
-  tryUse(tokenKey: string, expiresAt: number, now: number): boolean {
+  async tryUse(tokenKey: string, expiresAt: number, now: number): Promise<boolean> {
     if (tokenKey === "") throw new FredError("ERR_TOKEN_KEY", "token key must not be empty");
     return this.#use(tokenKey, expiresAt, now);
   }
 
-  /** Deletes rows that expired at or before `now`; returns how many. */
-  sweep(now: number): number {
+  async sweep(now: number): Promise<number> {
     return this.#sweep.run(now).changes;
   }
 
-  size(): number {
+  async size(): Promise<number> {
     return this.#size.get() as number;
   }
 }

@@ -131,24 +131,3 @@ describe("payload store", () => {
     );
   });
 });
-
-describe("token tracker", () => {
-  it("accepts the first use, refuses replays until expiry, then sweeps", () => {
-    const path = join(root, "tokens.db");
-    {
-      using t = TokenTracker.open(path);
-      assert.equal(t.tryUse("sig-a", 1_000, 0), true);
-      assert.equal(t.tryUse("sig-a", 1_000, 500), false);
-    }
-    using t = TokenTracker.open(path);
-    assert.equal(t.tryUse("sig-a", 1_000, 999), false, "replay rows survive a restart");
-    assert.equal(t.tryUse("sig-a", 2_000, 1_000), true, "an expired row no longer blocks");
-    t.tryUse("sig-b", 1_500, 1_000);
-    assert.equal(t.sweep(1_500), 1);
-    assert.equal(t.size(), 1);
-    assert.equal(
-      code(() => t.tryUse("", 1, 0)),
-      "ERR_TOKEN_KEY",
-    );
-  });
-});

@@ -65,7 +65,7 @@ export function registerEventsRoute(
       req.headers.authorization = `Bearer ${queryToken}`;
     }
     const since = rawSince === undefined ? undefined : Number(rawSince);
-    const claims = ctx.auth.authenticate(req, reply, uuid, { kind: "access", replay: false });
+    const claims = await ctx.auth.authenticate(req, reply, uuid, { kind: "access", replay: false });
     const lease = await ctx.leases.owned(claims);
     return { lease, since, notices: notices !== undefined && notices !== "0" && notices !== "false" };
   }

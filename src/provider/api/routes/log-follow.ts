@@ -63,7 +63,7 @@ export function logFollowHandlers(ctx: TenantContext, follows: LogFollows) {
     const token = queryToken(req);
     if (req.headers.authorization === undefined && token !== undefined)
       req.headers.authorization = `Bearer ${token}`;
-    const claims = ctx.auth.authenticate(req, reply, uuid, { kind: "access", replay: false });
+    const claims = await ctx.auth.authenticate(req, reply, uuid, { kind: "access", replay: false });
     await ctx.leases.owned(claims);
     const client = ownerOrRefuse(routeRead(ctx.deps, clients, uuid), "logs not found");
     const slot = follows.reserve(uuid);

@@ -75,7 +75,7 @@ async function handle<Input>(
   const m = ctx.deps.maintenance;
   let payload: Buffer | undefined;
   let legacy = false;
-  const claims: TokenClaims = ctx.auth.authenticate(req, reply, uuid, {
+  const claims: TokenClaims = await ctx.auth.authenticate(req, reply, uuid, {
     kind: "access",
     replay: true,
     beforeSpend: (c) => {

@@ -106,7 +106,7 @@ export function registerRestoreRoute(app: FastifyInstance, ctx: TenantContext): 
       "/v1/leases/:lease_uuid/restore",
       tenantRoute(ctx, async (req, reply, scope) => {
         const uuid = leaseUuidParam(req);
-        const claims = ctx.auth.authenticate(req, reply, uuid, { kind: "access", replay: true });
+        const claims = await ctx.auth.authenticate(req, reply, uuid, { kind: "access", replay: true });
         const raw = await readBody(req.raw, config.maxRequestBodySize, scope.signal);
         const source = fromLeaseUuid(raw, config.maxRequestBodySize);
         if (source === uuid) throw bad("from_lease_uuid must name another lease than the target");

@@ -42,7 +42,7 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
     "/v1/leases/:lease_uuid/status",
     tenantRoute(ctx, async (req, reply, scope) => {
       const uuid = leaseUuidParam(req);
-      const claims = ctx.auth.authenticate(req, reply, uuid, { kind: "access", replay: false });
+      const claims = await ctx.auth.authenticate(req, reply, uuid, { kind: "access", replay: false });
       const include = parseInclude(req);
       const lease = await ctx.leases.ownedIfKnown(claims);
       if (lease === undefined)
