@@ -20,6 +20,10 @@ import { describePgError } from "../../pg/open.ts";
  * - effects outside the database (backend calls, chain transactions) ask `isLeader()`
  *   first, which is false from `ttlMs` after the last successful extension was *sent*: the
  *   row cannot expire, and so no standby can lead, before that moment.
+ * An extension waits for the fenced transactions in flight (they hold the row FOR SHARE;
+ * PostgreSQL queues the update behind them, it does not starve: 30–720 ms behind six
+ * overlapping 20 ms transactions here), so fenced transactions must stay short.
+ *
  * An instance that finds itself deposed says so (`onChange`) and campaigns again as a
  * standby; one whose own lease outlived its local deadline (the database was out of reach)
  * takes it back at once, one generation up, so its stale work stays fenced. A holder that
@@ -99,7 +103,7 @@ export class LeaderLease {
     this.#tick();
   }
 
-  /** One campaign or extension now; resolves when it is done (tests, and the first try at startup). */
+  /** One campaign or extension now; resolves when it is done (tests, and a first try before `start()`; not while started). */
   async tryNow(): Promise<LeaderState> {
     await this.#once();
     return this.state;
