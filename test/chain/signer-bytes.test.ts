@@ -5,10 +5,10 @@ import { encodePubkey, makeAuthInfoBytes, makeSignBytes, makeSignDoc } from "@co
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { SignMode } from "cosmjs-types/cosmos/tx/signing/v1beta1/signing";
 import { TxRaw } from "cosmjs-types/cosmos/tx/v1beta1/tx";
+import { chainRegistry } from "../../src/chain/amino-signing.ts";
 import { buildSignedTx, buildSimulationTx, signerFromKey } from "../../src/chain/cosmos/signer.ts";
 import { txMessages } from "../../src/chain/cosmos/tx-messages.ts";
 import { MsgAcknowledgeLease } from "../../src/chain/proto/index.ts";
-import { chainRegistry } from "../../src/chain/proto/signing.ts";
 
 /**
  * providerd builds its transactions from cosmjs-types' codecs without @cosmjs/proto-signing

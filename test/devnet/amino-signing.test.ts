@@ -23,6 +23,7 @@ import { GenericAuthorization } from "cosmjs-types/cosmos/authz/v1beta1/authz";
 import { MsgSend } from "cosmjs-types/cosmos/bank/v1beta1/tx";
 import { SignMode } from "cosmjs-types/cosmos/tx/signing/v1beta1/signing";
 import { AuthInfo, TxRaw } from "cosmjs-types/cosmos/tx/v1beta1/tx";
+import { chainAminoTypes, chainRegistry } from "../../src/chain/amino-signing.ts";
 import {
   billingAminoConverters,
   billingRegistryTypes,
@@ -38,7 +39,6 @@ import {
   MsgWithdraw,
   Unit,
 } from "../../src/chain/proto/index.ts";
-import { chainAminoTypes, chainRegistry } from "../../src/chain/proto/signing.ts";
 import { rpc } from "./helpers.ts";
 import { type Chain, getLease, startChain } from "./modules/harness.ts";
 

@@ -29,6 +29,7 @@ import {
 } from "cosmjs-stargate-032";
 import { GenericAuthorization } from "cosmjs-types/cosmos/authz/v1beta1/authz";
 import { AuthInfo, TxBody } from "cosmjs-types/cosmos/tx/v1beta1/tx";
+import { aminoSignBytes, chainAminoTypes, chainRegistry } from "../../src/chain/amino-signing.ts";
 import {
   BillingMsgUpdateParams,
   billingAminoConverters,
@@ -50,7 +51,6 @@ import {
   SkuMsgUpdateParams,
   Unit,
 } from "../../src/chain/proto/index.ts";
-import { aminoSignBytes, chainAminoTypes, chainRegistry } from "../../src/chain/proto/signing.ts";
 import { aminoSignDoc } from "../../src/devnet/tx/amino.ts";
 import { verifySecp256k1 } from "../../src/devnet/tx/verify.ts";
 

@@ -10,13 +10,13 @@ import { DirectSecp256k1HdWallet, type EncodeObject } from "@cosmjs/proto-signin
 import { assertIsDeliverTxSuccess, GasPrice, SigningStargateClient } from "@cosmjs/stargate";
 import { GenericAuthorization } from "cosmjs-types/cosmos/authz/v1beta1/authz";
 import { MsgSend } from "cosmjs-types/cosmos/bank/v1beta1/tx";
+import { chainRegistry } from "../../src/chain/amino-signing.ts";
 import {
   MsgAcknowledgeLease,
   MsgCreateLease,
   MsgCreateLeaseResponse,
   MsgRejectLease,
 } from "../../src/chain/proto/index.ts";
-import { chainRegistry } from "../../src/chain/proto/signing.ts";
 import { type Devnet, devnet } from "../support/index.ts";
 import { stopCosmjsReconnectsAfterDisconnect } from "./helpers.ts";
 

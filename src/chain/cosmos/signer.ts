@@ -4,7 +4,7 @@
  * hardware and browser wallets sign; low-S compact secp256k1 signature) and the unsigned
  * form Simulate wants. The protobuf documents are built from cosmjs-types' codecs as
  * @cosmjs/proto-signing builds them, without loading it: providerd signs direct, and the
- * amino tables (proto/signing.ts, with @cosmjs/stargate) load only for an amino-json signer.
+ * amino tables (chain/amino-signing.ts, with @cosmjs/stargate) load only for an amino-json signer.
  */
 import type { EncodeObject } from "@cosmjs/proto-signing";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
@@ -14,7 +14,7 @@ import { AuthInfo, SignDoc, TxBody, TxRaw } from "cosmjs-types/cosmos/tx/v1beta1
 import type { Any } from "cosmjs-types/google/protobuf/any";
 import { addressFromPubkey, DEFAULT_BECH32_PREFIX } from "../../auth/address.ts";
 import { compressedPubkey } from "../../auth/keys.ts";
-import type { AminoSignInput } from "../proto/signing.ts";
+import type { AminoSignInput } from "../amino-signing.ts";
 import type { MessageEncoder } from "./tx-messages.ts";
 
 /** `direct` (SIGN_MODE_DIRECT, the default) or `amino-json` (SIGN_MODE_LEGACY_AMINO_JSON). */
@@ -57,7 +57,7 @@ let aminoLoad: Promise<AminoSignBytes> | undefined;
 
 /** The amino StdSignDoc bytes of a tx, with the amino converters of every chain message (loaded once). */
 export function aminoSignBytesLoader(): Promise<AminoSignBytes> {
-  aminoLoad ??= import("../proto/signing.ts").then((m) => {
+  aminoLoad ??= import("../amino-signing.ts").then((m) => {
     const aminoTypes = m.chainAminoTypes();
     return (input) => m.aminoSignBytes({ ...input, aminoTypes });
   });

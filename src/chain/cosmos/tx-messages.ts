@@ -2,7 +2,7 @@
  * The messages of a transaction as the chain reads them (each an `Any`), for what Fred
  * itself sends: x/billing and x/sku, and the authz and bank messages of sub-signers
  * (MsgExec, MsgGrant, MsgRevoke, MsgSend). These codecs are loaded anyway; cosmjs's
- * Registry with the SDK's default types (proto/signing.ts) pulls in @cosmjs/stargate and
+ * Registry with the SDK's default types (chain/amino-signing.ts) pulls in @cosmjs/stargate and
  * every module it knows (staking, gov, IBC, …), several MB that providerd would keep for
  * its whole life to encode none of them. It is loaded only when a transaction carries a
  * message outside this table (a tool sending some other SDK message).
@@ -11,7 +11,7 @@ import type { EncodeObject } from "@cosmjs/proto-signing";
 import { MsgExec, MsgGrant, MsgRevoke } from "cosmjs-types/cosmos/authz/v1beta1/tx";
 import { MsgSend } from "cosmjs-types/cosmos/bank/v1beta1/tx";
 import type { Any } from "cosmjs-types/google/protobuf/any";
-import { billingRegistryTypes } from "../proto/registry.ts";
+import { billingRegistryTypes } from "../proto/index.ts";
 
 /** Turns a message into the `Any` a TxBody carries; cosmjs's Registry is one. */
 export interface MessageEncoder {
@@ -46,6 +46,6 @@ let fullRegistry: Promise<MessageEncoder> | undefined;
 /** An encoder for `messages`: the table above when it covers them, else cosmjs's full registry. */
 export async function messageEncoderFor(messages: readonly EncodeObject[]): Promise<MessageEncoder> {
   if (messages.every((m) => CODECS.has(m.typeUrl))) return txMessages;
-  fullRegistry ??= import("../proto/signing.ts").then((m) => m.chainRegistry());
+  fullRegistry ??= import("../amino-signing.ts").then((m) => m.chainRegistry());
   return fullRegistry;
 }

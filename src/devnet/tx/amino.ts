@@ -4,7 +4,7 @@
  * as a StdFee, memo, timeout height, chain id, account number and sequence, serialised as a
  * sorted, escaped StdSignDoc.
  */
-import { aminoSignBytes, chainAminoTypes, chainRegistry } from "../../chain/proto/signing.ts";
+import { aminoSignBytes, chainAminoTypes, chainRegistry } from "../../chain/amino-signing.ts";
 import type { DecodedTx } from "./decode.ts";
 
 export function aminoSignDoc(

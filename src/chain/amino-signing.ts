@@ -16,7 +16,7 @@ import { GenericAuthorization } from "cosmjs-types/cosmos/authz/v1beta1/authz";
 import type { MsgExec, MsgGrant, MsgRevoke } from "cosmjs-types/cosmos/authz/v1beta1/tx";
 import type { Any } from "cosmjs-types/google/protobuf/any";
 import type { Timestamp } from "cosmjs-types/google/protobuf/timestamp";
-import { billingAminoConverters, billingRegistryTypes } from "./registry.ts";
+import { billingAminoConverters, billingRegistryTypes } from "./proto/index.ts";
 
 const GENERIC_URL = "/cosmos.authz.v1beta1.GenericAuthorization";
 const GENERIC_AMINO = "cosmos-sdk/GenericAuthorization";
