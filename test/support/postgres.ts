@@ -1,8 +1,8 @@
 import { execFileSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
+import { pickFreePort } from "./ports.ts";
 
 /**
  * A real PostgreSQL cluster per test suite (Debian's `postgresql` package): `initdb` into
@@ -50,14 +50,6 @@ export interface TestPostgres {
   stop(): void;
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 export async function startPostgres(): Promise<TestPostgres> {
   const bin = postgresBinDir();
   if (bin === undefined) throw new Error("PostgreSQL is not installed (apt-get install postgresql)");
@@ -85,7 +77,7 @@ export async function startPostgres(): Promise<TestPostgres> {
     }
   };
   run("initdb", ["-D", data, "-U", "fred", "-A", "trust", "--no-sync", "-E", "UTF8"]);
-  const port = await freePort();
+  const port = await pickFreePort();
   // Loopback only, our own socket directory; fsync stays on (the store's durability is under test).
   writeFileSync(
     join(data, "postgresql.auto.conf"),

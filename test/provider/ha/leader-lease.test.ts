@@ -51,7 +51,7 @@ describe("the leader lease on PostgreSQL", { skip: skipWithoutPostgres }, () => 
     const list: pg.Pool[] = [];
     for (let i = 0; i < instances; i++) list.push(await open());
     pools.push(...list);
-    return list;
+    return Object.assign(list, { url });
   }
 
   function lease(pool: pg.Pool, provider: string, opts: { clock?: Clock; heard?: LeaderState[] } = {}) {
@@ -215,8 +215,9 @@ describe("the leader lease on PostgreSQL", { skip: skipWithoutPostgres }, () => 
   });
 
   it("a leader process frozen past its lease (SIGSTOP) commits nothing once resumed, and becomes a standby", async () => {
-    const [pool] = await database(1);
-    const url = server.url.replace(/\/postgres$/, `/lease_${n}`);
+    const db = await database(1);
+    const [pool] = db;
+    const url = db.url;
     const provider = randomUUID();
     const holder = fileURLToPath(new URL("lease-holder.ts", import.meta.url));
     const args = [url, provider, String(TTL), String(RENEW)];
