@@ -63,6 +63,15 @@ export async function openPostgres(o: OpenPostgresOptions): Promise<pg.Pool> {
   pool.on("error", (err) =>
     o.logger?.warn({ err: describePgError(err) }, `${o.label}: idle connection lost`),
   );
+  // A checked-out connection the server ends between two queries (an idle-in-transaction
+  // timeout after a long pause, an administrator's pg_terminate_backend) is reported as an
+  // 'error' event on the client, and pg-pool listens only while the client is idle: without
+  // this the process would exit. The caller learns of it from its next query, which fails.
+  pool.on("connect", (client) =>
+    client.on("error", (err) =>
+      o.logger?.debug({ err: describePgError(err) }, `${o.label}: connection ended by the server`),
+    ),
+  );
   try {
     await migrate(pool, o);
   } catch (err) {

@@ -66,6 +66,30 @@ describe("openPostgres", { skip: skipWithoutPostgres }, () => {
     await pool.end();
   });
 
+  it("a checked-out connection the server ends between queries fails its next query, and the process lives on", async () => {
+    const url = server.createDatabase("ended");
+    const pool = await openPostgres({
+      url,
+      label: "test store",
+      migrations: [ONE],
+      idleInTransactionTimeoutMs: 200,
+    });
+    const client = await pool.connect();
+    try {
+      // Left idle in a transaction (as by a frozen process), the server ends the session
+      // while the client is checked out and no query is active: pg reports that as an
+      // 'error' event on the client, which would exit the process without a listener.
+      await client.query("BEGIN");
+      await new Promise((r) => setTimeout(r, 800));
+      await assert.rejects(client.query("SELECT 1"));
+    } finally {
+      client.release(true);
+    }
+    const after = await pool.query<{ one: number }>("SELECT 1 AS one");
+    assert.equal(after.rows[0]?.one, 1, "the pool serves on with a new connection");
+    await pool.end();
+  });
+
   it("an unreachable server is ERR_STORE_UNREACHABLE, and the password never appears in the message", async () => {
     const secret = "s3cret-Pa55word";
     // A port nothing listens on (the server's own, plus one).
