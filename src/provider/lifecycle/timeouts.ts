@@ -107,7 +107,8 @@ async function decide(
     return "lease-ended";
   }
   if (status === "failed") {
-    d.store.clearRefusedAttempt(a.leaseUuid, a.operationId);
+    // As a failed callback would (settleOperation): the backend keeps its failed record.
+    d.store.settleOperation(a.leaseUuid, a.operationId, "failed", d.clock.now(), a.backend);
     await d.store.durable();
     log.info("no callback and the backend reports the provision failed; rejecting");
     d.acks.reject(a.leaseUuid, rejectionForFailure(undefined, a.kind));

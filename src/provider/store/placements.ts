@@ -216,7 +216,11 @@ export class Placements {
   /**
    * Applies the exact operation's callback (lease from the body, operation id from the
    * authenticated URL). `success` confirms the attempted backend as owner (or records a
-   * conflict when another backend already owns the lease); `failed` clears the attempt.
+   * conflict when another backend already owns the lease); `failed` clears the attempt and,
+   * when the lease had no placement, records the attempted backend as its place: that
+   * backend keeps the failed operation's record, so until the lease is rejected the lease
+   * is not new work that another backend may take (a sweep while that backend is silent
+   * once provisioned it a second time elsewhere).
    * An unknown, stale or already settled id changes nothing; so does an attempt at another
    * backend than `from` (the backend that called back), when given.
    */
@@ -241,7 +245,8 @@ export class Placements {
       const placement =
         outcome === "success"
           ? this.#claim(attempt.leaseUuid, attempt.backend, now, attempt.operationId)
-          : this.placement(attempt.leaseUuid);
+          : (this.placement(attempt.leaseUuid) ??
+            this.#claim(attempt.leaseUuid, attempt.backend, now, attempt.operationId));
       return { kind: "settled", attempt, placement };
     });
   }

@@ -542,6 +542,37 @@ describe("reconcile plan: custom domains only where the owner's differ", () => {
   });
 });
 
+describe("reconcile plan: a PENDING lease whose provision failed", () => {
+  // settleOperation places the lease on the backend that reported the failure (it keeps
+  // the failed record) while the rejection is on its way to the chain.
+  it("is not new work for another backend while the failed one is silent", () => {
+    const p = plan(
+      situation({
+        chain: P(),
+        placements: { [L]: confirmed("a") },
+        backends: { a: { silent: "unreachable" }, b: {} },
+      }),
+    );
+    assert.equal(p.decisions.get(L), "ownerSilent");
+    assert.deepEqual(forLease(p.actions, L), []);
+  });
+
+  it("is rejected again once the failed backend answers with its failed record", () => {
+    const p = plan(
+      situation({
+        chain: P(),
+        placements: { [L]: confirmed("a") },
+        backends: { a: { provisions: { [L]: "failed" } }, b: {} },
+      }),
+    );
+    assert.equal(p.decisions.get(L), "pendingFailed");
+    assert.deepEqual(
+      forLease(p.actions, L).map((a) => a.kind),
+      ["reject"],
+    );
+  });
+});
+
 describe("reconcile plan: the destructive passes and their gates", () => {
   const prune: Action = { kind: "placement_prune_candidate", gate: REREAD_GATE, lease: L };
   const dropPayload: Action = { kind: "payload_cleanup_candidate", gate: REREAD_GATE, lease: L };

@@ -95,7 +95,9 @@ describe("applying verified callbacks", () => {
     await flush();
     assert.deepEqual(sent, [{ kind: "reject", uuids: [LEASE], reason: "image pull failed" }]);
     assert.equal(store.placements.attemptFor(LEASE), undefined);
-    assert.equal(store.placements.placement(LEASE), undefined);
+    // The backend keeps the failed record: the lease stays placed there until it is
+    // rejected, so no sweep takes it for new work on another backend.
+    assert.equal(store.placements.placement(LEASE)?.owner, "one");
 
     store.placements.recordAttempt({
       leaseUuid: LEASE,

@@ -110,12 +110,16 @@ describe("placements: attempts and settlement", () => {
     });
   });
 
-  it("failed callback and definite refusal clear the attempt without an owner", () => {
+  it("a failed callback places an unplaced lease where it failed; a definite refusal places it nowhere", () => {
     using store = fresh();
     store.placements.recordAttempts([attempt(LEASE_1, "one", OP_1), attempt(LEASE_2, "one", OP_2)]);
-    store.placements.settleOperation(LEASE_1, OP_1, "failed", T0);
-    assert.equal(store.placements.placement(LEASE_1), undefined);
+    const failed = store.placements.settleOperation(LEASE_1, OP_1, "failed", T0);
+    assert.equal(failed.kind, "settled");
+    // The backend keeps the failed operation's record, so the lease is not new work elsewhere.
+    assert.equal(store.placements.placement(LEASE_1)?.owner, "one");
+    assert.equal(store.placements.placement(LEASE_1)?.state, "confirmed");
     assert.equal(store.placements.clearRefusedAttempt(LEASE_2, OP_2)?.leaseUuid, LEASE_2);
+    assert.equal(store.placements.placement(LEASE_2), undefined, "a refusal: the backend holds nothing");
     assert.equal(store.placements.clearRefusedAttempt(LEASE_2, OP_2), undefined);
     assert.equal(store.placements.counts().attempts, 0);
   });
