@@ -93,10 +93,10 @@ export async function writeProviderdStores(dir: string, chain: FixtureLeases): P
   const payloads = PayloadStore.open(join(dir, "payloads.db"));
   try {
     for (const [role, bytes] of Object.entries(chain.payloads)) {
-      payloads.put(l[role as keyof typeof l], bytes, AT + 500);
+      await payloads.put(l[role as keyof typeof l], bytes, AT + 500);
     }
     // A completed update's manifest, promoted over the upload.
-    payloads.promote(
+    await payloads.promote(
       l.active,
       Buffer.from('{"services":{"web":{"image":"docker.io/library/nginx:1.27.1"}}}'),
       AT + 600,

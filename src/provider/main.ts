@@ -141,7 +141,7 @@ export async function startProviderd(
     registerStateGauges(metrics.registry, {
       records: () => store.counts(),
       awaitingPayload: () => lc.awaitingPayload,
-      payloadsStored: () => payloads?.count() ?? 0,
+      payloadsStored: async () => (await payloads?.count()) ?? 0,
       backendHealthy: () => recovery.backendHealthy,
       queueDepths: () => ({ lease: queue.depth, ack: acks.queued, feed: consumer.queued }),
       feed: () => feed.metrics(),

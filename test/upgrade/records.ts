@@ -60,18 +60,19 @@ export async function readProviderd(dir: string, providerUuid: string): Promise<
   const payloads = PayloadStore.open(join(dir, "payloads.db"));
   let payloadRecords: ProviderdRecords["payloads"];
   try {
-    payloadRecords = payloads.leases().map((lease) => {
+    payloadRecords = [];
+    for (const lease of await payloads.leases()) {
       // get() re-hashes the bytes: a damaged row throws here.
-      const p = payloads.get(lease);
+      const p = await payloads.get(lease);
       if (p === undefined) throw new Error(`payload of ${lease} vanished`);
-      return {
+      payloadRecords.push({
         lease_uuid: p.leaseUuid,
         sha256: p.sha256,
         bytes: p.payload.length,
         promoted: p.promoted,
         stored_at: p.storedAt,
-      };
-    });
+      });
+    }
   } finally {
     payloads.close();
   }

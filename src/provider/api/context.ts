@@ -12,7 +12,7 @@ import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import type { Maintenance } from "../maintenance/index.ts";
 import type { Restorer } from "../retention/index.ts";
-import type { BackendFleet, PayloadStore, Placements, ReplayStore } from "../store/index.ts";
+import type { BackendFleet, PayloadRecords, Placements, ReplayStore } from "../store/index.ts";
 import { type TenantCounters, tenantCounters } from "./api-counters.ts";
 import { type AuthRequirement, leaseUuidParam, TenantAuth } from "./auth.ts";
 import { ApiError, refuse, sendApiError } from "./errors.ts";
@@ -36,7 +36,7 @@ export interface TenantApiDeps {
   store: Placements;
   /** The pinned backends (storage identities, lost backends, baselines). */
   fleet: BackendFleet;
-  payloads: PayloadStore | undefined;
+  payloads: PayloadRecords | undefined;
   tokens: ReplayStore | undefined;
   clients: ReadonlyMap<string, BackendClient>;
   clock: Clock;

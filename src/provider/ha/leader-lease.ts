@@ -3,6 +3,7 @@ import type { Clock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import { describePgError } from "../../pg/open.ts";
+import { inTransaction } from "../../pg/transaction.ts";
 
 /**
  * One leader among the providerd instances that share a PostgreSQL database (issue #36).
@@ -179,9 +180,7 @@ export class LeaderLease {
   async fenced<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const generation = this.#state.generation;
     if (!this.isLeader() || generation === undefined) throw notLeader();
-    const client = await this.#o.pool.connect();
-    try {
-      await client.query("BEGIN");
+    return inTransaction(this.#o.pool, async (client) => {
       const held = await client.query(
         `SELECT 1 FROM fred_leader WHERE provider_uuid = $1 AND holder = $2 AND generation = $3
            AND expires_at > clock_timestamp() FOR SHARE`,
@@ -191,15 +190,8 @@ export class LeaderLease {
         this.#stepDown("a fenced write found the lease gone");
         throw notLeader();
       }
-      const result = await work(client);
-      await client.query("COMMIT");
-      return result;
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+      return work(client);
+    });
   }
 
   /** Stops campaigning; a leader releases the row so a standby leads at its next try. */

@@ -7,7 +7,7 @@ import { fredVersion } from "../../version.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import type { InventoryReadiness } from "../reconciler/index.ts";
-import type { BackendFleet, PayloadStore, Placements, ReplayStore } from "../store/index.ts";
+import type { BackendFleet, PayloadRecords, Placements, ReplayStore } from "../store/index.ts";
 
 /**
  * The body `/health` and `/readyz` share. Remote probes (chain, backends) run together
@@ -25,7 +25,7 @@ export interface HealthSources {
   store: Placements;
   /** The pinned backends (storage identities, lost backends, baselines). */
   fleet: BackendFleet;
-  payloads: PayloadStore | undefined;
+  payloads: PayloadRecords | undefined;
   tokens: ReplayStore | undefined;
   inFlight: () => number;
   feedLive: () => boolean;
@@ -105,18 +105,25 @@ export async function healthReport(s: HealthSources): Promise<HealthReport> {
       }),
     );
   }
-  if (s.tokens !== undefined) {
-    const tokens = s.tokens;
+  const storeRead = (key: string, read: () => Promise<unknown>, failure: string): void => {
     remote.push(
-      tokens
-        .size()
-        .then(
-          (): Check => ({ status: "healthy" }),
-          (): Check => ({ status: "unhealthy", message: "token tracker is unreadable" }),
-        )
-        .then((c) => {
-          checks.token_tracker = c;
-        }),
+      read().then(
+        () => {
+          checks[key] = { status: "healthy" };
+        },
+        () => {
+          checks[key] = { status: "unhealthy", message: failure };
+        },
+      ),
+    );
+  };
+  const { tokens, payloads } = s;
+  if (tokens !== undefined) storeRead("token_tracker", () => tokens.size(), "token tracker is unreadable");
+  if (payloads !== undefined) {
+    storeRead(
+      "payload_store",
+      () => payloads.has("00000000-0000-4000-8000-000000000000"),
+      "payload store is unreadable",
     );
   }
   checks.placement_store =
@@ -134,13 +141,6 @@ export async function healthReport(s: HealthSources): Promise<HealthReport> {
     inventoryOk = false;
   }
   checks.placement_inventory = inventoryCheck(inventoryOk, s.inventory?.());
-  if (s.payloads !== undefined) {
-    const payloads = s.payloads;
-    checks.payload_store = local(
-      () => payloads.has("00000000-0000-4000-8000-000000000000"),
-      "payload store is unreadable",
-    );
-  }
   await Promise.all(remote);
   const localBad = ["placement_store", "placement_inventory", "payload_store", "token_tracker"].some(
     (k) => checks[k]?.status === "unhealthy",

@@ -11,7 +11,7 @@ export interface MetricSources {
   /** Durable lease records (the placement store's counts). */
   records: () => { placements: number; conflicts: number; attempts: number };
   /** Payloads the payload store holds (none without a store). */
-  payloadsStored: () => number;
+  payloadsStored: () => Promise<number>;
   /** Leases waiting for their tenant's payload (in memory). */
   awaitingPayload: () => number;
   backendHealthy: () => Map<string, boolean>;
@@ -104,8 +104,8 @@ export function registerStateGauges(registry: Registry, sources: MetricSources):
     name: "fred_payloads_stored",
     help: "Tenant payloads the payload store holds for provisioning",
     registers,
-    collect() {
-      this.set(sources.payloadsStored());
+    async collect() {
+      this.set(await sources.payloadsStored());
     },
   });
   new Gauge({

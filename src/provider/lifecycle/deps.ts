@@ -6,7 +6,7 @@ import type { Logger } from "../../log.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import type { Router } from "../router.ts";
-import type { BackendFleet, PayloadStore, Placements } from "../store/index.ts";
+import type { BackendFleet, PayloadRecords, Placements } from "../store/index.ts";
 
 /** What the lifecycle workflows share; built once by the composition root. */
 export interface LifecycleDeps {
@@ -15,7 +15,7 @@ export interface LifecycleDeps {
   store: Placements;
   /** The pinned backends (storage identities, lost backends, baselines). */
   fleet: BackendFleet;
-  payloads: PayloadStore | undefined;
+  payloads: PayloadRecords | undefined;
   clients: ReadonlyMap<string, BackendClient>;
   router: Router;
   /** The one acknowledgement path to the chain. */

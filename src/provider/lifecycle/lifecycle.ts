@@ -375,12 +375,10 @@ export class Lifecycle extends EventEmitter<LifecycleEvents> {
     return result;
   }
 
-  #pollPayloads(): Promise<void> {
+  async #pollPayloads(): Promise<void> {
     const payloads = this.#deps.payloads;
-    if (payloads !== undefined) {
-      for (const lease of [...this.#awaitingPayload]) if (payloads.has(lease)) this.notifyPayload(lease);
-    }
-    return Promise.resolve();
+    if (payloads === undefined) return;
+    for (const lease of [...this.#awaitingPayload]) if (await payloads.has(lease)) this.notifyPayload(lease);
   }
 
   /** Chained timers: the next run is scheduled only after the previous one finished. */

@@ -297,7 +297,7 @@ export async function choosePayload(
   signal: AbortSignal,
 ): Promise<ChosenPayload> {
   if (source === "none") return undefined;
-  const stored = d.payloads?.get(lease.uuid);
+  const stored = await d.payloads?.get(lease.uuid);
   if (stored !== undefined) {
     if (payloadAccepted(stored, lease.metaHash)) return stored;
     d.logger.warn({ lease_uuid: lease.uuid }, "stored payload does not match meta_hash; waiting");
@@ -307,7 +307,7 @@ export async function choosePayload(
   const rebuilt = await fromLatestRelease(d, lease, backend, signal);
   if (rebuilt === undefined) return "missing";
   if (d.payloads !== undefined) {
-    d.payloads.put(lease.uuid, rebuilt.payload, rebuilt.storedAt, lease.metaHash);
+    await d.payloads.put(lease.uuid, rebuilt.payload, rebuilt.storedAt, lease.metaHash);
     await d.payloads.durable();
   }
   d.logger.info(

@@ -194,9 +194,9 @@ export async function maskRunningPayloads(
   let wrote = false;
   for (const lease of leases) {
     // Most leases store no payload: the memoized check spares them the placement read.
-    if (!payloads.has(lease) || d.store.placement(lease)?.state !== "confirmed") continue;
+    if (!(await payloads.has(lease)) || d.store.placement(lease)?.state !== "confirmed") continue;
     try {
-      if (payloads.mask(lease))
+      if (await payloads.mask(lease))
         d.logger.info({ lease_uuid: lease }, "registry passwords masked in the stored payload");
       wrote = true;
     } catch (err) {

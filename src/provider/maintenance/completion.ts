@@ -1,5 +1,5 @@
 import type { Logger } from "../../log.ts";
-import type { PayloadStore, Placements } from "../store/index.ts";
+import type { PayloadRecords, Placements } from "../store/index.ts";
 import { type Command, MaintenanceJournal, type StoredAnswer, sameInstant } from "./journal.ts";
 
 export type { Command } from "./journal.ts";
@@ -85,14 +85,14 @@ export function completeMaintenance(d: CompletionDeps, cb: Completion): Command 
  * confirmed, for the next recovery pass. Returns whether it settled.
  */
 export async function promote(
-  d: CompletionDeps & { payloads: PayloadStore | undefined },
+  d: CompletionDeps & { payloads: PayloadRecords | undefined },
   c: Command,
 ): Promise<boolean> {
   const journal = MaintenanceJournal.of(d.store);
   const current = journal.byMaintenanceId(c.leaseUuid, c.maintenanceId);
   if (current?.phase !== "confirmed" || current.payload === undefined || d.payloads === undefined)
     return false;
-  const sha256 = d.payloads.promote(c.leaseUuid, current.payload, d.clock.now());
+  const sha256 = await d.payloads.promote(c.leaseUuid, current.payload, d.clock.now());
   await d.payloads.durable();
   journal.settle(c.leaseUuid, c.maintenanceId, "succeeded", ANSWERS.accepted, d.clock.now());
   await journal.durable();

@@ -11,7 +11,7 @@ import { failpoint } from "../../failpoints.ts";
 import type { Logger } from "../../log.ts";
 import type { BackendClient, MutationOutcome } from "../backend-client/index.ts";
 import { EVERY_LEGACY_TENANT, type ProviderConfig } from "../config/index.ts";
-import { type BackendFleet, onLostBackend, type PayloadStore, type Placements } from "../store/index.ts";
+import { type BackendFleet, onLostBackend, type PayloadRecords, type Placements } from "../store/index.ts";
 import { ANSWERS, type Command, promote } from "./completion.ts";
 import {
   type CommandKind,
@@ -36,7 +36,7 @@ export interface MaintenanceOptions {
   store: Placements;
   /** The pinned backends (storage identities, lost backends, baselines). */
   fleet: BackendFleet;
-  payloads: PayloadStore | undefined;
+  payloads: PayloadRecords | undefined;
   clients: ReadonlyMap<string, BackendClient>;
   chain: ChainPort;
   queue: KeyedMutex;

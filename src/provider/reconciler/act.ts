@@ -67,7 +67,7 @@ export async function act(ctx: ActContext, plan: Plan): Promise<void> {
     }
   });
   await d.store.durable();
-  await maskRunningPayloads(d, d.payloads?.holdingSecrets() ?? []);
+  await maskRunningPayloads(d, (await d.payloads?.holdingSecrets()) ?? []);
   // Workers take the next lease by index (Array.shift is linear: quadratic over 100k leases).
   const queue = [...byLease];
   let taken = 0;
@@ -271,7 +271,7 @@ async function destroy(ctx: ActContext, a: DestructiveAction): Promise<void> {
       return;
     }
     case "payload_cleanup_candidate":
-      if (d.payloads?.delete(a.lease)) log.info("reconciler: dropped the payload of an ended lease");
+      if (await d.payloads?.delete(a.lease)) log.info("reconciler: dropped the payload of an ended lease");
       return;
     case "placement_prune_candidate":
       if (d.store.prunePlacement(a.lease)) log.info("reconciler: pruned the placement of an ended lease");

@@ -69,7 +69,7 @@ export async function collect(
     now,
     chain: Array.from(listed.views.values()),
     backends,
-    store: storeView(d, listed.views),
+    store: await storeView(d, listed.views),
     billingOnlySkus: new Set(d.config.billingOnlySkus),
     placementGraceMs: d.config.provisionCallbackTimeoutMs,
   };
@@ -195,7 +195,10 @@ async function readBudgets(d: SweepSources, input: PlanInput, deadlineMs: number
  * The placement store as the plan reads it. A listed lease's record is keyed by the listing's
  * UUID string and owners by the configured names, so 100,000 records hold no copy of either.
  */
-function storeView(d: SweepSources, listed: ReadonlyMap<string, ChainLeaseView>): PlanInput["store"] {
+async function storeView(
+  d: SweepSources,
+  listed: ReadonlyMap<string, ChainLeaseView>,
+): Promise<PlanInput["store"]> {
   const placements = new Map<string, PlacementView>();
   const names = new Map(d.config.backends.map((b) => [b.name, b.name]));
   d.store.eachPlacement(([uuid, state, owner, candidatesJson, updatedAt, noLifecycle]) => {
@@ -224,7 +227,7 @@ function storeView(d: SweepSources, listed: ReadonlyMap<string, ChainLeaseView>)
   return {
     placements,
     attempts,
-    payloads: new Set(d.payloads?.leases() ?? []),
+    payloads: new Set((await d.payloads?.leases()) ?? []),
     baseline: d.fleet.baselineMatches(d.config.backends.map((b) => b.name)),
     retiredBackends: new Set(),
     retirementUnproven: false,

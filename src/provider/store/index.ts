@@ -8,7 +8,13 @@ export {
 } from "./backend-fleet.ts";
 export { CopyMarks } from "./copy-marks.ts";
 export { openProviderStores, type ProviderStores } from "./open-stores.ts";
-export { PayloadStore, type PutResult, type StoredPayload, sha256Hex } from "./payload-store.ts";
+export {
+  type PayloadRecords,
+  type PutResult,
+  type StoredPayload,
+  sha256Hex,
+} from "./payload-records.ts";
+export { PayloadStore } from "./payload-store.ts";
 export type {
   Attempt,
   AttemptKind,

@@ -1,16 +1,23 @@
-import { createHash } from "node:crypto";
 import type { Statement } from "better-sqlite3";
-import { FredError } from "../../core/errors.ts";
-import { redactManifestPayload } from "../../core/manifest/index.ts";
-import { isCanonicalUuid } from "../../core/uuid.ts";
 import { ReadMemo, type SqliteDatabase } from "../../sqlite/index.ts";
+import {
+  checkLease,
+  maskedPayload,
+  type NewPayload,
+  newPayload,
+  type PayloadRecords,
+  type PayloadRow,
+  type PutResult,
+  putOverExisting,
+  type StoredPayload,
+  verifiedPayload,
+} from "./payload-records.ts";
 import { openStore } from "./sqlite.ts";
 
 /**
- * Uploaded manifests, keyed by lease, stored with the SHA-256 computed at write time.
- * Reads re-hash the bytes, so a corrupted row is reported instead of provisioned.
- * Commits use the WAL group commit: whoever answers on a write (the upload's 202)
- * first awaits `durable()`.
+ * The payload records (payload-records.ts) in their own SQLite file. Commits use the WAL
+ * group commit: whoever answers on a write (the upload's 202) first awaits `durable()`.
+ * The methods are async for the contract's sake; each runs its statements at once.
  */
 const MIGRATIONS = [
   `CREATE TABLE payloads (
@@ -33,38 +40,14 @@ const MIGRATIONS = [
    CREATE INDEX payloads_holding_secrets ON payloads (lease_uuid) WHERE holds_secret = 1;`,
 ];
 
-interface PayloadRow {
-  lease_uuid: string;
-  sha256: string;
-  payload: Buffer;
-  stored_at: number;
-  origin: "upload" | "update";
-  upload_sha256: string | null;
+interface SqlitePayloadRow extends PayloadRow {
   holds_secret: 0 | 1;
 }
 
-export interface StoredPayload {
-  leaseUuid: string;
-  payload: Buffer;
-  /** Lowercase hex SHA-256 of `payload` (what a provision sends as payload_hash). */
-  sha256: string;
-  /** The SHA-256 the upload had (the lease's meta_hash): `sha256` unless the bytes were masked since. */
-  uploadSha256: string;
-  storedAt: number;
-  /** True for the manifest of a completed update (its hash is its own, not meta_hash). */
-  promoted: boolean;
-}
-
-export type PutResult = "stored" | "duplicate";
-
-export function sha256Hex(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
-
-export class PayloadStore {
+export class PayloadStore implements PayloadRecords {
   readonly #database: SqliteDatabase;
   readonly #put: Statement<[string, string, Buffer, number, number]>;
-  readonly #get: Statement<[string], PayloadRow>;
+  readonly #get: Statement<[string], SqlitePayloadRow>;
   readonly #has: Statement<[string], number>;
   readonly #delete: Statement<[string]>;
   readonly #promote: Statement<[string, string, Buffer, number]>;
@@ -72,7 +55,7 @@ export class PayloadStore {
   readonly #leases: Statement<[], string>;
   readonly #count: Statement<[], number>;
   readonly #holdingSecrets: Statement<[], string>;
-  readonly #putOnce: (leaseUuid: string, sha256: string, payload: Buffer, now: number) => PutResult;
+  readonly #putOnce: (leaseUuid: string, next: NewPayload, now: number) => PutResult;
   /** `has`'s answers, forgotten by every write (put, promote, delete). */
   readonly #stored: ReadMemo<boolean>;
 
@@ -104,15 +87,11 @@ export class PayloadStore {
       .pluck();
     this.#leases = db.prepare<[], string>("SELECT lease_uuid FROM payloads ORDER BY lease_uuid").pluck();
     this.#count = db.prepare<[], number>("SELECT COUNT(*) FROM payloads").pluck();
-    this.#putOnce = db.transaction((leaseUuid: string, sha256: string, payload: Buffer, now: number) => {
+    this.#putOnce = db.transaction((leaseUuid: string, next: NewPayload, now: number): PutResult => {
       const existing = this.#get.get(leaseUuid);
-      if (existing !== undefined) {
-        if ((existing.upload_sha256 ?? existing.sha256) === sha256) return "duplicate";
-        throw new FredError("ERR_PAYLOAD_CONFLICT", "a different payload is already stored for this lease");
-      }
+      if (existing !== undefined) return putOverExisting(existing, next.sha256);
       this.#stored.changed();
-      const secret = redactManifestPayload(payload) !== payload;
-      this.#put.run(leaseUuid, sha256, payload, now, secret ? 1 : 0);
+      this.#put.run(leaseUuid, next.sha256, next.bytes, now, next.holdsSecret ? 1 : 0);
       this.#database.committed();
       return "stored";
     });
@@ -148,94 +127,63 @@ export class PayloadStore {
     this.close();
   }
 
-  /**
-   * Stores a lease's payload once. The same bytes again are a harmless duplicate; other
-   * bytes for a lease that already has a payload are refused (ERR_PAYLOAD_CONFLICT).
-   * `expectedSha256` (the lease's meta_hash, hex) must match when given.
-   */
-  put(leaseUuid: string, payload: Uint8Array, now: number, expectedSha256?: string): PutResult {
-    if (!isCanonicalUuid(leaseUuid)) throw new FredError("ERR_PAYLOAD_LEASE", "lease UUID must be canonical");
-    const sha256 = sha256Hex(payload);
-    if (expectedSha256 !== undefined && expectedSha256.toLowerCase() !== sha256) {
-      throw new FredError("ERR_PAYLOAD_HASH_MISMATCH", "payload does not match the lease's meta_hash");
-    }
-    return this.#putOnce(leaseUuid, sha256, Buffer.from(payload), now);
+  async put(
+    leaseUuid: string,
+    payload: Uint8Array,
+    now: number,
+    expectedSha256?: string,
+  ): Promise<PutResult> {
+    return this.#putOnce(leaseUuid, newPayload(leaseUuid, payload, expectedSha256), now);
   }
 
-  /** The stored payload, verified against its recorded hash; undefined when none. */
-  get(leaseUuid: string): StoredPayload | undefined {
+  async get(leaseUuid: string): Promise<StoredPayload | undefined> {
+    checkLease(leaseUuid);
     const row = this.#get.get(leaseUuid);
-    if (row === undefined) return undefined;
-    if (sha256Hex(row.payload) !== row.sha256) {
-      throw new FredError(
-        "ERR_PAYLOAD_CORRUPTED",
-        `stored payload for lease ${leaseUuid} fails its hash check`,
-      );
-    }
-    return {
-      leaseUuid: row.lease_uuid,
-      payload: row.payload,
-      sha256: row.sha256,
-      uploadSha256: row.upload_sha256 ?? row.sha256,
-      storedAt: row.stored_at,
-      promoted: row.origin === "update",
-    };
+    return row === undefined ? undefined : verifiedPayload(row);
   }
 
-  /**
-   * Makes `payload` the lease's payload, replacing the uploaded (or an earlier promoted)
-   * one: only for the manifest of an update whose exact success the backend reported, so
-   * its registry passwords are already in the backend's journal and only the masked form is
-   * kept. Idempotent; the caller awaits `durable()` before settling the update.
-   */
-  promote(leaseUuid: string, payload: Uint8Array, now: number): string {
-    if (!isCanonicalUuid(leaseUuid)) throw new FredError("ERR_PAYLOAD_LEASE", "lease UUID must be canonical");
-    const masked = Buffer.from(redactManifestPayload(payload));
-    const sha256 = sha256Hex(masked);
+  /** The caller awaits `durable()` before settling the update. */
+  async promote(leaseUuid: string, payload: Uint8Array, now: number): Promise<string> {
+    checkLease(leaseUuid);
+    const masked = maskedPayload(payload);
     this.#stored.changed();
-    this.#promote.run(leaseUuid, sha256, masked, now);
+    this.#promote.run(leaseUuid, masked.sha256, masked.bytes, now);
     this.#database.committed();
-    return sha256;
+    return masked.sha256;
   }
 
-  /**
-   * Replaces the lease's payload by its masked form (registry passwords → the mask), once
-   * the backend that ran it holds them. The hash the upload had stays, so the payload still
-   * answers for the lease's meta_hash. True when bytes changed; no row, or nothing to mask,
-   * only clears the mark.
-   */
-  mask(leaseUuid: string): boolean {
+  async mask(leaseUuid: string): Promise<boolean> {
+    checkLease(leaseUuid);
     const row = this.#get.get(leaseUuid);
     if (row === undefined || row.holds_secret === 0) return false;
-    const masked = Buffer.from(redactManifestPayload(row.payload));
-    this.#mask.run(masked, sha256Hex(masked), leaseUuid);
+    const masked = maskedPayload(row.payload);
+    this.#mask.run(masked.bytes, masked.sha256, leaseUuid);
     this.#database.committed();
-    return !masked.equals(row.payload);
+    return !masked.bytes.equals(row.payload);
   }
 
-  /** The leases whose stored payload may still hold a registry password (see `mask`). */
-  holdingSecrets(): string[] {
+  async holdingSecrets(): Promise<string[]> {
     return this.#holdingSecrets.all();
   }
 
   /** GET status asks on every poll: answered from memory until the next write. */
-  has(leaseUuid: string): boolean {
+  async has(leaseUuid: string): Promise<boolean> {
+    checkLease(leaseUuid);
     return this.#stored.get(leaseUuid, this.#readHas);
   }
 
   readonly #readHas = (leaseUuid: string): boolean => this.#has.get(leaseUuid) !== undefined;
 
-  /** Every lease with a stored payload (the reconciler's payload cleanup reads this). */
-  leases(): string[] {
+  async leases(): Promise<string[]> {
     return this.#leases.all();
   }
 
-  /** How many payloads are held (the fred_payloads_stored gauge, read at scrape time). */
-  count(): number {
+  async count(): Promise<number> {
     return this.#count.get() ?? 0;
   }
 
-  delete(leaseUuid: string): boolean {
+  async delete(leaseUuid: string): Promise<boolean> {
+    checkLease(leaseUuid);
     this.#stored.changed();
     return this.#delete.run(leaseUuid).changes === 1;
   }

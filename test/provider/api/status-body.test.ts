@@ -57,7 +57,7 @@ describe("status: the reused answer follows every change", () => {
     const again = await poll();
     assert.equal(again.text, first.text, "nothing changed: the same bytes");
 
-    payloads!.put(LEASE, Buffer.from("manifest"), h.clock.now());
+    await payloads!.put(LEASE, Buffer.from("manifest"), h.clock.now());
     assert.equal((await poll()).body.payload_received, true, "stored payload seen at once");
 
     h.store.recordAttempt({
@@ -72,7 +72,7 @@ describe("status: the reused answer follows every change", () => {
     h.store.settleOperation(LEASE, OP, "failed", h.clock.now());
     assert.equal((await poll()).body.provisioning_started, false, "settled attempt seen at once");
 
-    payloads!.delete(LEASE);
+    await payloads!.delete(LEASE);
     assert.equal((await poll()).body.payload_received, false, "deleted payload seen at once");
 
     credit = { balance: "9umfx", burn_rate_per_hour: "1umfx", depletes_at: null };

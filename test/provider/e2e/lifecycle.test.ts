@@ -81,7 +81,7 @@ describe("providerd lifecycle (devnet + providerd + mock backends)", () => {
 
     const payloads = PayloadStore.open(stack.payloadPath);
     try {
-      assert.equal(payloads.put(lease!, manifest, Date.now()), "stored");
+      assert.equal(await payloads.put(lease!, manifest, Date.now()), "stored");
     } finally {
       payloads.close();
     }
@@ -100,14 +100,14 @@ describe("providerd lifecycle (devnet + providerd + mock backends)", () => {
     const [lease] = await stack.createLeases(1, "docker-medium", sha256(manifest));
     {
       using payloads = PayloadStore.open(stack.payloadPath);
-      assert.equal(payloads.put(lease!, manifest, Date.now()), "stored");
+      assert.equal(await payloads.put(lease!, manifest, Date.now()), "stored");
       await payloads.durable();
     }
     await stack.waitState([lease!], "LEASE_STATE_ACTIVE");
-    const stored = await until(() => {
+    const stored = await until(async () => {
       using payloads = PayloadStore.open(stack.payloadPath);
-      const got = payloads.get(lease!);
-      return got !== undefined && payloads.holdingSecrets().length === 0 ? got : undefined;
+      const got = await payloads.get(lease!);
+      return got !== undefined && (await payloads.holdingSecrets()).length === 0 ? got : undefined;
     }, "the stored payload masked");
     assert.doesNotMatch(stored.payload.toString(), new RegExp(secret));
     assert.match(stored.payload.toString(), /"password":"\*{8}"/);

@@ -202,7 +202,7 @@ describe("restart/update: admission and the backend's answers", () => {
     assert.equal((await post(uuid, "update", { key: k, body: update(MANIFEST_2) })).status, 409);
     const c = m.journal.byKey(uuid, k)!;
     assert.deepEqual(c.payload, MANIFEST, "the manifest is pending desired state");
-    assert.equal(payloads.get(uuid), undefined, "not the payload yet");
+    assert.equal(await payloads.get(uuid), undefined, "not the payload yet");
     // The exact success completion confirms, promotion writes the payload and settles.
     const promoted = completeMaintenance(
       { store: h.store, clock: h.clock, logger: createLogger("test", "silent") },
@@ -227,7 +227,7 @@ describe("restart/update: admission and the backend's answers", () => {
         promoted,
       ),
     );
-    const stored = payloads.get(uuid)!;
+    const stored = (await payloads.get(uuid))!;
     assert.deepEqual(stored.payload, MANIFEST);
     assert.ok(stored.promoted);
     assert.ok(payloadAccepted(stored, "00".repeat(32)), "re-provision may use it");
@@ -275,7 +275,7 @@ describe("restart/update: admission and the backend's answers", () => {
 
   it("a failed update settles failed, keeps the old payload, and its exact retry is 409", async () => {
     const uuid = placed();
-    payloads.put(uuid, MANIFEST, 1);
+    await payloads.put(uuid, MANIFEST, 1);
     const k = key();
     fake.script.set("update", [{ status: 202, body: { status: "updating" } }]);
     await post(uuid, "update", { key: k, body: update(MANIFEST_2) });
@@ -290,8 +290,8 @@ describe("restart/update: admission and the backend's answers", () => {
       maintenanceAdmittedAt: at,
     });
     assert.equal(none, undefined);
-    assert.deepEqual(payloads.get(uuid)?.payload, MANIFEST);
-    assert.equal(payloads.get(uuid)?.promoted, false);
+    assert.deepEqual((await payloads.get(uuid))?.payload, MANIFEST);
+    assert.equal((await payloads.get(uuid))?.promoted, false);
     const again = await post(uuid, "update", { key: k, body: update(MANIFEST_2) });
     assert.equal(again.status, 409);
     assert.equal(sentTo("update").length, 1);

@@ -35,10 +35,10 @@ after(async () => {
   await stack.close();
 });
 
-function payloads<T>(fn: (p: PayloadStore) => T): T {
+async function payloads<T>(fn: (p: PayloadStore) => Promise<T>): Promise<T> {
   const p = PayloadStore.open(stack.payloadPath);
   try {
-    return fn(p);
+    return await fn(p);
   } finally {
     p.close();
   }
@@ -47,19 +47,12 @@ function payloads<T>(fn: (p: PayloadStore) => T): T {
 describe("reconciler: a payload lost from the payload store", () => {
   it("is rebuilt from the owner's latest active release, verified against meta_hash", async () => {
     const [lease] = await stack.createLeases(1, "docker-small", sha256(MANIFEST));
-    assert.equal(
-      payloads((p) => p.put(lease!, MANIFEST, Date.now())),
-      "stored",
-    );
+    assert.equal(await payloads((p) => p.put(lease!, MANIFEST, Date.now())), "stored");
     await stack.waitState([lease!], "LEASE_STATE_ACTIVE");
     const first = withStore(stack, (s) => s.placements.placement(lease!)?.lifecycleId);
 
     await stack.stopProviderd();
-    assert.equal(
-      payloads((p) => p.delete(lease!)),
-      true,
-      "the payload row is gone",
-    );
+    assert.equal(await payloads((p) => p.delete(lease!)), true, "the payload row is gone");
     await stack.startProviderd();
     const lost = await signedClient(stack.mocks[0]!.ready.url, SECRETS[0]!).post(
       `/_mock/lose/${lease}`,
@@ -77,7 +70,7 @@ describe("reconciler: a payload lost from the payload store", () => {
       "the re-provisioned workload ready",
     );
     assert.ok(logged(stack, "payload rebuilt from the owner's latest active release").length > 0);
-    const again = payloads((p) => p.get(lease!));
+    const again = await payloads((p) => p.get(lease!));
     assert.equal(again?.sha256, Buffer.from(sha256(MANIFEST)).toString("hex"), "stored again, verified");
     assert.deepEqual(again?.payload, MANIFEST);
   });

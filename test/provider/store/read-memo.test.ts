@@ -103,35 +103,35 @@ describe("hasAttempt between writes", () => {
 });
 
 describe("PayloadStore.has between writes", () => {
-  it("sees put, delete and promote at once, and a refused put changes nothing", () => {
+  it("sees put, delete and promote at once, and a refused put changes nothing", async () => {
     const path = join(root, `q${++n}.db`);
     using store = PayloadStore.open(path);
     using reader = PayloadStore.open(path, { readonly: true });
-    assert.equal(store.has(LEASE), false);
-    store.put(LEASE, Buffer.from("a"), T0);
-    assert.equal(store.has(LEASE), true, "stored");
-    assert.equal(reader.has(LEASE), true, "the read-only reader sees it too");
-    assert.throws(() => store.put(LEASE, Buffer.from("b"), T0), /ERR_PAYLOAD_CONFLICT|different payload/);
-    assert.equal(store.has(LEASE), true, "a refused put leaves the payload");
-    assert.equal(store.delete(LEASE), true);
-    assert.equal(store.has(LEASE), false, "deleted");
-    assert.equal(reader.has(LEASE), false);
-    store.promote(LEASE, Buffer.from("c"), T0 + 1);
-    assert.equal(store.has(LEASE), true, "promoted");
-    assert.equal(store.has(LEASE_2), false);
+    assert.equal(await store.has(LEASE), false);
+    await store.put(LEASE, Buffer.from("a"), T0);
+    assert.equal(await store.has(LEASE), true, "stored");
+    assert.equal(await reader.has(LEASE), true, "the read-only reader sees it too");
+    await assert.rejects(store.put(LEASE, Buffer.from("b"), T0), /ERR_PAYLOAD_CONFLICT|different payload/);
+    assert.equal(await store.has(LEASE), true, "a refused put leaves the payload");
+    assert.equal(await store.delete(LEASE), true);
+    assert.equal(await store.has(LEASE), false, "deleted");
+    assert.equal(await reader.has(LEASE), false);
+    await store.promote(LEASE, Buffer.from("c"), T0 + 1);
+    assert.equal(await store.has(LEASE), true, "promoted");
+    assert.equal(await store.has(LEASE_2), false);
   });
 
   it("sees a payload another connection wrote to the same file from the next event-loop turn", async () => {
     const path = join(root, `q${++n}.db`);
     using store = PayloadStore.open(path);
-    assert.equal(store.has(LEASE), false);
-    assert.equal(store.has(LEASE), false, "asked twice: answered from memory");
+    assert.equal(await store.has(LEASE), false);
+    assert.equal(await store.has(LEASE), false, "asked twice: answered from memory");
     {
       using other = PayloadStore.open(path); // a second writer (a tool or a test) on the file
-      other.put(LEASE, Buffer.from("a"), T0);
+      await other.put(LEASE, Buffer.from("a"), T0);
     }
     // The memo checks SQLite's data_version once per turn: the commit shows on the next one.
     await setImmediate();
-    assert.equal(store.has(LEASE), true, "the other connection's commit is seen on the next turn");
+    assert.equal(await store.has(LEASE), true, "the other connection's commit is seen on the next turn");
   });
 });

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { isFredError } from "../../../core/errors.ts";
 import { isBillingOnly } from "../../../core/lease-rules.ts";
 import { failpoint } from "../../../failpoints.ts";
-import { type PayloadStore, type PutResult, sha256Hex } from "../../store/index.ts";
+import { type PayloadRecords, type PutResult, sha256Hex } from "../../store/index.ts";
 import type { UploadOutcome } from "../api-counters.ts";
 import { authorizeLease, type RequestScope, type TenantContext, tenantRoute } from "../context.ts";
 import { ApiError, refuse } from "../errors.ts";
@@ -70,11 +70,16 @@ export function readBody(raw: IncomingMessage, max: number, signal: AbortSignal)
 }
 
 /** Stores the payload once and waits for its fsync; a write that did not reach the disk is undone. */
-async function storeDurably(payloads: PayloadStore, uuid: string, body: Buffer, now: number): Promise<void> {
+async function storeDurably(
+  payloads: PayloadRecords,
+  uuid: string,
+  body: Buffer,
+  now: number,
+): Promise<void> {
   let stored: PutResult;
   try {
-    if (payloads.has(uuid)) throw tagged(notStored("payload already received"), "conflict");
-    stored = payloads.put(uuid, body, now);
+    if (await payloads.has(uuid)) throw tagged(notStored("payload already received"), "conflict");
+    stored = await payloads.put(uuid, body, now);
   } catch (err) {
     if (err instanceof ApiError) throw err;
     const conflict = isFredError(err, "ERR_PAYLOAD_CONFLICT");
@@ -88,7 +93,7 @@ async function storeDurably(payloads: PayloadStore, uuid: string, body: Buffer, 
     await payloads.durable();
   } catch (err) {
     try {
-      payloads.delete(uuid);
+      await payloads.delete(uuid);
     } catch {
       // The row stays un-synced; the same upload is refused as a duplicate until an operator looks.
     }

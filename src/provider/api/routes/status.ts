@@ -49,7 +49,7 @@ export function registerStatusRoute(app: FastifyInstance, ctx: TenantContext): v
         return { status: 200, body: await fromRetainedRecord(ctx, uuid, claims, include) };
       let payloadReceived = false;
       try {
-        payloadReceived = payloads?.has(uuid) ?? false;
+        payloadReceived = (await payloads?.has(uuid)) ?? false;
       } catch (err) {
         logger.warn({ err, lease_uuid: uuid }, "payload store unreadable; status reports no payload");
       }

@@ -1,4 +1,5 @@
 import { LEADER_LEASE_MIGRATION } from "../../ha/leader-lease.ts";
+import { PAYLOADS_MIGRATION } from "./payload-store.ts";
 import { USED_TOKENS_MIGRATION } from "./token-tracker.ts";
 
 /**
@@ -6,4 +7,8 @@ import { USED_TOKENS_MIGRATION } from "./token-tracker.ts";
  * database, numbered append-only migrations (src/pg/open.ts applies them). The SQLite
  * stores keep their own migration sets, one per file.
  */
-export const PROVIDERD_PG_MIGRATIONS: readonly string[] = [LEADER_LEASE_MIGRATION, USED_TOKENS_MIGRATION];
+export const PROVIDERD_PG_MIGRATIONS: readonly string[] = [
+  LEADER_LEASE_MIGRATION,
+  USED_TOKENS_MIGRATION,
+  PAYLOADS_MIGRATION,
+];
