@@ -58,7 +58,7 @@ export class EventSupervisor {
   }
 
   start(): void {
-    if (this.#loop) return;
+    if (this.#loop !== undefined) return;
     this.#loop = this.#run();
   }
 

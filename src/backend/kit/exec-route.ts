@@ -152,6 +152,7 @@ export function registerExecRoute(
     });
   }
 
+  // biome-ignore lint/nursery/noMisusedPromises: Fastify awaits an async plugin (register returns its own thenable).
   void app.register(async (scoped) => {
     await scoped.register(websocket, {
       options: {

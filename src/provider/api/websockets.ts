@@ -21,6 +21,7 @@ export function registerWebSocketRoutes(
   preClose: () => void,
   routes: readonly ((scoped: FastifyInstance) => void)[],
 ): void {
+  // biome-ignore lint/nursery/noMisusedPromises: Fastify awaits an async plugin (register returns its own thenable).
   void app.register(async (scoped) => {
     await scoped.register(websocket, {
       options: {

@@ -62,6 +62,7 @@ export function registerCallbackIngress(app: FastifyInstance, o: CallbackIngress
     return reply.code(status).send({ error, code: status });
   };
 
+  // biome-ignore lint/nursery/noMisusedPromises: Fastify awaits an async plugin (register returns its own thenable).
   app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser(

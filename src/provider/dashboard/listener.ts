@@ -155,6 +155,7 @@ export function buildOperatorServer(o: OperatorServerOptions): OperatorServer {
     return reply.code(500).send(tenantError(500, "internal error"));
   });
 
+  // biome-ignore lint/nursery/noMisusedPromises: Fastify awaits an async plugin (register returns its own thenable).
   app.register(async (api) => {
     api.addHook("onRequest", (req, reply, done) => {
       if (authorize(req, reply)) done();

@@ -108,7 +108,7 @@ export async function startFakeBackend(opts: {
 
   async function answer(key: string, reply: FastifyReply, fallback: () => Scripted): Promise<void> {
     const next = fake.script.get(key)?.shift() ?? fallback();
-    if (next.hold) await next.hold;
+    if (next.hold !== undefined) await next.hold;
     setStorageHeader(reply);
     reply.code(next.status);
     if (next.body === undefined) return reply.send();

@@ -107,6 +107,7 @@ export function registerDataRoute(
   events?: Pick<LeaseEventPublisher, "uploadAccepted">,
 ): void {
   const { config, payloads, logger } = ctx.deps;
+  // biome-ignore lint/nursery/noMisusedPromises: Fastify awaits an async plugin (register returns its own thenable).
   void app.register(async (scoped) => {
     // The body is read by the handler, after authentication, whatever its content type.
     scoped.removeAllContentTypeParsers();

@@ -51,6 +51,7 @@ export function registerMaintenanceRoute<Input>(
   route: MaintenanceRoute<Input>,
 ): void {
   const path = `/v1/leases/:lease_uuid/${route.kind}`;
+  // biome-ignore lint/nursery/noMisusedPromises: Fastify awaits an async plugin (register returns its own thenable).
   void app.register(async (scoped) => {
     // The body (if any) is read by the handler, whatever its content type.
     scoped.removeAllContentTypeParsers();

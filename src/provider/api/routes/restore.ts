@@ -98,6 +98,7 @@ function refusedByBackend(o: Extract<RestoreOutcome, { kind: "refused" }>): ApiE
 
 export function registerRestoreRoute(app: FastifyInstance, ctx: TenantContext): void {
   const { config } = ctx.deps;
+  // biome-ignore lint/nursery/noMisusedPromises: Fastify awaits an async plugin (register returns its own thenable).
   void app.register(async (scoped) => {
     // The body is read by the handler, after the token is spent, whatever its content type.
     scoped.removeAllContentTypeParsers();
