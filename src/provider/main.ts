@@ -22,6 +22,7 @@ import {
   dashboardTestTiming,
   serveDashboard,
 } from "./dashboard/index.ts";
+import { soleLeader } from "./ha/leadership.ts";
 import { bindApiSocket } from "./http/bind.ts";
 import { createHealthGauge } from "./http/health.ts";
 import { listenerOptions } from "./http/listener.ts";
@@ -118,6 +119,8 @@ export async function startProviderd(
     const activity = new DashboardActivity(clock);
     const queue = new KeyedMutex();
     const deps = { config, chain, store, fleet, payloads, clients, router, acks, queue, clock };
+    // On SQLite providerd runs alone, so it leads (issue #36: PostgreSQL brings standbys).
+    const leadership = soleLeader();
     const lc = new Lifecycle({
       ...deps,
       logger: part("lifecycle"),
@@ -146,6 +149,7 @@ export async function startProviderd(
       queueDepths: () => ({ lease: queue.depth, ack: acks.queued, feed: consumer.queued }),
       feed: () => feed.metrics(),
       now: () => clock.now(),
+      leadership: () => leadership.current(),
     });
     registerFleetGauges(metrics.registry, {
       backends: config.backends,
@@ -188,6 +192,7 @@ export async function startProviderd(
         ...deps,
         tokens,
         inFlight: () => lc.provisionsInFlight + store.counts().attempts,
+        leadership,
         feedLive: () => feed.state === "live",
         recoveryDone: () => recovery.done,
         inventory: () => recovery.inventoryReadiness,

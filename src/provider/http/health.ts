@@ -6,6 +6,8 @@ import { FredError } from "../../core/errors.ts";
 import { fredVersion } from "../../version.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
+import type { Role } from "../ha/leader-lease.ts";
+import type { Leadership } from "../ha/leadership.ts";
 import type { InventoryReadiness } from "../reconciler/index.ts";
 import type { BackendFleet, PayloadRecords, Placements, ReplayStore } from "../store/index.ts";
 
@@ -28,6 +30,8 @@ export interface HealthSources {
   payloads: PayloadRecords | undefined;
   tokens: ReplayStore | undefined;
   inFlight: () => number;
+  /** This instance's role among the provider's instances. */
+  leadership: Leadership;
   feedLive: () => boolean;
   recoveryDone: () => boolean;
   /** What the reconciler's sweeps say about the placement inventory (see InventoryReadiness). */
@@ -50,6 +54,12 @@ type Check = { status: "healthy" | "unhealthy"; message?: string };
 export interface HealthReport {
   status: "healthy" | "degraded" | "unhealthy";
   provider_uuid: string;
+  /** "leader" carries out the provider's work; a "standby" serves reads and waits to take over. */
+  role: Role;
+  /** This process's id (new at every start). */
+  instance: string;
+  /** The instance that leads, as this one last saw it; null when none is known to. */
+  leader: string | null;
   /** The package version, and the git commit when running from a checkout (null otherwise). */
   version: string;
   commit: string | null;
@@ -149,9 +159,13 @@ export async function healthReport(s: HealthSources): Promise<HealthReport> {
     ([k, c]) => (k === "chain" || k.startsWith("backend:")) && c.status === "unhealthy",
   );
   for (const [check, c] of Object.entries(checks)) s.gauge?.set({ check }, c.status === "healthy" ? 1 : 0);
+  const leading = s.leadership.current();
   return {
     status: localBad ? "unhealthy" : remoteBad ? "degraded" : "healthy",
     provider_uuid: s.config.providerUuid,
+    role: leading.role,
+    instance: s.leadership.instance,
+    leader: leading.leader ?? null,
     version: fredVersion().version,
     commit: fredVersion().commit ?? null,
     checks: Object.fromEntries(Object.entries(checks).sort(([a], [b]) => a.localeCompare(b))),

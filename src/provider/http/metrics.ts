@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { LeaderState } from "../ha/leader-lease.ts";
 import type { LifecycleObserver } from "../lifecycle/index.ts";
 
 /**
@@ -18,6 +19,8 @@ export interface MetricSources {
   queueDepths: () => Record<string, number>;
   feed: () => { lastBlockAtMs: number; lastHeight: number };
   now: () => number;
+  /** This instance's role and fencing generation (fred_leader, fred_leader_generation). */
+  leadership: () => LeaderState;
 }
 
 export interface ProviderMetrics {
@@ -98,6 +101,22 @@ export function registerStateGauges(registry: Registry, sources: MetricSources):
     registers,
     collect() {
       this.set(sources.records().attempts);
+    },
+  });
+  new Gauge({
+    name: "fred_leader",
+    help: "1 while this instance leads the provider's instances (it alone acts on chain and backends), else 0",
+    registers,
+    collect() {
+      this.set(sources.leadership().role === "leader" ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: "fred_leader_generation",
+    help: "The fencing generation this instance leads at; 0 while it does not lead",
+    registers,
+    collect() {
+      this.set(sources.leadership().generation ?? 0);
     },
   });
   new Gauge({

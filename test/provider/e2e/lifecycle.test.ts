@@ -162,8 +162,15 @@ describe("providerd lifecycle (devnet + providerd + mock backends)", () => {
       provider_uuid: string;
       checks: Record<string, { status: string }>;
       stats: { in_flight_provisions: number };
+      role: string;
+      instance: string;
+      leader: string | null;
     };
     assert.equal(body.provider_uuid, stack.keys.provider_uuid);
+    // One providerd on SQLite leads; its id is new at every start.
+    assert.equal(body.role, "leader");
+    assert.match(body.instance, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.equal(body.leader, body.instance);
     assert.deepEqual(Object.keys(body.checks), [
       "backend:mock-1",
       "backend:mock-2",
@@ -174,8 +181,16 @@ describe("providerd lifecycle (devnet + providerd + mock backends)", () => {
     ]);
     assert.equal(body.status, "healthy");
     assert.equal(typeof body.stats.in_flight_provisions, "number");
-    assert.equal((await fetch(`${stack.api}/readyz`)).status, 200);
+    const ready = await fetch(`${stack.api}/readyz`);
+    assert.equal(ready.status, 200);
+    const readyBody = (await ready.json()) as { role: string; instance: string; leader: string };
+    assert.deepEqual(
+      [readyBody.role, readyBody.instance, readyBody.leader],
+      ["leader", body.instance, body.instance],
+    );
     const metrics = await (await fetch(`${stack.api}/metrics`)).text();
+    assert.match(metrics, /^fred_leader 1$/m);
+    assert.match(metrics, /^fred_leader_generation 1$/m);
     for (const name of [
       "fred_leases",
       "fred_provision_latency_seconds_bucket",

@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 import type { ChainPort } from "../../../src/chain/port.ts";
 import { ManualClock } from "../../../src/core/clock.ts";
 import type { ProviderConfig } from "../../../src/provider/config/index.ts";
+import { soleLeader } from "../../../src/provider/ha/leadership.ts";
 import { type HealthSources, healthReport } from "../../../src/provider/http/health.ts";
 import type { BackendFleet, Placements } from "../../../src/provider/store/index.ts";
 
@@ -24,6 +25,7 @@ describe("health report: remote probe budget", () => {
       payloads: undefined,
       tokens: undefined,
       inFlight: () => 0,
+      leadership: soleLeader("instance-a"),
       feedLive: () => true,
       recoveryDone: () => true,
     };
@@ -37,6 +39,11 @@ describe("health report: remote probe budget", () => {
     clock.advance(1);
     const r = await report;
     assert.equal(r.status, "degraded");
+    assert.deepEqual(
+      [r.role, r.instance, r.leader],
+      ["leader", "instance-a", "instance-a"],
+      "alone, it leads",
+    );
     assert.deepEqual(r.checks.chain, { status: "unhealthy", message: "chain query failed" });
   });
 });

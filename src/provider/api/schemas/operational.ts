@@ -12,6 +12,16 @@ const check = z.object({
 export const healthReportSchema = z.object({
   status: z.enum(["healthy", "degraded", "unhealthy"]),
   provider_uuid: z.string(),
+  role: z
+    .enum(["leader", "standby"])
+    .describe(
+      "leader: this instance acts on chain and backends; standby: it serves reads and waits to take over",
+    ),
+  instance: z.string().describe("This providerd process's id, new at every start"),
+  leader: z
+    .string()
+    .nullable()
+    .describe("The instance that leads, as this one last saw it; null when none is known to"),
   version: z.string().describe("The fred package version"),
   commit: z.string().nullable().describe("The git commit providerd runs from; null when not from a checkout"),
   checks: z
