@@ -19,6 +19,9 @@ const RECIPE_LABEL = "fred.demo.recipe";
 // Everything lives on the volume. First start only: the page and a random id (so a restore
 // can show it got the same data back). Every start: a line in boots.txt and the manifest's
 // DEMO_VERSION in version.txt (so an update shows). httpd -v logs each request.
+// The shell stays PID 1 with a TERM trap: httpd as PID 1 has no TERM handler, so the
+// kernel drops the signal and every stop, restart and update waited out the whole grace
+// period (30 s) before the engine killed it.
 const START = [
   "mkdir -p /data/www",
   '[ -f /data/www/index.html ] || echo "hello from fred" > /data/www/index.html',
@@ -26,7 +29,9 @@ const START = [
   "date >> /data/www/boots.txt",
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion inside the container, not JS
   'echo "${DEMO_VERSION:-v1}" > /data/www/version.txt',
-  "exec httpd -f -v -p 8080 -h /data/www",
+  "httpd -f -v -p 8080 -h /data/www & served=$!",
+  'trap "kill $served; exit 0" TERM INT',
+  "wait $served",
 ].join("; ");
 
 function busyboxApplets(): string[] {

@@ -115,16 +115,12 @@ export async function healthReport(s: HealthSources): Promise<HealthReport> {
       }),
     );
   }
+  // A store on PostgreSQL is a remote read too: the same budget bounds it.
   const storeRead = (key: string, read: () => Promise<unknown>, failure: string): void => {
     remote.push(
-      read().then(
-        () => {
-          checks[key] = { status: "healthy" };
-        },
-        () => {
-          checks[key] = { status: "unhealthy", message: failure };
-        },
-      ),
+      probe(s.clock, read, failure).then((c) => {
+        checks[key] = c;
+      }),
     );
   };
   const { tokens, payloads } = s;
