@@ -218,9 +218,12 @@ export class Placements {
    * authenticated URL). `success` confirms the attempted backend as owner (or records a
    * conflict when another backend already owns the lease); `failed` clears the attempt and,
    * when the lease had no placement, records the attempted backend as its place: that
-   * backend keeps the failed operation's record, so until the lease is rejected the lease
-   * is not new work that another backend may take (a sweep while that backend is silent
-   * once provisioned it a second time elsewhere).
+   * backend keeps the failed operation's record, so the lease is no longer "genuinely
+   * recordless" new work that a partial sweep may give another backend (one did, while the
+   * failed backend was silent, and the lease ran twice). The record carries no lifecycle
+   * id, as one learned from an inventory: the failed operation's lifecycle callbacks (a
+   * teardown that retained data) change nothing, and the sweep prunes it once the lease
+   * has ended and the backend holds nothing.
    * An unknown, stale or already settled id changes nothing; so does an attempt at another
    * backend than `from` (the backend that called back), when given.
    */
@@ -246,7 +249,7 @@ export class Placements {
         outcome === "success"
           ? this.#claim(attempt.leaseUuid, attempt.backend, now, attempt.operationId)
           : (this.placement(attempt.leaseUuid) ??
-            this.#claim(attempt.leaseUuid, attempt.backend, now, attempt.operationId));
+            this.#claim(attempt.leaseUuid, attempt.backend, now, undefined));
       return { kind: "settled", attempt, placement };
     });
   }

@@ -83,6 +83,7 @@ describe("applying verified callbacks", () => {
     assert.equal(apply(cb()), "acknowledging");
     await flush();
     assert.equal(store.placements.placement(LEASE)?.owner, "one");
+    assert.equal(store.placements.placement(LEASE)?.lifecycleId, OP, "the operation grants the lifecycle");
     assert.equal(store.placements.attemptFor(LEASE), undefined);
     assert.deepEqual(sent, [{ kind: "acknowledge", uuids: [LEASE] }]);
     assert.equal(apply(cb()), "ignored-stale");
@@ -95,9 +96,10 @@ describe("applying verified callbacks", () => {
     await flush();
     assert.deepEqual(sent, [{ kind: "reject", uuids: [LEASE], reason: "image pull failed" }]);
     assert.equal(store.placements.attemptFor(LEASE), undefined);
-    // The backend keeps the failed record: the lease stays placed there until it is
-    // rejected, so no sweep takes it for new work on another backend.
+    // The backend keeps the failed record: the lease stays placed there, so no sweep takes
+    // it for new work on another backend; the failed operation grants no lifecycle.
     assert.equal(store.placements.placement(LEASE)?.owner, "one");
+    assert.equal(store.placements.placement(LEASE)?.lifecycleId, undefined);
 
     store.placements.recordAttempt({
       leaseUuid: LEASE,

@@ -156,11 +156,15 @@ describe("retention on the real Docker backend killed -9 (devnet + providerd + f
       source: s.placements.placement(source!),
       target: s.placements.placement(target!),
       lost: s.placements.placement(lost!),
+      lostRetained: s.placements.retained.get(lost!),
     }));
     assert.equal(rows.source, undefined, "the consumed source's row is retired");
     assert.equal(rows.target?.state, "confirmed");
     assert.equal(rows.target?.owner, "docker-1");
-    assert.equal(rows.lost, undefined, "the rejected target holds nothing");
+    // The rejected target keeps no retained row. Its placement, until the sweep prunes it,
+    // only says where the failed restore ran, with no lifecycle a teardown could act on.
+    assert.equal(rows.lostRetained, undefined, "the rejected target holds nothing");
+    assert.equal(rows.lost?.lifecycleId, undefined);
     const [again] = await stack.createLeases(1, "docker-medium", HASH);
     assert.equal((await restore(again!, source!)).status, 404, "nothing left to restore");
   });

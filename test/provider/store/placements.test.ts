@@ -118,6 +118,11 @@ describe("placements: attempts and settlement", () => {
     // The backend keeps the failed operation's record, so the lease is not new work elsewhere.
     assert.equal(store.placements.placement(LEASE_1)?.owner, "one");
     assert.equal(store.placements.placement(LEASE_1)?.state, "confirmed");
+    assert.equal(
+      store.placements.placement(LEASE_1)?.lifecycleId,
+      undefined,
+      "the failed operation grants no lifecycle",
+    );
     assert.equal(store.placements.clearRefusedAttempt(LEASE_2, OP_2)?.leaseUuid, LEASE_2);
     assert.equal(store.placements.placement(LEASE_2), undefined, "a refusal: the backend holds nothing");
     assert.equal(store.placements.clearRefusedAttempt(LEASE_2, OP_2), undefined);
