@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Agent, fetch as fetchTls } from "undici";
+import { DEMO_IMAGE } from "../../src/cli/up/demo-image.ts";
 import { hasCaddy } from "../../src/cli/up/local-caddy.ts";
 import { httpsGet } from "../backend/docker/ingress/caddy-helper.ts";
 import { signedClient } from "../backend/kit/signed-client.ts";
@@ -155,6 +156,30 @@ describe("fred up --docker (npm start on real containers)", { skip }, () => {
     assert.equal(logs.code, 0, logs.stderr);
     const body = JSON.parse(logs.stdout) as { logs: Record<string, string> };
     assert.match(Object.values(body.logs).join("\n"), /response:200/);
+  });
+
+  it("the demo exits on SIGTERM: a stop, restart or update does not wait out the grace period", async () => {
+    // httpd as PID 1 has no TERM handler, so the kernel dropped the signal and the engine
+    // killed it (exit 137) only after the whole grace; the demo's shell traps it (exit 0).
+    const docker = (args: string[]) => execFileSync("docker", args, { encoding: "utf8" }).trim();
+    const id = docker(["run", "-d", "--network", "none", DEMO_IMAGE]);
+    try {
+      await until(() => {
+        try {
+          return docker(["exec", id, "cat", "/data/www/version.txt"]) === "v1";
+        } catch {
+          return false; // not started yet
+        }
+      }, "the demo set up");
+      docker(["stop", "-t", "60", id]);
+      assert.equal(
+        docker(["inspect", "-f", "{{.State.ExitCode}}", id]),
+        "0",
+        "stopped by its trap, not killed",
+      );
+    } finally {
+      docker(["rm", "-f", "-v", id]);
+    }
   });
 
   it("update deploys a second manifest on the same data, releases show both, restart keeps it serving", async () => {

@@ -23,6 +23,8 @@ const RECIPE_LABEL = "fred.demo.recipe";
 // kernel drops the signal and every stop, restart and update waited out the whole grace
 // period (30 s) before the engine killed it.
 const START = [
+  // First, so a stop that comes while the page is set up is not dropped either.
+  "trap 'kill $served 2>/dev/null; exit 0' TERM INT",
   "mkdir -p /data/www",
   '[ -f /data/www/index.html ] || echo "hello from fred" > /data/www/index.html',
   "[ -f /data/www/id.txt ] || cat /proc/sys/kernel/random/uuid > /data/www/id.txt",
@@ -30,7 +32,6 @@ const START = [
   // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion inside the container, not JS
   'echo "${DEMO_VERSION:-v1}" > /data/www/version.txt',
   "httpd -f -v -p 8080 -h /data/www & served=$!",
-  'trap "kill $served; exit 0" TERM INT',
   "wait $served",
 ].join("; ");
 
