@@ -19,8 +19,9 @@ export interface PayloadRecordsEngine {
 const LEASE = "0190f3a2-7c1e-7000-8000-000000000001";
 const OTHER = "0190f3a2-7c1e-7000-8000-000000000002";
 const MANIFEST = Buffer.from('{"image":"nginx:1.27"}');
-const SECRET = "hunter2-registry-pass";
-const WITH_PASSWORD = Buffer.from(
+/** A manifest holding a registry password (the other store tests use it too). */
+export const SECRET = "hunter2-registry-pass";
+export const WITH_PASSWORD = Buffer.from(
   JSON.stringify({
     services: {
       app: {

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { isFredError } from "../../../src/core/errors.ts";
 import { PayloadStore, PlacementStore, sha256Hex, TokenTracker } from "../../../src/provider/store/index.ts";
+import { SECRET, WITH_PASSWORD } from "./payload-records-contract.ts";
 
 const root = mkdtempSync(join(tmpdir(), "fred-stores-"));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -23,17 +24,7 @@ function code(fn: () => unknown): string {
 describe("payload store: the SQLite file (the contract is payload-records.test.ts)", () => {
   it("is private to its owner, and a masked password is not left in any of its files", async () => {
     const path = join(root, "payloads-secret.db");
-    const secret = "hunter2-registry-pass";
-    const upload = Buffer.from(
-      JSON.stringify({
-        services: {
-          app: {
-            image: "ghcr.io/acme/app:1",
-            credentials: { host: "ghcr.io", username: "bot", password: secret },
-          },
-        },
-      }),
-    );
+    const [secret, upload] = [SECRET, WITH_PASSWORD];
     const OTHER = "0190f3a2-7c1e-7000-8000-000000000002";
     {
       using store = PayloadStore.open(path);
