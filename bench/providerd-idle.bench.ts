@@ -1,7 +1,7 @@
 /**
  * providerd at rest: a devnet, one mock backend and providerd with no leases. Once /readyz
  * answers 200 and the daemon has settled (15 s of block and sweep ticks), prints its
- * resident memory (anonymous: heaps; file: the node binary and libraries), from /proc. Goal (#37):
+ * resident memory (anonymous: heaps; file: the node binary and libraries, split by mapping), from /proc. Goal (#37):
  * idle RSS ≤ 90 MB. Prints one JSON line.
  *
  * Usage: npm run bench -- providerd-idle
@@ -22,6 +22,37 @@ const CPU_WINDOW_MS = 10_000;
 function statusMb(pid: number | undefined, field: string): number {
   const line = readFileSync(`/proc/${pid}/status`, "utf8").match(new RegExp(`^${field}:\\s+(\\d+) kB`, "m"));
   return line === null ? 0 : Math.round(Number(line[1]) / 1024);
+}
+
+/**
+ * Where the file-backed RSS lives (from /proc/<pid>/smaps), in MB: node's own binary by
+ * segment (`text`: its code; `rodata`: read-only data, ICU's tables among it), and every
+ * other mapped file (shared libraries). These pages are the binary's, shared with any other
+ * node process; no JavaScript of ours can give them back.
+ */
+function fileRssMb(pid: number | undefined): { node_text: number; node_rodata: number; other_files: number } {
+  const kb = { node_text: 0, node_rodata: 0, other_files: 0 };
+  let bucket: keyof typeof kb | undefined;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+    const head = line.match(/^[0-9a-f]+-[0-9a-f]+ (\S{4}) \S+ \S+ \S+\s+(.*)$/);
+    if (head !== null) {
+      const [, perms, path] = head as unknown as [string, string, string];
+      bucket = !path.startsWith("/")
+        ? undefined
+        : path.endsWith("/node")
+          ? perms.includes("x")
+            ? "node_text"
+            : perms.startsWith("r--")
+              ? "node_rodata"
+              : undefined
+          : "other_files";
+      continue;
+    }
+    const rss = line.match(/^Rss:\s+(\d+) kB/);
+    if (rss !== null && bucket !== undefined) kb[bucket] += Number(rss[1]);
+  }
+  const mb = (v: number) => Math.round(v / 1024);
+  return { node_text: mb(kb.node_text), node_rodata: mb(kb.node_rodata), other_files: mb(kb.other_files) };
 }
 
 /** CPU seconds (user + system) a process has used so far. */
@@ -58,6 +89,7 @@ try {
     providerd_rss_mb: statusMb(pid, "VmRSS"),
     providerd_rss_anon_mb: statusMb(pid, "RssAnon"),
     providerd_rss_file_mb: statusMb(pid, "RssFile"),
+    providerd_rss_file_by_mapping_mb: fileRssMb(pid),
     providerd_peak_rss_mb: statusMb(pid, "VmHWM"),
     providerd_idle_cpu_per_s: Number(idleCpu.toFixed(4)),
     goal_rss_mb: 90,
