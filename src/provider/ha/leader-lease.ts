@@ -4,6 +4,9 @@ import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import { describePgError } from "../../pg/open.ts";
 import { inTransaction } from "../../pg/transaction.ts";
+import type { LeaderState, Leadership } from "./leadership.ts";
+
+export type { LeaderState, Role } from "./leadership.ts";
 
 /**
  * One leader among the providerd instances that share a PostgreSQL database (issue #36).
@@ -43,16 +46,6 @@ export const LEADER_LEASE_MIGRATION = `CREATE TABLE fred_leader (
   expires_at timestamptz NOT NULL
 )`;
 
-export type Role = "leader" | "standby";
-
-export interface LeaderState {
-  role: Role;
-  /** This instance's generation while it leads. */
-  generation: number | undefined;
-  /** The holder last seen in the row (this instance's id while it leads); undefined when none is live. */
-  leader: string | undefined;
-}
-
 export interface LeaderLeaseOptions {
   pool: pg.Pool;
   providerUuid: string;
@@ -65,7 +58,7 @@ export interface LeaderLeaseOptions {
   onChange?: (state: LeaderState) => void;
 }
 
-export class LeaderLease {
+export class LeaderLease implements Leadership {
   readonly #o: LeaderLeaseOptions;
   readonly #ttlMs: number;
   readonly #renewMs: number;
@@ -86,6 +79,15 @@ export class LeaderLease {
         `leader lease: renewal every ${this.#renewMs} ms must fit twice in the ${this.#ttlMs} ms lease`,
       );
     }
+  }
+
+  get instance(): string {
+    return this.#o.instance;
+  }
+
+  /** The state as /health and the metrics report it (Leadership). */
+  current(): LeaderState {
+    return this.state;
   }
 
   get state(): LeaderState {

@@ -1,5 +1,15 @@
 import { randomUUID } from "node:crypto";
-import type { LeaderState } from "./leader-lease.ts";
+
+/** A leader acts on the chain and the backends; a standby serves reads and waits to take over. */
+export type Role = "leader" | "standby";
+
+export interface LeaderState {
+  role: Role;
+  /** This instance's generation while it leads. */
+  generation: number | undefined;
+  /** The holder last seen (this instance's id while it leads); undefined when none is live. */
+  leader: string | undefined;
+}
 
 /**
  * Who leads among the providerd instances of one provider, as /health, /readyz and the

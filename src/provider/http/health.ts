@@ -6,8 +6,7 @@ import { FredError } from "../../core/errors.ts";
 import { fredVersion } from "../../version.ts";
 import type { BackendClient } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
-import type { Role } from "../ha/leader-lease.ts";
-import type { Leadership } from "../ha/leadership.ts";
+import type { Leadership, Role } from "../ha/leadership.ts";
 import type { InventoryReadiness } from "../reconciler/index.ts";
 import type { BackendFleet, PayloadRecords, Placements, ReplayStore } from "../store/index.ts";
 

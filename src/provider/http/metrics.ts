@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { LeaderState } from "../ha/leader-lease.ts";
+import type { LeaderState } from "../ha/leadership.ts";
 import type { LifecycleObserver } from "../lifecycle/index.ts";
 
 /**

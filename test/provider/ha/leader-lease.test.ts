@@ -90,6 +90,10 @@ describe("the leader lease on PostgreSQL", { skip: skipWithoutPostgres }, () => 
     assert.equal(standby.role, "standby");
     assert.equal(standby.generation, undefined);
     assert.equal(standby.leader, a.state.leader, "the standby says who leads");
+    // What /health reports (Leadership): each its own id, both naming the leader.
+    assert.equal(a.current().leader, a.instance);
+    assert.deepEqual(b.current(), { role: "standby", generation: undefined, leader: a.instance });
+    assert.notEqual(a.instance, b.instance);
     // Extending keeps the generation; a standby cannot write.
     assert.equal((await a.tryNow()).generation, 1);
     await write(a, "a");
