@@ -5,3 +5,4 @@ export {
   ReadMemo,
   type SqliteDatabase,
 } from "./open.ts";
+export type { CommitSink } from "./wal-durability.ts";

@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { ErrorCode } from "../core/error-codes.ts";
 import { FredError } from "../core/errors.ts";
-import { type Atomic, WalDurability } from "./wal-durability.ts";
+import { type Atomic, type CommitSink, WalDurability } from "./wal-durability.ts";
 
 /**
  * The one way this codebase opens a SQLite file. WAL always; numbered append-only
@@ -45,6 +45,11 @@ export interface OpenDatabaseOptions {
   newerSchemaCode?: ErrorCode;
   /** When set, a file without a schema yet (user_version 0) is refused with this error, not migrated. */
   refuseEmpty?: () => FredError;
+  /**
+   * Group commit into a sink instead of the WAL (a ":memory:" database copied elsewhere):
+   * called once, after the migrations, with the connection.
+   */
+  sink?: (db: Database.Database) => CommitSink;
 }
 
 export interface SqliteDatabase {
@@ -117,8 +122,15 @@ export function openDatabase(o: OpenDatabaseOptions): SqliteDatabase {
   }
   // One transaction wrapper per database (better-sqlite3 wrappers are not free to create).
   const atomic: Atomic = db.transaction((work: () => unknown) => work());
-  const wal =
-    !readonly && o.durability === "group-commit" ? new WalDurability(db, o.path, atomic) : undefined;
+  let wal: WalDurability | undefined;
+  try {
+    if (!readonly && o.durability === "group-commit") {
+      wal = new WalDurability(db, o.path, atomic, o.sink?.(db));
+    }
+  } catch (err) {
+    db.close();
+    throw err;
+  }
   const database: SqliteDatabase = {
     db,
     path: o.path,

@@ -35,9 +35,29 @@ const CHECKPOINT_WAL_BYTES = 64 * 1024 * 1024;
 /** Runs `work` in a transaction, or in a savepoint when one is already open (better-sqlite3). */
 export type Atomic = (work: () => unknown) => unknown;
 
+/**
+ * Where commits become durable when not in this file's WAL: a database kept in memory
+ * whose every commit is copied elsewhere (providerd's placement store on PostgreSQL,
+ * src/provider/store/pg/placement-mirror.ts). Group commit works as with a WAL file, with
+ * `persist()` in place of the fsync.
+ */
+export interface CommitSink {
+  /**
+   * Makes every commit made before the call durable. It must take what it sends before
+   * its first await (commits made later count toward the next call); when it rejects,
+   * those commits are still to send, and the next call sends them.
+   */
+  persist(): Promise<void>;
+  /** Set once the sink can never persist again: the database then refuses every write. */
+  readonly failure: Error | undefined;
+}
+
 export class WalDurability {
   readonly #db: Database.Database;
   readonly #walFd: number | undefined;
+  /** Makes the commits so far durable (the WAL's fsync, or the sink's persist); unset: every commit is final. */
+  readonly #persist: (() => Promise<void>) | undefined;
+  readonly #sink: CommitSink | undefined;
   #committed = 0;
   #flushed = 0;
   #flushing = false;
@@ -54,20 +74,31 @@ export class WalDurability {
   /** The database's one transaction wrapper; inside the turn's transaction it nests as a savepoint. */
   readonly #atomic: Atomic;
 
-  /** `atomic` is `db.transaction((work) => work())`, built once by the opener. */
-  constructor(db: Database.Database, path: string, atomic: Atomic) {
+  /**
+   * `atomic` is `db.transaction((work) => work())`, built once by the opener. With a
+   * `sink`, commits are durable once it persisted them (the database is in memory).
+   */
+  constructor(db: Database.Database, path: string, atomic: Atomic, sink?: CommitSink) {
     this.#db = db;
     this.#atomic = atomic;
+    if (sink !== undefined) {
+      this.#sink = sink;
+      this.#persist = () => sink.persist();
+      return;
+    }
     const wal = `${path}-wal`;
     if (path === ":memory:" || !existsSync(wal)) return; // nothing to group: every commit is already final
-    this.#walFd = openSync(wal, "r+");
+    const walFd = openSync(wal, "r+");
+    this.#walFd = walFd;
+    this.#persist = () =>
+      new Promise((resolve, reject) => fsync(walFd, (err) => (err ? reject(err) : resolve())));
     db.pragma("wal_autocheckpoint = 0");
     db.pragma("synchronous = OFF");
   }
 
-  /** Why the database refuses writes (a turn's commit failed), or undefined while it works. */
+  /** Why the database refuses writes (a turn's commit failed, or the sink can persist no more), or undefined. */
   get failure(): Error | undefined {
-    return this.#broken;
+    return this.#broken ?? this.#sink?.failure;
   }
 
   /** Shared transactions committed and fsyncs done so far. */
@@ -106,8 +137,9 @@ export class WalDurability {
 
   /** Refuses writes once broken; the turn's first write opens its shared transaction. */
   #joinTurn(): void {
-    if (this.#broken !== undefined) throw this.#broken;
-    if (this.#walFd !== undefined && this.#backups === 0 && !this.#db.inTransaction) {
+    const failure = this.failure;
+    if (failure !== undefined) throw failure;
+    if (this.#persist !== undefined && this.#backups === 0 && !this.#db.inTransaction) {
       this.#db.exec("BEGIN IMMEDIATE");
       this.#batchOpen = true;
       setImmediate(() => this.#endTurn());
@@ -131,14 +163,15 @@ export class WalDurability {
 
   /** Whether every commit made so far is on stable storage now (`durable()` would not wait). */
   get allDurable(): boolean {
-    if (this.#broken !== undefined) return false;
-    return this.#walFd === undefined || (!this.#batchOpen && this.#flushed >= this.#committed);
+    if (this.failure !== undefined) return false;
+    return this.#persist === undefined || (!this.#batchOpen && this.#flushed >= this.#committed);
   }
 
   /** Resolves once every commit made so far is on stable storage. */
   durable(): Promise<void> {
-    if (this.#broken !== undefined) return Promise.reject(this.#broken);
-    if (this.#walFd === undefined || this.#flushed >= this.#committed) return Promise.resolve();
+    const failure = this.failure;
+    if (failure !== undefined) return Promise.reject(failure);
+    if (this.#persist === undefined || this.#flushed >= this.#committed) return Promise.resolve();
     return new Promise((resolve, reject) => {
       this.#waiters.push({ target: this.#committed, resolve, reject });
       // With the turn's transaction still open, the turn's end commits it and flushes.
@@ -169,26 +202,36 @@ export class WalDurability {
   }
 
   #flush(): void {
-    if (this.#flushing || this.#closed || this.#walFd === undefined || this.#broken !== undefined) return;
+    const persist = this.#persist;
+    if (this.#flushing || this.#closed || persist === undefined || this.#broken !== undefined) return;
     this.#commitBatch();
     if (this.#broken !== undefined) return;
     this.#flushing = true;
     const upTo = this.#committed;
-    fsync(this.#walFd, (err) => {
-      this.#flushing = false;
-      if (this.#closed) return; // close() settled the waiters
-      if (err) {
+    let persisted: Promise<void>;
+    try {
+      persisted = persist();
+    } catch (err) {
+      persisted = Promise.reject(err);
+    }
+    persisted.then(
+      () => {
+        this.#flushing = false;
+        if (this.#closed) return; // close() settled the waiters
+        this.#stats.fsyncs++;
+        this.#flushed = Math.max(this.#flushed, upTo);
+        const ready = this.#waiters.filter((w) => w.target <= this.#flushed);
+        this.#waiters = this.#waiters.filter((w) => w.target > this.#flushed);
+        for (const w of ready) w.resolve();
+        this.#maybeCheckpoint();
+        if (this.#waiters.length > 0 && !this.#batchOpen) this.#flush();
+      },
+      (err: unknown) => {
+        this.#flushing = false;
+        if (this.#closed) return;
         for (const w of this.#waiters.splice(0)) w.reject(err);
-        return;
-      }
-      this.#stats.fsyncs++;
-      this.#flushed = Math.max(this.#flushed, upTo);
-      const ready = this.#waiters.filter((w) => w.target <= this.#flushed);
-      this.#waiters = this.#waiters.filter((w) => w.target > this.#flushed);
-      for (const w of ready) w.resolve();
-      this.#maybeCheckpoint();
-      if (this.#waiters.length > 0 && !this.#batchOpen) this.#flush();
-    });
+      },
+    );
   }
 
   #maybeCheckpoint(): void {
@@ -202,9 +245,21 @@ export class WalDurability {
     }
   }
 
-  /** Makes everything durable synchronously (shutdown) and releases the WAL handle. */
+  /**
+   * Makes everything durable synchronously (shutdown) and releases the WAL handle. A sink
+   * cannot persist synchronously: whoever closes awaits `durable()` first, and anything
+   * committed after that is refused to its waiters, as a crash would lose it.
+   */
   close(): void {
-    if (this.#walFd === undefined || this.#closed) return;
+    if (this.#closed) return;
+    if (this.#sink !== undefined) {
+      this.#closed = true;
+      this.#commitBatch();
+      const closed = new Error("the database closed before these commits were persisted");
+      for (const w of this.#waiters.splice(0)) w.reject(closed);
+      return;
+    }
+    if (this.#walFd === undefined) return;
     this.#closed = true;
     if (this.#db.open) {
       this.#commitBatch();

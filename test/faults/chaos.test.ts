@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { Stack } from "../provider/e2e/stack.ts";
+import { seededRandom } from "../support/seeded-random.ts";
 import { until } from "../support/until.ts";
 import { assertConverged, metric } from "./fleet.ts";
 
@@ -20,18 +21,6 @@ const LEASES = Number(process.env.CHAOS_LEASES ?? 200);
 const BURSTS = 8;
 const stack = new Stack();
 const logs: string[] = [];
-
-/** mulberry32: a small seeded generator, so a failing run can be replayed from its seed. */
-function generator(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 before(async () => {
   console.error(`chaos: seed ${SEED}, ${LEASES} leases (CHAOS_SEED=${SEED} replays it)`);
@@ -79,7 +68,7 @@ describe("faults: chaos (devnet + providerd + two mock backends, seeded SIGKILLs
 const UUID_PATTERN = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 
 async function chaos(): Promise<void> {
-  const random = generator(SEED);
+  const random = seededRandom(SEED);
   const leases: string[] = [];
   const per = Math.ceil(LEASES / BURSTS);
   for (let burst = 0; burst < BURSTS; burst++) {

@@ -41,14 +41,32 @@ export class PlacementStore {
     backends: readonly NewBackendPin[],
     now: number,
   ): PlacementStore {
-    if (!isCanonicalUuid(providerUuid)) {
-      throw new FredError("ERR_PLACEMENT_PROVIDER", "provider UUID must be canonical");
-    }
-    for (const b of backends) checkStorageId(b);
+    PlacementStore.checkNew(providerUuid, backends);
     const database = openStore(path, "placement", PLACEMENT_MIGRATIONS, {
       create: "must-not-exist",
       durability: "group-commit",
     });
+    return PlacementStore.initialise(database, providerUuid, backends, now);
+  }
+
+  /** What `create` refuses before anything is written: a non-canonical provider, a bad storage id. */
+  static checkNew(providerUuid: string, backends: readonly NewBackendPin[]): void {
+    if (!isCanonicalUuid(providerUuid)) {
+      throw new FredError("ERR_PLACEMENT_PROVIDER", "provider UUID must be canonical");
+    }
+    for (const b of backends) checkStorageId(b);
+  }
+
+  /**
+   * Binds a freshly migrated, empty database (a new file, or a mirror on PostgreSQL) to
+   * the provider and pins the backends, in one transaction; closes it on failure.
+   */
+  static initialise(
+    database: SqliteDatabase,
+    providerUuid: string,
+    backends: readonly NewBackendPin[],
+    now: number,
+  ): PlacementStore {
     const db = database.db;
     try {
       db.transaction(() => {
@@ -74,26 +92,39 @@ export class PlacementStore {
     providerUuid: string,
     opts: { readonly?: boolean; restoredCopy?: "refuse" | "allow" } = {},
   ): PlacementStore {
-    const readonly = opts.readonly ?? false;
     const database = openStore(path, "placement", PLACEMENT_MIGRATIONS, {
       create: "never",
       durability: "group-commit",
-      readonly,
+      readonly: opts.readonly ?? false,
     });
+    return PlacementStore.bind(database, providerUuid, `placement store ${path}`, opts);
+  }
+
+  /**
+   * The store over an opened database (a file, or a mirror on PostgreSQL) once it is
+   * shown to be `providerUuid`'s and not an unattested restored copy; closes it otherwise.
+   * `label` names it in messages.
+   */
+  static bind(
+    database: SqliteDatabase,
+    providerUuid: string,
+    label: string,
+    opts: { restoredCopy?: "refuse" | "allow" } = {},
+  ): PlacementStore {
     try {
       const bound = boundProvider(database);
       if (bound !== providerUuid) {
         throw new FredError(
           "ERR_PLACEMENT_PROVIDER",
-          `placement store ${path} belongs to provider ${bound ?? "(none)"}, not ${providerUuid}`,
+          `${label} belongs to provider ${bound ?? "(none)"}, not ${providerUuid}`,
         );
       }
       const store = new PlacementStore(database, providerUuid);
       const copiedAt = store.copies.takenAt();
-      if (!readonly && copiedAt !== undefined && opts.restoredCopy !== "allow") {
+      if (!database.readonly && copiedAt !== undefined && opts.restoredCopy !== "allow") {
         throw new FredError(
           "ERR_PLACEMENT_RESTORED",
-          `placement store ${path} is a copy taken at ${new Date(copiedAt).toISOString()} (a restored backup or snapshot); ` +
+          `${label} is a copy taken at ${new Date(copiedAt).toISOString()} (a restored backup or snapshot); ` +
             "leases placed after it are unrecorded, so attest it first: fred placement repair --config <file> --attest-restored-backup --apply",
         );
       }

@@ -1,4 +1,9 @@
-import { type Durability, openDatabase, type SqliteDatabase } from "../../sqlite/index.ts";
+import {
+  type Durability,
+  type OpenDatabaseOptions,
+  openDatabase,
+  type SqliteDatabase,
+} from "../../sqlite/index.ts";
 
 /**
  * How providerd's three stores open their files: private (created 0600; a symlink, extra
@@ -9,6 +14,8 @@ export interface StoreOpenOptions {
   create: "never" | "if-missing" | "must-not-exist";
   durability: Durability;
   readonly?: boolean;
+  /** The placement store's mirror on PostgreSQL (a ":memory:" database; see pg/placement-mirror.ts). */
+  sink?: OpenDatabaseOptions["sink"];
 }
 
 export function openStore(

@@ -1,5 +1,6 @@
 import { LEADER_LEASE_MIGRATION } from "../../ha/leader-lease.ts";
 import { PAYLOADS_MIGRATION } from "./payload-store.ts";
+import { PLACEMENT_MIRROR_MIGRATION } from "./placement-mirror.ts";
 import { USED_TOKENS_MIGRATION } from "./token-tracker.ts";
 
 /**
@@ -11,4 +12,5 @@ export const PROVIDERD_PG_MIGRATIONS: readonly string[] = [
   LEADER_LEASE_MIGRATION,
   USED_TOKENS_MIGRATION,
   PAYLOADS_MIGRATION,
+  PLACEMENT_MIRROR_MIGRATION,
 ];
