@@ -8,6 +8,7 @@ import type { NewBackendPin } from "../backend-fleet.ts";
 import { PLACEMENT_MIGRATIONS } from "../placement-schema.ts";
 import { PlacementStore } from "../placement-store.ts";
 import { openStore } from "../sqlite.ts";
+import { columnNames, deletePgRows, type Row, readPgRows, type TableMap, upsertPgRows } from "./tables.ts";
 
 /**
  * The placement store on PostgreSQL (issue #36), as a mirror: the leader works on an
@@ -30,20 +31,8 @@ import { openStore } from "../sqlite.ts";
  * primary keys the upserts need.
  */
 
-type PgType = "text" | "bytea" | "bigint";
-
-interface MirroredTable {
-  /** The table in the SQLite schema (placement-schema.ts). */
-  sqlite: string;
-  /** Its name in providerd's PostgreSQL database. */
-  pg: string;
-  /** The primary key: one or two columns. */
-  key: readonly string[];
-  /** Every column, with its PostgreSQL type (bigint columns are read back as numbers). */
-  columns: Readonly<Record<string, PgType>>;
-}
-
-export const MIRRORED_TABLES: readonly MirroredTable[] = [
+/** The placement file's tables (placement-schema.ts), every one mirrored. */
+export const MIRRORED_TABLES: readonly TableMap[] = [
   { sqlite: "store_meta", pg: "placement_meta", key: ["key"], columns: { key: "text", value: "text" } },
   {
     sqlite: "backends",
@@ -141,7 +130,7 @@ export interface PlacementDatabase {
 }
 
 /** The rows of every mirrored table, as arrays in `columns` order, keyed by SQLite table. */
-type TableRows = Map<string, unknown[][]>;
+export type TableRows = Map<string, Row[]>;
 
 /**
  * `fred placement init` on PostgreSQL: the mirrored tables must be empty. Pins each
@@ -230,24 +219,12 @@ function checkMirrorCoversSchema(db: Database.Database): void {
 }
 
 /** Reads every mirrored table in one consistent snapshot. */
-async function readMirroredTables(pool: pg.Pool): Promise<TableRows> {
+export async function readMirroredTables(pool: pg.Pool): Promise<TableRows> {
   const client = await connect(pool);
   try {
     await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     const rows: TableRows = new Map();
-    for (const t of MIRRORED_TABLES) {
-      const names = Object.keys(t.columns);
-      const result = await client.query<unknown[]>({
-        text: `SELECT ${names.join(", ")} FROM ${t.pg}`,
-        rowMode: "array",
-      });
-      rows.set(
-        t.sqlite,
-        result.rows.map((r) =>
-          r.map((v, i) => (t.columns[names[i]!] === "bigint" && v !== null ? Number(v) : v)),
-        ),
-      );
-    }
+    for (const t of MIRRORED_TABLES) rows.set(t.sqlite, await readPgRows(client, t));
     await client.query("COMMIT");
     return rows;
   } catch (err) {
@@ -274,10 +251,10 @@ function unreachable(what: string, err: unknown): FredError {
 }
 
 /** Copies loaded rows into the fresh in-memory schema (before the triggers exist: nothing to send back). */
-function loadRows(db: Database.Database, rows: TableRows): void {
+export function loadRows(db: Database.Database, rows: TableRows): void {
   db.transaction(() => {
     for (const t of MIRRORED_TABLES) {
-      const names = Object.keys(t.columns);
+      const names = columnNames(t);
       const insert = db.prepare(
         `INSERT OR REPLACE INTO ${t.sqlite} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`,
       );
@@ -289,8 +266,8 @@ function loadRows(db: Database.Database, rows: TableRows): void {
 /** The changed keys of one shipment, and the rows as they are now (undefined: deleted). */
 interface Shipment {
   keys: { tbl: string; k1: unknown; k2: unknown }[];
-  upserts: Map<MirroredTable, unknown[][]>;
-  deletes: Map<MirroredTable, unknown[][]>;
+  upserts: Map<TableMap, Row[]>;
+  deletes: Map<TableMap, Row[]>;
 }
 
 class PlacementMirror implements CommitSink {
@@ -301,7 +278,7 @@ class PlacementMirror implements CommitSink {
   readonly #forget: Database.Statement<[]>;
   readonly #note: Database.Statement<[string, unknown, unknown]>;
   /** Per table: the row of one key, in `columns` order. */
-  readonly #rowOf: Map<string, { table: MirroredTable; read: Database.Statement<unknown[], unknown[]> }>;
+  readonly #rowOf: Map<string, { table: TableMap; read: Database.Statement<unknown[], Row> }>;
 
   constructor(db: Database.Database, fence: TransactionRunner) {
     this.#db = db;
@@ -366,8 +343,8 @@ class PlacementMirror implements CommitSink {
   #take(): Shipment {
     const keys = this.#noted.all();
     this.#forget.run();
-    const upserts = new Map<MirroredTable, unknown[][]>();
-    const deletes = new Map<MirroredTable, unknown[][]>();
+    const upserts = new Map<TableMap, Row[]>();
+    const deletes = new Map<TableMap, Row[]>();
     for (const k of keys) {
       const { table, read } = this.#rowOf.get(k.tbl)!;
       const row = table.key.length === 1 ? read.get(k.k1) : read.get(k.k1, k.k2);
@@ -386,38 +363,9 @@ function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
 
 /**
  * Writes one shipment: deletes first (a key deleted and another inserted in the same
- * shipment never collide), then upserts, one statement per table with the rows as arrays.
+ * shipment never collide), then upserts, one statement per table.
  */
 async function ship(client: pg.PoolClient, s: Shipment): Promise<void> {
-  for (const [t, keys] of s.deletes) {
-    const types = t.key.map((k) => t.columns[k]!);
-    const columns = transpose(keys, t.key.length);
-    await client.query({
-      name: `fred_mirror_delete_${t.pg}`,
-      text:
-        t.key.length === 1
-          ? `DELETE FROM ${t.pg} WHERE ${t.key[0]} = ANY($1::${types[0]}[])`
-          : `DELETE FROM ${t.pg} AS t USING unnest($1::${types[0]}[], $2::${types[1]}[]) AS d(a, b)
-             WHERE t.${t.key[0]} = d.a AND t.${t.key[1]} = d.b`,
-      values: columns,
-    });
-  }
-  for (const [t, rows] of s.upserts) {
-    const names = Object.keys(t.columns);
-    const rest = names.filter((n) => !t.key.includes(n));
-    await client.query({
-      name: `fred_mirror_upsert_${t.pg}`,
-      text: `INSERT INTO ${t.pg} (${names.join(", ")})
-             SELECT * FROM unnest(${names.map((n, i) => `$${i + 1}::${t.columns[n]}[]`).join(", ")})
-             ON CONFLICT (${t.key.join(", ")}) DO UPDATE SET ${rest.map((n) => `${n} = EXCLUDED.${n}`).join(", ")}`,
-      values: transpose(rows, names.length),
-    });
-  }
-}
-
-/** Rows to one array per column (what unnest takes). */
-function transpose(rows: readonly unknown[][], width: number): unknown[][] {
-  const columns: unknown[][] = Array.from({ length: width }, () => []);
-  for (const row of rows) for (let i = 0; i < width; i++) columns[i]!.push(row[i]);
-  return columns;
+  for (const [t, keys] of s.deletes) await deletePgRows(client, t, keys);
+  for (const [t, rows] of s.upserts) await upsertPgRows(client, t, rows);
 }
