@@ -4,6 +4,14 @@ import { isFredError } from "../core/errors.ts";
 import { parseProviderConfig, readConfigFile } from "../provider/config/index.ts";
 import { attestRestoredBackup, snapshotStores } from "../provider/placement/copies.ts";
 import { addBackend } from "../provider/placement/membership.ts";
+import {
+  migrateRefusal,
+  migrateToPostgres,
+  migrateToSqlite,
+  parseMigrateSource,
+  parseMigrateTarget,
+  readDatabasePassword,
+} from "../provider/placement/migrate.ts";
 import { repairPlacements } from "../provider/placement/repair.ts";
 import { retireBackend } from "../provider/placement/retire.ts";
 import { ExitCode, printJson, say } from "./output.ts";
@@ -149,5 +157,50 @@ Examples:
               signal: AbortSignal.timeout(READ_BUDGET_MS),
             }),
       );
+    });
+
+  placement
+    .command("migrate")
+    .description("Move a stopped provider's stores between its SQLite files and PostgreSQL, verified")
+    .requiredOption("--config <file>", "providerd YAML configuration")
+    .requiredOption("--to <target>", "postgres://user@host[:port]/database[?sslmode=…] or sqlite:<directory>")
+    .option("--from <url>", "with --to sqlite:, the PostgreSQL database to copy from")
+    .option("--password-file <file>", "the PostgreSQL password, in a 0600 file (else FRED_DATABASE_PASSWORD)")
+    .addHelpText(
+      "after",
+      `
+--to postgres://… copies the files the config names (placement_store_db_path, and
+payload_store_db_path and token_tracker_db_path when set) into an empty PostgreSQL
+database (providerd's schema is created in it). --to sqlite:<directory> copies a
+PostgreSQL database's stores (--from) into new files placements.db, payloads.db and
+tokens.db in that directory.
+
+Nothing is kept unless all of it is: the PostgreSQL copy commits in one transaction only
+after every table reads back with the source's row count and SHA-256; the files are
+renamed into place only after reading back the same. The source is never changed. It
+refuses a target that holds anything, a running providerd (its control socket answers),
+a database an instance still leads, and an unattested restored copy. TLS options are
+libpq's, in the URL (sslmode=verify-full&sslrootcert=/path/ca.pem); the password never
+goes in the URL. Prints the per-table counts and digests, and the config keys to use.
+
+Examples:
+  $ FRED_DATABASE_PASSWORD=… fred placement migrate --config providerd.yaml \\
+      --to 'postgres://fred@db.example.com/fred?sslmode=verify-full&sslrootcert=/etc/fred/db-ca.pem'
+  $ fred placement migrate --config providerd.yaml --password-file /etc/fred/db-password \\
+      --from postgres://fred@db.example.com/fred --to sqlite:/var/lib/fred/from-postgres`,
+    )
+    .action(async (opts: { config: string; to: string; from?: string; passwordFile?: string }) => {
+      const config = await configFrom(opts.config);
+      await oneResult(async () => {
+        const target = parseMigrateTarget(opts.to);
+        const password = readDatabasePassword(opts.passwordFile, process.env);
+        if (target.kind === "postgres") {
+          if (opts.from !== undefined)
+            throw migrateRefusal("--from goes with --to sqlite: (the files come from the config)");
+          return migrateToPostgres(config, target.url, password, say);
+        }
+        if (opts.from === undefined) throw migrateRefusal("--to sqlite: needs --from postgres://…");
+        return migrateToSqlite(config, parseMigrateSource(opts.from), password, target.dir, say);
+      });
     });
 }

@@ -285,6 +285,15 @@ export const ERROR_CODES = {
     meaning: "fred placement repair --apply refuses to run; the message says why",
     retryable: false,
   },
+  ERR_PLACEMENT_MIGRATE_REFUSED: {
+    meaning:
+      "fred placement migrate refuses to run (a target that is not empty, a source in use); the message says why",
+    retryable: false,
+  },
+  ERR_PLACEMENT_MIGRATE_VERIFY: {
+    meaning: "fred placement migrate read back a copy that differs from its source; nothing was kept",
+    retryable: false,
+  },
   ERR_PLACEMENT_RESTORED: {
     meaning:
       "the placement store is a restored backup or snapshot not yet attested; run fred placement repair --attest-restored-backup --apply",

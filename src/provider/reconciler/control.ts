@@ -88,3 +88,21 @@ export function requestSweep(path: string): Promise<SweepReport> {
     req.end();
   });
 }
+
+/**
+ * Whether a providerd answers on its control socket now (tools that need it stopped ask).
+ * A missing socket, or one nobody listens on (left by a crash), is "no".
+ */
+export function providerdListening(socketPath: string, timeoutMs = 2_000): Promise<boolean> {
+  const { connect } = process.getBuiltinModule("node:net");
+  return new Promise((resolve) => {
+    const socket = connect(socketPath);
+    const done = (answer: boolean) => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.setTimeout(timeoutMs, () => done(true)); // accepted but silent: someone is there
+    socket.once("connect", () => done(true));
+    socket.once("error", () => done(false));
+  });
+}

@@ -1,4 +1,4 @@
-export { controlSocketPath, listenControlSocket, requestSweep } from "./control.ts";
+export { controlSocketPath, listenControlSocket, providerdListening, requestSweep } from "./control.ts";
 export { type InventoryReadiness, READY_INVENTORY } from "./readiness.ts";
 export {
   Reconciler,

@@ -19,7 +19,7 @@ import { openStore } from "./sqlite.ts";
  * group commit: whoever answers on a write (the upload's 202) first awaits `durable()`.
  * The methods are async for the contract's sake; each runs its statements at once.
  */
-const MIGRATIONS = [
+export const PAYLOAD_MIGRATIONS: readonly string[] = [
   `CREATE TABLE payloads (
      lease_uuid TEXT PRIMARY KEY,
      sha256     TEXT NOT NULL,
@@ -101,7 +101,7 @@ export class PayloadStore implements PayloadRecords {
   static open(path: string, opts: { readonly?: boolean } = {}): PayloadStore {
     const readonly = opts.readonly ?? false;
     return new PayloadStore(
-      openStore(path, "payload", MIGRATIONS, {
+      openStore(path, "payload", PAYLOAD_MIGRATIONS, {
         create: readonly ? "never" : "if-missing",
         durability: "group-commit",
         readonly,

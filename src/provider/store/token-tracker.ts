@@ -5,7 +5,7 @@ import type { ReplayStore } from "./replay-store.ts";
 import { openStore } from "./sqlite.ts";
 
 /** The replay store (replay-store.ts) in its own SQLite file, each use committed and fsynced. */
-const MIGRATIONS = [
+export const TOKEN_TRACKER_MIGRATIONS: readonly string[] = [
   `CREATE TABLE used_tokens (
      token_key  TEXT PRIMARY KEY,
      expires_at INTEGER NOT NULL
@@ -43,7 +43,10 @@ export class TokenTracker implements ReplayStore {
 
   static open(path: string): TokenTracker {
     return new TokenTracker(
-      openStore(path, "token-tracker", MIGRATIONS, { create: "if-missing", durability: "full" }),
+      openStore(path, "token-tracker", TOKEN_TRACKER_MIGRATIONS, {
+        create: "if-missing",
+        durability: "full",
+      }),
     );
   }
 

@@ -12,6 +12,7 @@ import {
   type StoredPayload,
   verifiedPayload,
 } from "../payload-records.ts";
+import type { TableMap } from "./tables.ts";
 
 export const PAYLOADS_MIGRATION = `CREATE TABLE payloads (
   lease_uuid uuid PRIMARY KEY,
@@ -23,6 +24,22 @@ export const PAYLOADS_MIGRATION = `CREATE TABLE payloads (
   holds_secret boolean NOT NULL
 );
 CREATE INDEX payloads_holding_secrets ON payloads (lease_uuid) WHERE holds_secret`;
+
+/** The payloads table of the SQLite file and of PostgreSQL (`fred placement migrate` copies it). */
+export const PAYLOADS_TABLE: TableMap = {
+  sqlite: "payloads",
+  pg: "payloads",
+  key: ["lease_uuid"],
+  columns: {
+    lease_uuid: "uuid",
+    sha256: "text",
+    payload: "bytea",
+    stored_at: "bigint",
+    origin: "text",
+    upload_sha256: "text",
+    holds_secret: "boolean",
+  },
+};
 
 type PgPayloadRow = Omit<PayloadRow, "stored_at"> & { stored_at: string; holds_secret: boolean };
 

@@ -33,7 +33,14 @@ import { columnNames, deletePgRows, type Row, readPgRows, type TableMap, upsertP
 
 /** The placement file's tables (placement-schema.ts), every one mirrored. */
 export const MIRRORED_TABLES: readonly TableMap[] = [
-  { sqlite: "store_meta", pg: "placement_meta", key: ["key"], columns: { key: "text", value: "text" } },
+  {
+    sqlite: "store_meta",
+    pg: "placement_meta",
+    key: ["key"],
+    columns: { key: "text", value: "text" },
+    // Which kind of store a SQLite file is: every file's own marker, written by its opener.
+    fileOnly: "key = 'kind'",
+  },
   {
     sqlite: "backends",
     pg: "placement_backends",

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type Database from "better-sqlite3";
 import type pg from "pg";
 
 /**
@@ -18,6 +19,8 @@ export interface TableMap {
   key: readonly string[];
   /** Every column, with its PostgreSQL type. */
   columns: Readonly<Record<string, PgType>>;
+  /** Rows that belong to the SQLite file itself and are never copied (a SQL condition). */
+  fileOnly?: string;
 }
 
 /** A row as SQLite holds it, in `columns` order. */
@@ -25,6 +28,15 @@ export type Row = unknown[];
 
 export function columnNames(t: TableMap): string[] {
   return Object.keys(t.columns);
+}
+
+/** Every row of `t` in a SQLite database, except the file's own. */
+export function readSqliteRows(db: Database.Database, t: TableMap): Row[] {
+  const where = t.fileOnly === undefined ? "" : ` WHERE NOT (${t.fileOnly})`;
+  return db
+    .prepare<[], Row>(`SELECT ${columnNames(t).join(", ")} FROM ${t.sqlite}${where}`)
+    .raw()
+    .all();
 }
 
 /** Every row of `t` in PostgreSQL, in SQLite's form. */

@@ -1,12 +1,21 @@
 import type pg from "pg";
 import { FredError } from "../../../core/errors.ts";
 import type { ReplayStore } from "../replay-store.ts";
+import type { TableMap } from "./tables.ts";
 
 export const USED_TOKENS_MIGRATION = `CREATE TABLE used_tokens (
   token_key text PRIMARY KEY,
   expires_at bigint NOT NULL
 );
 CREATE INDEX used_tokens_by_expiry ON used_tokens (expires_at)`;
+
+/** The used tokens of the SQLite file and of PostgreSQL (`fred placement migrate` copies them). */
+export const USED_TOKENS_TABLE: TableMap = {
+  sqlite: "used_tokens",
+  pg: "used_tokens",
+  key: ["token_key"],
+  columns: { token_key: "text", expires_at: "bigint" },
+};
 
 /**
  * The replay store (replay-store.ts) in providerd's PostgreSQL database. Not fenced by the
