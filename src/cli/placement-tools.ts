@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { systemClock } from "../core/clock.ts";
 import { isFredError } from "../core/errors.ts";
+import { readDatabasePassword } from "../pg/password.ts";
 import { parseProviderConfig, readConfigFile } from "../provider/config/index.ts";
 import { attestRestoredBackup, snapshotStores } from "../provider/placement/copies.ts";
 import { addBackend } from "../provider/placement/membership.ts";
@@ -10,7 +11,6 @@ import {
   migrateToSqlite,
   parseMigrateSource,
   parseMigrateTarget,
-  readDatabasePassword,
 } from "../provider/placement/migrate.ts";
 import { repairPlacements } from "../provider/placement/repair.ts";
 import { retireBackend } from "../provider/placement/retire.ts";
@@ -164,7 +164,7 @@ Examples:
     .description("Move a stopped provider's stores between its SQLite files and PostgreSQL, verified")
     .requiredOption("--config <file>", "providerd YAML configuration")
     .requiredOption("--to <target>", "postgres://user@host[:port]/database[?sslmode=…] or sqlite:<directory>")
-    .option("--from <url>", "with --to sqlite:, the PostgreSQL database to copy from")
+    .option("--from <url>", "with --to sqlite:, the PostgreSQL database to copy from (default: database_url)")
     .option("--password-file <file>", "the PostgreSQL password, in a 0600 file (else FRED_DATABASE_PASSWORD)")
     .addHelpText(
       "after",
@@ -172,8 +172,8 @@ Examples:
 --to postgres://… copies the files the config names (placement_store_db_path, and
 payload_store_db_path and token_tracker_db_path when set) into an empty PostgreSQL
 database (providerd's schema is created in it). --to sqlite:<directory> copies a
-PostgreSQL database's stores (--from) into new files placements.db, payloads.db and
-tokens.db in that directory.
+PostgreSQL database's stores (--from, or the config's database_url and its password) into
+new files placements.db, payloads.db and tokens.db in that directory.
 
 Nothing is kept unless all of it is: the PostgreSQL copy commits in one transaction only
 after every table reads back with the source's row count and SHA-256; the files are
@@ -193,14 +193,22 @@ Examples:
       const config = await configFrom(opts.config);
       await oneResult(async () => {
         const target = parseMigrateTarget(opts.to);
-        const password = readDatabasePassword(opts.passwordFile, process.env);
+        // The password of the database named on the command line, or of the config's database_url.
+        const password =
+          opts.passwordFile === undefined && opts.from === undefined && config.databaseUrl !== undefined
+            ? readDatabasePassword(config.databasePasswordFile, process.env)
+            : readDatabasePassword(opts.passwordFile, process.env, "--password-file");
         if (target.kind === "postgres") {
-          if (opts.from !== undefined)
+          if (opts.from !== undefined) {
             throw migrateRefusal("--from goes with --to sqlite: (the files come from the config)");
+          }
           return migrateToPostgres(config, target.url, password, say);
         }
-        if (opts.from === undefined) throw migrateRefusal("--to sqlite: needs --from postgres://…");
-        return migrateToSqlite(config, parseMigrateSource(opts.from), password, target.dir, say);
+        const from = opts.from ?? config.databaseUrl;
+        if (from === undefined) {
+          throw migrateRefusal("--to sqlite: needs --from postgres://… (or a config with database_url)");
+        }
+        return migrateToSqlite(config, parseMigrateSource(from), password, target.dir, say);
       });
     });
 }

@@ -7,11 +7,14 @@
  * network wait has its own deadline: a silent peer fails its check, it does not hang.
  */
 import { existsSync } from "node:fs";
+import pg from "pg";
 import { type CosmosChain, openCosmosChain } from "../chain/cosmos/adapter.ts";
 import { Keyring } from "../chain/keyring/index.ts";
 import { withDeadline } from "../core/async/index.ts";
 import type { Clock } from "../core/clock.ts";
-import { FredError } from "../core/errors.ts";
+import { FredError, isFredError } from "../core/errors.ts";
+import { describePgError } from "../pg/open.ts";
+import { readDatabasePassword } from "../pg/password.ts";
 import { BackendClient } from "../provider/backend-client/index.ts";
 import type { BackendConfig, ProviderConfig } from "../provider/config/index.ts";
 import { PayloadStore, PlacementStore } from "../provider/store/index.ts";
@@ -71,7 +74,10 @@ export async function runPreflight(config: ProviderConfig, opts: PreflightOption
     chain.disconnect();
   }
 
-  const pins = checkStores(config, pass, fail);
+  const pins =
+    config.databaseUrl === undefined
+      ? checkStores(config, pass, fail)
+      : await checkDatabase(config, opts.env, opts.timeoutMs, pass, fail);
   // Side by side, so several silent backends cost one deadline, not one each; listed in config order.
   checks.push(
     ...(await Promise.all(config.backends.map((b) => checkBackend(config, b, pins, opts.clock, deadline)))),
@@ -281,6 +287,61 @@ function checkStores(
     fail("payload store", `${payloads} does not open: ${message(err)}`);
   }
   return pins;
+}
+
+/**
+ * database_url: PostgreSQL answers with the password given, and holds this provider's
+ * placement store (read only: nothing is migrated or written). Returns the pinned storage
+ * IDs, undefined when they could not be read.
+ */
+async function checkDatabase(
+  config: ProviderConfig,
+  env: Record<string, string | undefined>,
+  timeoutMs: number,
+  pass: Note,
+  fail: Note,
+): Promise<ReadonlyMap<string, string> | undefined> {
+  let client: pg.Client | undefined;
+  try {
+    const password = readDatabasePassword(config.databasePasswordFile, env);
+    client = new pg.Client({
+      connectionString: config.databaseUrl,
+      ...(password === undefined ? {} : { password }),
+      connectionTimeoutMillis: timeoutMs,
+      statement_timeout: timeoutMs,
+    });
+    client.on("error", () => {});
+    await client.connect();
+    const bound = await client.query<{ value: string }>(
+      "SELECT value FROM placement_meta WHERE key = 'provider_uuid'",
+    );
+    const provider = bound.rows[0]?.value;
+    if (provider !== config.providerUuid) {
+      fail(
+        "database",
+        provider === undefined
+          ? "holds no placement store: move one in with fred placement migrate --to <database_url>"
+          : `holds provider ${provider}'s stores, not ${config.providerUuid}`,
+      );
+      return undefined;
+    }
+    const backends = await client.query<{ name: string; storage_id: string }>(
+      "SELECT name, storage_id FROM placement_backends",
+    );
+    pass("database", `answers and holds this provider's stores (${backends.rowCount} pinned backend(s))`);
+    return new Map(backends.rows.map((r) => [r.name, r.storage_id]));
+  } catch (err) {
+    const missing = (err as { code?: string }).code === "42P01"; // undefined_table: no schema yet
+    fail(
+      "database",
+      missing
+        ? "holds no providerd schema yet: move the stores in with fred placement migrate --to <database_url>"
+        : `does not answer: ${isFredError(err) ? err.message : describePgError(err)}`,
+    );
+    return undefined;
+  } finally {
+    await client?.end().catch(() => {});
+  }
 }
 
 /** The backend answers its signed GET /stats as the storage the placement store pinned. */

@@ -158,7 +158,7 @@ Examples:
         for (const p of result.problems) say(`  - ${p}`);
         throw new ExitCode(1);
       }
-      const report = await requestSweep(controlSocketPath(result.config.placementStoreDbPath));
+      const report = await requestSweep(controlSocketPath(result.config.stateDir));
       printJson(report);
       if (report.outcome !== "complete") throw new ExitCode(1);
     });

@@ -22,7 +22,8 @@ import {
   dashboardTestTiming,
   serveDashboard,
 } from "./dashboard/index.ts";
-import { soleLeader } from "./ha/leadership.ts";
+import { type Leadership, soleLeader } from "./ha/leadership.ts";
+import { startReplicatedProviderd } from "./ha/replicated.ts";
 import { bindApiSocket } from "./http/bind.ts";
 import { createHealthGauge } from "./http/health.ts";
 import { listenerOptions } from "./http/listener.ts";
@@ -36,7 +37,7 @@ import { Router } from "./router.ts";
 import type { ProviderdOptions, ProviderdState, RunningProviderd } from "./running.ts";
 import { shutDown } from "./shutdown.ts";
 import { registerProviderBalance, registerSignerMetrics, startSigners } from "./signers/index.ts";
-import { openProviderStores, scheduleSnapshots } from "./store/index.ts";
+import { type OpenStores, scheduleSnapshots, sqliteStores } from "./store/index.ts";
 import { UsageMetricsPoll } from "./usage-metrics/index.ts";
 
 export type { ProviderdOptions, ProviderdState, RunningProviderd } from "./running.ts";
@@ -52,6 +53,28 @@ export async function startProviderd(
   fileConfig: ProviderConfig,
   opts: ProviderdOptions,
 ): Promise<RunningProviderd> {
+  if (fileConfig.databaseUrl !== undefined) return startReplicatedProviderd(fileConfig, opts, startDaemon);
+  return startDaemon(fileConfig, opts, { stores: sqliteStores(fileConfig), leadership: soleLeader() });
+}
+
+/**
+ * How one providerd runs: on its SQLite files as the sole leader, or, on PostgreSQL, while
+ * this instance leads (ha/replicated.ts starts it at each takeover, on the address the
+ * standby had bound).
+ */
+export interface DaemonParts {
+  stores: OpenStores;
+  leadership: Leadership;
+  /** api_listen_addr as bound before (a standby's concrete port); default the config's. */
+  apiListenAddr?: string;
+}
+
+/** The composition itself (see startProviderd). */
+export async function startDaemon(
+  fileConfig: ProviderConfig,
+  opts: ProviderdOptions,
+  parts: DaemonParts,
+): Promise<RunningProviderd> {
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? createLogger("providerd", fileConfig.logLevel);
   const releases = new ReleaseStack((err, resource) =>
@@ -62,13 +85,16 @@ export async function startProviderd(
   try {
     const crashPoints = armFailpoints(opts.env.FRED_FAILPOINTS);
     if (crashPoints.length > 0) logger.warn({ failpoints: crashPoints }, "crash points armed (tests only)");
-    const { placement, payloads, tokens } = openProviderStores(fileConfig, releases);
+    const { placement, payloads, tokens, snapshots: snapshotSources } = await parts.stores(releases);
     // Each part takes the room of the placement store it works in.
     const { placements: store, fleet } = placement;
     const listener = listenerOptions(fileConfig);
     const socket = releases.use(
       "API socket",
-      await bindApiSocket(fileConfig.apiListenAddr, listener.tls === undefined ? "http" : "https"),
+      await bindApiSocket(
+        parts.apiListenAddr ?? fileConfig.apiListenAddr,
+        listener.tls === undefined ? "http" : "https",
+      ),
     );
     // The operator dashboard's port and token: a taken port or a refused token file stops here.
     const operator = await bindOperatorListener(fileConfig, part("dashboard"));
@@ -119,8 +145,7 @@ export async function startProviderd(
     const activity = new DashboardActivity(clock);
     const queue = new KeyedMutex();
     const deps = { config, chain, store, fleet, payloads, clients, router, acks, queue, clock };
-    // On SQLite providerd runs alone, so it leads (issue #36: PostgreSQL brings standbys).
-    const leadership = soleLeader();
+    const leadership = parts.leadership;
     const lc = new Lifecycle({
       ...deps,
       logger: part("lifecycle"),
@@ -267,7 +292,7 @@ export async function startProviderd(
     }
     // `fred providerd reconcile`: the operator's sweep over a 0600 unix socket beside the store.
     const control = await listenControlSocket(
-      controlSocketPath(config.placementStoreDbPath),
+      controlSocketPath(config.stateDir),
       () => recovery.sweep(lc.signal),
       part("control"),
     );
@@ -277,10 +302,13 @@ export async function startProviderd(
     feed.start();
     lc.start(consumer, (signal) => recovery.sweep(signal));
     billing.start();
-    const snapshots = scheduleSnapshots(config, { placement, payload: payloads }, clock, {
-      logger: part("snapshots"),
-      registry: metrics.registry,
-    });
+    const snapshots =
+      snapshotSources === undefined
+        ? undefined
+        : scheduleSnapshots(config, snapshotSources, clock, {
+            logger: part("snapshots"),
+            registry: metrics.registry,
+          });
     if (snapshots !== undefined) releases.defer("snapshot schedule", () => snapshots.stop());
     // The startup pass runs once the feed is subscribed (events meanwhile wait in the
     // consumer's queue), and repeats with backoff until every backend has answered.

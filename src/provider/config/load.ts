@@ -53,12 +53,18 @@ function toConfig(file: FileConfig) {
     callbackBaseFromListener: fileBase === undefined,
     /** CometBFT RPC (extension); derived from websocket_url when rpc_url is not set. */
     rpcUrl: rpcUrlOf(file),
-    /** operator_token_file, or operator-token beside the placement store (the state directory). */
+    /** The placement store's file: "" with database_url (the store is in PostgreSQL). */
+    placementStoreDbPath: file.placement_store_db_path ?? "",
+    /** The instance's own files (control socket, operator token): state_dir, or the placement store's directory. */
+    stateDir: stateDirOf(file),
+    /** operator_token_file, or operator-token in the state directory. */
     operatorTokenFile:
-      file.operator_token_file === ""
-        ? join(dirname(file.placement_store_db_path), "operator-token")
-        : file.operator_token_file,
+      file.operator_token_file === "" ? join(stateDirOf(file), "operator-token") : file.operator_token_file,
   };
+}
+
+function stateDirOf(file: FileConfig): string {
+  return file.state_dir ?? dirname(file.placement_store_db_path ?? "");
 }
 
 function callbackUrlOf(base: CallbackBase): string {

@@ -121,7 +121,8 @@ export const fileFields = z.strictObject({
   callback_base_url: required()
     .optional()
     .transform((v, ctx) => (v === undefined ? undefined : parsed(parseCallbackBase)(v, ctx))),
-  placement_store_db_path: required(" (create the store with `fred placement init`)"),
+  // Required unless database_url keeps the stores in PostgreSQL (validate.ts).
+  placement_store_db_path: optionalPath(),
   billing_only_skus: list().prefault([]),
 
   // Full configuration reference.
@@ -161,6 +162,12 @@ export const fileFields = z.strictObject({
   placement_snapshot_dir: text().prefault(""),
   placement_snapshot_interval: duration().prefault("1h"),
   placement_snapshot_retain: int().prefault(24),
+  // providerd on PostgreSQL with standbys (issue #36; docs/operator-guide.md "High
+  // availability"): every store in one database, one leader among the instances.
+  database_url: optionalPath(),
+  database_password_file: optionalPath(),
+  state_dir: optionalPath(),
+  ha_advertise_url: optionalPath(),
   maintenance_legacy_idempotency_tenants: optionalList(),
   max_request_body_size: positiveInt().prefault(1_048_576),
 

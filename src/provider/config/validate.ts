@@ -57,7 +57,18 @@ function checkCallback(file: FileConfig, problems: string[]): void {
 }
 
 function checkStores(file: FileConfig, problems: string[]): void {
-  const placement = file.placement_store_db_path;
+  if (file.database_url !== undefined) {
+    checkDatabase(file, problems);
+    return;
+  }
+  for (const key of ["database_password_file", "state_dir", "ha_advertise_url"] as const) {
+    if (file[key] !== undefined)
+      problems.push(`${key} is for database_url (providerd on PostgreSQL); remove it`);
+  }
+  const placement = file.placement_store_db_path ?? "";
+  if (placement === "") {
+    problems.push("placement_store_db_path is required (create the store with `fred placement init`)");
+  }
   const payload = file.payload_store_db_path ?? "";
   const tracker = file.token_tracker_db_path ?? "";
   if (file.production_mode && tracker === "") problems.push("production_mode requires token_tracker_db_path");
@@ -90,6 +101,49 @@ function checkStores(file: FileConfig, problems: string[]): void {
   }
   const retain = file.placement_snapshot_retain;
   if (retain < 1 || retain > 1000) problems.push("placement_snapshot_retain must be between 1 and 1000");
+}
+
+/**
+ * database_url: every store is in PostgreSQL, so the SQLite files' keys would be ignored and
+ * are refused; the instance's local files (control socket, operator token) go in state_dir.
+ */
+function checkDatabase(file: FileConfig, problems: string[]): void {
+  const url = file.database_url ?? "";
+  if (!/^postgres(ql)?:\/\/[^\s]+$/.test(url)) {
+    problems.push("database_url must be a postgres:// or postgresql:// URL");
+  } else if (/^postgres(ql)?:\/\/[^/@]*:[^/@]*@/.test(url)) {
+    problems.push(
+      "database_url must not hold the password: put it in database_password_file (mode 0600) or FRED_DATABASE_PASSWORD",
+    );
+  }
+  const kept: [string, unknown][] = [
+    ["placement_store_db_path", file.placement_store_db_path],
+    ["payload_store_db_path", file.payload_store_db_path],
+    ["token_tracker_db_path", file.token_tracker_db_path],
+  ];
+  for (const [key, value] of kept) {
+    if (value !== undefined)
+      problems.push(`${key} must not be set with database_url: that store is in PostgreSQL`);
+  }
+  if (file.placement_snapshot_dir !== "") {
+    problems.push(
+      "placement_snapshot_dir must not be set with database_url: snapshots copy the SQLite files; back PostgreSQL up with its own tools",
+    );
+  }
+  const state = file.state_dir;
+  if (state === undefined) {
+    problems.push(
+      "state_dir is required with database_url (the instance's control socket and operator token live there)",
+    );
+  } else if (!isAbsolute(state)) {
+    problems.push("state_dir must be an absolute path");
+  }
+  const advertise = file.ha_advertise_url;
+  if (advertise !== undefined && !/^https?:\/\/[^/?#@\s]+$/.test(advertise)) {
+    problems.push(
+      "ha_advertise_url must be an http:// or https:// origin such as https://10.0.0.5:8080 (no path)",
+    );
+  }
 }
 
 function checkApi(file: FileConfig, problems: string[]): void {

@@ -46,11 +46,16 @@ export const LEADER_LEASE_MIGRATION = `CREATE TABLE fred_leader (
   expires_at timestamptz NOT NULL
 )`;
 
+/** Where the leader serves, so standbys can forward to it: migration of providerd's PostgreSQL schema. */
+export const LEADER_ADDRESS_MIGRATION = "ALTER TABLE fred_leader ADD COLUMN address text";
+
 export interface LeaderLeaseOptions {
   pool: pg.Pool;
   providerUuid: string;
   /** Unique per process start (a restarted instance is a new candidate). */
   instance: string;
+  /** The URL other instances reach this one at while it leads (ha_advertise_url, or its bound API URL). */
+  address?: string;
   clock: Clock;
   logger: Logger;
   ttlMs?: number;
@@ -68,6 +73,8 @@ export class LeaderLease implements Leadership {
   #timer: (() => void) | undefined;
   #running: Promise<void> | undefined;
   #stopped = false;
+  /** The live leader's advertised address, as last seen (this instance's own while it leads). */
+  #leaderAddress: string | undefined;
 
   constructor(o: LeaderLeaseOptions) {
     this.#o = o;
@@ -93,6 +100,11 @@ export class LeaderLease implements Leadership {
   get state(): LeaderState {
     if (this.#state.role === "leader" && !this.isLeader()) this.#stepDown("lease not extended in time");
     return { ...this.#state };
+  }
+
+  /** Where the leader last seen serves (undefined: none live, or it advertised none). */
+  get leaderAddress(): string | undefined {
+    return this.#state.leader === undefined ? undefined : this.#leaderAddress;
   }
 
   /** True while this instance holds an unexpired lease (ask before every effect outside the database). */
@@ -139,27 +151,30 @@ export class LeaderLease implements Leadership {
   async #campaign(sentAt: number): Promise<void> {
     const { pool, providerUuid, instance } = this.#o;
     const taken = await pool.query<{ generation: string }>(
-      `INSERT INTO fred_leader AS l (provider_uuid, holder, generation, expires_at)
-       VALUES ($1, $2, 1, clock_timestamp() + $3 * interval '1 millisecond')
+      `INSERT INTO fred_leader AS l (provider_uuid, holder, generation, expires_at, address)
+       VALUES ($1, $2, 1, clock_timestamp() + $3 * interval '1 millisecond', $4)
        ON CONFLICT (provider_uuid) DO UPDATE
-         SET holder = EXCLUDED.holder, generation = l.generation + 1, expires_at = EXCLUDED.expires_at
+         SET holder = EXCLUDED.holder, generation = l.generation + 1, expires_at = EXCLUDED.expires_at,
+             address = EXCLUDED.address
          WHERE l.expires_at <= clock_timestamp() OR l.holder = EXCLUDED.holder
        RETURNING generation`,
-      [providerUuid, instance, this.#ttlMs],
+      [providerUuid, instance, this.#ttlMs, this.#o.address ?? null],
     );
     if (this.#stopped) return;
     const row = taken.rows[0];
     if (row !== undefined) {
       this.#validUntil = sentAt + this.#ttlMs - CLOCK_MARGIN_MS;
+      this.#leaderAddress = this.#o.address;
       this.#set({ role: "leader", generation: Number(row.generation), leader: instance });
       this.#o.logger.info({ generation: Number(row.generation) }, "leader lease: this instance leads");
       return;
     }
-    const seen = await pool.query<{ holder: string; live: boolean }>(
-      "SELECT holder, expires_at > clock_timestamp() AS live FROM fred_leader WHERE provider_uuid = $1",
+    const seen = await pool.query<{ holder: string; live: boolean; address: string | null }>(
+      "SELECT holder, address, expires_at > clock_timestamp() AS live FROM fred_leader WHERE provider_uuid = $1",
       [providerUuid],
     );
     const holder = seen.rows[0]?.live === true ? seen.rows[0].holder : undefined;
+    this.#leaderAddress = holder === undefined ? undefined : (seen.rows[0]!.address ?? undefined);
     if (holder !== this.#state.leader) this.#set({ ...this.#state, leader: holder });
   }
 

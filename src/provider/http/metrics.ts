@@ -103,22 +103,7 @@ export function registerStateGauges(registry: Registry, sources: MetricSources):
       this.set(sources.records().attempts);
     },
   });
-  new Gauge({
-    name: "fred_leader",
-    help: "1 while this instance leads the provider's instances (it alone acts on chain and backends), else 0",
-    registers,
-    collect() {
-      this.set(sources.leadership().role === "leader" ? 1 : 0);
-    },
-  });
-  new Gauge({
-    name: "fred_leader_generation",
-    help: "The fencing generation this instance leads at; 0 while it does not lead",
-    registers,
-    collect() {
-      this.set(sources.leadership().generation ?? 0);
-    },
-  });
+  registerLeaderGauges(registry, sources.leadership);
   new Gauge({
     name: "fred_payloads_stored",
     help: "Tenant payloads the payload store holds for provisioning",
@@ -152,6 +137,27 @@ export function registerStateGauges(registry: Registry, sources: MetricSources):
     collect() {
       const at = sources.feed().lastBlockAtMs;
       this.set(at === 0 ? 0 : Math.max(0, (sources.now() - at) / 1000));
+    },
+  });
+}
+
+/** fred_leader and fred_leader_generation: on a leader's full metrics and a standby's few. */
+export function registerLeaderGauges(registry: Registry, leadership: () => LeaderState): void {
+  const registers = [registry];
+  new Gauge({
+    name: "fred_leader",
+    help: "1 while this instance leads the provider's instances (it alone acts on chain and backends), else 0",
+    registers,
+    collect() {
+      this.set(leadership().role === "leader" ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: "fred_leader_generation",
+    help: "The fencing generation this instance leads at; 0 while it does not lead",
+    registers,
+    collect() {
+      this.set(leadership().generation ?? 0);
     },
   });
 }

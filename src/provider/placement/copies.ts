@@ -8,6 +8,7 @@ import {
   type SnapshotSet,
   takeSnapshot,
 } from "../store/index.ts";
+import { placementStoreFile } from "./store-file.ts";
 
 /**
  * The offline halves of online snapshots: `fred placement snapshot` (one set now, taken
@@ -23,7 +24,13 @@ export async function snapshotStores(
   if (target === "") {
     throw new FredError("ERR_USAGE", "placement_snapshot_dir is not set; set it or pass --dir <directory>");
   }
-  using placement = PlacementStore.open(config.placementStoreDbPath, config.providerUuid, { readonly: true });
+  using placement = PlacementStore.open(
+    placementStoreFile(config, "fred placement snapshot"),
+    config.providerUuid,
+    {
+      readonly: true,
+    },
+  );
   const payload =
     config.payloadStoreDbPath === undefined
       ? undefined
@@ -56,7 +63,7 @@ export async function attestRestoredBackup(
   clock: Clock,
   apply: boolean,
 ): Promise<AttestSummary> {
-  const path = config.placementStoreDbPath;
+  const path = placementStoreFile(config, "fred placement repair --attest-restored-backup");
   if (!apply) {
     using store = PlacementStore.open(path, config.providerUuid, { readonly: true });
     const at = store.copies.takenAt();

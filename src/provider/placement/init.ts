@@ -6,6 +6,7 @@ import type { ProviderConfig } from "../config/index.ts";
 import { PlacementStore } from "../store/index.ts";
 import type { ChainHistory } from "./chain-history.ts";
 import { type FleetReadDeps, inventoryTransportProblem, readInventory } from "./fleet-read.ts";
+import { placementStoreFile } from "./store-file.ts";
 
 /**
  * `fred placement init`: the only way a placement store comes into being. It is for a
@@ -39,7 +40,7 @@ function refuse(message: string): FredError {
 }
 
 export async function initPlacementStore(config: ProviderConfig, deps: InitDeps): Promise<InitSummary> {
-  const path = config.placementStoreDbPath;
+  const path = placementStoreFile(config, "fred placement init");
   if (existsSync(path)) {
     throw refuse(
       `placement store ${path} already exists; init never replaces one (restore a backup instead)`,
@@ -94,7 +95,8 @@ export async function initPlacementStore(config: ProviderConfig, deps: InitDeps)
 
 /** Everything the store holds, as JSON-friendly records (offline; no network). */
 export function inspectPlacementStore(config: ProviderConfig): Record<string, unknown> {
-  using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid, { readonly: true });
+  const path = placementStoreFile(config, "fred placement inspect");
+  using store = PlacementStore.open(path, config.providerUuid, { readonly: true });
   return describeStore(
     store,
     config.placementStoreDbPath,

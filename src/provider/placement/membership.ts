@@ -3,6 +3,7 @@ import type { ProviderConfig } from "../config/index.ts";
 import { backupBeside, PlacementStore } from "../store/index.ts";
 import { type FleetReadDeps, fleetReadProblems, readInventory } from "./fleet-read.ts";
 import { notEmpty } from "./init.ts";
+import { placementStoreFile } from "./store-file.ts";
 
 /**
  * `fred placement add-backend` (providerd stopped): a topology membership change. The
@@ -36,7 +37,8 @@ export async function addBackend(
   const problems = fleetReadProblems(config);
   if (problems.length > 0) throw membershipRefusal(`${problems.join("; ")}; add-backend refuses to run`);
 
-  using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid);
+  const path = placementStoreFile(config, "fred placement add-backend");
+  using store = PlacementStore.open(path, config.providerUuid);
   const pins = store.fleet.pins();
   if (pins.has(name))
     throw membershipRefusal(`backend ${name} is already pinned (storage ${pins.get(name)})`);
@@ -79,5 +81,5 @@ export async function addBackend(
     for (const b of baselines) store.fleet.recordBaseline(b.name, b, now);
   });
   await store.durable();
-  return { placement_store: config.placementStoreDbPath, backup, added, baselines };
+  return { placement_store: path, backup, added, baselines };
 }

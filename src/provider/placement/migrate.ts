@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, renameSync, rmSync, statSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import type pg from "pg";
 import { FredError } from "../../core/errors.ts";
@@ -106,42 +106,13 @@ function postgresUrl(flag: string, text: string): string {
   return text;
 }
 
-/**
- * The PostgreSQL password: from a file only its owner can read (a trailing newline
- * dropped), else FRED_DATABASE_PASSWORD, else none (trust, certificates, ~/.pgpass).
- */
-export function readDatabasePassword(
-  file: string | undefined,
-  env: Record<string, string | undefined>,
-): string | undefined {
-  if (file === undefined) return env.FRED_DATABASE_PASSWORD || undefined;
-  let mode: number;
-  let text: string;
-  try {
-    mode = statSync(file).mode;
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    throw refusal(
-      `cannot read the password file ${file}: ${(err as NodeJS.ErrnoException).code ?? "unreadable"}`,
-    );
-  }
-  if ((mode & 0o077) !== 0) {
-    throw refusal(
-      `the password file ${file} is readable by others (mode ${(mode & 0o777).toString(8)}); chmod 600 it`,
-    );
-  }
-  const password = text.replace(/\r?\n$/, "");
-  if (password === "") throw refusal(`the password file ${file} is empty`);
-  return password;
-}
-
 /** The URL as it may be shown: no password (it never holds one here) and no query (TLS file paths stay). */
 function shown(url: string): string {
   return url.replace(/\?.*$/, "");
 }
 
 async function refuseWhileRunning(config: ProviderConfig): Promise<void> {
-  if (await providerdListening(controlSocketPath(config.placementStoreDbPath))) {
+  if (await providerdListening(controlSocketPath(config.stateDir))) {
     throw refusal("providerd is running (it answers on its control socket); stop it first");
   }
 }
@@ -164,6 +135,11 @@ export async function migrateToPostgres(
   password: string | undefined,
   progress: (line: string) => void,
 ): Promise<MigrateSummary> {
+  if (config.databaseUrl !== undefined) {
+    throw refusal(
+      "this config already keeps its stores in PostgreSQL (database_url); --to postgres copies a config's SQLite files",
+    );
+  }
   await refuseWhileRunning(config);
   const sources = new Map<StoreKind, string>([[STORES[0]!, config.placementStoreDbPath]]);
   if (config.payloadStoreDbPath !== undefined) sources.set(STORES[1]!, config.payloadStoreDbPath);
@@ -173,6 +149,11 @@ export async function migrateToPostgres(
   const rows = new Map<TableMap, Row[]>();
   const from: Record<string, string> = {};
   for (const [store, path] of sources) {
+    if (store.kind !== "placement" && !existsSync(path)) {
+      // providerd creates these on first use: none yet is nothing to copy.
+      progress(`${path} does not exist yet: no ${store.kind} rows to copy`);
+      continue;
+    }
     from[store.kind] = path;
     using database = openSource(store, path, config.providerUuid);
     for (const t of store.tables) {

@@ -2,6 +2,7 @@ import { FredError } from "../../core/errors.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import { backupBeside, PlacementStore } from "../store/index.ts";
 import { type FleetReadDeps, fleetReadProblems, readInventory } from "./fleet-read.ts";
+import { placementStoreFile } from "./store-file.ts";
 
 /**
  * `fred placement repair` (dry run unless `apply`): what needs an operator, each finding
@@ -47,7 +48,8 @@ export async function repairPlacements(
       );
     }
   }
-  using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid, { readonly: !apply });
+  const path = placementStoreFile(config, "fred placement repair");
+  using store = PlacementStore.open(path, config.providerUuid, { readonly: !apply });
   const pins = store.fleet.pins();
   const configured = new Set(config.backends.map((b) => b.name));
   // What each configured backend holds now (undefined: it could not be asked).
@@ -120,5 +122,5 @@ export async function repairPlacements(
     });
     await store.durable();
   }
-  return { placement_store: config.placementStoreDbPath, apply, backup, findings, resolved };
+  return { placement_store: path, apply, backup, findings, resolved };
 }

@@ -2,6 +2,7 @@ import type { Clock } from "../../core/clock.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import { backupBeside, PlacementStore } from "../store/index.ts";
 import { membershipRefusal } from "./membership.ts";
+import { placementStoreFile } from "./store-file.ts";
 
 /**
  * `fred placement retire-backend` (providerd stopped; the backend already removed from
@@ -44,7 +45,8 @@ export async function retireBackend(
       `backend ${o.name} is still in the config; remove it from backends first (draining: true lets its leases end before that)`,
     );
   }
-  using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid);
+  const path = placementStoreFile(config, "fred placement retire-backend");
+  using store = PlacementStore.open(path, config.providerUuid);
   const pin = store.fleet.backends().find((b) => b.name === o.name);
   if (pin === undefined) throw membershipRefusal(`backend ${o.name} is not pinned in the placement store`);
   const placements = store.placements.placements();
@@ -55,7 +57,7 @@ export async function retireBackend(
     .filter((a) => a.backend === o.name)
     .map((a) => a.leaseUuid);
   const leases = [...new Set([...owned, ...attempts])].sort();
-  const base = { placement_store: config.placementStoreDbPath, backend: o.name, storage_id: pin.storageId };
+  const base = { placement_store: path, backend: o.name, storage_id: pin.storageId };
 
   if (!o.lost) {
     if (leases.length + conflicts.length > 0) {

@@ -1,4 +1,4 @@
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import { listenUnixSocket } from "../../unix-socket.ts";
@@ -19,8 +19,9 @@ const { createServer, request } = process.getBuiltinModule("node:http");
 export const CONTROL_SOCKET_NAME = "providerd.sock";
 const PATH = "/reconcile";
 
-export function controlSocketPath(placementStoreDbPath: string): string {
-  return join(dirname(placementStoreDbPath), CONTROL_SOCKET_NAME);
+/** The control socket in the instance's state directory (the placement store's, or state_dir). */
+export function controlSocketPath(stateDir: string): string {
+  return join(stateDir, CONTROL_SOCKET_NAME);
 }
 
 export interface ControlSocket {

@@ -7,7 +7,7 @@ export {
   onLostBackend,
 } from "./backend-fleet.ts";
 export { CopyMarks } from "./copy-marks.ts";
-export { openProviderStores, type ProviderStores } from "./open-stores.ts";
+export { type OpenStores, type ProviderStores, sqliteStores } from "./open-stores.ts";
 export {
   type PayloadRecords,
   type PutResult,

@@ -521,6 +521,73 @@ const RULES: [string, Mutation, string[]][] = [
     },
     [],
   ],
+  [
+    "database_url: the stores are in PostgreSQL, the SQLite keys are refused, state_dir is required",
+    (c) => {
+      c.database_url = "postgres://fred@db.example.com/fred?sslmode=verify-full";
+      c.payload_store_db_path = "/var/lib/fred/payloads.db";
+      c.token_tracker_db_path = "/var/lib/fred/tokens.db";
+      c.placement_snapshot_dir = "/var/backups/fred";
+    },
+    [
+      "placement_store_db_path must not be set with database_url: that store is in PostgreSQL",
+      "payload_store_db_path must not be set with database_url: that store is in PostgreSQL",
+      "token_tracker_db_path must not be set with database_url: that store is in PostgreSQL",
+      "placement_snapshot_dir must not be set with database_url: snapshots copy the SQLite files; back PostgreSQL up with its own tools",
+      "state_dir is required with database_url (the instance's control socket and operator token live there)",
+    ],
+  ],
+  [
+    "database_url: a URL of PostgreSQL without its password; state_dir absolute; ha_advertise_url an origin",
+    (c) => {
+      delete c.placement_store_db_path;
+      c.database_url = "postgres://fred:hunter2@db.example.com/fred";
+      c.state_dir = "var/lib/fred";
+      c.ha_advertise_url = "http://10.0.0.5:8080/api";
+    },
+    [
+      "database_url must not hold the password: put it in database_password_file (mode 0600) or FRED_DATABASE_PASSWORD",
+      "state_dir must be an absolute path",
+      "ha_advertise_url must be an http:// or https:// origin such as https://10.0.0.5:8080 (no path)",
+    ],
+  ],
+  [
+    "database_url: another kind of URL",
+    (c) => {
+      delete c.placement_store_db_path;
+      c.database_url = "mysql://db/fred";
+      c.state_dir = "/var/lib/fred";
+    },
+    ["database_url must be a postgres:// or postgresql:// URL"],
+  ],
+  [
+    "database_url: a complete production configuration",
+    (c) => {
+      delete c.placement_store_db_path;
+      c.production_mode = true;
+      c.database_url =
+        "postgresql://fred@db.example.com:5432/fred?sslmode=verify-full&sslrootcert=/etc/fred/ca.pem";
+      c.database_password_file = "/etc/fred/db-password";
+      c.state_dir = "/var/lib/fred";
+      c.ha_advertise_url = "https://10.0.0.5:8080";
+      c.callback_base_url = "https://fred.example.com";
+      c.backends = [{ name: "a", url: "https://a.example.com", hmac_secret: SECRET_1, default: true }];
+    },
+    [],
+  ],
+  [
+    "the keys of database_url are refused without it",
+    (c) => {
+      c.database_password_file = "/etc/fred/db-password";
+      c.state_dir = "/var/lib/fred";
+      c.ha_advertise_url = "https://10.0.0.5:8080";
+    },
+    [
+      "database_password_file is for database_url (providerd on PostgreSQL); remove it",
+      "state_dir is for database_url (providerd on PostgreSQL); remove it",
+      "ha_advertise_url is for database_url (providerd on PostgreSQL); remove it",
+    ],
+  ],
 ];
 
 /**

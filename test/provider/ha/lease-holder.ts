@@ -9,7 +9,11 @@ import { randomUUID } from "node:crypto";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
 import { openPostgres } from "../../../src/pg/open.ts";
-import { LEADER_LEASE_MIGRATION, LeaderLease } from "../../../src/provider/ha/leader-lease.ts";
+import {
+  LEADER_ADDRESS_MIGRATION,
+  LEADER_LEASE_MIGRATION,
+  LeaderLease,
+} from "../../../src/provider/ha/leader-lease.ts";
 import { WRITES_MIGRATION } from "./writes.ts";
 
 const [url, provider, ttl, renew] = process.argv.slice(2);
@@ -17,7 +21,7 @@ const logger = createLogger("lease-holder", "silent");
 const pool = await openPostgres({
   url: url!,
   label: "test store",
-  migrations: [LEADER_LEASE_MIGRATION, WRITES_MIGRATION],
+  migrations: [LEADER_LEASE_MIGRATION, LEADER_ADDRESS_MIGRATION, WRITES_MIGRATION],
   logger,
   idleInTransactionTimeoutMs: Number(ttl),
 });

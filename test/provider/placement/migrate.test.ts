@@ -7,6 +7,7 @@ import { after, before, describe, it } from "node:test";
 import type pg from "pg";
 import { stringify } from "yaml";
 import { openPostgres } from "../../../src/pg/open.ts";
+import { readDatabasePassword } from "../../../src/pg/password.ts";
 import { inTransaction } from "../../../src/pg/transaction.ts";
 import { type ProviderConfig, parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { MaintenanceJournal } from "../../../src/provider/maintenance/journal.ts";
@@ -14,7 +15,6 @@ import {
   migrateToPostgres,
   migrateToSqlite,
   parseMigrateTarget,
-  readDatabasePassword,
 } from "../../../src/provider/placement/migrate.ts";
 import { controlSocketPath } from "../../../src/provider/reconciler/index.ts";
 import { PayloadStore, PlacementStore, TokenTracker } from "../../../src/provider/store/index.ts";
@@ -251,9 +251,7 @@ describe("fred placement migrate", { skip: skipWithoutPostgres }, () => {
   it("refuses while providerd answers on its control socket", async () => {
     const config = await filledProvider();
     const listening = createServer();
-    await new Promise<void>((resolve) =>
-      listening.listen(controlSocketPath(config.placementStoreDbPath), resolve),
-    );
+    await new Promise<void>((resolve) => listening.listen(controlSocketPath(config.stateDir), resolve));
     try {
       await assert.rejects(migrateToPostgres(config, freshDatabase(), undefined, quiet), {
         code: "ERR_PLACEMENT_MIGRATE_REFUSED",

@@ -1,4 +1,4 @@
-import { LEADER_LEASE_MIGRATION } from "../../ha/leader-lease.ts";
+import { LEADER_ADDRESS_MIGRATION, LEADER_LEASE_MIGRATION } from "../../ha/leader-lease.ts";
 import { PAYLOADS_MIGRATION } from "./payload-store.ts";
 import { PLACEMENT_MIRROR_MIGRATION } from "./placement-mirror.ts";
 import { USED_TOKENS_MIGRATION } from "./token-tracker.ts";
@@ -13,4 +13,5 @@ export const PROVIDERD_PG_MIGRATIONS: readonly string[] = [
   USED_TOKENS_MIGRATION,
   PAYLOADS_MIGRATION,
   PLACEMENT_MIRROR_MIGRATION,
+  LEADER_ADDRESS_MIGRATION,
 ];

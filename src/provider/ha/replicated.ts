@@ -1,0 +1,189 @@
+import { randomUUID } from "node:crypto";
+import { systemClock } from "../../core/clock.ts";
+import { FredError } from "../../core/errors.ts";
+import { createLogger } from "../../log.ts";
+import { openPostgres } from "../../pg/open.ts";
+import { readDatabasePassword } from "../../pg/password.ts";
+import type { TransactionRunner } from "../../pg/transaction.ts";
+import type { ProviderConfig } from "../config/index.ts";
+import { listenerOptions } from "../http/listener.ts";
+import type { Lifecycle } from "../lifecycle/index.ts";
+import type { DaemonParts } from "../main.ts";
+import type { ProviderdOptions, ProviderdState, RunningProviderd } from "../running.ts";
+import type { OpenStores } from "../store/index.ts";
+import { PROVIDERD_PG_MIGRATIONS } from "../store/pg/migrations.ts";
+import { PgPayloadStore } from "../store/pg/payload-store.ts";
+import { openPlacementsOnPostgres } from "../store/pg/placement-mirror.ts";
+import { PgTokenTracker } from "../store/pg/token-tracker.ts";
+import { LeaderLease } from "./leader-lease.ts";
+import { type StandbyServer, serveStandby } from "./standby.ts";
+
+type StartDaemon = (
+  config: ProviderConfig,
+  opts: ProviderdOptions,
+  parts: DaemonParts,
+) => Promise<RunningProviderd>;
+
+/** After a failed start as leader, this long before campaigning again (another instance may do better). */
+const RETRY_LEAD_MS = 5_000;
+
+/**
+ * providerd with `database_url` (issue #36): one of several instances sharing a PostgreSQL
+ * database, of which one leads (ha/leader-lease.ts).
+ *
+ * An instance binds its API address, serves as a standby (ha/standby.ts: health, readiness,
+ * metrics, and everything else forwarded to the leader) and campaigns. When it wins, it
+ * hands the address to the whole daemon (main.ts's composition, as on SQLite) over stores
+ * in PostgreSQL: the placement store loaded fresh into its mirror, every durable write
+ * fenced by the lease's generation. Startup recovery then does what a restart does: it
+ * resumes every unresolved attempt from the write-ahead records and sweeps chain and
+ * backends, so the gap while nobody led is covered. When it loses the lease (another took
+ * it after a pause or partition; the database was out of reach past its deadline), its
+ * mirror already refuses writes, and it stops the daemon and serves as a standby again.
+ * The address is bound again at each change of role (the same port), so clients may see a
+ * refused connection for an instant at a takeover, never a wrong answer.
+ */
+export async function startReplicatedProviderd(
+  config: ProviderConfig,
+  opts: ProviderdOptions,
+  startDaemon: StartDaemon,
+): Promise<RunningProviderd> {
+  const clock = opts.clock ?? systemClock;
+  const logger = opts.logger ?? createLogger("providerd", config.logLevel);
+  const log = logger.child({ component: "ha" });
+  const password = readDatabasePassword(config.databasePasswordFile, opts.env);
+  const pool = await openPostgres({
+    url: config.databaseUrl!,
+    ...(password === undefined ? {} : { password }),
+    label: "providerd database",
+    migrations: PROVIDERD_PG_MIGRATIONS,
+    logger: log,
+  });
+  const instance = randomUUID();
+  const listener = listenerOptions(config);
+  let lease: LeaderLease | undefined;
+  const standbySources = {
+    providerUuid: config.providerUuid,
+    instance,
+    leadership: () => lease!.current(),
+    leaderAddress: () => lease!.leaderAddress,
+    databaseOk: async () => {
+      try {
+        await pool.query("SELECT 1");
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    listener,
+    logger: log,
+  };
+  let standby: StandbyServer | undefined;
+  try {
+    standby = await serveStandby(config.apiListenAddr, standbySources);
+  } catch (err) {
+    await pool.end().catch(() => {});
+    throw err;
+  }
+  // The port as bound (port 0 resolved): every later bind of this instance reuses it.
+  const apiListenAddr = new URL(standby.url).host;
+  const url = standby.url;
+  lease = new LeaderLease({
+    pool,
+    providerUuid: config.providerUuid,
+    instance,
+    address: config.haAdvertiseUrl ?? url,
+    clock,
+    logger: log,
+    onChange: () => settle(),
+  });
+  const fence: TransactionRunner = (work) => lease!.fenced(work);
+  const stores: OpenStores = async (releases) => {
+    const placement = releases.use(
+      "placement store",
+      await openPlacementsOnPostgres({ pool, fence }, config.providerUuid),
+    );
+    return {
+      placement,
+      payloads: new PgPayloadStore(pool, fence),
+      tokens: new PgTokenTracker(pool),
+      snapshots: undefined,
+    };
+  };
+
+  let daemon: RunningProviderd | undefined;
+  let stopping = false;
+  let retry: (() => void) | undefined;
+  // Role changes run one at a time, in order.
+  let changes = Promise.resolve();
+  const settle = (): void => {
+    changes = changes.then(toRole).catch((err: unknown) => log.error({ err }, "changing role failed"));
+  };
+
+  async function toRole(): Promise<void> {
+    if (stopping) return;
+    const leads = lease!.isLeader();
+    if (leads && daemon === undefined) {
+      await standby?.close();
+      standby = undefined;
+      try {
+        log.info({ instance, generation: lease!.current().generation }, "leading: starting the daemon");
+        daemon = await startDaemon(
+          config,
+          { ...opts, clock, logger },
+          { stores, leadership: lease!, apiListenAddr },
+        );
+      } catch (err) {
+        // Give the lease up so another instance can lead; campaign again later.
+        log.error({ err }, "could not start as leader; standing by");
+        await lease!.stop();
+        standby = await serveStandby(apiListenAddr, standbySources);
+        retry = clock.setTimer(RETRY_LEAD_MS, () => {
+          if (!stopping) lease!.start();
+        });
+      }
+      return;
+    }
+    if (!leads && daemon !== undefined) {
+      log.warn({ instance }, "no longer leading: stopping the daemon");
+      const stopped = daemon;
+      daemon = undefined;
+      await stopped.stop();
+      standby = await serveStandby(apiListenAddr, standbySources);
+    }
+  }
+
+  lease.start();
+  return {
+    url,
+    get operatorUrl() {
+      return daemon?.operatorUrl;
+    },
+    get state(): ProviderdState {
+      if (stopping) return "stopping";
+      return daemon?.state ?? "running";
+    },
+    get lifecycle(): Lifecycle {
+      if (daemon === undefined) throw notLeading();
+      return daemon.lifecycle;
+    },
+    reloadTls: () => daemon?.reloadTls() ?? false,
+    reconcile: () => (daemon === undefined ? Promise.reject(notLeading()) : daemon.reconcile()),
+    async stop() {
+      if (stopping) return;
+      stopping = true;
+      retry?.();
+      await changes;
+      // The daemon first (its last writes are still fenced by a live lease), then the lease
+      // is released so a standby leads at its next try.
+      await daemon?.stop();
+      await standby?.close();
+      await lease!.stop();
+      await pool.end();
+    },
+  };
+}
+
+function notLeading(): FredError {
+  return new FredError("ERR_NOT_LEADER", "this providerd instance is a standby; the leader does this");
+}

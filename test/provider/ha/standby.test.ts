@@ -1,0 +1,194 @@
+import assert from "node:assert/strict";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import { after, before, describe, it } from "node:test";
+import { WebSocket, WebSocketServer } from "ws";
+import { createLogger } from "../../../src/log.ts";
+import type { LeaderState } from "../../../src/provider/ha/leadership.ts";
+import { type StandbyServer, serveStandby } from "../../../src/provider/ha/standby.ts";
+
+/**
+ * A standby's listener (ha/standby.ts) over real sockets: what it answers itself, and
+ * what it forwards to a leader (here an HTTP server that echoes what it received, and
+ * accepts or refuses WebSocket upgrades).
+ */
+const INSTANCE = "3f0c2b7e-1d4a-4c5b-9e6f-7a8b9c0d1e2f";
+const LEADER = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
+
+interface Echo {
+  method: string;
+  url: string;
+  body: string;
+  forwardedFor: string | undefined;
+  forwardedBy: string | undefined;
+  connection: string | undefined;
+}
+
+let leader: Server;
+let leaderUrl: string;
+let standby: StandbyServer;
+let address: string | undefined;
+let databaseOk = true;
+const state: LeaderState = { role: "standby", generation: undefined, leader: LEADER };
+
+before(async () => {
+  leader = createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8").on("data", (d: string) => {
+      body += d;
+    });
+    req.on("end", () => {
+      const echo: Echo = {
+        method: req.method ?? "",
+        url: req.url ?? "",
+        body,
+        forwardedFor: req.headers["x-forwarded-for"] as string | undefined,
+        forwardedBy: req.headers["x-fred-forwarded-by"] as string | undefined,
+        connection: req.headers.connection,
+      };
+      res.writeHead(req.url === "/missing" ? 404 : 201, {
+        "content-type": "application/json",
+        "x-leader": "yes",
+      });
+      res.end(JSON.stringify(echo));
+    });
+  });
+  const sockets = new WebSocketServer({ noServer: true });
+  leader.on("upgrade", (req: IncomingMessage, socket, head) => {
+    if (req.url?.startsWith("/refused")) {
+      socket.end(
+        'HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: 35\r\n\r\n{"error":"unauthorized","code":401}',
+      );
+      return;
+    }
+    sockets.handleUpgrade(req, socket, head, (ws) =>
+      ws.on("message", (m) => ws.send(`echo:${m.toString()}`)),
+    );
+  });
+  await new Promise<void>((resolve) => leader.listen(0, "127.0.0.1", resolve));
+  leaderUrl = `http://127.0.0.1:${(leader.address() as { port: number }).port}`;
+  address = leaderUrl;
+  standby = await serveStandby("127.0.0.1:0", {
+    providerUuid: "0190f3a2-7c1e-7000-8000-0000000000aa",
+    instance: INSTANCE,
+    leadership: () => state,
+    leaderAddress: () => address,
+    databaseOk: async () => databaseOk,
+    listener: {
+      maxRequestBodySize: 1_048_576,
+      readTimeoutMs: 15_000,
+      writeTimeoutMs: 15_000,
+      idleTimeoutMs: 60_000,
+      trustedProxies: [],
+      rateLimit: { rps: 100, burst: 100 },
+      corsOrigins: ["*"],
+      tls: undefined,
+    },
+    logger: createLogger("standby-test", "silent"),
+  });
+});
+
+after(async () => {
+  await standby?.close();
+  leader?.closeAllConnections();
+  leader?.close();
+});
+
+describe("a standby's own answers", () => {
+  it("/health and /readyz say standby and name the leader; /metrics says it does not lead", async () => {
+    for (const path of ["/health", "/readyz"]) {
+      const res = await fetch(`${standby.url}${path}`);
+      assert.equal(res.status, 200, path);
+      const body = (await res.json()) as Record<string, unknown>;
+      assert.equal(body.role, "standby");
+      assert.equal(body.instance, INSTANCE);
+      assert.equal(body.leader, LEADER);
+      assert.equal(body.status, "healthy");
+    }
+    const metrics = await (await fetch(`${standby.url}/metrics`)).text();
+    assert.match(metrics, /^fred_leader 0$/m);
+    assert.match(metrics, /^fred_leader_generation 0$/m);
+  });
+
+  it("is not ready while the database does not answer (and /health still answers)", async () => {
+    databaseOk = false;
+    try {
+      const ready = await fetch(`${standby.url}/readyz`);
+      assert.equal(ready.status, 503);
+      const report = (await ready.json()) as { checks: Record<string, { message: string }> };
+      assert.equal(report.checks.database?.message, "database unreachable");
+      assert.equal((await fetch(`${standby.url}/health`)).status, 200);
+    } finally {
+      databaseOk = true;
+    }
+  });
+});
+
+describe("what a standby forwards to the leader", () => {
+  it("a request with its method, path, query and body; the leader's status, headers and body come back", async () => {
+    const res = await fetch(`${standby.url}/v1/leases/abc/upload?x=1`, {
+      method: "POST",
+      headers: { "content-type": "application/octet-stream", connection: "keep-alive" },
+      body: "manifest bytes",
+    });
+    assert.equal(res.status, 201);
+    assert.equal(res.headers.get("x-leader"), "yes");
+    const echo = (await res.json()) as Echo;
+    assert.deepEqual(
+      { method: echo.method, url: echo.url, body: echo.body, by: echo.forwardedBy },
+      { method: "POST", url: "/v1/leases/abc/upload?x=1", body: "manifest bytes", by: INSTANCE },
+    );
+    assert.match(echo.forwardedFor ?? "", /127\.0\.0\.1/);
+    const missing = await fetch(`${standby.url}/missing`);
+    assert.equal(missing.status, 404, "a refusal of the leader is passed on as it is");
+  });
+
+  it("a WebSocket upgrade, both ways; an upgrade the leader refuses comes back refused", async () => {
+    const wsUrl = standby.url.replace("http", "ws");
+    const ws = new WebSocket(`${wsUrl}/v1/leases/abc/events`);
+    const reply = await new Promise<string>((resolve, reject) => {
+      ws.once("open", () => ws.send("ping"));
+      ws.once("message", (m) => resolve(m.toString()));
+      ws.once("error", reject);
+    });
+    assert.equal(reply, "echo:ping");
+    ws.close();
+    const refused = new WebSocket(`${wsUrl}/refused`);
+    const status = await new Promise<number>((resolve) => {
+      refused.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+      refused.once("error", () => resolve(-1));
+    });
+    assert.equal(status, 401);
+  });
+
+  it("with no leader, with a leader that does not answer, or a request already forwarded once: 503 and Retry-After", async () => {
+    const expectRefused = async (res: Response) => {
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get("retry-after"), "2");
+      assert.deepEqual(await res.json(), {
+        error: "no providerd instance leads right now; retry shortly",
+        code: 503,
+      });
+    };
+    address = undefined;
+    try {
+      await expectRefused(
+        await fetch(`${standby.url}/v1/provider`, { method: "POST", body: "x".repeat(10_000) }),
+      );
+      const ws = new WebSocket(`${standby.url.replace("http", "ws")}/v1/leases/abc/events`);
+      const status = await new Promise<number>((resolve) => {
+        ws.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+        ws.once("error", () => resolve(-1));
+      });
+      assert.equal(status, 503);
+      address = "http://127.0.0.1:1"; // nothing listens there
+      await expectRefused(await fetch(`${standby.url}/v1/provider`));
+      address = leaderUrl;
+      await expectRefused(
+        await fetch(`${standby.url}/v1/provider`, { headers: { "x-fred-forwarded-by": "another-instance" } }),
+      );
+    } finally {
+      address = leaderUrl;
+    }
+    assert.equal((await fetch(`${standby.url}/v1/provider`)).status, 201, "forwarding resumes");
+  });
+});
