@@ -22,7 +22,7 @@ import {
   dashboardTestTiming,
   serveDashboard,
 } from "./dashboard/index.ts";
-import { type Leadership, soleLeader } from "./ha/leadership.ts";
+import { soleLeader } from "./ha/leadership.ts";
 import { startReplicatedProviderd } from "./ha/replicated.ts";
 import { bindApiSocket } from "./http/bind.ts";
 import { createHealthGauge } from "./http/health.ts";
@@ -34,13 +34,13 @@ import { Maintenance } from "./maintenance/index.ts";
 import { controlSocketPath, listenControlSocket, Reconciler } from "./reconciler/index.ts";
 import { Restorer } from "./retention/index.ts";
 import { Router } from "./router.ts";
-import type { ProviderdOptions, ProviderdState, RunningProviderd } from "./running.ts";
+import type { DaemonParts, ProviderdOptions, ProviderdState, RunningProviderd } from "./running.ts";
 import { shutDown } from "./shutdown.ts";
 import { registerProviderBalance, registerSignerMetrics, startSigners } from "./signers/index.ts";
-import { type OpenStores, scheduleSnapshots, sqliteStores } from "./store/index.ts";
+import { scheduleSnapshots, sqliteStores } from "./store/index.ts";
 import { UsageMetricsPoll } from "./usage-metrics/index.ts";
 
-export type { ProviderdOptions, ProviderdState, RunningProviderd } from "./running.ts";
+export type { DaemonParts, ProviderdOptions, ProviderdState, RunningProviderd } from "./running.ts";
 
 /**
  * providerd's composition root: the only place that opens the stores, binds the API port,
@@ -55,18 +55,6 @@ export async function startProviderd(
 ): Promise<RunningProviderd> {
   if (fileConfig.databaseUrl !== undefined) return startReplicatedProviderd(fileConfig, opts, startDaemon);
   return startDaemon(fileConfig, opts, { stores: sqliteStores(fileConfig), leadership: soleLeader() });
-}
-
-/**
- * How one providerd runs: on its SQLite files as the sole leader, or, on PostgreSQL, while
- * this instance leads (ha/replicated.ts starts it at each takeover, on the address the
- * standby had bound).
- */
-export interface DaemonParts {
-  stores: OpenStores;
-  leadership: Leadership;
-  /** api_listen_addr as bound before (a standby's concrete port); default the config's. */
-  apiListenAddr?: string;
 }
 
 /** The composition itself (see startProviderd). */

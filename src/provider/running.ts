@@ -1,8 +1,10 @@
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../log.ts";
+import type { Leadership } from "./ha/leadership.ts";
 import type { HeapPolicy } from "./heap-policy.ts";
 import type { Lifecycle } from "./lifecycle/index.ts";
 import type { SweepReport } from "./reconciler/index.ts";
+import type { OpenStores } from "./store/index.ts";
 
 /** What starts providerd (`startProviderd` in main.ts) and what a started one offers. */
 export interface ProviderdOptions {
@@ -32,4 +34,16 @@ export interface RunningProviderd {
   /** A reconciler sweep now, or the one queued after the running sweep (SIGUSR1, tests). */
   reconcile(): Promise<SweepReport>;
   stop(): Promise<void>;
+}
+
+/**
+ * How one providerd daemon runs: on its SQLite files as the sole leader, or, on
+ * PostgreSQL, while this instance leads (ha/replicated.ts starts it at each takeover, on
+ * the address the standby had bound).
+ */
+export interface DaemonParts {
+  stores: OpenStores;
+  leadership: Leadership;
+  /** api_listen_addr as bound before (a standby's concrete port); default the config's. */
+  apiListenAddr?: string;
 }

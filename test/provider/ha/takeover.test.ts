@@ -1,13 +1,16 @@
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import pg from "pg";
 import { parse, stringify } from "yaml";
 import { inventories } from "../../faults/fleet.ts";
 import { type Launched, launchFred, portOf, runFred, until } from "../../support/index.ts";
 import { skipWithoutPostgres, startPostgres, type TestPostgres } from "../../support/postgres.ts";
-import { Stack } from "../e2e/stack.ts";
+import { call, TenantKey } from "../api/tenant-client.ts";
+import { Stack, sha256 } from "../e2e/stack.ts";
 
 /**
  * providerd on PostgreSQL with a hot standby (issue #36), as processes: the devnet, two
@@ -20,6 +23,7 @@ let server: TestPostgres;
 let databaseUrl: string;
 let front: Front;
 const instances: (Launched<{ url: string }> | undefined)[] = [undefined, undefined];
+let tenant: TenantKey;
 
 interface Health {
   role: "leader" | "standby";
@@ -132,7 +136,12 @@ async function assertPlacedOnce(leases: readonly string[]): Promise<void> {
 
 describe("providerd on PostgreSQL: a leader and a hot standby", { skip: skipWithoutPostgres }, () => {
   before(async () => {
-    [server] = await Promise.all([startPostgres(), stack.start()]);
+    [server] = await Promise.all([
+      startPostgres(),
+      stack.start(undefined, (s) => {
+        tenant = new TenantKey(s.account("tenant1").private_key_hex);
+      }),
+    ]);
     databaseUrl = server.createDatabase("providerd_ha");
     // The provider's SQLite stores (placement init) move into PostgreSQL, as an operator would.
     const moved = await runFred(["placement", "migrate", "--config", stack.configPath, "--to", databaseUrl]);
@@ -140,6 +149,7 @@ describe("providerd on PostgreSQL: a leader and a hot standby", { skip: skipWith
     front = await startFront();
   });
   after(async () => {
+    await pool?.end();
     await Promise.all(instances.map((p) => p?.stop()));
     front?.server.close();
     await stack.close();
@@ -183,4 +193,119 @@ describe("providerd on PostgreSQL: a leader and a hot standby", { skip: skipWith
     for (const p of instances)
       assert.doesNotMatch(p!.stderr(), /changing role failed|could not start as leader/);
   });
+
+  it("a restart and an upload sent to the standby, and callbacks that reach only the standby, are carried out once by the leader", async () => {
+    const leaderAt = await leaderIndex();
+    const standbyAt = 1 - leaderAt;
+    // The front now prefers the standby: every backend callback reaches the standby first.
+    front.targets = [portOf(instances[standbyAt]!.ready.url), portOf(instances[leaderAt]!.ready.url)];
+    const via = instances[standbyAt]!.ready.url;
+
+    const manifest = Buffer.from(JSON.stringify({ image: "docker.io/library/nginx:1.27" }));
+    const [payloadLease] = (await stack.createLeases(1, "docker-small", sha256(manifest))) as [string];
+    const upload = await call(
+      via,
+      `/v1/leases/${payloadLease}/data`,
+      tenant.payload(payloadLease, hexOf(manifest)),
+      {
+        method: "POST",
+        body: manifest,
+        headers: { "content-type": "application/octet-stream" },
+      },
+    );
+    assert.equal(upload.status, 202, upload.text);
+    await stack.waitState([payloadLease], "LEASE_STATE_ACTIVE", 60_000);
+    await assertPlacedOnce([payloadLease]);
+
+    const key = randomUUID();
+    const restart = () =>
+      call(via, `/v1/leases/${payloadLease}/restart`, tenant.fresh(payloadLease), {
+        method: "POST",
+        headers: { "idempotency-key": key },
+      });
+    const first = await restart();
+    assert.equal(first.status, 202, first.text);
+    const again = await restart();
+    assert.equal(again.status, 202, again.text);
+    assert.equal(again.body.maintenance_id, first.body.maintenance_id, "the same command, not a second one");
+    const pool = await dbPool();
+    await until(async () => {
+      const { rows } = await pool.query<{ phase: string; outcome: string | null }>(
+        "SELECT phase, outcome FROM maintenance_commands WHERE lease_uuid = $1",
+        [payloadLease],
+      );
+      return rows.length === 1 && rows[0]!.outcome === "succeeded";
+    }, "one restart journaled and settled (succeeded) by the leader");
+  });
+
+  it("PostgreSQL restarted under load: the leader waits for it, nothing is lost, and it still leads", async () => {
+    const leaderAt = await leaderIndex();
+    const before = await health(instances[leaderAt]!.ready.url);
+    server.halt();
+    let leases: string[];
+    try {
+      leases = await stack.createLeases(5, "docker-small");
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+    } finally {
+      server.start();
+    }
+    await stack.waitState(leases, "LEASE_STATE_ACTIVE", 90_000);
+    await assertPlacedOnce(leases);
+    const after = await waitRole(leaderAt, "leader");
+    assert.equal(after.instance, before?.instance, "a database back within the TTL keeps its leader");
+  });
+
+  it("a leader frozen (SIGSTOP) for twice the TTL during a burst is replaced, commits nothing once resumed, and stands by", async () => {
+    const frozenAt = await leaderIndex();
+    const otherAt = 1 - frozenAt;
+    // A frozen process still accepts connections (the kernel's backlog): the front must try the other first.
+    front.targets = [portOf(instances[otherAt]!.ready.url), portOf(instances[frozenAt]!.ready.url)];
+    const frozen = (await health(instances[frozenAt]!.ready.url))!;
+    const burst = await stack.createLeases(10, "docker-small");
+    instances[frozenAt]!.signal("SIGSTOP");
+    const stoppedAt = Date.now();
+    try {
+      const took = await waitRole(otherAt, "leader", 60_000);
+      assert.notEqual(took.instance, frozen.instance);
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, 30_000 - (Date.now() - stoppedAt))));
+    } finally {
+      instances[frozenAt]!.signal("SIGCONT");
+    }
+    const resumed = await waitRole(frozenAt, "standby", 60_000);
+    assert.notEqual(resumed.leader, frozen.instance, "it names the new leader");
+    await stack.waitState(burst, "LEASE_STATE_ACTIVE", 90_000);
+    await assertPlacedOnce(burst);
+    // What PostgreSQL holds for the burst: one confirmed placement each, no attempt left over.
+    const pool = await dbPool();
+    const attempts = await pool.query("SELECT 1 FROM placement_attempts");
+    assert.equal(attempts.rowCount, 0, "no attempt is left unresolved");
+    const { rows } = await pool.query<{ owner: string; state: string }>(
+      "SELECT owner, state FROM placements WHERE lease_uuid = ANY($1::bytea[])",
+      [burst.map((u) => Buffer.from(u.replaceAll("-", ""), "hex"))],
+    );
+    assert.equal(rows.length, burst.length);
+    assert.ok(rows.every((r) => r.state === "confirmed"));
+    assert.match(instances[frozenAt]!.stderr(), /standing down|no longer leading/);
+  });
 });
+
+/** Which instance leads now (by its own /readyz). */
+async function leaderIndex(): Promise<number> {
+  for (let i = 0; i < instances.length; i++) {
+    if ((await health(instances[i]!.ready.url))?.role === "leader") return i;
+  }
+  throw new Error("no instance leads");
+}
+
+let pool: pg.Pool | undefined;
+async function dbPool(): Promise<pg.Pool> {
+  if (pool === undefined) {
+    pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+    pool.on("error", () => {}); // an idle connection cut by the PostgreSQL restart: the next query reconnects
+  }
+  return pool;
+}
+
+function hexOf(bytes: Uint8Array): string {
+  return Buffer.from(sha256(bytes)).toString("hex");
+}

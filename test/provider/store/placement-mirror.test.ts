@@ -9,7 +9,7 @@ import { openPostgres } from "../../../src/pg/open.ts";
 import { inTransaction } from "../../../src/pg/transaction.ts";
 import { LeaderLease } from "../../../src/provider/ha/leader-lease.ts";
 import { MaintenanceJournal } from "../../../src/provider/maintenance/journal.ts";
-import { PlacementStore } from "../../../src/provider/store/index.ts";
+import { type Attempt, PlacementStore } from "../../../src/provider/store/index.ts";
 import { PROVIDERD_PG_MIGRATIONS } from "../../../src/provider/store/pg/migrations.ts";
 import {
   createPlacementsOnPostgres,
@@ -26,6 +26,14 @@ const BACKENDS = [
   { name: "one", storageId: SID_1, baseline: { provisions: 0, retentions: 0 } },
   { name: "two", storageId: SID_2, baseline: { provisions: 0, retentions: 0 } },
 ];
+
+const provision = (leaseUuid: string, backend: string, operationId: string, createdAt: number): Attempt => ({
+  leaseUuid,
+  backend,
+  operationId,
+  kind: "provision",
+  createdAt,
+});
 
 /** Every mirrored table of a store, in key order, as SQLite holds it. */
 function dump(db: Database.Database): Record<string, unknown[]> {
@@ -123,15 +131,7 @@ describe("placement store on PostgreSQL (the mirror)", { skip: skipWithoutPostgr
       };
       if (roll < 0.3) {
         const op = opId();
-        onBoth((s) =>
-          s.placements.recordAttempt({
-            leaseUuid: lease,
-            backend,
-            operationId: op,
-            kind: "provision",
-            createdAt: now,
-          }),
-        );
+        onBoth((s) => s.placements.recordAttempt(provision(lease, backend, op, now)));
       } else if (roll < 0.5) {
         const a = file.placements.attemptFor(lease);
         if (a !== undefined) {
@@ -194,13 +194,7 @@ describe("placement store on PostgreSQL (the mirror)", { skip: skipWithoutPostgr
         const op = opId();
         onBoth((s) =>
           s.placements.batch(() => {
-            s.placements.recordAttempt({
-              leaseUuid: lease,
-              backend,
-              operationId: op,
-              kind: "provision",
-              createdAt: now,
-            });
+            s.placements.recordAttempt(provision(lease, backend, op, now));
             throw new Error("rolled back");
           }),
         );
