@@ -294,7 +294,7 @@ function checkStores(
  * placement store (read only: nothing is migrated or written). Returns the pinned storage
  * IDs, undefined when they could not be read.
  */
-async function checkDatabase(
+export async function checkDatabase(
   config: ProviderConfig,
   env: Record<string, string | undefined>,
   timeoutMs: number,
