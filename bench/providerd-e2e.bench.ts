@@ -6,20 +6,29 @@
  * Prints one JSON line.
  *
  * Usage: npm run bench -- providerd-e2e   (BENCH_LEASES=2000 for a quicker run)
+ * BENCH_STORE=postgres runs providerd on PostgreSQL (issue #36): the stores moved into a
+ * local cluster with `fred placement migrate`, one instance leading; it also prints the
+ * database's steady-state load (commits and row writes per second per 1,000 ACTIVE leases,
+ * over BENCH_STEADY_S seconds after the burst, default 30).
  * Digging in: E2E_LOG_LEVEL=info BENCH_PROVIDERD_LOG=/tmp/providerd.log keeps providerd's
  * log; FRED_PROFILE_DIR=/tmp/prof writes a CPU profile of every process of the stack.
  */
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { StargateClient } from "@cosmjs/stargate";
+import pg from "pg";
 import { MsgCreateLease, toBytes } from "../src/chain/proto/index.ts";
 import { buildSignedTx } from "../src/devnet/tx/build.ts";
 import { Stack } from "../test/provider/e2e/stack.ts";
+import { runFred } from "../test/support/index.ts";
+import { startPostgres, type TestPostgres } from "../test/support/postgres.ts";
 
 const LEASES = Number(process.env.BENCH_LEASES ?? 10_000);
 const PER_TX = 100;
 const PER_TENANT = 1000; // bench genesis: credit and pending-lease limit per tenant
 const TENANTS = Math.max(1, Math.ceil(LEASES / PER_TENANT));
+const STORE = process.env.BENCH_STORE === "postgres" ? "postgres" : "sqlite";
+const STEADY_S = Number(process.env.BENCH_STEADY_S ?? 30);
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
 function cpuSeconds(pid: number | undefined): number {
@@ -45,6 +54,26 @@ function cpuDetail(pid: number | undefined): Record<string, number> {
     } else out[name] = (out[name] ?? 0) + user + sys;
   }
   return out;
+}
+
+/**
+ * CPU seconds of the PostgreSQL server so far: the postmaster, what its exited children
+ * used (cutime, cstime) and its live children (one backend per connection, the writers).
+ */
+function postgresCpuSeconds(postmaster: number): number {
+  const fields = (pid: number | string) =>
+    readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  const own = fields(postmaster);
+  let total = (Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14])) / 100;
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    try {
+      const f = fields(pid);
+      if (Number(f[1]) === postmaster) total += (Number(f[11]) + Number(f[12])) / 100;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
 }
 
 /** Write system calls a process made so far (sockets and files: syscw in /proc/<pid>/io). */
@@ -88,7 +117,24 @@ function acknowledgementsIn(results: any, provider: string): number {
   return n;
 }
 
+/** The database's counters (pg_stat_database) of the bench's database. */
+async function databaseCounters(url: string): Promise<{ commits: number; writes: number }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ commits: string; writes: string }>(
+      `SELECT xact_commit AS commits, tup_inserted + tup_updated + tup_deleted AS writes
+       FROM pg_stat_database WHERE datname = current_database()`,
+    );
+    return { commits: Number(rows[0]!.commits), writes: Number(rows[0]!.writes) };
+  } finally {
+    await client.end();
+  }
+}
+
 const stack = new Stack();
+let postgres: TestPostgres | undefined;
+let databaseUrl = "";
 try {
   await stack.start(
     () => [
@@ -108,6 +154,21 @@ try {
     },
     ["--profile", "bench", "--tenants", String(TENANTS)],
   );
+  if (STORE === "postgres") {
+    postgres = await startPostgres();
+    databaseUrl = postgres.createDatabase("bench");
+    const moved = await runFred(["placement", "migrate", "--config", stack.configPath, "--to", databaseUrl]);
+    if (moved.code !== 0) throw new Error(`placement migrate failed: ${moved.stderr}`);
+    // yaml leaves out undefined keys: the SQLite store paths go, the database comes in.
+    stack.extraConfig = {
+      ...stack.extraConfig,
+      placement_store_db_path: undefined,
+      payload_store_db_path: undefined,
+      database_url: databaseUrl,
+      state_dir: stack.dir,
+    };
+    stack.writeConfig();
+  }
   await stack.startProviderd();
   const url = stack.devnet.rpc;
   const small = stack.sku("docker-small");
@@ -159,6 +220,11 @@ try {
   };
   // What providerd holds before the burst (modules, caches, startup garbage not yet collected).
   const rssBefore = rssMb(processes.providerd, "VmRSS");
+  const postmaster =
+    postgres === undefined
+      ? undefined
+      : Number(readFileSync(`${postgres.dir}/data/postmaster.pid`, "utf8").split("\n")[0]);
+  const postgresCpu0 = postmaster === undefined ? 0 : postgresCpuSeconds(postmaster);
   await call(url, "devnet_produce_block");
   const t0 = performance.now();
   const cpu0 = Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, cpuSeconds(pid)]));
@@ -197,14 +263,30 @@ try {
       return [k, Object.fromEntries(after.filter(([, s]) => s !== 0))];
     }),
   );
+  if (postmaster !== undefined)
+    cpu.postgres = Number((postgresCpuSeconds(postmaster) - postgresCpu0).toFixed(2));
   const writes = Object.fromEntries(
     Object.entries(processes).map(([k, pid]) => [k, writeCalls(pid) - (writes0[k] ?? 0)]),
   );
   const active = (await stack.tenant.leasesByProvider(provider, "LEASE_STATE_ACTIVE")).length;
   if (active !== LEASES) throw new Error(`expected ${LEASES} ACTIVE leases, found ${active}`);
+  // On PostgreSQL: what the database does while the leases just run (renewals, sweeps, polls).
+  let steady: Record<string, number> | undefined;
+  if (STORE === "postgres") {
+    const before = await databaseCounters(databaseUrl);
+    await new Promise((r) => setTimeout(r, STEADY_S * 1000));
+    const after = await databaseCounters(databaseUrl);
+    const per1000 = 1000 / LEASES / STEADY_S;
+    steady = {
+      window_s: STEADY_S,
+      commits_per_s_per_1000_leases: Number(((after.commits - before.commits) * per1000).toFixed(2)),
+      row_writes_per_s_per_1000_leases: Number(((after.writes - before.writes) * per1000).toFixed(2)),
+    };
+  }
   console.log(
     JSON.stringify({
       bench: "providerd_e2e_block_to_active",
+      store: STORE,
       leases: LEASES,
       create_txs: txs.length,
       seconds: Number(seconds.toFixed(2)),
@@ -218,6 +300,7 @@ try {
       write_syscalls: writes,
       providerd_rss_before_mb: rssBefore,
       providerd_peak_rss_mb: rssMb(processes.providerd, "VmHWM"),
+      ...(steady === undefined ? {} : { database_steady_load: steady }),
       load1: Number(loadavg()[0]!.toFixed(2)),
     }),
   );
@@ -225,4 +308,5 @@ try {
   const log = process.env.BENCH_PROVIDERD_LOG;
   if (log !== undefined) writeFileSync(log, stack.providerd?.stderr() ?? "");
   await stack.close();
+  postgres?.stop();
 }
