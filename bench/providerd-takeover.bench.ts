@@ -2,7 +2,7 @@
  * Takeover time of providerd on PostgreSQL (issue #36): two instances over one database
  * (test/provider/ha/cluster.ts: devnet, two mock backends, a TCP front). BENCH_KILLS times
  * (default 20), the leader is SIGKILLed; the figure is the time from the kill until the
- * other instance's /readyz says it leads (polled every 100 ms), then a lease created right
+ * other instance's /health says it leads (polled every 100 ms), then a lease created right
  * after the kill must become ACTIVE, and the killed instance comes back as a standby.
  * Goal: p50 and max ≤ 20 s with the defaults (TTL 15 s, renewal every 5 s). One JSON line.
  *
@@ -17,9 +17,9 @@ const ha = new HaCluster();
 try {
   await ha.start();
   await ha.launch(0);
-  await ha.waitRole(0, "leader");
+  await ha.waitReady(0, "leader");
   await ha.launch(1);
-  await ha.waitRole(1, "standby");
+  await ha.waitReady(1, "standby");
   const takeovers: number[] = [];
   const toActive: number[] = [];
   for (let k = 0; k < KILLS; k++) {
@@ -34,7 +34,7 @@ try {
     await ha.stack.waitState([lease], "LEASE_STATE_ACTIVE", 120_000);
     toActive.push(performance.now() - killedAt);
     await ha.launch(leader);
-    await ha.waitRole(leader, "standby");
+    await ha.waitReady(leader, "standby");
     console.error(`kill ${k + 1}/${KILLS}: led after ${(takeovers.at(-1)! / 1000).toFixed(1)} s`);
   }
   const sorted = [...takeovers].sort((a, b) => a - b);

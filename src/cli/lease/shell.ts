@@ -14,7 +14,7 @@ import {
 import { leaseArg } from "../chain.ts";
 import { ExitCode } from "../output.ts";
 import { apiForLease, type LeaseFlags, withLeaseFlags } from "./context.ts";
-import { refusal, type TenantApi } from "./tenant-api.ts";
+import { refusal, SPENT_TOKEN_RETRIES, type TenantApi } from "./tenant-api.ts";
 
 /**
  * `fred lease shell <uuid> [--service S] [--instance N] [-- cmd ...]`: a command in the
@@ -74,10 +74,10 @@ export async function runShell(api: TenantApi, uuid: string, req: ShellRequest):
   if (req.service !== undefined) params.set("service", req.service);
   for (const arg of req.argv) params.append("command", arg);
   const path = `/v1/leases/${uuid}/shell?${params}`;
-  // A shell token is single use, stamped to the second and signed deterministically: a fred
-  // process that opened a shell on this lease in the same second spent this very token. One
-  // more upgrade with a fresh token (this process's next second) settles that; a second 401
-  // is a real refusal.
+  // A shell token is single use, stamped to the second and signed deterministically: another
+  // fred process that opened a shell on this lease may have spent this very token. An
+  // upgrade with a token of another second settles that (TenantApi picks each at random);
+  // refused SPENT_TOKEN_RETRIES more times, it is a real refusal.
   const ws = await retry(
     async () => {
       const socket = api.webSocket(uuid, path, { protocols: [SHELL_SUBPROTOCOL], perMessageDeflate: false });
@@ -91,7 +91,7 @@ export async function runShell(api: TenantApi, uuid: string, req: ShellRequest):
     },
     {
       clock: commandClock,
-      attempts: 2,
+      attempts: 1 + SPENT_TOKEN_RETRIES,
       backoff: { initialMs: 0, maxMs: 0 },
       retryable: (err) => err instanceof FredError && err.details?.status === 401,
     },

@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { randomInt, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { Agent, fetch } from "undici";
@@ -48,10 +48,16 @@ const HINTS: Record<string, string> = {
 
 const RETRY_STATUSES = new Set([429, 502, 503]);
 const TRIES = 4;
+/** The seconds a replay-protected token may carry: from 20 s back to 5 s ahead. */
+const STAMP_BACK_S = 20;
+const STAMP_SPAN = 26;
+/** Refusals of a spent token retried, each with a token of another second. */
+export const SPENT_TOKEN_RETRIES = 3;
 
 export class TenantApi {
   readonly tenant: string;
-  #lastTimestamp = 0;
+  /** The seconds this process stamped on replay-protected tokens, within the window. */
+  readonly #stamped = new Set<number>();
 
   /** Node's roots plus one CA (fred up's local one, or --ca-file), when one is given. */
   readonly #ca: string[] | undefined;
@@ -94,16 +100,30 @@ export class TenantApi {
   }
 
   /**
-   * A token timestamp never used before by this process, for the replay-protected calls
-   * (tokens minted within one second would otherwise be identical and refused as spent).
-   * It may run ahead of the clock only by the few calls made in one second, so the other
-   * reads, which may reuse a token, take the plain current second instead.
+   * A token timestamp for the replay-protected calls. Tokens are stamped to the second and
+   * signed deterministically, so one minted twice in a second is the same token, refused as
+   * spent. So each is a second this process has not used yet, picked at random among the
+   * ones the API accepts (up to 30 s old, 10 s ahead; kept inside with margins for clock
+   * skew): fred processes of one tenant started together (two shells opened at once, a
+   * script) rarely pick the same one, and a refusal is retried with another (a sequence
+   * from a fixed start made processes started in one second collide on every token).
+   * Past the window's seconds it counts up, as few calls per second ever need. The other
+   * reads, which may reuse a token, take the current second.
    */
   #timestamp(unique: boolean): number {
     const now = Math.floor(Date.now() / 1000);
     if (!unique) return now;
-    this.#lastTimestamp = Math.max(this.#lastTimestamp + 1, now - 20);
-    return this.#lastTimestamp;
+    const low = now - STAMP_BACK_S;
+    for (const used of this.#stamped) if (used < low) this.#stamped.delete(used);
+    let stamp: number;
+    if (this.#stamped.size >= STAMP_SPAN) {
+      stamp = Math.max(...this.#stamped) + 1;
+    } else {
+      do stamp = low + randomInt(STAMP_SPAN);
+      while (this.#stamped.has(stamp));
+    }
+    this.#stamped.add(stamp);
+    return stamp;
   }
 
   token(leaseUuid: string, metaHash?: string, unique = true): string {
@@ -123,7 +143,7 @@ export class TenantApi {
   async lease(leaseUuid: string, path: string, req: ApiRequest = {}): Promise<ApiAnswer> {
     // Replay protection covers every POST and the connection read.
     const spendsToken = req.method === "POST" || path === "connection";
-    let refusedOnce = false;
+    let refusals = 0;
     return retry(() => this.#once(leaseUuid, path, req, spendsToken), {
       clock: commandClock,
       attempts: TRIES,
@@ -131,11 +151,10 @@ export class TenantApi {
       retryable: (err) => {
         if (!(err instanceof FredError)) return false;
         if (err.retryable) return true;
-        // Tokens are stamped to the second and signed deterministically: another fred
-        // process that minted one for this lease in the same second spent this very token.
-        // One fresh token (the next second) settles that; a second 401 is a real refusal.
-        if (!spendsToken || refusedOnce || err.details?.status !== 401) return false;
-        refusedOnce = true;
+        // Another fred process may have spent this very token (see #timestamp): a token of
+        // another second settles that; refused SPENT_TOKEN_RETRIES more times, it is real.
+        if (!spendsToken || refusals >= SPENT_TOKEN_RETRIES || err.details?.status !== 401) return false;
+        refusals++;
         return true;
       },
     });

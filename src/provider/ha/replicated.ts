@@ -9,11 +9,13 @@ import type { ProviderConfig } from "../config/index.ts";
 import { listenerOptions } from "../http/listener.ts";
 import type { Lifecycle } from "../lifecycle/index.ts";
 import type { DaemonParts, ProviderdOptions, ProviderdState, RunningProviderd } from "../running.ts";
-import type { OpenStores } from "../store/index.ts";
-import { PROVIDERD_PG_MIGRATIONS } from "../store/pg/migrations.ts";
-import { PgPayloadStore } from "../store/pg/payload-store.ts";
-import { openPlacementsOnPostgres } from "../store/pg/placement-mirror.ts";
-import { PgTokenTracker } from "../store/pg/token-tracker.ts";
+import {
+  type OpenStores,
+  openPlacementsOnPostgres,
+  PgPayloadStore,
+  PgTokenTracker,
+  PROVIDERD_PG_MIGRATIONS,
+} from "../store/index.ts";
 import { LeaderLease } from "./leader-lease.ts";
 import { type StandbyServer, serveStandby } from "./standby.ts";
 

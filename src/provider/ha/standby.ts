@@ -112,7 +112,17 @@ export async function serveStandby(listenAddr: string, s: StandbySources): Promi
     forwardUpgrade(req, client, head, s),
   );
   await socket.serve(app);
-  return { url: socket.url, close: () => app.close() };
+  return {
+    url: socket.url,
+    // Closed when this instance takes over: requests still waiting on a leader that froze or
+    // died must not keep the address from the daemon (their clients retry). Fastify's own
+    // forceCloseConnections does not run on a handle it did not bind (http/bind.ts).
+    close: async () => {
+      const closing = app.close();
+      app.server.closeAllConnections();
+      await closing;
+    },
+  };
 }
 
 /** The leader's origin for this request, or why there is none (answered 503 by the caller). */
@@ -169,6 +179,10 @@ function forward(req: IncomingMessage, res: import("node:http").ServerResponse, 
       res.writeHead(answer.statusCode ?? 502, headers);
       answer.pipe(res);
     },
+  );
+  // A leader that stopped answering (frozen, partitioned) gets what a client would give it.
+  out.setTimeout(s.listener.readTimeoutMs + s.listener.writeTimeoutMs, () =>
+    out.destroy(new Error("the leader did not answer in time")),
   );
   out.on("error", (err) => {
     // The leader went away mid-request (a takeover): the client retries, as after any 503.

@@ -7,24 +7,21 @@ import { inTransaction } from "../../pg/transaction.ts";
 import type { SqliteDatabase } from "../../sqlite/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import { controlSocketPath, providerdListening } from "../reconciler/index.ts";
-import { PlacementStore } from "../store/index.ts";
-import { PAYLOAD_MIGRATIONS } from "../store/payload-store.ts";
-import { PROVIDERD_PG_MIGRATIONS } from "../store/pg/migrations.ts";
-import { PAYLOADS_TABLE } from "../store/pg/payload-store.ts";
-import { MIRRORED_TABLES } from "../store/pg/placement-mirror.ts";
 import {
   columnNames,
+  MIRRORED_TABLES,
+  openStore,
+  PlacementStore,
+  PROVIDERD_PG_MIGRATIONS,
   type Row,
   readPgRows,
   readSqliteRows,
+  STORE_FILES,
+  type StoreFile,
   type TableMap,
   tableDigest,
   upsertPgRows,
-} from "../store/pg/tables.ts";
-import { USED_TOKENS_TABLE } from "../store/pg/token-tracker.ts";
-import { PLACEMENT_MIGRATIONS } from "../store/placement-schema.ts";
-import { openStore } from "../store/sqlite.ts";
-import { TOKEN_TRACKER_MIGRATIONS } from "../store/token-tracker.ts";
+} from "../store/index.ts";
 
 /**
  * `fred placement migrate` (providerd stopped): moves a provider's stores between its
@@ -39,24 +36,8 @@ import { TOKEN_TRACKER_MIGRATIONS } from "../store/token-tracker.ts";
  * changed. A target that holds anything is refused, and so is a source in use.
  */
 
-/** One SQLite file's part of the move: which store, its file's migrations, its tables. */
-interface StoreKind {
-  kind: "placement" | "payload" | "token-tracker";
-  file: string;
-  migrations: readonly string[];
-  tables: readonly TableMap[];
-}
-
-const STORES: readonly StoreKind[] = [
-  { kind: "placement", file: "placements.db", migrations: PLACEMENT_MIGRATIONS, tables: MIRRORED_TABLES },
-  { kind: "payload", file: "payloads.db", migrations: PAYLOAD_MIGRATIONS, tables: [PAYLOADS_TABLE] },
-  {
-    kind: "token-tracker",
-    file: "tokens.db",
-    migrations: TOKEN_TRACKER_MIGRATIONS,
-    tables: [USED_TOKENS_TABLE],
-  },
-];
+type StoreKind = StoreFile;
+const STORES = STORE_FILES;
 
 export interface MigratedTable {
   store: StoreKind["kind"];

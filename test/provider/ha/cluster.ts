@@ -91,23 +91,36 @@ export class HaCluster {
     return this.instances[i]!.ready.url;
   }
 
-  async health(i: number): Promise<Health | undefined> {
+  /** Instance `i`'s /health (its role, whether or not it is ready yet); `ready`: its /readyz, when 200. */
+  async health(i: number, ready = false): Promise<Health | undefined> {
     try {
-      const res = await fetch(`${this.url(i)}/readyz`, { signal: AbortSignal.timeout(3_000) });
+      const res = await fetch(`${this.url(i)}/${ready ? "readyz" : "health"}`, {
+        signal: AbortSignal.timeout(3_000),
+      });
       return res.status === 200 ? ((await res.json()) as Health) : undefined;
     } catch {
       return undefined;
     }
   }
 
+  /** Until instance `i` has `role` (a leader may still be recovering), polling every `intervalMs`. */
   async waitRole(i: number, role: Health["role"], timeoutMs = 60_000, intervalMs = 100): Promise<Health> {
+    return this.#wait(i, false, role, timeoutMs, intervalMs);
+  }
+
+  /** Until instance `i` is ready (/readyz 200) with `role`. */
+  async waitReady(i: number, role: Health["role"], timeoutMs = 120_000): Promise<Health> {
+    return this.#wait(i, true, role, timeoutMs, 200);
+  }
+
+  async #wait(i: number, ready: boolean, role: Health["role"], timeoutMs: number, intervalMs: number) {
     let seen: Health | undefined;
     await until(
       async () => {
-        seen = await this.health(i);
+        seen = await this.health(i, ready);
         return seen?.role === role;
       },
-      `instance ${i} ready as ${role}`,
+      `instance ${i} ${ready ? "ready as" : "has the role"} ${role}`,
       { timeoutMs, intervalMs, context: () => `${JSON.stringify(seen)}\n${this.instances[i]!.logTail()}` },
     );
     return seen!;

@@ -5,6 +5,7 @@ import { WebSocket, WebSocketServer } from "ws";
 import { createLogger } from "../../../src/log.ts";
 import type { LeaderState } from "../../../src/provider/ha/leadership.ts";
 import { type StandbyServer, serveStandby } from "../../../src/provider/ha/standby.ts";
+import { until } from "../../support/index.ts";
 
 /**
  * A standby's listener (ha/standby.ts) over real sockets: what it answers itself, and
@@ -190,5 +191,63 @@ describe("what a standby forwards to the leader", () => {
       address = leaderUrl;
     }
     assert.equal((await fetch(`${standby.url}/v1/provider`)).status, 201, "forwarding resumes");
+  });
+});
+
+describe("a leader that accepts connections but never answers (frozen)", () => {
+  let frozen: import("node:net").Server;
+  let frozenUrl: string;
+  const held: import("node:net").Socket[] = [];
+  before(async () => {
+    frozen = (await import("node:net")).createServer((socket) => held.push(socket));
+    await new Promise<void>((resolve) => frozen.listen(0, "127.0.0.1", resolve));
+    frozenUrl = `http://127.0.0.1:${(frozen.address() as { port: number }).port}`;
+  });
+  after(() => {
+    for (const socket of held) socket.destroy();
+    frozen.close();
+  });
+
+  const quick = (leaderAddress: string, readTimeoutMs: number) =>
+    serveStandby("127.0.0.1:0", {
+      providerUuid: "0190f3a2-7c1e-7000-8000-0000000000aa",
+      instance: INSTANCE,
+      leadership: () => state,
+      leaderAddress: () => leaderAddress,
+      databaseOk: async () => true,
+      listener: {
+        maxRequestBodySize: 1_048_576,
+        readTimeoutMs,
+        writeTimeoutMs: readTimeoutMs,
+        idleTimeoutMs: 60_000,
+        trustedProxies: [],
+        rateLimit: { rps: 100, burst: 100 },
+        corsOrigins: ["*"],
+        tls: undefined,
+      },
+      logger: createLogger("standby-test", "silent"),
+    });
+
+  it("a forwarded request is answered 503 once the listener's timeouts pass", async () => {
+    const standby = await quick(frozenUrl, 150);
+    try {
+      const res = await fetch(`${standby.url}/v1/provider`);
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get("retry-after"), "2");
+    } finally {
+      await standby.close();
+    }
+  });
+
+  it("closing the standby (it is taking over) drops the requests still waiting on it", async () => {
+    const standby = await quick(frozenUrl, 600_000);
+    const before = held.length;
+    const waiting = fetch(`${standby.url}/v1/provider`).then(
+      (res) => res.status,
+      () => "dropped",
+    );
+    await until(() => held.length > before, "the request reached the frozen leader");
+    await standby.close(); // would wait for the frozen leader forever without forceCloseConnections
+    assert.equal(await waiting, "dropped");
   });
 });

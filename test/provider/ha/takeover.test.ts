@@ -40,9 +40,9 @@ describe("providerd on PostgreSQL: a leader and a hot standby", { skip: skipWith
 
   it("one leads and the other forwards to it; after a SIGKILL of the leader the standby takes over and every lease is ACTIVE once", async () => {
     await ha.launch(0);
-    const leader = await ha.waitRole(0, "leader");
+    const leader = await ha.waitReady(0, "leader");
     await ha.launch(1);
-    const standby = await ha.waitRole(1, "standby");
+    const standby = await ha.waitReady(1, "standby");
     assert.equal(standby.leader, leader.instance, "the standby names the leader");
 
     // A tenant read sent to the standby is answered by the leader.
@@ -64,13 +64,14 @@ describe("providerd on PostgreSQL: a leader and a hot standby", { skip: skipWith
     const took = await ha.waitRole(1, "leader", 60_000);
     const takeoverMs = Date.now() - killedAt;
     console.log(`# takeover: the standby led ${takeoverMs} ms after the leader's SIGKILL (TTL 15 s)`);
+    await ha.waitReady(1, "leader");
     assert.notEqual(took.instance, leader.instance);
     await stack.waitState(second, "LEASE_STATE_ACTIVE", 90_000);
     await assertPlacedOnce([...first, ...second]);
 
     // The old instance comes back as a standby of the new leader.
     await ha.launch(0);
-    const back = await ha.waitRole(0, "standby");
+    const back = await ha.waitReady(0, "standby");
     assert.equal(back.leader, took.instance);
     for (const p of instances)
       assert.doesNotMatch(p!.stderr(), /changing role failed|could not start as leader/);
@@ -133,7 +134,7 @@ describe("providerd on PostgreSQL: a leader and a hot standby", { skip: skipWith
     }
     await stack.waitState(leases, "LEASE_STATE_ACTIVE", 90_000);
     await assertPlacedOnce(leases);
-    const after = await ha.waitRole(leaderAt, "leader");
+    const after = await ha.waitReady(leaderAt, "leader");
     assert.equal(after.instance, before?.instance, "a database back within the TTL keeps its leader");
   });
 
@@ -147,13 +148,15 @@ describe("providerd on PostgreSQL: a leader and a hot standby", { skip: skipWith
     instances[frozenAt]!.signal("SIGSTOP");
     const stoppedAt = Date.now();
     try {
-      const took = await ha.waitRole(otherAt, "leader", 60_000);
+      // Up to the TTL, or the server's end of the frozen leader's open transaction (15 s).
+      const took = await ha.waitRole(otherAt, "leader", 90_000);
       assert.notEqual(took.instance, frozen.instance);
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, 30_000 - (Date.now() - stoppedAt))));
     } finally {
       instances[frozenAt]!.signal("SIGCONT");
     }
-    const resumed = await ha.waitRole(frozenAt, "standby", 60_000);
+    const resumed = await ha.waitReady(frozenAt, "standby");
+    await ha.waitReady(otherAt, "leader");
     assert.notEqual(resumed.leader, frozen.instance, "it names the new leader");
     await stack.waitState(burst, "LEASE_STATE_ACTIVE", 90_000);
     await assertPlacedOnce(burst);
