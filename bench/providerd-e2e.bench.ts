@@ -20,7 +20,7 @@ import pg from "pg";
 import { MsgCreateLease, toBytes } from "../src/chain/proto/index.ts";
 import { buildSignedTx } from "../src/devnet/tx/build.ts";
 import { Stack } from "../test/provider/e2e/stack.ts";
-import { runFred } from "../test/support/index.ts";
+import { runFred, until } from "../test/support/index.ts";
 import { startPostgres, type TestPostgres } from "../test/support/postgres.ts";
 
 const LEASES = Number(process.env.BENCH_LEASES ?? 10_000);
@@ -169,7 +169,22 @@ try {
     };
     stack.writeConfig();
   }
-  await stack.startProviderd();
+  if (STORE === "sqlite") await stack.startProviderd();
+  else {
+    // A standby answers /readyz too, and the address is refused for an instant while the
+    // instance hands it to its daemon: wait until it leads and its daemon is ready.
+    await stack.launchProviderd();
+    await until(
+      async () => {
+        const res = await fetch(`${stack.api}/readyz`, { signal: AbortSignal.timeout(3_000) }).catch(
+          () => undefined,
+        );
+        return res?.status === 200 && ((await res.json()) as { role: string }).role === "leader";
+      },
+      "providerd leads and is ready",
+      { timeoutMs: 120_000, intervalMs: 200 },
+    );
+  }
   const url = stack.devnet.rpc;
   const small = stack.sku("docker-small");
   const stargate = await StargateClient.connect(url);
