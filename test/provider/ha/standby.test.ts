@@ -5,6 +5,7 @@ import { WebSocket, WebSocketServer } from "ws";
 import { createLogger } from "../../../src/log.ts";
 import type { LeaderState } from "../../../src/provider/ha/leadership.ts";
 import { type StandbyServer, serveStandby } from "../../../src/provider/ha/standby.ts";
+import type { ListenerOptions } from "../../../src/provider/http/listener.ts";
 import { until } from "../../support/index.ts";
 
 /**
@@ -22,6 +23,20 @@ interface Echo {
   forwardedFor: string | undefined;
   forwardedBy: string | undefined;
   connection: string | undefined;
+}
+
+/** A plain-HTTP listener whose read and write timeouts are `timeoutMs` each. */
+function listener(timeoutMs: number): ListenerOptions {
+  return {
+    maxRequestBodySize: 1_048_576,
+    readTimeoutMs: timeoutMs,
+    writeTimeoutMs: timeoutMs,
+    idleTimeoutMs: 60_000,
+    trustedProxies: [],
+    rateLimit: { rps: 100, burst: 100 },
+    corsOrigins: ["*"],
+    tls: undefined,
+  };
 }
 
 let leader: Server;
@@ -74,16 +89,7 @@ before(async () => {
     leadership: () => state,
     leaderAddress: () => address,
     databaseOk: async () => databaseOk,
-    listener: {
-      maxRequestBodySize: 1_048_576,
-      readTimeoutMs: 15_000,
-      writeTimeoutMs: 15_000,
-      idleTimeoutMs: 60_000,
-      trustedProxies: [],
-      rateLimit: { rps: 100, burst: 100 },
-      corsOrigins: ["*"],
-      tls: undefined,
-    },
+    listener: listener(15_000),
     logger: createLogger("standby-test", "silent"),
   });
 });
@@ -215,16 +221,7 @@ describe("a leader that accepts connections but never answers (frozen)", () => {
       leadership: () => state,
       leaderAddress: () => leaderAddress,
       databaseOk: async () => true,
-      listener: {
-        maxRequestBodySize: 1_048_576,
-        readTimeoutMs,
-        writeTimeoutMs: readTimeoutMs,
-        idleTimeoutMs: 60_000,
-        trustedProxies: [],
-        rateLimit: { rps: 100, burst: 100 },
-        corsOrigins: ["*"],
-        tls: undefined,
-      },
+      listener: listener(readTimeoutMs),
       logger: createLogger("standby-test", "silent"),
     });
 

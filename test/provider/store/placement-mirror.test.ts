@@ -231,13 +231,7 @@ describe("placement store on PostgreSQL (the mirror)", { skip: skipWithoutPostgr
     using store = await createPlacementsOnPostgres(target, PROVIDER, BACKENDS, T0);
     server.halt();
     try {
-      store.placements.recordAttempt({
-        leaseUuid: LEASE_1,
-        backend: "one",
-        operationId: randomUUID(),
-        kind: "provision",
-        createdAt: T0,
-      });
+      store.placements.recordAttempt(provision(LEASE_1, "one", randomUUID(), T0));
       await assert.rejects(store.durable(), { code: "ERR_STORE_UNREACHABLE" });
     } finally {
       server.start();
@@ -261,13 +255,7 @@ describe("placement store on PostgreSQL (the mirror)", { skip: skipWithoutPostgr
     using store = await createPlacementsOnPostgres(target, PROVIDER, BACKENDS, T0);
     const before = await reloaded(target);
     await pool.query("UPDATE fred_leader SET holder = 'someone-else', generation = generation + 1");
-    store.placements.recordAttempt({
-      leaseUuid: LEASE_1,
-      backend: "one",
-      operationId: randomUUID(),
-      kind: "provision",
-      createdAt: T0,
-    });
+    store.placements.recordAttempt(provision(LEASE_1, "one", randomUUID(), T0));
     await assert.rejects(store.durable(), { code: "ERR_NOT_LEADER" });
     assert.throws(
       () =>
