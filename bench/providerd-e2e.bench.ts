@@ -20,8 +20,6 @@ import pg from "pg";
 import { MsgCreateLease, toBytes } from "../src/chain/proto/index.ts";
 import { buildSignedTx } from "../src/devnet/tx/build.ts";
 import { Stack } from "../test/provider/e2e/stack.ts";
-import { runFred, until } from "../test/support/index.ts";
-import { startPostgres, type TestPostgres } from "../test/support/postgres.ts";
 
 const LEASES = Number(process.env.BENCH_LEASES ?? 10_000);
 const PER_TX = 100;
@@ -133,7 +131,6 @@ async function databaseCounters(url: string): Promise<{ commits: number; writes:
 }
 
 const stack = new Stack();
-let postgres: TestPostgres | undefined;
 let databaseUrl = "";
 try {
   await stack.start(
@@ -154,37 +151,8 @@ try {
     },
     ["--profile", "bench", "--tenants", String(TENANTS)],
   );
-  if (STORE === "postgres") {
-    postgres = await startPostgres();
-    databaseUrl = postgres.createDatabase("bench");
-    const moved = await runFred(["placement", "migrate", "--config", stack.configPath, "--to", databaseUrl]);
-    if (moved.code !== 0) throw new Error(`placement migrate failed: ${moved.stderr}`);
-    // yaml leaves out undefined keys: the SQLite store paths go, the database comes in.
-    stack.extraConfig = {
-      ...stack.extraConfig,
-      placement_store_db_path: undefined,
-      payload_store_db_path: undefined,
-      database_url: databaseUrl,
-      state_dir: stack.dir,
-    };
-    stack.writeConfig();
-  }
-  if (STORE === "sqlite") await stack.startProviderd();
-  else {
-    // A standby answers /readyz too, and the address is refused for an instant while the
-    // instance hands it to its daemon: wait until it leads and its daemon is ready.
-    await stack.launchProviderd();
-    await until(
-      async () => {
-        const res = await fetch(`${stack.api}/readyz`, { signal: AbortSignal.timeout(3_000) }).catch(
-          () => undefined,
-        );
-        return res?.status === 200 && ((await res.json()) as { role: string }).role === "leader";
-      },
-      "providerd leads and is ready",
-      { timeoutMs: 120_000, intervalMs: 200 },
-    );
-  }
+  if (STORE === "postgres") databaseUrl = await stack.moveToPostgres("bench");
+  await stack.startProviderd();
   const url = stack.devnet.rpc;
   const small = stack.sku("docker-small");
   const stargate = await StargateClient.connect(url);
@@ -236,9 +204,9 @@ try {
   // What providerd holds before the burst (modules, caches, startup garbage not yet collected).
   const rssBefore = rssMb(processes.providerd, "VmRSS");
   const postmaster =
-    postgres === undefined
+    stack.postgres === undefined
       ? undefined
-      : Number(readFileSync(`${postgres.dir}/data/postmaster.pid`, "utf8").split("\n")[0]);
+      : Number(readFileSync(`${stack.postgres.dir}/data/postmaster.pid`, "utf8").split("\n")[0]);
   const postgresCpu0 = postmaster === undefined ? 0 : postgresCpuSeconds(postmaster);
   await call(url, "devnet_produce_block");
   const t0 = performance.now();
@@ -323,5 +291,4 @@ try {
   const log = process.env.BENCH_PROVIDERD_LOG;
   if (log !== undefined) writeFileSync(log, stack.providerd?.stderr() ?? "");
   await stack.close();
-  postgres?.stop();
 }

@@ -23,7 +23,8 @@
  * BENCH_QUIET_WAIT_S (default 180) for the 1-minute load average to fall below 2.5.
  *
  * Usage: npm run bench -- reconciler-processes   (BENCH_LEASES=10000 for a quicker run;
- * BENCH_RUNS=sweep or =hanging for one of the two)
+ * BENCH_RUNS=sweep or =hanging for one of the two; BENCH_STORE=postgres runs providerd on
+ * PostgreSQL, its stores moved into a local cluster with `fred placement migrate`)
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -46,46 +47,23 @@ const HEAP = process.env.BENCH_HEAP !== "0";
 /** Where to write a heap and a CPU profile of providerd's sweep (unset: none). */
 const SNAPSHOT_DIR = process.env.BENCH_SNAPSHOT_DIR;
 const RUNS = (process.env.BENCH_RUNS ?? "sweep,hanging").split(",");
-const PER_TX = 100;
+const STORE = process.env.BENCH_STORE === "postgres" ? "postgres" : "sqlite";
 const PER_TENANT = 1000; // bench genesis: credit and pending-lease limit per tenant
 
 const load1 = () => Number(loadavg()[0]!.toFixed(2));
 
-/** Creates `n` single-item leases for one tenant, PER_TX per tx (each tx waits for its block). */
-async function createFor(chain: CosmosChain, n: number, skuUuid: string): Promise<void> {
-  for (let done = 0; done < n; done += PER_TX) {
-    const msgs = Array.from({ length: Math.min(PER_TX, n - done) }, () => ({
-      typeUrl: MsgCreateLease.typeUrl,
-      value: MsgCreateLease.fromPartial({ tenant: chain.address, items: [{ skuUuid, quantity: 1n }] }),
-    }));
-    await chain.send(msgs);
-  }
-}
-
 /** `leases` leases over the stack's tenants, ten tenants at a time, until all are ACTIVE. */
 async function createActive(stack: Stack, leases: number): Promise<void> {
   const tenants = Math.max(1, Math.ceil(leases / PER_TENANT));
-  const small = stack.sku("docker-small");
   // Ten tenants at a time: a hundred concurrent senders time the devnet's queries out.
   let next = 0;
   const sender = async () => {
     for (let i = next++; i < tenants; i = next++) {
-      const n = Math.min(PER_TENANT, leases - i * PER_TENANT);
-      if (i === 0) {
-        await createFor(stack.tenant, n, small);
-        continue;
-      }
-      const chain = await openCosmosChain({
-        rpcUrl: stack.devnet.rpc,
-        signer: signerFromKey(Buffer.from(stack.account(`tenant${i + 1}`).private_key_hex, "hex")),
-        txPollIntervalMs: 100,
-        txTimeoutMs: 120_000,
-      });
-      try {
-        await createFor(chain, n, small);
-      } finally {
-        chain.disconnect();
-      }
+      await stack.createLeasesFor(
+        `tenant${i + 1}`,
+        Math.min(PER_TENANT, leases - i * PER_TENANT),
+        "docker-small",
+      );
     }
   };
   await Promise.all(Array.from({ length: Math.min(10, tenants) }, sender));
@@ -119,6 +97,7 @@ async function startStack(leases: number, backend: { timeout?: string }): Promis
     },
     ["--profile", "bench", "--tenants", String(Math.max(1, Math.ceil(leases / PER_TENANT)))],
   );
+  if (STORE === "postgres") await stack.moveToPostgres("bench");
   return stack;
 }
 
@@ -303,7 +282,7 @@ async function sweepRun(): Promise<void> {
     await stack.startProviderd();
     process.env.FRED_NODE_FLAGS_PROVIDERD = flags;
     await createActive(stack, LEASES);
-    const socket = controlSocketPath(stack.placementPath);
+    const socket = controlSocketPath(stack.dir);
     // The first sweep after the burst settles whatever the burst left (placements adopted);
     // the second is the steady-state sweep the goal is about.
     const first = await requestSweep(socket);
@@ -313,6 +292,7 @@ async function sweepRun(): Promise<void> {
     console.log(
       JSON.stringify({
         bench: "reconciler_sweep_processes",
+        store: STORE,
         leases: LEASES,
         backends: stack.mocks.length,
         query_page_limit: PAGE_LIMIT,
@@ -353,7 +333,7 @@ async function hangingRun(): Promise<void> {
   try {
     await stack.startProviderd();
     await createActive(stack, HANGING_LEASES);
-    const socket = controlSocketPath(stack.placementPath);
+    const socket = controlSocketPath(stack.dir);
     const settled = await requestSweep(socket);
     await stack.stopMock(2);
     stack.mockEnvs[2] = { ...stack.mockEnvs[2]!, MOCK_BACKEND_HANG_INVENTORY: "1" };
@@ -362,6 +342,7 @@ async function hangingRun(): Promise<void> {
     console.log(
       JSON.stringify({
         bench: "reconciler_sweep_processes_hanging",
+        store: STORE,
         leases: HANGING_LEASES,
         backends: stack.mocks.length,
         hanging: "mock-3",

@@ -79,10 +79,8 @@ export async function startDaemon(
     const listener = listenerOptions(fileConfig);
     const socket = releases.use(
       "API socket",
-      await bindApiSocket(
-        parts.apiListenAddr ?? fileConfig.apiListenAddr,
-        listener.tls === undefined ? "http" : "https",
-      ),
+      parts.apiSocket ??
+        (await bindApiSocket(fileConfig.apiListenAddr, listener.tls === undefined ? "http" : "https")),
     );
     // The operator dashboard's port and token: a taken port or a refused token file stops here.
     const operator = await bindOperatorListener(fileConfig, part("dashboard"));

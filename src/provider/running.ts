@@ -2,6 +2,7 @@ import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../log.ts";
 import type { Leadership } from "./ha/leadership.ts";
 import type { HeapPolicy } from "./heap-policy.ts";
+import type { BoundApiSocket } from "./http/bind.ts";
 import type { Lifecycle } from "./lifecycle/index.ts";
 import type { SweepReport } from "./reconciler/index.ts";
 import type { OpenStores } from "./store/index.ts";
@@ -44,6 +45,6 @@ export interface RunningProviderd {
 export interface DaemonParts {
   stores: OpenStores;
   leadership: Leadership;
-  /** api_listen_addr as bound before (a standby's concrete port); default the config's. */
-  apiListenAddr?: string;
+  /** The API address already bound (an instance's shared one, ha/replicated.ts); default: bind api_listen_addr. */
+  apiSocket?: BoundApiSocket;
 }

@@ -37,6 +37,8 @@ export const LEADER_TTL_MS = 15_000;
 export const LEADER_RENEW_MS = 5_000;
 /** Kept off the local deadline for differences between this clock's rate and the database's. */
 const CLOCK_MARGIN_MS = 500;
+/** How long after the live lease's expiry (by the database's clock) a standby campaigns. */
+const EXPIRY_MARGIN_MS = 100;
 
 /** The lease table: migration of providerd's PostgreSQL schema. */
 export const LEADER_LEASE_MIGRATION = `CREATE TABLE fred_leader (
@@ -75,6 +77,8 @@ export class LeaderLease implements Leadership {
   #stopped = false;
   /** The live leader's advertised address, as last seen (this instance's own while it leads). */
   #leaderAddress: string | undefined;
+  /** A standby's last look at the live lease: milliseconds until it expires (undefined: none seen). */
+  #expiresInMs: number | undefined;
 
   constructor(o: LeaderLeaseOptions) {
     this.#o = o;
@@ -128,9 +132,20 @@ export class LeaderLease implements Leadership {
     if (this.#stopped) return;
     this.#running = this.#once().finally(() => {
       this.#running = undefined;
-      if (!this.#stopped) this.#timer = this.#o.clock.setTimer(this.#renewMs, this.#tick);
+      if (!this.#stopped) this.#timer = this.#o.clock.setTimer(this.#nextTickMs(), this.#tick);
     });
   };
+
+  /**
+   * Every `renewMs`; but a standby that saw the live lease expire sooner (its holder stopped
+   * extending it: dead, frozen, cut off) campaigns just after that expiry, so a takeover
+   * takes the TTL after the holder's last extension, not up to one more renewal period.
+   */
+  #nextTickMs(): number {
+    const expiresIn = this.#state.role === "leader" ? undefined : this.#expiresInMs;
+    this.#expiresInMs = undefined;
+    return expiresIn === undefined ? this.#renewMs : Math.min(this.#renewMs, expiresIn + EXPIRY_MARGIN_MS);
+  }
 
   async #once(): Promise<void> {
     try {
@@ -169,11 +184,19 @@ export class LeaderLease implements Leadership {
       this.#o.logger.info({ generation: Number(row.generation) }, "leader lease: this instance leads");
       return;
     }
-    const seen = await pool.query<{ holder: string; live: boolean; address: string | null }>(
-      "SELECT holder, address, expires_at > clock_timestamp() AS live FROM fred_leader WHERE provider_uuid = $1",
+    const seen = await pool.query<{
+      holder: string;
+      live: boolean;
+      address: string | null;
+      expires_in_ms: number;
+    }>(
+      `SELECT holder, address, expires_at > clock_timestamp() AS live,
+         GREATEST(0, EXTRACT(EPOCH FROM expires_at - clock_timestamp()) * 1000)::float8 AS expires_in_ms
+       FROM fred_leader WHERE provider_uuid = $1`,
       [providerUuid],
     );
     const holder = seen.rows[0]?.live === true ? seen.rows[0].holder : undefined;
+    this.#expiresInMs = holder === undefined ? undefined : seen.rows[0]!.expires_in_ms;
     this.#leaderAddress = holder === undefined ? undefined : (seen.rows[0]!.address ?? undefined);
     if (holder !== this.#state.leader) this.#set({ ...this.#state, leader: holder });
   }

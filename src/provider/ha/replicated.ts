@@ -6,6 +6,7 @@ import { openPostgres } from "../../pg/open.ts";
 import { readDatabasePassword } from "../../pg/password.ts";
 import type { TransactionRunner } from "../../pg/transaction.ts";
 import type { ProviderConfig } from "../config/index.ts";
+import { bindSharedApiSocket, type SharedApiSocket } from "../http/bind.ts";
 import { listenerOptions } from "../http/listener.ts";
 import type { Lifecycle } from "../lifecycle/index.ts";
 import type { DaemonParts, ProviderdOptions, ProviderdState, RunningProviderd } from "../running.ts";
@@ -41,8 +42,8 @@ const RETRY_LEAD_MS = 5_000;
  * backends, so the gap while nobody led is covered. When it loses the lease (another took
  * it after a pause or partition; the database was out of reach past its deadline), its
  * mirror already refuses writes, and it stops the daemon and serves as a standby again.
- * The address is bound again at each change of role (the same port), so clients may see a
- * refused connection for an instant at a takeover, never a wrong answer.
+ * The API address is bound once (http/bind.ts's shared socket) and served in turn by the
+ * standby and the daemon: it refuses and resets nothing at a change of role.
  */
 export async function startReplicatedProviderd(
   config: ProviderConfig,
@@ -79,16 +80,22 @@ export async function startReplicatedProviderd(
     listener,
     logger: log,
   };
+  // One API address for the instance's life, served in turn by the standby and the daemon.
+  let address: SharedApiSocket;
   let standby: StandbyServer | undefined;
   try {
-    standby = await serveStandby(config.apiListenAddr, standbySources);
+    address = await bindSharedApiSocket(config.apiListenAddr, listener.tls === undefined ? "http" : "https");
+    try {
+      standby = await serveStandby(address.lend(), standbySources);
+    } catch (err) {
+      await address.close();
+      throw err;
+    }
   } catch (err) {
     await pool.end().catch(() => {});
     throw err;
   }
-  // The port as bound (port 0 resolved): every later bind of this instance reuses it.
-  const apiListenAddr = new URL(standby.url).host;
-  const url = standby.url;
+  const url = address.url;
   lease = new LeaderLease({
     pool,
     providerUuid: config.providerUuid,
@@ -125,20 +132,22 @@ export async function startReplicatedProviderd(
     if (stopping) return;
     const leads = lease!.isLeader();
     if (leads && daemon === undefined) {
-      await standby?.close();
-      standby = undefined;
+      // The standby answers until the daemon serves (503 with Retry-After to what it would
+      // forward: nobody serves yet); from then on the address's connections go to the daemon.
       try {
         log.info({ instance, generation: lease!.current().generation }, "leading: starting the daemon");
         daemon = await startDaemon(
           config,
           { ...opts, clock, logger },
-          { stores, leadership: lease!, apiListenAddr },
+          { stores, leadership: lease!, apiSocket: address.lend() },
         );
+        await standby?.close();
+        standby = undefined;
       } catch (err) {
         // Give the lease up so another instance can lead; campaign again later.
         log.error({ err }, "could not start as leader; standing by");
         await lease!.stop();
-        standby = await serveStandby(apiListenAddr, standbySources);
+        standby ??= await serveStandby(address.lend(), standbySources);
         retry = clock.setTimer(RETRY_LEAD_MS, () => {
           if (!stopping) lease!.start();
         });
@@ -149,8 +158,9 @@ export async function startReplicatedProviderd(
       log.warn({ instance }, "no longer leading: stopping the daemon");
       const stopped = daemon;
       daemon = undefined;
+      // The standby takes the address's new connections first, then the daemon stops.
+      standby = await serveStandby(address.lend(), standbySources);
       await stopped.stop();
-      standby = await serveStandby(apiListenAddr, standbySources);
     }
   }
 
@@ -179,6 +189,7 @@ export async function startReplicatedProviderd(
       // is released so a standby leads at its next try.
       await daemon?.stop();
       await standby?.close();
+      await address.close();
       await lease!.stop();
       await pool.end();
     },

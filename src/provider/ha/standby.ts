@@ -5,7 +5,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { Registry } from "prom-client";
 import type { Logger } from "../../log.ts";
 import { fredVersion } from "../../version.ts";
-import { bindApiSocket } from "../http/bind.ts";
+import type { BoundApiSocket } from "../http/bind.ts";
 import type { HealthReport } from "../http/health.ts";
 import { type ListenerOptions, readTls } from "../http/listener.ts";
 import { registerLeaderGauges } from "../http/metrics.ts";
@@ -43,6 +43,8 @@ export interface StandbyServer {
   close(): Promise<void>;
 }
 
+/** How long a closing standby lets its requests under way finish. */
+const CLOSE_GRACE_MS = 2_000;
 /** Marks a forwarded request, so an instance never forwards one again (no loops between instances). */
 const FORWARDED_BY = "x-fred-forwarded-by";
 /** Hop-by-hop headers, never forwarded (RFC 9110 §7.6.1). */
@@ -58,15 +60,16 @@ const HOP_BY_HOP = new Set([
   "proxy-authenticate",
 ]);
 
-export async function serveStandby(listenAddr: string, s: StandbySources): Promise<StandbyServer> {
+/** Serves on `socket` (its turn of the instance's shared API address: http/bind.ts) until closed. */
+export async function serveStandby(socket: BoundApiSocket, s: StandbySources): Promise<StandbyServer> {
   const l = s.listener;
   const tls = l.tls === undefined ? undefined : readTls(l.tls);
-  const socket = await bindApiSocket(listenAddr, tls === undefined ? "http" : "https");
   const app = Fastify({
     logger: false,
     requestTimeout: l.readTimeoutMs,
     keepAliveTimeout: l.idleTimeoutMs,
-    return503OnClosing: true,
+    // A request on a kept-alive connection while closing is still forwarded, not refused.
+    return503OnClosing: false,
     schemaController: NO_JSON_SCHEMAS,
     ...(tls === undefined ? {} : { https: { ...tls, minVersion: TLS_MIN_VERSION } }),
   }) as unknown as FastifyInstance;
@@ -94,9 +97,11 @@ export async function serveStandby(listenAddr: string, s: StandbySources): Promi
     };
   };
   app.get("/health", async (_req, reply) => reply.code(200).send(await report()));
+  // Ready to serve as a standby. An instance that leads but still answers here is starting
+  // its daemon: not ready until the daemon answers instead.
   app.get("/readyz", async (_req, reply) => {
     const r = await report();
-    return reply.code(r.status === "healthy" ? 200 : 503).send(r);
+    return reply.code(r.status === "healthy" && r.role === "standby" ? 200 : 503).send(r);
   });
   app.get("/metrics", async (_req, reply) =>
     reply
@@ -114,13 +119,13 @@ export async function serveStandby(listenAddr: string, s: StandbySources): Promi
   await socket.serve(app);
   return {
     url: socket.url,
-    // Closed when this instance takes over: requests still waiting on a leader that froze or
-    // died must not keep the address from the daemon (their clients retry). Fastify's own
-    // forceCloseConnections does not run on a handle it did not bind (http/bind.ts).
+    // Closed once this instance's daemon serves (or it stops): new connections already go
+    // to the daemon, idle kept-alive ones close now, requests under way may finish for
+    // CLOSE_GRACE_MS (a forward to a leader that froze or died is cut then; its client retries).
     close: async () => {
-      const closing = app.close();
-      app.server.closeAllConnections();
-      await closing;
+      await socket.close();
+      await app.close();
+      setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS).unref();
     },
   };
 }
@@ -128,6 +133,8 @@ export async function serveStandby(listenAddr: string, s: StandbySources): Promi
 /** The leader's origin for this request, or why there is none (answered 503 by the caller). */
 function upstream(req: IncomingMessage, s: StandbySources): URL | undefined {
   if (req.headers[FORWARDED_BY] !== undefined) return undefined;
+  // This instance leads and its daemon is starting: nobody serves yet.
+  if (s.leadership().leader === s.instance) return undefined;
   const address = s.leaderAddress();
   return address === undefined ? undefined : new URL(address);
 }

@@ -18,6 +18,7 @@ import {
   runFred,
   until,
 } from "../../support/index.ts";
+import { startPostgres, type TestPostgres } from "../../support/postgres.ts";
 
 /**
  * A real local stack for providerd end-to-end tests: a devnet process, mock backend
@@ -63,6 +64,15 @@ function roleEnv(role: string): Record<string, string> {
   return Object.fromEntries(pairs.map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
 }
 
+/** `fred placement migrate --to <url>`: the stores of a stopped provider's config into PostgreSQL. */
+export async function migrateStores(configPath: string, url: string): Promise<void> {
+  const moved = await runFred(["placement", "migrate", "--config", configPath, "--to", url]);
+  if (moved.code !== 0) throw new Error(`placement migrate failed: ${moved.stderr}`);
+}
+
+/** Leases per create tx in createLeasesFor (a block takes a few hundred easily). */
+const LEASES_PER_TX = 100;
+
 /** A stack process: ready when it prints its JSON line (within 120 s on a busy machine). */
 function start<T>(role: string, args: string[], env: Record<string, string | undefined> = {}) {
   return launchFred<T>(args, {
@@ -101,6 +111,8 @@ export class Stack {
   backendOverrides: BackendOverrides[] = [];
   mockEnvs: Record<string, string>[] = [];
   extraConfig: Record<string, unknown> = {};
+  /** The PostgreSQL cluster holding the stores after moveToPostgres (undefined: SQLite files). */
+  postgres: TestPostgres | undefined;
 
   /**
    * `mockEnv` gives each mock backend's extra environment (one entry per backend);
@@ -253,13 +265,44 @@ export class Stack {
     }
   }
 
-  /** launchProviderd, then waits for /readyz 200. */
+  /**
+   * launchProviderd, then waits for /readyz 200 as the leader. On PostgreSQL an instance
+   * serves as a standby (ready too) until it leads: this waits until the daemon answers.
+   */
   async startProviderd(env: Record<string, string> = {}): Promise<void> {
     await this.launchProviderd(env);
-    await until(async () => (await fetch(`${this.api}/readyz`)).status === 200, "providerd /readyz 200", {
-      intervalMs: 100,
-      context: () => this.providerd?.logTail() ?? "",
-    });
+    await until(
+      async () => {
+        const res = await fetch(`${this.api}/readyz`, { signal: AbortSignal.timeout(3_000) }).catch(
+          () => undefined,
+        );
+        if (res?.status !== 200) return false;
+        return ((await res.json()) as { role?: string }).role !== "standby";
+      },
+      "providerd /readyz 200 as the leader",
+      { timeoutMs: 120_000, intervalMs: 100, context: () => this.providerd?.logTail() ?? "" },
+    );
+  }
+
+  /**
+   * Moves the stores into a PostgreSQL cluster of its own (`fred placement migrate`, issue
+   * #36) and rewrites the config: `database_url` and `state_dir` instead of the SQLite paths.
+   * Call before providerd first starts; close() stops the cluster.
+   */
+  async moveToPostgres(database = "providerd"): Promise<string> {
+    this.postgres = await startPostgres();
+    const url = this.postgres.createDatabase(database);
+    await migrateStores(this.configPath, url);
+    // yaml leaves out undefined keys: the SQLite store paths go.
+    this.extraConfig = {
+      ...this.extraConfig,
+      placement_store_db_path: undefined,
+      payload_store_db_path: undefined,
+      database_url: url,
+      state_dir: this.dir,
+    };
+    this.writeConfig();
+    return url;
   }
 
   /**
@@ -304,6 +347,45 @@ export class Stack {
     return res.msgResponses.map((a) => MsgCreateLeaseResponse.decode(a.value).leaseUuid);
   }
 
+  /**
+   * Creates `n` single-item leases for dev account `account` (tenant1, tenant2, … of the
+   * genesis), 100 per tx, each tx waiting for its block; `afterTx` runs after each with the
+   * leases created so far. The bench genesis (`--profile bench`) lets a tenant hold 1,000
+   * PENDING; the default one, 10.
+   */
+  async createLeasesFor(
+    account: string,
+    n: number,
+    skuName: string,
+    afterTx: (created: number) => void | Promise<void> = () => {},
+  ): Promise<string[]> {
+    const skuUuid = this.sku(skuName);
+    const chain =
+      account === "tenant1"
+        ? this.tenant
+        : await openCosmosChain({
+            rpcUrl: this.devnet.rpc,
+            signer: signerFromKey(Buffer.from(this.account(account).private_key_hex, "hex")),
+            txPollIntervalMs: 100,
+            txTimeoutMs: 120_000,
+          });
+    const uuids: string[] = [];
+    try {
+      for (let done = 0; done < n; done += LEASES_PER_TX) {
+        const msgs = Array.from({ length: Math.min(LEASES_PER_TX, n - done) }, () => ({
+          typeUrl: MsgCreateLease.typeUrl,
+          value: MsgCreateLease.fromPartial({ tenant: chain.address, items: [{ skuUuid, quantity: 1n }] }),
+        }));
+        const res = await chain.send(msgs);
+        for (const r of res.msgResponses) uuids.push(MsgCreateLeaseResponse.decode(r.value).leaseUuid);
+        await afterTx(uuids.length);
+      }
+    } finally {
+      if (chain !== this.tenant) chain.disconnect();
+    }
+    return uuids;
+  }
+
   async leaseState(uuid: string): Promise<string | undefined> {
     return (await this.tenant.getLease(uuid))?.state;
   }
@@ -345,6 +427,7 @@ export class Stack {
     this.tenant?.disconnect();
     await this.providerd?.stop();
     await Promise.all([this.devnet?.stop(), ...this.mocks.map((m) => m.stop())]);
+    this.postgres?.stop();
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

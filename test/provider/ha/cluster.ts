@@ -2,9 +2,9 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
-import { type Launched, launchFred, portOf, runFred, until } from "../../support/index.ts";
+import { type Launched, launchFred, portOf, until } from "../../support/index.ts";
 import { startPostgres, type TestPostgres } from "../../support/postgres.ts";
-import { Stack } from "../e2e/stack.ts";
+import { migrateStores, Stack } from "../e2e/stack.ts";
 
 /**
  * providerd on PostgreSQL with hot standbys (issue #36), as processes, for the HA tests and
@@ -42,15 +42,7 @@ export class HaCluster {
   ): Promise<void> {
     [this.server] = await Promise.all([startPostgres(), this.stack.start(mockEnv, configure, devnetArgs)]);
     this.databaseUrl = this.server.createDatabase("providerd_ha");
-    const moved = await runFred([
-      "placement",
-      "migrate",
-      "--config",
-      this.stack.configPath,
-      "--to",
-      this.databaseUrl,
-    ]);
-    if (moved.code !== 0) throw new Error(`placement migrate failed: ${moved.stderr}`);
+    await migrateStores(this.stack.configPath, this.databaseUrl);
     this.front = await startFront();
   }
 
@@ -126,10 +118,38 @@ export class HaCluster {
     return seen!;
   }
 
+  /** The first running instance other than `i`. */
+  otherThan(i: number): number {
+    const j = this.instances.findIndex((p, k) => k !== i && p?.running() === true);
+    if (j < 0) throw new Error(`no instance runs besides ${i}`);
+    return j;
+  }
+
+  /** Until one of `among` leads (by /health), polling each every 100 ms; its index and health. */
+  async waitLeaderAmong(among: readonly number[], timeoutMs = 60_000): Promise<[number, Health]> {
+    let found: [number, Health] | undefined;
+    await until(
+      async () => {
+        for (const i of among) {
+          const h = await this.health(i);
+          if (h?.role === "leader") found = [i, h];
+        }
+        return found !== undefined;
+      },
+      `one of instances ${among.join(", ")} leads`,
+      {
+        timeoutMs,
+        intervalMs: 100,
+        context: () => among.map((i) => this.instances[i]!.logTail()).join("\n"),
+      },
+    );
+    return found!;
+  }
+
   /** Which instance leads now (by its own /readyz). */
   async leaderIndex(): Promise<number> {
     for (let i = 0; i < this.instances.length; i++) {
-      if (this.instances[i] !== undefined && (await this.health(i))?.role === "leader") return i;
+      if (this.instances[i]?.running() && (await this.health(i))?.role === "leader") return i;
     }
     throw new Error("no instance leads");
   }

@@ -5,6 +5,7 @@ import { WebSocket, WebSocketServer } from "ws";
 import { createLogger } from "../../../src/log.ts";
 import type { LeaderState } from "../../../src/provider/ha/leadership.ts";
 import { type StandbyServer, serveStandby } from "../../../src/provider/ha/standby.ts";
+import { bindApiSocket } from "../../../src/provider/http/bind.ts";
 import type { ListenerOptions } from "../../../src/provider/http/listener.ts";
 import { until } from "../../support/index.ts";
 
@@ -44,7 +45,7 @@ let leaderUrl: string;
 let standby: StandbyServer;
 let address: string | undefined;
 let databaseOk = true;
-const state: LeaderState = { role: "standby", generation: undefined, leader: LEADER };
+let state: LeaderState = { role: "standby", generation: undefined, leader: LEADER };
 
 before(async () => {
   leader = createServer((req, res) => {
@@ -83,7 +84,7 @@ before(async () => {
   await new Promise<void>((resolve) => leader.listen(0, "127.0.0.1", resolve));
   leaderUrl = `http://127.0.0.1:${(leader.address() as { port: number }).port}`;
   address = leaderUrl;
-  standby = await serveStandby("127.0.0.1:0", {
+  standby = await serveStandby(await bindApiSocket("127.0.0.1:0", "http"), {
     providerUuid: "0190f3a2-7c1e-7000-8000-0000000000aa",
     instance: INSTANCE,
     leadership: () => state,
@@ -126,6 +127,24 @@ describe("a standby's own answers", () => {
       assert.equal((await fetch(`${standby.url}/health`)).status, 200);
     } finally {
       databaseOk = true;
+    }
+  });
+});
+
+describe("an instance that has just won the lease, while its daemon starts", () => {
+  it("is not ready, and answers what it would forward 503 with Retry-After (nobody serves yet)", async () => {
+    const before = state;
+    state = { role: "leader", generation: 7, leader: INSTANCE };
+    try {
+      const ready = await fetch(`${standby.url}/readyz`);
+      assert.equal(ready.status, 503);
+      assert.equal(((await ready.json()) as { role: string }).role, "leader");
+      assert.equal((await fetch(`${standby.url}/health`)).status, 200);
+      const read = await fetch(`${standby.url}/v1/provider`);
+      assert.equal(read.status, 503);
+      assert.equal(read.headers.get("retry-after"), "2");
+    } finally {
+      state = before;
     }
   });
 });
@@ -214,8 +233,8 @@ describe("a leader that accepts connections but never answers (frozen)", () => {
     frozen.close();
   });
 
-  const quick = (leaderAddress: string, readTimeoutMs: number) =>
-    serveStandby("127.0.0.1:0", {
+  const quick = async (leaderAddress: string, readTimeoutMs: number) =>
+    serveStandby(await bindApiSocket("127.0.0.1:0", "http"), {
       providerUuid: "0190f3a2-7c1e-7000-8000-0000000000aa",
       instance: INSTANCE,
       leadership: () => state,

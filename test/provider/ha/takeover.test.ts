@@ -1,22 +1,28 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { get as httpGet } from "node:http";
 import { after, before, describe, it } from "node:test";
 import pg from "pg";
 import { inventories } from "../../faults/fleet.ts";
 import { portOf, until } from "../../support/index.ts";
 import { skipWithoutPostgres } from "../../support/postgres.ts";
 import { call, TenantKey } from "../api/tenant-client.ts";
+import { acknowledgementsPerLease, latestHeight } from "../e2e/chain-acks.ts";
 import { sha256 } from "../e2e/stack.ts";
 import { HaCluster } from "./cluster.ts";
 
 /**
- * providerd on PostgreSQL with a hot standby (issue #36), as processes: two instances over
- * one database behind a TCP front (cluster.ts), the devnet and two mock backends.
+ * providerd on PostgreSQL with hot standbys (issue #36), as processes: two or three
+ * instances over one database behind a TCP front (cluster.ts), the devnet (bench genesis:
+ * a tenant may hold 1,000 PENDING leases) and two mock backends with room for every lease.
  */
 const ha = new HaCluster();
 const { stack } = ha;
 const instances = ha.instances;
 let tenant: TenantKey;
+const BURST = 1_000;
+/** Mock backend capacity with room for every lease the cases create. */
+const ROOMY = JSON.stringify({ cpu_cores: 100_000, memory_mb: 1e9, disk_mb: 1e10 });
 
 /** Every lease in exactly one backend's inventory (no duplicate provision anywhere). */
 async function assertPlacedOnce(leases: readonly string[]): Promise<void> {
@@ -27,59 +33,108 @@ async function assertPlacedOnce(leases: readonly string[]): Promise<void> {
   for (const lease of leases) assert.equal(held.get(lease)?.length, 1, `${lease} on ${held.get(lease)}`);
 }
 
-describe("providerd on PostgreSQL: a leader and a hot standby", { skip: skipWithoutPostgres }, () => {
+/** Until every lease in `leases` is ACTIVE, from the provider's listing (one query per poll, not one per lease). */
+async function waitActive(leases: readonly string[], timeoutMs: number): Promise<void> {
+  const want = new Set(leases);
+  let active = 0;
+  await until(
+    async () => {
+      const listed = await stack.tenant.leasesByProvider(stack.keys.provider_uuid, "LEASE_STATE_ACTIVE");
+      active = listed.filter((l) => want.has(l.uuid)).length;
+      return active === want.size;
+    },
+    `${want.size} leases ACTIVE`,
+    { timeoutMs, intervalMs: 1_000, context: () => `${active} of ${want.size} ACTIVE` },
+  );
+}
+
+describe("providerd on PostgreSQL: a leader and hot standbys", { skip: skipWithoutPostgres }, () => {
   before(() =>
-    ha.start((s) => {
-      tenant = new TenantKey(s.account("tenant1").private_key_hex);
-    }),
+    ha.start(
+      (s) => {
+        tenant = new TenantKey(s.account("tenant1").private_key_hex);
+        // The default callback budget (100/s per backend) would stretch the burst.
+        s.extraConfig = { callback_rate_limit_rps: 100_000, callback_rate_limit_burst: 100_000 };
+      },
+      () => [{ MOCK_BACKEND_CAPACITY: ROOMY }, { MOCK_BACKEND_CAPACITY: ROOMY }],
+      ["--profile", "bench", "--tenants", "2"],
+    ),
   );
   after(async () => {
     await pool?.end();
     await ha.close();
   });
 
-  it("one leads and the other forwards to it; after a SIGKILL of the leader the standby takes over and every lease is ACTIVE once", async () => {
+  it("three instances: one leads, the others forward to it; the leader SIGKILLed during a 1,000-lease burst is replaced and every lease is ACTIVE exactly once", async () => {
     await ha.launch(0);
     const leader = await ha.waitReady(0, "leader");
-    await ha.launch(1);
-    const standby = await ha.waitReady(1, "standby");
-    assert.equal(standby.leader, leader.instance, "the standby names the leader");
+    await Promise.all([ha.launch(1), ha.launch(2)]);
+    for (const i of [1, 2]) {
+      const standby = await ha.waitReady(i, "standby");
+      assert.equal(standby.leader, leader.instance, "each standby names the leader");
+    }
 
-    // A tenant read sent to the standby is answered by the leader.
+    // A tenant read sent to a standby is answered by the leader.
     const viaStandby = await fetch(`${instances[1]!.ready.url}/v1/provider`);
     const direct = await fetch(`${instances[0]!.ready.url}/v1/provider`);
     assert.equal(viaStandby.status, 200);
     assert.deepEqual(await viaStandby.json(), await direct.json());
-    const metrics = await (await fetch(`${instances[1]!.ready.url}/metrics`)).text();
+    const metrics = await (await fetch(`${instances[2]!.ready.url}/metrics`)).text();
     assert.match(metrics, /^fred_leader 0$/m);
 
     const first = await stack.createLeases(10, "docker-small");
     await stack.waitState(first, "LEASE_STATE_ACTIVE", 60_000);
 
-    // The leader dies mid-stream: more leases arrive while nobody leads.
-    const killedAt = Date.now();
-    await instances[0]!.kill();
-    ha.front.targets[0] = 0; // nothing listens on port 0: the front goes to the standby
-    const second = await stack.createLeases(10, "docker-small");
-    const took = await ha.waitRole(1, "leader", 60_000);
-    const takeoverMs = Date.now() - killedAt;
-    console.log(`# takeover: the standby led ${takeoverMs} ms after the leader's SIGKILL (TTL 15 s)`);
-    await ha.waitReady(1, "leader");
+    // The burst: tenant2 creates 1,000 leases, 100 per block; after the third block the
+    // leader is killed, and the other 700 arrive while nobody leads.
+    const fromHeight = await latestHeight(stack);
+    // Both standbys' own addresses are asked all along the takeover: none may refuse.
+    const probes = [1, 2].map((i) => probe(ha.url(i)));
+    let killedAt = 0;
+    const burst = await stack.createLeasesFor("tenant2", BURST, "docker-small", async (created) => {
+      if (created !== 300) return;
+      killedAt = Date.now();
+      await instances[0]!.kill();
+      ha.front.targets[0] = 0; // nothing listens on port 0: the front goes to the standbys
+    });
+    const [newLeader, took] = await ha.waitLeaderAmong([1, 2], 60_000);
+    console.log(
+      `# takeover: instance ${newLeader} led ${Date.now() - killedAt} ms after the leader's SIGKILL (TTL 15 s)`,
+    );
     assert.notEqual(took.instance, leader.instance);
-    await stack.waitState(second, "LEASE_STATE_ACTIVE", 90_000);
-    await assertPlacedOnce([...first, ...second]);
+    await ha.waitReady(newLeader, "leader");
+    const failures = (await Promise.all(probes.map((p) => p.stop()))).flat();
+    assert.deepEqual(failures, [], "the standbys' addresses answered every probe through the takeover");
+    await waitActive(burst, 240_000);
 
-    // The old instance comes back as a standby of the new leader.
+    const all = [...first, ...burst];
+    await assertPlacedOnce(all);
+    // No orphan: the backends hold these leases and nothing else.
+    const created = new Set(all);
+    for (const [backend, provisions] of await inventories(stack))
+      for (const p of provisions)
+        assert.ok(created.has(p.leaseUuid), `${p.leaseUuid} on ${backend} is no lease of ours`);
+    // No duplicate acknowledgement: the chain's blocks name each lease of the burst in one acknowledgement message.
+    const acks = await acknowledgementsPerLease(stack, fromHeight);
+    const twice = burst.filter((l) => (acks.get(l) ?? 0) > 1);
+    assert.deepEqual(twice, [], "no lease acknowledged twice");
+    assert.equal(burst.filter((l) => acks.get(l) === 1).length, BURST, "every lease acknowledged once");
+
+    // The old instance comes back as a standby of the new leader; the third one stops
+    // (the later cases need two).
     await ha.launch(0);
     const back = await ha.waitReady(0, "standby");
     assert.equal(back.leader, took.instance);
+    const spare = newLeader === 1 ? 2 : 1;
+    await instances[spare]!.stop();
+    ha.front.targets[spare] = 0;
     for (const p of instances)
       assert.doesNotMatch(p!.stderr(), /changing role failed|could not start as leader/);
   });
 
   it("a restart and an upload sent to the standby, and callbacks that reach only the standby, are carried out once by the leader", async () => {
     const leaderAt = await ha.leaderIndex();
-    const standbyAt = 1 - leaderAt;
+    const standbyAt = ha.otherThan(leaderAt);
     // The front now prefers the standby: every backend callback reaches the standby first.
     ha.front.targets = [portOf(ha.url(standbyAt)), portOf(ha.url(leaderAt))];
     const via = instances[standbyAt]!.ready.url;
@@ -140,7 +195,7 @@ describe("providerd on PostgreSQL: a leader and a hot standby", { skip: skipWith
 
   it("a leader frozen (SIGSTOP) for twice the TTL during a burst is replaced, commits nothing once resumed, and stands by", async () => {
     const frozenAt = await ha.leaderIndex();
-    const otherAt = 1 - frozenAt;
+    const otherAt = ha.otherThan(frozenAt);
     // A frozen process still accepts connections (the kernel's backlog): the front must try the other first.
     ha.front.targets = [portOf(ha.url(otherAt)), portOf(ha.url(frozenAt))];
     const frozen = (await ha.health(frozenAt))!;
@@ -173,6 +228,47 @@ describe("providerd on PostgreSQL: a leader and a hot standby", { skip: skipWith
     assert.match(instances[frozenAt]!.stderr(), /standing down|no longer leading/);
   });
 });
+
+/**
+ * GET /health on `url` every 20 ms, each on a new connection, until stopped; what failed (a
+ * refused or reset connection, a 5xx). A request may wait: while the new leader's daemon
+ * starts, its socket holds the connections it accepts (the slowest answer is printed).
+ */
+function probe(url: string): { stop(): Promise<string[]> } {
+  const failures: string[] = [];
+  let running = true;
+  let slowest = 0;
+  const once = () =>
+    new Promise<number>((resolve, reject) => {
+      const req = httpGet(`${url}/health`, { agent: false, timeout: 60_000 }, (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      });
+      req.on("timeout", () => req.destroy(new Error("no answer in 60 s")));
+      req.on("error", reject);
+    });
+  const loop = (async () => {
+    while (running) {
+      const sent = Date.now();
+      try {
+        const status = await once();
+        slowest = Math.max(slowest, Date.now() - sent);
+        if (status >= 500) failures.push(`${url}: ${status}`);
+      } catch (err) {
+        failures.push(`${url}: ${String(err)}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      console.log(`# ${url}: the slowest /health answer took ${slowest} ms`);
+      return failures;
+    },
+  };
+}
 
 let pool: pg.Pool | undefined;
 async function dbPool(): Promise<pg.Pool> {
