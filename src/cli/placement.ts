@@ -59,9 +59,11 @@ Examples:
     .addHelpText(
       "after",
       `
-Offline and read-only: opens placement_store_db_path (bound to provider_uuid), or with
---file a snapshot/backup copy (whichever provider it belongs to), and prints one JSON
-document on stdout. copy_taken_at is set for a copy that has not been attested.
+Read-only: opens placement_store_db_path (bound to provider_uuid; offline), with
+database_url the store in PostgreSQL (one consistent snapshot, while instances run; the
+schema must be this release's), or with --file a snapshot/backup copy (whichever provider
+it belongs to), and prints one JSON document on stdout. copy_taken_at is set for a copy
+that has not been attested.
 
 Examples:
   $ fred placement inspect --config providerd.yaml
@@ -77,7 +79,7 @@ Examples:
       }
       if (opts.file !== undefined) return printJson(inspectPlacementCopy(opts.file));
       const config = parseProviderConfig(await readConfigFile(opts.config as string), process.env);
-      printJson(inspectPlacementStore(config));
+      printJson(await inspectPlacementStore(config));
     });
 
   registerPlacementTools(placement);

@@ -27,6 +27,12 @@ export interface OpenPostgresOptions {
   /** Names the database in messages, e.g. "placement store". */
   label: string;
   migrations: readonly string[];
+  /**
+   * false: a reader that must not change the schema (e.g. `fred placement inspect` beside
+   * running instances of another release) checks that it is exactly this release's and
+   * refuses otherwise. Default true: pending migrations are applied.
+   */
+  applyMigrations?: boolean;
   /** Connections at most (default 8). */
   maxConnections?: number;
   /** Per-statement bound (default 10 s). */
@@ -40,6 +46,18 @@ export interface OpenPostgresOptions {
   /** Shown in pg_stat_activity (default "fred"). */
   applicationName?: string;
   logger?: Logger;
+}
+
+/** A database URL as it may be shown: without its query (TLS file paths) or a password in it. */
+export function printableUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.password = "";
+    u.search = "";
+    return u.toString();
+  } catch {
+    return url.replace(/\?.*$/, "").replace(/:[^:@/]*@/, "@");
+  }
 }
 
 /** The schema version table and the advisory lock key that serialises migrations. */
@@ -81,6 +99,45 @@ export async function openPostgres(o: OpenPostgresOptions): Promise<pg.Pool> {
   return pool;
 }
 
+function schemaNewer(label: string, current: number, expected: number): FredError {
+  return new FredError(
+    "ERR_STORE_SCHEMA_NEWER",
+    `the ${label}'s schema is version ${current}, newer than this release's ${expected}: run the release that wrote it`,
+  );
+}
+
+/** The schema must be exactly this release's; read only (no table is created, nothing migrated). */
+async function checkSchema(client: pg.PoolClient, o: OpenPostgresOptions): Promise<void> {
+  let current: number;
+  try {
+    const found = await client.query<{ present: boolean }>(
+      `SELECT to_regclass('${SCHEMA_TABLE}') IS NOT NULL AS present`,
+    );
+    current = found.rows[0]?.present
+      ? ((await client.query<{ version: number }>(`SELECT version FROM ${SCHEMA_TABLE}`)).rows[0]?.version ??
+        0)
+      : 0;
+  } catch (err) {
+    throw new FredError("ERR_STORE_OPEN", `cannot read the ${o.label}'s schema: ${describePgError(err)}`, {
+      cause: err,
+    });
+  }
+  const expected = o.migrations.length;
+  if (current > expected) throw schemaNewer(o.label, current, expected);
+  if (current === 0) {
+    throw new FredError(
+      "ERR_STORE_OPEN",
+      `the ${o.label} holds no providerd schema: move a provider's stores in first (fred placement migrate)`,
+    );
+  }
+  if (current < expected) {
+    throw new FredError(
+      "ERR_STORE_OPEN",
+      `the ${o.label}'s schema is version ${current}, older than this release's ${expected}: start providerd of this release first (it migrates the schema)`,
+    );
+  }
+}
+
 async function migrate(pool: pg.Pool, o: OpenPostgresOptions): Promise<void> {
   let client: pg.PoolClient;
   try {
@@ -94,18 +151,21 @@ async function migrate(pool: pg.Pool, o: OpenPostgresOptions): Promise<void> {
       },
     );
   }
+  if (o.applyMigrations === false) {
+    try {
+      await checkSchema(client, o);
+    } finally {
+      client.release();
+    }
+    return;
+  }
   try {
     await client.query("BEGIN");
     await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
     await client.query(`CREATE TABLE IF NOT EXISTS ${SCHEMA_TABLE} (version integer NOT NULL)`);
     const row = await client.query<{ version: number }>(`SELECT version FROM ${SCHEMA_TABLE}`);
     const current = row.rows[0]?.version ?? 0;
-    if (current > o.migrations.length) {
-      throw new FredError(
-        "ERR_STORE_SCHEMA_NEWER",
-        `the ${o.label}'s schema is version ${current}, newer than this release's ${o.migrations.length}: run the release that wrote it`,
-      );
-    }
+    if (current > o.migrations.length) throw schemaNewer(o.label, current, o.migrations.length);
     for (let v = current + 1; v <= o.migrations.length; v++) await client.query(o.migrations[v - 1]!);
     if (row.rowCount === 0) {
       await client.query(`INSERT INTO ${SCHEMA_TABLE} (version) VALUES ($1)`, [o.migrations.length]);

@@ -1,12 +1,13 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { FredError } from "../../core/errors.ts";
+import { printableUrl } from "../../pg/open.ts";
 import type { Inventory } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import { PlacementStore } from "../store/index.ts";
 import type { ChainHistory } from "./chain-history.ts";
 import { type FleetReadDeps, inventoryTransportProblem, readInventory } from "./fleet-read.ts";
-import { placementStoreFile } from "./store-file.ts";
+import { placementStoreFile, readPlacementsOnPostgres } from "./store-file.ts";
 
 /**
  * `fred placement init`: the only way a placement store comes into being. It is for a
@@ -93,15 +94,22 @@ export async function initPlacementStore(config: ProviderConfig, deps: InitDeps)
   };
 }
 
-/** Everything the store holds, as JSON-friendly records (offline; no network). */
-export function inspectPlacementStore(config: ProviderConfig): Record<string, unknown> {
-  const path = placementStoreFile(config, "fred placement inspect");
-  using store = PlacementStore.open(path, config.providerUuid, { readonly: true });
-  return describeStore(
-    store,
-    config.placementStoreDbPath,
-    config.backends.map((b) => b.name),
-  );
+/**
+ * Everything the store holds, as JSON-friendly records, read-only: the SQLite file
+ * (offline; no network), or with database_url the store in PostgreSQL (a consistent
+ * snapshot, while instances run).
+ */
+export async function inspectPlacementStore(
+  config: ProviderConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Record<string, unknown>> {
+  const names = config.backends.map((b) => b.name);
+  if (config.databaseUrl !== undefined) {
+    const where = printableUrl(config.databaseUrl);
+    return readPlacementsOnPostgres(config, env, (store) => describeStore(store, where, names));
+  }
+  using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid, { readonly: true });
+  return describeStore(store, config.placementStoreDbPath, names);
 }
 
 /** `inspect --file`: a snapshot or backup copy, read-only, whichever provider it belongs to. */

@@ -2,7 +2,7 @@ import { existsSync, renameSync, rmSync, statSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import type pg from "pg";
 import { FredError } from "../../core/errors.ts";
-import { openPostgres } from "../../pg/open.ts";
+import { openPostgres, printableUrl } from "../../pg/open.ts";
 import { inTransaction } from "../../pg/transaction.ts";
 import type { SqliteDatabase } from "../../sqlite/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
@@ -74,7 +74,7 @@ export function parseMigrateTarget(text: string): MigrateTarget {
 
 /** `--from`: a PostgreSQL URL. */
 export function parseMigrateSource(text: string): string {
-  if (!/^postgres(ql)?:\/\//.test(text)) throw refusal(`--from ${shown(text)}: expected postgres://…`);
+  if (!/^postgres(ql)?:\/\//.test(text)) throw refusal(`--from ${printableUrl(text)}: expected postgres://…`);
   return postgresUrl("--from", text);
 }
 
@@ -85,11 +85,6 @@ function postgresUrl(flag: string, text: string): string {
     );
   }
   return text;
-}
-
-/** The URL as it may be shown: no password (it never holds one here) and no query (TLS file paths stay). */
-function shown(url: string): string {
-  return url.replace(/\?.*$/, "");
 }
 
 async function refuseWhileRunning(config: ProviderConfig): Promise<void> {
@@ -160,12 +155,12 @@ export async function migrateToPostgres(
       }
       return copied;
     });
-    progress(`committed and verified ${tables.length} tables in ${shown(url)}`);
+    progress(`committed and verified ${tables.length} tables in ${printableUrl(url)}`);
     return {
       from,
-      to: shown(url),
+      to: printableUrl(url),
       tables,
-      config: { database_url: shown(url) },
+      config: { database_url: printableUrl(url) },
     };
   } finally {
     await pool.end();
@@ -259,11 +254,13 @@ export async function migrateToSqlite(
   if (meta.get("provider_uuid") !== config.providerUuid) {
     throw refusal(
       meta.size === 0
-        ? `${shown(fromUrl)} holds no placement store`
-        : `${shown(fromUrl)} holds provider ${String(meta.get("provider_uuid"))}'s stores, not ${config.providerUuid}`,
+        ? `${printableUrl(fromUrl)} holds no placement store`
+        : `${printableUrl(fromUrl)} holds provider ${String(meta.get("provider_uuid"))}'s stores, not ${config.providerUuid}`,
     );
   }
-  progress(`read ${shown(fromUrl)}: ${[...rows].map(([t, r]) => `${r.length} ${t.sqlite}`).join(", ")}`);
+  progress(
+    `read ${printableUrl(fromUrl)}: ${[...rows].map(([t, r]) => `${r.length} ${t.sqlite}`).join(", ")}`,
+  );
 
   const tables: MigratedTable[] = [];
   const written: string[] = [];
@@ -302,7 +299,7 @@ export async function migrateToSqlite(
     throw err;
   }
   return {
-    from: shown(fromUrl),
+    from: printableUrl(fromUrl),
     to,
     tables,
     config: {

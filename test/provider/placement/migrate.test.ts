@@ -4,13 +4,14 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import type pg from "pg";
+import pg from "pg";
 import { stringify } from "yaml";
 import { openPostgres } from "../../../src/pg/open.ts";
 import { readDatabasePassword } from "../../../src/pg/password.ts";
 import { inTransaction } from "../../../src/pg/transaction.ts";
 import { type ProviderConfig, parseProviderConfig } from "../../../src/provider/config/index.ts";
 import { MaintenanceJournal } from "../../../src/provider/maintenance/journal.ts";
+import { inspectPlacementStore } from "../../../src/provider/placement/init.ts";
 import {
   migrateToPostgres,
   migrateToSqlite,
@@ -61,6 +62,22 @@ const quiet = () => {};
 let n = 0;
 
 /** A state directory with the three stores filled with rows of every kind; its config. */
+/** The config of `filled`'s provider with its stores in PostgreSQL at `url`. */
+function postgresConfigOf(filled: ProviderConfig, url: string): ProviderConfig {
+  return parseProviderConfig(
+    stringify({
+      provider_uuid: filled.providerUuid,
+      provider_address: PROVIDER_ADDRESS,
+      keyring_dir: join(filled.stateDir, "keyring"),
+      key_name: "provider",
+      callback_base_url: "http://127.0.0.1:8080",
+      database_url: url,
+      state_dir: filled.stateDir,
+      backends: [{ name: "one", url: "http://127.0.0.1:9001", hmac_secret: "s".repeat(32), default: true }],
+    }),
+  );
+}
+
 async function filledProvider(provider = PROVIDER): Promise<ProviderConfig> {
   const dir = join(root, `state-${++n}`);
   mkdirSync(dir);
@@ -235,6 +252,36 @@ describe("fred placement migrate", { skip: skipWithoutPostgres }, () => {
     assert.equal(reopened.placements.retained.get(LEASE_1)?.owner, "one");
     using payloads = PayloadStore.open(join(back, "payloads.db"));
     assert.ok((await payloads.get(LEASE_2))!.payload.includes(SECRET), "an unmasked upload keeps its bytes");
+  });
+
+  it("fred placement inspect with database_url reads the store in PostgreSQL: the document the files give", async () => {
+    const config = await filledProvider();
+    const fromFiles = await inspectPlacementStore(config);
+    const url = freshDatabase();
+    await migrateToPostgres(config, url, undefined, quiet);
+    const onPostgres = postgresConfigOf(config, url);
+    const fromDatabase = await inspectPlacementStore(onPostgres);
+    assert.equal(fromDatabase.placement_store, url);
+    assert.deepEqual({ ...fromDatabase, placement_store: "" }, { ...fromFiles, placement_store: "" });
+    assert.ok((fromDatabase.placements as unknown[]).length >= 2);
+  });
+
+  it("inspect migrates nothing: a database without this release's schema is refused as it is", async () => {
+    const url = freshDatabase();
+    const config = await filledProvider();
+    const onPostgres = postgresConfigOf(config, url);
+    await assert.rejects(inspectPlacementStore(onPostgres), {
+      code: "ERR_STORE_OPEN",
+      message: /holds no providerd schema/,
+    });
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      const { rows } = await client.query("SELECT to_regclass('fred_schema') AS t");
+      assert.equal(rows[0].t, null, "no table was created");
+    } finally {
+      await client.end();
+    }
   });
 
   it("refuses a target that holds anything, and changes nothing there", async () => {

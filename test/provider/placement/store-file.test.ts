@@ -10,7 +10,7 @@ import { baseConfig, yamlOf } from "../config/fixtures.ts";
 function postgresConfig() {
   const c = baseConfig();
   delete c.placement_store_db_path;
-  c.database_url = "postgres://fred@127.0.0.1:1/fred";
+  c.database_url = "postgres://fred@127.0.0.1:1/fred?sslmode=verify-full&sslrootcert=/etc/fred/ca.pem";
   c.state_dir = "/var/lib/fred";
   return parseProviderConfig(yamlOf(c));
 }
@@ -23,9 +23,14 @@ describe("placement tools with database_url", () => {
       message:
         /^fred placement repair works on the SQLite placement store file.*fred placement migrate --to sqlite:/,
     });
-    assert.throws(() => inspectPlacementStore(config), {
-      code: "ERR_CONFIG",
-      message: /fred placement inspect/,
+  });
+
+  it("inspect reads the database instead, and says so when it cannot be reached (no URL query or password shown)", async () => {
+    const config = postgresConfig();
+    await assert.rejects(inspectPlacementStore(config), (err: Error & { code?: string }) => {
+      assert.equal(err.code, "ERR_STORE_UNREACHABLE");
+      assert.doesNotMatch(err.message, /sslrootcert|hunter2/);
+      return true;
     });
   });
 
