@@ -78,6 +78,7 @@ export async function startReplicatedProviderd(
       }
     },
     listener,
+    clock,
     logger: log,
   };
   // One API address for the instance's life, served in turn by the standby and the daemon.
@@ -178,7 +179,7 @@ export async function startReplicatedProviderd(
       if (daemon === undefined) throw notLeading();
       return daemon.lifecycle;
     },
-    reloadTls: () => daemon?.reloadTls() ?? false,
+    reloadTls: () => daemon?.reloadTls() ?? standby?.reloadTls() ?? false,
     reconcile: () => (daemon === undefined ? Promise.reject(notLeading()) : daemon.reconcile()),
     async stop() {
       if (stopping) return;

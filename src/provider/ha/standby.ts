@@ -1,8 +1,10 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
+import type { Server as TlsServer } from "node:tls";
 import Fastify, { type FastifyInstance } from "fastify";
 import { Registry } from "prom-client";
+import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import { fredVersion } from "../../version.ts";
 import type { BoundApiSocket } from "../http/bind.ts";
@@ -10,7 +12,7 @@ import type { HealthReport } from "../http/health.ts";
 import { type ListenerOptions, readTls } from "../http/listener.ts";
 import { registerLeaderGauges } from "../http/metrics.ts";
 import { NO_JSON_SCHEMAS } from "../http/no-json-schemas.ts";
-import { TLS_MIN_VERSION } from "../http/tls-reload.ts";
+import { TLS_MIN_VERSION, TlsReloader } from "../http/tls-reload.ts";
 import type { LeaderState } from "./leadership.ts";
 
 // The builtins by getBuiltinModule, as elsewhere in providerd (see reconciler/control.ts).
@@ -35,11 +37,14 @@ export interface StandbySources {
   /** Whether the database answers now. */
   databaseOk: () => Promise<boolean>;
   listener: ListenerOptions;
+  clock: Clock;
   logger: Logger;
 }
 
 export interface StandbyServer {
   url: string;
+  /** Reads the TLS pair again (SIGHUP; file changes are watched); false without TLS or when refused. */
+  reloadTls(): boolean;
   close(): Promise<void>;
 }
 
@@ -116,16 +121,24 @@ export async function serveStandby(socket: BoundApiSocket, s: StandbySources): P
   app.server.on("upgrade", (req: IncomingMessage, client: Duplex, head: Buffer) =>
     forwardUpgrade(req, client, head, s),
   );
+  // A standby may serve for months: a renewed certificate is picked up as the daemon's is.
+  const reloader =
+    l.tls === undefined
+      ? undefined
+      : new TlsReloader(l.tls, app.server as unknown as TlsServer, s.clock, s.logger);
+  reloader?.watch();
+  app.addHook("onClose", async () => reloader?.close());
   await socket.serve(app);
   return {
     url: socket.url,
+    reloadTls: () => reloader?.reload() ?? false,
     // Closed once this instance's daemon serves (or it stops): new connections already go
     // to the daemon, idle kept-alive ones close now, requests under way may finish for
     // CLOSE_GRACE_MS (a forward to a leader that froze or died is cut then; its client retries).
     close: async () => {
       await socket.close();
-      await app.close();
       setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS).unref();
+      await app.close();
     },
   };
 }

@@ -1,12 +1,19 @@
 import assert from "node:assert/strict";
+import { X509Certificate } from "node:crypto";
+import { copyFileSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { connect as tlsConnect } from "node:tls";
 import { WebSocket, WebSocketServer } from "ws";
+import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { LeaderState } from "../../../src/provider/ha/leadership.ts";
 import { type StandbyServer, serveStandby } from "../../../src/provider/ha/standby.ts";
 import { bindApiSocket } from "../../../src/provider/http/bind.ts";
 import type { ListenerOptions } from "../../../src/provider/http/listener.ts";
+import { TestPki } from "../../helpers/certs.ts";
 import { until } from "../../support/index.ts";
 
 /**
@@ -91,6 +98,7 @@ before(async () => {
     leaderAddress: () => address,
     databaseOk: async () => databaseOk,
     listener: listener(15_000),
+    clock: systemClock,
     logger: createLogger("standby-test", "silent"),
   });
 });
@@ -241,6 +249,7 @@ describe("a leader that accepts connections but never answers (frozen)", () => {
       leaderAddress: () => leaderAddress,
       databaseOk: async () => true,
       listener: listener(readTimeoutMs),
+      clock: systemClock,
       logger: createLogger("standby-test", "silent"),
     });
 
@@ -265,5 +274,67 @@ describe("a leader that accepts connections but never answers (frozen)", () => {
     await until(() => held.length > before, "the request reached the frozen leader");
     await standby.close(); // would wait for the frozen leader forever without forceCloseConnections
     assert.equal(await waiting, "dropped");
+  });
+});
+
+describe("a standby over TLS", () => {
+  const dir = mkdtempSync(join(tmpdir(), "fred-standby-tls-"));
+  const pki = new TestPki(dir);
+  const certFile = join(dir, "live.pem");
+  const keyFile = join(dir, "live.key");
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** The certificate a new TLS connection to `port` is served (its serial number). */
+  const servedSerial = (port: number) =>
+    new Promise<string>((resolve, reject) => {
+      const c = tlsConnect({ host: "127.0.0.1", port, rejectUnauthorized: false }, () => {
+        resolve(c.getPeerX509Certificate()?.serialNumber ?? "");
+        c.end();
+      });
+      c.on("error", reject);
+    });
+  const serialOf = (name: string) => new X509Certificate(readFileSync(pki.file(`${name}.pem`))).serialNumber;
+  const install = (name: string) => {
+    // As an ACME client does: the new files renamed into place.
+    copyFileSync(pki.file(`${name}.pem`), `${certFile}.new`);
+    copyFileSync(pki.file(`${name}.key`), `${keyFile}.new`);
+    renameSync(`${keyFile}.new`, keyFile);
+    renameSync(`${certFile}.new`, certFile);
+  };
+
+  it("serves a renewed certificate: one renamed into place, and on SIGHUP's reloadTls", async () => {
+    for (const name of ["first", "renewed", "again"])
+      pki.selfSigned(name, "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1");
+    install("first");
+    const standby = await serveStandby(await bindApiSocket("127.0.0.1:0", "https"), {
+      providerUuid: "0190f3a2-7c1e-7000-8000-0000000000aa",
+      instance: INSTANCE,
+      leadership: () => state,
+      leaderAddress: () => leaderUrl,
+      databaseOk: async () => true,
+      listener: { ...listener(15_000), tls: { certFile, keyFile } },
+      clock: systemClock,
+      logger: createLogger("standby-test", "silent"),
+    });
+    try {
+      const port = Number(new URL(standby.url).port);
+      assert.equal(await servedSerial(port), serialOf("first"));
+      install("renewed");
+      await until(
+        async () => (await servedSerial(port)) === serialOf("renewed"),
+        "the renewed certificate served",
+      );
+      // SIGHUP: the pair is read again whatever the watcher saw.
+      copyFileSync(pki.file("again.pem"), certFile);
+      copyFileSync(pki.file("again.key"), keyFile);
+      assert.equal(standby.reloadTls(), true);
+      assert.equal(await servedSerial(port), serialOf("again"));
+      // A half-written pair is refused and the certificate in service stays.
+      writeFileSync(keyFile, "not a key");
+      assert.equal(standby.reloadTls(), false);
+      assert.equal(await servedSerial(port), serialOf("again"));
+    } finally {
+      await standby.close();
+    }
   });
 });
