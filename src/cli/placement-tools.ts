@@ -42,7 +42,9 @@ async function configFrom(path: string) {
 export function registerPlacementTools(placement: Command): void {
   placement
     .command("add-backend")
-    .description("Pin a new, empty backend that is already listed in the config (providerd stopped)")
+    .description(
+      "Pin a new, empty backend that is already listed in the config (providerd stopped; with database_url, every instance)",
+    )
     .requiredOption("--config <file>", "providerd YAML configuration")
     .requiredOption("--name <backend>", "the new backend's backends[].name")
     .addHelpText(
@@ -67,7 +69,9 @@ Examples:
 
   placement
     .command("retire-backend")
-    .description("Retire a backend removed from the config: drained, or --lost (providerd stopped)")
+    .description(
+      "Retire a backend removed from the config: drained, or --lost (providerd stopped; with database_url, every instance)",
+    )
     .requiredOption("--config <file>", "providerd YAML configuration")
     .requiredOption("--name <backend>", "the backend's name in the placement store")
     .option("--lost", "its storage is irrecoverably lost: providerd ends its leases (BackendStorageLost)")
@@ -134,7 +138,8 @@ attempts and the rows whose backend is no longer configured, each with its evide
 only a conflict that exactly one candidate reports while every other candidate answered
 without it (it becomes that backend's placement), after writing a backup beside the
 store; it needs certificate-verified https:// (or loopback) and no fenced backend, and
-never deletes a row. Providerd may run during a dry run; stop it for --apply.
+never deletes a row. Providerd may run during a dry run; stop it for --apply (with
+database_url, stop every instance: the tool holds the leader lease while it writes).
 
 --attest-restored-backup: a restored copy cannot know of leases placed after it was
 taken, so providerd refuses it until attested. Attesting removes the copy mark and clears

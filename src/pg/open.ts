@@ -132,7 +132,7 @@ async function checkSchema(client: pg.PoolClient, o: OpenPostgresOptions): Promi
   }
   if (current < expected) {
     throw new FredError(
-      "ERR_STORE_OPEN",
+      "ERR_STORE_SCHEMA_OLDER",
       `the ${o.label}'s schema is version ${current}, older than this release's ${expected}: start providerd of this release first (it migrates the schema)`,
     );
   }

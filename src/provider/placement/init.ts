@@ -1,13 +1,13 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { FredError } from "../../core/errors.ts";
-import { printableUrl } from "../../pg/open.ts";
 import type { Inventory } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import { PlacementStore } from "../store/index.ts";
 import type { ChainHistory } from "./chain-history.ts";
 import { type FleetReadDeps, inventoryTransportProblem, readInventory } from "./fleet-read.ts";
-import { placementStoreFile, readPlacementsOnPostgres } from "./store-file.ts";
+import { placementStoreFile } from "./store-file.ts";
+import { openToolStore } from "./tool-store.ts";
 
 /**
  * `fred placement init`: the only way a placement store comes into being. It is for a
@@ -103,13 +103,12 @@ export async function inspectPlacementStore(
   config: ProviderConfig,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<Record<string, unknown>> {
-  const names = config.backends.map((b) => b.name);
-  if (config.databaseUrl !== undefined) {
-    const where = printableUrl(config.databaseUrl);
-    return readPlacementsOnPostgres(config, env, (store) => describeStore(store, where, names));
-  }
-  using store = PlacementStore.open(config.placementStoreDbPath, config.providerUuid, { readonly: true });
-  return describeStore(store, config.placementStoreDbPath, names);
+  await using opened = await openToolStore(config, "fred placement inspect", { readonly: true, env });
+  return describeStore(
+    opened.store,
+    opened.where,
+    config.backends.map((b) => b.name),
+  );
 }
 
 /** `inspect --file`: a snapshot or backup copy, read-only, whichever provider it belongs to. */
@@ -129,6 +128,8 @@ function describeStore(store: PlacementStore, path: string, configured: string[]
       name: b.name,
       storage_id: b.storageId,
       pinned_at: new Date(b.pinnedAt).toISOString(),
+      // Set by retire-backend --lost: its leases are being ended.
+      lost_at: b.lostAt === undefined ? null : new Date(b.lostAt).toISOString(),
       ...(configured === undefined ? {} : { configured: configured.includes(b.name) }),
       baseline:
         b.baseline === undefined

@@ -1,9 +1,8 @@
 import { FredError } from "../../core/errors.ts";
 import type { ProviderConfig } from "../config/index.ts";
-import { backupBeside, PlacementStore } from "../store/index.ts";
 import { type FleetReadDeps, fleetReadProblems, readInventory } from "./fleet-read.ts";
 import { notEmpty } from "./init.ts";
-import { placementStoreFile } from "./store-file.ts";
+import { openToolStore } from "./tool-store.ts";
 
 /**
  * `fred placement add-backend` (providerd stopped): a topology membership change. The
@@ -37,8 +36,11 @@ export async function addBackend(
   const problems = fleetReadProblems(config);
   if (problems.length > 0) throw membershipRefusal(`${problems.join("; ")}; add-backend refuses to run`);
 
-  const path = placementStoreFile(config, "fred placement add-backend");
-  using store = PlacementStore.open(path, config.providerUuid);
+  await using opened = await openToolStore(config, "fred placement add-backend", {
+    readonly: false,
+    refuse: membershipRefusal,
+  });
+  const { store, where: path } = opened;
   const pins = store.fleet.pins();
   if (pins.has(name))
     throw membershipRefusal(`backend ${name} is already pinned (storage ${pins.get(name)})`);
@@ -72,7 +74,7 @@ export async function addBackend(
   if (added === undefined) throw membershipRefusal(`backend ${name} was not read`);
 
   const now = deps.clock.now();
-  const backup = await backupBeside(store, now);
+  const backup = await opened.backup(now);
   store.placements.batch(() => {
     store.fleet.addBackend(
       { name, storageId: added.storage_id, baseline: { provisions: 0, retentions: 0 } },

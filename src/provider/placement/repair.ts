@@ -1,8 +1,7 @@
 import { FredError } from "../../core/errors.ts";
 import type { ProviderConfig } from "../config/index.ts";
-import { backupBeside, PlacementStore } from "../store/index.ts";
 import { type FleetReadDeps, fleetReadProblems, readInventory } from "./fleet-read.ts";
-import { placementStoreFile } from "./store-file.ts";
+import { openToolStore } from "./tool-store.ts";
 
 /**
  * `fred placement repair` (dry run unless `apply`): what needs an operator, each finding
@@ -48,13 +47,13 @@ export async function repairPlacements(
       );
     }
   }
-  const path = placementStoreFile(config, "fred placement repair");
-  using store = PlacementStore.open(path, config.providerUuid, { readonly: !apply });
+  const refuse = (m: string) => new FredError("ERR_PLACEMENT_REPAIR_REFUSED", m);
+  await using opened = await openToolStore(config, "fred placement repair", { readonly: !apply, refuse });
+  const { store, where: path } = opened;
   const pins = store.fleet.pins();
   const configured = new Set(config.backends.map((b) => b.name));
   // What each configured backend holds now (undefined: it could not be asked).
   const held = new Map<string, Set<string> | undefined>();
-  const refuse = (m: string) => new FredError("ERR_PLACEMENT_REPAIR_REFUSED", m);
   for (const b of config.backends) {
     if (b.fenced || !pins.has(b.name)) {
       held.set(b.name, undefined);
@@ -113,7 +112,7 @@ export async function repairPlacements(
   const resolved: string[] = [];
   if (apply && resolvable.length > 0) {
     const now = deps.clock.now();
-    backup = await backupBeside(store, now);
+    backup = await opened.backup(now);
     store.placements.batch(() => {
       for (const f of resolvable) {
         store.placements.adoptPlacement(f.lease_uuid, f.resolution!.adopt, now);

@@ -1,8 +1,7 @@
 import type { Clock } from "../../core/clock.ts";
 import type { ProviderConfig } from "../config/index.ts";
-import { backupBeside, PlacementStore } from "../store/index.ts";
 import { membershipRefusal } from "./membership.ts";
-import { placementStoreFile } from "./store-file.ts";
+import { openToolStore } from "./tool-store.ts";
 
 /**
  * `fred placement retire-backend` (providerd stopped; the backend already removed from
@@ -45,8 +44,11 @@ export async function retireBackend(
       `backend ${o.name} is still in the config; remove it from backends first (draining: true lets its leases end before that)`,
     );
   }
-  const path = placementStoreFile(config, "fred placement retire-backend");
-  using store = PlacementStore.open(path, config.providerUuid);
+  await using opened = await openToolStore(config, "fred placement retire-backend", {
+    readonly: false,
+    refuse: membershipRefusal,
+  });
+  const { store, where: path } = opened;
   const pin = store.fleet.backends().find((b) => b.name === o.name);
   if (pin === undefined) throw membershipRefusal(`backend ${o.name} is not pinned in the placement store`);
   const placements = store.placements.placements();
@@ -67,7 +69,7 @@ export async function retireBackend(
           "let them end first, or, if its storage is lost for good, pass --lost --confirm <its storage ID>",
       );
     }
-    const backup = await backupBeside(store, clock.now());
+    const backup = await opened.backup(clock.now());
     store.fleet.removeBackend(o.name);
     await store.durable();
     return { ...base, backup, action: "pin_removed", leases: [], conflicts: [] };
@@ -77,7 +79,7 @@ export async function retireBackend(
       `--confirm must be backend ${o.name}'s pinned storage ID (see fred placement inspect); got ${o.confirm ?? "nothing"}`,
     );
   }
-  const backup = await backupBeside(store, clock.now());
+  const backup = await opened.backup(clock.now());
   store.fleet.markLost(o.name, clock.now());
   await store.durable();
   return { ...base, backup, action: "marked_lost", leases, conflicts };

@@ -39,11 +39,16 @@ export async function backupTo(source: SqliteDatabase, dest: string): Promise<vo
 
 /**
  * The backup every mutating placement tool takes before it changes anything: beside the
- * store, named `<store>.backup-<stamp>`. Returns its path.
+ * store, named `<store>.backup-<stamp>` (`beside`: the file to name it after, for a store
+ * with no file of its own, the in-memory copy of one in PostgreSQL). Returns its path.
  */
-export async function backupBeside(store: PlacementStore, now: number): Promise<string> {
+export async function backupBeside(
+  store: PlacementStore,
+  now: number,
+  beside: string = store.database.path,
+): Promise<string> {
   const source = store.database;
-  const dest = join(dirname(source.path), `${basename(source.path)}.backup-${fileStamp(now)}`);
+  const dest = join(dirname(beside), `${basename(beside)}.backup-${fileStamp(now)}`);
   await backupTo(source, dest);
   CopyMarks.mark(dest, now);
   return dest;

@@ -4,21 +4,20 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import pg from "pg";
+import type pg from "pg";
 import { stringify } from "yaml";
 import { openPostgres } from "../../../src/pg/open.ts";
 import { readDatabasePassword } from "../../../src/pg/password.ts";
 import { inTransaction } from "../../../src/pg/transaction.ts";
-import { type ProviderConfig, parseProviderConfig } from "../../../src/provider/config/index.ts";
+import type { ProviderConfig } from "../../../src/provider/config/index.ts";
 import { MaintenanceJournal } from "../../../src/provider/maintenance/journal.ts";
-import { inspectPlacementStore } from "../../../src/provider/placement/init.ts";
 import {
   migrateToPostgres,
   migrateToSqlite,
   parseMigrateTarget,
 } from "../../../src/provider/placement/migrate.ts";
 import { controlSocketPath } from "../../../src/provider/reconciler/index.ts";
-import { PayloadStore, PlacementStore, TokenTracker } from "../../../src/provider/store/index.ts";
+import { PayloadStore, PlacementStore } from "../../../src/provider/store/index.ts";
 import { PAYLOAD_MIGRATIONS } from "../../../src/provider/store/payload-store.ts";
 import { PROVIDERD_PG_MIGRATIONS } from "../../../src/provider/store/pg/migrations.ts";
 import { PAYLOADS_TABLE } from "../../../src/provider/store/pg/payload-store.ts";
@@ -39,18 +38,9 @@ import { TOKEN_TRACKER_MIGRATIONS } from "../../../src/provider/store/token-trac
 import { runFred } from "../../support/index.ts";
 import { skipWithoutPostgres, startPostgres, type TestPostgres } from "../../support/postgres.ts";
 import { PROVIDER_ADDRESS } from "../config/fixtures.ts";
-import {
-  LEASE_1,
-  LEASE_2,
-  OP_1,
-  OP_2,
-  OTHER_PROVIDER,
-  PROVIDER,
-  SID_1,
-  SID_2,
-  T0,
-} from "../store/fixture.ts";
-import { SECRET, WITH_PASSWORD } from "../store/payload-records-contract.ts";
+import { LEASE_1, LEASE_2, OP_2, OTHER_PROVIDER, PROVIDER } from "../store/fixture.ts";
+import { SECRET } from "../store/payload-records-contract.ts";
+import { filledProvider } from "./filled-provider.ts";
 
 /**
  * `fred placement migrate` against a real PostgreSQL cluster: a provider's three SQLite
@@ -59,99 +49,6 @@ import { SECRET, WITH_PASSWORD } from "../store/payload-records-contract.ts";
  */
 const root = mkdtempSync(join(tmpdir(), "fred-migrate-"));
 const quiet = () => {};
-let n = 0;
-
-/** A state directory with the three stores filled with rows of every kind; its config. */
-/** The config of `filled`'s provider with its stores in PostgreSQL at `url`. */
-function postgresConfigOf(filled: ProviderConfig, url: string): ProviderConfig {
-  return parseProviderConfig(
-    stringify({
-      provider_uuid: filled.providerUuid,
-      provider_address: PROVIDER_ADDRESS,
-      keyring_dir: join(filled.stateDir, "keyring"),
-      key_name: "provider",
-      callback_base_url: "http://127.0.0.1:8080",
-      database_url: url,
-      state_dir: filled.stateDir,
-      backends: [{ name: "one", url: "http://127.0.0.1:9001", hmac_secret: "s".repeat(32), default: true }],
-    }),
-  );
-}
-
-async function filledProvider(provider = PROVIDER): Promise<ProviderConfig> {
-  const dir = join(root, `state-${++n}`);
-  mkdirSync(dir);
-  const paths = {
-    placement_store_db_path: join(dir, "placements.db"),
-    payload_store_db_path: join(dir, "payloads.db"),
-    token_tracker_db_path: join(dir, "tokens.db"),
-  };
-  const config = parseProviderConfig(
-    stringify({
-      provider_uuid: provider,
-      provider_address: PROVIDER_ADDRESS,
-      keyring_dir: join(dir, "keyring"),
-      key_name: "provider",
-      callback_base_url: "http://127.0.0.1:8080",
-      ...paths,
-      backends: [{ name: "one", url: "http://127.0.0.1:9001", hmac_secret: "s".repeat(32), default: true }],
-    }),
-  );
-  writeFileSync(join(dir, "providerd.yaml"), stringify(config));
-  {
-    using store = PlacementStore.create(
-      paths.placement_store_db_path,
-      provider,
-      [
-        { name: "one", storageId: SID_1, baseline: { provisions: 3, retentions: 1 } },
-        { name: "two", storageId: SID_2, baseline: { provisions: 0, retentions: 0 } },
-      ],
-      T0,
-    );
-    const p = store.placements;
-    p.recordAttempt({
-      leaseUuid: LEASE_1,
-      backend: "one",
-      operationId: OP_1,
-      kind: "provision",
-      createdAt: T0,
-    });
-    p.settleOperation(LEASE_1, OP_1, "success", T0 + 1);
-    p.retained.mark(LEASE_1, "one", SID_1, T0 + 2);
-    p.recordAttempt({
-      leaseUuid: LEASE_2,
-      backend: "two",
-      operationId: OP_2,
-      kind: "provision",
-      createdAt: T0 + 3,
-    });
-    p.quarantine("0190f3a2-7c1e-7000-8000-000000000003", ["one", "two"], T0 + 4);
-    MaintenanceJournal.of(p).admit({
-      leaseUuid: LEASE_1,
-      key: "k1",
-      maintenanceId: "33333333-3333-4333-8333-333333333333",
-      tenant: "manifest1tenant",
-      kind: "update",
-      payload: Buffer.from('{"image":"app:2"}'),
-      backend: "one",
-      lifecycleId: OP_1,
-      nowMs: T0 + 5,
-    });
-    await store.durable();
-  }
-  {
-    using payloads = PayloadStore.open(paths.payload_store_db_path);
-    await payloads.put(LEASE_2, WITH_PASSWORD, T0);
-    await payloads.put(LEASE_1, Buffer.from('{"image":"app:1"}'), T0);
-    await payloads.mask(LEASE_1);
-  }
-  {
-    using tokens = TokenTracker.open(paths.token_tracker_db_path);
-    await tokens.tryUse("token-a", T0 + 60_000, T0);
-    await tokens.tryUse("token-b", T0 + 90_000, T0);
-  }
-  return config;
-}
 
 const STORE_FILES: {
   name: "placement" | "payload" | "token-tracker";
@@ -214,7 +111,7 @@ describe("fred placement migrate", { skip: skipWithoutPostgres }, () => {
   }
 
   it("files → PostgreSQL → files keeps every row of every table; providerd's stores read the copy", async () => {
-    const config = await filledProvider();
+    const config = await filledProvider(root);
     const original = fileRows(pathsOf(config));
     const url = freshDatabase();
 
@@ -236,7 +133,7 @@ describe("fred placement migrate", { skip: skipWithoutPostgres }, () => {
     assert.equal(mirror.placements.attemptFor(LEASE_2)?.operationId, OP_2);
     assert.equal(MaintenanceJournal.of(mirror.placements).pending(LEASE_1)?.key, "k1");
 
-    const back = join(root, `back-${n}`);
+    const back = join(config.stateDir, "back");
     mkdirSync(back);
     const home = await migrateToSqlite(config, url, undefined, back, quiet);
     assert.deepEqual(
@@ -254,41 +151,11 @@ describe("fred placement migrate", { skip: skipWithoutPostgres }, () => {
     assert.ok((await payloads.get(LEASE_2))!.payload.includes(SECRET), "an unmasked upload keeps its bytes");
   });
 
-  it("fred placement inspect with database_url reads the store in PostgreSQL: the document the files give", async () => {
-    const config = await filledProvider();
-    const fromFiles = await inspectPlacementStore(config);
-    const url = freshDatabase();
-    await migrateToPostgres(config, url, undefined, quiet);
-    const onPostgres = postgresConfigOf(config, url);
-    const fromDatabase = await inspectPlacementStore(onPostgres);
-    assert.equal(fromDatabase.placement_store, url);
-    assert.deepEqual({ ...fromDatabase, placement_store: "" }, { ...fromFiles, placement_store: "" });
-    assert.ok((fromDatabase.placements as unknown[]).length >= 2);
-  });
-
-  it("inspect migrates nothing: a database without this release's schema is refused as it is", async () => {
-    const url = freshDatabase();
-    const config = await filledProvider();
-    const onPostgres = postgresConfigOf(config, url);
-    await assert.rejects(inspectPlacementStore(onPostgres), {
-      code: "ERR_STORE_OPEN",
-      message: /holds no providerd schema/,
-    });
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    try {
-      const { rows } = await client.query("SELECT to_regclass('fred_schema') AS t");
-      assert.equal(rows[0].t, null, "no table was created");
-    } finally {
-      await client.end();
-    }
-  });
-
   it("refuses a target that holds anything, and changes nothing there", async () => {
     const url = freshDatabase();
-    await migrateToPostgres(await filledProvider(), url, undefined, quiet);
+    await migrateToPostgres(await filledProvider(root), url, undefined, quiet);
     const before = await pgRows(url);
-    await assert.rejects(migrateToPostgres(await filledProvider(), url, undefined, quiet), {
+    await assert.rejects(migrateToPostgres(await filledProvider(root), url, undefined, quiet), {
       code: "ERR_PLACEMENT_MIGRATE_REFUSED",
       message: /not empty: placement_meta \(1 rows\)/,
     });
@@ -296,7 +163,7 @@ describe("fred placement migrate", { skip: skipWithoutPostgres }, () => {
   });
 
   it("refuses while providerd answers on its control socket", async () => {
-    const config = await filledProvider();
+    const config = await filledProvider(root);
     const listening = createServer();
     await new Promise<void>((resolve) => listening.listen(controlSocketPath(config.stateDir), resolve));
     try {
@@ -310,13 +177,13 @@ describe("fred placement migrate", { skip: skipWithoutPostgres }, () => {
   });
 
   it("back to files: refuses a database an instance leads, another provider's, and a directory with a store in it", async () => {
-    const config = await filledProvider();
+    const config = await filledProvider(root);
     const url = freshDatabase();
     await migrateToPostgres(config, url, undefined, quiet);
-    const dir = join(root, `refused-${n}`);
+    const dir = join(config.stateDir, "refused");
     mkdirSync(dir);
 
-    const other = await filledProvider(OTHER_PROVIDER);
+    const other = await filledProvider(root, OTHER_PROVIDER);
     await assert.rejects(migrateToSqlite(other, url, undefined, dir, quiet), {
       code: "ERR_PLACEMENT_MIGRATE_REFUSED",
       message: new RegExp(`holds provider ${PROVIDER}'s stores`),
@@ -378,8 +245,8 @@ describe("fred placement migrate", { skip: skipWithoutPostgres }, () => {
   });
 
   it("the CLI prints one JSON result, and a refusal exits 1 with its code", async () => {
-    const config = await filledProvider();
-    const cfg = join(root, `state-${n}`, "providerd.yaml");
+    const config = await filledProvider(root);
+    const cfg = join(config.stateDir, "providerd.yaml");
     writeFileSync(
       cfg,
       stringify({
