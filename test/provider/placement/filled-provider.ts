@@ -15,8 +15,14 @@ import { WITH_PASSWORD } from "../store/payload-records-contract.ts";
  */
 let made = 0;
 
-/** The config of `filled`'s provider with its stores in PostgreSQL at `url`. */
-export function postgresConfigOf(filled: ProviderConfig, url: string): ProviderConfig {
+/** The config of `filled`'s provider with its stores in PostgreSQL at `url` (`backends`: its backends' list, one unreachable by default). */
+export function postgresConfigOf(
+  filled: ProviderConfig,
+  url: string,
+  backends: Record<string, unknown>[] = [
+    { name: "one", url: "http://127.0.0.1:9001", hmac_secret: "s".repeat(32), default: true },
+  ],
+): ProviderConfig {
   return parseProviderConfig(
     stringify({
       provider_uuid: filled.providerUuid,
@@ -26,7 +32,7 @@ export function postgresConfigOf(filled: ProviderConfig, url: string): ProviderC
       callback_base_url: "http://127.0.0.1:8080",
       database_url: url,
       state_dir: filled.stateDir,
-      backends: [{ name: "one", url: "http://127.0.0.1:9001", hmac_secret: "s".repeat(32), default: true }],
+      backends,
     }),
   );
 }

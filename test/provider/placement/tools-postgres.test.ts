@@ -9,17 +9,20 @@ import { createLogger } from "../../../src/log.ts";
 import { openPostgres } from "../../../src/pg/open.ts";
 import { LeaderLease } from "../../../src/provider/ha/leader-lease.ts";
 import { inspectPlacementStore } from "../../../src/provider/placement/init.ts";
+import { addBackend } from "../../../src/provider/placement/membership.ts";
 import { migrateToPostgres } from "../../../src/provider/placement/migrate.ts";
 import { repairPlacements } from "../../../src/provider/placement/repair.ts";
 import { retireBackend } from "../../../src/provider/placement/retire.ts";
 import { PROVIDERD_PG_MIGRATIONS } from "../../../src/provider/store/index.ts";
+import { launchFred } from "../../support/index.ts";
 import { skipWithoutPostgres, startPostgres, type TestPostgres } from "../../support/postgres.ts";
-import { LEASE_2, SID_2 } from "../store/fixture.ts";
+import { LEASE_2, SID_1, SID_2 } from "../store/fixture.ts";
 import { filledProvider, postgresConfigOf } from "./filled-provider.ts";
 
 /**
  * The placement tools on a provider whose stores are in PostgreSQL (issue #36), against a
- * real cluster: inspect, repair and retire-backend work on the database as on the file;
+ * real cluster: inspect, repair, retire-backend and add-backend (its fleet read from real
+ * mock backend processes) work on the database as on the file;
  * a tool that changes the store holds the leader lease for its run, so it refuses while an
  * instance leads and no instance can lead while it writes.
  */
@@ -123,6 +126,52 @@ describe("placement tools with database_url", { skip: skipWithoutPostgres }, () 
       await next.stop();
     } finally {
       await pool.end();
+    }
+  });
+
+  it("add-backend pins a new, empty backend in PostgreSQL; the whole fleet read from real mock backends", async () => {
+    const { onPostgres: moved, url } = await movedProvider();
+    // The pinned fleet (one, two) and the new backend, each a real mock backend process.
+    const sids = { one: SID_1, two: SID_2, three: "8b3e4c60-ad5f-4e70-9b82-9cadbe1f2041" };
+    const mocks = await Promise.all(
+      Object.entries(sids).map(([name, sid]) =>
+        launchFred<{ url: string }>(["backend", "mock"], {
+          label: `mock-${name}`,
+          env: {
+            MOCK_BACKEND_ADDR: "127.0.0.1:0",
+            MOCK_BACKEND_STORAGE_ID: sid,
+            MOCK_BACKEND_CALLBACK_SECRET: `${name}-secret-0123456789abcdef0123456789`,
+            MOCK_BACKEND_NAME: name,
+            MOCK_BACKEND_DB_PATH: join(moved.stateDir, `mock-${name}.db`),
+          },
+          readyTimeoutMs: 120_000,
+        }),
+      ),
+    );
+    try {
+      const backends = Object.keys(sids).map((name, i) => ({
+        name,
+        url: mocks[i]!.ready.url,
+        hmac_secret: `${name}-secret-0123456789abcdef0123456789`,
+        default: name === "one",
+      }));
+      const config = postgresConfigOf(moved, url, backends);
+      const added = await addBackend(config, "three", { clock: systemClock });
+      assert.equal(added.placement_store, url);
+      assert.deepEqual([added.added.name, added.added.storage_id], ["three", sids.three]);
+      assert.ok(existsSync(added.backup));
+      const pins = (await inspectPlacementStore(config)).backends as { name: string; storage_id: string }[];
+      assert.deepEqual(
+        pins.map((b) => [b.name, b.storage_id]).sort(),
+        Object.entries(sids).sort(),
+        "the new pin is in PostgreSQL",
+      );
+      await assert.rejects(addBackend(config, "three", { clock: systemClock }), {
+        code: "ERR_PLACEMENT_MEMBERSHIP_REFUSED",
+        message: /three is already pinned/,
+      });
+    } finally {
+      await Promise.all(mocks.map((m) => m.stop()));
     }
   });
 });
