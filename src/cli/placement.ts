@@ -31,6 +31,8 @@ configured backend answers complete, empty /provisions and /retentions. Pins eac
 backend's storage ID from its X-Fred-Backend-Storage-ID header and records the empty
 inventory baseline. Backends must be certificate-verified https://, or plain http:// on
 loopback (development). Never replaces an existing store: after a loss, restore a backup.
+With database_url it creates the schema and the store in an empty PostgreSQL database
+(no providerd instance may lead meanwhile).
 
 Prints a JSON summary on stdout and exits 0.
 

@@ -41,10 +41,9 @@ function refuse(message: string): FredError {
 }
 
 export async function initPlacementStore(config: ProviderConfig, deps: InitDeps): Promise<InitSummary> {
-  const path = placementStoreFile(config, "fred placement init");
-  if (existsSync(path)) {
+  if (config.databaseUrl === undefined && existsSync(config.placementStoreDbPath)) {
     throw refuse(
-      `placement store ${path} already exists; init never replaces one (restore a backup instead)`,
+      `placement store ${config.placementStoreDbPath} already exists; init never replaces one (restore a backup instead)`,
     );
   }
   const fenced = config.backends.filter((b) => b.fenced).map((b) => b.name);
@@ -78,16 +77,25 @@ export async function initPlacementStore(config: ProviderConfig, deps: InitDeps)
     });
   }
 
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const store = PlacementStore.create(
-    path,
-    config.providerUuid,
-    pins.map((p) => ({ name: p.name, storageId: p.storage_id, baseline: { provisions: 0, retentions: 0 } })),
-    deps.clock.now(),
-  );
-  store.close();
+  const backends = pins.map((p) => ({
+    name: p.name,
+    storageId: p.storage_id,
+    baseline: { provisions: 0, retentions: 0 },
+  }));
+  let where: string;
+  try {
+    await using created = await openToolStore(config, "fred placement init", {
+      readonly: false,
+      refuse,
+      create: { backends, now: deps.clock.now() },
+    });
+    where = created.where;
+  } catch (err) {
+    if (!(err instanceof FredError && err.code === "ERR_STORE_EXISTS")) throw err;
+    throw refuse(`${err.message}; init never replaces one (restore a backup instead)`);
+  }
   return {
-    placement_store: path,
+    placement_store: where,
     provider_uuid: config.providerUuid,
     chain: { rpc_url: config.rpcUrl, lease_history: false },
     backends: pins,

@@ -2,10 +2,9 @@ import { FredError } from "../../core/errors.ts";
 import type { ProviderConfig } from "../config/index.ts";
 
 /**
- * The placement store's file, for the offline tools that work on the file only (init,
- * snapshot, attest). A config with database_url keeps the store in PostgreSQL, where these
- * tools do not run: refused, naming the way out. (inspect, repair, add-backend and
- * retire-backend open either: tool-store.ts.)
+ * The placement store's file, for the offline tools that work on the file only (snapshot,
+ * attest). A config with database_url keeps the store in PostgreSQL, where these tools do
+ * not run: refused, naming the way out. (The others open either: tool-store.ts.)
  */
 export function placementStoreFile(config: ProviderConfig, tool: string): string {
   if (config.databaseUrl === undefined) return config.placementStoreDbPath;

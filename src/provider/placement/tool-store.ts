@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { join } from "node:path";
+import { mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { systemClock } from "../../core/clock.ts";
 import { FredError } from "../../core/errors.ts";
 import { createLogger } from "../../log.ts";
@@ -10,6 +11,8 @@ import type { ProviderConfig } from "../config/index.ts";
 import { LeaderLease } from "../ha/leader-lease.ts";
 import {
   backupBeside,
+  createPlacementsOnPostgres,
+  type NewBackendPin,
   openPlacementsOnPostgres,
   PlacementStore,
   PROVIDERD_PG_MIGRATIONS,
@@ -23,7 +26,8 @@ import { placementStoreFile } from "./store-file.ts";
  * To change the store, a tool holds the leader lease for its whole run, as an instance
  * would: its writes commit only under it, and no instance leads meanwhile; an instance
  * that leads now makes the tool refuse (stop the instances first, as providerd is stopped
- * for the file). The schema must be this release's: a tool migrates nothing.
+ * for the file). The schema must be this release's: a tool migrates nothing (but init,
+ * which creates the store, creates the schema).
  */
 export interface ToolStore extends AsyncDisposable {
   readonly store: PlacementStore;
@@ -35,6 +39,11 @@ export interface ToolStore extends AsyncDisposable {
 
 export interface ToolStoreOptions {
   readonly: boolean;
+  /**
+   * `fred placement init`: create the store with these pins instead of opening it (on
+   * PostgreSQL it then also creates the schema; the tables must hold nothing).
+   */
+  create?: { backends: readonly NewBackendPin[]; now: number };
   /** A writing tool's own refusal (its error code), for a database an instance leads. */
   refuse?: (message: string) => FredError;
   env?: NodeJS.ProcessEnv;
@@ -50,7 +59,11 @@ export async function openToolStore(
 ): Promise<ToolStore> {
   if (config.databaseUrl === undefined) {
     const path = placementStoreFile(config, tool);
-    const store = PlacementStore.open(path, config.providerUuid, { readonly: o.readonly });
+    if (o.create !== undefined) mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    const store =
+      o.create === undefined
+        ? PlacementStore.open(path, config.providerUuid, { readonly: o.readonly })
+        : PlacementStore.create(path, config.providerUuid, o.create.backends, o.create.now);
     return {
       store,
       where: path,
@@ -64,7 +77,7 @@ export async function openToolStore(
     ...(password === undefined ? {} : { password }),
     label: "providerd database",
     migrations: PROVIDERD_PG_MIGRATIONS,
-    applyMigrations: false,
+    applyMigrations: o.create !== undefined,
     maxConnections: 2,
   });
   let lease: LeaderLease | undefined;
@@ -96,11 +109,19 @@ export async function openToolStore(
       fence = (work) => held.fenced(work);
     }
     // As for the file: a read shows a restored copy, a change needs it attested first.
-    const store = await openPlacementsOnPostgres(
-      { pool, fence },
-      config.providerUuid,
-      o.readonly ? { restoredCopy: "allow" } : {},
-    );
+    const store =
+      o.create === undefined
+        ? await openPlacementsOnPostgres(
+            { pool, fence },
+            config.providerUuid,
+            o.readonly ? { restoredCopy: "allow" } : {},
+          )
+        : await createPlacementsOnPostgres(
+            { pool, fence },
+            config.providerUuid,
+            o.create.backends,
+            o.create.now,
+          );
     return {
       store,
       where: printableUrl(config.databaseUrl),

@@ -18,10 +18,10 @@ function postgresConfig() {
 describe("placement tools with database_url", () => {
   it("the file tools refuse, naming the tool and the way to a file copy", () => {
     const config = postgresConfig();
-    assert.throws(() => placementStoreFile(config, "fred placement init"), {
+    assert.throws(() => placementStoreFile(config, "fred placement snapshot"), {
       code: "ERR_CONFIG",
       message:
-        /^fred placement init works on the SQLite placement store file.*fred placement migrate --to sqlite:/,
+        /^fred placement snapshot works on the SQLite placement store file.*fred placement migrate --to sqlite:/,
     });
   });
 

@@ -8,21 +8,22 @@ import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
 import { openPostgres } from "../../../src/pg/open.ts";
 import { LeaderLease } from "../../../src/provider/ha/leader-lease.ts";
-import { inspectPlacementStore } from "../../../src/provider/placement/init.ts";
+import { initPlacementStore, inspectPlacementStore } from "../../../src/provider/placement/init.ts";
 import { addBackend } from "../../../src/provider/placement/membership.ts";
 import { migrateToPostgres } from "../../../src/provider/placement/migrate.ts";
 import { repairPlacements } from "../../../src/provider/placement/repair.ts";
 import { retireBackend } from "../../../src/provider/placement/retire.ts";
 import { PROVIDERD_PG_MIGRATIONS } from "../../../src/provider/store/index.ts";
-import { launchFred } from "../../support/index.ts";
+import { type Launched, launchFred } from "../../support/index.ts";
 import { skipWithoutPostgres, startPostgres, type TestPostgres } from "../../support/postgres.ts";
 import { LEASE_2, SID_1, SID_2 } from "../store/fixture.ts";
 import { filledProvider, postgresConfigOf } from "./filled-provider.ts";
 
 /**
  * The placement tools on a provider whose stores are in PostgreSQL (issue #36), against a
- * real cluster: inspect, repair, retire-backend and add-backend (its fleet read from real
- * mock backend processes) work on the database as on the file;
+ * real cluster: init, inspect, repair, retire-backend and add-backend (init's and
+ * add-backend's fleet read from real mock backend processes) work on the database as on
+ * the file;
  * a tool that changes the store holds the leader lease for its run, so it refuses while an
  * instance leads and no instance can lead while it writes.
  */
@@ -129,33 +130,43 @@ describe("placement tools with database_url", { skip: skipWithoutPostgres }, () 
     }
   });
 
+  it("init creates the store (and the schema) in an empty database from real, empty mock backends; a second init refuses", async () => {
+    const files = await filledProvider(root);
+    const url = server.createDatabase(`tools_${++databases}`);
+    const sids = { one: SID_1, two: SID_2 };
+    const mocks = await startMocks(sids, files.stateDir);
+    try {
+      const config = postgresConfigOf(files, url, backendsOf(sids, mocks));
+      // The chain's lease-history check runs against the devnet in init.test.ts.
+      const deps = { chain: { hasLeaseHistory: async () => false }, clock: systemClock };
+      const made = await initPlacementStore(config, deps);
+      assert.equal(made.placement_store, url);
+      assert.deepEqual(made.backends.map((b) => [b.name, b.storage_id]).sort(), Object.entries(sids).sort());
+      const inspected = await inspectPlacementStore(config);
+      assert.deepEqual(
+        (inspected.backends as { name: string; storage_id: string }[])
+          .map((b) => [b.name, b.storage_id])
+          .sort(),
+        Object.entries(sids).sort(),
+        "the pins are in PostgreSQL",
+      );
+      assert.deepEqual(inspected.placements, []);
+      await assert.rejects(initPlacementStore(config, deps), {
+        code: "ERR_PLACEMENT_INIT_REFUSED",
+        message: /already holds \d+ rows; .*init never replaces one/,
+      });
+    } finally {
+      await Promise.all(mocks.map((m) => m.stop()));
+    }
+  });
+
   it("add-backend pins a new, empty backend in PostgreSQL; the whole fleet read from real mock backends", async () => {
     const { onPostgres: moved, url } = await movedProvider();
     // The pinned fleet (one, two) and the new backend, each a real mock backend process.
     const sids = { one: SID_1, two: SID_2, three: "8b3e4c60-ad5f-4e70-9b82-9cadbe1f2041" };
-    const mocks = await Promise.all(
-      Object.entries(sids).map(([name, sid]) =>
-        launchFred<{ url: string }>(["backend", "mock"], {
-          label: `mock-${name}`,
-          env: {
-            MOCK_BACKEND_ADDR: "127.0.0.1:0",
-            MOCK_BACKEND_STORAGE_ID: sid,
-            MOCK_BACKEND_CALLBACK_SECRET: `${name}-secret-0123456789abcdef0123456789`,
-            MOCK_BACKEND_NAME: name,
-            MOCK_BACKEND_DB_PATH: join(moved.stateDir, `mock-${name}.db`),
-          },
-          readyTimeoutMs: 120_000,
-        }),
-      ),
-    );
+    const mocks = await startMocks(sids, moved.stateDir);
     try {
-      const backends = Object.keys(sids).map((name, i) => ({
-        name,
-        url: mocks[i]!.ready.url,
-        hmac_secret: `${name}-secret-0123456789abcdef0123456789`,
-        default: name === "one",
-      }));
-      const config = postgresConfigOf(moved, url, backends);
+      const config = postgresConfigOf(moved, url, backendsOf(sids, mocks));
       const added = await addBackend(config, "three", { clock: systemClock });
       assert.equal(added.placement_store, url);
       assert.deepEqual([added.added.name, added.added.storage_id], ["three", sids.three]);
@@ -175,6 +186,37 @@ describe("placement tools with database_url", { skip: skipWithoutPostgres }, () 
     }
   });
 });
+
+/** A real mock backend process per name, answering as the storage ID given. */
+function startMocks(sids: Record<string, string>, dir: string): Promise<Launched<{ url: string }>[]> {
+  return Promise.all(
+    Object.entries(sids).map(([name, sid]) =>
+      launchFred<{ url: string }>(["backend", "mock"], {
+        label: `mock-${name}`,
+        env: {
+          MOCK_BACKEND_ADDR: "127.0.0.1:0",
+          MOCK_BACKEND_STORAGE_ID: sid,
+          MOCK_BACKEND_CALLBACK_SECRET: secretOf(name),
+          MOCK_BACKEND_NAME: name,
+          MOCK_BACKEND_DB_PATH: join(dir, `mock-${name}-${sid}.db`),
+        },
+        readyTimeoutMs: 120_000,
+      }),
+    ),
+  );
+}
+
+/** The config's backends list for mocks started by startMocks (the first is the default). */
+function backendsOf(sids: Record<string, string>, mocks: Launched<{ url: string }>[]) {
+  return Object.keys(sids).map((name, i) => ({
+    name,
+    url: mocks[i]!.ready.url,
+    hmac_secret: secretOf(name),
+    default: i === 0,
+  }));
+}
+
+const secretOf = (name: string) => `${name}-secret-0123456789abcdef0123456789`;
 
 function lostOf(inspected: Record<string, unknown>, backend: string): boolean {
   const b = (inspected.backends as { name: string; lost_at?: string | null }[]).find(
