@@ -79,6 +79,7 @@ export class LeaderLease implements Leadership {
   #leaderAddress: string | undefined;
   /** A standby's last look at the live lease: milliseconds until it expires (undefined: none seen). */
   #expiresInMs: number | undefined;
+  #read = false;
 
   constructor(o: LeaderLeaseOptions) {
     this.#o = o;
@@ -109,6 +110,11 @@ export class LeaderLease implements Leadership {
   /** Where the leader last seen serves (undefined: none live, or it advertised none). */
   get leaderAddress(): string | undefined {
     return this.#state.leader === undefined ? undefined : this.#leaderAddress;
+  }
+
+  /** Whether a campaign has read the lease yet: until then, who leads is not known here. */
+  get read(): boolean {
+    return this.#read;
   }
 
   /** True while this instance holds an unexpired lease (ask before every effect outside the database). */
@@ -178,6 +184,7 @@ export class LeaderLease implements Leadership {
     if (this.#stopped) return;
     const row = taken.rows[0];
     if (row !== undefined) {
+      this.#read = true;
       this.#validUntil = sentAt + this.#ttlMs - CLOCK_MARGIN_MS;
       this.#leaderAddress = this.#o.address;
       this.#set({ role: "leader", generation: Number(row.generation), leader: instance });
@@ -198,6 +205,7 @@ export class LeaderLease implements Leadership {
     const holder = seen.rows[0]?.live === true ? seen.rows[0].holder : undefined;
     this.#expiresInMs = holder === undefined ? undefined : seen.rows[0]!.expires_in_ms;
     this.#leaderAddress = holder === undefined ? undefined : (seen.rows[0]!.address ?? undefined);
+    this.#read = true;
     if (holder !== this.#state.leader) this.#set({ ...this.#state, leader: holder });
   }
 

@@ -69,6 +69,7 @@ export async function startReplicatedProviderd(
     instance,
     leadership: () => lease!.current(),
     leaderAddress: () => lease!.leaderAddress,
+    leaseRead: () => lease?.read ?? false,
     databaseOk: async () => {
       try {
         await pool.query("SELECT 1");

@@ -34,6 +34,8 @@ export interface StandbySources {
   leadership: () => LeaderState;
   /** Where the leader serves (undefined: none live). */
   leaderAddress: () => string | undefined;
+  /** Whether the leader lease has been read since start (until then the leader is unknown). */
+  leaseRead: () => boolean;
   /** Whether the database answers now. */
   databaseOk: () => Promise<boolean>;
   listener: ListenerOptions;
@@ -102,10 +104,14 @@ export async function serveStandby(socket: BoundApiSocket, s: StandbySources): P
     };
   };
   app.get("/health", async (_req, reply) => reply.code(200).send(await report()));
-  // Ready to serve as a standby. An instance that leads but still answers here is starting
-  // its daemon: not ready until the daemon answers instead.
+  // Ready to serve as a standby once it knows who leads. An instance that leads but still
+  // answers here is starting its daemon: not ready until the daemon answers instead.
   app.get("/readyz", async (_req, reply) => {
     const r = await report();
+    if (!s.leaseRead()) {
+      r.checks.leader_lease = { status: "unhealthy", message: "the leader lease has not been read yet" };
+      return reply.code(503).send(r);
+    }
     return reply.code(r.status === "healthy" && r.role === "standby" ? 200 : 503).send(r);
   });
   app.get("/metrics", async (_req, reply) =>

@@ -87,7 +87,9 @@ describe("the leader lease on PostgreSQL", { skip: skipWithoutPostgres }, () => 
     const b = lease(p2!, provider);
     assert.equal((await a.tryNow()).role, "leader");
     assert.equal(a.state.generation, 1);
+    assert.equal(b.read, false, "before its first campaign a standby does not know who leads");
     const standby = await b.tryNow();
+    assert.equal(b.read, true);
     assert.equal(standby.role, "standby");
     assert.equal(standby.generation, undefined);
     assert.equal(standby.leader, a.state.leader, "the standby says who leads");

@@ -52,6 +52,7 @@ let leaderUrl: string;
 let standby: StandbyServer;
 let address: string | undefined;
 let databaseOk = true;
+let leaseRead = true;
 let state: LeaderState = { role: "standby", generation: undefined, leader: LEADER };
 
 before(async () => {
@@ -96,6 +97,7 @@ before(async () => {
     instance: INSTANCE,
     leadership: () => state,
     leaderAddress: () => address,
+    leaseRead: () => leaseRead,
     databaseOk: async () => databaseOk,
     listener: listener(15_000),
     clock: systemClock,
@@ -123,6 +125,19 @@ describe("a standby's own answers", () => {
     const metrics = await (await fetch(`${standby.url}/metrics`)).text();
     assert.match(metrics, /^fred_leader 0$/m);
     assert.match(metrics, /^fred_leader_generation 0$/m);
+  });
+
+  it("is not ready until it has read the leader lease (it does not know who leads yet)", async () => {
+    leaseRead = false;
+    try {
+      const ready = await fetch(`${standby.url}/readyz`);
+      assert.equal(ready.status, 503);
+      const report = (await ready.json()) as { checks: Record<string, { message: string }> };
+      assert.equal(report.checks.leader_lease?.message, "the leader lease has not been read yet");
+      assert.equal((await fetch(`${standby.url}/health`)).status, 200);
+    } finally {
+      leaseRead = true;
+    }
   });
 
   it("is not ready while the database does not answer (and /health still answers)", async () => {
@@ -247,6 +262,7 @@ describe("a leader that accepts connections but never answers (frozen)", () => {
       instance: INSTANCE,
       leadership: () => state,
       leaderAddress: () => leaderAddress,
+      leaseRead: () => true,
       databaseOk: async () => true,
       listener: listener(readTimeoutMs),
       clock: systemClock,
@@ -311,6 +327,7 @@ describe("a standby over TLS", () => {
       instance: INSTANCE,
       leadership: () => state,
       leaderAddress: () => leaderUrl,
+      leaseRead: () => true,
       databaseOk: async () => true,
       listener: { ...listener(15_000), tls: { certFile, keyFile } },
       clock: systemClock,
