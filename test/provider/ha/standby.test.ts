@@ -10,7 +10,7 @@ import { WebSocket, WebSocketServer } from "ws";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { LeaderState } from "../../../src/provider/ha/leadership.ts";
-import { type StandbyServer, serveStandby } from "../../../src/provider/ha/standby.ts";
+import { type StandbyServer, type StandbySources, serveStandby } from "../../../src/provider/ha/standby.ts";
 import { bindApiSocket } from "../../../src/provider/http/bind.ts";
 import type { ListenerOptions } from "../../../src/provider/http/listener.ts";
 import { TestPki } from "../../helpers/certs.ts";
@@ -31,6 +31,22 @@ interface Echo {
   forwardedFor: string | undefined;
   forwardedBy: string | undefined;
   connection: string | undefined;
+}
+
+/** The standby's sources: the test's leader, state and switches, with `o` changed. */
+function sources(o: Partial<StandbySources>): StandbySources {
+  return {
+    providerUuid: "0190f3a2-7c1e-7000-8000-0000000000aa",
+    instance: INSTANCE,
+    leadership: () => state,
+    leaderAddress: () => address,
+    leaseRead: () => leaseRead,
+    databaseOk: async () => databaseOk,
+    listener: listener(15_000),
+    clock: systemClock,
+    logger: createLogger("standby-test", "silent"),
+    ...o,
+  };
 }
 
 /** A plain-HTTP listener whose read and write timeouts are `timeoutMs` each. */
@@ -92,17 +108,7 @@ before(async () => {
   await new Promise<void>((resolve) => leader.listen(0, "127.0.0.1", resolve));
   leaderUrl = `http://127.0.0.1:${(leader.address() as { port: number }).port}`;
   address = leaderUrl;
-  standby = await serveStandby(await bindApiSocket("127.0.0.1:0", "http"), {
-    providerUuid: "0190f3a2-7c1e-7000-8000-0000000000aa",
-    instance: INSTANCE,
-    leadership: () => state,
-    leaderAddress: () => address,
-    leaseRead: () => leaseRead,
-    databaseOk: async () => databaseOk,
-    listener: listener(15_000),
-    clock: systemClock,
-    logger: createLogger("standby-test", "silent"),
-  });
+  standby = await serveStandby(await bindApiSocket("127.0.0.1:0", "http"), sources({}));
 });
 
 after(async () => {
@@ -127,31 +133,29 @@ describe("a standby's own answers", () => {
     assert.match(metrics, /^fred_leader_generation 0$/m);
   });
 
-  it("is not ready until it has read the leader lease (it does not know who leads yet)", async () => {
-    leaseRead = false;
+  /** /readyz is 503 naming `check`'s `message` while `during` holds, and /health still answers. */
+  async function notReady(check: string, message: string, during: (on: boolean) => void): Promise<void> {
+    during(true);
     try {
       const ready = await fetch(`${standby.url}/readyz`);
       assert.equal(ready.status, 503);
       const report = (await ready.json()) as { checks: Record<string, { message: string }> };
-      assert.equal(report.checks.leader_lease?.message, "the leader lease has not been read yet");
+      assert.equal(report.checks[check]?.message, message);
       assert.equal((await fetch(`${standby.url}/health`)).status, 200);
     } finally {
-      leaseRead = true;
+      during(false);
     }
-  });
+  }
 
-  it("is not ready while the database does not answer (and /health still answers)", async () => {
-    databaseOk = false;
-    try {
-      const ready = await fetch(`${standby.url}/readyz`);
-      assert.equal(ready.status, 503);
-      const report = (await ready.json()) as { checks: Record<string, { message: string }> };
-      assert.equal(report.checks.database?.message, "database unreachable");
-      assert.equal((await fetch(`${standby.url}/health`)).status, 200);
-    } finally {
-      databaseOk = true;
-    }
-  });
+  it("is not ready until it has read the leader lease (it does not know who leads yet)", () =>
+    notReady("leader_lease", "the leader lease has not been read yet", (on) => {
+      leaseRead = !on;
+    }));
+
+  it("is not ready while the database does not answer (and /health still answers)", () =>
+    notReady("database", "database unreachable", (on) => {
+      databaseOk = !on;
+    }));
 });
 
 describe("an instance that has just won the lease, while its daemon starts", () => {
@@ -257,17 +261,10 @@ describe("a leader that accepts connections but never answers (frozen)", () => {
   });
 
   const quick = async (leaderAddress: string, readTimeoutMs: number) =>
-    serveStandby(await bindApiSocket("127.0.0.1:0", "http"), {
-      providerUuid: "0190f3a2-7c1e-7000-8000-0000000000aa",
-      instance: INSTANCE,
-      leadership: () => state,
-      leaderAddress: () => leaderAddress,
-      leaseRead: () => true,
-      databaseOk: async () => true,
-      listener: listener(readTimeoutMs),
-      clock: systemClock,
-      logger: createLogger("standby-test", "silent"),
-    });
+    serveStandby(
+      await bindApiSocket("127.0.0.1:0", "http"),
+      sources({ leaderAddress: () => leaderAddress, listener: listener(readTimeoutMs) }),
+    );
 
   it("a forwarded request is answered 503 once the listener's timeouts pass", async () => {
     const standby = await quick(frozenUrl, 150);
@@ -322,17 +319,10 @@ describe("a standby over TLS", () => {
     for (const name of ["first", "renewed", "again"])
       pki.selfSigned(name, "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1");
     install("first");
-    const standby = await serveStandby(await bindApiSocket("127.0.0.1:0", "https"), {
-      providerUuid: "0190f3a2-7c1e-7000-8000-0000000000aa",
-      instance: INSTANCE,
-      leadership: () => state,
-      leaderAddress: () => leaderUrl,
-      leaseRead: () => true,
-      databaseOk: async () => true,
-      listener: { ...listener(15_000), tls: { certFile, keyFile } },
-      clock: systemClock,
-      logger: createLogger("standby-test", "silent"),
-    });
+    const standby = await serveStandby(
+      await bindApiSocket("127.0.0.1:0", "https"),
+      sources({ listener: { ...listener(15_000), tls: { certFile, keyFile } } }),
+    );
     try {
       const port = Number(new URL(standby.url).port);
       assert.equal(await servedSerial(port), serialOf("first"));
