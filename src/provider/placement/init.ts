@@ -1,12 +1,10 @@
-import { existsSync, mkdirSync } from "node:fs";
-import { dirname } from "node:path";
+import { existsSync } from "node:fs";
 import { FredError } from "../../core/errors.ts";
 import type { Inventory } from "../backend-client/index.ts";
 import type { ProviderConfig } from "../config/index.ts";
 import { PlacementStore } from "../store/index.ts";
 import type { ChainHistory } from "./chain-history.ts";
 import { type FleetReadDeps, inventoryTransportProblem, readInventory } from "./fleet-read.ts";
-import { placementStoreFile } from "./store-file.ts";
 import { openToolStore } from "./tool-store.ts";
 
 /**
