@@ -17,7 +17,7 @@ import {
   PgTokenTracker,
   PROVIDERD_PG_MIGRATIONS,
 } from "../store/index.ts";
-import { LeaderLease } from "./leader-lease.ts";
+import { LEADER_RENEW_MS, LEADER_TTL_MS, LeaderLease } from "./leader-lease.ts";
 import { type StandbyServer, serveStandby } from "./standby.ts";
 
 type StartDaemon = (
@@ -79,6 +79,8 @@ export async function startReplicatedProviderd(
       }
     },
     listener,
+    // By then a new leader serves, if any instance can (it takes the lease within TTL + one renewal).
+    holdMs: LEADER_TTL_MS + LEADER_RENEW_MS,
     clock,
     logger: log,
   };

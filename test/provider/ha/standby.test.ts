@@ -10,7 +10,12 @@ import { WebSocket, WebSocketServer } from "ws";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { LeaderState } from "../../../src/provider/ha/leadership.ts";
-import { type StandbyServer, type StandbySources, serveStandby } from "../../../src/provider/ha/standby.ts";
+import {
+  MAX_HELD,
+  type StandbyServer,
+  type StandbySources,
+  serveStandby,
+} from "../../../src/provider/ha/standby.ts";
 import { bindApiSocket } from "../../../src/provider/http/bind.ts";
 import type { ListenerOptions } from "../../../src/provider/http/listener.ts";
 import { TestPki } from "../../helpers/certs.ts";
@@ -43,6 +48,7 @@ function sources(o: Partial<StandbySources>): StandbySources {
     leaseRead: () => leaseRead,
     databaseOk: async () => databaseOk,
     listener: listener(15_000),
+    holdMs: 0,
     clock: systemClock,
     logger: createLogger("standby-test", "silent"),
     ...o,
@@ -69,10 +75,13 @@ let standby: StandbyServer;
 let address: string | undefined;
 let databaseOk = true;
 let leaseRead = true;
+/** Requests the leader received (its upgrades aside). */
+let leaderReceived = 0;
 let state: LeaderState = { role: "standby", generation: undefined, leader: LEADER };
 
 before(async () => {
   leader = createServer((req, res) => {
+    leaderReceived++;
     let body = "";
     req.setEncoding("utf8").on("data", (d: string) => {
       body += d;
@@ -243,6 +252,163 @@ describe("what a standby forwards to the leader", () => {
       address = leaderUrl;
     }
     assert.equal((await fetch(`${standby.url}/v1/provider`)).status, 201, "forwarding resumes");
+  });
+});
+
+describe("a request that arrives while no leader serves (a takeover under way)", () => {
+  let heldAddress: string | undefined;
+  let heldState: LeaderState;
+  /** A standby of its own that holds requests up to `holdMs`, with this block's switches. */
+  const holding = async (holdMs: number) =>
+    serveStandby(
+      await bindApiSocket("127.0.0.1:0", "http"),
+      sources({ holdMs, leaderAddress: () => heldAddress, leadership: () => heldState }),
+    );
+  /** `answer`, with a flag saying whether it has settled yet. */
+  const watched = <T>(answer: Promise<T>) => {
+    const w = { settled: false, answer };
+    void answer.then(
+      () => {
+        w.settled = true;
+      },
+      () => {
+        w.settled = true;
+      },
+    );
+    return w;
+  };
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it("waits, and goes (body, upgrade and all) to the next leader once the old one's address refuses it", async () => {
+    heldAddress = "http://127.0.0.1:1"; // the old leader's: nothing listens there any more
+    heldState = { role: "standby", generation: 4, leader: "old-leader" };
+    const standby = await holding(20_000);
+    const before = leaderReceived;
+    try {
+      const upload = watched(
+        fetch(`${standby.url}/v1/leases/abc/upload`, { method: "POST", body: "manifest bytes" }),
+      );
+      const ws = new WebSocket(`${standby.url.replace("http", "ws")}/v1/leases/abc/events`);
+      const reply = watched(
+        new Promise<string>((resolve, reject) => {
+          ws.once("open", () => ws.send("ping"));
+          ws.once("message", (m) => resolve(m.toString()));
+          ws.once("unexpected-response", (_req, res) => reject(new Error(`answered ${res.statusCode}`)));
+          ws.once("error", reject);
+        }),
+      );
+      await pause(400);
+      assert.equal(upload.settled, false, "the upload waits for a leader instead of a 503");
+      assert.equal(reply.settled, false, "so does the upgrade");
+      heldState = { role: "standby", generation: 5, leader: LEADER };
+      heldAddress = leaderUrl;
+      const res = await upload.answer;
+      assert.equal(res.status, 201);
+      const echo = (await res.json()) as Echo;
+      assert.deepEqual(
+        { method: echo.method, body: echo.body, by: echo.forwardedBy },
+        { method: "POST", body: "manifest bytes", by: INSTANCE },
+      );
+      assert.equal(await reply.answer, "echo:ping");
+      ws.close();
+      assert.equal(leaderReceived - before, 1, "the new leader received the upload once");
+    } finally {
+      await standby.close();
+    }
+  });
+
+  it("waits no longer than the hold: then 503 with Retry-After", async () => {
+    heldAddress = undefined;
+    heldState = { role: "standby", generation: undefined, leader: undefined };
+    const standby = await holding(300);
+    try {
+      const res = await fetch(`${standby.url}/v1/provider`);
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get("retry-after"), "2");
+    } finally {
+      await standby.close();
+    }
+  });
+
+  it("while this instance has won the lease and its daemon starts, waits; then goes to its daemon", async () => {
+    heldState = { role: "leader", generation: 9, leader: INSTANCE };
+    heldAddress = leaderUrl; // this instance's own advertised address: its daemon, once it serves
+    const standby = await holding(20_000);
+    const read = watched(fetch(`${standby.url}/v1/provider`));
+    // Another instance's standby sends this instance what it received: held here too.
+    const forwarded = watched(
+      fetch(`${standby.url}/v1/provider`, { headers: { "x-fred-forwarded-by": "another-instance" } }),
+    );
+    await pause(300);
+    assert.equal(read.settled, false, "nobody serves yet: the read waits");
+    assert.equal(forwarded.settled, false, "and so does the one another standby forwarded");
+    await standby.close(); // the daemon serves now
+    assert.equal((await read.answer).status, 201);
+    assert.equal((await forwarded.answer).status, 201);
+  });
+
+  it("a request with a body the leader took before it died is not sent again: 503; a bodiless GET is, to the next leader", async () => {
+    let taken = 0;
+    const dying = (await import("node:net")).createServer((socket) => {
+      socket.once("data", () => {
+        taken++;
+        socket.destroy();
+      });
+    });
+    await new Promise<void>((resolve) => dying.listen(0, "127.0.0.1", resolve));
+    heldAddress = `http://127.0.0.1:${(dying.address() as { port: number }).port}`;
+    heldState = { role: "standby", generation: 5, leader: LEADER };
+    const standby = await holding(20_000);
+    try {
+      const res = await fetch(`${standby.url}/v1/leases/abc/restart`, { method: "POST", body: "{}" });
+      assert.equal(res.status, 503);
+      assert.equal(taken, 1);
+      // A read is safe to send again (RFC 9110's idempotent methods): it waits for the next leader.
+      const read = watched(fetch(`${standby.url}/v1/leases/abc/status`));
+      await until(() => taken === 2, "the dying leader took the read");
+      await pause(200);
+      assert.equal(read.settled, false, "the read waits instead of a 503");
+      heldState = { role: "standby", generation: 6, leader: LEADER };
+      heldAddress = leaderUrl;
+      const answer = await read.answer;
+      assert.equal(answer.status, 201);
+      assert.equal(((await answer.json()) as Echo).url, "/v1/leases/abc/status");
+    } finally {
+      await standby.close();
+      dying.close();
+    }
+  });
+
+  it(`holds at most ${MAX_HELD} requests at once: more are answered 503 at once`, async () => {
+    heldAddress = undefined;
+    heldState = { role: "standby", generation: undefined, leader: undefined };
+    const standby = await holding(60_000);
+    const before = leaderReceived;
+    try {
+      const { request } = await import("node:http");
+      const ask = () =>
+        new Promise<number>((resolve, reject) => {
+          const req = request(`${standby.url}/v1/provider`, { agent: false }, (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          });
+          req.on("error", reject);
+          req.end();
+        });
+      const asked = Array.from({ length: MAX_HELD + 5 }, () => watched(ask()));
+      await until(() => asked.filter((a) => a.settled).length >= 5, "the requests past the bound answered");
+      await pause(200);
+      const early = asked.filter((a) => a.settled);
+      assert.equal(early.length, 5, "only the requests past the bound are answered before a leader serves");
+      for (const a of early) assert.equal(await a.answer, 503);
+      heldState = { role: "standby", generation: 6, leader: LEADER };
+      heldAddress = leaderUrl;
+      const statuses = await Promise.all(asked.map((a) => a.answer));
+      assert.equal(statuses.filter((st) => st === 201).length, MAX_HELD);
+      assert.equal(leaderReceived - before, MAX_HELD);
+    } finally {
+      await standby.close();
+    }
   });
 });
 

@@ -88,8 +88,9 @@ describe("providerd on PostgreSQL: a leader and hot standbys", { skip: skipWitho
     // The burst: tenant2 creates 1,000 leases, 100 per block; after the third block the
     // leader is killed, and the other 700 arrive while nobody leads.
     const fromHeight = await latestHeight(stack);
-    // Both standbys' own addresses are asked all along the takeover: none may refuse.
-    const probes = [1, 2].map((i) => probe(ha.url(i)));
+    // Both standbys' own addresses are asked all along the takeover, for their own health
+    // and for a tenant read they forward: none may refuse (a read waits for the new leader).
+    const probes = [1, 2].flatMap((i) => [probe(ha.url(i), "/health"), probe(ha.url(i), "/v1/provider")]);
     let killedAt = 0;
     const burst = await stack.createLeasesFor("tenant2", BURST, "docker-small", async (created) => {
       if (created !== 300) return;
@@ -230,19 +231,23 @@ describe("providerd on PostgreSQL: a leader and hot standbys", { skip: skipWitho
 });
 
 /**
- * GET /health on `url` every 20 ms, each on a new connection, until stopped; what failed (a
+ * GET `path` on `url` every 20 ms, each on a new connection, until stopped; what failed (a
  * refused or reset connection, a 5xx). A request may wait: while the new leader's daemon
- * starts, its socket holds the connections it accepts (the slowest answer is printed).
+ * starts, its socket holds the connections it accepts, and a standby holds what it forwards
+ * until a leader serves (the slowest answer is printed).
  */
-function probe(url: string): { stop(): Promise<string[]> } {
+function probe(url: string, path: string): { stop(): Promise<string[]> } {
   const failures: string[] = [];
   let running = true;
   let slowest = 0;
   const once = () =>
-    new Promise<number>((resolve, reject) => {
-      const req = httpGet(`${url}/health`, { agent: false, timeout: 60_000 }, (res) => {
-        res.resume();
-        res.on("end", () => resolve(res.statusCode ?? 0));
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpGet(`${url}${path}`, { agent: false, timeout: 60_000 }, (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (d: string) => {
+          body += d;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
       });
       req.on("timeout", () => req.destroy(new Error("no answer in 60 s")));
       req.on("error", reject);
@@ -251,11 +256,11 @@ function probe(url: string): { stop(): Promise<string[]> } {
     while (running) {
       const sent = Date.now();
       try {
-        const status = await once();
+        const { status, body } = await once();
         slowest = Math.max(slowest, Date.now() - sent);
-        if (status >= 500) failures.push(`${url}: ${status}`);
+        if (status >= 500) failures.push(`${url}${path}: ${status} ${body.slice(0, 200)}`);
       } catch (err) {
-        failures.push(`${url}: ${String(err)}`);
+        failures.push(`${url}${path}: ${String(err)}`);
       }
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -264,7 +269,7 @@ function probe(url: string): { stop(): Promise<string[]> } {
     async stop() {
       running = false;
       await loop;
-      console.log(`# ${url}: the slowest /health answer took ${slowest} ms`);
+      console.log(`# ${url}: the slowest ${path} answer took ${slowest} ms`);
       return failures;
     },
   };
