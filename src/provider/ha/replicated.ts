@@ -79,8 +79,9 @@ export async function startReplicatedProviderd(
       }
     },
     listener,
-    // By then a new leader serves, if any instance can (it takes the lease within TTL + one renewal).
-    holdMs: LEADER_TTL_MS + LEADER_RENEW_MS,
+    // By then a new leader serves, if any instance can: it takes the lease within the TTL
+    // and one renewal, and its daemon starts well within one more.
+    holdMs: LEADER_TTL_MS + 2 * LEADER_RENEW_MS,
     clock,
     logger: log,
   };

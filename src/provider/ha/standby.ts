@@ -29,7 +29,7 @@ const https = process.getBuiltinModule("node:https");
  *
  * A takeover does not show: while no leader serves (the lease names none, its holder no
  * longer accepts connections, or this instance won it and its daemon is starting), a
- * request waits here, up to `holdMs` (TTL + one renewal: by then a new leader serves), and
+ * request waits here, up to `holdMs` (by then a new leader serves, if any can), and
  * goes to the new leader once there is one. Nothing that could act twice is sent twice: a
  * request is held when it never reached the old leader (its connection failed before a
  * byte was sent), or when it is idempotent and bodiless (a read, an upgrade) and the old
@@ -48,7 +48,7 @@ export interface StandbySources {
   /** Whether the database answers now. */
   databaseOk: () => Promise<boolean>;
   listener: ListenerOptions;
-  /** How long a request may wait for a leader that serves (the leader lease's TTL + one renewal). */
+  /** How long a request may wait for a leader that serves (the leader lease's TTL + two renewals). */
   holdMs: number;
   clock: Clock;
   logger: Logger;
@@ -182,6 +182,9 @@ class Forwarder {
   readonly #s: StandbySources;
   #held = 0;
   #daemonServes = false;
+  /** Repeatable requests sent and not answered yet: how to abandon each, and under which leadership it was sent. */
+  readonly #unanswered = new Map<() => void, string>();
+  #watching = false;
 
   constructor(s: StandbySources) {
     this.#s = s;
@@ -216,6 +219,36 @@ class Forwarder {
     });
   }
 
+  /** Who serves now, as far as this instance knows: changes at every change of leader. */
+  #who(): string {
+    const state = this.#s.leadership();
+    return `${state.leader}/${state.generation}/${this.#daemonServes}`;
+  }
+
+  /**
+   * Watches a repeatable request until its answer begins: if the leadership changes first
+   * (the leader froze or was cut off, and another took over), it is abandoned and goes to
+   * the new leader. One timer for all of them, running only while there are some.
+   */
+  #watchUnanswered(abandon: () => void): () => void {
+    this.#unanswered.set(abandon, this.#who());
+    if (!this.#watching) {
+      this.#watching = true;
+      const look = () => {
+        const now = this.#who();
+        for (const [give, sentUnder] of this.#unanswered) {
+          if (sentUnder === now) continue;
+          this.#unanswered.delete(give);
+          give();
+        }
+        if (this.#unanswered.size > 0) this.#s.clock.setTimer(HOLD_POLL_MS, look);
+        else this.#watching = false;
+      };
+      this.#s.clock.setTimer(HOLD_POLL_MS, look);
+    }
+    return () => this.#unanswered.delete(abandon);
+  }
+
   /** The leader's origin, or undefined while none serves. */
   #upstream(): URL | undefined {
     // This instance leads: its daemon is starting (nobody serves yet), or serves now.
@@ -241,7 +274,7 @@ class Forwarder {
     const forwarded = req.headers[FORWARDED_BY] !== undefined;
     const ownDaemon = () => s.leadership().leader === s.instance;
     const deadline = s.clock.now() + s.holdMs;
-    const who = () => `${s.leadership().leader}/${s.leadership().generation}/${this.#daemonServes}`;
+    const who = () => this.#who();
     let failed: { who: string; at: number } | undefined;
     let holding = false;
     try {
@@ -284,7 +317,11 @@ class Forwarder {
       settle = resolve;
     });
     let settled = false;
+    const unwatch = o.repeatable
+      ? this.#watchUnanswered(() => out.destroy(new Error("another instance leads now")))
+      : () => {};
     const answered = () => {
+      unwatch();
       if (settled) return;
       settled = true;
       settle("sent");
@@ -310,6 +347,7 @@ class Forwarder {
         return o.lost();
       }
       this.#s.logger.debug({ err: err.message }, "standby: the leader is unreachable");
+      unwatch();
       settled = true;
       settle("unreachable");
     });

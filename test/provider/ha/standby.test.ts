@@ -443,16 +443,48 @@ describe("a leader that accepts connections but never answers (frozen)", () => {
     }
   });
 
-  it("closing the standby (it is taking over) drops the requests still waiting on it", async () => {
+  it("closing the standby (it is taking over) drops an upload still waiting on it; a read is answered 503", async () => {
     const standby = await quick(frozenUrl, 600_000);
     const before = held.length;
-    const waiting = fetch(`${standby.url}/v1/provider`).then(
+    const upload = fetch(`${standby.url}/v1/leases/abc/upload`, { method: "POST", body: "manifest" }).then(
       (res) => res.status,
       () => "dropped",
     );
-    await until(() => held.length > before, "the request reached the frozen leader");
+    const read = fetch(`${standby.url}/v1/provider`).then(
+      (res) => res.status,
+      () => "dropped",
+    );
+    await until(() => held.length >= before + 2, "both requests reached the frozen leader");
     await standby.close(); // would wait for the frozen leader forever without forceCloseConnections
-    assert.equal(await waiting, "dropped");
+    assert.equal(await upload, "dropped");
+    assert.equal(await read, 503, "a read is not waited for once the standby hands over (none was answered)");
+  });
+
+  it("a read waiting on a frozen leader goes to the next one once another instance leads", async () => {
+    let leaderAddress = frozenUrl;
+    let leadership: LeaderState = { role: "standby", generation: 3, leader: "frozen-leader" };
+    const standby = await serveStandby(
+      await bindApiSocket("127.0.0.1:0", "http"),
+      sources({
+        holdMs: 20_000,
+        leaderAddress: () => leaderAddress,
+        leadership: () => leadership,
+        listener: listener(600_000),
+      }),
+    );
+    try {
+      const before = held.length;
+      // Without the move it would wait for the frozen leader until the listener's timeouts.
+      const read = fetch(`${standby.url}/v1/leases/abc/status`, { signal: AbortSignal.timeout(10_000) });
+      await until(() => held.length > before, "the read reached the frozen leader");
+      leadership = { role: "standby", generation: 4, leader: LEADER };
+      leaderAddress = leaderUrl;
+      const answer = await read;
+      assert.equal(answer.status, 201);
+      assert.equal(((await answer.json()) as Echo).url, "/v1/leases/abc/status");
+    } finally {
+      await standby.close();
+    }
   });
 });
 

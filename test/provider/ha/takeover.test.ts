@@ -203,12 +203,17 @@ describe("providerd on PostgreSQL: a leader and hot standbys", { skip: skipWitho
     const burst = await stack.createLeases(10, "docker-small");
     instances[frozenAt]!.signal("SIGSTOP");
     const stoppedAt = Date.now();
+    // Tenant reads sent to the standby all along: those stuck on the frozen leader move to the new one.
+    const reads = probe(ha.url(otherAt), "/v1/provider");
     try {
       // Up to the TTL, or the server's end of the frozen leader's open transaction (15 s).
       const took = await ha.waitRole(otherAt, "leader", 90_000);
       assert.notEqual(took.instance, frozen.instance);
+      await ha.waitReady(otherAt, "leader");
+      assert.deepEqual(await reads.stop(), [], "every read sent to the standby was answered");
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, 30_000 - (Date.now() - stoppedAt))));
     } finally {
+      await reads.stop();
       instances[frozenAt]!.signal("SIGCONT");
     }
     const resumed = await ha.waitReady(frozenAt, "standby");
@@ -266,11 +271,13 @@ function probe(url: string, path: string): { stop(): Promise<string[]> } {
     }
   })();
   return {
-    async stop() {
+    stop() {
+      if (!running) return loop.then(() => failures);
       running = false;
-      await loop;
-      console.log(`# ${url}: the slowest ${path} answer took ${slowest} ms`);
-      return failures;
+      return loop.then(() => {
+        console.log(`# ${url}: the slowest ${path} answer took ${slowest} ms`);
+        return failures;
+      });
     },
   };
 }
