@@ -7,11 +7,15 @@
  *   defaults (TTL 15 s, renewal every 5 s).
  * - `ready`: until that instance's /readyz answers 200 as the leader (polled every 100 ms):
  *   its daemon started, recovered and serving.
+ * - `read`: a tenant read (GET /v1/provider) sent through the front right after the kill,
+ *   so to the standby, until answered: the standby holds it until the new leader serves;
+ *   `reads_refused` counts those answered anything but 200 (goal 0).
  * Then a lease created right after the kill must become ACTIVE, and the killed instance
  * comes back as a standby. One JSON line.
  *
  * Usage: npm run bench -- providerd-takeover   (BENCH_KILLS=3 for a quick run)
  */
+import { get } from "node:http";
 import { loadavg } from "node:os";
 import pg from "pg";
 import { HaCluster } from "../test/provider/ha/cluster.ts";
@@ -32,6 +36,8 @@ try {
   const takeovers: number[] = [];
   const readies: number[] = [];
   const toActive: number[] = [];
+  const reads: number[] = [];
+  let readsRefused = 0;
   for (let k = 0; k < KILLS; k++) {
     const leader = await ha.leaderIndex();
     const other = ha.otherThan(leader);
@@ -40,17 +46,21 @@ try {
     await ha.instances[leader]!.kill();
     ha.front.targets[leader] = 0; // nothing listens on port 0: connections go to the other
     const created = ha.stack.createLeases(1, "docker-small");
+    const read = readOnNewConnection(`${ha.front.url}/v1/provider`);
     while ((await holder()) === was) await new Promise((resolve) => setTimeout(resolve, 50));
     takeovers.push(performance.now() - killedAt);
     const [lease] = (await created) as [string];
     await ha.waitReady(other, "leader");
     readies.push(performance.now() - killedAt);
+    const answered = await read;
+    reads.push(answered.at - killedAt);
+    if (answered.status !== 200) readsRefused++;
     await ha.stack.waitState([lease], "LEASE_STATE_ACTIVE", 120_000);
     toActive.push(performance.now() - killedAt);
     await ha.launch(leader);
     await ha.waitReady(leader, "standby");
     console.error(
-      `kill ${k + 1}/${KILLS}: led after ${seconds(takeovers.at(-1)!)} s, ready after ${seconds(readies.at(-1)!)} s`,
+      `kill ${k + 1}/${KILLS}: led after ${seconds(takeovers.at(-1)!)} s, ready after ${seconds(readies.at(-1)!)} s, a read sent at the kill answered after ${seconds(reads.at(-1)!)} s (${(await read).status})`,
     );
   }
   await db.end();
@@ -65,6 +75,10 @@ try {
       takeover_min_s: takeover.min,
       ready_p50_s: ready.p50,
       ready_max_s: ready.max,
+      // A tenant read sent to the standby at the kill: held, then answered by the new leader.
+      read_at_kill_answered_p50_s: spread(reads).p50,
+      read_at_kill_answered_max_s: spread(reads).max,
+      reads_refused: readsRefused,
       // A lease created just after the kill, until ACTIVE (the new leader's sweep and feed).
       lease_after_kill_to_active_p50_s: spread(toActive).p50,
       goal_s: 20,
@@ -75,6 +89,20 @@ try {
   );
 } finally {
   await ha.close();
+}
+
+/**
+ * GET `url` on a connection of its own (a kept-alive one would still lead, through the
+ * front, to the instance just killed): its status (0 if it failed) and when it ended.
+ */
+function readOnNewConnection(url: string): Promise<{ status: number; at: number }> {
+  return new Promise((resolve) => {
+    const req = get(url, { agent: false }, (res) => {
+      res.resume();
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, at: performance.now() }));
+    });
+    req.on("error", () => resolve({ status: 0, at: performance.now() }));
+  });
 }
 
 function seconds(ms: number): number {
