@@ -274,7 +274,6 @@ class Forwarder {
     const forwarded = req.headers[FORWARDED_BY] !== undefined;
     const ownDaemon = () => s.leadership().leader === s.instance;
     const deadline = s.clock.now() + s.holdMs;
-    const who = () => this.#who();
     let failed: { who: string; at: number } | undefined;
     let holding = false;
     try {
@@ -282,10 +281,12 @@ class Forwarder {
         if (forwarded && !ownDaemon()) return false;
         const target = this.#upstream();
         const retry =
-          failed === undefined || failed.who !== who() || s.clock.now() - failed.at >= RETRY_SAME_LEADER_MS;
+          failed === undefined ||
+          failed.who !== this.#who() ||
+          s.clock.now() - failed.at >= RETRY_SAME_LEADER_MS;
         if (target !== undefined && retry) {
           if ((await send(target)) === "sent") return true;
-          failed = { who: who(), at: s.clock.now() };
+          failed = { who: this.#who(), at: s.clock.now() };
         }
         if (clientGone() || s.clock.now() >= deadline) return false;
         if (!holding) {
