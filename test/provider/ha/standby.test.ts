@@ -69,6 +69,17 @@ function listener(timeoutMs: number): ListenerOptions {
   };
 }
 
+/** A read sent to `standby` is answered 503 with Retry-After; the standby is closed after. */
+async function refusedThenClosed(standby: StandbyServer): Promise<void> {
+  try {
+    const res = await fetch(`${standby.url}/v1/provider`);
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get("retry-after"), "2");
+  } finally {
+    await standby.close();
+  }
+}
+
 let leader: Server;
 let leaderUrl: string;
 let standby: StandbyServer;
@@ -320,14 +331,7 @@ describe("a request that arrives while no leader serves (a takeover under way)",
   it("waits no longer than the hold: then 503 with Retry-After", async () => {
     heldAddress = undefined;
     heldState = { role: "standby", generation: undefined, leader: undefined };
-    const standby = await holding(300);
-    try {
-      const res = await fetch(`${standby.url}/v1/provider`);
-      assert.equal(res.status, 503);
-      assert.equal(res.headers.get("retry-after"), "2");
-    } finally {
-      await standby.close();
-    }
+    await refusedThenClosed(await holding(300));
   });
 
   it("while this instance has won the lease and its daemon starts, waits; then goes to its daemon", async () => {
@@ -433,14 +437,7 @@ describe("a leader that accepts connections but never answers (frozen)", () => {
     );
 
   it("a forwarded request is answered 503 once the listener's timeouts pass", async () => {
-    const standby = await quick(frozenUrl, 150);
-    try {
-      const res = await fetch(`${standby.url}/v1/provider`);
-      assert.equal(res.status, 503);
-      assert.equal(res.headers.get("retry-after"), "2");
-    } finally {
-      await standby.close();
-    }
+    await refusedThenClosed(await quick(frozenUrl, 150));
   });
 
   it("closing the standby (it is taking over) drops an upload still waiting on it; a read is answered 503", async () => {
