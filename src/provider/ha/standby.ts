@@ -94,7 +94,9 @@ export async function serveStandby(socket: BoundApiSocket, s: StandbySources): P
   const tls = l.tls === undefined ? undefined : readTls(l.tls);
   const app = Fastify({
     logger: false,
-    requestTimeout: l.readTimeoutMs,
+    // A held request's body is read only once it goes to a leader: its allowance includes
+    // the hold (Node checks it every 30 s, too slowly for a test to see it go by).
+    requestTimeout: l.readTimeoutMs + s.holdMs,
     keepAliveTimeout: l.idleTimeoutMs,
     // A request on a kept-alive connection while closing is still forwarded, not refused.
     return503OnClosing: false,

@@ -328,6 +328,25 @@ describe("a request that arrives while no leader serves (a takeover under way)",
     }
   });
 
+  it("an upload larger than the sockets' buffers waits too (its body unread), and arrives whole", async () => {
+    heldAddress = undefined;
+    heldState = { role: "standby", generation: undefined, leader: undefined };
+    const standby = await holding(20_000);
+    try {
+      const body = "m".repeat(4 * 1024 * 1024);
+      const upload = watched(fetch(`${standby.url}/v1/leases/abc/upload`, { method: "POST", body }));
+      await pause(500);
+      assert.equal(upload.settled, false, "the upload waits for a leader");
+      heldState = { role: "standby", generation: 7, leader: LEADER };
+      heldAddress = leaderUrl;
+      const res = await upload.answer;
+      assert.equal(res.status, 201);
+      assert.equal(((await res.json()) as Echo).body.length, body.length);
+    } finally {
+      await standby.close();
+    }
+  });
+
   it("waits no longer than the hold: then 503 with Retry-After", async () => {
     heldAddress = undefined;
     heldState = { role: "standby", generation: undefined, leader: undefined };
