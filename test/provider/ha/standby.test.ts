@@ -289,6 +289,11 @@ describe("a request that arrives while no leader serves (a takeover under way)",
     return w;
   };
   const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  /** The takeover is over: the lease names the leader at `generation`, and it serves. */
+  const aLeaderServes = (generation: number) => {
+    heldState = { role: "standby", generation, leader: LEADER };
+    heldAddress = leaderUrl;
+  };
 
   it("waits, and goes (body, upgrade and all) to the next leader once the old one's address refuses it", async () => {
     heldAddress = "http://127.0.0.1:1"; // the old leader's: nothing listens there any more
@@ -311,8 +316,7 @@ describe("a request that arrives while no leader serves (a takeover under way)",
       await pause(400);
       assert.equal(upload.settled, false, "the upload waits for a leader instead of a 503");
       assert.equal(reply.settled, false, "so does the upgrade");
-      heldState = { role: "standby", generation: 5, leader: LEADER };
-      heldAddress = leaderUrl;
+      aLeaderServes(5);
       const res = await upload.answer;
       assert.equal(res.status, 201);
       const echo = (await res.json()) as Echo;
@@ -337,8 +341,7 @@ describe("a request that arrives while no leader serves (a takeover under way)",
       const upload = watched(fetch(`${standby.url}/v1/leases/abc/upload`, { method: "POST", body }));
       await pause(500);
       assert.equal(upload.settled, false, "the upload waits for a leader");
-      heldState = { role: "standby", generation: 7, leader: LEADER };
-      heldAddress = leaderUrl;
+      aLeaderServes(7);
       const res = await upload.answer;
       assert.equal(res.status, 201);
       assert.equal(((await res.json()) as Echo).body.length, body.length);
@@ -391,8 +394,7 @@ describe("a request that arrives while no leader serves (a takeover under way)",
       await until(() => taken === 2, "the dying leader took the read");
       await pause(200);
       assert.equal(read.settled, false, "the read waits instead of a 503");
-      heldState = { role: "standby", generation: 6, leader: LEADER };
-      heldAddress = leaderUrl;
+      aLeaderServes(6);
       const answer = await read.answer;
       assert.equal(answer.status, 201);
       assert.equal(((await answer.json()) as Echo).url, "/v1/leases/abc/status");
@@ -424,8 +426,7 @@ describe("a request that arrives while no leader serves (a takeover under way)",
       const early = asked.filter((a) => a.settled);
       assert.equal(early.length, 5, "only the requests past the bound are answered before a leader serves");
       for (const a of early) assert.equal(await a.answer, 503);
-      heldState = { role: "standby", generation: 6, leader: LEADER };
-      heldAddress = leaderUrl;
+      aLeaderServes(6);
       const statuses = await Promise.all(asked.map((a) => a.answer));
       assert.equal(statuses.filter((st) => st === 201).length, MAX_HELD);
       assert.equal(leaderReceived - before, MAX_HELD);
