@@ -9,22 +9,18 @@ import { connect as tlsConnect } from "node:tls";
 import { WebSocket, WebSocketServer } from "ws";
 import { systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
+import { MAX_HELD } from "../../../src/provider/ha/forwarder.ts";
 import type { LeaderState } from "../../../src/provider/ha/leadership.ts";
-import {
-  MAX_HELD,
-  type StandbyServer,
-  type StandbySources,
-  serveStandby,
-} from "../../../src/provider/ha/standby.ts";
+import { type StandbyServer, type StandbySources, serveStandby } from "../../../src/provider/ha/standby.ts";
 import { bindApiSocket } from "../../../src/provider/http/bind.ts";
 import type { ListenerOptions } from "../../../src/provider/http/listener.ts";
 import { TestPki } from "../../helpers/certs.ts";
 import { until } from "../../support/index.ts";
 
 /**
- * A standby's listener (ha/standby.ts) over real sockets: what it answers itself, and
- * what it forwards to a leader (here an HTTP server that echoes what it received, and
- * accepts or refuses WebSocket upgrades).
+ * A standby's listener (ha/standby.ts, ha/forwarder.ts) over real sockets: what it answers
+ * itself, and what it forwards to a leader (here an HTTP server that echoes what it
+ * received, and accepts or refuses WebSocket upgrades).
  */
 const INSTANCE = "3f0c2b7e-1d4a-4c5b-9e6f-7a8b9c0d1e2f";
 const LEADER = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
