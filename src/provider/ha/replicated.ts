@@ -34,10 +34,10 @@ const RETRY_LEAD_MS = 5_000;
  * database, of which one leads (ha/leader-lease.ts).
  *
  * An instance binds its API address, serves as a standby (ha/standby.ts: health, readiness,
- * metrics, and everything else forwarded to the leader, ha/forwarder.ts) and campaigns. When it wins, it
- * hands the address to the whole daemon (main.ts's composition, as on SQLite) over stores
- * in PostgreSQL: the placement store loaded fresh into its mirror, every durable write
- * fenced by the lease's generation. Startup recovery then does what a restart does: it
+ * metrics, and everything else forwarded to the leader, ha/forwarder.ts) and campaigns.
+ * When it wins, it hands the address to the whole daemon (main.ts's composition, as on
+ * SQLite) over stores in PostgreSQL: the placement store loaded fresh into its mirror,
+ * every durable write fenced by the lease's generation. Startup recovery then does what a restart does: it
  * resumes every unresolved attempt from the write-ahead records and sweeps chain and
  * backends, so the gap while nobody led is covered. When it loses the lease (another took
  * it after a pause or partition; the database was out of reach past its deadline), its
