@@ -326,6 +326,18 @@ export async function startDaemon(
         return reloadTls() || operatorReloaded;
       },
       reconcile: () => recovery.sweep(lc.signal),
+      // Through the whole request pipeline (edge limits, authentication, routes) without a
+      // socket: the journaled client's own address is the one rate limits and logs see.
+      async serveRelayed(r) {
+        const answer = await app.inject({
+          method: r.method as "POST",
+          url: r.url,
+          headers: r.headers,
+          payload: r.body,
+          remoteAddress: r.remoteAddress,
+        });
+        return { status: answer.statusCode, headers: answer.headers, body: answer.rawPayload };
+      },
       stop() {
         const drain = async () => {
           state = "stopping";

@@ -1,5 +1,6 @@
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../log.ts";
+import type { RelayedAnswer, RelayedRequest } from "./ha/inbox.ts";
 import type { Leadership } from "./ha/leadership.ts";
 import type { HeapPolicy } from "./heap-policy.ts";
 import type { BoundApiSocket } from "./http/bind.ts";
@@ -34,6 +35,8 @@ export interface RunningProviderd {
   reloadTls(): boolean;
   /** A reconciler sweep now, or the one queued after the running sweep (SIGUSR1, tests). */
   reconcile(): Promise<SweepReport>;
+  /** Serves a request another instance journaled (ha/inbox.ts) through this daemon's own routes. */
+  serveRelayed(request: RelayedRequest): Promise<RelayedAnswer>;
   stop(): Promise<void>;
 }
 

@@ -4,6 +4,7 @@ import type { Duplex } from "node:stream";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { ListenerOptions } from "../http/listener.ts";
+import type { InboxSender } from "./inbox.ts";
 import type { LeaderState } from "./leadership.ts";
 
 // The builtins by getBuiltinModule, as elsewhere in providerd (see reconciler/control.ts).
@@ -21,6 +22,11 @@ const https = process.getBuiltinModule("node:https");
  * leader went away before answering. One with a body that the leader took and then died
  * on, one that waited too long, and one of more than MAX_HELD waiting at once are answered
  * 503 with Retry-After, which tenant tools and backends already retry.
+ *
+ * A request (not an upgrade) whose connection to the leader fails is journaled in
+ * PostgreSQL instead (ha/inbox.ts), when `inbox` is given: whichever instance leads, now
+ * or after the takeover, serves it from there, so a standby cut off from the leader's
+ * address but not from the database still has its writes carried out.
  */
 export interface ForwardingSources {
   instance: string;
@@ -31,6 +37,8 @@ export interface ForwardingSources {
   listener: Pick<ListenerOptions, "readTimeoutMs" | "writeTimeoutMs">;
   /** How long a request may wait for a leader that serves (the leader lease's TTL + two renewals). */
   holdMs: number;
+  /** Where requests the leader's address refuses are journaled (absent: they wait for a leader that connects). */
+  inbox?: InboxSender;
   clock: Clock;
   logger: Logger;
 }
@@ -83,10 +91,12 @@ export class Forwarder {
 
   /** An HTTP request: the leader's answer, or 503. */
   request(req: IncomingMessage, res: ServerResponse): void {
+    const inbox = this.#s.inbox;
     void this.#reach(
       req,
       () => res.destroyed,
       (target) => this.#sendRequest(req, res, target),
+      inbox === undefined ? undefined : (takeBy) => relayThrough(inbox, req, res, takeBy),
     ).then((sent) => {
       if (sent) return;
       req.resume();
@@ -148,12 +158,14 @@ export class Forwarder {
    * Tries `send` until a connection to a leader is made (true), or gives up (false): the
    * request was forwarded once already (no loops), the client left, the hold ran out, or
    * too many wait. A leader whose connection failed is tried again once the lease names
-   * another instance or a new generation, or RETRY_SAME_LEADER_MS later.
+   * another instance or a new generation, or RETRY_SAME_LEADER_MS later; or, with
+   * `relay`, the request is journaled for the leader at once (true once answered).
    */
   async #reach(
     req: IncomingMessage,
     clientGone: () => boolean,
     send: (target: URL) => Promise<"sent" | "unreachable">,
+    relay?: (takeBy: number) => Promise<void>,
   ): Promise<boolean> {
     const s = this.#s;
     // Forwarded here by another instance: never sent on again (no loops between instances),
@@ -174,6 +186,16 @@ export class Forwarder {
         if (target !== undefined && retry) {
           if ((await send(target)) === "sent") return true;
           failed = { who: this.#who(), at: s.clock.now() };
+          // Cut off from the leader's address (or it died): journaled for whoever leads.
+          if (relay !== undefined && !forwarded) {
+            if (!holding) {
+              if (this.#held >= MAX_HELD) return false;
+              this.#held++;
+              holding = true;
+            }
+            await relay(deadline);
+            return true;
+          }
         }
         if (clientGone() || s.clock.now() >= deadline) return false;
         if (!holding) {
@@ -342,6 +364,23 @@ export class Forwarder {
     out.end();
     return attempt.outcome;
   }
+}
+
+/** Journals a request for the leader (ha/inbox.ts) and sends its answer back, or 503. */
+async function relayThrough(
+  inbox: InboxSender,
+  req: IncomingMessage,
+  res: ServerResponse,
+  takeBy: number,
+): Promise<void> {
+  const answer = await inbox.relay(req, takeBy);
+  if (answer === undefined) return refuse(res);
+  if (res.destroyed) return;
+  const headers: Record<string, string | string[] | number> = {};
+  for (const [name, value] of Object.entries(answer.headers))
+    if (value !== undefined && !HOP_BY_HOP.has(name) && name !== "content-length") headers[name] = value;
+  headers["content-length"] = answer.body.length;
+  res.writeHead(answer.status, headers).end(answer.body);
 }
 
 function forwardedHeaders(req: IncomingMessage, s: ForwardingSources): IncomingHttpHeaders {

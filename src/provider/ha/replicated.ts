@@ -17,6 +17,7 @@ import {
   PgTokenTracker,
   PROVIDERD_PG_MIGRATIONS,
 } from "../store/index.ts";
+import { InboxIntake, InboxSender } from "./inbox.ts";
 import { LEADER_RENEW_MS, LEADER_TTL_MS, LeaderLease } from "./leader-lease.ts";
 import { type StandbyServer, serveStandby } from "./standby.ts";
 
@@ -34,10 +35,12 @@ const RETRY_LEAD_MS = 5_000;
  * database, of which one leads (ha/leader-lease.ts).
  *
  * An instance binds its API address, serves as a standby (ha/standby.ts: health, readiness,
- * metrics, and everything else forwarded to the leader, ha/forwarder.ts) and campaigns.
+ * metrics, and everything else forwarded to the leader, ha/forwarder.ts, or journaled for
+ * it in the database when its address refuses, ha/inbox.ts) and campaigns.
  * When it wins, it hands the address to the whole daemon (main.ts's composition, as on
  * SQLite) over stores in PostgreSQL: the placement store loaded fresh into its mirror,
- * every durable write fenced by the lease's generation. Startup recovery then does what a restart does: it
+ * every durable write fenced by the lease's generation, and takes in what standbys
+ * journaled (ha/inbox.ts). Startup recovery then does what a restart does: it
  * resumes every unresolved attempt from the write-ahead records and sweeps chain and
  * backends, so the gap while nobody led is covered. When it loses the lease (another took
  * it after a pause or partition; the database was out of reach past its deadline), its
@@ -82,6 +85,16 @@ export async function startReplicatedProviderd(
     // By then a new leader serves, if any instance can: it takes the lease within the TTL
     // and one renewal, and its daemon starts well within one more.
     holdMs: LEADER_TTL_MS + 2 * LEADER_RENEW_MS,
+    // Cut off from the leader's address, a standby journals requests in the database.
+    inbox: new InboxSender({
+      pool,
+      providerUuid: config.providerUuid,
+      instance,
+      maxBodyBytes: config.maxRequestBodySize,
+      answerWaitMs: listener.readTimeoutMs + listener.writeTimeoutMs,
+      clock,
+      logger: log,
+    }),
     clock,
     logger: log,
   };
@@ -125,6 +138,8 @@ export async function startReplicatedProviderd(
   };
 
   let daemon: RunningProviderd | undefined;
+  // While the daemon serves: requests other instances journaled are served by it.
+  let intake: InboxIntake | undefined;
   let stopping = false;
   let retry: (() => void) | undefined;
   // Role changes run one at a time, in order.
@@ -146,6 +161,17 @@ export async function startReplicatedProviderd(
           { ...opts, clock, logger },
           { stores, leadership: lease!, apiSocket: address.lend() },
         );
+        const serving = daemon;
+        intake = new InboxIntake({
+          pool,
+          fence,
+          providerUuid: config.providerUuid,
+          instance,
+          serve: (r) => serving.serveRelayed(r),
+          clock,
+          logger: log,
+        });
+        intake.start();
         await standby?.close();
         standby = undefined;
       } catch (err) {
@@ -165,6 +191,8 @@ export async function startReplicatedProviderd(
       daemon = undefined;
       // The standby takes the address's new connections first, then the daemon stops.
       standby = await serveStandby(address.lend(), standbySources);
+      await intake?.stop();
+      intake = undefined;
       await stopped.stop();
     }
   }
@@ -185,11 +213,13 @@ export async function startReplicatedProviderd(
     },
     reloadTls: () => daemon?.reloadTls() ?? standby?.reloadTls() ?? false,
     reconcile: () => (daemon === undefined ? Promise.reject(notLeading()) : daemon.reconcile()),
+    serveRelayed: (r) => (daemon === undefined ? Promise.reject(notLeading()) : daemon.serveRelayed(r)),
     async stop() {
       if (stopping) return;
       stopping = true;
       retry?.();
       await changes;
+      await intake?.stop();
       // The daemon first (its last writes are still fenced by a live lease), then the lease
       // is released so a standby leads at its next try.
       await daemon?.stop();

@@ -19,7 +19,8 @@ import { Forwarder, type ForwardingSources } from "./forwarder.ts";
  * the leader's advertised address. So a load balancer may send tenants and backends to any
  * instance: whatever a standby receives (a status read, an upload, a restart, a backend's
  * callback) is carried out once, by the leader; while a takeover is under way, it waits
- * here for the new leader (ha/forwarder.ts).
+ * here for the new leader (ha/forwarder.ts), and what the leader's address refuses is
+ * journaled in the database for it (ha/inbox.ts).
  */
 export interface StandbySources extends ForwardingSources {
   providerUuid: string;

@@ -177,6 +177,58 @@ describe("providerd on PostgreSQL: a leader and hot standbys", { skip: skipWitho
     }, "one restart journaled and settled (succeeded) by the leader");
   });
 
+  it("a standby cut off from the leader's address (not from PostgreSQL) journals what it receives: a read is answered, a restart is carried out once by the leader", async () => {
+    const leaderAt = await ha.leaderIndex();
+    const standbyAt = ha.otherThan(leaderAt);
+    ha.front.targets = [portOf(ha.url(standbyAt)), portOf(ha.url(leaderAt))];
+    const via = instances[standbyAt]!.ready.url;
+    const [lease] = (await stack.createLeases(1, "docker-small")) as [string];
+    await stack.waitState([lease], "LEASE_STATE_ACTIVE", 60_000);
+    const pool = await dbPool();
+    // What the standby journals, as a trigger sees it (the rows go once answered).
+    await pool.query(`CREATE TABLE inbox_seen (method text, url text);
+      CREATE FUNCTION inbox_seen() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN INSERT INTO inbox_seen VALUES (NEW.method, NEW.url); RETURN NEW; END $$;
+      CREATE TRIGGER inbox_seen AFTER INSERT ON fred_inbox FOR EACH ROW EXECUTE FUNCTION inbox_seen()`);
+    const { rows } = await pool.query<{ address: string }>("SELECT address FROM fred_leader");
+    // The partition: the leader's advertised address refuses every connection (nothing
+    // listens on port 1 here); both instances still reach the database.
+    await pool.query("UPDATE fred_leader SET address = 'http://127.0.0.1:1'");
+    try {
+      // The standby reads the address again at its next look at the lease (a renewal period).
+      await until(
+        async () => {
+          const read = await fetch(`${via}/v1/provider`);
+          assert.equal(read.status, 200);
+          return ((await pool.query("SELECT 1 FROM inbox_seen")).rowCount ?? 0) > 0;
+        },
+        "a read journaled by the standby and answered",
+        { timeoutMs: 30_000, intervalMs: 500 },
+      );
+      const restart = await call(via, `/v1/leases/${lease}/restart`, tenant.fresh(lease), {
+        method: "POST",
+        headers: { "idempotency-key": randomUUID() },
+      });
+      assert.equal(restart.status, 202, restart.text);
+      await until(async () => {
+        const { rows } = await pool.query<{ outcome: string | null }>(
+          "SELECT outcome FROM maintenance_commands WHERE lease_uuid = $1",
+          [lease],
+        );
+        return rows.length === 1 && rows[0]!.outcome === "succeeded";
+      }, "one restart journaled and settled (succeeded) by the leader");
+      const posts = (
+        await pool.query<{ url: string }>("SELECT url FROM inbox_seen WHERE method = 'POST'")
+      ).rows.map((r) => r.url);
+      assert.ok(posts.includes(`/v1/leases/${lease}/restart`), posts.join(", "));
+    } finally {
+      await pool.query("UPDATE fred_leader SET address = $1", [rows[0]!.address]);
+      await pool.query(
+        "DROP TABLE inbox_seen; DROP TRIGGER inbox_seen ON fred_inbox; DROP FUNCTION inbox_seen()",
+      );
+    }
+  });
+
   it("PostgreSQL restarted under load: the leader waits for it, nothing is lost, and it still leads", async () => {
     const leaderAt = await ha.leaderIndex();
     const before = await ha.health(leaderAt);

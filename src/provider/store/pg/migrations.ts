@@ -1,3 +1,4 @@
+import { INBOX_MIGRATION } from "../../ha/inbox.ts";
 import { LEADER_ADDRESS_MIGRATION, LEADER_LEASE_MIGRATION } from "../../ha/leader-lease.ts";
 import { PAYLOADS_MIGRATION } from "./payload-store.ts";
 import { PLACEMENT_MIRROR_MIGRATION } from "./placement-mirror.ts";
@@ -14,4 +15,5 @@ export const PROVIDERD_PG_MIGRATIONS: readonly string[] = [
   PAYLOADS_MIGRATION,
   PLACEMENT_MIRROR_MIGRATION,
   LEADER_ADDRESS_MIGRATION,
+  INBOX_MIGRATION,
 ];
