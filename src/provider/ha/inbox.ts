@@ -13,7 +13,8 @@ import type { TransactionRunner } from "../../pg/transaction.ts";
  * request to `fred_inbox` and waits; the leader's intake takes it, fenced by its
  * generation, serves it through its own HTTP routes (so every validation and answer is
  * exactly the one a direct request gets) and commits the answer, which the standby sends
- * back to its client. Nothing is carried out twice: a request is taken once, under one
+ * back to its client. The leader hears of a journaled request by PostgreSQL's NOTIFY; the
+ * standby looks for its answer every ANSWER_POLL_MS while it waits. Nothing is carried out twice: a request is taken once, under one
  * generation; a request whose leader stopped leading before answering is answered 503 by
  * the next leader, never served again (the old leader may have acted on it), as a forward
  * that loses its leader is (ha/forwarder.ts). A request no leader took within the hold is
@@ -38,8 +39,14 @@ CREATE INDEX fred_inbox_open ON fred_inbox (provider_uuid, received_at) WHERE st
 
 /** How often a waiting standby looks for its answers (one query for all of them). */
 const ANSWER_POLL_MS = 100;
-/** How often the leader looks for journaled requests (one indexed EXISTS while there are none). */
-export const INTAKE_POLL_MS = 250;
+/**
+ * The leader hears of a journaled request at once (NOTIFY on this channel, the provider's
+ * UUID as payload) and looks anyway this often, for one notified while it was not listening.
+ */
+const CHANNEL = "fred_inbox";
+const INTAKE_POLL_MS = 5_000;
+/** After the listening connection fails, the next try this much later. */
+const RELISTEN_MS = 1_000;
 /** Requests the leader serves at once from the inbox; more wait for the next look. */
 const INTAKE_CONCURRENCY = 32;
 /** Rows older than this are removed by the leader (answers nobody collected: their client left). */
@@ -135,8 +142,10 @@ export class InboxSender {
     const id = randomUUID();
     try {
       await o.pool.query(
-        `INSERT INTO fred_inbox (id, provider_uuid, received_by, method, url, headers, remote_address, body)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        `WITH journaled AS (
+           INSERT INTO fred_inbox (id, provider_uuid, received_by, method, url, headers, remote_address, body)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING provider_uuid)
+         SELECT pg_notify('${CHANNEL}', provider_uuid::text) FROM journaled`,
         [
           id,
           o.providerUuid,
@@ -254,6 +263,11 @@ export class InboxIntake {
   #stopped = false;
   readonly #serving = new Set<Promise<void>>();
   #lastSweep = 0;
+  /** The connection that LISTENs, and how to let it go on failure; undefined while (re)connecting. */
+  #listener: { client: pg.PoolClient; drop: (err: Error) => void } | undefined;
+  /** A look under way, and whether another was asked for meanwhile (looks never overlap). */
+  #looking: Promise<void> | undefined;
+  #again = false;
 
   constructor(
     o: InboxOptions & { fence: TransactionRunner; serve: (r: RelayedRequest) => Promise<RelayedAnswer> },
@@ -263,10 +277,10 @@ export class InboxIntake {
 
   start(): void {
     this.#lastSweep = this.#o.clock.now();
+    void this.#listen();
     const tick = () => {
-      void this.takeNow().finally(() => {
-        if (!this.#stopped) this.#stop = this.#o.clock.setTimer(INTAKE_POLL_MS, tick);
-      });
+      this.#kick();
+      if (!this.#stopped) this.#stop = this.#o.clock.setTimer(INTAKE_POLL_MS, tick);
     };
     tick();
   }
@@ -275,10 +289,77 @@ export class InboxIntake {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#stop?.();
+    const listener = this.#listener;
+    this.#listener = undefined;
+    if (listener !== undefined) {
+      listener.client.off("error", listener.drop).removeAllListeners("notification");
+      const failed = await listener.client.query(`UNLISTEN ${CHANNEL}`).then(
+        () => undefined,
+        (err: Error) => err,
+      );
+      // A connection that may still listen is closed, not pooled.
+      listener.client.release(failed);
+    }
+    await this.#looking;
     await Promise.all(this.#serving);
   }
 
-  /** One look at the inbox (start() does this every INTAKE_POLL_MS; tests call it). */
+  /** Holds one connection that LISTENs for journaled requests; reconnects after a failure. */
+  async #listen(): Promise<void> {
+    const o = this.#o;
+    const retry = (err: unknown, why: string) => {
+      o.logger.warn({ err: describePgError(err) }, why);
+      if (!this.#stopped) o.clock.setTimer(RELISTEN_MS, () => void this.#listen());
+    };
+    let client: pg.PoolClient;
+    try {
+      client = await o.pool.connect();
+    } catch (err) {
+      return retry(err, "leader: could not listen for journaled requests");
+    }
+    let dropped = false;
+    const drop = (err: Error) => {
+      if (dropped) return;
+      dropped = true;
+      if (this.#listener?.client === client) this.#listener = undefined;
+      client.release(err);
+      retry(err, "leader: the inbox's listening connection failed");
+    };
+    client.on("notification", (n) => {
+      if (n.payload === o.providerUuid && !dropped) this.#kick();
+    });
+    client.on("error", drop);
+    try {
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (err) {
+      return drop(err as Error);
+    }
+    if (this.#stopped || dropped) {
+      if (!dropped) client.release(true); // it listens: closed, not pooled
+      return;
+    }
+    this.#listener = { client, drop };
+    // Journaled while nobody listened: looked at now.
+    this.#kick();
+  }
+
+  /** A look now, or right after the one under way. */
+  #kick(): void {
+    if (this.#stopped) return;
+    if (this.#looking !== undefined) {
+      this.#again = true;
+      return;
+    }
+    this.#looking = this.takeNow().finally(() => {
+      this.#looking = undefined;
+      if (this.#again) {
+        this.#again = false;
+        this.#kick();
+      }
+    });
+  }
+
+  /** One look at the inbox (notifications and a slow timer ask for it; tests call it). */
   async takeNow(): Promise<void> {
     const o = this.#o;
     try {
@@ -325,7 +406,11 @@ export class InboxIntake {
           headers: row.headers,
           remoteAddress: row.remote_address,
           body: row.body,
-        }).finally(() => this.#serving.delete(serving));
+        }).finally(() => {
+          this.#serving.delete(serving);
+          // Room again: more may wait than one look took.
+          this.#kick();
+        });
         this.#serving.add(serving);
       }
     } catch (err) {

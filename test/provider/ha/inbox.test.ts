@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import Fastify, { type FastifyInstance } from "fastify";
 import type pg from "pg";
-import { systemClock } from "../../../src/core/clock.ts";
+import { ManualClock, systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
 import { openPostgres } from "../../../src/pg/open.ts";
 import type { RelayedRequest } from "../../../src/provider/ha/inbox.ts";
@@ -87,7 +87,7 @@ describe("requests journaled in PostgreSQL for the leader", { skip: skipWithoutP
   });
 
   /** A leader: its lease (taken now), the routes it serves and what they received, its intake (not started). */
-  async function leader(o: { hold?: Promise<void>; renew?: boolean } = {}) {
+  async function leader(o: { hold?: Promise<void>; renew?: boolean; intakeClock?: ManualClock } = {}) {
     const lease = new LeaderLease({
       pool,
       providerUuid: provider,
@@ -132,7 +132,7 @@ describe("requests journaled in PostgreSQL for the leader", { skip: skipWithoutP
         });
         return { status: a.statusCode, headers: a.headers, body: a.rawPayload };
       },
-      clock: systemClock,
+      clock: o.intakeClock ?? systemClock,
       logger: silent,
     });
     const stop = async () => {
@@ -143,6 +143,14 @@ describe("requests journaled in PostgreSQL for the leader", { skip: skipWithoutP
     cleanup.push(stop);
     return { lease, app, intake, received, stop };
   }
+
+  /** The sessions that LISTEN for the inbox (the intake's). */
+  const listeningBackends = async () =>
+    (
+      await pool.query(
+        "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND state = 'idle' AND datname = current_database()",
+      )
+    ).rows;
 
   const rows = async () =>
     Number((await pool.query<{ n: string }>("SELECT count(*) AS n FROM fred_inbox")).rows[0]!.n);
@@ -177,6 +185,29 @@ describe("requests journaled in PostgreSQL for the leader", { skip: skipWithoutP
     assert.equal(l.received.length, 2);
     await until(async () => (await rows()) === 0, "the answered rows removed");
     await l.stop();
+  });
+
+  it("the leader hears of a journaled request by NOTIFY (its slow look never comes here), also after its listening connection is cut", async () => {
+    // The intake's clock does not move: no timed look, no timed reconnection, unless advanced.
+    const clock = new ManualClock();
+    const l = await leader({ intakeClock: clock });
+    l.intake.start();
+    // Until it listens, a request waits for the next look (none here): let it listen first.
+    await until(async () => (await listeningBackends()).length === 1, "the intake listens");
+    const first = await post("/v1/leases/x/restart", "heard");
+    assert.equal(first.status, 201);
+    await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'");
+    await until(async () => (await listeningBackends()).length === 0, "the listening connection cut");
+    clock.advance(1_000); // its reconnection, after RELISTEN_MS
+    await until(async () => (await listeningBackends()).length === 1, "the intake listens again");
+    const second = await post("/v1/leases/x/restart", "heard again");
+    assert.equal(second.status, 201);
+    assert.deepEqual(
+      l.received.map((r) => r.body),
+      ["heard", "heard again"],
+    );
+    await l.stop();
+    assert.equal((await listeningBackends()).length, 0, "a stopped intake listens no more");
   });
 
   it("a body over max_request_body_size reaches the leader cut one byte past it, and its routes refuse it as they would the whole", async () => {
