@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type pg from "pg";
+import { PeriodicPass } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
+import { PgListener } from "../../pg/listen.ts";
 import { describePgError } from "../../pg/open.ts";
 import type { TransactionRunner } from "../../pg/transaction.ts";
 
@@ -37,16 +39,18 @@ export const INBOX_MIGRATION = `CREATE TABLE fred_inbox (
 );
 CREATE INDEX fred_inbox_open ON fred_inbox (provider_uuid, received_at) WHERE status IS NULL`;
 
-/** How often a waiting standby looks for its answers (one query for all of them). */
-const ANSWER_POLL_MS = 100;
 /**
- * The leader hears of a journaled request at once (NOTIFY on this channel, the provider's
- * UUID as payload) and looks anyway this often, for one notified while it was not listening.
+ * The leader hears of a journaled request at once (NOTIFY on CHANNEL, the provider's UUID
+ * as payload), and a waiting standby of its answer (on ANSWERS, the request's id); each
+ * also looks now and then, for what was notified while it did not listen.
  */
 const CHANNEL = "fred_inbox";
+const ANSWERS = "fred_inbox_answers";
+/** How often a standby looks for the answers it waits for (one query for all), and the leader for journaled requests. */
+const ANSWER_POLL_MS = 100;
 const INTAKE_POLL_MS = 5_000;
-/** After the listening connection fails, the next try this much later. */
-const RELISTEN_MS = 1_000;
+/** A standby waiting for nothing looks this rarely (its look then queries nothing). */
+const IDLE_POLL_MS = 60_000;
 /** Requests the leader serves at once from the inbox; more wait for the next look. */
 const INTAKE_CONCURRENCY = 32;
 /** Rows older than this are removed by the leader (answers nobody collected: their client left). */
@@ -111,17 +115,41 @@ interface Waiter {
 }
 
 /**
- * A standby's side: journals a request and waits for the leader's answer. One poll, every
- * ANSWER_POLL_MS, reads the answers of every request waiting, and runs only while some do.
+ * A standby's side: journals a request and waits for the leader's answer. One look reads
+ * the answers of every request waiting: when the leader notifies one, and every
+ * ANSWER_POLL_MS while some wait. Listens from its first request on, until closed.
  */
 export class InboxSender {
   readonly #o: InboxOptions & { maxBodyBytes: number; answerWaitMs: number };
   readonly #waiting = new Map<string, Waiter>();
-  #polling = false;
+  readonly #looks: PeriodicPass;
+  readonly #answers: PgListener;
 
   /** `maxBodyBytes`: max_request_body_size; `answerWaitMs`: how long a taken request may take (the listener's timeouts). */
   constructor(o: InboxOptions & { maxBodyBytes: number; answerWaitMs: number }) {
     this.#o = o;
+    this.#looks = new PeriodicPass({
+      clock: o.clock,
+      intervalMs: () => (this.#waiting.size > 0 ? ANSWER_POLL_MS : IDLE_POLL_MS),
+      run: () => this.#look(),
+      onError: (err) => o.logger.debug({ err }, "standby: looking for answers failed"),
+    });
+    this.#answers = new PgListener({
+      pool: o.pool,
+      channel: ANSWERS,
+      heard: (id) => {
+        if (this.#waiting.has(id)) this.#looks.runSoon();
+      },
+      listening: () => this.#looks.runSoon(),
+      clock: o.clock,
+      logger: o.logger,
+    });
+  }
+
+  /** Stops listening and looking; requests still waiting are answered 503. */
+  async close(): Promise<void> {
+    await Promise.all([this.#answers.stop(), this.#looks.stop()]);
+    for (const id of [...this.#waiting.keys()]) this.#settle(id, undefined);
   }
 
   /**
@@ -140,6 +168,8 @@ export class InboxSender {
     // refuses it as it refuses the whole one (400 or 413, whichever that route answers).
     headers["content-length"] = String(body.length);
     const id = randomUUID();
+    this.#answers.start();
+    this.#looks.start();
     try {
       await o.pool.query(
         `WITH journaled AS (
@@ -168,21 +198,13 @@ export class InboxSender {
         taken: false,
         done: resolve,
       });
-      if (!this.#polling) {
-        this.#polling = true;
-        o.clock.setTimer(ANSWER_POLL_MS, this.#poll);
-      }
+      // From now on every ANSWER_POLL_MS (the idle interval may be under way).
+      this.#looks.runSoon();
     });
   }
 
-  #poll = (): void => {
-    void this.#look().finally(() => {
-      if (this.#waiting.size > 0) this.#o.clock.setTimer(ANSWER_POLL_MS, this.#poll);
-      else this.#polling = false;
-    });
-  };
-
   async #look(): Promise<void> {
+    if (this.#waiting.size === 0) return;
     const o = this.#o;
     type Row = {
       id: string;
@@ -210,7 +232,11 @@ export class InboxSender {
     const now = o.clock.now();
     for (const [id, w] of this.#waiting) {
       const row = seen.get(id);
-      if (row?.status != null) {
+      if (row === undefined) {
+        this.#settle(id, undefined);
+        continue;
+      }
+      if (row.status !== null) {
         this.#settle(id, {
           status: row.status,
           headers: row.answer_headers ?? {},
@@ -219,8 +245,7 @@ export class InboxSender {
         void o.pool.query("DELETE FROM fred_inbox WHERE id = $1", [id]).catch(() => {});
         continue;
       }
-      if (row === undefined) this.#settle(id, undefined);
-      else if (row.taken) w.taken = true;
+      if (row.taken) w.taken = true;
       if (!w.taken && now >= w.takeBy) await this.#withdraw(id, w);
       else if (now >= w.answerBy) this.#settle(id, undefined);
     }
@@ -259,107 +284,46 @@ export class InboxIntake {
     fence: TransactionRunner;
     serve: (r: RelayedRequest) => Promise<RelayedAnswer>;
   };
-  #stop: (() => void) | undefined;
-  #stopped = false;
   readonly #serving = new Set<Promise<void>>();
   #lastSweep = 0;
-  /** The connection that LISTENs, and how to let it go on failure; undefined while (re)connecting. */
-  #listener: { client: pg.PoolClient; drop: (err: Error) => void } | undefined;
-  /** A look under way, and whether another was asked for meanwhile (looks never overlap). */
-  #looking: Promise<void> | undefined;
-  #again = false;
+  readonly #looks: PeriodicPass;
+  readonly #journaled: PgListener;
 
   constructor(
     o: InboxOptions & { fence: TransactionRunner; serve: (r: RelayedRequest) => Promise<RelayedAnswer> },
   ) {
     this.#o = o;
+    this.#looks = new PeriodicPass({
+      clock: o.clock,
+      intervalMs: () => INTAKE_POLL_MS,
+      run: () => this.takeNow(),
+      onError: (err) => o.logger.warn({ err }, "leader: taking journaled requests failed"),
+    });
+    this.#journaled = new PgListener({
+      pool: o.pool,
+      channel: CHANNEL,
+      heard: (provider) => {
+        if (provider === o.providerUuid) this.#looks.runSoon();
+      },
+      listening: () => this.#looks.runSoon(),
+      clock: o.clock,
+      logger: o.logger,
+    });
   }
 
   start(): void {
     this.#lastSweep = this.#o.clock.now();
-    void this.#listen();
-    const tick = () => {
-      this.#kick();
-      if (!this.#stopped) this.#stop = this.#o.clock.setTimer(INTAKE_POLL_MS, tick);
-    };
-    tick();
+    this.#journaled.start();
+    this.#looks.start();
   }
 
   /** Stops taking; resolves once the requests being served are answered. */
   async stop(): Promise<void> {
-    this.#stopped = true;
-    this.#stop?.();
-    const listener = this.#listener;
-    this.#listener = undefined;
-    if (listener !== undefined) {
-      listener.client.off("error", listener.drop).removeAllListeners("notification");
-      const failed = await listener.client.query(`UNLISTEN ${CHANNEL}`).then(
-        () => undefined,
-        (err: Error) => err,
-      );
-      // A connection that may still listen is closed, not pooled.
-      listener.client.release(failed);
-    }
-    await this.#looking;
+    await Promise.all([this.#journaled.stop(), this.#looks.stop()]);
     await Promise.all(this.#serving);
   }
 
-  /** Holds one connection that LISTENs for journaled requests; reconnects after a failure. */
-  async #listen(): Promise<void> {
-    const o = this.#o;
-    const retry = (err: unknown, why: string) => {
-      o.logger.warn({ err: describePgError(err) }, why);
-      if (!this.#stopped) o.clock.setTimer(RELISTEN_MS, () => void this.#listen());
-    };
-    let client: pg.PoolClient;
-    try {
-      client = await o.pool.connect();
-    } catch (err) {
-      return retry(err, "leader: could not listen for journaled requests");
-    }
-    let dropped = false;
-    const drop = (err: Error) => {
-      if (dropped) return;
-      dropped = true;
-      if (this.#listener?.client === client) this.#listener = undefined;
-      client.release(err);
-      retry(err, "leader: the inbox's listening connection failed");
-    };
-    client.on("notification", (n) => {
-      if (n.payload === o.providerUuid && !dropped) this.#kick();
-    });
-    client.on("error", drop);
-    try {
-      await client.query(`LISTEN ${CHANNEL}`);
-    } catch (err) {
-      return drop(err as Error);
-    }
-    if (this.#stopped || dropped) {
-      if (!dropped) client.release(true); // it listens: closed, not pooled
-      return;
-    }
-    this.#listener = { client, drop };
-    // Journaled while nobody listened: looked at now.
-    this.#kick();
-  }
-
-  /** A look now, or right after the one under way. */
-  #kick(): void {
-    if (this.#stopped) return;
-    if (this.#looking !== undefined) {
-      this.#again = true;
-      return;
-    }
-    this.#looking = this.takeNow().finally(() => {
-      this.#looking = undefined;
-      if (this.#again) {
-        this.#again = false;
-        this.#kick();
-      }
-    });
-  }
-
-  /** One look at the inbox (notifications and a slow timer ask for it; tests call it). */
+  /** One look at the inbox (notifications and INTAKE_POLL_MS ask for it; tests call it). */
   async takeNow(): Promise<void> {
     const o = this.#o;
     try {
@@ -379,9 +343,12 @@ export class InboxIntake {
       const taken = await o.fence(async (client) => {
         // Taken under an earlier generation and never answered: that leader may have acted.
         await client.query(
-          `UPDATE fred_inbox SET status = $2, answer_headers = $3, answer_body = $4
-           WHERE provider_uuid = $1 AND status IS NULL
-             AND taken_generation < (SELECT generation FROM fred_leader WHERE provider_uuid = $1)`,
+          `WITH unknown AS (
+             UPDATE fred_inbox SET status = $2, answer_headers = $3, answer_body = $4
+             WHERE provider_uuid = $1 AND status IS NULL
+               AND taken_generation < (SELECT generation FROM fred_leader WHERE provider_uuid = $1)
+             RETURNING id)
+           SELECT pg_notify('${ANSWERS}', id::text) FROM unknown`,
           [
             o.providerUuid,
             OUTCOME_UNKNOWN.status,
@@ -409,7 +376,7 @@ export class InboxIntake {
         }).finally(() => {
           this.#serving.delete(serving);
           // Room again: more may wait than one look took.
-          this.#kick();
+          this.#looks.runSoon();
         });
         this.#serving.add(serving);
       }
@@ -430,9 +397,12 @@ export class InboxIntake {
     try {
       await o.fence((client) =>
         client.query(
-          `UPDATE fred_inbox SET status = $2, answer_headers = $3, answer_body = $4
-           WHERE id = $1 AND status IS NULL
-             AND taken_generation = (SELECT generation FROM fred_leader WHERE provider_uuid = $5)`,
+          `WITH answered AS (
+             UPDATE fred_inbox SET status = $2, answer_headers = $3, answer_body = $4
+             WHERE id = $1 AND status IS NULL
+               AND taken_generation = (SELECT generation FROM fred_leader WHERE provider_uuid = $5)
+             RETURNING id)
+           SELECT pg_notify('${ANSWERS}', id::text) FROM answered`,
           [id, answer.status, JSON.stringify(answer.headers), answer.body, o.providerUuid],
         ),
       );

@@ -67,6 +67,16 @@ export async function startReplicatedProviderd(
   const instance = randomUUID();
   const listener = listenerOptions(config);
   let lease: LeaderLease | undefined;
+  // Cut off from the leader's address, a standby journals requests in the database.
+  const inbox = new InboxSender({
+    pool,
+    providerUuid: config.providerUuid,
+    instance,
+    maxBodyBytes: config.maxRequestBodySize,
+    answerWaitMs: listener.readTimeoutMs + listener.writeTimeoutMs,
+    clock,
+    logger: log,
+  });
   const standbySources = {
     providerUuid: config.providerUuid,
     instance,
@@ -85,16 +95,7 @@ export async function startReplicatedProviderd(
     // By then a new leader serves, if any instance can: it takes the lease within the TTL
     // and one renewal, and its daemon starts well within one more.
     holdMs: LEADER_TTL_MS + 2 * LEADER_RENEW_MS,
-    // Cut off from the leader's address, a standby journals requests in the database.
-    inbox: new InboxSender({
-      pool,
-      providerUuid: config.providerUuid,
-      instance,
-      maxBodyBytes: config.maxRequestBodySize,
-      answerWaitMs: listener.readTimeoutMs + listener.writeTimeoutMs,
-      clock,
-      logger: log,
-    }),
+    inbox,
     clock,
     logger: log,
   };
@@ -224,6 +225,7 @@ export async function startReplicatedProviderd(
       // is released so a standby leads at its next try.
       await daemon?.stop();
       await standby?.close();
+      await inbox.close();
       await address.close();
       await lease!.stop();
       await pool.end();

@@ -5,6 +5,7 @@ import {
   Backoff,
   Coalescer,
   KeyedMutex,
+  PeriodicPass,
   RateBuckets,
   retry,
   withDeadline,
@@ -347,5 +348,45 @@ describe("RateBuckets", () => {
     assert.equal(bytes.spend("a", 1000), 0, "refilled to the burst, never past it");
     assert.equal(bytes.spend("a", 1), 1);
     assert.equal(bytes.spend("b", 999), 0, "keys are separate");
+  });
+});
+
+describe("PeriodicPass", () => {
+  it("runSoon runs now when idle, once more right after a run under way (not at the interval), and nothing once stopped", async () => {
+    const clock = new ManualClock();
+    let runs = 0;
+    let finish: () => void = () => {};
+    const pass = new PeriodicPass({
+      clock,
+      intervalMs: () => 60_000,
+      run: () => {
+        runs++;
+        return new Promise<void>((r) => (finish = r));
+      },
+      onError: () => {},
+    });
+    pass.start();
+    assert.equal(runs, 1);
+    // Asked twice during the run: one more run, right after it.
+    pass.runSoon();
+    pass.runSoon();
+    finish();
+    await tick();
+    clock.advance(0);
+    assert.equal(runs, 2, "the run asked for during the first follows it at once");
+    finish();
+    await tick();
+    clock.advance(59_999);
+    assert.equal(runs, 2, "then the interval");
+    // Idle: a run at once.
+    pass.runSoon();
+    assert.equal(runs, 3);
+    finish();
+    await tick();
+    const stopped = pass.stop();
+    await stopped;
+    pass.runSoon();
+    clock.advance(120_000);
+    assert.equal(runs, 3, "nothing runs after stop");
   });
 });

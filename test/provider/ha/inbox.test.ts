@@ -35,6 +35,7 @@ describe("requests journaled in PostgreSQL for the leader", { skip: skipWithoutP
   let pool: pg.Pool;
   const provider = randomUUID();
   let standby: StandbyServer;
+  let sender: InboxSender;
   /** The standby's view of the lease: who leads (it cannot reach that instance's address). */
   let leaderSeen: string | undefined;
   const cleanup: (() => Promise<void>)[] = [];
@@ -48,6 +49,15 @@ describe("requests journaled in PostgreSQL for the leader", { skip: skipWithoutP
       logger: silent,
     });
     const instance = randomUUID();
+    sender = new InboxSender({
+      pool,
+      providerUuid: provider,
+      instance,
+      maxBodyBytes: MAX_BODY,
+      answerWaitMs: 4_000,
+      clock: systemClock,
+      logger: silent,
+    });
     standby = await serveStandby(await bindApiSocket("127.0.0.1:0", "http"), {
       providerUuid: provider,
       instance,
@@ -66,15 +76,7 @@ describe("requests journaled in PostgreSQL for the leader", { skip: skipWithoutP
         tls: undefined,
       },
       holdMs: 3_000,
-      inbox: new InboxSender({
-        pool,
-        providerUuid: provider,
-        instance,
-        maxBodyBytes: MAX_BODY,
-        answerWaitMs: 4_000,
-        clock: systemClock,
-        logger: silent,
-      }),
+      inbox: sender,
       clock: systemClock,
       logger: silent,
     });
@@ -82,6 +84,7 @@ describe("requests journaled in PostgreSQL for the leader", { skip: skipWithoutP
   after(async () => {
     for (const c of cleanup.reverse()) await c().catch(() => {});
     await standby?.close();
+    await sender?.close();
     await pool?.end();
     server?.stop();
   });
@@ -144,11 +147,11 @@ describe("requests journaled in PostgreSQL for the leader", { skip: skipWithoutP
     return { lease, app, intake, received, stop };
   }
 
-  /** The sessions that LISTEN for the inbox (the intake's). */
+  /** The sessions that LISTEN for journaled requests (the intake's; the standby listens for answers). */
   const listeningBackends = async () =>
     (
       await pool.query(
-        "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND state = 'idle' AND datname = current_database()",
+        "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN fred_inbox' AND state = 'idle' AND datname = current_database()",
       )
     ).rows;
 
@@ -196,7 +199,9 @@ describe("requests journaled in PostgreSQL for the leader", { skip: skipWithoutP
     await until(async () => (await listeningBackends()).length === 1, "the intake listens");
     const first = await post("/v1/leases/x/restart", "heard");
     assert.equal(first.status, 201);
-    await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'");
+    await pool.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN fred_inbox'",
+    );
     await until(async () => (await listeningBackends()).length === 0, "the listening connection cut");
     clock.advance(1_000); // its reconnection, after RELISTEN_MS
     await until(async () => (await listeningBackends()).length === 1, "the intake listens again");
