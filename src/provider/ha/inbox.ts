@@ -15,12 +15,13 @@ import type { TransactionRunner } from "../../pg/transaction.ts";
  * request to `fred_inbox` and waits; the leader's intake takes it, fenced by its
  * generation, serves it through its own HTTP routes (so every validation and answer is
  * exactly the one a direct request gets) and commits the answer, which the standby sends
- * back to its client. The leader hears of a journaled request by PostgreSQL's NOTIFY; the
- * standby looks for its answer every ANSWER_POLL_MS while it waits. Nothing is carried out twice: a request is taken once, under one
- * generation; a request whose leader stopped leading before answering is answered 503 by
- * the next leader, never served again (the old leader may have acted on it), as a forward
- * that loses its leader is (ha/forwarder.ts). A request no leader took within the hold is
- * withdrawn (only while still untaken) and answered 503: it never ran.
+ * back to its client. Each side hears of the other's row by PostgreSQL's NOTIFY.
+ *
+ * Nothing is carried out twice: a request is taken once, under one generation; a request
+ * whose leader stopped leading before answering is answered 503 by the next leader, never
+ * served again (the old leader may have acted on it), as a forward that loses its leader
+ * is (ha/forwarder.ts). A request no leader took within the hold is withdrawn (only while
+ * still untaken) and answered 503: it never ran.
  */
 export const INBOX_MIGRATION = `CREATE TABLE fred_inbox (
   id uuid PRIMARY KEY,
@@ -46,9 +47,10 @@ CREATE INDEX fred_inbox_open ON fred_inbox (provider_uuid, received_at) WHERE st
  */
 const CHANNEL = "fred_inbox";
 const ANSWERS = "fred_inbox_answers";
-/** How often a standby looks for the answers it waits for (one query for all), and the leader for journaled requests. */
+/** How often a standby looks for the answers it waits for (one query for all of them). */
 const ANSWER_POLL_MS = 100;
-const INTAKE_POLL_MS = 5_000;
+/** How often the leader looks for journaled requests without being notified. */
+const INTAKE_POLL_MS = 30_000;
 /** A standby waiting for nothing looks this rarely (its look then queries nothing). */
 const IDLE_POLL_MS = 60_000;
 /** Requests the leader serves at once from the inbox; more wait for the next look. */
@@ -144,6 +146,11 @@ export class InboxSender {
       clock: o.clock,
       logger: o.logger,
     });
+  }
+
+  /** Gives its listening connection back to the pool until its next request (this instance leads now). */
+  async quiet(): Promise<void> {
+    await this.#answers.stop();
   }
 
   /** Stops listening and looking; requests still waiting are answered 503. */

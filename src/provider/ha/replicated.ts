@@ -175,6 +175,7 @@ export async function startReplicatedProviderd(
         intake.start();
         await standby?.close();
         standby = undefined;
+        await inbox.quiet();
       } catch (err) {
         // Give the lease up so another instance can lead; campaign again later.
         log.error({ err }, "could not start as leader; standing by");
