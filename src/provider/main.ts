@@ -22,6 +22,7 @@ import {
   dashboardTestTiming,
   serveDashboard,
 } from "./dashboard/index.ts";
+import { serveThrough } from "./ha/inbox.ts";
 import { soleLeader } from "./ha/leadership.ts";
 import { startReplicatedProviderd } from "./ha/replicated.ts";
 import { bindApiSocket } from "./http/bind.ts";
@@ -326,18 +327,7 @@ export async function startDaemon(
         return reloadTls() || operatorReloaded;
       },
       reconcile: () => recovery.sweep(lc.signal),
-      // Through the whole request pipeline (edge limits, authentication, routes) without a
-      // socket: the journaled client's own address is the one rate limits and logs see.
-      async serveRelayed(r) {
-        const answer = await app.inject({
-          method: r.method as "POST",
-          url: r.url,
-          headers: r.headers,
-          payload: r.body,
-          remoteAddress: r.remoteAddress,
-        });
-        return { status: answer.statusCode, headers: answer.headers, body: answer.rawPayload };
-      },
+      serveRelayed: (r) => serveThrough(app, r),
       stop() {
         const drain = async () => {
           state = "stopping";

@@ -3,6 +3,7 @@ import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { Clock } from "../../core/clock.ts";
 import type { Logger } from "../../log.ts";
+import { HOP_BY_HOP } from "../http/hop-by-hop.ts";
 import type { ListenerOptions } from "../http/listener.ts";
 import type { InboxSender } from "./inbox.ts";
 import type { LeaderState } from "./leadership.ts";
@@ -55,18 +56,6 @@ const CONNECT_TIMEOUT_MS = 2_000;
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS"]);
 /** Marks a forwarded request, so an instance never forwards one again (no loops between instances). */
 const FORWARDED_BY = "x-fred-forwarded-by";
-/** Hop-by-hop headers, never forwarded (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "transfer-encoding",
-  "te",
-  "trailer",
-  "upgrade",
-  "proxy-authorization",
-  "proxy-authenticate",
-]);
 
 /**
  * Sends a standby's requests on to the leader, holding those that arrive while no leader

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
+import type { FastifyInstance } from "fastify";
 import type pg from "pg";
 import { PeriodicPass } from "../../core/async/index.ts";
 import type { Clock } from "../../core/clock.ts";
@@ -7,6 +8,7 @@ import type { Logger } from "../../log.ts";
 import { PgListener } from "../../pg/listen.ts";
 import { describePgError } from "../../pg/open.ts";
 import type { TransactionRunner } from "../../pg/transaction.ts";
+import { HOP_BY_HOP } from "../http/hop-by-hop.ts";
 
 /**
  * Requests a standby cannot hand to the leader directly (its address refuses them, or does
@@ -58,19 +60,8 @@ const INTAKE_CONCURRENCY = 32;
 /** Rows older than this are removed by the leader (answers nobody collected: their client left). */
 const KEEP_ROWS_MS = 60 * 60_000;
 const SWEEP_EVERY_MS = 60_000;
-/** Hop-by-hop headers, never journaled (RFC 9110 §7.6.1); content-length is set from the body. */
-const NOT_JOURNALED = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "transfer-encoding",
-  "te",
-  "trailer",
-  "upgrade",
-  "proxy-authorization",
-  "proxy-authenticate",
-  "content-length",
-]);
+/** Never journaled: the connection's own headers, and content-length (set from the body journaled). */
+const NOT_JOURNALED = new Set([...HOP_BY_HOP, "content-length"]);
 
 /** What a request taken by a leader that stopped leading before answering is answered. */
 const OUTCOME_UNKNOWN = {
@@ -97,6 +88,22 @@ export interface RelayedAnswer {
   status: number;
   headers: Record<string, string | string[] | number | undefined>;
   body: Buffer;
+}
+
+/**
+ * Serves a journaled request through `app`'s whole pipeline (edge limits, authentication,
+ * routes) without a socket: the journaled client's own address is the one rate limits and
+ * logs see.
+ */
+export async function serveThrough(app: FastifyInstance, r: RelayedRequest): Promise<RelayedAnswer> {
+  const answer = await app.inject({
+    method: r.method as "POST",
+    url: r.url,
+    headers: r.headers,
+    payload: r.body,
+    remoteAddress: r.remoteAddress,
+  });
+  return { status: answer.statusCode, headers: answer.headers, body: answer.rawPayload };
 }
 
 export interface InboxOptions {

@@ -6,8 +6,7 @@ import type pg from "pg";
 import { ManualClock, systemClock } from "../../../src/core/clock.ts";
 import { createLogger } from "../../../src/log.ts";
 import { openPostgres } from "../../../src/pg/open.ts";
-import type { RelayedRequest } from "../../../src/provider/ha/inbox.ts";
-import { INBOX_MIGRATION, InboxIntake, InboxSender } from "../../../src/provider/ha/inbox.ts";
+import { INBOX_MIGRATION, InboxIntake, InboxSender, serveThrough } from "../../../src/provider/ha/inbox.ts";
 import {
   LEADER_ADDRESS_MIGRATION,
   LEADER_LEASE_MIGRATION,
@@ -125,16 +124,7 @@ describe("requests journaled in PostgreSQL for the leader", { skip: skipWithoutP
       fence: (work) => lease.fenced(work),
       providerUuid: provider,
       instance: lease.instance,
-      serve: async (r: RelayedRequest) => {
-        const a = await app.inject({
-          method: r.method as "POST",
-          url: r.url,
-          headers: r.headers,
-          payload: r.body,
-          remoteAddress: r.remoteAddress,
-        });
-        return { status: a.statusCode, headers: a.headers, body: a.rawPayload };
-      },
+      serve: (r) => serveThrough(app, r),
       clock: o.intakeClock ?? systemClock,
       logger: silent,
     });
