@@ -45,6 +45,8 @@ export class Retention {
   readonly #log: Logger;
   readonly #listeners = new Set<(e: "retention:swept") => void>();
   readonly #pass: PeriodicPass;
+  /** Failed restore destinations whose copy this process discarded (each sweep need not again). */
+  readonly #copiesDiscarded = new Set<string>();
 
   constructor(o: RetentionOptions) {
     this.#options = o;
@@ -280,17 +282,30 @@ export class Retention {
     this.#refreshPool();
   }
 
-  /** Copies adopted by restores that then failed, whose inline discard did not finish. */
+  /**
+   * Copies adopted by restores that then failed, whose inline discard did not finish. The
+   * mark stays while the destination's record does: it is what keeps that lease's close
+   * (the provider closes a rejected destination later) from retaining (onCloseBegun), and
+   * that close clears it.
+   */
   async #discardFailedCopies(signal: AbortSignal): Promise<void> {
     const { journal } = this.#options;
-    for (const row of this.store.withStatus("active")) {
+    const rows = this.store.withStatus("active");
+    const marked = new Set(rows.map((r) => r.discardLease));
+    for (const dest of this.#copiesDiscarded) if (!marked.has(dest)) this.#copiesDiscarded.delete(dest);
+    for (const row of rows) {
       const dest = row.discardLease;
       if (dest === undefined || signal.aborted) continue;
       const lease = journal.getLease(dest);
+      if (lease === undefined) {
+        // Gone without a close of ours (a crash between): nothing of it may be left.
+        if (await this.#discardCopy(dest, signal)) this.store.tx(() => this.store.clearDiscard(dest));
+        continue;
+      }
       // A destination that lives on (re-provisioned, closing) owns what it has now.
-      const idle = lease === undefined || (lease.head === "none" && lease.status === "failed");
-      if (idle && !(await this.#discardCopy(dest, signal))) continue;
-      if (lease === undefined || idle) this.store.tx(() => this.store.clearDiscard(dest));
+      const idle = lease.head === "none" && lease.status === "failed";
+      if (idle && !this.#copiesDiscarded.has(dest) && (await this.#discardCopy(dest, signal)))
+        this.#copiesDiscarded.add(dest);
     }
   }
 

@@ -13,8 +13,8 @@ import { type SignedClient, signedClient } from "../signed-client.ts";
  * Retention budgets, the reaper and the orphan pruner on the kit with an injected clock:
  * count caps evict the tenant's own oldest, disk caps refuse (the close destroys) and
  * never touch another tenant, partitions sub-divide an aggregator's budget, expired rows
- * are destroyed every reap interval, and an orphan row goes only after N consecutive
- * complete listings of the same root.
+ * are destroyed every reap interval, an orphan row goes only after N consecutive
+ * complete listings of the same root, and a failed restore's destination never retains.
  */
 const SECRET = "kit-retention-test-secret-0123456789abcdef";
 const SKU = "0190f3a2-7c1e-7000-8000-00000000e001";
@@ -70,6 +70,8 @@ describe("retention budgets, reaper and orphan pruner (kit, manual clock)", () =
   let b: RunningBackend | undefined;
   let c: SignedClient;
   const provider = randomUUID();
+  /** Leases whose every start fails (the mock substrate's injection). */
+  const failing = new Set<string>();
 
   const start = async (p: RetentionPolicy) => {
     clock = new ManualClock(Date.now());
@@ -78,7 +80,7 @@ describe("retention budgets, reaper and orphan pruner (kit, manual clock)", () =
       backendName: "kit-retention",
       delayMs: 0,
       failRate: 0,
-      failLeases: new Set(),
+      failLeases: failing,
       hangLeases: new Set(),
       retainedDiskMb: 10,
     });
@@ -247,5 +249,41 @@ describe("retention budgets, reaper and orphan pruner (kit, manual clock)", () =
     for (let i = 0; i < 5; i++) await sweepAfter(HOUR);
     assert.equal(statusOf(kept), "active");
     assert.equal(statusOf(unmounted), "active");
+  });
+
+  it("a failed restore's destination, closed after a sweep discarded its copy, is destroyed, not retained; the source keeps the data", async () => {
+    await start(policy());
+    const source = await closeOne("manifest1a");
+    const dest = randomUUID();
+    failing.add(dest);
+    const settled = event("operation:settled", dest);
+    const op = randomUUID();
+    const restore = await c.post("/restore", {
+      lease_uuid: dest,
+      from_lease_uuid: source,
+      tenant: "manifest1a",
+      provider_uuid: provider,
+      items: [{ sku: SKU, quantity: 1, service_name: "web" }],
+      callback_url: `http://127.0.0.1:9/callbacks/provision?operation_id=${op}`,
+      lifecycle_callback_url: `http://127.0.0.1:9/callbacks/provision?lifecycle_id=${op}`,
+    });
+    assert.equal(restore.status, 202, restore.text);
+    await settled;
+    assert.equal(((await c.get(`/provisions/${dest}`)).json as { status: string }).status, "failed");
+    assert.equal(statusOf(source), "active", "the data is handed back to the source");
+    // The sweep finds the failed destination idle and discards its copy (again).
+    await sweepAfter(HOUR);
+    // Then the provider closes the destination (its lease was rejected on chain).
+    const closed = event("close:done", dest);
+    assert.equal((await c.post("/deprovision", { lease_uuid: dest })).status, 200);
+    await closed;
+    assert.equal(statusOf(dest), undefined, "nothing of the failed destination is retained");
+    assert.equal(retainedFlag(dest), false, "its close callback says so");
+    assert.equal(statusOf(source), "active");
+    const page = (await c.get("/retentions")).json as { retentions: { lease_uuid: string }[] };
+    assert.deepEqual(
+      page.retentions.map((r) => r.lease_uuid),
+      [source],
+    );
   });
 });
