@@ -114,6 +114,12 @@ export interface InboxOptions {
   logger: Logger;
 }
 
+/** How a journaled request ended for the standby that received it (`fred_standby_journaled_requests_total`). */
+export type JournaledOutcome = "answered" | "withdrawn" | "unanswered" | "not_journaled";
+
+/** A standby says it journals requests at most this often (a partition would say it per request). */
+const WARN_EVERY_MS = 60_000;
+
 interface Waiter {
   /** Until then a leader may take it; past it, it is withdrawn if still untaken. */
   takeBy: number;
@@ -133,6 +139,14 @@ export class InboxSender {
   readonly #waiting = new Map<string, Waiter>();
   readonly #looks: PeriodicPass;
   readonly #answers: PgListener;
+  /** Requests by how they ended, since start. */
+  readonly outcomes: Record<JournaledOutcome, number> = {
+    answered: 0,
+    withdrawn: 0,
+    unanswered: 0,
+    not_journaled: 0,
+  };
+  #warnedAt = Number.NEGATIVE_INFINITY;
 
   /** `maxBodyBytes`: max_request_body_size; `answerWaitMs`: how long a taken request may take (the listener's timeouts). */
   constructor(o: InboxOptions & { maxBodyBytes: number; answerWaitMs: number }) {
@@ -163,7 +177,7 @@ export class InboxSender {
   /** Stops listening and looking; requests still waiting are answered 503. */
   async close(): Promise<void> {
     await Promise.all([this.#answers.stop(), this.#looks.stop()]);
-    for (const id of [...this.#waiting.keys()]) this.#settle(id, undefined);
+    for (const id of [...this.#waiting.keys()]) this.#settle(id, undefined, "unanswered");
   }
 
   /**
@@ -182,6 +196,12 @@ export class InboxSender {
     // refuses it as it refuses the whole one (400 or 413, whichever that route answers).
     headers["content-length"] = String(body.length);
     const id = randomUUID();
+    if (o.clock.now() - this.#warnedAt >= WARN_EVERY_MS) {
+      this.#warnedAt = o.clock.now();
+      o.logger.warn(
+        "standby: the leader's address refuses connections; journaling requests in the database for it (a partition between instances, or a leader just gone)",
+      );
+    }
     this.#answers.start();
     this.#looks.start();
     try {
@@ -203,6 +223,7 @@ export class InboxSender {
       );
     } catch (err) {
       o.logger.warn({ err: describePgError(err) }, "standby: could not journal a request for the leader");
+      this.outcomes.not_journaled++;
       return undefined;
     }
     return new Promise((resolve) => {
@@ -239,7 +260,8 @@ export class InboxSender {
     } catch (err) {
       o.logger.debug({ err: describePgError(err) }, "standby: reading the inbox failed");
       // Unknown this time: nothing is settled but what the deadlines settle.
-      for (const [id, w] of this.#waiting) if (o.clock.now() >= w.answerBy) this.#settle(id, undefined);
+      for (const [id, w] of this.#waiting)
+        if (o.clock.now() >= w.answerBy) this.#settle(id, undefined, "unanswered");
       return;
     }
     const seen = new Map(rows.map((r) => [r.id, r]));
@@ -247,21 +269,25 @@ export class InboxSender {
     for (const [id, w] of this.#waiting) {
       const row = seen.get(id);
       if (row === undefined) {
-        this.#settle(id, undefined);
+        this.#settle(id, undefined, "unanswered");
         continue;
       }
       if (row.status !== null) {
-        this.#settle(id, {
-          status: row.status,
-          headers: row.answer_headers ?? {},
-          body: row.answer_body ?? Buffer.alloc(0),
-        });
+        this.#settle(
+          id,
+          {
+            status: row.status,
+            headers: row.answer_headers ?? {},
+            body: row.answer_body ?? Buffer.alloc(0),
+          },
+          "answered",
+        );
         void o.pool.query("DELETE FROM fred_inbox WHERE id = $1", [id]).catch(() => {});
         continue;
       }
       if (row.taken) w.taken = true;
       if (!w.taken && now >= w.takeBy) await this.#withdraw(id, w);
-      else if (now >= w.answerBy) this.#settle(id, undefined);
+      else if (now >= w.answerBy) this.#settle(id, undefined, "unanswered");
     }
   }
 
@@ -272,18 +298,19 @@ export class InboxSender {
         "DELETE FROM fred_inbox WHERE id = $1 AND taken_generation IS NULL",
         [id],
       );
-      if (gone.rowCount === 1) this.#settle(id, undefined);
+      if (gone.rowCount === 1) this.#settle(id, undefined, "withdrawn");
       else w.taken = true;
     } catch (err) {
       this.#o.logger.debug({ err: describePgError(err) }, "standby: withdrawing a request failed");
-      if (this.#o.clock.now() >= w.answerBy) this.#settle(id, undefined);
+      if (this.#o.clock.now() >= w.answerBy) this.#settle(id, undefined, "unanswered");
     }
   }
 
-  #settle(id: string, answer: RelayedAnswer | undefined): void {
+  #settle(id: string, answer: RelayedAnswer | undefined, outcome: JournaledOutcome): void {
     const w = this.#waiting.get(id);
     if (w === undefined) return;
     this.#waiting.delete(id);
+    this.outcomes[outcome]++;
     w.done(answer);
   }
 }

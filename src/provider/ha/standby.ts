@@ -7,7 +7,7 @@ import { fredVersion } from "../../version.ts";
 import type { BoundApiSocket } from "../http/bind.ts";
 import type { HealthReport } from "../http/health.ts";
 import { type ListenerOptions, readTls } from "../http/listener.ts";
-import { registerLeaderGauges } from "../http/metrics.ts";
+import { registerJournaledRequests, registerLeaderGauges } from "../http/metrics.ts";
 import { NO_JSON_SCHEMAS } from "../http/no-json-schemas.ts";
 import { TLS_MIN_VERSION, TlsReloader } from "../http/tls-reload.ts";
 import { Forwarder, type ForwardingSources } from "./forwarder.ts";
@@ -62,6 +62,7 @@ export async function serveStandby(socket: BoundApiSocket, s: StandbySources): P
 
   const registry = new Registry();
   registerLeaderGauges(registry, s.leadership);
+  if (s.inbox !== undefined) registerJournaledRequests(registry, s.inbox.outcomes);
   const report = async (): Promise<HealthReport> => {
     const ok = await s.databaseOk();
     const state = s.leadership();

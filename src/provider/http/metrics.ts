@@ -142,6 +142,23 @@ export function registerStateGauges(registry: Registry, sources: MetricSources):
 }
 
 /** fred_leader and fred_leader_generation: on a leader's full metrics and a standby's few. */
+/** A standby's journaled requests by outcome (ha/inbox.ts), read from its running counts at each scrape. */
+export function registerJournaledRequests(
+  registry: Registry,
+  outcomes: Readonly<Record<string, number>>,
+): void {
+  new Counter({
+    name: "fred_standby_journaled_requests_total",
+    help: "Requests this standby journaled in PostgreSQL for the leader because the leader's address refused them, by outcome (answered, withdrawn: no leader took it in time, unanswered, not_journaled: the database refused)",
+    labelNames: ["outcome"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [outcome, n] of Object.entries(outcomes)) this.inc({ outcome }, n);
+    },
+  });
+}
+
 export function registerLeaderGauges(registry: Registry, leadership: () => LeaderState): void {
   const registers = [registry];
   new Gauge({

@@ -220,6 +220,11 @@ describe("requests journaled in PostgreSQL for the leader", { skip: skipWithoutP
     assert.equal(res.status, 503);
     assert.equal(res.headers.get("retry-after"), "2");
     assert.equal(await rows(), 0, "withdrawn");
+    // The standby counts how its journaled requests ended (five answered by the cases before).
+    const metrics = await (await fetch(`${standby.url}/metrics`)).text();
+    assert.match(metrics, /^fred_standby_journaled_requests_total\{outcome="withdrawn"\} 1$/m);
+    assert.match(metrics, /^fred_standby_journaled_requests_total\{outcome="answered"\} 5$/m);
+    assert.match(metrics, /^fred_standby_journaled_requests_total\{outcome="unanswered"\} 0$/m);
     l.intake.start();
     await l.intake.takeNow();
     assert.equal(l.received.length, 0);
