@@ -167,6 +167,8 @@ export class InboxSender {
       clock: o.clock,
       logger: o.logger,
     });
+    // Looks at nothing while nothing waits (no query), every IDLE_POLL_MS.
+    this.#looks.start();
   }
 
   /** Gives its listening connection back to the pool until its next request (this instance leads now). */
@@ -203,7 +205,6 @@ export class InboxSender {
       );
     }
     this.#answers.start();
-    this.#looks.start();
     try {
       await o.pool.query(
         `WITH journaled AS (
