@@ -1,5 +1,6 @@
 /**
- * providerd at rest: a devnet, one mock backend and providerd with no leases. Once /readyz
+ * providerd at rest: a devnet making a block every second (BENCH_BLOCK_TIME), one mock
+ * backend and providerd with no leases. Once /readyz
  * answers 200 and the daemon has settled (15 s of block and sweep ticks), prints its
  * resident memory (anonymous: heaps; file: the node binary and libraries, split by mapping), from /proc. Goal (#37):
  * idle RSS ≤ 90 MB. Prints one JSON line.
@@ -73,7 +74,9 @@ if (snapshotDir !== undefined) {
 
 const stack = new Stack();
 try {
-  await stack.start(() => [{}]);
+  // A block every second, as on the Manifest network: a chain that makes no block would
+  // have the event feed reconnect (and sweep) every 15 s, which no provider sees.
+  await stack.start(() => [{}], undefined, ["--block-time", process.env.BENCH_BLOCK_TIME ?? "1s"]);
   await stack.startProviderd();
   const pid = stack.providerd!.child.pid;
   const rssAtReady = statusMb(pid, "VmRSS");

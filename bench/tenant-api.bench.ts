@@ -19,8 +19,9 @@
  * of distinct tokens is minted first (the client's signing must not pace the server), then
  * sent on 16 keep-alive connections at full load, to providerd and to the bare Fastify
  * control (tenant-api-bare.ts, a route that only verifies) alike, alternately (the goal:
- * providerd ≥ 0.8 × the control per CPU-second); then at a fixed 500 req/s (goal p99 ≤ 20 ms).
- * The status phases poll
+ * providerd ≥ 0.8 × the control per CPU-second); then at a fixed 500 req/s, three runs of
+ * 1,500 (goal p99 ≤ 20 ms). The devnet makes a block every second, as the Manifest network
+ * does (BENCH_BLOCK_TIME=0s: a block per tx, as in the tests). The status phases poll
  * running (ACTIVE) leases; for the event phases a backend takes an hour to provision, so
  * those leases stay PENDING with an open attempt whose callback we send.
  * Each JSON line carries the 1-minute load average beside its figure.
@@ -43,6 +44,7 @@ import { WsClient, wsUrl } from "../test/provider/api/ws-client.ts";
 import { SECRETS, SIDS, Stack } from "../test/provider/e2e/stack.ts";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const FRESH_RATE_RUNS = 3;
 const LEASES = 100; // × 10 subscribers each = the hub's 1,000 total
 const PER_LEASE = 10;
 
@@ -229,6 +231,7 @@ async function freshAtRate(
   batch: ReadonlyArray<{ path: string; token: string }>,
   rate: number,
   pid: number,
+  all: number[],
 ): Promise<FreshRun> {
   const pool = new Pool(origin, { connections: 64 });
   try {
@@ -244,6 +247,7 @@ async function freshAtRate(
     }
     await Promise.all(sent);
     const seconds = (performance.now() - t0) / 1000;
+    all.push(...latencies);
     return freshRun(batch.length, seconds, cpuSeconds(pid) - cpu0, latencies);
   } finally {
     await pool.close();
@@ -282,8 +286,10 @@ try {
         callback_rate_limit_burst: 1_000_000,
       };
     },
-    // The bench genesis lifts the per-tenant pending-lease cap (10 by default).
-    ["--profile", "bench", "--tenants", "1"],
+    // The bench genesis lifts the per-tenant pending-lease cap (10 by default). A block every
+    // second, as on the Manifest network: with blocks only on demand (the tests' devnet), the
+    // event feed would reconnect every 15 s for want of a block and sweep at each reconnect.
+    ["--profile", "bench", "--tenants", "1", "--block-time", process.env.BENCH_BLOCK_TIME ?? "1s"],
   );
   await stack.startProviderd();
   const tenantKey = Buffer.from(stack.account("tenant1").private_key_hex, "hex");
@@ -404,17 +410,24 @@ try {
       latency_p99_ms: last.providerd.p99,
     });
     // 1c. Fresh tokens at a fixed 500 requests/s (open loop: each request leaves on its
-    // schedule whether or not earlier ones have answered).
-    const batch = freshBatch();
-    await waitForSecond(batchSecond - 10);
-    const fixedFresh = await freshAtRate(stack.api, batch.slice(0, 1_500), 500, pid);
+    // schedule whether or not earlier ones have answered). Three runs of 3 s: one run's
+    // p99 is its 15th slowest request, so one collection pause decides it or not.
+    const atRate: FreshRun[] = [];
+    const latencies: number[] = [];
+    for (let run = 0; run < FRESH_RATE_RUNS; run++) {
+      const batch = freshBatch();
+      await waitForSecond(batchSecond - 10);
+      atRate.push(await freshAtRate(stack.api, batch.slice(0, 1_500), 500, pid, latencies));
+    }
+    latencies.sort((a, b) => a - b);
     emit({
       bench: "tenant_status_latency_fresh_tokens_at_500_rps",
-      requests: fixedFresh.requests,
-      achieved_per_s: Math.round(fixedFresh.perSecond),
-      providerd_cpu_per_request_ms: Number((1000 / fixedFresh.perCpuSecond).toFixed(3)),
-      p50_ms: fixedFresh.p50,
-      p99_ms: fixedFresh.p99,
+      requests: latencies.length,
+      achieved_per_s: atRate.map((r) => Math.round(r.perSecond)),
+      providerd_cpu_per_request_ms: atRate.map((r) => Number((1000 / r.perCpuSecond).toFixed(3))),
+      p50_ms: Number(percentile(latencies, 50).toFixed(1)),
+      p99_ms: Number(percentile(latencies, 99).toFixed(1)),
+      p99_ms_by_run: atRate.map((r) => r.p99),
       goal_p99_ms: 20,
     });
   } finally {

@@ -1,5 +1,5 @@
 import { constants, PerformanceObserver } from "node:perf_hooks";
-import { getHeapStatistics, setFlagsFromString } from "node:v8";
+import { GCProfiler, getHeapStatistics, setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 
 /**
@@ -20,7 +20,10 @@ import { runInNewContext } from "node:vm";
  * is read whenever V8 computes its next limit). V8 computes that limit only at a full
  * collection, so one is run where the cap starts to apply: once startup is done (the
  * limit then in force was set while modules loaded, under V8's policy) and at the end of
- * each sweep (whose garbage would otherwise stay until the large limit is reached).
+ * a sweep during which a full collection set a limit under V8's policy (the sweep's
+ * garbage would otherwise stay until that large limit is reached). A sweep that ran no
+ * full collection left the capped limit in force: a forced one would only pause the
+ * daemon (25–80 ms on a 30 MB heap, where V8's own collections mark concurrently).
  *
  * An operator who sets --heap-growing-percent in NODE_OPTIONS or on node's command line
  * keeps it: the policy then does nothing.
@@ -69,6 +72,8 @@ export function startHeapPolicy(o: HeapPolicyOptions = {}): HeapPolicy | undefin
   let collect = o.collect;
   let percent = -1;
   let uncappedRuns = 0;
+  /** Records the collections of the current uncapped stretch (overlapping sweeps share one). */
+  let uncappedGcs: GCProfiler | undefined;
   let stopped = false;
   const follow = () => {
     if (stopped) return;
@@ -92,15 +97,22 @@ export function startHeapPolicy(o: HeapPolicyOptions = {}): HeapPolicy | undefin
       return percent;
     },
     async uncapped(work) {
-      uncappedRuns++;
+      if (uncappedRuns++ === 0) {
+        uncappedGcs = new GCProfiler();
+        uncappedGcs.start();
+      }
       follow();
       try {
         return await work();
       } finally {
         uncappedRuns--;
         follow();
-        // After the sweep's result is handed on: its caller does not wait for the collection.
-        if (uncappedRuns === 0) setImmediate(() => policy.settle());
+        if (uncappedRuns === 0) {
+          const full = uncappedGcs?.stop()?.statistics.some((gc) => gc.gcType === "MarkSweepCompact");
+          uncappedGcs = undefined;
+          // After the sweep's result is handed on: its caller does not wait for the collection.
+          if (full) setImmediate(() => policy.settle());
+        }
       }
     },
     settle() {

@@ -89,13 +89,18 @@ describe("providerd's heap policy", () => {
       },
     });
     assert.ok(policy !== undefined);
-    const during = await policy.uncapped(async () => policy.percent);
+    // A sweep with a full collection in it: that collection set a limit under V8's policy.
+    const during = await policy.uncapped(async () => {
+      fullGc();
+      return policy.percent;
+    });
     assert.equal(collections, 0, "the sweep's result does not wait for the collection");
     await afterEntries();
     assert.equal(collections, 1, "a full collection once the sweep ends, so the cap applies at once");
     assert.equal(during, 0);
     await assert.rejects(
       policy.uncapped(async () => {
+        fullGc();
         throw new Error("sweep failed");
       }),
       /sweep failed/,
@@ -111,5 +116,44 @@ describe("providerd's heap policy", () => {
     policy.stop();
     policy.settle();
     assert.equal(collections, 3, "nothing once stopped");
+  });
+
+  it("a sweep that ran no full collection left the capped limit in force: nothing is forced after it", async () => {
+    fullGc();
+    await afterEntries();
+    let collections = 0;
+    const policy = startHeapPolicy({
+      execArgv: [],
+      nodeOptions: "",
+      setFlags: () => {},
+      collect: () => {
+        collections++;
+        fullGc();
+      },
+    });
+    assert.ok(policy !== undefined);
+    try {
+      // Overlapping sweeps count as one stretch under V8's policy.
+      await Promise.all([policy.uncapped(async () => 1), policy.uncapped(async () => 2)]);
+      await afterEntries();
+      assert.equal(collections, 0);
+      // A collection after the sweep (under the cap again) does not count for it either.
+      await policy.uncapped(async () => 3);
+      fullGc();
+      await afterEntries();
+      assert.equal(collections, 0);
+      // Two overlapping sweeps, a full collection in the second one: one settle at the end.
+      let release = () => {};
+      const first = policy.uncapped(() => new Promise<void>((r) => (release = r)));
+      await policy.uncapped(async () => fullGc());
+      await afterEntries();
+      assert.equal(collections, 0, "not while the first sweep still runs");
+      release();
+      await first;
+      await afterEntries();
+      assert.equal(collections, 1);
+    } finally {
+      policy.stop();
+    }
   });
 });
