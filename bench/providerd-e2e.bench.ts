@@ -11,6 +11,9 @@
  * local cluster with `fred placement migrate`, one instance leading; it also prints the
  * database's steady-state load (commits and row writes per second per 1,000 ACTIVE leases,
  * over BENCH_STEADY_S seconds after the burst, default 30).
+ * BENCH_WARMUP_LEASES=1000 first makes that many leases ACTIVE (another tenant's), so the
+ * burst runs on processes that have compiled their hot paths; by default the burst is the
+ * first work of freshly started processes.
  * Digging in: E2E_LOG_LEVEL=info BENCH_PROVIDERD_LOG=/tmp/providerd.log keeps providerd's
  * log; FRED_PROFILE_DIR=/tmp/prof writes a CPU profile of every process of the stack.
  */
@@ -28,6 +31,8 @@ const PER_TENANT = 1000; // bench genesis: credit and pending-lease limit per te
 const TENANTS = Math.max(1, Math.ceil(LEASES / PER_TENANT));
 const STORE = process.env.BENCH_STORE === "postgres" ? "postgres" : "sqlite";
 const STEADY_S = Number(process.env.BENCH_STEADY_S ?? 30);
+/** Leases (at most 1,000) made ACTIVE before the burst, by a tenant of their own: warm processes. */
+const WARMUP = Math.min(1000, Number(process.env.BENCH_WARMUP_LEASES ?? 0));
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
 function cpuSeconds(pid: number | undefined): number {
@@ -150,10 +155,15 @@ try {
         callback_rate_limit_burst: 100_000,
       };
     },
-    ["--profile", "bench", "--tenants", String(TENANTS)],
+    ["--profile", "bench", "--tenants", String(TENANTS + (WARMUP > 0 ? 1 : 0))],
   );
   if (STORE === "postgres") databaseUrl = await stack.moveToPostgres("bench");
   await stack.startProviderd();
+  if (WARMUP > 0) {
+    // Every process has then compiled its hot paths, as on a host that has run for a while.
+    const warm = await stack.createLeasesFor(`tenant${TENANTS + 1}`, WARMUP, "docker-small");
+    await stack.waitState(warm, "LEASE_STATE_ACTIVE", 120_000);
+  }
   const url = stack.devnet.rpc;
   const small = stack.sku("docker-small");
   const stargate = await StargateClient.connect(url);
@@ -253,7 +263,8 @@ try {
     Object.entries(processes).map(([k, pid]) => [k, writeCalls(pid) - (writes0[k] ?? 0)]),
   );
   const active = (await stack.tenant.leasesByProvider(provider, "LEASE_STATE_ACTIVE")).length;
-  if (active !== LEASES) throw new Error(`expected ${LEASES} ACTIVE leases, found ${active}`);
+  if (active !== LEASES + WARMUP)
+    throw new Error(`expected ${LEASES + WARMUP} ACTIVE leases, found ${active}`);
   // On PostgreSQL: what the database does while the leases just run (renewals, sweeps, polls).
   let steady: Record<string, number> | undefined;
   if (STORE === "postgres") {
@@ -272,6 +283,7 @@ try {
       bench: "providerd_e2e_block_to_active",
       store: STORE,
       leases: LEASES,
+      warmup_leases: WARMUP,
       create_txs: txs.length,
       seconds: Number(seconds.toFixed(2)),
       leases_per_s: Math.round(LEASES / seconds),
