@@ -291,7 +291,11 @@ try {
       goal_s: 8,
       // CPU seconds each process used from the block's commit until all were ACTIVE.
       cpu_s: cpu,
-      stack_cpu_s: Number(Object.values(cpu).reduce((a, b) => a + b, 0).toFixed(2)),
+      stack_cpu_s: Number(
+        Object.values(cpu)
+          .reduce((a, b) => a + b, 0)
+          .toFixed(2),
+      ),
       goal_stack_cpu_s: 12,
       // The same split by thread: main thread user/system, the others by name.
       cpu_threads_s: detail,
