@@ -53,13 +53,16 @@ RUN apt-get update \
 # A fixed uid/gid so volumes keep their owner across image versions.
 RUN groupadd --system --gid 10001 fred \
   && useradd --system --uid 10001 --gid fred --home-dir /var/lib/fred --shell /usr/sbin/nologin fred \
-  && install -d -o fred -g fred -m 0700 /var/lib/fred \
+  && install -d -o fred -g fred -m 0700 /var/lib/fred /var/cache/fred \
   && install -d -o root -g fred -m 0750 /etc/fred
 COPY --from=build /opt/fred /opt/fred
 COPY --from=build /tmp/context/healthcheck.mjs /opt/fred/healthcheck.mjs
 ENV PATH=/opt/fred/bin:$PATH
 # The daemons' V8 young generation, as the systemd units set it (docs/benchmarks.md).
 ENV NODE_OPTIONS=--max-semi-space-size=16
+# V8's bytecode of fred's modules, kept between starts of the container, as the systemd units
+# keep it (a new container starts without it).
+ENV NODE_COMPILE_CACHE=/var/cache/fred/node-compile-cache
 # State (stores, keyring, journals, a trial's ./.fred) lives in the volume; the configuration
 # is mounted read-only at /etc/fred.
 VOLUME ["/var/lib/fred"]

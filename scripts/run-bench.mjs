@@ -4,6 +4,8 @@
 // Usage: npm run bench [-- <name-substring> ...]
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 const filters = process.argv.slice(2);
 const files = readdirSync("bench")
@@ -16,8 +18,13 @@ const DAEMON_NODE_OPTIONS = "--max-semi-space-size=16";
 // providerd's own unit (and compose service) also fixes malloc's mmap threshold; the e2e
 // stack (test/provider/e2e/stack.ts) gives FRED_ENV_PROVIDERD to providerd alone.
 const PROVIDERD_GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=131072";
+// The units and the image also keep V8's bytecode of fred's modules between runs
+// (NODE_COMPILE_CACHE): a daemon restarted on this machine starts from it, and so does every
+// process a bench starts after the first run. NODE_DISABLE_COMPILE_CACHE=1 measures cold starts.
+const COMPILE_CACHE = process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), "fred-bench-compile-cache");
 const env = {
   ...process.env,
+  NODE_COMPILE_CACHE: COMPILE_CACHE,
   NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} ${DAEMON_NODE_OPTIONS}`.trim(),
   FRED_ENV_PROVIDERD: process.env.FRED_ENV_PROVIDERD ?? `GLIBC_TUNABLES=${PROVIDERD_GLIBC_TUNABLES}`,
 };

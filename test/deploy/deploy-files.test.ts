@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { parse } from "yaml";
@@ -86,6 +87,38 @@ describe("deploy/ files", () => {
     }
     const bench = readFileSync(join(REPO_ROOT, "scripts", "run-bench.mjs"), "utf8");
     assert.equal(/DAEMON_NODE_OPTIONS = "([^"]+)"/.exec(bench)?.[1], image, "scripts/run-bench.mjs");
+  });
+
+  it("the units and the image keep V8's compile cache in a directory of their own; the benchmarks too", () => {
+    for (const unit of units) {
+      const text = readFileSync(join(DEPLOY, "systemd", unit), "utf8");
+      const dir = /^Environment=NODE_COMPILE_CACHE=(.+)$/m.exec(text)?.[1];
+      const owned = /^CacheDirectory=(.+)$/m.exec(text)?.[1];
+      assert.ok(dir !== undefined && owned !== undefined, `${unit}: NODE_COMPILE_CACHE and CacheDirectory`);
+      // Under the service's own cache directory: systemd creates it for the service's user
+      // and makes it writable under ProtectSystem=strict.
+      assert.ok(dir.startsWith(`/var/cache/${owned}/`), `${unit}: ${dir} is not under /var/cache/${owned}`);
+    }
+    const dockerfile = readFileSync(join(REPO_ROOT, "Dockerfile"), "utf8");
+    const imageDir = /^ENV NODE_COMPILE_CACHE=(.+)$/m.exec(dockerfile)?.[1];
+    assert.ok(imageDir?.startsWith("/var/cache/fred/"), "the Dockerfile's NODE_COMPILE_CACHE");
+    assert.match(dockerfile, /install -d -o fred -g fred -m 0700 [^\n]*\/var\/cache\/fred/);
+    const bench = readFileSync(join(REPO_ROOT, "scripts", "run-bench.mjs"), "utf8");
+    assert.match(bench, /NODE_COMPILE_CACHE: COMPILE_CACHE/);
+  });
+
+  it("fred started with NODE_COMPILE_CACHE leaves V8's code cache there for its next start", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "fred-compile-cache-"));
+    try {
+      const first = await runFred(["providerd", "--help"], { env: { NODE_COMPILE_CACHE: dir } });
+      assert.equal(first.code, 0, first.stderr);
+      const entries = (sub: string[]) => sub.flatMap((d) => readdirSync(join(dir, d)));
+      const versions = readdirSync(dir);
+      assert.equal(versions.length, 1, "one directory for this node's version");
+      assert.ok(entries(versions).length > 0, "no cache entries written");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("the providerd unit, its compose service and the benchmarks fix the same malloc tunables", () => {
