@@ -4,8 +4,7 @@
 // Usage: npm run bench [-- <name-substring> ...]
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 const filters = process.argv.slice(2);
 const files = readdirSync("bench")
@@ -21,7 +20,10 @@ const PROVIDERD_GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=131072";
 // The units and the image also keep V8's bytecode of fred's modules between runs
 // (NODE_COMPILE_CACHE): a daemon restarted on this machine starts from it, and so does every
 // process a bench starts after the first run. NODE_DISABLE_COMPILE_CACHE=1 measures cold starts.
-const COMPILE_CACHE = process.env.NODE_COMPILE_CACHE ?? join(tmpdir(), "fred-bench-compile-cache");
+// In this checkout, not a shared temp directory: V8 runs the bytecode it finds there.
+const COMPILE_CACHE =
+  process.env.NODE_COMPILE_CACHE ??
+  fileURLToPath(new URL("../node_modules/.cache/fred-bench-compile-cache", import.meta.url));
 const env = {
   ...process.env,
   NODE_COMPILE_CACHE: COMPILE_CACHE,
