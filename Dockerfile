@@ -61,7 +61,7 @@ ENV PATH=/opt/fred/bin:$PATH
 # The daemons' V8 young generation, as the systemd units set it (docs/benchmarks.md).
 ENV NODE_OPTIONS=--max-semi-space-size=16
 # V8's bytecode of fred's modules, kept between starts of the container, as the systemd units
-# keep it (a new container starts without it).
+# keep it: a faster start (a new container starts without it).
 ENV NODE_COMPILE_CACHE=/var/cache/fred/node-compile-cache
 # State (stores, keyring, journals, a trial's ./.fred) lives in the volume; the configuration
 # is mounted read-only at /etc/fred.
