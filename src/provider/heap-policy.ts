@@ -72,7 +72,11 @@ export function startHeapPolicy(o: HeapPolicyOptions = {}): HeapPolicy | undefin
   let collect = o.collect;
   let percent = -1;
   let uncappedRuns = 0;
-  /** Records the collections of the current uncapped stretch (overlapping sweeps share one). */
+  /**
+   * Records the collections of the current uncapped stretch (overlapping sweeps share one).
+   * Not the observer below: its entries are delivered a turn or two after the collection,
+   * and the sweep's end must know at once whether one ran.
+   */
   let uncappedGcs: GCProfiler | undefined;
   let stopped = false;
   const follow = () => {
