@@ -30,7 +30,7 @@ import { isCanonicalUuid } from "../../core/uuid.ts";
 import type { Logger } from "../../log.ts";
 import { FanOut, type FeedConsumer } from "./fanout.ts";
 import { AUTO_CLOSE_REASON, classifyFrame, parseAbciEvents, parseTxEventMap } from "./parse.ts";
-import type { LeaseEventKind, ParseResult } from "./types.ts";
+import type { LeaseEvent, LeaseEventKind, ParseResult } from "./types.ts";
 
 export interface EventFeedOptions {
   /** CometBFT websocket URL, e.g. ws://127.0.0.1:26657/websocket. */
@@ -68,6 +68,8 @@ export interface FeedEvents {
   backoff: [delayMs: number];
   /** A new highest block height. */
   block: [height: number];
+  /** Each lease event as it is published (before any consumer reads it). */
+  lease: [event: LeaseEvent];
 }
 
 export interface FeedMetrics {
@@ -223,6 +225,19 @@ export class EventFeed extends EventEmitter<FeedEvents> {
   onBlock(listener: () => void): () => void {
     this.on("block", listener);
     return () => this.off("block", listener);
+  }
+
+  /** Calls `listener` with the lease of every event the feed publishes; returns the unsubscribe. */
+  onLeaseEvent(listener: (leaseUuid: string) => void): () => void {
+    const heard = (event: LeaseEvent) => listener(event.leaseUuid);
+    this.on("lease", heard);
+    return () => this.off("lease", heard);
+  }
+
+  /** Calls `listener` on every change of state (into or out of `live`); returns the unsubscribe. */
+  onStateChange(listener: () => void): () => void {
+    this.on("state", listener);
+    return () => this.off("state", listener);
   }
 
   /** The feed's state: `live` while every channel is, else the first channel that is not. */
@@ -521,6 +536,7 @@ export class EventFeed extends EventEmitter<FeedEvents> {
     for (const event of result.events) {
       this.#metrics.eventsPublished++;
       this.#metrics.lastEventAtMs = this.#options.clock.now();
+      this.emit("lease", event);
       this.fanout.publish(event);
     }
   }

@@ -158,8 +158,8 @@ export class Admission<T> {
  * flight; a function of the value lets a settled answer live longer than a transitional
  * one). A failed load is never cached, so an error can never become a cached answer.
  */
-/** How long a settled value is reused: fixed, or chosen per value. */
-export type Ttl<V> = number | ((value: V) => number);
+/** How long a settled value is reused: fixed, or chosen per value (and key). */
+export type Ttl<V> = number | ((value: V, key: string) => number);
 
 export class Coalescer<V> {
   readonly #inflight = new Map<string, Promise<V>>();
@@ -189,7 +189,7 @@ export class Coalescer<V> {
         // or clear() may hold what they were meant to drop.
         if (this.#inflight.get(key) === p) {
           this.#inflight.delete(key);
-          const ttl = typeof ttlMs === "number" ? ttlMs : ttlMs(value);
+          const ttl = typeof ttlMs === "number" ? ttlMs : ttlMs(value, key);
           if (ttl > 0) this.#remember(key, value, ttl);
         }
         return value;
@@ -203,6 +203,12 @@ export class Coalescer<V> {
     return p;
   }
 
+  /** The key's cached value while it is still fresh, without starting a load (or a promise). */
+  peek(key: string): V | undefined {
+    const cached = this.#cache.get(key);
+    return cached !== undefined && cached.until > this.#clock.now() ? cached.value : undefined;
+  }
+
   /**
    * Forgets the key's cached value and detaches a load already running for it (it still
    * answers its own callers, but is neither shared nor cached): the next `get` loads afresh.
@@ -210,6 +216,14 @@ export class Coalescer<V> {
   invalidate(key: string): void {
     this.#cache.delete(key);
     this.#inflight.delete(key);
+  }
+
+  /**
+   * Detaches every load running now (each still answers its own callers, but is neither
+   * shared nor cached); what is cached stays.
+   */
+  detachRunning(): void {
+    this.#inflight.clear();
   }
 
   /** As invalidate(), for every key: what was true before the clear may no longer be. */

@@ -7,21 +7,36 @@ import { FredError } from "../../core/errors.ts";
 import type { Logger } from "../../log.ts";
 import { refuse } from "./errors.ts";
 
-/** What the chain's event feed says about blocks (EventFeed is one). */
+/** What the chain's event feed says about blocks and leases (EventFeed is one). */
 export interface BlockSignal {
   /** Whether new blocks are being reported now. */
   live(): boolean;
   /** Calls `listener` on every new block; returns the unsubscribe. */
   onBlock(listener: () => void): () => void;
+  /** Calls `listener` with the lease of every lease event reported (closed, auto-closed, …). */
+  onLeaseEvent(listener: (leaseUuid: string) => void): () => void;
+  /** Calls `listener` whenever `live()` may have changed. */
+  onStateChange(listener: () => void): () => void;
 }
 
 /**
  * The chain read behind every authenticated request. Concurrent requests for one lease
- * share one read, and its answer serves later requests until the next block: a lease's
- * state changes only when a block commits, so while the event feed is live every cached
- * answer is dropped on each new block it reports (and kept `blockTtlMs` at most, in case
- * the feed stalls before its heartbeat notices). Without a live feed an answer is kept
- * `ttlMs`, less than a block. Reads run through a
+ * share one read, and its answer serves later requests for as long as nothing can have
+ * changed it. A lease's state changes only when a block commits, and while the event feed
+ * is live:
+ * - a PENDING lease (one the provider may acknowledge or reject, the tenant cancel, the
+ *   chain expire, none of which the feed watches for every lease) or an unknown one is
+ *   read again after each new block the feed reports (and after `blockTtlMs` at most, in
+ *   case the feed stalls before its heartbeat notices);
+ * - any other answer (ACTIVE, or a terminal state) is kept until the feed reports an
+ *   event for that lease (a close, an auto-close), and `watchedTtlMs` at most: an ACTIVE
+ *   lease can also be closed without an event the feed watches (a MsgWithdraw naming it,
+ *   from the authority or sent with the provider's key outside providerd, auto-closes it
+ *   with only `provider_withdraw`), and that bound is how long such a close goes unseen.
+ * Every answer is dropped when the feed goes live or stops being live (a reconnect may
+ * have missed events). Without a live feed an answer is kept `ttlMs`, less than a block.
+ * A read that began before a block or an event for its lease answers the requests waiting
+ * for it but is not reused after it. Reads run through a
  * bounded bulkhead: a flood of signed requests for random UUIDs queues here, then is
  * refused with 503, instead of multiplying onto the chain node. A failed read is never
  * cached and never becomes an allow: it answers 500 (503 when the bulkhead is full).
@@ -33,10 +48,12 @@ export interface TenantLeaseReadsOptions {
   logger: Logger;
   /** How long one answer is reused without a live feed (default 1 s, under one block). */
   ttlMs?: number;
-  /** New blocks; without it answers are kept `ttlMs`. */
+  /** New blocks and lease events; without it answers are kept `ttlMs`. */
   blocks?: BlockSignal;
-  /** How long one answer is reused at most while the feed is live (default 10 s). */
+  /** How long a PENDING or unknown lease's answer is reused at most while the feed is live (default 10 s). */
   blockTtlMs?: number;
+  /** How long any other answer is reused at most while the feed is live (default 30 s). */
+  watchedTtlMs?: number;
   /** Chain reads in flight at once (default 16). */
   concurrency?: number;
   /** Reads waiting for a slot before new ones are refused (default 256). */
@@ -52,6 +69,8 @@ export class TenantLeaseReads {
   readonly #timeoutMs: number;
   readonly #ttlMs: number;
   readonly #unsubscribe: () => void;
+  /** Leases whose remembered answer (PENDING or unknown) goes at the next block. */
+  readonly #untilBlock = new Set<string>();
 
   constructor(opts: TenantLeaseReadsOptions) {
     this.#options = opts;
@@ -59,13 +78,45 @@ export class TenantLeaseReads {
     this.#coalescer = new Coalescer({ clock: opts.clock, ttlMs: this.#ttlMs });
     this.#bulkhead = bulkhead(opts.concurrency ?? 16, opts.queue ?? 256);
     this.#timeoutMs = opts.timeoutMs ?? 10_000;
-    this.#unsubscribe = opts.blocks?.onBlock(() => this.#coalescer.clear()) ?? (() => {});
+    const blocks = opts.blocks;
+    if (blocks === undefined) this.#unsubscribe = () => {};
+    else {
+      const stops = [
+        blocks.onBlock(() => this.#newBlock()),
+        blocks.onLeaseEvent((uuid) => this.#coalescer.invalidate(uuid)),
+        blocks.onStateChange(() => this.#forgetAll()),
+      ];
+      this.#unsubscribe = () => {
+        for (const stop of stops) stop();
+      };
+    }
   }
 
   readonly #timedOut = () =>
     new FredError("ERR_CHAIN_READ_TIMEOUT", `tenant lease read: no answer within ${this.#timeoutMs} ms`);
 
-  /** Stops listening for blocks. */
+  #newBlock(): void {
+    // A read begun before the block may hold a state the block changed: it answers its
+    // callers but is not remembered (one for an ACTIVE lease is read again, as it was before).
+    this.#coalescer.detachRunning();
+    for (const uuid of this.#untilBlock) this.#coalescer.invalidate(uuid);
+    this.#untilBlock.clear();
+  }
+
+  #forgetAll(): void {
+    this.#coalescer.clear();
+    this.#untilBlock.clear();
+  }
+
+  /** How long an answer read while the feed is live is remembered (one function: no allocation per request). */
+  readonly #liveTtl = (lease: ChainLease | undefined, leaseUuid: string): number => {
+    if (lease !== undefined && lease.state !== "LEASE_STATE_PENDING")
+      return this.#options.watchedTtlMs ?? 30_000;
+    this.#untilBlock.add(leaseUuid);
+    return this.#options.blockTtlMs ?? 10_000;
+  };
+
+  /** Stops listening to the feed. */
   close(): void {
     this.#unsubscribe();
   }
@@ -89,7 +140,7 @@ export class TenantLeaseReads {
               this.#options.chain.getLease(leaseUuid, signal),
             ),
           ),
-        live ? (this.#options.blockTtlMs ?? 10_000) : this.#ttlMs,
+        live ? this.#liveTtl : this.#ttlMs,
       );
     } catch (err) {
       if (isBulkheadRejectedError(err)) throw refuse.unavailable("ERR_API_CHAIN_BUSY", err);

@@ -125,7 +125,7 @@ describe("event feed (websocket)", () => {
     );
   });
 
-  it("is a block signal: live() follows the state, onBlock hears each new height until unsubscribed", async () => {
+  it("is a block signal: live() follows the state, onBlock hears each new height, onLeaseEvent each lease, onStateChange each state, until unsubscribed", async () => {
     const fake = await startFakeComet();
     cleanups.push(() => fake.close());
     const clock = new ManualClock();
@@ -133,21 +133,35 @@ describe("event feed (websocket)", () => {
     assert.equal(feed.live(), false, "not live before it connects");
     const heard: number[] = [];
     const unsubscribe = feed.onBlock(() => heard.push(feed.metrics().lastHeight));
+    const leases: string[] = [];
+    const stopLeases = feed.onLeaseEvent((uuid) => leases.push(uuid));
+    const states: boolean[] = [];
+    const stopStates = feed.onStateChange(() => states.push(feed.live()));
     feed.start();
     await feed.whenState("live");
     assert.equal(feed.live(), true);
+    assert.equal(states.at(-1), true, "the change to live was heard");
+    fake.push(txFrame(1, "q", 4, [...createdEvents(2), ...createdEvents(1, OTHER_PROVIDER, 5)]));
+    await until(() => leases.length === 2, "two lease events");
+    assert.deepEqual(leases, [leaseUuid(0), leaseUuid(1)], "only the events published for our provider");
+    stopLeases();
     fake.push(blockEventsFrame(4, 5, []));
     fake.push(blockEventsFrame(4, 5, [])); // the same height again: not a new block
     fake.push(blockEventsFrame(4, 6, []));
     await until(() => feed.metrics().lastHeight === 6, "height 6");
-    assert.deepEqual(heard, [5, 6]);
+    assert.deepEqual(heard, [4, 5, 6], "a tx's height is a new block too");
     unsubscribe();
     fake.push(blockEventsFrame(4, 7, []));
     await until(() => feed.metrics().lastHeight === 7, "height 7");
-    assert.deepEqual(heard, [5, 6], "nothing after the unsubscribe");
+    assert.deepEqual(heard, [4, 5, 6], "nothing after the unsubscribe");
+    fake.push(txFrame(1, "q", 8, createdEvents(1)));
+    await until(() => feed.metrics().lastHeight === 8, "height 8");
+    assert.deepEqual(leases, [leaseUuid(0), leaseUuid(1)], "no lease event after its unsubscribe");
     clock.advance(10_001); // no block within the heartbeat window
     await feed.whenState("backoff");
     assert.equal(feed.live(), false);
+    assert.equal(states.at(-1), false, "the change out of live was heard");
+    stopStates();
   });
 
   it("backoff doubles to the cap while the node is down, resets after a live connection", async () => {

@@ -213,6 +213,46 @@ describe("Coalescer", () => {
     assert.equal(await c.get("other", async () => "reloaded"), "kept");
   });
 
+  it("detachRunning() keeps cached answers and detaches every running load", async () => {
+    const clock = new ManualClock();
+    const c = new Coalescer<string>({ clock, ttlMs: 1000 });
+    await c.get("cached", async () => "kept");
+    let release!: (v: string) => void;
+    const early = c.get("k", () => new Promise<string>((r) => (release = r)));
+    c.detachRunning();
+    assert.equal(c.inflight, 0);
+    const late = c.get("k", async () => "fresh");
+    release("stale");
+    assert.deepEqual([await early, await late], ["stale", "fresh"], "the late caller started its own load");
+    assert.equal(await c.get("k", async () => "again"), "fresh", "the detached load did not cache");
+    assert.equal(await c.get("cached", async () => "reloaded"), "kept");
+  });
+
+  it("peek() answers a fresh cached value, never an expired one, and starts no load", async () => {
+    const clock = new ManualClock();
+    const c = new Coalescer<string>({ clock, ttlMs: 1000 });
+    assert.equal(c.peek("k"), undefined);
+    let release!: (v: string) => void;
+    const running = c.get("k", () => new Promise<string>((r) => (release = r)));
+    assert.equal(c.peek("k"), undefined, "a running load is not an answer yet");
+    release("v");
+    await running;
+    assert.equal(c.peek("k"), "v");
+    clock.advance(1000);
+    assert.equal(c.peek("k"), undefined, "expired");
+    assert.equal(c.inflight, 0);
+  });
+
+  it("passes the key to a ttl function", async () => {
+    const clock = new ManualClock();
+    const c = new Coalescer<string>({ clock, ttlMs: (_v, key) => (key === "long" ? 10_000 : 1_000) });
+    await c.get("long", async () => "a");
+    await c.get("short", async () => "b");
+    clock.advance(1_001);
+    assert.equal(c.peek("long"), "a");
+    assert.equal(c.peek("short"), undefined);
+  });
+
   it("chooses each answer's ttl from the answer when given a function", async () => {
     const clock = new ManualClock();
     const c = new Coalescer<string>({ clock, ttlMs: (v) => (v === "settled" ? 10_000 : 1_000) });

@@ -211,53 +211,141 @@ describe("lease reads", () => {
     await again;
   });
 
-  it("with a live feed an answer is kept until the next block (at most blockTtlMs), without one for ttlMs", async () => {
+  /** A BlockSignal driven by the test. */
+  function fakeFeed() {
+    const blockListeners = new Set<() => void>();
+    const leaseListeners = new Set<(uuid: string) => void>();
+    const stateListeners = new Set<() => void>();
+    const listen = <L>(set: Set<L>, l: L) => {
+      set.add(l);
+      return () => void set.delete(l);
+    };
+    const feed = {
+      isLive: true,
+      live: () => feed.isLive,
+      onBlock: (l: () => void) => listen(blockListeners, l),
+      onLeaseEvent: (l: (uuid: string) => void) => listen(leaseListeners, l),
+      onStateChange: (l: () => void) => listen(stateListeners, l),
+      newBlock: () => {
+        for (const l of blockListeners) l();
+      },
+      leaseEvent: (uuid: string) => {
+        for (const l of leaseListeners) l(uuid);
+      },
+      setLive: (live: boolean) => {
+        feed.isLive = live;
+        for (const l of stateListeners) l();
+      },
+      listeners: () => blockListeners.size + leaseListeners.size + stateListeners.size,
+    };
+    return feed;
+  }
+
+  it("with a live feed an ACTIVE lease's answer is kept across blocks until an event for it (at most watchedTtlMs)", async () => {
     const clock = new ManualClock();
     const { chain, calls } = deferredChain();
-    const listeners = new Set<() => void>();
-    let live = true;
-    const blocks = {
-      live: () => live,
-      onBlock: (l: () => void) => {
-        listeners.add(l);
-        return () => listeners.delete(l);
-      },
-    };
-    const newBlock = () => {
-      for (const l of listeners) l();
-    };
-    const reads = new TenantLeaseReads({ chain, clock, providerUuid: "p", logger, ttlMs: 1_000, blocks });
-    const readNow = async () => {
+    const feed = fakeFeed();
+    const reads = new TenantLeaseReads({
+      chain,
+      clock,
+      providerUuid: "p",
+      logger,
+      ttlMs: 1_000,
+      blocks: feed,
+    });
+    const readNow = async (answer: ChainLease | undefined = lease()) => {
       const p = reads.read(LEASE);
       await settle();
-      calls.at(-1)?.resolve(lease());
+      calls.at(-1)?.resolve(answer);
       return p;
     };
     await readNow();
-    clock.advance(5_000);
+    feed.newBlock();
+    feed.newBlock();
+    clock.advance(20_000);
+    assert.equal((await reads.read(LEASE))?.state, "LEASE_STATE_ACTIVE");
+    assert.equal(calls.length, 1, "blocks do not drop an ACTIVE answer");
+    feed.leaseEvent("0190f3a2-7c1e-7000-8000-0000000000ff");
     await reads.read(LEASE);
-    assert.equal(calls.length, 1, "no block yet: the answer still holds after 5 s");
-    newBlock();
+    assert.equal(calls.length, 1, "another lease's event does not drop it");
+    feed.leaseEvent(LEASE);
+    const closed = await readNow(chainLease(LEASE, "manifest1abc", "LEASE_STATE_CLOSED"));
+    assert.equal(calls.length, 2, "an event for the lease drops it");
+    assert.equal(closed?.state, "LEASE_STATE_CLOSED");
+    clock.advance(29_999);
+    await reads.read(LEASE);
+    assert.equal(calls.length, 2, "kept within watchedTtlMs");
+    clock.advance(2);
     await readNow();
-    assert.equal(calls.length, 2, "a block drops it");
-    // A read that began before a block answers its caller but is not reused after it.
-    clock.advance(10_001);
+    assert.equal(calls.length, 3, "past watchedTtlMs the chain is read again");
+    // A read that began before an event for its lease answers its callers but is not kept.
+    feed.leaseEvent(LEASE);
     const early = reads.read(LEASE);
     await settle();
-    assert.equal(calls.length, 3, "past blockTtlMs the chain is read again");
-    newBlock();
-    calls[2]!.resolve(lease());
+    feed.leaseEvent(LEASE);
+    calls[3]!.resolve(lease());
     await early;
     await readNow();
-    assert.equal(calls.length, 4, "the read that straddled the block was not cached");
-    live = false;
-    newBlock();
+    assert.equal(calls.length, 5, "the read that straddled the event was not kept");
+    // The feed going down or coming back drops everything: events may have been missed.
+    feed.setLive(false);
     await readNow();
+    assert.equal(calls.length, 6, "leaving live dropped the answer");
     clock.advance(1_001);
     await readNow();
-    assert.equal(calls.length, 6, "without a live feed the answer lasts ttlMs");
+    assert.equal(calls.length, 7, "without a live feed the answer lasts ttlMs");
+    feed.setLive(true);
+    await readNow();
+    assert.equal(calls.length, 8, "going live dropped it again");
     reads.close();
-    assert.equal(listeners.size, 0);
+    assert.equal(feed.listeners(), 0, "close unsubscribes from blocks, events and state");
+  });
+
+  it("with a live feed a PENDING or unknown lease is read again at each block (at most blockTtlMs); a read straddling a block is not kept", async () => {
+    const clock = new ManualClock();
+    const { chain, calls } = deferredChain();
+    const feed = fakeFeed();
+    const reads = new TenantLeaseReads({
+      chain,
+      clock,
+      providerUuid: "p",
+      logger,
+      ttlMs: 1_000,
+      blocks: feed,
+    });
+    const readNow = async (answer: ChainLease | undefined) => {
+      const p = reads.read(LEASE);
+      await settle();
+      calls.at(-1)?.resolve(answer);
+      return p;
+    };
+    const pending = chainLease(LEASE, "manifest1abc", "LEASE_STATE_PENDING");
+    await readNow(pending);
+    clock.advance(5_000);
+    assert.equal((await reads.read(LEASE))?.state, "LEASE_STATE_PENDING");
+    assert.equal(calls.length, 1, "no block yet: the PENDING answer still holds after 5 s");
+    feed.newBlock();
+    assert.equal(await readNow(undefined), undefined);
+    assert.equal(calls.length, 2, "a block drops a PENDING answer");
+    await reads.read(LEASE);
+    assert.equal(calls.length, 2, "an unknown lease's answer holds until the next block");
+    feed.newBlock();
+    await readNow(pending);
+    assert.equal(calls.length, 3, "a block drops an unknown lease's answer");
+    clock.advance(10_001);
+    // Begun before a block, answered after it: ACTIVE by then, but not kept.
+    const early = reads.read(LEASE);
+    await settle();
+    assert.equal(calls.length, 4, "past blockTtlMs the chain is read again");
+    feed.newBlock();
+    calls[3]!.resolve(lease());
+    assert.equal((await early)?.state, "LEASE_STATE_ACTIVE");
+    await readNow(lease());
+    assert.equal(calls.length, 5, "the read that straddled the block was not kept");
+    feed.newBlock();
+    await reads.read(LEASE);
+    assert.equal(calls.length, 5, "the ACTIVE answer read after the block is kept across the next");
+    reads.close();
   });
 
   it("a failed read is 500 and never cached; a full bulkhead is 503", async () => {
