@@ -20,7 +20,9 @@
  * sent on 16 keep-alive connections at full load, to providerd and to the bare Fastify
  * control (tenant-api-bare.ts, a route that only verifies) alike, alternately (the goal:
  * providerd ≥ 0.8 × the control per CPU-second); then at a fixed 500 req/s, three runs of
- * 1,500 (goal p99 ≤ 20 ms). The devnet makes a block every second, as the Manifest network
+ * 1,500 (goal p99 ≤ 20 ms); then polled as tenant tools poll (each running lease once every
+ * 3 s with a fresh token, for 15 s), with the chain reads of a lease that polling makes per
+ * request (from providerd's metrics) and providerd's CPU per request. The devnet makes a block every second, as the Manifest network
  * does (BENCH_BLOCK_TIME=0s: a block per tx, as in the tests). The status phases poll
  * running (ACTIVE) leases; for the event phases a backend takes an hour to provision, so
  * those leases stay PENDING with an open attempt whose callback we send.
@@ -42,10 +44,14 @@ import { adr036SignDoc, mintTenantToken } from "../src/auth/token.ts";
 import { PlacementStore } from "../src/provider/store/index.ts";
 import { WsClient, wsUrl } from "../test/provider/api/ws-client.ts";
 import { SECRETS, SIDS, Stack } from "../test/provider/e2e/stack.ts";
+import { sample } from "../test/support/metrics.ts";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const FRESH_RATE_RUNS = 3;
 const LEASES = 100; // × 10 subscribers each = the hub's 1,000 total
+/** Phase 1d: each running lease polled once every POLL_EVERY_S seconds, for POLL_SECONDS. */
+const POLL_EVERY_S = 3;
+const POLL_SECONDS = 15;
 const PER_LEASE = 10;
 
 const load = () => Number((loadavg()[0] ?? 0).toFixed(2));
@@ -432,6 +438,73 @@ try {
     });
   } finally {
     await bare.close();
+  }
+
+  // 1d. Polling as tenant tools do: every running lease once every POLL_EVERY_S seconds
+  // with a fresh token, for POLL_SECONDS (1 s blocks). What it costs providerd per request,
+  // and how many chain reads of a lease it makes per request (providerd's own
+  // fred_chain_query_duration_seconds count for the Lease query): the lease read is
+  // reused across blocks until an event for the lease (docs/tenant-api.md).
+  {
+    const leaseReads = async () =>
+      sample(await (await fetch(`${stack.api}/metrics`)).text(), "fred_chain_query_duration_seconds_count", {
+        query: "/liftedinit.billing.v1.Query/Lease",
+      }) ?? 0;
+    // Two quiet seconds at least first: providerd's idle CPU is measured over them.
+    const start = Math.max(Math.floor(Date.now() / 1000) + 3, batchSecond + 15);
+    // Minted before the phase (the client's cost): lease i at the seconds ≡ i mod POLL_EVERY_S.
+    const bySecond = Array.from({ length: POLL_SECONDS }, (_, k) =>
+      running
+        .filter((_, i) => i % POLL_EVERY_S === k % POLL_EVERY_S)
+        .map((lease) => ({ path: `/v1/leases/${lease}/status`, token: mint(lease, start + k) })),
+    );
+    const pool = new Pool(stack.api, { connections: 16 });
+    try {
+      // providerd's own CPU while nobody asks (blocks, the feed), to tell it from the polls'.
+      const idleCpu0 = cpuSeconds(pid);
+      const idleT0 = performance.now();
+      await waitForSecond(start);
+      const idleCpuPerS = (cpuSeconds(pid) - idleCpu0) / ((performance.now() - idleT0) / 1000);
+      const reads0 = await leaseReads();
+      const cpu0 = cpuSeconds(pid);
+      const t0 = performance.now();
+      const latencies: number[] = [];
+      const sent: Promise<void>[] = [];
+      // Each second's polls spread over that second, as independent clients' are.
+      for (let k = 0; k < POLL_SECONDS; k++) {
+        const polls = bySecond[k]!;
+        for (let j = 0; j < polls.length; j++) {
+          const due = t0 + 1000 * k + (1000 * j) / polls.length;
+          const wait = due - performance.now();
+          if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+          sent.push(sendFresh(pool, polls[j]!, latencies, due));
+        }
+      }
+      await Promise.all(sent);
+      const seconds = (performance.now() - t0) / 1000;
+      const cpu = cpuSeconds(pid) - cpu0;
+      const reads = (await leaseReads()) - reads0;
+      latencies.sort((a, b) => a - b);
+      emit({
+        bench: "tenant_status_polling_fresh_tokens",
+        leases: running.length,
+        poll_every_s: POLL_EVERY_S,
+        seconds: POLL_SECONDS,
+        requests: latencies.length,
+        chain_lease_reads: reads,
+        chain_lease_reads_per_request: Number((reads / latencies.length).toFixed(3)),
+        // All of providerd's CPU in the phase, per request, and less what it spends idle.
+        providerd_cpu_per_request_ms: Number(((cpu * 1000) / latencies.length).toFixed(3)),
+        providerd_idle_cpu_per_s: Number(idleCpuPerS.toFixed(3)),
+        providerd_cpu_per_request_less_idle_ms: Number(
+          (((cpu - idleCpuPerS * seconds) * 1000) / latencies.length).toFixed(3),
+        ),
+        p50_ms: Number(percentile(latencies, 50).toFixed(1)),
+        p99_ms: Number(percentile(latencies, 99).toFixed(1)),
+      });
+    } finally {
+      await pool.close();
+    }
   }
 
   // 2. Fixed 500 req/s.
