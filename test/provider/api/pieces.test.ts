@@ -241,7 +241,8 @@ describe("lease reads", () => {
     return feed;
   }
 
-  it("with a live feed an ACTIVE lease's answer is kept across blocks until an event for it (at most watchedTtlMs)", async () => {
+  /** Lease reads with a live fake feed, the test answering each chain read. */
+  function liveReads() {
     const clock = new ManualClock();
     const { chain, calls } = deferredChain();
     const feed = fakeFeed();
@@ -253,6 +254,11 @@ describe("lease reads", () => {
       ttlMs: 1_000,
       blocks: feed,
     });
+    return { clock, calls, feed, reads };
+  }
+
+  it("with a live feed an ACTIVE lease's answer is kept across blocks until an event for it (at most watchedTtlMs)", async () => {
+    const { clock, calls, feed, reads } = liveReads();
     const readNow = async (answer: ChainLease | undefined = lease()) => {
       const p = reads.read(LEASE);
       await settle();
@@ -302,17 +308,7 @@ describe("lease reads", () => {
   });
 
   it("with a live feed a PENDING or unknown lease is read again at each block (at most blockTtlMs); a read straddling a block is not kept", async () => {
-    const clock = new ManualClock();
-    const { chain, calls } = deferredChain();
-    const feed = fakeFeed();
-    const reads = new TenantLeaseReads({
-      chain,
-      clock,
-      providerUuid: "p",
-      logger,
-      ttlMs: 1_000,
-      blocks: feed,
-    });
+    const { clock, calls, feed, reads } = liveReads();
     const readNow = async (answer: ChainLease | undefined) => {
       const p = reads.read(LEASE);
       await settle();
