@@ -203,7 +203,10 @@ export class Coalescer<V> {
     return p;
   }
 
-  /** The key's cached value while it is still fresh, without starting a load (or a promise). */
+  /**
+   * The key's cached value while it is still fresh, without starting a load (or a promise);
+   * undefined when none is. For a Coalescer whose values may themselves be undefined, use get.
+   */
   peek(key: string): V | undefined {
     const cached = this.#cache.get(key);
     return cached !== undefined && cached.until > this.#clock.now() ? cached.value : undefined;
