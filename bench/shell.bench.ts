@@ -25,10 +25,13 @@
  * Usage: flock /tmp/docker-tests.lock npm run bench -- shell
  */
 import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import WebSocket from "ws";
 import { hmacSecret, signRequest } from "../src/auth/hmac.ts";
 import { instanceName } from "../src/backend/docker/names.ts";
@@ -137,28 +140,73 @@ function figures(via: number[], direct: number[]) {
 }
 
 /**
- * The backend's signed contract route (`GET /shell/{uuid}`) running `cat` in service "app";
- * `backendUrl` is the backend's ready-line URL, `unix:/path` for one on a socket.
+ * The backend's signed contract route (`GET /shell/{uuid}`) running `cat` in service "app":
+ * its WebSocket URL and signature header. `backendUrl` is the backend's ready-line URL.
  */
-async function contractShell(backendUrl: string, lease: string, secret = SECRET): Promise<WebSocket> {
+function contractRequest(
+  backendUrl: string,
+  lease: string,
+  secret = SECRET,
+): { url: string; signature: string } {
   const uri = `${execPath(lease)}${encodeQuery({ service: "app", instance: "0", tty: "false", command: ["cat"] })}`;
   const signature = signRequest(hmacSecret(secret), {
     method: "GET",
     uri,
     timestamp: Math.floor(Date.now() / 1000),
   });
-  const socketPath = backendUrl.startsWith("unix:") ? backendUrl.slice("unix:".length) : undefined;
-  const base = socketPath === undefined ? backendUrl.replace(/^http/, "ws") : "ws://localhost";
-  const ws = new WebSocket(`${base}${uri}`, [SHELL_SUBPROTOCOL], {
-    headers: { [SIGNATURE_HEADER]: signature },
-    ...(socketPath === undefined ? {} : { createConnection: () => connect(socketPath) }),
-  });
+  return { url: `${backendUrl.replace(/^http/, "ws")}${uri}`, signature };
+}
+
+/** An open WebSocket, or the reason it did not open. */
+async function opened(ws: WebSocket): Promise<WebSocket> {
   await new Promise((resolve, reject) => {
     ws.once("open", resolve);
     ws.once("unexpected-response", (_q, res) => reject(new Error(`shell ${res.statusCode}`)));
     ws.once("error", reject);
   });
   return ws;
+}
+
+/** The contract route, called directly; `unix:/path` for a backend on a socket. */
+async function contractShell(backendUrl: string, lease: string, secret = SECRET): Promise<WebSocket> {
+  const socketPath = backendUrl.startsWith("unix:") ? backendUrl.slice("unix:".length) : undefined;
+  const { url, signature } = contractRequest(
+    socketPath === undefined ? backendUrl : "ws://localhost",
+    lease,
+    secret,
+  );
+  return opened(
+    new WebSocket(url, [SHELL_SUBPROTOCOL], {
+      headers: { [SIGNATURE_HEADER]: signature },
+      ...(socketPath === undefined ? {} : { createConnection: () => connect(socketPath) }),
+    }),
+  );
+}
+
+/** The contract route through a bare relay (shell-bare-relay.ts) in its own process. */
+async function bareRelayShell(relayUrl: string, backendUrl: string, lease: string): Promise<WebSocket> {
+  const { url, signature } = contractRequest(backendUrl, lease);
+  return opened(
+    new WebSocket(relayUrl, [SHELL_SUBPROTOCOL], {
+      headers: { "x-upstream": url, "x-upstream-signature": signature },
+    }),
+  );
+}
+
+/** Starts shell-bare-relay.ts (`ws` or `pipe`) as a child process; its URL and how to stop it. */
+async function startBareRelay(mode: "ws" | "pipe"): Promise<{ url: string; stop(): Promise<void> }> {
+  const script = fileURLToPath(new URL("shell-bare-relay.ts", import.meta.url));
+  const child = spawn(process.execPath, ["--import", "tsx", script, mode], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const [line] = (await once(createInterface({ input: child.stdout! }), "line")) as [string];
+  return {
+    url: (JSON.parse(line) as { url: string }).url,
+    stop: async () => {
+      child.kill("SIGTERM");
+      if (child.exitCode === null) await once(child, "exit");
+    },
+  };
 }
 
 /** The Docker backend's contract route alone, the backend in this process. */
@@ -212,6 +260,7 @@ async function throughProviderd(): Promise<void> {
   let docker: DockerProcess | undefined;
   let unixSetup: DockerTestSetup | undefined;
   let unixDocker: DockerProcess | undefined;
+  const relays: Awaited<ReturnType<typeof startBareRelay>>[] = [];
   const socketDir = mkdtempSync(join(tmpdir(), "fred-bench-sock-"));
   let tenant!: TenantKey;
 
@@ -308,17 +357,31 @@ async function throughProviderd(): Promise<void> {
     const [ws, mockWs, unixWs] = [await cat(onDocker), await cat(onMock), await cat(onUnix)];
     const backendWs = await contractShell(docker!.ready.url, onDocker);
     const unixBackendWs = await contractShell(unixDocker!.ready.url, onUnix, UNIX_SECRET);
+    const [wsRelay, pipeRelay] = [await startBareRelay("ws"), await startBareRelay("pipe")];
+    relays.push(wsRelay, pipeRelay);
+    const relayWs = await bareRelayShell(wsRelay.url, docker!.ready.url, onDocker);
+    const pipeWs = await bareRelayShell(pipeRelay.url, docker!.ready.url, onDocker);
     const exec = overDockerExec(container);
-    const [viaDocker = [], direct = [], viaMock = [], viaBackend = [], viaUnix = [], viaUnixBackend = []] =
-      await measure(
-        overShell(ws),
-        exec,
-        overShell(mockWs),
-        overShell(backendWs),
-        overShell(unixWs),
-        overShell(unixBackendWs),
-      );
-    for (const open of [ws, mockWs, backendWs, unixWs, unixBackendWs]) open.close();
+    const [
+      viaDocker = [],
+      direct = [],
+      viaMock = [],
+      viaBackend = [],
+      viaUnix = [],
+      viaUnixBackend = [],
+      viaRelay = [],
+      viaPipe = [],
+    ] = await measure(
+      overShell(ws),
+      exec,
+      overShell(mockWs),
+      overShell(backendWs),
+      overShell(unixWs),
+      overShell(unixBackendWs),
+      overShell(relayWs),
+      overShell(pipeWs),
+    );
+    for (const open of [ws, mockWs, backendWs, unixWs, unixBackendWs, relayWs, pipeWs]) open.close();
     exec.close();
     const line = (backend: string, transport: string | undefined, path: string, via: number[]) =>
       console.log(
@@ -357,7 +420,20 @@ async function throughProviderd(): Promise<void> {
       "that socket backend's contract route called directly over the socket (no providerd)",
       viaUnixBackend,
     );
+    line(
+      "docker-bare-relay",
+      "tcp",
+      "the TCP backend's contract route through a bare Node WebSocket relay in providerd's place (bench/shell-bare-relay.ts ws: messages passed both ways, nothing else)",
+      viaRelay,
+    );
+    line(
+      "docker-pipe-relay",
+      "tcp",
+      "the same through a Node process that only copies bytes both ways (bench/shell-bare-relay.ts pipe): the floor of any path with one more Node process on it",
+      viaPipe,
+    );
   } finally {
+    await Promise.all(relays.map((r) => r.stop()));
     await stack.close();
     await Promise.all([docker?.stop(), unixDocker?.stop()]);
     await Promise.all([setup?.cleanup(), unixSetup?.cleanup()]);
