@@ -18,6 +18,10 @@
  *                                TCP; "unix" for a second `fred backend docker` co-located
  *                                with providerd on a Unix socket (listen_addr unix:/…), through
  *                                providerd and called directly, against the same docker exec.
+ *                                backend "docker-bare-relay" / "docker-pipe-relay": the TCP
+ *                                backend's route through a bare Node process in providerd's
+ *                                place (shell-bare-relay.ts: a `ws` relay / a byte copier),
+ *                                the floor of one more process on the path.
  * The paths compared in one line are measured interleaved, round by round, so a change of
  * load during the run moves them alike instead of moving their ratio.
  *                                Skipped with BENCH_SHELL_PROVIDERD=0.
