@@ -122,6 +122,17 @@ function acknowledgementsIn(results: any, provider: string): number {
 }
 
 /** The database's counters (pg_stat_database) of the bench's database. */
+/** providerd's `fred_provision_requests_total{outcome="accepted"}`, by backend. */
+async function acceptedByBackend(api: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${api}/metrics`)).text();
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^fred_provision_requests_total\{([^}]*)\} (\S+)$/gm)) {
+    const backend = /backend="([^"]*)"/.exec(m[1]!)?.[1];
+    if (backend !== undefined && m[1]!.includes('outcome="accepted"')) out[backend] = Number(m[2]);
+  }
+  return out;
+}
+
 async function databaseCounters(url: string): Promise<{ commits: number; writes: number }> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -219,6 +230,7 @@ try {
       ? undefined
       : Number(readFileSync(`${stack.postgres.dir}/data/postmaster.pid`, "utf8").split("\n")[0]);
   const postgresCpu0 = postmaster === undefined ? 0 : postgresCpuSeconds(postmaster);
+  const accepted0 = await acceptedByBackend(stack.api);
   await call(url, "devnet_produce_block");
   const t0 = performance.now();
   const cpu0 = Object.fromEntries(Object.entries(processes).map(([k, pid]) => [k, cpuSeconds(pid)]));
@@ -262,6 +274,7 @@ try {
   const writes = Object.fromEntries(
     Object.entries(processes).map(([k, pid]) => [k, writeCalls(pid) - (writes0[k] ?? 0)]),
   );
+  const accepted1 = await acceptedByBackend(stack.api);
   const active = (await stack.tenant.leasesByProvider(provider, "LEASE_STATE_ACTIVE")).length;
   if (active !== LEASES + WARMUP)
     throw new Error(`expected ${LEASES + WARMUP} ACTIVE leases, found ${active}`);
@@ -301,6 +314,10 @@ try {
       cpu_threads_s: detail,
       // Write system calls (socket sends, WAL pages) each process made in that window.
       write_syscalls: writes,
+      // How the router spread the burst: provisions each backend accepted in it.
+      provisions_by_backend: Object.fromEntries(
+        Object.entries(accepted1).map(([b, n]) => [b, n - (accepted0[b] ?? 0)]),
+      ),
       providerd_rss_before_mb: rssBefore,
       providerd_peak_rss_mb: rssMb(processes.providerd, "VmHWM"),
       goal_peak_rss_mb: 200,

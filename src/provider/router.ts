@@ -16,6 +16,11 @@ export interface RouterOptions {
   clock: Clock;
   /** A stats reading older than this is ignored (default 60 s). */
   statsMaxAgeMs?: number;
+  /**
+   * While new leases are routed on the readings, the poll reads `/stats` again this soon
+   * after its last round (default 1 s) instead of waiting its interval.
+   */
+  rereadWhileRoutingMs?: number;
 }
 
 export class Router {
@@ -24,7 +29,12 @@ export class Router {
   readonly #maxAgeMs: number;
   readonly #loads = new Map<string, { load: BackendLoad; at: number }>();
   readonly #inFlight = new Map<string, number>();
+  readonly #rereadMs: number;
   #roundRobin = 0;
+  /** A choice was made on the readings since the poll's current or last round began. */
+  #choseOnReadings = false;
+  /** Asks the poll for an early round (set while `pollStats` runs). */
+  #hasten: (() => void) | undefined;
   /** Choices made round-robin because no matching backend had usable load figures (a metric). */
   fallbacks = 0;
 
@@ -32,6 +42,7 @@ export class Router {
     this.#backends = opts.backends;
     this.#clock = opts.clock;
     this.#maxAgeMs = opts.statsMaxAgeMs ?? 60_000;
+    this.#rereadMs = opts.rereadWhileRoutingMs ?? 1_000;
   }
 
   choose(sku: string): RouteDecision {
@@ -49,6 +60,15 @@ export class Router {
     });
     this.#roundRobin = decision.roundRobin;
     if (decision.kind === "backend" && decision.unmeasured === true) this.fallbacks++;
+    // A reading does not count what was routed after it: a burst routed on one reading for
+    // the poll's whole interval would go to one backend. Have it read again soon.
+    if (decision.kind === "backend" && (decision.via === "load" || decision.via === "round-robin")) {
+      // Round-robin among ties is a choice on the readings too; unmeasured, there were none.
+      if (decision.unmeasured !== true) {
+        this.#choseOnReadings = true;
+        this.#hasten?.();
+      }
+    }
     return decision;
   }
 
@@ -77,7 +97,10 @@ export class Router {
   /**
    * The `/stats` poll behind routing loads and `GET /v1/provider`: a round now, then one
    * `intervalMs` after each round ended (chained, never overlapping), each handed to
-   * `onRound`. Returns the stop; a round in flight then finishes but schedules no other.
+   * `onRound`. While leases are routed on the readings, the next round comes
+   * `rereadWhileRoutingMs` after the last one ended instead, so a burst is spread on
+   * readings at most that old (a reading counts what each backend admitted by then).
+   * Returns the stop; a round in flight then finishes but schedules no other.
    */
   pollStats(
     clients: ReadonlyMap<string, BackendClient>,
@@ -86,17 +109,38 @@ export class Router {
     signal: AbortSignal,
   ): () => void {
     let stopped = false;
+    let running = false;
+    let hastened = false;
+    let lastEnd = this.#clock.now();
     let cancel: (() => void) | undefined;
+    const schedule = (ms: number): void => {
+      cancel?.();
+      cancel = this.#clock.setTimer(ms, round);
+    };
     const round = (): void => {
+      running = true;
+      hastened = false;
+      this.#choseOnReadings = false;
       void this.refreshLoads(clients, signal)
         .then(onRound)
         .finally(() => {
-          if (!stopped && !signal.aborted) cancel = this.#clock.setTimer(intervalMs, round);
+          running = false;
+          lastEnd = this.#clock.now();
+          if (stopped || signal.aborted) return;
+          // Choices made while this round read may be missing from what it read.
+          hastened = this.#choseOnReadings;
+          schedule(hastened ? this.#rereadMs : intervalMs);
         });
+    };
+    this.#hasten = () => {
+      if (stopped || running || hastened) return;
+      hastened = true;
+      schedule(Math.max(0, lastEnd + this.#rereadMs - this.#clock.now()));
     };
     round();
     return () => {
       stopped = true;
+      this.#hasten = undefined;
       cancel?.();
     };
   }

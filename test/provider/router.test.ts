@@ -10,6 +10,7 @@ import {
 } from "../../src/provider/backend-client/index.ts";
 import { type ProviderConfig, parseProviderConfig } from "../../src/provider/config/index.ts";
 import { Router } from "../../src/provider/router.ts";
+import { until } from "../support/until.ts";
 import { type FakeBackend, startFakeBackend } from "./backend-client/fake-backend.ts";
 import { baseConfig } from "./config/fixtures.ts";
 
@@ -91,6 +92,50 @@ describe("router with live stats", () => {
     const second = router.choose(SKU);
     assert.equal(first.kind === "backend" && first.via, "round-robin");
     assert.notEqual(first.kind === "backend" && first.backend, second.kind === "backend" && second.backend);
+  });
+
+  it("reads /stats again within a second while leases are routed on the readings, not after the interval", async () => {
+    fakes[0]!.stats = { total_cpu_cores: 8, allocated_cpu_cores: 1 };
+    fakes[1]!.stats = { total_cpu_cores: 8, allocated_cpu_cores: 2 };
+    const router = new Router({ backends: config.backends, clock });
+    const statsReads = () => fakes[0]!.requests.filter((r) => r.url.startsWith("/stats?")).length;
+    const before = statsReads();
+    let rounds = 0;
+    const controller = new AbortController();
+    const stop = router.pollStats(clients, 15_000, () => rounds++, controller.signal);
+    try {
+      await until(() => rounds === 1, "the first round");
+      // A lease routed on the reading: another round one second after the last, not at 15 s.
+      const first = router.choose(SKU);
+      assert.equal(first.kind === "backend" && first.backend, "b0");
+      clock.advance(999);
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(rounds, 1);
+      // The backend admitted that lease (and more) since: the next reading sends leases elsewhere.
+      fakes[0]!.stats = { total_cpu_cores: 8, allocated_cpu_cores: 3 };
+      clock.advance(1);
+      await until(() => rounds === 2, "an early round");
+      assert.equal(statsReads() - before, 2);
+      const next = router.choose(SKU);
+      assert.equal(next.kind === "backend" && next.backend, "b1");
+      clock.advance(1_000);
+      await until(() => rounds === 3, "a second early round");
+      // Nothing routed since: the next round waits for the interval.
+      clock.advance(14_999);
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(rounds, 3);
+      clock.advance(1);
+      await until(() => rounds === 4, "the interval's round");
+      // A choice long after the last round asks for one at once.
+      clock.advance(10_000);
+      router.choose(SKU);
+      clock.advance(0);
+      await until(() => rounds === 5, "a round at once");
+      assert.equal(statsReads() - before, 5);
+    } finally {
+      stop();
+      controller.abort();
+    }
   });
 
   it("refuses to build clients for backends without a pinned storage ID", async () => {
