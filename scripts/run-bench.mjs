@@ -17,6 +17,10 @@ const DAEMON_NODE_OPTIONS = "--max-semi-space-size=16";
 // providerd's own unit (and compose service) also fixes malloc's mmap threshold; the e2e
 // stack (test/provider/e2e/stack.ts) gives FRED_ENV_PROVIDERD to providerd alone.
 const PROVIDERD_GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=131072";
+// And node's own flags, which node refuses in NODE_OPTIONS: the unit and the compose service
+// pass them on its command line (the stack gives FRED_NODE_FLAGS_PROVIDERD to providerd alone;
+// flags given there too come after these, and a V8 flag given twice takes the last value).
+const PROVIDERD_NODE_FLAGS = "--min-semi-space-size=16";
 // The units and the image also keep V8's bytecode of fred's modules between runs
 // (NODE_COMPILE_CACHE): a daemon restarted on this machine starts from it, and so does every
 // process a bench starts after the first run. NODE_DISABLE_COMPILE_CACHE=1 measures cold starts.
@@ -29,6 +33,7 @@ const env = {
   NODE_COMPILE_CACHE: COMPILE_CACHE,
   NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} ${DAEMON_NODE_OPTIONS}`.trim(),
   FRED_ENV_PROVIDERD: process.env.FRED_ENV_PROVIDERD ?? `GLIBC_TUNABLES=${PROVIDERD_GLIBC_TUNABLES}`,
+  FRED_NODE_FLAGS_PROVIDERD: `${PROVIDERD_NODE_FLAGS} ${process.env.FRED_NODE_FLAGS_PROVIDERD ?? ""}`.trim(),
 };
 let failed = 0;
 for (const file of files) {

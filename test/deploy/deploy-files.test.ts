@@ -60,9 +60,9 @@ describe("deploy/ files", () => {
 
     it(`${unit} runs fred commands that exist`, async () => {
       const text = readFileSync(join(DEPLOY, "systemd", unit), "utf8");
-      const commands = [...text.matchAll(/^Exec\w+=\/usr\/bin\/node \/opt\/fred\/bin\/fred\.js (.+)$/gm)].map(
-        (m) => (m[1] as string).split(/\s+/),
-      );
+      const commands = [
+        ...text.matchAll(/^Exec\w+=\/usr\/bin\/node (?:--[\w-]+=\S+ )*\/opt\/fred\/bin\/fred\.js (.+)$/gm),
+      ].map((m) => (m[1] as string).split(/\s+/));
       assert.ok(commands.length >= 1, `${unit} runs no fred command`);
       for (const args of commands) {
         // Keep the subcommand words (up to the first flag) and ask for their help.
@@ -133,6 +133,23 @@ describe("deploy/ files", () => {
     assert.equal(/PROVIDERD_GLIBC_TUNABLES = "([^"]+)"/.exec(bench)?.[1], tunables, "scripts/run-bench.mjs");
   });
 
+  it("the providerd unit, its compose service and the benchmarks give node the same flags of its own", () => {
+    const unit = readFileSync(join(DEPLOY, "systemd", "fred-providerd.service"), "utf8");
+    const flags =
+      /^ExecStart=\/usr\/bin\/node ((?:--[\w-]+=\S+ ?)+) \/opt\/fred\/bin\/fred\.js providerd /m.exec(
+        unit,
+      )?.[1];
+    assert.ok(flags, "fred-providerd.service starts node without flags of its own");
+    const compose = parse(readFileSync(join(DEPLOY, "compose.yaml"), "utf8")) as {
+      services: Record<string, { entrypoint?: string[] }>;
+    };
+    const entrypoint = compose.services.providerd?.entrypoint ?? [];
+    assert.deepEqual(entrypoint.slice(0, 3), ["tini", "--", "node"], "deploy/compose.yaml");
+    assert.equal(entrypoint.slice(3, -1).join(" "), flags, "deploy/compose.yaml");
+    const bench = readFileSync(join(REPO_ROOT, "scripts", "run-bench.mjs"), "utf8");
+    assert.equal(/PROVIDERD_NODE_FLAGS = "([^"]+)"/.exec(bench)?.[1], flags, "scripts/run-bench.mjs");
+  });
+
   // `systemctl reload` must do what the daemon's own help calls a reload, nothing else.
   for (const unit of units) {
     const text = readFileSync(join(DEPLOY, "systemd", unit), "utf8");
@@ -140,7 +157,7 @@ describe("deploy/ files", () => {
     if (!/^ExecReload=/m.test(text)) continue;
     it(`${unit}: ExecReload sends the signal fred documents as a reload`, async () => {
       assert.ok(reload, `${unit}: ExecReload is not \`/bin/kill -SIG $MAINPID\``);
-      const start = /^ExecStart=\/usr\/bin\/node \/opt\/fred\/bin\/fred\.js (.+)$/m.exec(text);
+      const start = /^ExecStart=\/usr\/bin\/node (?:--[\w-]+=\S+ )*\/opt\/fred\/bin\/fred\.js (.+)$/m.exec(text);
       assert.ok(start, `${unit} has no fred ExecStart`);
       const args = (start[1] as string).split(/\s+/);
       const words = args.slice(

@@ -5,6 +5,7 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileS
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { parse } from "yaml";
 import { dockerCli, dockerSkip, REQUIRE_DOCKER, releaseEngineLock } from "../support/docker.ts";
 import { type Launched, launchProgram, REPO_ROOT, until } from "../support/index.ts";
 
@@ -236,6 +237,23 @@ describe("npm run release", { skip }, () => {
       assert.deepEqual(config.Healthcheck.Test, ["CMD", "node", "/opt/fred/healthcheck.mjs"]);
       const id = await dockerCli(["run", "--rm", "--entrypoint", "id", IMAGE, "-u"]);
       assert.notEqual(id.out.trim(), "0");
+      // deploy/compose.yaml starts providerd through node with V8 flags of its own: that
+      // entrypoint must exist in the image.
+      const compose = parse(readFileSync(join(REPO_ROOT, "deploy", "compose.yaml"), "utf8")) as {
+        services: { providerd: { entrypoint: string[] } };
+      };
+      const [first, ...rest] = compose.services.providerd.entrypoint;
+      const viaCompose = await dockerCli([
+        "run",
+        "--rm",
+        "--entrypoint",
+        first!,
+        IMAGE,
+        ...rest,
+        "--version",
+      ]);
+      assert.equal(viaCompose.code, 0, viaCompose.out);
+      assert.equal(viaCompose.out.trim(), versionLine());
     });
 
     it("a fred up trial turns healthy, makes a lease ACTIVE, and stops cleanly on docker stop", async () => {
