@@ -121,7 +121,6 @@ function acknowledgementsIn(results: any, provider: string): number {
   return n;
 }
 
-/** The database's counters (pg_stat_database) of the bench's database. */
 /** providerd's `fred_provision_requests_total{outcome="accepted"}`, by backend. */
 async function acceptedByBackend(api: string): Promise<Record<string, number>> {
   const text = await (await fetch(`${api}/metrics`)).text();
@@ -133,6 +132,7 @@ async function acceptedByBackend(api: string): Promise<Record<string, number>> {
   return out;
 }
 
+/** The database's counters (pg_stat_database) of the bench's database. */
 async function databaseCounters(url: string): Promise<{ commits: number; writes: number }> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
