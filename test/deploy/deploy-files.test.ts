@@ -157,7 +157,9 @@ describe("deploy/ files", () => {
     if (!/^ExecReload=/m.test(text)) continue;
     it(`${unit}: ExecReload sends the signal fred documents as a reload`, async () => {
       assert.ok(reload, `${unit}: ExecReload is not \`/bin/kill -SIG $MAINPID\``);
-      const start = /^ExecStart=\/usr\/bin\/node (?:--[\w-]+=\S+ )*\/opt\/fred\/bin\/fred\.js (.+)$/m.exec(text);
+      const start = /^ExecStart=\/usr\/bin\/node (?:--[\w-]+=\S+ )*\/opt\/fred\/bin\/fred\.js (.+)$/m.exec(
+        text,
+      );
       assert.ok(start, `${unit} has no fred ExecStart`);
       const args = (start[1] as string).split(/\s+/);
       const words = args.slice(
