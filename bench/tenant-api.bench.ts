@@ -23,8 +23,9 @@
  * runs together); then at a fixed 500 req/s, three runs of
  * 1,500 (goal p99 ≤ 20 ms); then polled as tenant tools poll (each running lease once every
  * 3 s with a fresh token, for 15 s), with the chain reads of a lease that polling makes per
- * request (from providerd's metrics) and providerd's CPU per request. The devnet makes a block every second, as the Manifest network
- * does (BENCH_BLOCK_TIME=0s: a block per tx, as in the tests). The status phases poll
+ * request (from providerd's metrics) and providerd's CPU per request beside the bare
+ * control's on the same schedule. The devnet makes a block every second, as the Manifest
+ * network does (BENCH_BLOCK_TIME=0s: a block per tx, as in the tests). The status phases poll
  * running (ACTIVE) leases; for the event phases a backend takes an hour to provision, so
  * those leases stay PENDING with an open attempt whose callback we send.
  * Each JSON line carries the 1-minute load average beside its figure.
@@ -201,6 +202,70 @@ async function sendFresh(
   await res.body.arrayBuffer();
   latencies.push(performance.now() - start);
   if (res.statusCode !== 200) throw new Error(`status with a fresh token: ${res.statusCode}`);
+}
+
+interface Polled {
+  requests: number;
+  cpuPerRequestMs: number;
+  idleCpuPerS: number;
+  cpuPerRequestLessIdleMs: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+/**
+ * Polls as tenant tools do: each of `leases` once every POLL_EVERY_S seconds with a token
+ * minted for that second, for POLL_SECONDS from Unix second `start`, each second's polls
+ * spread over it as independent clients' are. The process's CPU (`pid`) per request, also
+ * less what it spends idle (measured over the quiet seconds before `start`).
+ */
+async function pollAsToolsDo(
+  origin: string,
+  pid: number,
+  start: number,
+  leases: readonly string[],
+  mint: (lease: string, second: number) => string,
+): Promise<Polled> {
+  // Minted before the phase (the client's cost): lease i at the seconds ≡ i mod POLL_EVERY_S.
+  const bySecond = Array.from({ length: POLL_SECONDS }, (_, k) =>
+    leases
+      .filter((_, i) => i % POLL_EVERY_S === k % POLL_EVERY_S)
+      .map((lease) => ({ path: `/v1/leases/${lease}/status`, token: mint(lease, start + k) })),
+  );
+  const pool = new Pool(origin, { connections: 16 });
+  try {
+    const idleCpu0 = cpuSeconds(pid);
+    const idleT0 = performance.now();
+    await waitForSecond(start);
+    const idleCpuPerS = (cpuSeconds(pid) - idleCpu0) / ((performance.now() - idleT0) / 1000);
+    const cpu0 = cpuSeconds(pid);
+    const t0 = performance.now();
+    const latencies: number[] = [];
+    const sent: Promise<void>[] = [];
+    for (let k = 0; k < POLL_SECONDS; k++) {
+      const polls = bySecond[k]!;
+      for (let j = 0; j < polls.length; j++) {
+        const due = t0 + 1000 * k + (1000 * j) / polls.length;
+        const wait = due - performance.now();
+        if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+        sent.push(sendFresh(pool, polls[j]!, latencies, due));
+      }
+    }
+    await Promise.all(sent);
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu = cpuSeconds(pid) - cpu0;
+    latencies.sort((a, b) => a - b);
+    return {
+      requests: latencies.length,
+      cpuPerRequestMs: Number(((cpu * 1000) / latencies.length).toFixed(3)),
+      idleCpuPerS: Number(idleCpuPerS.toFixed(3)),
+      cpuPerRequestLessIdleMs: Number((((cpu - idleCpuPerS * seconds) * 1000) / latencies.length).toFixed(3)),
+      p50Ms: Number(percentile(latencies, 50).toFixed(1)),
+      p99Ms: Number(percentile(latencies, 99).toFixed(1)),
+    };
+  } finally {
+    await pool.close();
+  }
 }
 
 function freshRun(requests: number, seconds: number, cpu: number, latencies: number[]): FreshRun {
@@ -448,75 +513,58 @@ try {
       p99_ms_by_run: atRate.map((r) => r.p99),
       goal_p99_ms: 20,
     });
-  } finally {
-    await bare.close();
-  }
 
-  // 1d. Polling as tenant tools do: every running lease once every POLL_EVERY_S seconds
-  // with a fresh token, for POLL_SECONDS (1 s blocks). What it costs providerd per request,
-  // and how many chain reads of a lease it makes per request (providerd's own
-  // fred_chain_query_duration_seconds count for the Lease query): the lease read is
-  // reused across blocks until an event for the lease (docs/tenant-api.md).
-  {
-    const leaseReads = async () =>
-      sample(await (await fetch(`${stack.api}/metrics`)).text(), "fred_chain_query_duration_seconds_count", {
-        query: "/liftedinit.billing.v1.Query/Lease",
-      }) ?? 0;
-    // Two quiet seconds at least first: providerd's idle CPU is measured over them.
-    const start = Math.max(Math.floor(Date.now() / 1000) + 3, batchSecond + 15);
-    // Minted before the phase (the client's cost): lease i at the seconds ≡ i mod POLL_EVERY_S.
-    const bySecond = Array.from({ length: POLL_SECONDS }, (_, k) =>
-      running
-        .filter((_, i) => i % POLL_EVERY_S === k % POLL_EVERY_S)
-        .map((lease) => ({ path: `/v1/leases/${lease}/status`, token: mint(lease, start + k) })),
-    );
-    const pool = new Pool(stack.api, { connections: 16 });
-    try {
-      // providerd's own CPU while nobody asks (blocks, the feed), to tell it from the polls'.
-      const idleCpu0 = cpuSeconds(pid);
-      const idleT0 = performance.now();
-      await waitForSecond(start);
-      const idleCpuPerS = (cpuSeconds(pid) - idleCpu0) / ((performance.now() - idleT0) / 1000);
+    // 1d. Polling as tenant tools do: every running lease once every POLL_EVERY_S seconds
+    // with a fresh token, for POLL_SECONDS (1 s blocks). What it costs providerd per request
+    // beside what the bare control pays on the same schedule, and how many chain reads of a
+    // lease it makes per request (providerd's own fred_chain_query_duration_seconds count for
+    // the Lease query): the lease read is reused across blocks until an event for the lease
+    // (docs/tenant-api.md).
+    {
+      const leaseReads = async () =>
+        sample(
+          await (await fetch(`${stack.api}/metrics`)).text(),
+          "fred_chain_query_duration_seconds_count",
+          {
+            query: "/liftedinit.billing.v1.Query/Lease",
+          },
+        ) ?? 0;
+      // Two quiet seconds at least first: providerd's idle CPU is measured over them.
+      const start = Math.max(Math.floor(Date.now() / 1000) + 3, batchSecond + 15);
       const reads0 = await leaseReads();
-      const cpu0 = cpuSeconds(pid);
-      const t0 = performance.now();
-      const latencies: number[] = [];
-      const sent: Promise<void>[] = [];
-      // Each second's polls spread over that second, as independent clients' are.
-      for (let k = 0; k < POLL_SECONDS; k++) {
-        const polls = bySecond[k]!;
-        for (let j = 0; j < polls.length; j++) {
-          const due = t0 + 1000 * k + (1000 * j) / polls.length;
-          const wait = due - performance.now();
-          if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-          sent.push(sendFresh(pool, polls[j]!, latencies, due));
-        }
-      }
-      await Promise.all(sent);
-      const seconds = (performance.now() - t0) / 1000;
-      const cpu = cpuSeconds(pid) - cpu0;
+      const polled = await pollAsToolsDo(stack.api, pid, start, running, mint);
       const reads = (await leaseReads()) - reads0;
-      latencies.sort((a, b) => a - b);
+      // The same schedule on the bare control, warmed like providerd by the phases above: what
+      // a process doing only the verify pays per request at this rate.
+      const barePolled = await pollAsToolsDo(
+        bare.url,
+        bare.pid,
+        Math.floor(Date.now() / 1000) + 3,
+        running,
+        mint,
+      );
       emit({
         bench: "tenant_status_polling_fresh_tokens",
         leases: running.length,
         poll_every_s: POLL_EVERY_S,
         seconds: POLL_SECONDS,
-        requests: latencies.length,
+        requests: polled.requests,
         chain_lease_reads: reads,
-        chain_lease_reads_per_request: Number((reads / latencies.length).toFixed(3)),
+        chain_lease_reads_per_request: Number((reads / polled.requests).toFixed(3)),
         // All of providerd's CPU in the phase, per request, and less what it spends idle.
-        providerd_cpu_per_request_ms: Number(((cpu * 1000) / latencies.length).toFixed(3)),
-        providerd_idle_cpu_per_s: Number(idleCpuPerS.toFixed(3)),
-        providerd_cpu_per_request_less_idle_ms: Number(
-          (((cpu - idleCpuPerS * seconds) * 1000) / latencies.length).toFixed(3),
+        providerd_cpu_per_request_ms: polled.cpuPerRequestMs,
+        providerd_idle_cpu_per_s: polled.idleCpuPerS,
+        providerd_cpu_per_request_less_idle_ms: polled.cpuPerRequestLessIdleMs,
+        bare_control_cpu_per_request_less_idle_ms: barePolled.cpuPerRequestLessIdleMs,
+        share_of_bare_control: Number(
+          (barePolled.cpuPerRequestLessIdleMs / polled.cpuPerRequestLessIdleMs).toFixed(3),
         ),
-        p50_ms: Number(percentile(latencies, 50).toFixed(1)),
-        p99_ms: Number(percentile(latencies, 99).toFixed(1)),
+        p50_ms: polled.p50Ms,
+        p99_ms: polled.p99Ms,
       });
-    } finally {
-      await pool.close();
     }
+  } finally {
+    await bare.close();
   }
 
   // 2. Fixed 500 req/s.
