@@ -25,8 +25,8 @@ import { runInNewContext } from "node:vm";
  * full collection left the capped limit in force: a forced one would only pause the
  * daemon (25–80 ms on a 30 MB heap, where V8's own collections mark concurrently).
  *
- * An operator who sets --heap-growing-percent in NODE_OPTIONS or on node's command line
- * keeps it: the policy then does nothing.
+ * An operator who sets --heap-growing-percent on node's command line keeps it: the policy
+ * then does nothing. (Node refuses the flag in NODE_OPTIONS: it never gets that far.)
  */
 export const CAPPED_GROWTH_PERCENT = 30;
 /** Live heap (after a full collection) from which V8's own growth policy applies. */
@@ -38,9 +38,8 @@ export function growthPercentFor(liveBytes: number): number {
 }
 
 export interface HeapPolicyOptions {
-  /** node's own flags (process.execArgv) and NODE_OPTIONS: an operator's setting wins. */
+  /** node's own flags (process.execArgv): an operator's setting wins. */
   execArgv?: readonly string[];
-  nodeOptions?: string | undefined;
   /** For tests: where the flag goes (default v8.setFlagsFromString). */
   setFlags?: (flags: string) => void;
   /** For tests: a full collection (default V8's, through a context with `gc` exposed). */
@@ -66,8 +65,7 @@ export interface HeapPolicy {
 /** Starts the policy for this process; undefined when the operator set the flag. */
 export function startHeapPolicy(o: HeapPolicyOptions = {}): HeapPolicy | undefined {
   const execArgv = o.execArgv ?? process.execArgv;
-  const nodeOptions = o.nodeOptions ?? process.env.NODE_OPTIONS ?? "";
-  if ([...execArgv, nodeOptions].some((f) => /--heap[-_]growing[-_]percent/.test(f))) return undefined;
+  if (execArgv.some((f) => /--heap[-_]growing[-_]percent/.test(f))) return undefined;
   const setFlags = o.setFlags ?? setFlagsFromString;
   let collect = o.collect;
   let percent = -1;

@@ -24,19 +24,12 @@ describe("providerd's heap policy", () => {
     assert.equal(growthPercentFor(600 * 1024 * 1024), 0);
   });
 
-  it("an operator's --heap-growing-percent (node flag or NODE_OPTIONS) wins: the policy does nothing", () => {
+  it("an operator's --heap-growing-percent on node's command line wins: the policy does nothing", () => {
     const set: string[] = [];
     const setFlags = (f: string) => set.push(f);
+    assert.equal(startHeapPolicy({ execArgv: ["--heap-growing-percent=50"], setFlags }), undefined);
     assert.equal(
-      startHeapPolicy({ execArgv: ["--heap-growing-percent=50"], nodeOptions: "", setFlags }),
-      undefined,
-    );
-    assert.equal(
-      startHeapPolicy({
-        execArgv: [],
-        nodeOptions: "--max-old-space-size=512 --heap_growing_percent=20",
-        setFlags,
-      }),
+      startHeapPolicy({ execArgv: ["--max-old-space-size=512", "--heap_growing_percent=20"], setFlags }),
       undefined,
     );
     assert.deepEqual(set, []);
@@ -45,7 +38,7 @@ describe("providerd's heap policy", () => {
   it("follows the live heap at each full collection, and stop() hands growth back to V8", async () => {
     const set: string[] = [];
     fullGc();
-    const policy = startHeapPolicy({ execArgv: [], nodeOptions: "", setFlags: (f) => set.push(f) });
+    const policy = startHeapPolicy({ execArgv: [], setFlags: (f) => set.push(f) });
     assert.ok(policy !== undefined);
     // The test process's live heap is far below the threshold.
     assert.deepEqual(set, [`--heap-growing-percent=${CAPPED_GROWTH_PERCENT}`]);
@@ -81,7 +74,6 @@ describe("providerd's heap policy", () => {
     let collections = 0;
     const policy = startHeapPolicy({
       execArgv: [],
-      nodeOptions: "",
       setFlags: (f) => set.push(f),
       collect: () => {
         collections++;
@@ -124,7 +116,6 @@ describe("providerd's heap policy", () => {
     let collections = 0;
     const policy = startHeapPolicy({
       execArgv: [],
-      nodeOptions: "",
       setFlags: () => {},
       collect: () => {
         collections++;
